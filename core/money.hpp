@@ -1,0 +1,31 @@
+#pragma once
+// Money in integer minor units and the ISO 4217 currency table (active codes only; funds and
+// precious-metal codes such as XAU are not currencies a payment can be made in).
+// Per-provider exponent overrides live with the provider adapters.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace payrecon {
+
+struct Currency {
+    std::string_view code; // upper-case ISO 4217 alphabetic code
+    int exponent;          // number of minor-unit digits: JPY 0, EUR 2, KWD 3, CLF 4
+};
+
+// Returns nullopt if `code` is not an active ISO 4217 code. Exact match: "eur" is not found.
+std::optional<Currency> find_currency(std::string_view code);
+
+struct Money {
+    std::int64_t minor = 0;
+    std::string currency; // a code find_currency() knows
+
+    friend bool operator==(const Money&, const Money&) = default;
+};
+
+// "12.34 EUR", "1000 JPY", "-0.005 KWD". Throws std::invalid_argument for an unknown currency.
+std::string format_money(const Money& money);
+
+} // namespace payrecon

@@ -1,0 +1,54 @@
+#pragma once
+// The canonical "create payment" request: parsed strictly from JSON, typed, server defaults and API
+// version applied, transport fields (tracing IDs) excluded. Two requests that mean the same thing
+// have the same canonical bytes, whatever their key order, whitespace or escapes.
+
+#include "core/validation.hpp"
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <tl/expected.hpp>
+
+namespace payrecon {
+
+inline constexpr std::string_view k_api_version = "2026-12-01"; // the one version spoken today
+inline constexpr std::int64_t k_max_amount_minor = 1'000'000'000'000'000;   // 10^15 minor units
+inline constexpr std::size_t k_max_request_depth = 8;           // JSON nesting allowed in a body
+
+struct PaymentRequest {
+    std::string api_version;        // k_api_version when the caller sent none
+    std::int64_t amount_minor = 0;  // 1 .. k_max_amount_minor
+    std::string currency;           // upper case, known to find_currency()
+    std::string merchant_reference; // 1..255 bytes, no control characters
+    std::string provider;           // [a-z0-9_-]{1,32}
+    std::string payment_method;     // the provider's token for a saved method ("pm_..."), never card data
+    std::optional<std::string> customer;    // 1..255 bytes when present
+    std::optional<std::string> description; // up to 1000 bytes when present
+    std::map<std::string, std::string> metadata; // up to 50 entries; key 1..40 bytes, value up to 500
+
+    friend bool operator==(const PaymentRequest&, const PaymentRequest&) = default;
+};
+
+// Parses and validates a request body. `api_version` is the Payrecon-Version header ("" = default).
+// Errors: malformed (not JSON, duplicate key at any level, deeper than k_max_request_depth, not an
+// object), unsupported_version, card_data (a string that passes the Luhn check as a 13-19 digit card
+// number, or a field named like card data: number, cvc, cvv, card, card_number, pan, exp_month,
+// exp_year), invalid (missing or unknown field, wrong type, float or out-of-range amount, unknown
+// currency, bad lengths or characters). Fields "trace_id", "traceparent", "tracestate",
+// "request_id" and "correlation_id" are transport fields: accepted (if strings) and ignored.
+tl::expected<PaymentRequest, ValidationError> parse_payment_request(std::string_view body,
+                                                                     std::string_view api_version);
+
+// The canonical bytes that the fingerprint is computed over: deterministic for equal requests,
+// different whenever any field differs (absent optional fields and empty metadata included).
+std::string canonical_bytes(const PaymentRequest& request);
+
+// True if `text` contains a 13-19 digit run (spaces and dashes allowed between digits) that passes
+// the Luhn check. Used to refuse card numbers anywhere in a body.
+bool looks_like_card_number(std::string_view text);
+
+} // namespace payrecon

@@ -1,0 +1,53 @@
+#pragma once
+// The payment state machine (DESIGN section 3) as one transition table. Nothing writes a payment's
+// state without require_transition() agreeing.
+
+#include <optional>
+#include <span>
+#include <string_view>
+
+namespace payrecon {
+
+enum class PaymentState {
+    pending,         // accepted, not yet sent
+    processing,      // a worker holds the lease and is calling the provider
+    succeeded,       // terminal: the provider charged
+    failed,          // terminal: the provider declined, or an operator confirmed no charge and gave up
+    retry_scheduled, // definitely not sent; will be sent again with the same operation ID
+    unknown,         // the provider may or may not have charged; only a lookup or an operator decides
+    needs_review,    // a human must decide; never re-sent without a recorded decision
+};
+
+inline constexpr PaymentState k_all_payment_states[] = {
+    PaymentState::pending,         PaymentState::processing, PaymentState::succeeded,
+    PaymentState::failed,          PaymentState::retry_scheduled, PaymentState::unknown,
+    PaymentState::needs_review};
+
+std::string_view to_string(PaymentState state);
+// Returns nullopt if `name` is not one of the names to_string() gives.
+std::optional<PaymentState> parse_payment_state(std::string_view name);
+
+bool is_terminal(PaymentState state); // succeeded, failed
+
+// What a client is told: in flight (pending, processing, retry_scheduled), done (succeeded,
+// failed), or not known yet (unknown, needs_review).
+enum class StatusCategory { in_flight, done, not_known_yet };
+StatusCategory status_category(PaymentState state);
+std::string_view to_string(StatusCategory category);
+
+struct Transition {
+    PaymentState from;
+    PaymentState to;
+    std::string_view cause; // who takes it and why, e.g. "worker claims the payment"
+};
+
+// Every allowed transition, once each.
+std::span<const Transition> transition_table();
+
+// Returns the table entry, or nullopt if the transition is forbidden.
+std::optional<Transition> find_transition(PaymentState from, PaymentState to);
+
+// Throws std::logic_error (a bug in the caller) if the transition is forbidden.
+void require_transition(PaymentState from, PaymentState to);
+
+} // namespace payrecon
