@@ -40,11 +40,13 @@ struct PaymentRequest {
 // exp_year), invalid (missing or unknown field, wrong type, float or out-of-range amount, unknown
 // currency, bad lengths or characters). Fields "trace_id", "traceparent", "tracestate",
 // "request_id" and "correlation_id" are transport fields: accepted (if strings) and ignored.
+// customer, description and metadata may be null, which means the same as absent.
 tl::expected<PaymentRequest, ValidationError> parse_payment_request(std::string_view body,
                                                                      std::string_view api_version);
 
 // The canonical bytes that the fingerprint is computed over: deterministic for equal requests,
 // different whenever any field differs (absent optional fields and empty metadata included).
+// Throws nlohmann::json::type_error if a string is not valid UTF-8 (never for a parsed request).
 std::string canonical_bytes(const PaymentRequest& request);
 
 // True if `text` contains a 13-19 digit run (spaces and dashes allowed between digits) that passes

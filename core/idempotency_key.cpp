@@ -1,0 +1,38 @@
+#include "core/idempotency_key.hpp"
+
+#include <string>
+
+namespace payrecon {
+namespace {
+
+constexpr std::string_view k_field = "Idempotency-Key";
+
+ValidationError key_error(std::string code, std::string message) {
+    return ValidationError{ValidationKind::invalid, std::string(k_field), std::move(code),
+                           std::move(message)};
+}
+
+} // namespace
+
+std::optional<ValidationError> validate_idempotency_key(std::string_view key) {
+    if (key.empty()) {
+        return key_error("empty",
+                         "Idempotency-Key is empty; send 1 to 255 visible ASCII characters");
+    }
+    if (key.size() > k_max_idempotency_key_length) {
+        return key_error("too_long", "Idempotency-Key is longer than 255 characters");
+    }
+    for (std::size_t i = 0; i < key.size(); ++i) {
+        const auto byte = static_cast<unsigned char>(key[i]);
+        if (byte < 0x21 || byte > 0x7E) {
+            // The position, never the byte: the key is the client's and may be anything.
+            return key_error("invalid_character",
+                             "Idempotency-Key has a character outside visible ASCII (0x21-0x7E) at "
+                             "position " +
+                                 std::to_string(i + 1));
+        }
+    }
+    return std::nullopt;
+}
+
+} // namespace payrecon

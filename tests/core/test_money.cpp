@@ -1,0 +1,98 @@
+#include "core/money.hpp"
+
+#include <catch2/catch.hpp>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+using payrecon::find_currency;
+using payrecon::format_money;
+using payrecon::Money;
+
+TEST_CASE("money: ISO 4217 exponents for JPY, EUR, KWD and CLF", "[core][money]") {
+    REQUIRE(find_currency("JPY"));
+    CHECK(find_currency("JPY")->exponent == 0);
+    CHECK(find_currency("EUR")->exponent == 2);
+    CHECK(find_currency("KWD")->exponent == 3);
+    CHECK(find_currency("CLF")->exponent == 4);
+    CHECK(find_currency("EUR")->code == "EUR");
+}
+
+TEST_CASE("money: every zero, three and four digit currency has its exponent", "[core][money]") {
+    for (const char* code : {"BIF", "CLP", "DJF", "GNF", "ISK", "JPY", "KMF", "KRW", "PYG", "RWF",
+                             "UGX", "UYI", "VND", "VUV", "XAF", "XOF", "XPF"}) {
+        INFO(code);
+        REQUIRE(find_currency(code));
+        CHECK(find_currency(code)->exponent == 0);
+    }
+    for (const char* code : {"BHD", "IQD", "JOD", "KWD", "LYD", "OMR", "TND"}) {
+        INFO(code);
+        REQUIRE(find_currency(code));
+        CHECK(find_currency(code)->exponent == 3);
+    }
+    for (const char* code : {"CLF", "UYW"}) {
+        INFO(code);
+        REQUIRE(find_currency(code));
+        CHECK(find_currency(code)->exponent == 4);
+    }
+}
+
+TEST_CASE("money: common two digit currencies are known", "[core][money]") {
+    for (const char* code : {"AED", "AUD", "BRL", "CAD", "CHF", "CNY", "CZK", "DKK", "GBP", "HKD",
+                             "HUF", "IDR", "ILS", "INR", "MXN", "NOK", "NZD", "PLN", "SEK", "SGD",
+                             "SLE", "STN", "THB", "TRY", "TWD", "USD", "VES", "XCD", "ZAR"}) {
+        INFO(code);
+        REQUIRE(find_currency(code));
+        CHECK(find_currency(code)->exponent == 2);
+    }
+}
+
+TEST_CASE("money: unknown, lower-case and malformed codes are not found", "[core][money]") {
+    CHECK_FALSE(find_currency("eur"));
+    CHECK_FALSE(find_currency("Eur"));
+    CHECK_FALSE(find_currency("ABC"));
+    CHECK_FALSE(find_currency(""));
+    CHECK_FALSE(find_currency("EU"));
+    CHECK_FALSE(find_currency("EURO"));
+    CHECK_FALSE(find_currency("EUR "));
+    CHECK_FALSE(find_currency(std::string("EUR\0", 4)));
+}
+
+TEST_CASE("money: precious metals, SDR, testing and withdrawn codes are not currencies",
+          "[core][money]") {
+    for (const char* code : {"XAU", "XAG", "XPT", "XPD", "XDR", "XSU", "XTS", "XXX", "XBA", "XUA",
+                             "HRK", "SLL", "CUC", "VEF", "MRO", "STD", "BYR"}) {
+        INFO(code);
+        CHECK_FALSE(find_currency(code));
+    }
+}
+
+TEST_CASE("money: format_money places the decimal point by the exponent", "[core][money]") {
+    CHECK(format_money(Money{1234, "EUR"}) == "12.34 EUR");
+    CHECK(format_money(Money{1000, "JPY"}) == "1000 JPY");
+    CHECK(format_money(Money{5, "KWD"}) == "0.005 KWD");
+    CHECK(format_money(Money{1, "CLF"}) == "0.0001 CLF");
+    CHECK(format_money(Money{0, "EUR"}) == "0.00 EUR");
+    CHECK(format_money(Money{0, "JPY"}) == "0 JPY");
+    CHECK(format_money(Money{100, "USD"}) == "1.00 USD");
+    CHECK(format_money(Money{123456789, "BHD"}) == "123456.789 BHD");
+}
+
+TEST_CASE("money: format_money handles negative amounts and the int64 extremes", "[core][money]") {
+    CHECK(format_money(Money{-5, "KWD"}) == "-0.005 KWD");
+    CHECK(format_money(Money{-1234, "EUR"}) == "-12.34 EUR");
+    CHECK(format_money(Money{-1, "EUR"}) == "-0.01 EUR");
+    CHECK(format_money(Money{-7, "JPY"}) == "-7 JPY");
+    CHECK(format_money(Money{std::numeric_limits<std::int64_t>::min(), "EUR"}) ==
+          "-92233720368547758.08 EUR");
+    CHECK(format_money(Money{std::numeric_limits<std::int64_t>::min(), "JPY"}) ==
+          "-9223372036854775808 JPY");
+    CHECK(format_money(Money{std::numeric_limits<std::int64_t>::max(), "CLF"}) ==
+          "922337203685477.5807 CLF");
+}
+
+TEST_CASE("money: format_money throws for an unknown currency", "[core][money]") {
+    CHECK_THROWS_AS(format_money(Money{100, "XAU"}), std::invalid_argument);
+    CHECK_THROWS_AS(format_money(Money{100, "eur"}), std::invalid_argument);
+    CHECK_THROWS_AS(format_money(Money{100, ""}), std::invalid_argument);
+}
