@@ -1,0 +1,32 @@
+#pragma once
+// The payrecon command line: build_app() returns the CLI11 app so tests can parse argument lists
+// in-process. Subcommands live in cmd_<verb>.cpp, one setup_<verb>() each; they parse and print,
+// and leave the work to the libraries.
+
+#include <CLI/CLI.hpp>
+
+#include <memory>
+#include <string>
+
+namespace payrecon::cli {
+
+struct GlobalOptions {
+    std::string database_url; // --database / PAYRECON_DATABASE_URL; empty: the private cluster
+    std::string home;         // --home / PAYRECON_HOME
+    std::string operator_name; // --operator / PAYRECON_OPERATOR; empty: the OS user
+};
+
+struct AppState {
+    GlobalOptions global;
+    int exit_code = 0;
+};
+
+std::unique_ptr<CLI::App> build_app(AppState& state);
+
+void setup_db(CLI::App& app, AppState& state);
+void setup_tenant(CLI::App& app, AppState& state);
+void setup_principal(CLI::App& app, AppState& state);
+void setup_purge(CLI::App& app, AppState& state);
+void setup_payments(CLI::App& app, AppState& state);
+
+} // namespace payrecon::cli

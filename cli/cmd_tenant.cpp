@@ -1,0 +1,59 @@
+// payrecon tenant create|list
+#include "cli/app.hpp"
+#include "cli/context.hpp"
+#include "core/store/admin_store.hpp"
+
+#include <iostream>
+
+namespace payrecon::cli {
+namespace {
+
+nlohmann::json to_json(const store::TenantRecord& t) {
+    return {{"tenant_id", t.tenant_id}, {"name", t.name}, {"created_at", t.created_at}};
+}
+
+} // namespace
+
+void setup_tenant(CLI::App& app, AppState& state) {
+    CLI::App* tenant = app.add_subcommand("tenant", "tenants: the top of every key and every row");
+    tenant->require_subcommand(1);
+
+    struct CreateOptions {
+        std::string name;
+        bool json = false;
+    };
+    auto create = std::make_shared<CreateOptions>();
+    CLI::App* c = tenant->add_subcommand("create", "create a tenant");
+    c->add_option("name", create->name, "tenant name: letters, digits, '.', '_', '-'")->required();
+    c->add_flag("--json", create->json, "print JSON");
+    c->callback([&state, create] {
+        OpenDatabase opened = open_database(state.global);
+        const auto t = store::create_tenant(*opened.db, create->name, operator_name(state.global));
+        if (create->json) {
+            print_json(to_json(t));
+        } else {
+            std::cout << "tenant " << t.name << " created: " << t.tenant_id << "\n";
+        }
+    });
+
+    auto list_json = std::make_shared<bool>(false);
+    CLI::App* l = tenant->add_subcommand("list", "list tenants");
+    l->add_flag("--json", *list_json, "print JSON");
+    l->callback([&state, list_json] {
+        OpenDatabase opened = open_database(state.global);
+        const auto all = store::list_tenants(*opened.db);
+        if (*list_json) {
+            nlohmann::json arr = nlohmann::json::array();
+            for (const auto& t : all) {
+                arr.push_back(to_json(t));
+            }
+            print_json(arr);
+            return;
+        }
+        for (const auto& t : all) {
+            std::cout << t.tenant_id << "  " << t.name << "  " << t.created_at << "\n";
+        }
+    });
+}
+
+} // namespace payrecon::cli

@@ -1,0 +1,77 @@
+#include "cli/context.hpp"
+
+#include "core/errors.hpp"
+#include "core/settings.hpp"
+#include "core/store/migrations.hpp"
+
+#include <cstdlib>
+#include <iostream>
+#include <regex>
+
+#include <pwd.h>
+#include <unistd.h>
+
+namespace payrecon::cli {
+
+std::filesystem::path home_dir(const GlobalOptions& g) {
+    if (!g.home.empty()) {
+        return std::filesystem::absolute(g.home);
+    }
+    return store::LocalCluster::default_home();
+}
+
+store::LocalCluster local_cluster(const GlobalOptions& g) { return store::LocalCluster(home_dir(g)); }
+
+OpenDatabase open_database(const GlobalOptions& g, SchemaCheck check) {
+    OpenDatabase out;
+    if (g.database_url.empty()) {
+        store::LocalCluster cluster = local_cluster(g);
+        cluster.ensure_started();
+        out.db = std::make_unique<store::Db>(cluster.url());
+        out.embedded = true;
+        if (check == SchemaCheck::migrate_embedded) {
+            store::migrate(*out.db);
+        } else if (check == SchemaCheck::require_current) {
+            store::require_current_schema(*out.db);
+        }
+        return out;
+    }
+    const char* env = std::getenv("PAYRECON_DATABASE_URL");
+    const bool from_argv = env == nullptr || g.database_url != env;
+    if (from_argv && store::redact_url(g.database_url) != g.database_url) {
+        throw UsageError("--database carries a password, which would show in the process list",
+                         "put the URL in PAYRECON_DATABASE_URL, or the password in ~/.pgpass");
+    }
+    out.db = std::make_unique<store::Db>(g.database_url);
+    if (check != SchemaCheck::none) {
+        store::require_current_schema(*out.db);
+    }
+    return out;
+}
+
+std::string operator_name(const GlobalOptions& g) {
+    if (!g.operator_name.empty()) {
+        return g.operator_name;
+    }
+    std::string user;
+    if (const passwd* pw = ::getpwuid(::geteuid()); pw != nullptr && pw->pw_name != nullptr) {
+        user = pw->pw_name;
+    } else {
+        user = "uid " + std::to_string(::geteuid());
+    }
+    if (const char* sudo = std::getenv("SUDO_USER"); sudo != nullptr && *sudo != '\0') {
+        return std::string(sudo) + " via sudo";
+    }
+    return user;
+}
+
+FingerprintKeys fingerprint_keys(const GlobalOptions& g, bool embedded) {
+    if (const char* file = std::getenv("PAYRECON_FINGERPRINT_SECRET_FILE"); file != nullptr && *file != '\0') {
+        return load_fingerprint_keys(file, false);
+    }
+    return load_fingerprint_keys(home_dir(g) / "fingerprint.secret", embedded);
+}
+
+void print_json(const nlohmann::json& j) { std::cout << j.dump(2) << "\n"; }
+
+} // namespace payrecon::cli

@@ -1,0 +1,39 @@
+#pragma once
+// What subcommands share: opening the database (the private cluster, started and migrated on
+// demand, or the one given), the operator's name, the fingerprint secrets.
+
+#include "cli/app.hpp"
+#include "core/fingerprint.hpp"
+#include "core/store/cluster.hpp"
+#include "core/store/db.hpp"
+
+#include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+namespace payrecon::cli {
+
+struct OpenDatabase {
+    std::unique_ptr<store::Db> db;
+    bool embedded = false;
+};
+
+enum class SchemaCheck { require_current, migrate_embedded, none };
+
+std::filesystem::path home_dir(const GlobalOptions& g);
+store::LocalCluster local_cluster(const GlobalOptions& g);
+
+// Throws UsageError for a password in --database (it would show in the process list),
+// DatabaseUnavailable, SchemaMismatch.
+OpenDatabase open_database(const GlobalOptions& g, SchemaCheck check = SchemaCheck::migrate_embedded);
+
+// --operator, PAYRECON_OPERATOR, else the OS user ("alice", "alice via sudo").
+std::string operator_name(const GlobalOptions& g);
+
+// PAYRECON_FINGERPRINT_SECRET_FILE, else $PAYRECON_HOME/fingerprint.secret (created on first use
+// with the private cluster only).
+FingerprintKeys fingerprint_keys(const GlobalOptions& g, bool embedded);
+
+void print_json(const nlohmann::json& j);
+
+} // namespace payrecon::cli

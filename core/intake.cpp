@@ -1,0 +1,208 @@
+#include "core/intake.hpp"
+
+#include "core/errors.hpp"
+#include "core/idempotency_key.hpp"
+#include "core/payment_request.hpp"
+#include "core/payment_state.hpp"
+#include "core/problem.hpp"
+#include "core/store/intake_store.hpp"
+
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+namespace payrecon {
+namespace {
+
+constexpr std::string_view k_operation = "create_payment";
+
+IntakeResponse problem(int status, std::string_view type, std::string_view title,
+                       std::string_view detail, std::string outcome,
+                       std::optional<std::string_view> field = std::nullopt) {
+    IntakeResponse r;
+    r.status = status;
+    r.body = problem_json(status, type, title, detail, field);
+    r.outcome = std::move(outcome);
+    return r;
+}
+
+IntakeResponse validation_problem(const ValidationError& e) {
+    switch (e.kind) {
+    case ValidationKind::malformed:
+        return problem(400, "malformed_request", "The request body is not acceptable JSON",
+                       e.message, "invalid", e.field.empty() ? std::nullopt
+                                                             : std::optional<std::string_view>(e.field));
+    case ValidationKind::unsupported_version:
+        return problem(400, "unsupported_api_version", "Unsupported API version", e.message,
+                       "invalid", std::string_view("Payrecon-Version"));
+    case ValidationKind::card_data:
+        return problem(422, "card_data_refused", "Card data is not accepted",
+                       e.message + " Send the provider's token for a saved payment method instead.",
+                       "card_data_refused",
+                       e.field.empty() ? std::nullopt : std::optional<std::string_view>(e.field));
+    case ValidationKind::invalid:
+        break;
+    }
+    return problem(422, "invalid_request", "A field of the request is invalid", e.message,
+                   "invalid", e.field.empty() ? std::nullopt : std::optional<std::string_view>(e.field));
+}
+
+IntakeResponse unavailable(const std::string& why) {
+    IntakeResponse r = problem(503, "service_unavailable", "The payment store is unavailable",
+                               "Nothing was stored. Retry the same request with the same "
+                               "Idempotency-Key.",
+                               "unavailable");
+    r.retry_after = 1;
+    std::cerr << "payrecon: intake: database unavailable: " << why << "\n";
+    return r;
+}
+
+} // namespace
+
+std::string IntakeResponse::content_type() const {
+    return status >= 400 ? std::string(k_problem_content_type) : std::string("application/json");
+}
+
+std::string payment_resource_json(const PaymentView& v) {
+    nlohmann::ordered_json j;
+    j["id"] = v.id;
+    j["object"] = "payment";
+    j["status"] = v.status;
+    if (const auto state = parse_payment_state(v.status)) {
+        j["status_category"] = to_string(status_category(*state));
+    }
+    j["amount"] = v.amount_minor;
+    j["currency"] = v.currency;
+    j["merchant_reference"] = v.merchant_reference;
+    j["provider"] = v.provider;
+    j["created_at"] = v.created_at;
+    return j.dump();
+}
+
+std::string new_operation_id() { return "pr_" + to_hex(random_bytes(16)); }
+
+std::string new_uuid() {
+    std::string b = random_bytes(16);
+    b[6] = static_cast<char>((static_cast<unsigned char>(b[6]) & 0x0F) | 0x40);
+    b[8] = static_cast<char>((static_cast<unsigned char>(b[8]) & 0x3F) | 0x80);
+    const std::string h = to_hex(b);
+    return h.substr(0, 8) + "-" + h.substr(8, 4) + "-" + h.substr(12, 4) + "-" + h.substr(16, 4) +
+           "-" + h.substr(20);
+}
+
+IntakeService::IntakeService(store::Db& db, const FingerprintKeys& keys, IntakeSettings settings)
+    : m_db(db), m_keys(keys), m_settings(settings) {}
+
+IntakeResponse IntakeService::create_payment(const Principal& principal,
+                                             std::string_view idempotency_key,
+                                             std::string_view body, std::string_view api_version) {
+    // Authorization first: the role comes from the credential, checked again on every replay.
+    if (!role_allows(principal.role, Permission::create_payment)) {
+        return problem(403, "forbidden", "Not allowed",
+                       "This credential's role may not create payments.", "forbidden");
+    }
+    // Validation failures never touch the database, so they never occupy the key.
+    if (idempotency_key.empty()) {
+        return problem(400, "idempotency_key_missing", "Idempotency-Key is required",
+                       "Send a unique Idempotency-Key (1 to 255 visible ASCII characters) with "
+                       "every create request, and the same key when you retry it.",
+                       "invalid", std::string_view("Idempotency-Key"));
+    }
+    if (const auto bad_key = validate_idempotency_key(idempotency_key)) {
+        return problem(400, "invalid_idempotency_key", "Idempotency-Key is invalid",
+                       bad_key->message, "invalid", std::string_view("Idempotency-Key"));
+    }
+    const auto request = parse_payment_request(body, api_version);
+    if (!request) {
+        return validation_problem(request.error());
+    }
+    const std::string canonical = canonical_bytes(*request);
+
+    store::IntakeClaim claim;
+    claim.tenant_id = principal.tenant_id;
+    claim.principal_id = principal.principal_id;
+    claim.operation = std::string(k_operation);
+    claim.idempotency_key = std::string(idempotency_key);
+    claim.request_hash = m_keys.fingerprint(canonical);
+    claim.retention = m_settings.retention;
+
+    store::NewPayment payment;
+    payment.payment_id = new_uuid();
+    payment.operation_id = new_operation_id();
+    payment.request = &*request;
+
+    auto make_bodies = [&](const std::string& created_at) {
+        store::IntakeBodies bodies;
+        bodies.accepted = payment_resource_json(PaymentView{
+            payment.payment_id, std::string(to_string(PaymentState::pending)),
+            request->amount_minor, request->currency, request->merchant_reference,
+            request->provider, created_at});
+        bodies.duplicate_reference =
+            problem_json(409, "duplicate_merchant_reference", "Duplicate merchant reference",
+                         "A payment with this merchant_reference exists already under another "
+                         "Idempotency-Key; it was not created again.",
+                         std::string_view("merchant_reference"));
+        nlohmann::ordered_json event;
+        event["payment_id"] = payment.payment_id;
+        event["tenant_id"] = principal.tenant_id;
+        event["operation_id"] = payment.operation_id;
+        event["state"] = to_string(PaymentState::pending);
+        event["amount"] = request->amount_minor;
+        event["currency"] = request->currency;
+        event["merchant_reference"] = request->merchant_reference;
+        event["provider"] = request->provider;
+        event["created_at"] = created_at;
+        bodies.created_event = event.dump();
+        return bodies;
+    };
+
+    store::IntakeWrite write;
+    try {
+        write = store::write_intake(m_db, claim, payment, make_bodies);
+    } catch (const DatabaseUnavailable& e) {
+        return unavailable(e.what());
+    }
+
+    IntakeResponse response;
+    response.status = write.status;
+    response.body = write.body;
+    switch (write.kind) {
+    case store::IntakeWrite::Kind::created:
+        response.outcome = "created";
+        break;
+    case store::IntakeWrite::Kind::duplicate_reference:
+        response.outcome = "duplicate_reference";
+        break;
+    case store::IntakeWrite::Kind::existing:
+        if (!m_keys.matches(canonical, write.stored_hash)) {
+            return problem(409, "idempotency_key_reused", "Idempotency-Key reused",
+                           "This Idempotency-Key was used with a different request. Use a new key "
+                           "for a new payment; resend the original body to retry the first one.",
+                           "conflict", std::string_view("Idempotency-Key"));
+        }
+        if (write.status == 0) {
+            std::cerr << "payrecon: intake: idempotency record without a response (tenant "
+                      << principal.tenant_id << ", principal " << principal.principal_id
+                      << "); investigate\n";
+            return problem(500, "idempotency_record_incomplete", "Internal error",
+                           "The first request with this key has no stored response. It was logged "
+                           "for investigation; do not retry with another key.",
+                           "incomplete");
+        }
+        if (write.principal_revoked) {
+            return problem(403, "credential_revoked", "Credential revoked",
+                           "This credential was revoked; stored responses are not replayed to it.",
+                           "forbidden");
+        }
+        response.replayed = true;
+        response.outcome = "replayed";
+        break;
+    }
+    if (response.status == 202 && write.resource_id) {
+        response.location = "/v1/payments/" + *write.resource_id;
+        response.retry_after = static_cast<int>(m_settings.poll_interval.count());
+    }
+    return response;
+}
+
+} // namespace payrecon

@@ -1,0 +1,71 @@
+#pragma once
+// The intake protocol (DESIGN section 4): "create payment" accepted exactly once per
+// (tenant, principal, operation, idempotency key), however often a client retries.
+
+#include "core/fingerprint.hpp"
+#include "core/principal.hpp"
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace payrecon {
+
+namespace store {
+class Db;
+}
+
+struct IntakeSettings {
+    // How long a key is remembered (expires_at = created_at + retention). Must exceed the longest
+    // client retry window.
+    std::chrono::seconds retention{std::chrono::hours(24 * 7)};
+    // How often a client should poll the payment resource (Retry-After on 202).
+    std::chrono::seconds poll_interval{2};
+};
+
+struct IntakeResponse {
+    int status = 500;
+    std::string body;         // JSON; application/problem+json when status >= 400
+    bool replayed = false;    // a stored response, returned again (Idempotent-Replayed: true)
+    std::optional<std::string> location;   // "/v1/payments/{id}" with 202
+    std::optional<int> retry_after;        // seconds, with 202 and 503
+    std::string outcome;      // for logs and metrics: "created", "replayed", "conflict", ...
+
+    std::string content_type() const;
+};
+
+class IntakeService {
+public:
+    IntakeService(store::Db& db, const FingerprintKeys& keys, IntakeSettings settings = {});
+
+    // `principal` is already authenticated (its tenant and role come from its credential).
+    // Never throws for bad input: every outcome is a response. Database failures before commit
+    // become 503 with Retry-After (nothing stored; retry with the same key).
+    IntakeResponse create_payment(const Principal& principal, std::string_view idempotency_key,
+                                  std::string_view body, std::string_view api_version);
+
+private:
+    store::Db& m_db;
+    const FingerprintKeys& m_keys;
+    IntakeSettings m_settings;
+};
+
+// The payment resource as the API shows it.
+struct PaymentView {
+    std::string id;
+    std::string status;
+    long long amount_minor = 0;
+    std::string currency;
+    std::string merchant_reference;
+    std::string provider;
+    std::string created_at;
+};
+std::string payment_resource_json(const PaymentView& view);
+
+// A new operation ID: "pr_" + 32 hex characters (35 in all, within every provider's key limit).
+std::string new_operation_id();
+// A new random (version 4) UUID in canonical text form.
+std::string new_uuid();
+
+} // namespace payrecon

@@ -1,0 +1,128 @@
+#include "core/settings.hpp"
+
+#include "core/errors.hpp"
+
+#include <cerrno>
+#include <charconv>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace payrecon {
+
+std::chrono::seconds parse_duration(std::string_view text, std::string_view what) {
+    const auto bad = [&] {
+        return UsageError(std::string(what) + ": '" + std::string(text) + "' is not a duration",
+                          "write a whole number and a unit: 30s, 15m, 36h or 7d");
+    };
+    if (text.size() < 2) {
+        throw bad();
+    }
+    long long n = 0;
+    const auto digits = text.substr(0, text.size() - 1);
+    const auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
+    if (ec != std::errc() || ptr != digits.data() + digits.size() || n < 0 ||
+        n > 100LL * 365 * 24 * 3600) {
+        throw bad();
+    }
+    switch (text.back()) {
+    case 's':
+        return std::chrono::seconds(n);
+    case 'm':
+        return std::chrono::seconds(n * 60);
+    case 'h':
+        return std::chrono::seconds(n * 3600);
+    case 'd':
+        return std::chrono::seconds(n * 86400);
+    default:
+        throw bad();
+    }
+}
+
+std::chrono::seconds duration_from_env(const char* name, std::chrono::seconds fallback) {
+    const char* value = std::getenv(name);
+    if (value == nullptr || *value == '\0') {
+        return fallback;
+    }
+    try {
+        return parse_duration(value, name);
+    } catch (const UsageError& e) {
+        throw ConfigError(e.what(), e.hint());
+    }
+}
+
+std::chrono::seconds minimum_idempotency_retention() {
+    return duration_from_env("PAYRECON_MIN_IDEMPOTENCY_RETENTION", std::chrono::hours(24));
+}
+
+std::chrono::seconds idempotency_retention() {
+    const auto retention =
+        duration_from_env("PAYRECON_IDEMPOTENCY_RETENTION", std::chrono::hours(24 * 7));
+    if (retention < minimum_idempotency_retention()) {
+        throw ConfigError("PAYRECON_IDEMPOTENCY_RETENTION is shorter than the minimum of " +
+                              std::to_string(minimum_idempotency_retention().count()) + "s",
+                          "keys must outlive every client's retry window; raise it");
+    }
+    return retention;
+}
+
+FingerprintKeys load_fingerprint_keys(const std::filesystem::path& file, bool create_if_missing) {
+    struct stat st {};
+    if (::stat(file.c_str(), &st) != 0) {
+        if (errno != ENOENT || !create_if_missing) {
+            throw ConfigError(
+                "the fingerprint secret file " + file.string() + " cannot be read: " +
+                    std::strerror(errno),
+                "create it once and share it between every payrecon process of this database: "
+                "(umask 077; head -c 32 /dev/urandom | base64 > " + file.string() +
+                    "), or point PAYRECON_FINGERPRINT_SECRET_FILE at the existing one");
+        }
+        const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (fd >= 0) {
+            const std::string line = base64url(random_bytes(32)) + "\n";
+            const bool ok = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()) &&
+                            ::fsync(fd) == 0;
+            ::close(fd);
+            if (!ok) {
+                throw ConfigError("cannot write the fingerprint secret file " + file.string());
+            }
+        } else if (errno != EEXIST) { // EEXIST: another process made it first; use theirs
+            throw ConfigError("cannot create the fingerprint secret file " + file.string() + ": " +
+                              std::strerror(errno));
+        }
+        return load_fingerprint_keys(file, false);
+    }
+    if ((st.st_mode & 077) != 0) {
+        throw ConfigError("the fingerprint secret file " + file.string() +
+                              " is readable by group or others",
+                          "chmod 600 " + file.string());
+    }
+    std::ifstream in(file);
+    std::vector<Secret> secrets;
+    for (std::string line; std::getline(in, line);) {
+        while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) {
+            line.pop_back();
+        }
+        if (line.empty() || line.front() == '#') {
+            continue;
+        }
+        if (line.size() < 32) {
+            throw ConfigError("a secret in " + file.string() + " is shorter than 32 bytes",
+                              "use at least 32 random bytes, e.g. head -c 32 /dev/urandom | base64");
+        }
+        secrets.emplace_back(std::move(line));
+    }
+    if (secrets.empty()) {
+        throw ConfigError("the fingerprint secret file " + file.string() + " holds no secret");
+    }
+    Secret current = std::move(secrets.front());
+    secrets.erase(secrets.begin());
+    return FingerprintKeys(std::move(current), std::move(secrets));
+}
+
+} // namespace payrecon

@@ -1,0 +1,33 @@
+#pragma once
+// Settings read from the environment and from files under $PAYRECON_HOME. Secrets are read from
+// files or the environment, never from the command line.
+
+#include "core/fingerprint.hpp"
+
+#include <chrono>
+#include <filesystem>
+#include <string_view>
+
+namespace payrecon {
+
+// "30s", "15m", "36h", "7d" (a whole number and one unit). Throws UsageError otherwise, naming
+// `what` (the option or variable it came from).
+std::chrono::seconds parse_duration(std::string_view text, std::string_view what);
+
+// A duration from environment variable `name`, or `fallback` if it is unset or empty.
+std::chrono::seconds duration_from_env(const char* name, std::chrono::seconds fallback);
+
+// Idempotency records are kept at least this long; shorter retentions are refused.
+// PAYRECON_MIN_IDEMPOTENCY_RETENTION, default 24h.
+std::chrono::seconds minimum_idempotency_retention();
+// PAYRECON_IDEMPOTENCY_RETENTION, default 7d. Throws ConfigError if under the minimum.
+std::chrono::seconds idempotency_retention();
+
+// The fingerprint secrets: one per line in `file`, the first the current one, the others previous
+// ones kept for verification after a rotation (each at least 32 bytes; '#' lines are comments).
+// With `create_if_missing`, a missing file is created (mode 0600) with a new random secret.
+// Throws ConfigError if the file is missing (and may not be created), readable by group or others,
+// or holds no usable secret.
+FingerprintKeys load_fingerprint_keys(const std::filesystem::path& file, bool create_if_missing);
+
+} // namespace payrecon

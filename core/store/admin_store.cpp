@@ -1,0 +1,195 @@
+#include "core/store/admin_store.hpp"
+
+#include "core/fingerprint.hpp"
+#include "core/store/pq.hpp"
+
+#include <regex>
+
+#include <nlohmann/json.hpp>
+
+namespace payrecon::store {
+namespace {
+
+
+std::string iso(const std::string& column) {
+    return "to_char(" + column + R"( AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))";
+}
+
+const std::string k_principal_columns = "tenant_id::text, principal_id::text, name, role, " +
+                                        iso("created_at") + ", " + iso("revoked_at");
+
+const std::string k_insert_tenant =
+    "INSERT INTO tenants (name) VALUES ($1) ON CONFLICT (name) DO NOTHING "
+    "RETURNING tenant_id::text, name, " + iso("created_at");
+const std::string k_insert_principal =
+    "INSERT INTO principals (tenant_id, name, role, api_key_hash) "
+    "VALUES ($1::uuid, $2, $3, decode($4, 'hex')) ON CONFLICT (tenant_id, name) DO NOTHING "
+    "RETURNING " + k_principal_columns;
+const std::string k_insert_audit =
+    "INSERT INTO audit_log (tenant_id, actor, action, subject_type, subject_id, detail) "
+    "VALUES ($1::uuid, $2, $3, $4, $5, $6::jsonb)";
+const std::string k_revoke_principal =
+    "UPDATE principals SET revoked_at = now() WHERE principal_id = $1::uuid AND revoked_at IS NULL "
+    "RETURNING " + k_principal_columns;
+const std::string k_select_principal_by_id =
+    "SELECT " + k_principal_columns + " FROM principals WHERE principal_id = $1::uuid";
+const std::string k_select_principal_by_digest =
+    "SELECT " + k_principal_columns + ", encode(api_key_hash, 'hex') FROM principals "
+    "WHERE api_key_hash = decode($1, 'hex')";
+
+bool is_uuid(const std::string& s) {
+    static const std::regex k_uuid("^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$");
+    return std::regex_match(s, k_uuid);
+}
+
+TenantRecord tenant_from(const pqxx::row& r) {
+    return TenantRecord{r[0].as<std::string>(), r[1].as<std::string>(), r[2].as<std::string>()};
+}
+
+PrincipalRecord principal_from(const pqxx::row& r) {
+    PrincipalRecord p;
+    p.tenant_id = r[0].as<std::string>();
+    p.principal_id = r[1].as<std::string>();
+    p.name = r[2].as<std::string>();
+    p.role = parse_role(r[3].as<std::string>()).value_or(Role::reader);
+    p.created_at = r[4].as<std::string>();
+    if (!r[5].is_null()) {
+        p.revoked_at = r[5].as<std::string>();
+    }
+    return p;
+}
+
+void audit(pqxx::work& tx, const std::string& tenant_id, const std::string& actor,
+           const std::string& action, const std::string& subject_type,
+           const std::string& subject_id, const nlohmann::json& detail) {
+    tx.exec_params0(k_insert_audit, tenant_id, actor, action, subject_type, subject_id, detail.dump());
+}
+
+} // namespace
+
+TenantRecord create_tenant(Db& db, const std::string& name, const std::string& actor) {
+    static const std::regex k_name("^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$");
+    if (!std::regex_match(name, k_name)) {
+        throw UsageError("tenant name '" + name + "' is not allowed",
+                         "use 1 to 64 characters: letters, digits, '.', '_' and '-', starting with a "
+                         "letter or digit");
+    }
+    Db::Impl& impl = db.impl();
+    return translate_errors(impl, [&] {
+        pqxx::work tx(impl.connection());
+        const pqxx::result r = tx.exec_params(k_insert_tenant, name);
+        if (r.empty()) {
+            throw Refused("a tenant named '" + name + "' exists already",
+                          "`payrecon tenant list` shows the tenants");
+        }
+        TenantRecord t = tenant_from(r[0]);
+        audit(tx, t.tenant_id, actor, "tenant.create", "tenant", t.tenant_id, {{"name", name}});
+        tx.commit();
+        return t;
+    });
+}
+
+std::vector<TenantRecord> list_tenants(Db& db) {
+    Db::Impl& impl = db.impl();
+    return translate_errors(impl, [&] {
+        pqxx::read_transaction tx(impl.connection());
+        std::vector<TenantRecord> out;
+        for (const auto& row : tx.exec("SELECT tenant_id::text, name, " + iso("created_at") +
+                                       " FROM tenants ORDER BY name")) {
+            out.push_back(tenant_from(row));
+        }
+        return out;
+    });
+}
+
+std::optional<TenantRecord> find_tenant(Db& db, const std::string& id_or_name) {
+    Db::Impl& impl = db.impl();
+    return translate_errors(impl, [&]() -> std::optional<TenantRecord> {
+        pqxx::read_transaction tx(impl.connection());
+        const std::string where = is_uuid(id_or_name) ? "tenant_id = $1::uuid" : "name = $1";
+        const pqxx::result r = tx.exec_params(
+            "SELECT tenant_id::text, name, " + iso("created_at") + " FROM tenants WHERE " + where,
+            id_or_name);
+        if (r.empty()) {
+            return std::nullopt;
+        }
+        return tenant_from(r[0]);
+    });
+}
+
+PrincipalRecord create_principal(Db& db, const std::string& tenant_id, const std::string& name, Role role,
+                                 const std::string& api_key_digest_hex, const std::string& actor) {
+    if (name.empty() || name.size() > 128) {
+        throw UsageError("a principal name must have 1 to 128 characters");
+    }
+    Db::Impl& impl = db.impl();
+    return translate_errors(impl, [&] {
+        pqxx::work tx(impl.connection());
+        const pqxx::result r = tx.exec_params(k_insert_principal, tenant_id, name,
+                                              std::string(to_string(role)), api_key_digest_hex);
+        if (r.empty()) {
+            throw Refused("the tenant has a principal named '" + name + "' already",
+                          "choose another name, or revoke the old one and create a new one");
+        }
+        PrincipalRecord p = principal_from(r[0]);
+        audit(tx, tenant_id, actor, "principal.create", "principal", p.principal_id,
+              {{"name", name}, {"role", std::string(to_string(role))}});
+        tx.commit();
+        return p;
+    });
+}
+
+PrincipalRecord revoke_principal(Db& db, const std::string& principal_id, const std::string& actor) {
+    if (!is_uuid(principal_id)) {
+        throw UsageError("'" + principal_id + "' is not a principal ID",
+                         "`payrecon principal list --tenant T` shows the IDs");
+    }
+    Db::Impl& impl = db.impl();
+    return translate_errors(impl, [&] {
+        pqxx::work tx(impl.connection());
+        const pqxx::result r = tx.exec_params(k_revoke_principal, principal_id);
+        if (r.empty()) {
+            const pqxx::result existing = tx.exec_params(k_select_principal_by_id, principal_id);
+            if (existing.empty()) {
+                throw Refused("there is no principal " + principal_id);
+            }
+            return principal_from(existing[0]); // revoked already
+        }
+        PrincipalRecord p = principal_from(r[0]);
+        audit(tx, p.tenant_id, actor, "principal.revoke", "principal", p.principal_id,
+              {{"name", p.name}});
+        tx.commit();
+        return p;
+    });
+}
+
+std::vector<PrincipalRecord> list_principals(Db& db, const std::string& tenant_id) {
+    Db::Impl& impl = db.impl();
+    return translate_errors(impl, [&] {
+        pqxx::read_transaction tx(impl.connection());
+        std::vector<PrincipalRecord> out;
+        for (const auto& row : tx.exec_params("SELECT " + k_principal_columns +
+                                                  " FROM principals WHERE tenant_id = $1::uuid "
+                                                  "ORDER BY created_at, name",
+                                              tenant_id)) {
+            out.push_back(principal_from(row));
+        }
+        return out;
+    });
+}
+
+std::optional<PrincipalRecord> find_principal_by_key_digest(Db& db, const std::string& digest_hex) {
+    Db::Impl& impl = db.impl();
+    return translate_errors(impl, [&]() -> std::optional<PrincipalRecord> {
+        impl.prepare("principal_by_digest", k_select_principal_by_digest);
+        pqxx::read_transaction tx(impl.connection());
+        const pqxx::result r = tx.exec_prepared("principal_by_digest", digest_hex);
+        // The index found the row by digest; compare in constant time all the same.
+        if (r.empty() || !constant_time_equal(r[0][6].as<std::string>(), digest_hex)) {
+            return std::nullopt;
+        }
+        return principal_from(r[0]);
+    });
+}
+
+} // namespace payrecon::store

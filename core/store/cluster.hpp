@@ -1,0 +1,60 @@
+#pragma once
+// The private PostgreSQL cluster payrecon uses when no database URL is given: created with initdb
+// under $PAYRECON_HOME on first use, listening only on a Unix socket in its own directory (no TCP),
+// started on demand. Two homes never collide: each has its own data directory and socket directory.
+// As root, the server runs as the `postgres` system user (PostgreSQL refuses to run as root).
+
+#include <filesystem>
+#include <optional>
+#include <string>
+
+namespace payrecon::store {
+
+struct ClusterStatus {
+    bool initialized = false;
+    bool running = false;
+    std::optional<long> pid;
+    std::string server_version; // from PG_VERSION, when initialized
+};
+
+class LocalCluster {
+public:
+    // Throws ConfigError if `home` is not an absolute path.
+    explicit LocalCluster(std::filesystem::path home);
+
+    // $PAYRECON_HOME, else $XDG_DATA_HOME/payrecon, else ~/.local/share/payrecon.
+    // Throws ConfigError if none can be determined.
+    static std::filesystem::path default_home();
+
+    const std::filesystem::path& home() const noexcept { return m_home; }
+    std::filesystem::path data_dir() const { return m_home / "postgres" / "data"; }
+    std::filesystem::path log_file() const { return m_home / "postgres" / "server.log"; }
+    std::filesystem::path socket_dir() const;
+    static constexpr int k_port = 5432; // names the socket file; no TCP port is opened
+    static constexpr const char* k_database = "payrecon";
+    static constexpr const char* k_user = "payrecon";
+
+    // The libpq URL of this cluster's payrecon database (Unix socket, no password).
+    std::string url() const;
+
+    ClusterStatus status() const;
+
+    // Creates the cluster if needed, starts it if it is not running, and waits until it accepts
+    // connections. Safe to call from many processes at once (serialised by a lock file).
+    // Throws ConfigError if the PostgreSQL server binaries are missing or the home is unusable,
+    // DatabaseUnavailable (with the tail of the server log) if the server does not start.
+    void ensure_started();
+
+    // Stops the server (fast shutdown: open transactions roll back). Returns false if it was not
+    // running. Throws DatabaseUnavailable if it does not stop.
+    bool stop();
+
+private:
+    void initialize();
+    void start();
+    void prepare_server_user_access();
+
+    std::filesystem::path m_home;
+};
+
+} // namespace payrecon::store

@@ -1,0 +1,185 @@
+#include "core/store/intake_store.hpp"
+
+#include "core/crash_point.hpp"
+#include "core/store/pq.hpp"
+
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+namespace payrecon::store {
+namespace {
+
+constexpr const char* k_claim_key = "intake_claim_key";
+const std::string k_claim_key_sql = R"sql(
+INSERT INTO idempotency_records
+    (tenant_id, principal_id, operation, idempotency_key, request_hash, expires_at)
+VALUES ($1::uuid, $2::uuid, $3, $4, decode($5, 'hex'), now() + make_interval(secs => $6))
+ON CONFLICT DO NOTHING
+RETURNING to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))sql";
+
+// One statement: the payment (unless the merchant reference is taken), its outbox event, and the
+// response that goes with whichever happened. Every part sees the same snapshot.
+constexpr const char* k_create_payment = "intake_create_payment";
+const std::string k_create_payment_sql = R"sql(
+WITH p AS (
+    INSERT INTO payments (tenant_id, payment_id, merchant_reference, amount_minor, currency, provider,
+                          payment_method, customer, description, metadata, operation_id, state,
+                          created_by)
+    VALUES ($1::uuid, $5::uuid, $6, $7, $8, $9, $10, $11, $12, $13::jsonb, $14, 'pending', $2::uuid)
+    ON CONFLICT (tenant_id, merchant_reference) DO NOTHING
+    RETURNING tenant_id, payment_id
+), o AS (
+    INSERT INTO outbox (tenant_id, aggregate_type, aggregate_id, event_type, payload)
+    SELECT tenant_id, 'payment', payment_id, 'payment.created', $15::jsonb FROM p
+), r AS (
+    UPDATE idempotency_records
+       SET response_status = CASE WHEN EXISTS (SELECT 1 FROM p) THEN 202 ELSE 409 END,
+           response_body   = CASE WHEN EXISTS (SELECT 1 FROM p) THEN $16 ELSE $17 END,
+           resource_type   = CASE WHEN EXISTS (SELECT 1 FROM p) THEN 'payment' END,
+           resource_id     = (SELECT payment_id FROM p)
+     WHERE tenant_id = $1::uuid AND principal_id = $2::uuid AND operation = $3
+       AND idempotency_key = $4
+    RETURNING response_status
+)
+SELECT response_status FROM r)sql";
+
+constexpr const char* k_read_record = "intake_read_record";
+const std::string k_read_record_sql = R"sql(
+SELECT encode(r.request_hash, 'hex'), r.response_status, r.response_body, r.resource_id::text,
+       p.revoked_at IS NOT NULL
+  FROM idempotency_records r
+  JOIN principals p ON p.tenant_id = r.tenant_id AND p.principal_id = r.principal_id
+ WHERE r.tenant_id = $1::uuid AND r.principal_id = $2::uuid AND r.operation = $3
+   AND r.idempotency_key = $4)sql";
+
+const char* or_null(const std::optional<std::string>& s) { return s ? s->c_str() : nullptr; }
+
+} // namespace
+
+IntakeWrite write_intake(Db& db, const IntakeClaim& claim, const NewPayment& payment,
+                         const std::function<IntakeBodies(const std::string&)>& make_bodies) {
+    Db::Impl& impl = db.impl();
+    const PaymentRequest& req = *payment.request;
+    // A record found by conflict can vanish before we read it only if purge removed it in
+    // between; then the key is free again, so claim it anew.
+    for (int round = 0; round < 3; ++round) {
+        auto result = translate_errors(impl, [&]() -> std::optional<IntakeWrite> {
+            impl.prepare(k_claim_key, k_claim_key_sql);
+            impl.prepare(k_create_payment, k_create_payment_sql);
+            impl.prepare(k_read_record, k_read_record_sql);
+            pqxx::work tx(impl.connection());
+            const pqxx::result claimed =
+                tx.exec_prepared(k_claim_key, claim.tenant_id, claim.principal_id, claim.operation,
+                                 claim.idempotency_key, claim.request_hash,
+                                 static_cast<long long>(claim.retention.count()));
+            IntakeWrite out;
+            if (!claimed.empty()) {
+                crash_point("intake.after_key_claim");
+                const IntakeBodies bodies = make_bodies(claimed[0][0].as<std::string>());
+                if (bodies.accepted.size() > k_max_stored_response ||
+                    bodies.duplicate_reference.size() > k_max_stored_response) {
+                    throw std::length_error("a response to store exceeds 64 KiB");
+                }
+                const nlohmann::json metadata(req.metadata);
+                const pqxx::row r = tx.exec_prepared1(
+                    k_create_payment, claim.tenant_id, claim.principal_id, claim.operation,
+                    claim.idempotency_key, payment.payment_id, req.merchant_reference,
+                    req.amount_minor, req.currency, req.provider, req.payment_method,
+                    or_null(req.customer), or_null(req.description), metadata.dump(),
+                    payment.operation_id, bodies.created_event, bodies.accepted,
+                    bodies.duplicate_reference);
+                out.status = r[0].as<int>();
+                if (out.status == 202) {
+                    out.kind = IntakeWrite::Kind::created;
+                    out.body = bodies.accepted;
+                    out.resource_id = payment.payment_id;
+                } else {
+                    out.kind = IntakeWrite::Kind::duplicate_reference;
+                    out.body = bodies.duplicate_reference;
+                }
+                crash_point("intake.before_commit");
+                tx.commit();
+                crash_point("intake.after_commit");
+                return out;
+            }
+            // Not inserted: the key has a record. Read it in a new statement (a single-statement
+            // read would see nothing under READ COMMITTED).
+            const pqxx::result existing =
+                tx.exec_prepared(k_read_record, claim.tenant_id, claim.principal_id,
+                                 claim.operation, claim.idempotency_key);
+            if (existing.empty()) {
+                return std::nullopt;
+            }
+            const pqxx::row row = existing[0];
+            out.kind = IntakeWrite::Kind::existing;
+            out.stored_hash = row[0].as<std::string>();
+            out.status = row[1].is_null() ? 0 : row[1].as<int>();
+            out.body = row[2].is_null() ? std::string() : row[2].as<std::string>();
+            if (!row[3].is_null()) {
+                out.resource_id = row[3].as<std::string>();
+            }
+            out.principal_revoked = row[4].as<bool>();
+            tx.commit();
+            return out;
+        });
+        if (result) {
+            return *result;
+        }
+    }
+    throw TransientStoreError("the idempotency record kept disappearing while being read", false);
+}
+
+PurgeResult purge_idempotency_records(Db& db, std::optional<std::chrono::seconds> retention,
+                                      bool dry_run, int batch_size) {
+    Db::Impl& impl = db.impl();
+    const std::string expired =
+        retention ? "r.created_at <= now() - make_interval(secs => $1)" : "r.expires_at <= now() AND $1::bigint IS NULL";
+    const std::string unfinished =
+        "EXISTS (SELECT 1 FROM payments p WHERE p.tenant_id = r.tenant_id "
+        "AND p.payment_id = r.resource_id AND p.state NOT IN ('succeeded', 'failed'))";
+    const std::optional<long long> secs =
+        retention ? std::optional<long long>(retention->count()) : std::nullopt;
+    const char* secs_param = nullptr;
+    const std::string secs_text = secs ? std::to_string(*secs) : std::string();
+    if (secs) {
+        secs_param = secs_text.c_str();
+    }
+    return translate_errors(impl, [&] {
+        PurgeResult out;
+        {
+            pqxx::read_transaction tx(impl.connection());
+            out.kept_unfinished = tx.exec_params1("SELECT count(*) FROM idempotency_records r WHERE " +
+                                                      expired + " AND " + unfinished,
+                                                  secs_param)[0]
+                                      .as<long long>();
+            if (dry_run) {
+                out.deleted = tx.exec_params1("SELECT count(*) FROM idempotency_records r WHERE " +
+                                                  expired + " AND NOT " + unfinished,
+                                              secs_param)[0]
+                                  .as<long long>();
+                return out;
+            }
+        }
+        // Batches keep each transaction short; SKIP LOCKED lets intake and other purges go on.
+        const std::string del =
+            "WITH doomed AS (SELECT r.tenant_id, r.principal_id, r.operation, r.idempotency_key "
+            "FROM idempotency_records r WHERE " + expired + " AND NOT " + unfinished +
+            " LIMIT $2 FOR UPDATE SKIP LOCKED) "
+            "DELETE FROM idempotency_records x USING doomed d "
+            "WHERE x.tenant_id = d.tenant_id AND x.principal_id = d.principal_id "
+            "AND x.operation = d.operation AND x.idempotency_key = d.idempotency_key";
+        for (;;) {
+            pqxx::work tx(impl.connection());
+            const pqxx::result r = tx.exec_params(del, secs_param, batch_size);
+            tx.commit();
+            out.deleted += static_cast<long long>(r.affected_rows());
+            if (r.affected_rows() < static_cast<std::size_t>(batch_size)) {
+                break;
+            }
+        }
+        return out;
+    });
+}
+
+} // namespace payrecon::store

@@ -1,0 +1,76 @@
+#pragma once
+// The intake transaction of DESIGN section 4, as SQL. The decisions (409, replay, 403) are made by
+// core/intake.cpp from what this returns; this file only runs the statements in their order.
+
+#include "core/payment_request.hpp"
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace payrecon::store {
+
+class Db;
+
+inline constexpr std::size_t k_max_stored_response = 64 * 1024;
+
+struct IntakeClaim {
+    std::string tenant_id;
+    std::string principal_id;
+    std::string operation;       // "create_payment"
+    std::string idempotency_key; // validated
+    std::string request_hash;    // hex HMAC-SHA256 of the canonical request
+    std::chrono::seconds retention{0};
+};
+
+struct NewPayment {
+    std::string payment_id;   // uuid, made by the caller
+    std::string operation_id; // the provider idempotency key, made by the caller
+    const PaymentRequest* request = nullptr;
+};
+
+// The responses to store, made once the database has given the creation time.
+struct IntakeBodies {
+    std::string accepted;            // stored with 202 when the payment row is inserted
+    std::string duplicate_reference; // stored with 409 when the merchant reference is taken
+    std::string created_event;       // the outbox payload of payment.created
+};
+
+struct IntakeWrite {
+    enum class Kind {
+        created,             // key claimed, payment inserted, 202 stored: committed
+        duplicate_reference, // key claimed, merchant reference taken, 409 stored: committed
+        existing,            // the key had a record already: nothing written
+    };
+    Kind kind = Kind::existing;
+    int status = 0;    // the stored status (for existing: 0 if the record has no response)
+    std::string body;  // the stored body
+    std::optional<std::string> resource_id;
+    // Only for existing:
+    std::string stored_hash;
+    bool principal_revoked = false;
+};
+
+// BEGIN; INSERT the idempotency row ON CONFLICT DO NOTHING;
+//   inserted: INSERT the payment (ON CONFLICT on the merchant reference DO NOTHING) and its outbox
+//             row, store the response, COMMIT.
+//   not inserted: SELECT the record (a new statement) and the principal's revocation; COMMIT.
+// `make_bodies` gets the creation time (ISO 8601, UTC). Crash points: intake.after_key_claim,
+// intake.before_commit, intake.after_commit.
+// Throws TransientStoreError (DatabaseUnavailable) when nothing can be said to be stored, and
+// std::length_error if a body exceeds k_max_stored_response (nothing stored).
+IntakeWrite write_intake(Db& db, const IntakeClaim& claim, const NewPayment& payment,
+                         const std::function<IntakeBodies(const std::string& created_at)>& make_bodies);
+
+struct PurgeResult {
+    long long deleted = 0;
+    long long kept_unfinished = 0; // expired, but their payment is not terminal yet
+};
+
+// Deletes idempotency records past their expiry -- or, with `retention`, created longer ago than
+// that -- except those whose payment is not terminal. In batches; `dry_run` only counts.
+PurgeResult purge_idempotency_records(Db& db, std::optional<std::chrono::seconds> retention,
+                                      bool dry_run, int batch_size = 5000);
+
+} // namespace payrecon::store

@@ -1,0 +1,161 @@
+// The command line, parsed in-process with build_app(), and the binary's exit codes.
+#include "cli/app.hpp"
+#include "core/auth.hpp"
+#include "core/errors.hpp"
+#include "tests/support/test_db.hpp"
+
+#include <array>
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+#include <sys/wait.h>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+using namespace payrecon;
+using namespace payrecon::testing;
+
+namespace {
+
+// Runs the app in-process on `args` (after "payrecon"), returning what it printed.
+std::string run_cli(std::vector<std::string> args, int* exit_code = nullptr) {
+    cli::AppState state;
+    auto app = cli::build_app(state);
+    args.insert(args.begin(), {"--database", database_url()});
+    std::vector<const char*> argv{"payrecon"};
+    for (const auto& a : args) {
+        argv.push_back(a.c_str());
+    }
+    std::ostringstream out;
+    auto* old = std::cout.rdbuf(out.rdbuf());
+    try {
+        app->parse(static_cast<int>(argv.size()), const_cast<char**>(argv.data()));
+    } catch (...) {
+        std::cout.rdbuf(old);
+        throw;
+    }
+    std::cout.rdbuf(old);
+    if (exit_code != nullptr) {
+        *exit_code = state.exit_code;
+    }
+    return out.str();
+}
+
+struct ProcessResult {
+    int exit_code;
+    std::string output;
+};
+
+// Runs the real binary through the shell with `env` prefixed; stdout and stderr together.
+ProcessResult run_binary(const std::string& env_and_args) {
+    const char* bin = std::getenv("PAYRECON_BIN");
+    REQUIRE(bin != nullptr);
+    const std::string cmd = env_and_args + " " + bin + " 2>&1";
+    FILE* pipe = ::popen(("env " + cmd).c_str(), "r");
+    REQUIRE(pipe != nullptr);
+    std::string out;
+    std::array<char, 4096> buf{};
+    while (const std::size_t n = std::fread(buf.data(), 1, buf.size(), pipe)) {
+        out.append(buf.data(), n);
+    }
+    const int status = ::pclose(pipe);
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+} // namespace
+
+TEST_CASE("cli: tenant and principal create, the key printed once and only its digest stored",
+          "[cli][db]") {
+    const std::string name = unique_name("cli");
+    const auto tenant = nlohmann::json::parse(run_cli({"tenant", "create", name, "--json"}));
+    CHECK(tenant["name"] == name);
+    const std::string tenant_id = tenant["tenant_id"];
+
+    const auto principal = nlohmann::json::parse(
+        run_cli({"principal", "create", "--tenant", name, "--name", "shop", "--role", "writer", "--json"}));
+    const std::string key = principal["api_key"];
+    CHECK(key.rfind("prk_", 0) == 0);
+    CHECK(key.size() == 47);
+    CHECK(count_rows("principals", tenant_id) == 1);
+    CHECK(count_rows("principals", tenant_id,
+                     "api_key_hash = sha256(convert_to('" + key + "', 'UTF8'))") == 1);
+    CHECK(query_value("SELECT count(*) FROM principals WHERE api_key_hash::text LIKE '%' || $1 || '%'",
+                      key) == "0");
+    auto db = connect();
+    REQUIRE(authenticate(*db, Secret(key)));
+
+    // Listing never shows the key.
+    const std::string listed = run_cli({"principal", "list", "--tenant", tenant_id});
+    CHECK(listed.find("shop") != std::string::npos);
+    CHECK(listed.find(key) == std::string::npos);
+
+    const std::string revoked = run_cli({"principal", "revoke", principal["principal_id"]});
+    CHECK(revoked.find("revoked") != std::string::npos);
+    CHECK(authenticate(*db, Secret(key)).error() == AuthFailure::revoked);
+    CHECK(count_rows("audit_log", tenant_id) == 3); // tenant.create, principal.create, principal.revoke
+}
+
+TEST_CASE("cli: a tenant name taken twice is refused", "[cli][db]") {
+    const std::string name = unique_name("dup");
+    run_cli({"tenant", "create", name});
+    CHECK_THROWS_AS(run_cli({"tenant", "create", name}), Refused);
+    CHECK_THROWS_AS(run_cli({"tenant", "create", "bad name!"}), UsageError);
+}
+
+TEST_CASE("cli: purge refuses a retention shorter than the configured minimum", "[cli][db][purge]") {
+    CHECK_THROWS_AS(run_cli({"purge", "--retention", "1h"}), UsageError);
+    CHECK_THROWS_AS(run_cli({"purge", "--retention", "soon"}), UsageError);
+    CHECK_NOTHROW(run_cli({"purge", "--retention", "48h", "--dry-run"}));
+}
+
+TEST_CASE("cli: the binary maps errors to documented exit codes and clear messages", "[cli][db]") {
+    const std::string db = "PAYRECON_DATABASE_URL='" + database_url() + "'";
+    SECTION("too short a retention: usage, 2") {
+        const auto r = run_binary(db + " -- purge --retention 1h");
+        CHECK(r.exit_code == 2);
+        CHECK(r.output.find("shorter than the minimum") != std::string::npos);
+    }
+    SECTION("a password on the command line: usage, 2, and the password never echoed") {
+        const auto r = run_binary("-u PAYRECON_DATABASE_URL -- --database postgresql://u:hunter2@/x tenant list");
+        CHECK(r.exit_code == 2);
+        CHECK(r.output.find("password") != std::string::npos);
+        CHECK(r.output.find("hunter2") == std::string::npos);
+    }
+    SECTION("an unreachable database: 5") {
+        const auto r = run_binary(
+            "PAYRECON_DATABASE_URL='postgresql:///x?host=/nonexistent-dir&connect_timeout=2' -- tenant list");
+        CHECK(r.exit_code == 5);
+        CHECK(r.output.find("cannot connect") != std::string::npos);
+    }
+    SECTION("an unknown principal: refused, 7") {
+        const auto r = run_binary(db + " -- principal revoke 00000000-0000-4000-8000-000000000000");
+        CHECK(r.exit_code == 7);
+    }
+    SECTION("a create with no credential: usage, 2") {
+        const auto r = run_binary(db + " -u PAYRECON_API_KEY -- payments create --idempotency-key k --body-file /dev/null");
+        CHECK(r.exit_code == 2);
+        CHECK(r.output.find("PAYRECON_API_KEY") != std::string::npos);
+    }
+    SECTION("help: 0, with the exit codes") {
+        const auto r = run_binary("-- --help");
+        CHECK(r.exit_code == 0);
+        CHECK(r.output.find("Exit codes") != std::string::npos);
+    }
+}
+
+TEST_CASE("cli: payments create runs the intake protocol with the key from the environment",
+          "[cli][db][intake]") {
+    const std::string name = unique_name("cli-pay");
+    run_cli({"tenant", "create", name});
+    const auto principal = nlohmann::json::parse(
+        run_cli({"principal", "create", "--tenant", name, "--name", "shop", "--role", "writer", "--json"}));
+    const std::string tenant_id = principal["tenant_id"];
+    const std::string env = "PAYRECON_DATABASE_URL='" + database_url() + "' PAYRECON_API_KEY='" +
+                            principal["api_key"].get<std::string>() + "' PAYRECON_FINGERPRINT_SECRET_FILE=" +
+                            "/dev/null";
+    // The fingerprint secret file must hold a secret: /dev/null is refused as configuration.
+    const auto no_secret = run_binary(env + " -- payments create --idempotency-key k1 --body-file /dev/null");
+    CHECK(no_secret.exit_code == 4);
+    CHECK(count_rows("payments", tenant_id) == 0);
+}

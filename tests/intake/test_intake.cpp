@@ -1,0 +1,481 @@
+// The intake protocol over the real PostgreSQL: counts of payments, idempotency records and
+// outbox events, not only status codes.
+#include "core/auth.hpp"
+#include "core/crash_point.hpp"
+#include "core/intake.hpp"
+#include "core/store/admin_store.hpp"
+#include "core/store/intake_store.hpp"
+#include "tests/support/test_db.hpp"
+
+#include <latch>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+#include <pqxx/pqxx>
+#include <sys/wait.h>
+#include <unistd.h>
+
+using namespace payrecon;
+using namespace payrecon::testing;
+
+namespace {
+
+struct Scope {
+    std::unique_ptr<store::Db> db = connect();
+    TestTenant tenant = make_tenant(*db);
+    TestPrincipal writer = make_principal(*db, tenant);
+};
+
+IntakeResponse create(store::Db& db, const Principal& p, const std::string& key,
+                      const std::string& body, const FingerprintKeys& keys = test_keys()) {
+    IntakeService intake(db, keys);
+    return intake.create_payment(p, key, body, "");
+}
+
+std::string problem_type(const IntakeResponse& r) {
+    return nlohmann::json::parse(r.body).value("type", "");
+}
+
+long long payments(const TestTenant& t) { return count_rows("payments", t.tenant_id); }
+long long records(const TestTenant& t) { return count_rows("idempotency_records", t.tenant_id); }
+long long events(const TestTenant& t) { return count_rows("outbox", t.tenant_id); }
+
+// Runs `fn` in a forked child armed with `crash_at`; returns how the child ended.
+int run_in_child_armed(const std::string& crash_at, const std::function<void()>& fn) {
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        arm_crash_point(crash_at);
+        try {
+            fn();
+        } catch (...) {
+            ::_exit(3);
+        }
+        ::_exit(0); // the crash point was not reached
+    }
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    return status;
+}
+
+} // namespace
+
+TEST_CASE("intake: a first request creates one payment, one record and one outbox event",
+          "[intake][db]") {
+    Scope s;
+    const auto r = create(*s.db, s.writer.principal, "order-1", payment_body("ref-1"));
+    REQUIRE(r.status == 202);
+    CHECK_FALSE(r.replayed);
+    const auto body = nlohmann::json::parse(r.body);
+    CHECK(body["status"] == "pending");
+    CHECK(body["amount"] == 1250);
+    CHECK(body["currency"] == "EUR");
+    CHECK(body["merchant_reference"] == "ref-1");
+    REQUIRE(r.location == "/v1/payments/" + body["id"].get<std::string>());
+    CHECK(r.retry_after.has_value());
+    CHECK(payments(s.tenant) == 1);
+    CHECK(records(s.tenant) == 1);
+    CHECK(events(s.tenant) == 1);
+    CHECK(count_rows("outbox", s.tenant.tenant_id, "event_type = 'payment.created'") == 1);
+    // The payment carries a stable operation ID within every provider's key limit.
+    const std::string op = query_value("SELECT operation_id FROM payments WHERE tenant_id = $1::uuid",
+                                       s.tenant.tenant_id);
+    CHECK(op.size() <= 45);
+    CHECK(op.rfind("pr_", 0) == 0);
+    // The stored response is the one returned.
+    CHECK(query_value("SELECT response_body FROM idempotency_records WHERE tenant_id = $1::uuid",
+                      s.tenant.tenant_id) == r.body);
+}
+
+TEST_CASE("intake: 64 concurrent callers with one key and body get one payment and 64 identical "
+          "responses",
+          "[intake][db][concurrency]") {
+    Scope s;
+    constexpr int k_callers = 64;
+    const std::string body = payment_body("burst-1");
+    std::vector<IntakeResponse> responses(k_callers);
+    std::vector<std::string> errors(k_callers);
+    std::latch ready(k_callers);
+    std::vector<std::thread> threads;
+    for (int i = 0; i < k_callers; ++i) {
+        threads.emplace_back([&, i] {
+            try {
+                store::Db db(database_url()); // a connection of its own
+                ready.arrive_and_wait();
+                responses[static_cast<std::size_t>(i)] = create(db, s.writer.principal, "burst-key", body);
+            } catch (const std::exception& e) {
+                errors[static_cast<std::size_t>(i)] = e.what();
+            }
+        });
+    }
+    for (auto& t : threads) {
+        t.join();
+    }
+    for (const auto& e : errors) {
+        REQUIRE(e.empty());
+    }
+    int fresh = 0;
+    for (const auto& r : responses) {
+        REQUIRE(r.status == 202);
+        CHECK(r.body == responses.front().body);
+        CHECK(r.location == responses.front().location);
+        fresh += r.replayed ? 0 : 1;
+    }
+    CHECK(fresh == 1);
+    CHECK(payments(s.tenant) == 1);
+    CHECK(records(s.tenant) == 1);
+    CHECK(events(s.tenant) == 1);
+}
+
+TEST_CASE("intake: same key with another body gets 409 idempotency_key_reused and the first payment "
+          "is untouched",
+          "[intake][db]") {
+    Scope s;
+    const auto first = create(*s.db, s.writer.principal, "k-409", payment_body("ref-a", 1000));
+    REQUIRE(first.status == 202);
+    const std::string before = query_value(
+        "SELECT row_to_json(p)::text FROM payments p WHERE tenant_id = $1::uuid", s.tenant.tenant_id);
+
+    SECTION("another amount") {
+        const auto r = create(*s.db, s.writer.principal, "k-409", payment_body("ref-a", 2000));
+        CHECK(r.status == 409);
+        CHECK(problem_type(r) == "idempotency_key_reused");
+        CHECK_FALSE(r.replayed);
+    }
+    SECTION("another merchant reference") {
+        const auto r = create(*s.db, s.writer.principal, "k-409", payment_body("ref-b", 1000));
+        CHECK(r.status == 409);
+        CHECK(problem_type(r) == "idempotency_key_reused");
+    }
+    SECTION("another currency") {
+        const auto r = create(*s.db, s.writer.principal, "k-409", payment_body("ref-a", 1000, "USD"));
+        CHECK(r.status == 409);
+    }
+    CHECK(payments(s.tenant) == 1);
+    CHECK(records(s.tenant) == 1);
+    CHECK(events(s.tenant) == 1);
+    CHECK(query_value("SELECT row_to_json(p)::text FROM payments p WHERE tenant_id = $1::uuid",
+                      s.tenant.tenant_id) == before);
+    // The original request still replays.
+    const auto again = create(*s.db, s.writer.principal, "k-409", payment_body("ref-a", 1000));
+    CHECK(again.status == 202);
+    CHECK(again.replayed);
+    CHECK(again.body == first.body);
+}
+
+TEST_CASE("intake: concurrent callers with one key and two bodies: one payment, the other body gets "
+          "409",
+          "[intake][db][concurrency]") {
+    Scope s;
+    constexpr int k_callers = 32;
+    const std::string body_a = payment_body("race-a", 500);
+    const std::string body_b = payment_body("race-b", 700);
+    std::vector<IntakeResponse> responses(k_callers);
+    std::latch ready(k_callers);
+    std::vector<std::thread> threads;
+    for (int i = 0; i < k_callers; ++i) {
+        threads.emplace_back([&, i] {
+            store::Db db(database_url());
+            ready.arrive_and_wait();
+            responses[static_cast<std::size_t>(i)] =
+                create(db, s.writer.principal, "race-key", i % 2 == 0 ? body_a : body_b);
+        });
+    }
+    for (auto& t : threads) {
+        t.join();
+    }
+    REQUIRE(payments(s.tenant) == 1);
+    CHECK(records(s.tenant) == 1);
+    const std::string winner_ref = query_value(
+        "SELECT merchant_reference FROM payments WHERE tenant_id = $1::uuid", s.tenant.tenant_id);
+    const bool a_won = winner_ref == "race-a";
+    for (int i = 0; i < k_callers; ++i) {
+        const bool sent_a = i % 2 == 0;
+        const auto& r = responses[static_cast<std::size_t>(i)];
+        if (sent_a == a_won) {
+            CHECK(r.status == 202);
+        } else {
+            CHECK(r.status == 409);
+            CHECK(problem_type(r) == "idempotency_key_reused");
+        }
+    }
+}
+
+TEST_CASE("intake: reordered keys, other whitespace and a tracing field replay the same request",
+          "[intake][db][canonical]") {
+    Scope s;
+    const auto first = create(*s.db, s.writer.principal, "k-canon", payment_body("ref-c"));
+    REQUIRE(first.status == 202);
+    const std::string reordered =
+        R"({ "metadata" : {"order":"ref-c"}, "trace_id": "abc123",
+             "payment_method":"pm_card_visa","provider":"stripe","description":"Order ref-c",
+             "customer":"cus_123", "merchant_reference":"ref-c","currency":"eur","amount":1250 })";
+    const auto again = create(*s.db, s.writer.principal, "k-canon", reordered);
+    CHECK(again.status == 202);
+    CHECK(again.replayed);
+    CHECK(again.body == first.body);
+    CHECK(payments(s.tenant) == 1);
+}
+
+TEST_CASE("intake: a crash before commit leaves no rows, and the retry succeeds", "[intake][db][crash]") {
+    const char* point = GENERATE("intake.after_key_claim", "intake.before_commit");
+    Scope s;
+    const std::string body = payment_body("ref-crash");
+    const int status = run_in_child_armed(point, [&] {
+        store::Db db(database_url());
+        create(db, s.writer.principal, "k-crash", body);
+    });
+    INFO("crash point " << point);
+    REQUIRE(WIFSIGNALED(status));
+    CHECK(WTERMSIG(status) == SIGKILL);
+    CHECK(payments(s.tenant) == 0);
+    CHECK(records(s.tenant) == 0);
+    CHECK(events(s.tenant) == 0);
+
+    const auto retry = create(*s.db, s.writer.principal, "k-crash", body);
+    CHECK(retry.status == 202);
+    CHECK_FALSE(retry.replayed);
+    CHECK(payments(s.tenant) == 1);
+    CHECK(records(s.tenant) == 1);
+    CHECK(events(s.tenant) == 1);
+}
+
+TEST_CASE("intake: a response lost after commit is replayed byte for byte on retry",
+          "[intake][db][crash]") {
+    Scope s;
+    const std::string body = payment_body("ref-lost");
+    const int status = run_in_child_armed("intake.after_commit", [&] {
+        store::Db db(database_url());
+        create(db, s.writer.principal, "k-lost", body);
+    });
+    REQUIRE(WIFSIGNALED(status));
+    CHECK(payments(s.tenant) == 1); // committed, the caller never heard
+    const std::string stored = query_value(
+        "SELECT response_body FROM idempotency_records WHERE tenant_id = $1::uuid", s.tenant.tenant_id);
+
+    const auto retry = create(*s.db, s.writer.principal, "k-lost", body);
+    CHECK(retry.status == 202);
+    CHECK(retry.replayed);
+    CHECK(retry.body == stored);
+    const auto again = create(*s.db, s.writer.principal, "k-lost", body);
+    CHECK(again.body == retry.body);
+    CHECK(again.location == retry.location);
+    CHECK(payments(s.tenant) == 1);
+    CHECK(records(s.tenant) == 1);
+    CHECK(events(s.tenant) == 1);
+}
+
+TEST_CASE("intake: the same key under another principal or tenant is an independent record",
+          "[intake][db]") {
+    Scope s;
+    const TestPrincipal other_writer = make_principal(*s.db, s.tenant);
+    const TestTenant other_tenant = make_tenant(*s.db);
+    const TestPrincipal foreign = make_principal(*s.db, other_tenant);
+
+    const auto a = create(*s.db, s.writer.principal, "shared-key", payment_body("ref-x1"));
+    const auto b = create(*s.db, other_writer.principal, "shared-key", payment_body("ref-x2"));
+    const auto c = create(*s.db, foreign.principal, "shared-key", payment_body("ref-x1"));
+    CHECK(a.status == 202);
+    CHECK(b.status == 202);
+    CHECK(c.status == 202);
+    CHECK_FALSE(a.replayed);
+    CHECK_FALSE(b.replayed);
+    CHECK_FALSE(c.replayed);
+    CHECK(a.body != b.body);
+    CHECK(a.body != c.body);
+    CHECK(payments(s.tenant) == 2);
+    CHECK(records(s.tenant) == 2);
+    CHECK(payments(other_tenant) == 1);
+    CHECK(records(other_tenant) == 1);
+    // Each replay sees only its own response.
+    CHECK(create(*s.db, s.writer.principal, "shared-key", payment_body("ref-x1")).body == a.body);
+    CHECK(create(*s.db, other_writer.principal, "shared-key", payment_body("ref-x2")).body == b.body);
+    CHECK(create(*s.db, foreign.principal, "shared-key", payment_body("ref-x1")).body == c.body);
+    // Another principal sending the first principal's body under the same key is not a replay of it.
+    const auto cross = create(*s.db, other_writer.principal, "shared-key", payment_body("ref-x1"));
+    CHECK(cross.status == 409);
+    CHECK(cross.body != a.body);
+}
+
+TEST_CASE("intake: a revoked principal replaying its own key is refused", "[intake][db][auth]") {
+    Scope s;
+    const auto first = create(*s.db, s.writer.principal, "k-revoke", payment_body("ref-r"));
+    REQUIRE(first.status == 202);
+    store::revoke_principal(*s.db, s.writer.principal.principal_id, "test");
+
+    // At the door: authentication refuses a revoked key.
+    const auto auth = authenticate(*s.db, s.writer.api_key);
+    REQUIRE_FALSE(auth);
+    CHECK(auth.error() == AuthFailure::revoked);
+    // And inside the transaction, should a request get past the door just before the revocation.
+    const auto replay = create(*s.db, s.writer.principal, "k-revoke", payment_body("ref-r"));
+    CHECK(replay.status == 403);
+    CHECK(problem_type(replay) == "credential_revoked");
+    CHECK(replay.body != first.body);
+    CHECK(payments(s.tenant) == 1);
+    CHECK(records(s.tenant) == 1);
+    CHECK(count_rows("audit_log", s.tenant.tenant_id, "action = 'principal.revoke'") == 1);
+}
+
+TEST_CASE("intake: authentication finds the principal by its key and refuses unknown keys",
+          "[intake][db][auth]") {
+    Scope s;
+    const auto ok = authenticate(*s.db, s.writer.api_key);
+    REQUIRE(ok);
+    CHECK(ok->principal_id == s.writer.principal.principal_id);
+    CHECK(ok->tenant_id == s.tenant.tenant_id);
+    CHECK(ok->role == Role::writer);
+    CHECK(authenticate(*s.db, Secret("prk_not-a-real-key")).error() == AuthFailure::unknown);
+    CHECK(authenticate(*s.db, Secret("")).error() == AuthFailure::missing);
+    // Only the digest is stored, never the key.
+    CHECK(count_rows("principals", s.tenant.tenant_id,
+                     "api_key_hash = sha256(convert_to('" + s.writer.api_key.reveal() + "', 'UTF8'))") == 1);
+}
+
+TEST_CASE("intake: a role that may not create payments gets 403 and stores nothing", "[intake][db][auth]") {
+    Scope s;
+    const TestPrincipal reader = make_principal(*s.db, s.tenant, Role::reader);
+    const auto r = create(*s.db, reader.principal, "k-reader", payment_body("ref-reader"));
+    CHECK(r.status == 403);
+    CHECK(problem_type(r) == "forbidden");
+    CHECK(payments(s.tenant) == 0);
+    CHECK(records(s.tenant) == 0);
+}
+
+TEST_CASE("intake: bad keys get 400, store nothing, and do not occupy anything", "[intake][db][validation]") {
+    Scope s;
+    const std::vector<std::pair<std::string, std::string>> bad_keys = {
+        {"", "idempotency_key_missing"},
+        {std::string(256, 'k'), "invalid_idempotency_key"},
+        {"key\twith-tab", "invalid_idempotency_key"},
+        {"key\r\nInjected: 1", "invalid_idempotency_key"},
+        {"key with space", "invalid_idempotency_key"},
+        {"cl\xC3\xA9", "invalid_idempotency_key"},
+        {std::string("nul\0byte", 8), "invalid_idempotency_key"},
+    };
+    for (const auto& [key, type] : bad_keys) {
+        const auto r = create(*s.db, s.writer.principal, key, payment_body("ref-badkey"));
+        INFO("key of " << key.size() << " bytes");
+        CHECK(r.status == 400);
+        CHECK(problem_type(r) == type);
+        CHECK(nlohmann::json::parse(r.body)["field"] == "Idempotency-Key");
+    }
+    CHECK(payments(s.tenant) == 0);
+    CHECK(records(s.tenant) == 0);
+    // The longest valid key works.
+    CHECK(create(*s.db, s.writer.principal, std::string(255, 'k'), payment_body("ref-badkey")).status == 202);
+}
+
+TEST_CASE("intake: bad bodies get a clear 4xx naming the field, store nothing, and leave the key free",
+          "[intake][db][validation]") {
+    Scope s;
+    struct Bad {
+        std::string body;
+        int status;
+        std::string type;
+    };
+    const std::vector<Bad> bad = {
+        {"{not json", 400, "malformed_request"},
+        {R"({"amount": 100, "amount": 200, "currency": "EUR"})", 400, "malformed_request"},
+        {R"({"amount": 12.5, "currency": "EUR", "merchant_reference": "r", "provider": "stripe", "payment_method": "pm_1"})", 422, "invalid_request"},
+        {R"({"amount": 0, "currency": "EUR", "merchant_reference": "r", "provider": "stripe", "payment_method": "pm_1"})", 422, "invalid_request"},
+        {R"({"amount": -5, "currency": "EUR", "merchant_reference": "r", "provider": "stripe", "payment_method": "pm_1"})", 422, "invalid_request"},
+        {R"({"amount": 99999999999999999999, "currency": "EUR", "merchant_reference": "r", "provider": "stripe", "payment_method": "pm_1"})", 422, "invalid_request"},
+        {R"({"amount": 100, "currency": "XYZ", "merchant_reference": "r", "provider": "stripe", "payment_method": "pm_1"})", 422, "invalid_request"},
+        {R"({"amount": "100", "currency": "EUR", "merchant_reference": "r", "provider": "stripe", "payment_method": "pm_1"})", 422, "invalid_request"},
+        {R"({"amount": 100, "currency": "EUR", "merchant_reference": "r", "provider": "stripe", "payment_method": "pm_1", "description": "card 4242 4242 4242 4242"})", 422, "card_data_refused"},
+        {R"({"amount": 100, "currency": "EUR", "merchant_reference": "r", "provider": "stripe", "payment_method": "pm_1", "cvc": "123"})", 422, "card_data_refused"},
+        {std::string(10000, '[') + std::string(10000, ']'), 400, "malformed_request"},
+    };
+    for (const auto& b : bad) {
+        const auto r = create(*s.db, s.writer.principal, "k-bad", b.body);
+        INFO(b.body.substr(0, 120));
+        CHECK(r.status == b.status);
+        CHECK(problem_type(r) == b.type);
+        CHECK(r.body.find("4242") == std::string::npos); // card data is never echoed
+    }
+    CHECK(payments(s.tenant) == 0);
+    CHECK(records(s.tenant) == 0);
+    // The key was never occupied: a good body under it is a first request.
+    const auto good = create(*s.db, s.writer.principal, "k-bad", payment_body("ref-good"));
+    CHECK(good.status == 202);
+    CHECK_FALSE(good.replayed);
+}
+
+TEST_CASE("intake: a duplicate merchant_reference under another key is a stored, replayed 409",
+          "[intake][db]") {
+    Scope s;
+    const auto first = create(*s.db, s.writer.principal, "k-ref-1", payment_body("same-ref"));
+    REQUIRE(first.status == 202);
+    const auto dup = create(*s.db, s.writer.principal, "k-ref-2", payment_body("same-ref"));
+    CHECK(dup.status == 409);
+    CHECK(problem_type(dup) == "duplicate_merchant_reference");
+    CHECK_FALSE(dup.replayed);
+    const auto dup_again = create(*s.db, s.writer.principal, "k-ref-2", payment_body("same-ref"));
+    CHECK(dup_again.status == 409);
+    CHECK(dup_again.replayed);
+    CHECK(dup_again.body == dup.body);
+    CHECK(payments(s.tenant) == 1);
+    CHECK(records(s.tenant) == 2);
+    CHECK(events(s.tenant) == 1);
+}
+
+TEST_CASE("intake: the database connection lost before commit gives 503 and stores nothing",
+          "[intake][db][fault]") {
+    Scope s;
+    const std::string app = unique_name("victim");
+    store::Db db(database_url() + (database_url().find('?') == std::string::npos ? "?" : "&") +
+                 "application_name=" + app);
+    REQUIRE(create(db, s.writer.principal, "k-warm", payment_body("ref-warm")).status == 202);
+    // Kill this connection's server process from outside, as a failover or restart would.
+    REQUIRE(query_value("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                        "WHERE application_name = $1",
+                        app) == "1");
+    const auto r = create(db, s.writer.principal, "k-503", payment_body("ref-503"));
+    CHECK(r.status == 503);
+    CHECK(problem_type(r) == "service_unavailable");
+    CHECK(r.retry_after == 1);
+    CHECK(count_rows("idempotency_records", s.tenant.tenant_id, "idempotency_key = 'k-503'") == 0);
+    CHECK(payments(s.tenant) == 1);
+    // The next call reconnects, and the retry is a first request.
+    const auto retry = create(db, s.writer.principal, "k-503", payment_body("ref-503"));
+    CHECK(retry.status == 202);
+    CHECK_FALSE(retry.replayed);
+    CHECK(payments(s.tenant) == 2);
+}
+
+TEST_CASE("intake: after a fingerprint secret rotation, replays still match", "[intake][db]") {
+    Scope s;
+    const FingerprintKeys old_keys(test_secret('a'));
+    const FingerprintKeys rotated(test_secret('b'), {test_secret('a')});
+    const FingerprintKeys forgotten(test_secret('b'));
+    const auto first = create(*s.db, s.writer.principal, "k-rot", payment_body("ref-rot"), old_keys);
+    REQUIRE(first.status == 202);
+    const auto replay = create(*s.db, s.writer.principal, "k-rot", payment_body("ref-rot"), rotated);
+    CHECK(replay.status == 202);
+    CHECK(replay.replayed);
+    CHECK(replay.body == first.body);
+    // Dropping the old secret too early turns legitimate retries into conflicts: the reason to keep it.
+    CHECK(create(*s.db, s.writer.principal, "k-rot", payment_body("ref-rot"), forgotten).status == 409);
+    CHECK(payments(s.tenant) == 1);
+}
+
+TEST_CASE("intake: a response over 64 KiB is never stored", "[intake][db]") {
+    Scope s;
+    const auto request = parse_payment_request(payment_body("ref-big"), "");
+    REQUIRE(request);
+    store::IntakeClaim claim{s.tenant.tenant_id, s.writer.principal.principal_id, "create_payment",
+                             "k-big", std::string(64, 'a'), std::chrono::hours(24)};
+    store::NewPayment payment{new_uuid(), new_operation_id(), &*request};
+    CHECK_THROWS_AS(store::write_intake(*s.db, claim, payment,
+                                        [](const std::string&) {
+                                            return store::IntakeBodies{std::string(65 * 1024, 'x'),
+                                                                       "{}", "{}"};
+                                        }),
+                    std::length_error);
+    CHECK(payments(s.tenant) == 0);
+    CHECK(records(s.tenant) == 0);
+}

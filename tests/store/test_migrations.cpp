@@ -1,0 +1,150 @@
+#include "core/errors.hpp"
+#include "core/store/db.hpp"
+#include "core/store/migrations.hpp"
+#include "tests/support/test_db.hpp"
+
+#include <thread>
+#include <vector>
+
+#include <catch2/catch.hpp>
+#include <pqxx/pqxx>
+
+using namespace payrecon;
+using namespace payrecon::testing;
+
+namespace {
+long long count_in(const std::string& url, const std::string& sql) {
+    pqxx::connection c(url);
+    pqxx::read_transaction tx(c);
+    return tx.exec1(sql)[0].as<long long>();
+}
+} // namespace
+
+TEST_CASE("migrations: a fresh database gets every migration once, and migrate is idempotent",
+          "[store][db][migrations]") {
+    ScratchDatabase scratch;
+    store::Db db(scratch.url());
+    CHECK(store::schema_version(db) == 0);
+    CHECK_THROWS_AS(store::require_current_schema(db), SchemaMismatch);
+    const auto applied = store::migrate(db);
+    CHECK(applied.size() == store::embedded_migrations().size());
+    CHECK(store::schema_version(db) == store::latest_known_version());
+    CHECK_NOTHROW(store::require_current_schema(db));
+    CHECK(store::migrate(db).empty());
+    CHECK(count_in(scratch.url(), "SELECT count(*) FROM schema_migrations") ==
+          static_cast<long long>(store::embedded_migrations().size()));
+    // Every table the design names exists, keyed by tenant first.
+    for (const char* table : {"tenants", "principals", "idempotency_records", "payments",
+                              "payment_attempts", "outbox", "audit_log"}) {
+        INFO(table);
+        CHECK(count_in(scratch.url(),
+                       std::string("SELECT count(*) FROM pg_index i JOIN pg_attribute a ON "
+                                   "a.attrelid = i.indrelid AND a.attnum = i.indkey[0] WHERE "
+                                   "i.indisprimary AND i.indrelid = '") +
+                           table + "'::regclass AND a.attname = 'tenant_id'") == 1);
+    }
+}
+
+TEST_CASE("migrations: many processes migrating at once apply each migration once",
+          "[store][db][migrations][concurrency]") {
+    ScratchDatabase scratch;
+    std::vector<std::thread> threads;
+    std::vector<std::string> errors(8);
+    for (std::size_t i = 0; i < errors.size(); ++i) {
+        threads.emplace_back([&, i] {
+            try {
+                store::Db db(scratch.url());
+                store::migrate(db);
+            } catch (const std::exception& e) {
+                errors[i] = e.what();
+            }
+        });
+    }
+    for (auto& t : threads) {
+        t.join();
+    }
+    for (const auto& e : errors) {
+        CHECK(e.empty());
+    }
+    CHECK(count_in(scratch.url(), "SELECT count(*) FROM schema_migrations") ==
+          static_cast<long long>(store::embedded_migrations().size()));
+}
+
+TEST_CASE("migrations: a database with a newer schema is refused, and left alone", "[store][db][migrations]") {
+    ScratchDatabase scratch;
+    store::Db db(scratch.url());
+    store::migrate(db);
+    {
+        pqxx::connection c(scratch.url());
+        pqxx::work tx(c);
+        tx.exec("INSERT INTO schema_migrations (version, name, checksum) VALUES (9999, 'future', 'x')");
+        tx.commit();
+    }
+    CHECK_THROWS_AS(store::require_current_schema(db), SchemaMismatch);
+    CHECK_THROWS_AS(store::migrate(db), SchemaMismatch);
+    try {
+        store::migrate(db);
+    } catch (const SchemaMismatch& e) {
+        CHECK(std::string(e.what()).find("newer") != std::string::npos);
+        CHECK(e.code() == ExitCode::schema_mismatch);
+    }
+    CHECK(count_in(scratch.url(), "SELECT count(*) FROM schema_migrations") ==
+          static_cast<long long>(store::embedded_migrations().size()) + 1);
+}
+
+TEST_CASE("migrations: an applied migration whose SQL was edited is refused", "[store][db][migrations]") {
+    ScratchDatabase scratch;
+    store::Db db(scratch.url());
+    store::migrate(db);
+    {
+        pqxx::connection c(scratch.url());
+        pqxx::work tx(c);
+        tx.exec("UPDATE schema_migrations SET checksum = 'edited' WHERE version = 1");
+        tx.commit();
+    }
+    CHECK_THROWS_AS(store::migrate(db), SchemaMismatch);
+}
+
+TEST_CASE("migrations: the audit log is append-only", "[store][db][migrations]") {
+    ScratchDatabase scratch;
+    store::Db db(scratch.url());
+    store::migrate(db);
+    pqxx::connection c(scratch.url());
+    {
+        pqxx::work tx(c);
+        tx.exec("INSERT INTO audit_log (tenant_id, actor, action, subject_type, subject_id) "
+                "VALUES (gen_random_uuid(), 'alice', 'x', 'y', 'z')");
+        tx.commit();
+    }
+    {
+        pqxx::work tx(c);
+        CHECK_THROWS_AS(tx.exec("UPDATE audit_log SET actor = 'mallory'"), pqxx::sql_error);
+    }
+    {
+        pqxx::work tx(c);
+        CHECK_THROWS_AS(tx.exec("DELETE FROM audit_log"), pqxx::sql_error);
+    }
+    CHECK(count_in(scratch.url(), "SELECT count(*) FROM audit_log WHERE actor = 'alice'") == 1);
+}
+
+TEST_CASE("db: a database that cannot be reached is a clear DatabaseUnavailable without the password",
+          "[store][db]") {
+    try {
+        store::Db db("postgresql://someone:hunter2@/nowhere?host=/nonexistent-socket-dir&connect_timeout=2");
+        FAIL("connected to nothing");
+    } catch (const DatabaseUnavailable& e) {
+        const std::string what = e.what();
+        CHECK(what.find("hunter2") == std::string::npos);
+        CHECK(what.find("***") != std::string::npos);
+        CHECK(e.code() == ExitCode::database_unavailable);
+        CHECK_FALSE(e.hint().empty());
+    }
+}
+
+TEST_CASE("db: redact_url hides passwords in every URL form", "[store]") {
+    CHECK(store::redact_url("postgresql://u:secret@host:5432/db") == "postgresql://u:***@host:5432/db");
+    CHECK(store::redact_url("host=h password=secret dbname=d") == "host=h password=*** dbname=d");
+    CHECK(store::redact_url("postgresql:///db?host=/tmp&password=secret") ==
+          "postgresql:///db?host=/tmp&password=***");
+    CHECK(store::redact_url("postgresql:///db?host=%2Ftmp") == "postgresql:///db?host=%2Ftmp");
+}

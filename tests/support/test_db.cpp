@@ -1,0 +1,117 @@
+#include "tests/support/test_db.hpp"
+
+#include "core/store/admin_store.hpp"
+#include "core/store/migrations.hpp"
+
+#include <cstdlib>
+#include <mutex>
+#include <regex>
+
+#include <catch2/catch.hpp>
+#include <pqxx/pqxx>
+
+namespace payrecon::testing {
+
+const std::string& database_url() {
+    static std::once_flag once;
+    static std::string url;
+    std::call_once(once, [] {
+        const char* env = std::getenv("PAYRECON_TEST_DATABASE_URL");
+        if (env != nullptr) {
+            url = env;
+            store::Db db(url);
+            store::migrate(db);
+        }
+    });
+    if (url.empty()) {
+        FAIL("PAYRECON_TEST_DATABASE_URL is not set: run the tests with scripts/test, which starts "
+             "a throwaway PostgreSQL");
+    }
+    return url;
+}
+
+std::unique_ptr<store::Db> connect() { return std::make_unique<store::Db>(database_url()); }
+
+std::string unique_name(const std::string& prefix) { return prefix + "-" + to_hex(random_bytes(8)); }
+
+TestTenant make_tenant(store::Db& db, const std::string& prefix) {
+    const auto t = store::create_tenant(db, unique_name(prefix), "test");
+    return TestTenant{t.tenant_id, t.name};
+}
+
+TestPrincipal make_principal(store::Db& db, const TestTenant& tenant, Role role,
+                             const std::string& name) {
+    TestPrincipal out;
+    out.api_key = generate_api_key();
+    const auto p = store::create_principal(db, tenant.tenant_id,
+                                           name.empty() ? unique_name("p") : name, role,
+                                           api_key_digest(out.api_key), "test");
+    out.principal = Principal{p.tenant_id, p.principal_id, p.name, p.role};
+    return out;
+}
+
+Secret test_secret(char fill) { return Secret(std::string(40, fill)); }
+
+const FingerprintKeys& test_keys() {
+    static const FingerprintKeys keys(test_secret('k'));
+    return keys;
+}
+
+long long count_rows(const std::string& table, const std::string& tenant_id, const std::string& where) {
+    pqxx::connection c(database_url());
+    pqxx::read_transaction tx(c);
+    return tx.exec_params1("SELECT count(*) FROM " + table + " WHERE tenant_id = $1::uuid" +
+                               (where.empty() ? "" : " AND (" + where + ")"),
+                           tenant_id)[0]
+        .as<long long>();
+}
+
+std::string query_value(const std::string& sql, const std::string& param) {
+    pqxx::connection c(database_url());
+    pqxx::read_transaction tx(c);
+    const pqxx::result r = tx.exec_params(sql, param);
+    if (r.empty() || r[0][0].is_null()) {
+        return "";
+    }
+    return r[0][0].as<std::string>();
+}
+
+void exec_sql(const std::string& sql) {
+    pqxx::connection c(database_url());
+    pqxx::work tx(c);
+    tx.exec(sql);
+    tx.commit();
+}
+
+ScratchDatabase::ScratchDatabase() : m_name("payrecon_scratch_" + to_hex(random_bytes(6))) {
+    const std::string& base = database_url();
+    static const std::regex k_path(R"(^(postgres(ql)?://[^/]*/)([^?]*)(.*)$)");
+    std::smatch m;
+    if (!std::regex_match(base, m, k_path)) {
+        FAIL("scratch databases need a URL of the form postgresql://host/dbname?...");
+    }
+    m_url = m[1].str() + m_name + m[4].str();
+    pqxx::connection c(base);
+    pqxx::nontransaction tx(c);
+    tx.exec("CREATE DATABASE " + m_name);
+}
+
+ScratchDatabase::~ScratchDatabase() {
+    try {
+        pqxx::connection c(database_url());
+        pqxx::nontransaction tx(c);
+        tx.exec("DROP DATABASE IF EXISTS " + m_name + " WITH (FORCE)");
+    } catch (...) {
+    }
+}
+
+std::string payment_body(const std::string& merchant_reference, long long amount,
+                         const std::string& currency) {
+    return R"({"amount": )" + std::to_string(amount) + R"(, "currency": ")" + currency +
+           R"(", "merchant_reference": ")" + merchant_reference +
+           R"(", "provider": "stripe", "payment_method": "pm_card_visa", "customer": "cus_123",)" +
+           R"( "description": "Order )" + merchant_reference + R"(", "metadata": {"order": ")" +
+           merchant_reference + R"("}})";
+}
+
+} // namespace payrecon::testing
