@@ -5,6 +5,7 @@
 #include "core/auth.hpp"
 #include "core/errors.hpp"
 #include "core/intake.hpp"
+#include "core/problem.hpp"
 #include "core/settings.hpp"
 
 #include <cstdlib>
@@ -92,6 +93,10 @@ void setup_payments(CLI::App& app, AppState& state) {
     c->callback([&state, opts] {
         const char* key_env = std::getenv("PAYRECON_API_KEY");
         const Secret api_key(key_env != nullptr ? key_env : "");
+        if (api_key.empty()) {
+            throw UsageError("no credential: set PAYRECON_API_KEY to the principal's API key",
+                             "`payrecon principal create` prints a key once");
+        }
         const std::string body = read_body(opts->body_file);
         OpenDatabase opened = open_database(state.global);
         const FingerprintKeys keys = fingerprint_keys(state.global, opened.embedded);
@@ -100,12 +105,10 @@ void setup_payments(CLI::App& app, AppState& state) {
         if (!principal) {
             const bool revoked = principal.error() == AuthFailure::revoked;
             response.status = revoked ? 403 : 401;
-            response.body = revoked ? R"({"type":"credential_revoked","status":403})"
-                                    : R"({"type":"unauthorized","status":401})";
-            if (principal.error() == AuthFailure::missing) {
-                throw UsageError("no credential: set PAYRECON_API_KEY to the principal's API key",
-                                 "`payrecon principal create` prints a key once");
-            }
+            response.body = revoked ? problem_json(403, "credential_revoked", "Credential revoked",
+                                                   "This API key was revoked.")
+                                    : problem_json(401, "unauthorized", "Unknown credential",
+                                                   "No principal has this API key.");
         } else {
             IntakeSettings settings;
             settings.retention = idempotency_retention();

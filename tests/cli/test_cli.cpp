@@ -9,6 +9,7 @@
 #include <iostream>
 #include <sstream>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -47,12 +48,13 @@ struct ProcessResult {
     std::string output;
 };
 
-// Runs the real binary through the shell with `env` prefixed; stdout and stderr together.
-ProcessResult run_binary(const std::string& env_and_args) {
+// Runs the real binary through the shell as `env <env> payrecon <args>`; stdout and stderr
+// together.
+ProcessResult run_binary(const std::string& env, const std::string& args) {
     const char* bin = std::getenv("PAYRECON_BIN");
     REQUIRE(bin != nullptr);
-    const std::string cmd = env_and_args + " " + bin + " 2>&1";
-    FILE* pipe = ::popen(("env " + cmd).c_str(), "r");
+    const std::string cmd = "env " + env + " " + bin + " " + args + " 2>&1";
+    FILE* pipe = ::popen(cmd.c_str(), "r");
     REQUIRE(pipe != nullptr);
     std::string out;
     std::array<char, 4096> buf{};
@@ -112,33 +114,33 @@ TEST_CASE("cli: purge refuses a retention shorter than the configured minimum", 
 TEST_CASE("cli: the binary maps errors to documented exit codes and clear messages", "[cli][db]") {
     const std::string db = "PAYRECON_DATABASE_URL='" + database_url() + "'";
     SECTION("too short a retention: usage, 2") {
-        const auto r = run_binary(db + " -- purge --retention 1h");
+        const auto r = run_binary(db, "purge --retention 1h");
         CHECK(r.exit_code == 2);
         CHECK(r.output.find("shorter than the minimum") != std::string::npos);
     }
     SECTION("a password on the command line: usage, 2, and the password never echoed") {
-        const auto r = run_binary("-u PAYRECON_DATABASE_URL -- --database postgresql://u:hunter2@/x tenant list");
+        const auto r = run_binary("-u PAYRECON_DATABASE_URL", "--database postgresql://u:hunter2@/x tenant list");
         CHECK(r.exit_code == 2);
         CHECK(r.output.find("password") != std::string::npos);
         CHECK(r.output.find("hunter2") == std::string::npos);
     }
     SECTION("an unreachable database: 5") {
         const auto r = run_binary(
-            "PAYRECON_DATABASE_URL='postgresql:///x?host=/nonexistent-dir&connect_timeout=2' -- tenant list");
+            "PAYRECON_DATABASE_URL='postgresql:///x?host=/nonexistent-dir&connect_timeout=2'", "tenant list");
         CHECK(r.exit_code == 5);
         CHECK(r.output.find("cannot connect") != std::string::npos);
     }
     SECTION("an unknown principal: refused, 7") {
-        const auto r = run_binary(db + " -- principal revoke 00000000-0000-4000-8000-000000000000");
+        const auto r = run_binary(db, "principal revoke 00000000-0000-4000-8000-000000000000");
         CHECK(r.exit_code == 7);
     }
     SECTION("a create with no credential: usage, 2") {
-        const auto r = run_binary(db + " -u PAYRECON_API_KEY -- payments create --idempotency-key k --body-file /dev/null");
+        const auto r = run_binary("-u PAYRECON_API_KEY " + db, "payments create --idempotency-key k --body-file /dev/null");
         CHECK(r.exit_code == 2);
         CHECK(r.output.find("PAYRECON_API_KEY") != std::string::npos);
     }
     SECTION("help: 0, with the exit codes") {
-        const auto r = run_binary("-- --help");
+        const auto r = run_binary("", "--help");
         CHECK(r.exit_code == 0);
         CHECK(r.output.find("Exit codes") != std::string::npos);
     }
@@ -151,11 +153,43 @@ TEST_CASE("cli: payments create runs the intake protocol with the key from the e
     const auto principal = nlohmann::json::parse(
         run_cli({"principal", "create", "--tenant", name, "--name", "shop", "--role", "writer", "--json"}));
     const std::string tenant_id = principal["tenant_id"];
-    const std::string env = "PAYRECON_DATABASE_URL='" + database_url() + "' PAYRECON_API_KEY='" +
-                            principal["api_key"].get<std::string>() + "' PAYRECON_FINGERPRINT_SECRET_FILE=" +
-                            "/dev/null";
-    // The fingerprint secret file must hold a secret: /dev/null is refused as configuration.
-    const auto no_secret = run_binary(env + " -- payments create --idempotency-key k1 --body-file /dev/null");
+    const std::string base_env = "PAYRECON_DATABASE_URL='" + database_url() + "' PAYRECON_API_KEY='" +
+                                 principal["api_key"].get<std::string>() + "'";
+    // With an external database the fingerprint secret must be configured: /dev/null is no secret file.
+    const auto no_secret = run_binary(base_env + " PAYRECON_FINGERPRINT_SECRET_FILE=/dev/null",
+                                      "payments create --idempotency-key k1 --body-file /dev/null");
     CHECK(no_secret.exit_code == 4);
+    CHECK(no_secret.output.find("fingerprint secret") != std::string::npos);
     CHECK(count_rows("payments", tenant_id) == 0);
+
+    char secret_path[] = "/tmp/payrecon-secret-XXXXXX";
+    const int fd = ::mkstemp(secret_path);
+    REQUIRE(fd >= 0);
+    const std::string secret = std::string(44, 's') + "\n";
+    REQUIRE(::write(fd, secret.data(), secret.size()) == static_cast<ssize_t>(secret.size()));
+    ::close(fd);
+    char body_path[] = "/tmp/payrecon-body-XXXXXX";
+    const int body_fd = ::mkstemp(body_path);
+    const std::string body = payment_body("cli-ref");
+    REQUIRE(::write(body_fd, body.data(), body.size()) == static_cast<ssize_t>(body.size()));
+    ::close(body_fd);
+    const std::string env = base_env + " PAYRECON_FINGERPRINT_SECRET_FILE=" + secret_path;
+    const std::string args = std::string("payments create --json --idempotency-key k1 --body-file ") + body_path;
+
+    const auto first = run_binary(env, args);
+    const auto second = run_binary(env, args);
+    ::unlink(secret_path);
+    ::unlink(body_path);
+    REQUIRE(first.exit_code == 0);
+    REQUIRE(second.exit_code == 0);
+    const auto a = nlohmann::json::parse(first.output);
+    const auto b = nlohmann::json::parse(second.output);
+    CHECK(a["status"] == 202);
+    CHECK(a["replayed"] == false);
+    CHECK(b["status"] == 202);
+    CHECK(b["replayed"] == true);
+    CHECK(a["body"] == b["body"]);
+    CHECK(count_rows("payments", tenant_id) == 1);
+    CHECK(count_rows("idempotency_records", tenant_id) == 1);
+    CHECK(count_rows("outbox", tenant_id) == 1);
 }
