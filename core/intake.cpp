@@ -37,7 +37,7 @@ IntakeResponse validation_problem(const ValidationError& e) {
                        "invalid", std::string_view("Payrecon-Version"));
     case ValidationKind::card_data:
         return problem(422, "card_data_refused", "Card data is not accepted",
-                       e.message + " Send the provider's token for a saved payment method instead.",
+                       e.message,
                        "card_data_refused",
                        e.field.empty() ? std::nullopt : std::optional<std::string_view>(e.field));
     case ValidationKind::invalid:

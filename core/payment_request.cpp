@@ -80,7 +80,7 @@ ValidationError card_data_error(std::string field, std::string code) {
     // Never the value: it may be a card number, which must not reach a log or a response.
     return ValidationError{ValidationKind::card_data, std::move(field), std::move(code),
                            where + " looks like card data; send the provider's payment method "
-                                   "token instead, never card numbers or security codes"};
+                                   "token instead, never card numbers or security codes."};
 }
 
 bool is_digit(char c) {
