@@ -42,6 +42,7 @@ std::unique_ptr<CLI::App> build_app(AppState& state) {
     setup_principal(*app, state);
     setup_payments(*app, state);
     setup_purge(*app, state);
+    setup_serve(*app, state);
     return app;
 }
 

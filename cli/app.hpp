@@ -28,5 +28,6 @@ void setup_tenant(CLI::App& app, AppState& state);
 void setup_principal(CLI::App& app, AppState& state);
 void setup_purge(CLI::App& app, AppState& state);
 void setup_payments(CLI::App& app, AppState& state);
+void setup_serve(CLI::App& app, AppState& state);
 
 } // namespace payrecon::cli

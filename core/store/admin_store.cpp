@@ -182,7 +182,8 @@ std::optional<PrincipalRecord> find_principal_by_key_digest(Db& db, const std::s
     Db::Impl& impl = db.impl();
     return translate_errors(impl, [&]() -> std::optional<PrincipalRecord> {
         impl.prepare("principal_by_digest", k_select_principal_by_digest);
-        pqxx::read_transaction tx(impl.connection());
+        // On every request: one round trip, no BEGIN/COMMIT around a single read.
+        pqxx::nontransaction tx(impl.connection());
         const pqxx::result r = tx.exec_prepared("principal_by_digest", digest_hex);
         // The index found the row by digest; compare in constant time all the same.
         if (r.empty() || !constant_time_equal(r[0][6].as<std::string>(), digest_hex)) {

@@ -1,0 +1,45 @@
+#pragma once
+// The server's metrics, rendered in the Prometheus text format (version 0.0.4).
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+
+namespace payrecon::api {
+
+class Metrics {
+public:
+    // One request finished on `route` (the route pattern, never the raw path) with `status`.
+    void observe_request(const std::string& route, int status, double seconds);
+    void count_replay() { m_replays.fetch_add(1, std::memory_order_relaxed); }
+    void count_conflict() { m_conflicts.fetch_add(1, std::memory_order_relaxed); }
+    void connection_acquired() { m_db_in_use.fetch_add(1, std::memory_order_relaxed); }
+    void connection_released() { m_db_in_use.fetch_sub(1, std::memory_order_relaxed); }
+    void connection_opened() { m_db_open.fetch_add(1, std::memory_order_relaxed); }
+    void set_pool_size(int size) { m_pool_size = size; }
+
+    std::string render() const;
+
+    static constexpr std::array<double, 12> k_buckets = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                                                         0.1,   0.25,   0.5,   1.0,  2.5,   5.0};
+
+private:
+    struct Histogram {
+        std::array<std::uint64_t, k_buckets.size()> buckets{};
+        std::uint64_t count = 0;
+        double sum = 0;
+    };
+    mutable std::mutex m_mutex;
+    std::map<std::pair<std::string, int>, std::uint64_t> m_requests;
+    std::map<std::string, Histogram> m_latency;
+    std::atomic<std::uint64_t> m_replays{0};
+    std::atomic<std::uint64_t> m_conflicts{0};
+    std::atomic<int> m_db_in_use{0};
+    std::atomic<int> m_db_open{0};
+    int m_pool_size = 0;
+};
+
+} // namespace payrecon::api

@@ -1,0 +1,110 @@
+// payrecon serve: the HTTP intake API. SIGTERM or SIGINT drains in-flight requests and exits 0.
+#include "api/server.hpp"
+#include "cli/app.hpp"
+#include "cli/context.hpp"
+#include "core/errors.hpp"
+#include "core/settings.hpp"
+
+#include <csignal>
+#include <iostream>
+#include <thread>
+
+#include <pthread.h>
+
+namespace payrecon::cli {
+namespace {
+
+struct ServeOptions {
+    std::string listen = "127.0.0.1:8080";
+    int threads = 16;
+    std::string read_timeout = "5s";
+};
+
+std::pair<std::string, int> parse_listen(const std::string& listen) {
+    const auto colon = listen.rfind(':');
+    int port = -1;
+    if (colon != std::string::npos && colon > 0) {
+        try {
+            std::size_t used = 0;
+            port = std::stoi(listen.substr(colon + 1), &used);
+            if (used != listen.size() - colon - 1) {
+                port = -1;
+            }
+        } catch (const std::exception&) {
+        }
+    }
+    if (port < 0 || port > 65535) {
+        throw UsageError("--listen " + listen + " is not HOST:PORT",
+                         "for example 127.0.0.1:8080, or 127.0.0.1:0 for any free port");
+    }
+    return {listen.substr(0, colon), port};
+}
+
+void log_event(const nlohmann::ordered_json& j) { std::cout << j.dump() << std::endl; }
+
+void run_serve(AppState& state, const ServeOptions& opts) {
+    const auto [host, port] = parse_listen(opts.listen);
+    if (opts.threads < 1 || opts.threads > 256) {
+        throw UsageError("--threads must be between 1 and 256");
+    }
+    OpenDatabase opened = open_database(state.global);
+    api::ServerOptions server_options;
+    server_options.host = host;
+    server_options.port = port;
+    server_options.threads = opts.threads;
+    server_options.database_url = opened.db->url();
+    server_options.intake.retention = idempotency_retention();
+    server_options.read_timeout = parse_duration(opts.read_timeout, "--read-timeout");
+    FingerprintKeys keys = fingerprint_keys(state.global, opened.embedded);
+    opened.db.reset(); // the workers open their own
+
+    // Signals go to one thread that stops the server; every other thread blocks them.
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGTERM);
+    sigaddset(&signals, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+    api::Server server(server_options, std::move(keys), std::cout);
+    const int bound = server.bind();
+    std::thread waiter([&server, signals] {
+        int sig = 0;
+        sigwait(&signals, &sig);
+        nlohmann::ordered_json draining;
+        draining["event"] = "draining";
+        draining["signal"] = sig == SIGTERM ? "SIGTERM" : "SIGINT";
+        log_event(draining);
+        server.stop();
+    });
+    nlohmann::ordered_json listening;
+    listening["event"] = "listening";
+    listening["address"] = host;
+    listening["port"] = bound;
+    listening["threads"] = opts.threads;
+    log_event(listening);
+    server.run();
+    // run() also returns if the listener fails; wake the waiter so it can be joined.
+    pthread_kill(waiter.native_handle(), SIGTERM);
+    waiter.join();
+    log_event(nlohmann::ordered_json{{"event", "stopped"}});
+}
+
+} // namespace
+
+void setup_serve(CLI::App& app, AppState& state) {
+    auto opts = std::make_shared<ServeOptions>();
+    CLI::App* s = app.add_subcommand(
+        "serve", "serve the HTTP intake API (POST /v1/payments, GET /v1/payments/{id}, /healthz, "
+                 "/readyz, /metrics); SIGTERM drains and exits 0");
+    s->add_option("--listen", opts->listen, "HOST:PORT to listen on (port 0: any free port)")
+        ->capture_default_str();
+    s->add_option("--threads", opts->threads,
+                  "worker threads, each with its own database connection")
+        ->capture_default_str();
+    s->add_option("--read-timeout", opts->read_timeout,
+                  "how long a slow client may take to send a request")
+        ->capture_default_str();
+    s->callback([&state, opts] { run_serve(state, *opts); });
+}
+
+} // namespace payrecon::cli

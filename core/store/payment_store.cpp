@@ -1,0 +1,77 @@
+#include "core/store/payment_store.hpp"
+
+#include "core/store/migrations.hpp"
+#include "core/store/pq.hpp"
+
+namespace payrecon::store {
+namespace {
+
+#define PAYRECON_ISO(col) "to_char(" col " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
+
+constexpr const char* k_find_payment = "find_payment";
+constexpr const char* k_find_payment_sql =
+    "SELECT payment_id::text, state, amount_minor, currency, merchant_reference, provider, "
+    PAYRECON_ISO("created_at") ", " PAYRECON_ISO("updated_at") ", provider_reference "
+    "FROM payments WHERE tenant_id = $1::uuid AND payment_id = $2::uuid";
+
+constexpr const char* k_find_attempts = "find_attempts";
+constexpr const char* k_find_attempts_sql =
+    "SELECT attempt_no, outcome, http_status, " PAYRECON_ISO("started_at") ", "
+    PAYRECON_ISO("finished_at") " FROM payment_attempts "
+    "WHERE tenant_id = $1::uuid AND payment_id = $2::uuid ORDER BY attempt_no";
+
+#undef PAYRECON_ISO
+
+} // namespace
+
+std::optional<PaymentDetail> find_payment(Db& db, const std::string& tenant_id,
+                                          const std::string& payment_id) {
+    Db::Impl& impl = db.impl();
+    return translate_errors(impl, [&]() -> std::optional<PaymentDetail> {
+        impl.prepare(k_find_payment, k_find_payment_sql);
+        impl.prepare(k_find_attempts, k_find_attempts_sql);
+        // One snapshot for the payment and its attempts.
+        pqxx::read_transaction tx(impl.connection());
+        const pqxx::result r = tx.exec_prepared(k_find_payment, tenant_id, payment_id);
+        if (r.empty()) {
+            return std::nullopt;
+        }
+        const pqxx::row row = r[0];
+        PaymentDetail p;
+        p.payment_id = row[0].as<std::string>();
+        p.state = row[1].as<std::string>();
+        p.amount_minor = row[2].as<long long>();
+        p.currency = row[3].as<std::string>();
+        p.merchant_reference = row[4].as<std::string>();
+        p.provider = row[5].as<std::string>();
+        p.created_at = row[6].as<std::string>();
+        p.updated_at = row[7].as<std::string>();
+        if (!row[8].is_null()) {
+            p.provider_reference = row[8].as<std::string>();
+        }
+        for (const auto& a : tx.exec_prepared(k_find_attempts, tenant_id, payment_id)) {
+            AttemptSummary s;
+            s.attempt_no = a[0].as<int>();
+            s.outcome = a[1].as<std::string>();
+            if (!a[2].is_null()) {
+                s.http_status = a[2].as<int>();
+            }
+            s.started_at = a[3].as<std::string>();
+            if (!a[4].is_null()) {
+                s.finished_at = a[4].as<std::string>();
+            }
+            p.attempts.push_back(std::move(s));
+        }
+        return p;
+    });
+}
+
+bool database_ready(Db& db) {
+    try {
+        return schema_version(db) == latest_known_version();
+    } catch (const std::exception&) {
+        return false;
+    }
+}
+
+} // namespace payrecon::store

@@ -1,0 +1,42 @@
+#pragma once
+// Reading payments back: the status resource of the HTTP API and the CLI.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace payrecon::store {
+
+class Db;
+
+struct AttemptSummary {
+    int attempt_no = 0;
+    std::string outcome;
+    std::optional<int> http_status;
+    std::string started_at;
+    std::optional<std::string> finished_at;
+};
+
+struct PaymentDetail {
+    std::string payment_id;
+    std::string state;
+    long long amount_minor = 0;
+    std::string currency;
+    std::string merchant_reference;
+    std::string provider;
+    std::string created_at;
+    std::string updated_at;
+    std::optional<std::string> provider_reference;
+    std::vector<AttemptSummary> attempts;
+};
+
+// The payment `payment_id` of `tenant_id`, with its attempts in order; nullopt if the tenant has no
+// such payment (another tenant's payment is "none": existence never leaks). `payment_id` must be a
+// UUID in text form (the caller validates). Throws DatabaseUnavailable.
+std::optional<PaymentDetail> find_payment(Db& db, const std::string& tenant_id,
+                                          const std::string& payment_id);
+
+// True if the database answers and its schema is the one this binary knows.
+bool database_ready(Db& db);
+
+} // namespace payrecon::store
