@@ -1,0 +1,130 @@
+#pragma once
+// The Provider interface (DESIGN sections 5, 7, 11): what payrecon asks of a payment provider, and
+// what it is told back. Outcomes are data; `unknown` is the default for anything an adapter does
+// not positively recognise. A provider never touches SQL; the executor and the reconciler call it
+// and record what it said.
+
+#include "core/money.hpp"
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace payrecon::providers {
+
+// What a provider call came to.
+enum class Outcome {
+    unknown,   // may or may not have charged: recorded durably, never re-sent blindly (the default)
+    succeeded, // the provider charged
+    declined,  // the provider refused; no charge
+    pending,   // accepted, not final (3-D Secure, processing): look again later
+    not_sent,  // definitely never reached the provider: safe to send again, same operation ID
+};
+
+std::string_view to_string(Outcome outcome);
+std::optional<Outcome> parse_outcome(std::string_view name);
+
+// What a provider can do, from its documentation, with per-account overrides from config.
+struct Capabilities {
+    // Does a repeated request with the same idempotency key return the first result instead of
+    // charging again, and for how long after the first request?
+    bool honours_idempotency_keys = false;
+    std::chrono::seconds key_retention{0};
+    std::size_t max_key_length = 0;
+
+    // Can a payment be found by our operation ID, and how long until a new payment is findable
+    // (search index lag)? Within `lookup_staleness` of the last attempt, "not found" proves nothing.
+    bool lookup_by_operation_id = false;
+    std::chrono::seconds lookup_staleness{0};
+
+    // Can the provider list its transactions in a time window (statement reconciliation)?
+    bool list_transactions = false;
+};
+
+// One payment as payrecon sends it. `operation_id` is the idempotency key on every attempt.
+struct PaymentOrder {
+    std::string operation_id;
+    std::string payment_id;
+    std::string merchant_reference;
+    Money amount;
+    std::string payment_method;
+    std::optional<std::string> customer;
+    std::optional<std::string> description;
+    std::map<std::string, std::string> metadata;
+};
+
+// What one call looked like, for the attempt record. `detail` is a redacted excerpt.
+struct CallRecord {
+    int http_status = 0;           // 0: no response
+    std::string error_class;       // "connect_refused", "timeout_after_send", "http_500", ...
+    std::string detail;            // at most a few hundred bytes; never a secret or card data
+    std::chrono::microseconds duration{0};
+};
+
+struct SubmitResult {
+    Outcome outcome = Outcome::unknown;
+    std::optional<std::string> provider_reference; // e.g. Stripe's pi_...
+    CallRecord call;
+};
+
+// A payment as the provider has it.
+struct RemotePayment {
+    std::string provider_reference;
+    std::optional<std::string> operation_id; // ours, when the provider echoes it
+    Money amount;                            // converted to ISO 4217 minor units
+    Outcome state = Outcome::unknown;        // succeeded, declined, pending (unknown if unmapped)
+    std::string raw_status;                  // the provider's own word, for operators
+    std::chrono::system_clock::time_point created_at{};
+};
+
+struct LookupResult {
+    enum class Status {
+        found,     // `payment` holds it
+        not_found, // the provider answered, and has no such payment (mind the staleness)
+        failed,    // no trustworthy answer (network, 5xx, unparseable): never read as absence
+    };
+    Status status = Status::failed;
+    std::optional<RemotePayment> payment;
+    std::vector<RemotePayment> duplicates; // more than one match: a finding, never resolved silently
+    CallRecord call;
+};
+
+struct TimeWindow {
+    std::chrono::system_clock::time_point from; // inclusive
+    std::chrono::system_clock::time_point to;   // exclusive
+};
+
+struct ListPage {
+    bool ok = false; // false: the page could not be read; `call` says why
+    std::vector<RemotePayment> items;
+    std::optional<std::string> next_cursor; // absent on the last page
+    std::optional<std::chrono::seconds> retry_after; // rate limited: wait, then ask again
+    CallRecord call;
+};
+
+class Provider {
+public:
+    virtual ~Provider() = default;
+
+    // The configured name ("stripe", "stripe-eu") and the adapter kind ("stripe").
+    virtual const std::string& name() const = 0;
+    virtual std::string_view kind() const = 0;
+    virtual const Capabilities& capabilities() const = 0;
+
+    // Sends the payment with `order.operation_id` as the idempotency key. Never throws for
+    // anything the network or the provider does: every failure is an outcome.
+    virtual SubmitResult submit(const PaymentOrder& order) = 0;
+
+    // Looks the payment up by our operation ID. Only meaningful if
+    // capabilities().lookup_by_operation_id; otherwise returns failed.
+    virtual LookupResult lookup(const PaymentOrder& order) = 0;
+
+    // One page of the provider's transactions created in `window`, oldest first where the provider
+    // allows. Only meaningful if capabilities().list_transactions.
+    virtual ListPage list(const TimeWindow& window, const std::optional<std::string>& cursor) = 0;
+};
+
+} // namespace payrecon::providers
