@@ -1,0 +1,195 @@
+#include "core/store/executor_store.hpp"
+
+#include "core/store/pq.hpp"
+
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+namespace payrecon::store {
+namespace {
+
+constexpr const char* k_claim = "executor_claim";
+constexpr const char* k_claim_sql = R"sql(
+WITH due AS (
+    SELECT tenant_id, payment_id
+      FROM payments
+     WHERE (state = 'pending' OR (state = 'retry_scheduled' AND next_attempt_at <= now()))
+       AND provider = ANY($4::text[])
+     ORDER BY coalesce(next_attempt_at, created_at)
+     LIMIT $3
+       FOR UPDATE SKIP LOCKED
+), claimed AS (
+    UPDATE payments p
+       SET state = 'processing', generation = p.generation + 1, lease_owner = $1,
+           lease_expires_at = now() + make_interval(secs => $2::double precision / 1000),
+           attempt_count = p.attempt_count + 1, next_attempt_at = NULL, updated_at = now()
+      FROM due
+     WHERE p.tenant_id = due.tenant_id AND p.payment_id = due.payment_id
+ RETURNING p.*
+), attempt AS (
+    INSERT INTO payment_attempts (tenant_id, payment_id, attempt_no, generation, worker,
+                                  operation_id, started_at)
+    SELECT tenant_id, payment_id, attempt_count, generation, $1, operation_id, now() FROM claimed
+)
+SELECT tenant_id::text, payment_id::text, generation, attempt_count, operation_id,
+       merchant_reference, amount_minor, currency, provider, payment_method, customer,
+       description, metadata::text
+  FROM claimed)sql";
+
+constexpr const char* k_finish_attempt = "executor_finish_attempt";
+constexpr const char* k_finish_attempt_sql = R"sql(
+UPDATE payment_attempts
+   SET finished_at = now(), outcome = $4, http_status = $5, error_class = nullif($6, ''),
+       provider_reference = $7, detail = left($8, 4096)
+ WHERE tenant_id = $1::uuid AND payment_id = $2::uuid AND attempt_no = $3)sql";
+
+constexpr const char* k_settle = "executor_settle";
+constexpr const char* k_settle_sql = R"sql(
+WITH settled AS (
+    UPDATE payments
+       SET state = $4, lease_owner = NULL, lease_expires_at = NULL,
+           next_attempt_at = CASE WHEN $5::bigint IS NULL THEN NULL
+                                  ELSE now() + make_interval(secs => $5::double precision / 1000) END,
+           provider_reference = coalesce($6, provider_reference),
+           review_reason = $7, updated_at = now()
+     WHERE tenant_id = $1::uuid AND payment_id = $2::uuid AND generation = $3
+       AND state = 'processing'
+ RETURNING tenant_id, payment_id, operation_id, amount_minor, currency, merchant_reference,
+           provider, provider_reference, state, generation
+), event AS (
+    INSERT INTO outbox (tenant_id, aggregate_type, aggregate_id, event_type, payload)
+    SELECT tenant_id, 'payment', payment_id, 'payment.' || state,
+           jsonb_build_object('payment_id', payment_id, 'tenant_id', tenant_id,
+                              'operation_id', operation_id, 'state', state,
+                              'amount', amount_minor, 'currency', currency,
+                              'merchant_reference', merchant_reference, 'provider', provider,
+                              'provider_reference', provider_reference, 'generation', generation,
+                              'reason', $7::text)
+      FROM settled
+)
+SELECT count(*) FROM settled)sql";
+
+constexpr const char* k_expire = "executor_expire";
+constexpr const char* k_expire_sql = R"sql(
+WITH stale AS (
+    SELECT tenant_id, payment_id FROM payments
+     WHERE state = 'processing' AND lease_expires_at < now()
+     FOR UPDATE SKIP LOCKED
+), expired AS (
+    UPDATE payments p
+       SET state = 'unknown', generation = p.generation + 1, lease_owner = NULL,
+           lease_expires_at = NULL,
+           review_reason = 'the worker''s lease expired during the provider call', updated_at = now()
+      FROM stale
+     WHERE p.tenant_id = stale.tenant_id AND p.payment_id = stale.payment_id
+ RETURNING p.tenant_id, p.payment_id, p.operation_id, p.amount_minor, p.currency,
+           p.merchant_reference, p.provider, p.generation
+), event AS (
+    INSERT INTO outbox (tenant_id, aggregate_type, aggregate_id, event_type, payload)
+    SELECT tenant_id, 'payment', payment_id, 'payment.unknown',
+           jsonb_build_object('payment_id', payment_id, 'tenant_id', tenant_id,
+                              'operation_id', operation_id, 'state', 'unknown',
+                              'amount', amount_minor, 'currency', currency,
+                              'merchant_reference', merchant_reference, 'provider', provider,
+                              'generation', generation, 'reason', 'lease expired')
+      FROM expired
+), audit AS (
+    INSERT INTO audit_log (tenant_id, actor, action, subject_type, subject_id, detail)
+    SELECT tenant_id, $1, 'payment.lease_expired', 'payment', payment_id::text,
+           jsonb_build_object('from', 'processing', 'to', 'unknown', 'generation', generation)
+      FROM expired
+)
+SELECT count(*) FROM expired)sql";
+
+const char* or_null(const std::optional<std::string>& s) { return s ? s->c_str() : nullptr; }
+
+} // namespace
+
+std::vector<ClaimedPayment> claim_payments(Db& db, const std::string& worker,
+                                           std::chrono::milliseconds lease, int batch,
+                                           const std::vector<std::string>& providers) {
+    require_transition(PaymentState::pending, PaymentState::processing);
+    require_transition(PaymentState::retry_scheduled, PaymentState::processing);
+    Db::Impl& impl = db.impl();
+    return translate_errors(impl, [&] {
+        impl.prepare(k_claim, k_claim_sql);
+        // Provider names are [a-z0-9_-]: safe inside an array literal without quoting.
+        std::string names = "{";
+        for (const auto& p : providers) {
+            if (p.empty() || p.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_-") !=
+                                 std::string::npos) {
+                throw std::logic_error("claim_payments: bad provider name '" + p + "'");
+            }
+            names += (names.size() > 1 ? "," : "") + p;
+        }
+        names += "}";
+        pqxx::work tx(impl.connection());
+        const pqxx::result r = tx.exec_prepared(k_claim, worker, static_cast<long long>(lease.count()),
+                                                batch, names);
+        tx.commit();
+        std::vector<ClaimedPayment> out;
+        for (const auto& row : r) {
+            ClaimedPayment c;
+            c.tenant_id = row[0].as<std::string>();
+            c.payment_id = row[1].as<std::string>();
+            c.generation = row[2].as<long long>();
+            c.attempt_no = row[3].as<int>();
+            c.operation_id = row[4].as<std::string>();
+            c.merchant_reference = row[5].as<std::string>();
+            c.amount_minor = row[6].as<long long>();
+            c.currency = row[7].as<std::string>();
+            c.provider = row[8].as<std::string>();
+            c.payment_method = row[9].as<std::string>();
+            if (!row[10].is_null()) {
+                c.customer = row[10].as<std::string>();
+            }
+            if (!row[11].is_null()) {
+                c.description = row[11].as<std::string>();
+            }
+            const nlohmann::json metadata = nlohmann::json::parse(row[12].as<std::string>());
+            c.metadata = metadata.get<std::map<std::string, std::string>>();
+            out.push_back(std::move(c));
+        }
+        return out;
+    });
+}
+
+bool settle_attempt(Db& db, const ClaimedPayment& claim, const AttemptResult& result,
+                    const Settlement& settlement) {
+    require_transition(PaymentState::processing, settlement.to);
+    if ((settlement.to == PaymentState::retry_scheduled) != settlement.retry_in.has_value()) {
+        throw std::logic_error("settle_attempt: retry_in goes with retry_scheduled, and only with it");
+    }
+    Db::Impl& impl = db.impl();
+    return translate_errors(impl, [&] {
+        impl.prepare(k_finish_attempt, k_finish_attempt_sql);
+        impl.prepare(k_settle, k_settle_sql);
+        pqxx::work tx(impl.connection());
+        const std::string http = result.http_status ? std::to_string(*result.http_status) : "";
+        tx.exec_prepared0(k_finish_attempt, claim.tenant_id, claim.payment_id, claim.attempt_no,
+                          result.outcome, result.http_status ? http.c_str() : nullptr,
+                          result.error_class, or_null(result.provider_reference), result.detail);
+        const std::string retry = settlement.retry_in ? std::to_string(settlement.retry_in->count()) : "";
+        const pqxx::row r = tx.exec_prepared1(
+            k_settle, claim.tenant_id, claim.payment_id, claim.generation,
+            std::string(to_string(settlement.to)), settlement.retry_in ? retry.c_str() : nullptr,
+            or_null(result.provider_reference), or_null(settlement.reason));
+        tx.commit();
+        return r[0].as<long long>() == 1;
+    });
+}
+
+int expire_leases(Db& db, const std::string& actor) {
+    require_transition(PaymentState::processing, PaymentState::unknown);
+    Db::Impl& impl = db.impl();
+    return translate_errors(impl, [&] {
+        impl.prepare(k_expire, k_expire_sql);
+        pqxx::work tx(impl.connection());
+        const pqxx::row r = tx.exec_prepared1(k_expire, actor);
+        tx.commit();
+        return r[0].as<int>();
+    });
+}
+
+} // namespace payrecon::store

@@ -1,0 +1,68 @@
+#pragma once
+// Leases and fencing (DESIGN section 6): workers claim payments with FOR UPDATE SKIP LOCKED,
+// a lease and generation + 1; every later write is conditioned on that generation, so a worker
+// that was paused past its lease cannot overwrite the one that took over.
+
+#include "core/payment_state.hpp"
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace payrecon::store {
+
+class Db;
+
+struct ClaimedPayment {
+    std::string tenant_id;
+    std::string payment_id;
+    long long generation = 0; // the fencing token of this claim
+    int attempt_no = 0;       // the payment_attempts row opened by this claim
+    std::string operation_id;
+    std::string merchant_reference;
+    long long amount_minor = 0;
+    std::string currency;
+    std::string provider;
+    std::string payment_method;
+    std::optional<std::string> customer;
+    std::optional<std::string> description;
+    std::map<std::string, std::string> metadata;
+};
+
+// Claims up to `batch` payments of `providers` (the ones this worker can call) that are `pending`,
+// or `retry_scheduled` and due, oldest first: state processing, lease to `worker` for `lease`,
+// generation + 1, and an attempt row opened (outcome unknown until finished) -- all in one
+// transaction. Rows other workers hold are skipped, never waited for.
+std::vector<ClaimedPayment> claim_payments(Db& db, const std::string& worker,
+                                           std::chrono::milliseconds lease, int batch,
+                                           const std::vector<std::string>& providers);
+
+// What a worker observed for one attempt.
+struct AttemptResult {
+    std::string outcome;                // providers::Outcome name
+    std::optional<int> http_status;
+    std::string error_class;
+    std::optional<std::string> provider_reference;
+    std::string detail;                 // redacted excerpt, at most 4096 bytes
+};
+
+struct Settlement {
+    PaymentState to = PaymentState::unknown; // from processing
+    std::optional<std::chrono::milliseconds> retry_in; // with retry_scheduled
+    std::optional<std::string> reason;      // review or unknown reason, for operators
+};
+
+// Records the attempt (always: the observation is kept even when fenced out) and, if the payment
+// is still `processing` at `claim.generation`, applies `settlement` with its outbox event in the
+// same transaction. Returns false if the worker was fenced out (another generation owns it now).
+// Throws std::logic_error if the transition is not processing -> settlement.to.
+bool settle_attempt(Db& db, const ClaimedPayment& claim, const AttemptResult& result,
+                    const Settlement& settlement);
+
+// Payments left `processing` past their lease (a worker died mid-call) become `unknown` (never
+// `pending`), generation + 1, with an outbox event and an audit row. Returns how many.
+int expire_leases(Db& db, const std::string& actor);
+
+} // namespace payrecon::store

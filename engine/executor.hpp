@@ -1,0 +1,67 @@
+#pragma once
+// The executor (DESIGN sections 5 and 6): claims payments, calls their provider with the stable
+// operation ID, records every attempt, and applies the outcome fenced by generation.
+
+#include "core/store/executor_store.hpp"
+#include "providers/provider.hpp"
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace payrecon::store {
+class Db;
+}
+
+namespace payrecon::engine {
+
+struct BackoffPolicy {
+    std::chrono::milliseconds base{1000};  // first retry after about this long
+    std::chrono::milliseconds cap{300000}; // never longer than this
+};
+
+// The pure decision: what a provider outcome does to a `processing` payment.
+//   succeeded -> succeeded; declined -> failed;
+//   not_sent  -> retry_scheduled after base * 2^(attempt-1), capped, times a jitter in [0.5, 1.0)
+//                (`jitter01` in [0, 1) picks it);
+//   pending   -> unknown (the reconciler looks again later);
+//   unknown   -> unknown (never re-sent blindly).
+store::Settlement decide_settlement(providers::Outcome outcome, int attempt_no,
+                                    const BackoffPolicy& backoff, double jitter01);
+
+struct ExecutorOptions {
+    std::string worker_id;                 // recorded as lease_owner and in every attempt
+    std::chrono::milliseconds lease{60000}; // must exceed the slowest provider call
+    int batch = 8;
+    BackoffPolicy backoff;
+};
+
+class Executor {
+public:
+    // `providers` are the providers this executor may call, by configured name; it claims only
+    // their payments. The executor uses them from one thread.
+    Executor(store::Db& db, std::vector<providers::Provider*> providers, ExecutorOptions options);
+
+    // Claims one batch and executes it. Returns the number of payments attempted. Throws
+    // DatabaseUnavailable if the database went away (what was settled stays settled; a claimed
+    // payment left behind turns unknown when its lease expires -- never pending).
+    int run_once();
+
+    struct Counts {
+        int attempted = 0;
+        int fenced_out = 0;
+    };
+    const Counts& counts() const { return m_counts; }
+
+private:
+    void execute(const store::ClaimedPayment& claim);
+
+    store::Db& m_db;
+    std::vector<providers::Provider*> m_providers;
+    std::vector<std::string> m_names;
+    ExecutorOptions m_options;
+    Counts m_counts;
+};
+
+} // namespace payrecon::engine

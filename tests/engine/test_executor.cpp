@@ -1,0 +1,262 @@
+// The executor over the real PostgreSQL: claims, fenced settlement, expired leases. Each test uses
+// a provider name of its own, so it claims only its own payments.
+#include "core/crash_point.hpp"
+#include "core/intake.hpp"
+#include "core/store/executor_store.hpp"
+#include "engine/executor.hpp"
+#include "tests/support/scripted_provider.hpp"
+#include "tests/support/test_db.hpp"
+
+#include <chrono>
+#include <latch>
+#include <set>
+#include <thread>
+
+#include <catch2/catch.hpp>
+#include <sys/wait.h>
+#include <unistd.h>
+
+using namespace payrecon;
+using namespace payrecon::testing;
+using providers::Outcome;
+
+namespace {
+
+struct World {
+    std::unique_ptr<store::Db> db = connect();
+    TestTenant tenant = make_tenant(*db);
+    TestPrincipal writer = make_principal(*db, tenant);
+    std::string provider_name = "s" + to_hex(random_bytes(8));
+    ScriptedProvider provider{provider_name};
+
+    // Creates `n` pending payments through the intake protocol; returns their operation IDs.
+    std::vector<std::string> payments(int n) {
+        IntakeService intake(*db, test_keys());
+        for (int i = 0; i < n; ++i) {
+            const std::string ref = unique_name("ord");
+            const std::string body = R"({"amount": 1000, "currency": "EUR", "merchant_reference": ")" +
+                                     ref + R"(", "provider": ")" + provider_name +
+                                     R"(", "payment_method": "pm_card_visa"})";
+            REQUIRE(intake.create_payment(writer.principal, "key-" + ref, body, "").status == 202);
+        }
+        std::vector<std::string> ops;
+        for (int i = 0; i < n; ++i) {
+            ops.push_back(query_value("SELECT operation_id FROM payments WHERE tenant_id = $1::uuid "
+                                      "ORDER BY created_at, payment_id OFFSET " + std::to_string(i) + " LIMIT 1",
+                                      tenant.tenant_id));
+        }
+        return ops;
+    }
+    std::string state_of(const std::string& op) {
+        return query_value("SELECT state FROM payments WHERE operation_id = $1", op);
+    }
+    long long in_state(const std::string& state) {
+        return count_rows("payments", tenant.tenant_id, "state = '" + state + "'");
+    }
+    engine::ExecutorOptions options(std::chrono::milliseconds lease = std::chrono::seconds(30)) {
+        engine::ExecutorOptions o;
+        o.worker_id = "test-worker-" + to_hex(random_bytes(3));
+        o.lease = lease;
+        o.backoff.base = std::chrono::milliseconds(1);
+        o.backoff.cap = std::chrono::milliseconds(1);
+        return o;
+    }
+};
+
+// Waits until `predicate` holds, up to `limit`; returns whether it did.
+template <typename P>
+bool eventually(P predicate, std::chrono::milliseconds limit = std::chrono::seconds(10)) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    while (std::chrono::steady_clock::now() < deadline) {
+        if (predicate()) {
+            return true;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return predicate();
+}
+
+} // namespace
+
+TEST_CASE("executor: the settlement decision for every outcome", "[engine][executor]") {
+    const engine::BackoffPolicy backoff{std::chrono::milliseconds(1000), std::chrono::milliseconds(60000)};
+    struct Row {
+        Outcome outcome;
+        PaymentState to;
+    };
+    for (const Row& row : {Row{Outcome::succeeded, PaymentState::succeeded},
+                           Row{Outcome::declined, PaymentState::failed},
+                           Row{Outcome::not_sent, PaymentState::retry_scheduled},
+                           Row{Outcome::pending, PaymentState::unknown},
+                           Row{Outcome::unknown, PaymentState::unknown}}) {
+        const auto s = engine::decide_settlement(row.outcome, 1, backoff, 0.0);
+        INFO(providers::to_string(row.outcome));
+        CHECK(s.to == row.to);
+        CHECK(s.retry_in.has_value() == (row.to == PaymentState::retry_scheduled));
+        CHECK(find_transition(PaymentState::processing, s.to).has_value());
+    }
+    // Exponential, jittered into [0.5, 1.0) of the step, capped.
+    CHECK(engine::decide_settlement(Outcome::not_sent, 1, backoff, 0.0).retry_in == std::chrono::milliseconds(500));
+    CHECK(engine::decide_settlement(Outcome::not_sent, 3, backoff, 0.0).retry_in == std::chrono::milliseconds(2000));
+    CHECK(engine::decide_settlement(Outcome::not_sent, 3, backoff, 0.99).retry_in < std::chrono::milliseconds(4000));
+    CHECK(engine::decide_settlement(Outcome::not_sent, 40, backoff, 0.99).retry_in <= std::chrono::milliseconds(60000));
+}
+
+TEST_CASE("executor: a succeeded submit settles the payment, closes the attempt, emits an event",
+          "[engine][executor][db]") {
+    World w;
+    const auto ops = w.payments(1);
+    engine::Executor ex(*w.db, {&w.provider}, w.options());
+    CHECK(ex.run_once() == 1);
+    CHECK(w.state_of(ops[0]) == "succeeded");
+    CHECK(w.provider.submits(ops[0]) == 1);
+    CHECK(count_rows("payment_attempts", w.tenant.tenant_id, "outcome = 'succeeded' AND finished_at IS NOT NULL") == 1);
+    CHECK(count_rows("outbox", w.tenant.tenant_id, "event_type = 'payment.succeeded'") == 1);
+    CHECK(query_value("SELECT provider_reference FROM payments WHERE operation_id = $1", ops[0]) == "ref_" + ops[0]);
+    CHECK(ex.run_once() == 0); // nothing left to claim
+}
+
+TEST_CASE("executor: not_sent is sent again later with the same operation ID, once", "[engine][executor][db]") {
+    World w;
+    const auto ops = w.payments(1);
+    w.provider.script({Outcome::not_sent, Outcome::not_sent});
+    engine::Executor ex(*w.db, {&w.provider}, w.options());
+    CHECK(ex.run_once() == 1);
+    CHECK(w.state_of(ops[0]) == "retry_scheduled");
+    REQUIRE(eventually([&] { ex.run_once(); return w.state_of(ops[0]) == "succeeded"; }));
+    CHECK(w.provider.submits(ops[0]) == 3);
+    CHECK(count_rows("payment_attempts", w.tenant.tenant_id) == 3);
+    CHECK(count_rows("payment_attempts", w.tenant.tenant_id, "operation_id = '" + ops[0] + "'") == 3);
+    CHECK(count_rows("outbox", w.tenant.tenant_id, "event_type = 'payment.succeeded'") == 1);
+}
+
+TEST_CASE("executor: an unknown outcome stays unknown and is never sent again by a worker",
+          "[engine][executor][db]") {
+    World w;
+    const auto ops = w.payments(1);
+    w.provider.script({Outcome::unknown});
+    engine::Executor ex(*w.db, {&w.provider}, w.options());
+    CHECK(ex.run_once() == 1);
+    CHECK(ex.run_once() == 0);
+    CHECK(w.state_of(ops[0]) == "unknown");
+    CHECK(w.provider.submits(ops[0]) == 1);
+    CHECK(count_rows("outbox", w.tenant.tenant_id, "event_type = 'payment.unknown'") == 1);
+}
+
+TEST_CASE("executor: declined fails the payment; pending leaves it to the reconciler",
+          "[engine][executor][db]") {
+    World w;
+    const auto ops = w.payments(2);
+    w.provider.script({Outcome::declined, Outcome::pending});
+    engine::Executor ex(*w.db, {&w.provider}, w.options());
+    CHECK(ex.run_once() == 2);
+    CHECK(w.in_state("failed") == 1);
+    CHECK(w.in_state("unknown") == 1);
+    CHECK(w.provider.total_submits() == 2);
+}
+
+TEST_CASE("fencing: a worker paused past its lease cannot overwrite the takeover; its observation is kept",
+          "[engine][fencing][db]") {
+    World w;
+    const auto ops = w.payments(1);
+    const auto claims = store::claim_payments(*w.db, "slow-worker", std::chrono::milliseconds(1), 1,
+                                              {w.provider_name});
+    REQUIRE(claims.size() == 1);
+    // The lease runs out while the worker is "paused"; the takeover makes the payment unknown.
+    REQUIRE(eventually([&] { return store::expire_leases(*w.db, "test") >= 1 || w.state_of(ops[0]) == "unknown"; }));
+    CHECK(w.state_of(ops[0]) == "unknown");
+    const std::string generation =
+        query_value("SELECT generation::text FROM payments WHERE operation_id = $1", ops[0]);
+    CHECK(std::stoll(generation) == claims[0].generation + 1);
+    // The paused worker wakes up with a success: its write affects nothing.
+    store::AttemptResult seen{"succeeded", 200, "", std::string("pi_late"), "late answer"};
+    CHECK_FALSE(store::settle_attempt(*w.db, claims[0], seen, store::Settlement{PaymentState::succeeded, {}, {}}));
+    CHECK(w.state_of(ops[0]) == "unknown");
+    CHECK(query_value("SELECT generation::text FROM payments WHERE operation_id = $1", ops[0]) == generation);
+    // ... but what it saw is on record for the reconciler and the operators.
+    CHECK(count_rows("payment_attempts", w.tenant.tenant_id,
+                     "outcome = 'succeeded' AND provider_reference = 'pi_late'") == 1);
+    CHECK(count_rows("outbox", w.tenant.tenant_id, "event_type = 'payment.succeeded'") == 0);
+    CHECK(count_rows("audit_log", w.tenant.tenant_id, "action = 'payment.lease_expired'") == 1);
+}
+
+TEST_CASE("leases: an expired processing lease becomes unknown, never pending", "[engine][fencing][db]") {
+    World w;
+    w.payments(3);
+    const auto claims = store::claim_payments(*w.db, "dead-worker", std::chrono::milliseconds(1), 10,
+                                              {w.provider_name});
+    REQUIRE(claims.size() == 3);
+    CHECK(w.in_state("processing") == 3);
+    REQUIRE(eventually([&] { store::expire_leases(*w.db, "test"); return w.in_state("unknown") == 3; }));
+    CHECK(w.in_state("pending") == 0);
+    // Unknown payments are not claimable: only a lookup or an operator moves them.
+    engine::Executor ex(*w.db, {&w.provider}, w.options());
+    CHECK(ex.run_once() == 0);
+    CHECK(w.provider.total_submits() == 0);
+}
+
+TEST_CASE("claims: workers claiming at once never claim one payment twice", "[engine][concurrency][db]") {
+    World w;
+    w.payments(120);
+    constexpr int k_workers = 8;
+    std::vector<std::vector<store::ClaimedPayment>> got(k_workers);
+    std::latch ready(k_workers);
+    std::vector<std::thread> threads;
+    for (int i = 0; i < k_workers; ++i) {
+        threads.emplace_back([&, i] {
+            store::Db db(database_url());
+            ready.arrive_and_wait();
+            for (;;) {
+                auto batch = store::claim_payments(db, "w" + std::to_string(i), std::chrono::seconds(30),
+                                                   7, {w.provider_name});
+                if (batch.empty()) {
+                    break;
+                }
+                auto& mine = got[static_cast<std::size_t>(i)];
+                mine.insert(mine.end(), batch.begin(), batch.end());
+            }
+        });
+    }
+    for (auto& t : threads) {
+        t.join();
+    }
+    std::set<std::string> ids;
+    std::size_t total = 0;
+    for (const auto& mine : got) {
+        total += mine.size();
+        for (const auto& c : mine) {
+            ids.insert(c.payment_id);
+        }
+    }
+    CHECK(total == 120);
+    CHECK(ids.size() == 120);
+    CHECK(w.in_state("processing") == 120);
+    CHECK(count_rows("payment_attempts", w.tenant.tenant_id) == 120);
+}
+
+TEST_CASE("executor: a worker killed after the provider answered, before the commit, leaves the "
+          "payment unknown once its lease expires",
+          "[engine][crash][db]") {
+    World w;
+    const auto ops = w.payments(1);
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        arm_crash_point("executor.after_submit");
+        try {
+            store::Db db(database_url());
+            engine::Executor ex(db, {&w.provider}, w.options(std::chrono::milliseconds(300)));
+            ex.run_once();
+        } catch (...) {
+        }
+        ::_exit(0);
+    }
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    REQUIRE(WIFSIGNALED(status));
+    CHECK(WTERMSIG(status) == SIGKILL);
+    CHECK(w.state_of(ops[0]) == "processing");
+    REQUIRE(eventually([&] { store::expire_leases(*w.db, "test"); return w.state_of(ops[0]) == "unknown"; }));
+    // The attempt row opened by the claim stays: outcome unknown, never finished.
+    CHECK(count_rows("payment_attempts", w.tenant.tenant_id, "outcome = 'unknown' AND finished_at IS NULL") == 1);
+}

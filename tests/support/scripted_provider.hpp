@@ -1,0 +1,77 @@
+#pragma once
+// An in-process Provider for executor tests: answers each submit from a script of outcomes and
+// counts calls per operation ID. (Behaviour tests over real HTTP use the fake provider server.)
+
+#include "providers/provider.hpp"
+
+#include <deque>
+#include <map>
+#include <mutex>
+#include <string>
+
+namespace payrecon::testing {
+
+class ScriptedProvider : public providers::Provider {
+public:
+    explicit ScriptedProvider(std::string name) : m_name(std::move(name)) {
+        m_caps.honours_idempotency_keys = true;
+        m_caps.key_retention = std::chrono::hours(24);
+        m_caps.max_key_length = 255;
+    }
+
+    // Outcomes for the next submits, in order; when the script runs out: `otherwise`.
+    void script(std::deque<providers::Outcome> outcomes) {
+        std::lock_guard lock(m_mutex);
+        m_script = std::move(outcomes);
+    }
+    providers::Outcome otherwise = providers::Outcome::succeeded;
+
+    int submits(const std::string& operation_id) const {
+        std::lock_guard lock(m_mutex);
+        const auto it = m_submits.find(operation_id);
+        return it == m_submits.end() ? 0 : it->second;
+    }
+    int total_submits() const {
+        std::lock_guard lock(m_mutex);
+        int n = 0;
+        for (const auto& [op, count] : m_submits) {
+            n += count;
+        }
+        return n;
+    }
+
+    const std::string& name() const override { return m_name; }
+    std::string_view kind() const override { return "scripted"; }
+    const providers::Capabilities& capabilities() const override { return m_caps; }
+
+    providers::SubmitResult submit(const providers::PaymentOrder& order) override {
+        std::lock_guard lock(m_mutex);
+        ++m_submits[order.operation_id];
+        providers::SubmitResult r;
+        r.outcome = otherwise;
+        if (!m_script.empty()) {
+            r.outcome = m_script.front();
+            m_script.pop_front();
+        }
+        if (r.outcome == providers::Outcome::succeeded) {
+            r.provider_reference = "ref_" + order.operation_id;
+        }
+        r.call.http_status = r.outcome == providers::Outcome::not_sent ? 0 : 200;
+        r.call.error_class = r.outcome == providers::Outcome::not_sent ? "connect_refused" : "";
+        r.call.detail = "scripted " + std::string(providers::to_string(r.outcome));
+        return r;
+    }
+    providers::LookupResult lookup(const providers::PaymentOrder&) override { return {}; }
+    providers::ListPage list(const providers::TimeWindow&, const std::optional<std::string>&) override {
+        return {};
+    }
+
+private:
+    std::string m_name;
+    providers::Capabilities m_caps;
+    mutable std::mutex m_mutex;
+    std::deque<providers::Outcome> m_script;
+    std::map<std::string, int> m_submits;
+};
+
+} // namespace payrecon::testing
