@@ -1,0 +1,182 @@
+#include "providers/config.hpp"
+
+#include "core/errors.hpp"
+
+#include <cstdlib>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+namespace payrecon::providers {
+namespace {
+
+using nlohmann::json;
+
+[[noreturn]] void bad(const std::filesystem::path& source, const std::string& field,
+                      const std::string& what, const std::string& hint = {}) {
+    throw ConfigError(source.string() + ": " + field + ": " + what,
+                      hint.empty() ? "fix the field and run again" : hint);
+}
+
+long long integer_field(const json& obj, const std::filesystem::path& source, const std::string& path,
+                        const char* key, long long fallback, long long min, long long max) {
+    if (!obj.contains(key)) {
+        return fallback;
+    }
+    const json& v = obj.at(key);
+    if (!v.is_number_integer()) {
+        bad(source, path + "." + key, "must be an integer");
+    }
+    const long long n = v.get<long long>();
+    if (n < min || n > max) {
+        bad(source, path + "." + key,
+            "must be between " + std::to_string(min) + " and " + std::to_string(max) + ", not " +
+                std::to_string(n));
+    }
+    return n;
+}
+
+std::optional<bool> bool_field(const json& obj, const std::filesystem::path& source,
+                               const std::string& path, const char* key) {
+    if (!obj.contains(key)) {
+        return std::nullopt;
+    }
+    if (!obj.at(key).is_boolean()) {
+        bad(source, path + "." + key, "must be true or false");
+    }
+    return obj.at(key).get<bool>();
+}
+
+bool loopback_host(const std::string& url) {
+    static const std::regex k_loopback(R"(^http://(127\.[0-9.]+|localhost|\[::1\])(:[0-9]+)?(/.*)?$)");
+    return std::regex_match(url, k_loopback);
+}
+
+} // namespace
+
+const std::vector<std::string_view>& known_kinds() {
+    static const std::vector<std::string_view> k_kinds = {"stripe", "adyen", "square"};
+    return k_kinds;
+}
+
+Config parse_config(std::string_view text, const std::filesystem::path& source,
+                    const char* (*environment)(const char*)) {
+    if (environment == nullptr) {
+        environment = [](const char* name) -> const char* { return std::getenv(name); };
+    }
+    const json root = json::parse(text, nullptr, false);
+    if (root.is_discarded()) {
+        bad(source, "(file)", "is not valid JSON", "check it with: python3 -m json.tool FILE");
+    }
+    if (!root.is_object()) {
+        bad(source, "(file)", "must be a JSON object with a \"providers\" object");
+    }
+    for (const auto& [key, value] : root.items()) {
+        if (key != "providers") {
+            bad(source, key, "is not a known setting", "the file holds \"providers\" only");
+        }
+    }
+    if (!root.contains("providers") || !root.at("providers").is_object() || root.at("providers").empty()) {
+        bad(source, "providers", "must be an object naming at least one provider");
+    }
+    static const std::regex k_name("^[a-z0-9_-]{1,32}$");
+    static const std::regex k_env("^[A-Za-z_][A-Za-z0-9_]*$");
+    static const std::vector<std::string> k_allowed = {
+        "kind", "base_url", "api_key_env", "connect_timeout_ms", "timeout_ms", "settle_delay_s",
+        "key_retention_h", "capabilities"};
+    Config config;
+    config.source = source;
+    for (const auto& [name, p] : root.at("providers").items()) {
+        const std::string path = "providers." + name;
+        if (!std::regex_match(name, k_name)) {
+            bad(source, path, "a provider name is 1 to 32 of a-z, 0-9, '_', '-'");
+        }
+        if (!p.is_object()) {
+            bad(source, path, "must be an object");
+        }
+        for (const auto& [field, ignored] : p.items()) {
+            if (field == "api_key" || field == "secret_key") {
+                bad(source, path + "." + field, "API keys never go in the file",
+                    "put the key in an environment variable and name it in api_key_env");
+            }
+            if (std::find(k_allowed.begin(), k_allowed.end(), field) == k_allowed.end()) {
+                bad(source, path + "." + field, "is not a known setting",
+                    "known: kind, base_url, api_key_env, connect_timeout_ms, timeout_ms, "
+                    "settle_delay_s, key_retention_h, capabilities");
+            }
+        }
+        ProviderConfig c;
+        c.name = name;
+        if (!p.contains("kind") || !p.at("kind").is_string()) {
+            bad(source, path + ".kind", "is required: one of stripe, adyen, square");
+        }
+        c.kind = p.at("kind").get<std::string>();
+        if (std::find(known_kinds().begin(), known_kinds().end(), c.kind) == known_kinds().end()) {
+            bad(source, path + ".kind", "'" + c.kind + "' is not an adapter this build has",
+                "use one of stripe, adyen, square");
+        }
+        if (!p.contains("base_url") || !p.at("base_url").is_string()) {
+            bad(source, path + ".base_url", "is required, e.g. https://api.stripe.com");
+        }
+        c.base_url = p.at("base_url").get<std::string>();
+        while (!c.base_url.empty() && c.base_url.back() == '/') {
+            c.base_url.pop_back();
+        }
+        if (c.base_url.rfind("https://", 0) != 0 && !loopback_host(c.base_url)) {
+            bad(source, path + ".base_url", "must be https:// (plain http only for loopback test servers)");
+        }
+        if (!p.contains("api_key_env") || !p.at("api_key_env").is_string() ||
+            !std::regex_match(p.at("api_key_env").get<std::string>(), k_env)) {
+            bad(source, path + ".api_key_env",
+                "is required: the NAME of the environment variable that holds the API key");
+        }
+        c.api_key_env = p.at("api_key_env").get<std::string>();
+        const char* key = environment(c.api_key_env.c_str());
+        if (key == nullptr || *key == '\0') {
+            bad(source, path + ".api_key_env", "the environment variable " + c.api_key_env + " is not set",
+                "export " + c.api_key_env + " with the provider's secret key (never put it in the file)");
+        }
+        c.api_key = Secret(key);
+        c.connect_timeout = std::chrono::milliseconds(
+            integer_field(p, source, path, "connect_timeout_ms", 2000, 50, 60000));
+        c.timeout = std::chrono::milliseconds(integer_field(p, source, path, "timeout_ms", 10000, 100, 300000));
+        if (c.timeout < c.connect_timeout) {
+            bad(source, path + ".timeout_ms", "must not be shorter than connect_timeout_ms");
+        }
+        c.settle_delay = std::chrono::seconds(integer_field(p, source, path, "settle_delay_s", 120, 0, 86400));
+        c.key_retention = std::chrono::hours(integer_field(p, source, path, "key_retention_h", 24, 1, 24 * 30));
+        if (p.contains("capabilities")) {
+            const json& caps = p.at("capabilities");
+            const std::string cpath = path + ".capabilities";
+            if (!caps.is_object()) {
+                bad(source, cpath, "must be an object");
+            }
+            for (const auto& [field, ignored] : caps.items()) {
+                if (field != "idempotency_keys" && field != "lookup" && field != "list") {
+                    bad(source, cpath + "." + field, "is not a known capability",
+                        "known: idempotency_keys, lookup, list (true or false)");
+                }
+            }
+            c.overrides.idempotency_keys = bool_field(caps, source, cpath, "idempotency_keys");
+            c.overrides.lookup = bool_field(caps, source, cpath, "lookup");
+            c.overrides.list = bool_field(caps, source, cpath, "list");
+        }
+        config.providers.emplace(name, std::move(c));
+    }
+    return config;
+}
+
+Config load_config(const std::filesystem::path& path) {
+    std::ifstream in(path);
+    if (!in) {
+        throw ConfigError("cannot read the config file " + path.string(),
+                          "give it with --config FILE or PAYRECON_CONFIG; docs/operations.md shows one");
+    }
+    std::ostringstream text;
+    text << in.rdbuf();
+    return parse_config(text.str(), path);
+}
+
+} // namespace payrecon::providers

@@ -1,0 +1,60 @@
+#pragma once
+// The provider configuration: a JSON file (--config or PAYRECON_CONFIG) naming each provider
+// account by key. API keys never sit in the file: it names the environment variable that holds
+// one. A bad file is one ConfigError naming the field and what to write instead.
+//
+// {"providers": {"stripe": {"kind": "stripe", "base_url": "https://api.stripe.com",
+//   "api_key_env": "STRIPE_API_KEY", "connect_timeout_ms": 2000, "timeout_ms": 10000,
+//   "settle_delay_s": 120, "key_retention_h": 24,
+//   "capabilities": {"lookup": false}}}}
+
+#include "core/secret.hpp"
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace payrecon::providers {
+
+// Optional per-account overrides of what the adapter kind can do (a merchant account without
+// search, a provider that does not honour idempotency keys).
+struct CapabilityOverrides {
+    std::optional<bool> idempotency_keys;
+    std::optional<bool> lookup;
+    std::optional<bool> list;
+};
+
+struct ProviderConfig {
+    std::string name;     // the key in "providers": [a-z0-9_-]{1,32}; what payments name
+    std::string kind;     // the adapter: stripe, adyen, square
+    std::string base_url; // http(s)://host[:port]; plain http only for loopback
+    std::string api_key_env;
+    Secret api_key;       // read from api_key_env when the config is loaded
+    std::chrono::milliseconds connect_timeout{2000};
+    std::chrono::milliseconds timeout{10000};
+    std::chrono::seconds settle_delay{120};  // wait this long after an attempt before a lookup
+    std::chrono::hours key_retention{24};    // how long the provider remembers idempotency keys
+    CapabilityOverrides overrides;
+};
+
+struct Config {
+    std::map<std::string, ProviderConfig> providers;
+    std::filesystem::path source; // the file it came from
+};
+
+// The adapter kinds this build has, for validation and messages.
+const std::vector<std::string_view>& known_kinds();
+
+// Parses `text` (from `source`, for messages). `environment` looks up api_key_env (nullptr if the
+// variable is unset). Throws ConfigError naming the field ("providers.stripe.timeout_ms: ...").
+Config parse_config(std::string_view text, const std::filesystem::path& source,
+                    const char* (*environment)(const char*) = nullptr);
+
+// Reads and parses the file at `path`. Throws ConfigError if it cannot be read or is invalid.
+Config load_config(const std::filesystem::path& path);
+
+} // namespace payrecon::providers

@@ -1,0 +1,95 @@
+#include "core/errors.hpp"
+#include "providers/config.hpp"
+
+#include <cstring>
+
+#include <catch2/catch.hpp>
+
+using namespace payrecon;
+using namespace payrecon::providers;
+
+namespace {
+
+const char* fake_env(const char* name) {
+    if (std::strcmp(name, "STRIPE_API_KEY") == 0) {
+        return "sk_test_abcdefghijklmnop";
+    }
+    return nullptr;
+}
+
+Config parse(const std::string& text) { return parse_config(text, "payrecon.json", fake_env); }
+
+std::string error_of(const std::string& text) {
+    try {
+        parse(text);
+    } catch (const ConfigError& e) {
+        return e.what();
+    }
+    return "(no error)";
+}
+
+} // namespace
+
+TEST_CASE("config: a full provider entry is read, the key comes from the environment", "[providers][config]") {
+    const auto c = parse(R"({"providers": {"stripe": {"kind": "stripe", "base_url": "https://api.stripe.com/",
+        "api_key_env": "STRIPE_API_KEY", "connect_timeout_ms": 1500, "timeout_ms": 8000,
+        "settle_delay_s": 60, "key_retention_h": 24, "capabilities": {"lookup": false}}}})");
+    REQUIRE(c.providers.size() == 1);
+    const ProviderConfig& p = c.providers.at("stripe");
+    CHECK(p.kind == "stripe");
+    CHECK(p.base_url == "https://api.stripe.com");
+    CHECK(p.api_key.reveal() == "sk_test_abcdefghijklmnop");
+    CHECK(p.connect_timeout == std::chrono::milliseconds(1500));
+    CHECK(p.timeout == std::chrono::milliseconds(8000));
+    CHECK(p.settle_delay == std::chrono::seconds(60));
+    CHECK(p.key_retention == std::chrono::hours(24));
+    CHECK(p.overrides.lookup == false);
+    CHECK_FALSE(p.overrides.idempotency_keys.has_value());
+}
+
+TEST_CASE("config: defaults apply to what is left out", "[providers][config]") {
+    const auto c = parse(R"({"providers": {"s": {"kind": "stripe", "base_url": "http://127.0.0.1:9999",
+        "api_key_env": "STRIPE_API_KEY"}}})");
+    const ProviderConfig& p = c.providers.at("s");
+    CHECK(p.connect_timeout == std::chrono::milliseconds(2000));
+    CHECK(p.timeout == std::chrono::milliseconds(10000));
+    CHECK(p.settle_delay == std::chrono::seconds(120));
+}
+
+TEST_CASE("config: each bad field is one clear error naming it", "[providers][config]") {
+    const std::string base = R"("kind": "stripe", "base_url": "https://api.stripe.com", "api_key_env": "STRIPE_API_KEY")";
+    struct Case {
+        std::string text;
+        std::string names;
+    };
+    const std::vector<Case> cases = {
+        {"not json", "(file)"},
+        {R"([])", "(file)"},
+        {R"({"providers": {}})", "providers"},
+        {R"({"providers": {"s": {)" + base + R"(}}, "extra": 1})", "extra"},
+        {R"({"providers": {"Bad Name": {)" + base + R"(}}})", "providers.Bad Name"},
+        {R"({"providers": {"s": {"kind": "paypal2", "base_url": "https://x", "api_key_env": "STRIPE_API_KEY"}}})", "providers.s.kind"},
+        {R"({"providers": {"s": {"kind": "stripe", "api_key_env": "STRIPE_API_KEY"}}})", "providers.s.base_url"},
+        {R"({"providers": {"s": {"kind": "stripe", "base_url": "http://api.stripe.com", "api_key_env": "STRIPE_API_KEY"}}})", "providers.s.base_url"},
+        {R"({"providers": {"s": {"kind": "stripe", "base_url": "https://x"}}})", "providers.s.api_key_env"},
+        {R"({"providers": {"s": {"kind": "stripe", "base_url": "https://x", "api_key_env": "MISSING_KEY"}}})", "MISSING_KEY is not set"},
+        {R"({"providers": {"s": {)" + base + R"(, "api_key": "sk_live_x"}}})", "API keys never go in the file"},
+        {R"({"providers": {"s": {)" + base + R"(, "timeout_ms": "fast"}}})", "providers.s.timeout_ms"},
+        {R"({"providers": {"s": {)" + base + R"(, "timeout_ms": 5}}})", "providers.s.timeout_ms"},
+        {R"({"providers": {"s": {)" + base + R"(, "timeout_ms": 1000, "connect_timeout_ms": 2000}}})", "providers.s.timeout_ms"},
+        {R"({"providers": {"s": {)" + base + R"(, "capabilities": {"search": true}}}})", "providers.s.capabilities.search"},
+        {R"({"providers": {"s": {)" + base + R"(, "capabilities": {"lookup": "no"}}}})", "providers.s.capabilities.lookup"},
+        {R"({"providers": {"s": {)" + base + R"(, "timeouts": 1}}})", "providers.s.timeouts"},
+    };
+    for (const auto& c : cases) {
+        INFO(c.text);
+        const std::string error = error_of(c.text);
+        CHECK(error.find(c.names) != std::string::npos);
+        CHECK(error.find("payrecon.json") == 0);
+        CHECK(error.find("sk_live_x") == std::string::npos);
+    }
+}
+
+TEST_CASE("config: a missing file is a clear error", "[providers][config]") {
+    CHECK_THROWS_AS(load_config("/nonexistent/payrecon.json"), ConfigError);
+}
