@@ -1,0 +1,314 @@
+#include "providers/stripe/wire.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <limits>
+
+#include <nlohmann/json.hpp>
+
+namespace payrecon::providers::stripe {
+namespace {
+
+using nlohmann::json;
+
+std::string upper(std::string_view s) {
+    std::string out(s);
+    std::transform(out.begin(), out.end(), out.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+    return out;
+}
+
+std::string lower(std::string_view s) {
+    std::string out(s);
+    std::transform(out.begin(), out.end(), out.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return out;
+}
+
+long long pow10(int n) {
+    long long v = 1;
+    for (int i = 0; i < n; ++i) {
+        v *= 10;
+    }
+    return v;
+}
+
+std::string excerpt(std::string_view body) {
+    constexpr std::size_t k_max = 300;
+    std::string out(body.substr(0, k_max));
+    for (char& c : out) {
+        if (static_cast<unsigned char>(c) < 0x20) {
+            c = ' ';
+        }
+    }
+    return body.size() > k_max ? out + "..." : out;
+}
+
+} // namespace
+
+std::optional<int> stripe_exponent(std::string_view currency) {
+    const std::string code = upper(currency);
+    if (code == "ISK") {
+        return 2;
+    }
+    if (code == "MGA") {
+        return 0;
+    }
+    const auto c = find_currency(code);
+    if (!c) {
+        return std::nullopt;
+    }
+    return c->exponent;
+}
+
+std::optional<long long> to_stripe_amount(const Money& money) {
+    const auto iso = find_currency(money.currency);
+    const auto theirs = stripe_exponent(money.currency);
+    if (!iso || !theirs) {
+        return std::nullopt;
+    }
+    const int diff = *theirs - iso->exponent;
+    if (diff >= 0) {
+        const long long factor = pow10(diff);
+        if (money.minor > std::numeric_limits<long long>::max() / factor) {
+            return std::nullopt;
+        }
+        return money.minor * factor;
+    }
+    const long long divisor = pow10(-diff);
+    if (money.minor % divisor != 0) {
+        return std::nullopt;
+    }
+    return money.minor / divisor;
+}
+
+std::optional<Money> from_stripe_amount(long long amount, std::string_view currency) {
+    const std::string code = upper(currency);
+    const auto iso = find_currency(code);
+    const auto theirs = stripe_exponent(code);
+    if (!iso || !theirs) {
+        return std::nullopt;
+    }
+    const int diff = iso->exponent - *theirs;
+    if (diff >= 0) {
+        const long long factor = pow10(diff);
+        if (amount > std::numeric_limits<long long>::max() / factor) {
+            return std::nullopt;
+        }
+        return Money{amount * factor, code};
+    }
+    const long long divisor = pow10(-diff);
+    if (amount % divisor != 0) {
+        return std::nullopt; // an ISK amount with a fractional krona cannot be ours
+    }
+    return Money{amount / divisor, code};
+}
+
+std::string form_encode(const std::vector<std::pair<std::string, std::string>>& fields) {
+    static const char* k_hex = "0123456789ABCDEF";
+    auto encode = [](const std::string& s) {
+        std::string out;
+        for (const char ch : s) {
+            const auto c = static_cast<unsigned char>(ch);
+            if (std::isalnum(c) != 0 || c == '-' || c == '_' || c == '.' || c == '~') {
+                out += ch;
+            } else {
+                out += '%';
+                out += k_hex[c >> 4];
+                out += k_hex[c & 0x0F];
+            }
+        }
+        return out;
+    };
+    std::string out;
+    for (const auto& [k, v] : fields) {
+        if (!out.empty()) {
+            out += '&';
+        }
+        out += encode(k) + "=" + encode(v);
+    }
+    return out;
+}
+
+std::optional<std::string> create_body(const PaymentOrder& order) {
+    const auto amount = to_stripe_amount(order.amount);
+    if (!amount) {
+        return std::nullopt;
+    }
+    std::vector<std::pair<std::string, std::string>> f = {
+        {"amount", std::to_string(*amount)},
+        {"currency", lower(order.amount.currency)},
+        {"payment_method", order.payment_method},
+        {"confirm", "true"},
+        {"off_session", "true"},
+    };
+    if (order.customer) {
+        f.emplace_back("customer", *order.customer);
+    }
+    if (order.description) {
+        f.emplace_back("description", *order.description);
+    }
+    std::size_t sent = 0;
+    for (const auto& [k, v] : order.metadata) {
+        if (k == "operation_id" || k == "merchant_reference" || sent >= 48) {
+            continue;
+        }
+        f.emplace_back("metadata[" + k + "]", v);
+        ++sent;
+    }
+    f.emplace_back("metadata[operation_id]", order.operation_id);
+    f.emplace_back("metadata[merchant_reference]", order.merchant_reference);
+    return form_encode(f);
+}
+
+Outcome map_status(std::string_view status) {
+    if (status == "succeeded") {
+        return Outcome::succeeded;
+    }
+    if (status == "processing" || status == "requires_action") {
+        return Outcome::pending;
+    }
+    if (status == "requires_payment_method" || status == "canceled") {
+        return Outcome::declined;
+    }
+    return Outcome::unknown;
+}
+
+namespace {
+
+std::optional<RemotePayment> payment_from(const json& j) {
+    if (!j.is_object() || !j.contains("id") || !j["id"].is_string() || !j.contains("amount") ||
+        !j["amount"].is_number_integer() || !j.contains("currency") || !j["currency"].is_string() ||
+        !j.contains("status") || !j["status"].is_string()) {
+        return std::nullopt;
+    }
+    if (j.contains("object") && j["object"] != "payment_intent") {
+        return std::nullopt;
+    }
+    const auto money = from_stripe_amount(j["amount"].get<long long>(), j["currency"].get<std::string>());
+    if (!money) {
+        return std::nullopt;
+    }
+    RemotePayment p;
+    p.provider_reference = j["id"].get<std::string>();
+    p.amount = *money;
+    p.raw_status = j["status"].get<std::string>();
+    p.state = map_status(p.raw_status);
+    if (j.contains("metadata") && j["metadata"].is_object() && j["metadata"].contains("operation_id") &&
+        j["metadata"]["operation_id"].is_string()) {
+        p.operation_id = j["metadata"]["operation_id"].get<std::string>();
+    }
+    if (j.contains("created") && j["created"].is_number_integer()) {
+        p.created_at = std::chrono::system_clock::time_point(std::chrono::seconds(j["created"].get<long long>()));
+    }
+    return p;
+}
+
+} // namespace
+
+std::optional<RemotePayment> parse_payment_intent(std::string_view json_text) {
+    const json j = json::parse(json_text, nullptr, false);
+    if (j.is_discarded()) {
+        return std::nullopt;
+    }
+    return payment_from(j);
+}
+
+std::optional<StripeError> parse_error(std::string_view json_text) {
+    const json j = json::parse(json_text, nullptr, false);
+    if (j.is_discarded() || !j.is_object() || !j.contains("error") || !j["error"].is_object()) {
+        return std::nullopt;
+    }
+    const json& e = j["error"];
+    StripeError out;
+    out.type = e.value("type", "");
+    out.code = e.value("code", "");
+    out.decline_code = e.value("decline_code", "");
+    if (e.contains("payment_intent")) {
+        out.payment_intent = payment_from(e["payment_intent"]);
+    }
+    if (out.type.empty()) {
+        return std::nullopt;
+    }
+    return out;
+}
+
+SubmitResult interpret_create(const PaymentOrder& order, int http_status, std::string_view body) {
+    SubmitResult r;
+    r.call.http_status = http_status;
+    r.call.detail = excerpt(body);
+    auto echoes = [&](const RemotePayment& p) {
+        return p.amount == order.amount && p.operation_id == order.operation_id;
+    };
+    if (http_status >= 200 && http_status < 300) {
+        const auto p = parse_payment_intent(body);
+        if (!p || !echoes(*p)) {
+            r.call.error_class = "unrecognised_response";
+            return r; // unknown: a success we cannot match to our request proves nothing
+        }
+        r.provider_reference = p->provider_reference;
+        r.outcome = p->state;
+        r.call.error_class = p->state == Outcome::unknown ? "unexpected_status_" + p->raw_status : "";
+        return r;
+    }
+    const auto error = parse_error(body);
+    if (http_status == 401 || http_status == 403 || http_status == 429) {
+        r.outcome = Outcome::not_sent;
+        r.call.error_class = http_status == 429 ? "rate_limited" : "authentication";
+        return r;
+    }
+    if (http_status >= 500 || !error) {
+        r.call.error_class = http_status >= 500 ? "http_" + std::to_string(http_status) : "unrecognised_response";
+        return r;
+    }
+    if (error->type == "idempotency_error" || http_status == 409) {
+        r.call.error_class = error->code.empty() ? "idempotency_error" : error->code;
+        return r; // the first request with this key may have charged: the reconciler decides
+    }
+    if (http_status == 402 && error->type == "card_error") {
+        if (error->payment_intent && !echoes(*error->payment_intent)) {
+            r.call.error_class = "unrecognised_response";
+            return r;
+        }
+        r.outcome = Outcome::declined;
+        if (error->payment_intent) {
+            r.provider_reference = error->payment_intent->provider_reference;
+        }
+        r.call.error_class = "card_declined" + (error->decline_code.empty() ? "" : ":" + error->decline_code);
+        return r;
+    }
+    if (http_status == 400 && error->type == "invalid_request_error") {
+        r.outcome = Outcome::declined;
+        r.call.error_class = "invalid_request" + (error->code.empty() ? "" : ":" + error->code);
+        return r;
+    }
+    r.call.error_class = "http_" + std::to_string(http_status);
+    return r;
+}
+
+std::string search_query(std::string_view operation_id) {
+    return "metadata['operation_id']:'" + std::string(operation_id) + "'";
+}
+
+std::optional<ListEnvelope> parse_list(std::string_view json_text) {
+    const json j = json::parse(json_text, nullptr, false);
+    if (j.is_discarded() || !j.is_object() || !j.contains("data") || !j["data"].is_array()) {
+        return std::nullopt;
+    }
+    const std::string object = j.value("object", "");
+    if (object != "list" && object != "search_result") {
+        return std::nullopt;
+    }
+    ListEnvelope out;
+    out.has_more = j.value("has_more", false);
+    for (const auto& item : j["data"]) {
+        auto p = payment_from(item);
+        if (!p) {
+            return std::nullopt; // one unreadable item makes the page untrustworthy
+        }
+        out.items.push_back(std::move(*p));
+    }
+    return out;
+}
+
+} // namespace payrecon::providers::stripe

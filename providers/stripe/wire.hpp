@@ -1,0 +1,69 @@
+#pragma once
+// Stripe's wire format for PaymentIntents (API 2020-08-27 and later): the form-encoded create
+// request, the PaymentIntent and error objects, amount units and status mapping. Pure functions:
+// no I/O. See adapter.hpp for the provider's quirks.
+
+#include "providers/provider.hpp"
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace payrecon::providers::stripe {
+
+// Stripe's minor-unit exponent for `currency` where it differs from ISO 4217 (ISK: 2 at Stripe,
+// 0 in ISO; MGA: 0 at Stripe, 2 in ISO), else the ISO exponent. nullopt for an unknown currency.
+std::optional<int> stripe_exponent(std::string_view currency);
+
+// ISO minor units -> Stripe's `amount`. nullopt if the amount cannot be expressed exactly (MGA
+// amounts must be whole ariary) or the currency is unknown.
+std::optional<long long> to_stripe_amount(const Money& money);
+// Stripe's `amount` + `currency` (lower case) -> ISO minor units. nullopt if unknown or overflowing.
+std::optional<Money> from_stripe_amount(long long amount, std::string_view currency);
+
+// application/x-www-form-urlencoded, keys and values percent-encoded, in the given order.
+std::string form_encode(const std::vector<std::pair<std::string, std::string>>& fields);
+
+// The body of POST /v1/payment_intents: create and confirm off-session, with our operation ID and
+// merchant reference in metadata (which win over caller metadata of the same key; at most 48
+// caller keys are sent, Stripe's limit being 50). nullopt if the amount is not expressible.
+std::optional<std::string> create_body(const PaymentOrder& order);
+
+// A PaymentIntent's status mapped to an outcome: succeeded -> succeeded; processing,
+// requires_action -> pending; requires_payment_method, canceled -> declined; anything else
+// (requires_confirmation, requires_capture, unknown words) -> unknown.
+Outcome map_status(std::string_view status);
+
+// Parses a PaymentIntent object. nullopt if it is not one (missing id/amount/currency/status).
+std::optional<RemotePayment> parse_payment_intent(std::string_view json_text);
+
+// The Stripe error envelope {"error": {"type", "code", ...}}: type and code, or nullopt.
+struct StripeError {
+    std::string type;
+    std::string code;
+    std::string decline_code;
+    std::optional<RemotePayment> payment_intent; // a card_error carries the PaymentIntent
+};
+std::optional<StripeError> parse_error(std::string_view json_text);
+
+// Decides the outcome of a create call from its HTTP status and body (DESIGN section 5: unknown
+// unless positively recognised). A 2xx must be a PaymentIntent echoing our amount, currency and
+// operation ID; 402 card_error -> declined; 401, 403, 429 -> not_sent (Stripe executes nothing);
+// 400 idempotency_error, 409 idempotency_key_in_use, 5xx, anything unparseable -> unknown;
+// another 400 invalid_request_error -> declined (the request itself is wrong; sending it again
+// gives the same answer).
+SubmitResult interpret_create(const PaymentOrder& order, int http_status, std::string_view body);
+
+// The Search query that finds our payment: metadata['operation_id']:'<op>'.
+std::string search_query(std::string_view operation_id);
+
+// A list or search_result envelope: its PaymentIntents and has_more. nullopt if not one.
+struct ListEnvelope {
+    std::vector<RemotePayment> items;
+    bool has_more = false;
+};
+std::optional<ListEnvelope> parse_list(std::string_view json_text);
+
+} // namespace payrecon::providers::stripe

@@ -1,0 +1,178 @@
+// Stripe's wire format: the request we send and the responses we read, checked against Stripe's
+// published OpenAPI document (shared/specs) and recorded fixtures.
+#include "providers/stripe/wire.hpp"
+
+#include <fstream>
+#include <sstream>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+using namespace payrecon;
+using namespace payrecon::providers;
+using namespace payrecon::providers::stripe;
+
+namespace {
+
+std::string read(const std::string& path) {
+    std::ifstream in(path);
+    REQUIRE(in);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+std::string fixture(const std::string& name) {
+    return read(std::string(PAYRECON_SOURCE_DIR) + "/tests/providers/fixtures/stripe/" + name);
+}
+
+const nlohmann::json& spec() {
+    static const nlohmann::json k_spec = nlohmann::json::parse(
+        read(std::string(PAYRECON_SOURCE_DIR) + "/../shared/specs/stripe-spec3-2020-08-27.json"));
+    return k_spec;
+}
+
+PaymentOrder order() {
+    PaymentOrder o;
+    o.operation_id = "pr_0123456789abcdef0123456789abcdef";
+    o.payment_id = "3aabbe24-9c9c-40ea-819f-7766897ccdda";
+    o.merchant_reference = "order-1001";
+    o.amount = Money{4999, "EUR"};
+    o.payment_method = "pm_card_visa";
+    o.customer = "cus_8Hx2";
+    o.description = "2 concert tickets & more";
+    o.metadata = {{"cart", "c-77"}, {"operation_id", "spoofed"}};
+    return o;
+}
+
+std::map<std::string, std::string> form_fields(const std::string& body) {
+    std::map<std::string, std::string> out;
+    std::stringstream s(body);
+    for (std::string pair; std::getline(s, pair, '&');) {
+        const auto eq = pair.find('=');
+        out[pair.substr(0, eq)] = pair.substr(eq + 1);
+    }
+    return out;
+}
+
+} // namespace
+
+TEST_CASE("stripe wire: amounts convert through Stripe's own exponents", "[providers][stripe]") {
+    CHECK(to_stripe_amount(Money{4999, "EUR"}) == 4999);
+    CHECK(to_stripe_amount(Money{500, "JPY"}) == 500);
+    CHECK(to_stripe_amount(Money{1500, "KWD"}) == 1500);
+    CHECK(to_stripe_amount(Money{100, "ISK"}) == 10000); // ISK: 0 in ISO, 2 at Stripe
+    CHECK(to_stripe_amount(Money{1200, "MGA"}) == 12);   // MGA: 2 in ISO, 0 at Stripe
+    CHECK_FALSE(to_stripe_amount(Money{1250, "MGA"}).has_value());
+    CHECK_FALSE(to_stripe_amount(Money{1, "XXX"}).has_value());
+    CHECK(from_stripe_amount(10000, "isk") == Money{100, "ISK"});
+    CHECK_FALSE(from_stripe_amount(10050, "isk").has_value());
+    CHECK(from_stripe_amount(12, "mga") == Money{1200, "MGA"});
+}
+
+TEST_CASE("stripe wire: the create body is form-encoded create-and-confirm with our IDs in metadata",
+          "[providers][stripe]") {
+    const auto body = create_body(order());
+    REQUIRE(body);
+    const auto f = form_fields(*body);
+    CHECK(f.at("amount") == "4999");
+    CHECK(f.at("currency") == "eur");
+    CHECK(f.at("payment_method") == "pm_card_visa");
+    CHECK(f.at("confirm") == "true");
+    CHECK(f.at("off_session") == "true");
+    CHECK(f.at("customer") == "cus_8Hx2");
+    CHECK(f.at("description") == "2%20concert%20tickets%20%26%20more");
+    CHECK(f.at("metadata%5Boperation_id%5D") == "pr_0123456789abcdef0123456789abcdef");
+    CHECK(f.at("metadata%5Bmerchant_reference%5D") == "order-1001");
+    CHECK(f.at("metadata%5Bcart%5D") == "c-77");
+    CHECK(body->find("spoofed") == std::string::npos); // ours win over caller metadata
+}
+
+TEST_CASE("stripe wire: every parameter we send is one Stripe's spec defines for the create call",
+          "[providers][stripe][contract]") {
+    const auto& props = spec()["paths"]["/v1/payment_intents"]["post"]["requestBody"]["content"]
+                              ["application/x-www-form-urlencoded"]["schema"]["properties"];
+    for (const auto& [key, value] : form_fields(*create_body(order()))) {
+        const std::string top = key.substr(0, key.find("%5B"));
+        INFO(key);
+        CHECK(props.contains(top));
+    }
+    CHECK(spec()["paths"].contains("/v1/payment_intents/search"));
+}
+
+TEST_CASE("stripe wire: the fixtures are PaymentIntents as Stripe's spec describes them",
+          "[providers][stripe][contract]") {
+    const auto& schema = spec()["components"]["schemas"]["payment_intent"]["properties"];
+    const auto& statuses = schema["status"]["enum"];
+    for (const std::string name : {"payment_intent_succeeded.json"}) {
+        const auto j = nlohmann::json::parse(fixture(name));
+        for (const auto& [key, value] : j.items()) {
+            INFO(name << ": " << key);
+            CHECK(schema.contains(key));
+        }
+        CHECK(std::find(statuses.begin(), statuses.end(), j["status"]) != statuses.end());
+    }
+    // Every status the spec knows has a mapping decided on purpose.
+    for (const auto& s : statuses) {
+        INFO(s);
+        const Outcome o = map_status(s.get<std::string>());
+        const bool unknown_on_purpose = s == "requires_confirmation" || s == "requires_capture";
+        CHECK((o == Outcome::unknown) == unknown_on_purpose);
+    }
+}
+
+TEST_CASE("stripe wire: create responses map to outcomes, unknown unless recognised", "[providers][stripe]") {
+    const PaymentOrder o = order();
+    SECTION("200 succeeded echoing our request") {
+        const auto r = interpret_create(o, 200, fixture("payment_intent_succeeded.json"));
+        CHECK(r.outcome == Outcome::succeeded);
+        CHECK(r.provider_reference == "pi_3MtwBwLkdIwHu7ix28a3tqPa");
+    }
+    SECTION("200 that does not echo our amount") {
+        PaymentOrder other = o;
+        other.amount = Money{5000, "EUR"};
+        CHECK(interpret_create(other, 200, fixture("payment_intent_succeeded.json")).outcome == Outcome::unknown);
+    }
+    SECTION("200 that does not echo our operation ID") {
+        PaymentOrder other = o;
+        other.operation_id = "pr_ffffffffffffffffffffffffffffffff";
+        CHECK(interpret_create(other, 200, fixture("payment_intent_succeeded.json")).outcome == Outcome::unknown);
+    }
+    SECTION("402 card declined") {
+        const auto r = interpret_create(o, 402, fixture("card_declined.json"));
+        CHECK(r.outcome == Outcome::declined);
+        CHECK(r.call.error_class == "card_declined:insufficient_funds");
+    }
+    SECTION("409 idempotency_key_in_use: the first request may be charging") {
+        CHECK(interpret_create(o, 409, fixture("idempotency_key_in_use.json")).outcome == Outcome::unknown);
+    }
+    SECTION("400 idempotency_error: other parameters under our key") {
+        CHECK(interpret_create(o, 400, R"({"error":{"type":"idempotency_error","message":"Keys for idempotent requests can only be used with the same parameters"}})")
+                  .outcome == Outcome::unknown);
+    }
+    SECTION("429 and 401 executed nothing") {
+        CHECK(interpret_create(o, 429, R"({"error":{"type":"rate_limit_error"}})").outcome == Outcome::not_sent);
+        CHECK(interpret_create(o, 401, R"({"error":{"type":"invalid_request_error"}})").outcome == Outcome::not_sent);
+    }
+    SECTION("5xx, garbage, empty, truncated") {
+        CHECK(interpret_create(o, 500, R"({"error":{"type":"api_error"}})").outcome == Outcome::unknown);
+        CHECK(interpret_create(o, 502, "<html>bad gateway</html>").outcome == Outcome::unknown);
+        CHECK(interpret_create(o, 200, "").outcome == Outcome::unknown);
+        const std::string full = fixture("payment_intent_succeeded.json");
+        CHECK(interpret_create(o, 200, full.substr(0, full.size() / 2)).outcome == Outcome::unknown);
+        CHECK(interpret_create(o, 200, R"({"id":"pi_1","object":"charge","amount":4999,"currency":"eur","status":"succeeded"})").outcome == Outcome::unknown);
+    }
+}
+
+TEST_CASE("stripe wire: search and list envelopes parse, and one bad item spoils the page",
+          "[providers][stripe]") {
+    const auto page = parse_list(fixture("search_result.json"));
+    REQUIRE(page);
+    REQUIRE(page->items.size() == 1);
+    CHECK(page->items[0].operation_id == "pr_0123456789abcdef0123456789abcdef");
+    CHECK(page->items[0].state == Outcome::succeeded);
+    CHECK_FALSE(page->has_more);
+    CHECK_FALSE(parse_list(R"({"object":"list","data":[{"id":"pi_1"}],"has_more":false})").has_value());
+    CHECK_FALSE(parse_list(R"({"data":[]})").has_value());
+    CHECK(search_query("pr_abc") == "metadata['operation_id']:'pr_abc'");
+}
