@@ -75,3 +75,28 @@ private:
 };
 
 } // namespace payrecon::testing
+
+namespace payrecon::testing {
+
+// A per-thread handle on a shared ScriptedProvider (the worker makes one set per thread).
+class SharedScriptedProvider : public providers::Provider {
+public:
+    explicit SharedScriptedProvider(ScriptedProvider& shared) : m_shared(shared) {}
+    const std::string& name() const override { return m_shared.name(); }
+    std::string_view kind() const override { return m_shared.kind(); }
+    const providers::Capabilities& capabilities() const override { return m_shared.capabilities(); }
+    providers::SubmitResult submit(const providers::PaymentOrder& order) override {
+        return m_shared.submit(order);
+    }
+    providers::LookupResult lookup(const providers::PaymentOrder& order) override {
+        return m_shared.lookup(order);
+    }
+    providers::ListPage list(const providers::TimeWindow& w, const std::optional<std::string>& c) override {
+        return m_shared.list(w, c);
+    }
+
+private:
+    ScriptedProvider& m_shared;
+};
+
+} // namespace payrecon::testing

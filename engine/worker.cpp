@@ -1,0 +1,107 @@
+#include "engine/worker.hpp"
+
+#include "core/errors.hpp"
+#include "core/store/db.hpp"
+
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+namespace payrecon::engine {
+
+Worker::Worker(WorkerOptions options, ProviderFactory factory, std::ostream& log)
+    : m_options(std::move(options)), m_factory(std::move(factory)), m_log(log) {}
+
+void Worker::stop() {
+    m_stop = true;
+    m_wake.notify_all();
+}
+
+bool Worker::wait_or_stop(std::chrono::milliseconds how_long) {
+    std::unique_lock lock(m_mutex);
+    return m_wake.wait_for(lock, how_long, [this] { return m_stop.load(); });
+}
+
+void Worker::log_event(const std::string& json_line) {
+    std::lock_guard lock(m_mutex);
+    m_log << json_line << '\n' << std::flush;
+}
+
+long Worker::run() {
+    std::vector<std::thread> threads;
+    for (int i = 0; i < m_options.concurrency; ++i) {
+        threads.emplace_back([this, i] { thread_main(i); });
+    }
+    for (auto& t : threads) {
+        t.join();
+    }
+    nlohmann::ordered_json done;
+    done["event"] = "worker_stopped";
+    done["worker"] = m_options.worker_id;
+    done["attempted"] = m_attempted.load();
+    done["fenced_out"] = m_fenced.load();
+    log_event(done.dump());
+    return m_attempted.load();
+}
+
+void Worker::thread_main(int index) {
+    std::unique_ptr<store::Db> db;
+    std::vector<std::unique_ptr<providers::Provider>> owned = m_factory();
+    std::vector<providers::Provider*> providers;
+    for (auto& p : owned) {
+        providers.push_back(p.get());
+    }
+    ExecutorOptions eo;
+    eo.worker_id = m_options.worker_id + "/" + std::to_string(index);
+    eo.lease = m_options.lease;
+    eo.batch = m_options.batch;
+    eo.backoff = m_options.backoff;
+    auto last_expiry = std::chrono::steady_clock::now() - std::chrono::hours(1);
+    std::chrono::milliseconds db_backoff{200};
+    while (!m_stop) {
+        try {
+            if (!db) {
+                db = std::make_unique<store::Db>(m_options.database_url);
+                db_backoff = std::chrono::milliseconds(200);
+            }
+            // One thread takes over what dead workers left behind: processing past the lease.
+            if (index == 0 && std::chrono::steady_clock::now() - last_expiry > m_options.lease / 4) {
+                const int expired = store::expire_leases(*db, m_options.worker_id);
+                last_expiry = std::chrono::steady_clock::now();
+                if (expired > 0) {
+                    nlohmann::ordered_json line;
+                    line["event"] = "leases_expired";
+                    line["payments"] = expired;
+                    line["became"] = "unknown";
+                    log_event(line.dump());
+                }
+            }
+            Executor executor(*db, providers, eo);
+            const int n = executor.run_once();
+            m_attempted += executor.counts().attempted;
+            m_fenced += executor.counts().fenced_out;
+            if (n == 0) {
+                if (m_options.once || wait_or_stop(m_options.idle_poll)) {
+                    return;
+                }
+            }
+        } catch (const DatabaseUnavailable& e) {
+            db.reset();
+            nlohmann::ordered_json line;
+            line["event"] = "database_unavailable";
+            line["error"] = e.what();
+            line["retry_in_ms"] = db_backoff.count();
+            log_event(line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+            if (m_options.once) {
+                m_db_failed = true;
+                return;
+            }
+            if (wait_or_stop(db_backoff)) {
+                return;
+            }
+            db_backoff = std::min(db_backoff * 2, std::chrono::milliseconds(10000));
+        }
+    }
+}
+
+} // namespace payrecon::engine

@@ -1,0 +1,63 @@
+#pragma once
+// `payrecon worker`: executor threads, each with its own database connection and its own provider
+// clients, sharing one database with any number of other workers in any number of processes.
+
+#include "engine/executor.hpp"
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace payrecon::engine {
+
+// Makes one thread's provider clients (a provider client is used by one thread at a time).
+using ProviderFactory = std::function<std::vector<std::unique_ptr<providers::Provider>>()>;
+
+struct WorkerOptions {
+    std::string database_url;
+    std::string worker_id;      // host:pid by default; recorded on every claim and attempt
+    int concurrency = 4;        // executor threads
+    int batch = 4;              // payments claimed per transaction; a stop finishes the batch
+    std::chrono::milliseconds lease{60000};
+    std::chrono::milliseconds idle_poll{500}; // wait when nothing was due
+    bool once = false;          // process what is due now, then return
+    BackoffPolicy backoff;
+};
+
+class Worker {
+public:
+    Worker(WorkerOptions options, ProviderFactory factory, std::ostream& log);
+
+    // Runs until stop() (or, with `once`, until nothing is due). Calls in flight finish and are
+    // settled before it returns: a claimed payment is never abandoned by a clean stop.
+    // Returns the number of payments attempted.
+    long run();
+
+    // Safe from a signal-handling thread.
+    void stop();
+
+    // True if a run with `once` ended because the database could not be reached.
+    bool database_failed() const { return m_db_failed.load(); }
+
+private:
+    void thread_main(int index);
+    bool wait_or_stop(std::chrono::milliseconds how_long);
+    void log_event(const std::string& json_line);
+
+    WorkerOptions m_options;
+    ProviderFactory m_factory;
+    std::ostream& m_log;
+    std::mutex m_mutex;
+    std::condition_variable m_wake;
+    std::atomic<bool> m_stop{false};
+    std::atomic<long> m_attempted{0};
+    std::atomic<long> m_fenced{0};
+    std::atomic<bool> m_db_failed{false};
+};
+
+} // namespace payrecon::engine

@@ -1,0 +1,91 @@
+#include "core/intake.hpp"
+#include "engine/worker.hpp"
+#include "tests/support/scripted_provider.hpp"
+#include "tests/support/test_db.hpp"
+
+#include <sstream>
+#include <thread>
+
+#include <catch2/catch.hpp>
+
+using namespace payrecon;
+using namespace payrecon::testing;
+
+namespace {
+
+engine::ProviderFactory factory_for(ScriptedProvider& shared) {
+    return [&shared] {
+        std::vector<std::unique_ptr<providers::Provider>> v;
+        v.push_back(std::make_unique<SharedScriptedProvider>(shared));
+        return v;
+    };
+}
+
+void create_payments(store::Db& db, const TestPrincipal& writer, const std::string& provider, int n) {
+    IntakeService intake(db, test_keys());
+    for (int i = 0; i < n; ++i) {
+        const std::string ref = unique_name("w");
+        REQUIRE(intake.create_payment(writer.principal, ref,
+                                      R"({"amount": 700, "currency": "USD", "merchant_reference": ")" + ref +
+                                          R"(", "provider": ")" + provider + R"(", "payment_method": "pm_x"})",
+                                      "")
+                    .status == 202);
+    }
+}
+
+} // namespace
+
+TEST_CASE("worker: 4 threads process every due payment once and stop when nothing is due",
+          "[engine][worker][db]") {
+    auto db = connect();
+    const auto tenant = make_tenant(*db);
+    const auto writer = make_principal(*db, tenant);
+    ScriptedProvider provider("s" + to_hex(random_bytes(8)));
+    create_payments(*db, writer, provider.name(), 60);
+
+    engine::WorkerOptions o;
+    o.database_url = database_url();
+    o.worker_id = "test-worker";
+    o.concurrency = 4;
+    o.batch = 3;
+    o.once = true;
+    std::ostringstream log;
+    engine::Worker worker(o, factory_for(provider), log);
+    CHECK(worker.run() == 60);
+    CHECK_FALSE(worker.database_failed());
+    CHECK(provider.total_submits() == 60);
+    CHECK(count_rows("payments", tenant.tenant_id, "state = 'succeeded'") == 60);
+    CHECK(count_rows("payment_attempts", tenant.tenant_id) == 60);
+    CHECK(count_rows("outbox", tenant.tenant_id, "event_type = 'payment.succeeded'") == 60);
+    CHECK(log.str().find("\"attempted\":60") != std::string::npos);
+}
+
+TEST_CASE("worker: stop() ends an idle worker promptly", "[engine][worker][db]") {
+    ScriptedProvider provider("s" + to_hex(random_bytes(8)));
+    engine::WorkerOptions o;
+    o.database_url = database_url();
+    o.worker_id = "idle-worker";
+    o.concurrency = 2;
+    // Were stop() not to wake the idle wait, this test would hang until ctest's timeout.
+    o.idle_poll = std::chrono::hours(1);
+    std::ostringstream log;
+    engine::Worker worker(o, factory_for(provider), log);
+    std::thread runner([&] { CHECK(worker.run() == 0); });
+    worker.stop();
+    runner.join();
+    CHECK(log.str().find("worker_stopped") != std::string::npos);
+}
+
+TEST_CASE("worker: with --once and no database it reports the failure", "[engine][worker]") {
+    ScriptedProvider provider("s" + to_hex(random_bytes(8)));
+    engine::WorkerOptions o;
+    o.database_url = "postgresql:///x?host=/nonexistent-dir&connect_timeout=2";
+    o.worker_id = "lost-worker";
+    o.concurrency = 1;
+    o.once = true;
+    std::ostringstream log;
+    engine::Worker worker(o, factory_for(provider), log);
+    CHECK(worker.run() == 0);
+    CHECK(worker.database_failed());
+    CHECK(log.str().find("database_unavailable") != std::string::npos);
+}
