@@ -6,13 +6,16 @@
 #include "core/store/db.hpp"
 #include "core/store/payment_store.hpp"
 
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <iomanip>
 #include <regex>
 #include <sstream>
 
 #include <httplib.h>
 #include <nlohmann/json.hpp>
+#include <sys/socket.h>
 
 namespace payrecon::api {
 namespace {
@@ -35,8 +38,29 @@ void send_unavailable(httplib::Response& res) {
     res.set_header("Retry-After", "1");
 }
 
+// The whole value of header `name`, "" if absent. Request::get_header_value in cpp-httplib 0.11
+// hands the value over as a C string, so a NUL byte (sent raw, or as %00, which 0.11 decodes in
+// header values) would silently cut it short: "ab\0cd" would become the valid key "ab".
+std::string header_value(const httplib::Request& req, const char* name) {
+    const auto it = req.headers.find(name);
+    return it == req.headers.end() ? std::string() : it->second;
+}
+
+// "application/json", "Application/JSON ; charset=utf-8": media types compare case-insensitively
+// and may carry parameters and whitespace around them (RFC 9110 8.3.1).
+bool is_json_media_type(const std::string& content_type) {
+    std::string base = content_type.substr(0, content_type.find(';'));
+    while (!base.empty() && (base.back() == ' ' || base.back() == '\t')) {
+        base.pop_back();
+    }
+    for (char& c : base) {
+        c = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+    }
+    return base == "application/json";
+}
+
 std::string bearer_token(const httplib::Request& req) {
-    const std::string value = req.get_header_value("Authorization");
+    const std::string value = header_value(req, "Authorization");
     static const std::regex k_bearer(R"(^[Bb][Ee][Aa][Rr][Ee][Rr] +([!-~]+) *$)");
     std::smatch m;
     if (std::regex_match(value, m, k_bearer)) {
@@ -85,6 +109,14 @@ Server::Server(ServerOptions options, FingerprintKeys keys, std::ostream& log)
     m_http->set_write_timeout(static_cast<time_t>(m_options.write_timeout.count()), 0);
     m_http->set_keep_alive_timeout(static_cast<time_t>(m_options.keep_alive_timeout.count()));
     m_http->set_tcp_nodelay(true);
+    // cpp-httplib 0.11's default socket options set SO_REUSEPORT, so a second server could bind a
+    // port that is in use and silently take a share of its connections. SO_REUSEADDR alone still allows
+    // a quick restart. The socket is kept to enlarge the listen backlog in bind().
+    m_http->set_socket_options([this](int sock) {
+        const int yes = 1;
+        ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+        m_listen_socket = sock;
+    });
     install_routes();
 }
 
@@ -98,6 +130,13 @@ int Server::bind() {
     if (port < 0) {
         throw ConfigError("cannot listen on " + m_options.host + ":" + std::to_string(m_options.port),
                           "is another process using the port? choose another with --listen");
+    }
+    // cpp-httplib 0.11 listens with a backlog of 5: a burst of concurrent connects overflowed it,
+    // and clients whose SYN the kernel dropped retried only after 1, 3, 7 and 15 s. Listening again
+    // on the bound socket enlarges the queue.
+    if (::listen(m_listen_socket, SOMAXCONN) != 0) {
+        throw ConfigError("cannot listen on " + m_options.host + ":" + std::to_string(port) + ": " +
+                          std::strerror(errno));
     }
     return port;
 }
@@ -217,6 +256,14 @@ void Server::install_routes() {
 }
 
 void Server::create_payment(const httplib::Request& req, httplib::Response& res, Context& ctx) {
+    // cpp-httplib 0.11 enforces its payload limit only on a Content-Length; a chunked body of any
+    // size reaches the handler. 413 before authentication, as for an oversize Content-Length.
+    if (req.body.size() > m_options.max_body) {
+        send_problem(res, 413, "request_too_large", "Request body too large",
+                     "The body exceeds " + std::to_string(m_options.max_body) + " bytes.");
+        ctx.outcome = "invalid";
+        return;
+    }
     const std::string token = bearer_token(req);
     if (token.empty()) {
         res.set_header("WWW-Authenticate", "Bearer");
@@ -248,9 +295,7 @@ void Server::create_payment(const httplib::Request& req, httplib::Response& res,
         return;
     }
     if (req.has_header("Content-Type")) {
-        const std::string type = req.get_header_value("Content-Type");
-        const std::string base = type.substr(0, type.find(';'));
-        if (base != "application/json") {
+        if (!is_json_media_type(header_value(req, "Content-Type"))) {
             send_problem(res, 415, "unsupported_media_type", "Unsupported media type",
                          "Send the body as application/json.");
             ctx.outcome = "invalid";
@@ -258,8 +303,8 @@ void Server::create_payment(const httplib::Request& req, httplib::Response& res,
         }
     }
     IntakeService intake(db, m_keys, m_options.intake);
-    const IntakeResponse r = intake.create_payment(*principal, req.get_header_value("Idempotency-Key"),
-                                                   req.body, req.get_header_value("Payrecon-Version"));
+    const IntakeResponse r = intake.create_payment(*principal, header_value(req, "Idempotency-Key"),
+                                                   req.body, header_value(req, "Payrecon-Version"));
     res.status = r.status;
     res.set_content(r.body, r.content_type().c_str());
     if (r.location) {

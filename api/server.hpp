@@ -67,6 +67,7 @@ private:
     std::mutex m_log_mutex;
     Metrics m_metrics;
     std::unique_ptr<httplib::Server> m_http;
+    int m_listen_socket = -1;
 };
 
 } // namespace payrecon::api
