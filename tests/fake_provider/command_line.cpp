@@ -1,0 +1,97 @@
+#include "tests/fake_provider/command_line.hpp"
+
+#include <stdexcept>
+
+namespace payrecon::fake {
+
+void add_options(CLI::App& app, CommandLine& c) {
+    app.add_option("--port", c.port, "main (Stripe) port on 127.0.0.1; 0: any free port")
+        ->capture_default_str()
+        ->check(CLI::Range(0, 65535));
+    app.add_option("--admin-port", c.admin_port, "admin API port on 127.0.0.1; 0: any free port")
+        ->capture_default_str()
+        ->check(CLI::Range(0, 65535));
+    app.add_option("--api-key-env", c.api_key_env,
+                   "name of the environment variable holding the accepted API key "
+                   "(Authorization: Bearer <key>); the key itself never goes on the command line")
+        ->required();
+    app.add_option("--key-retention-s", c.key_retention_s,
+                   "how long an Idempotency-Key is remembered, in fake seconds")
+        ->capture_default_str();
+    app.add_flag("--no-idempotency", c.no_idempotency,
+                 "ignore Idempotency-Key: every POST executes (a provider without keys)");
+    app.add_flag("--no-lookup", c.no_lookup,
+                 "no search endpoint: search answers 404 resource_missing");
+    app.add_option("--latency-ms", c.latency_ms, "latency added to every main-port request")
+        ->capture_default_str();
+    app.add_option("--seed", c.seed, "seed for the fault rates")->capture_default_str();
+    app.add_option("--fault-next", c.fault_next,
+                   "faults applied to the next POSTs in order (comma separated, repeatable)")
+        ->delimiter(',');
+    app.add_option("--fault-rate", c.fault_rates,
+                   "NAME=PROBABILITY, drawn once per POST (repeatable)");
+    app.add_option("--hang-ms", c.hang_ms, "how long execute_then_hang holds the connection")
+        ->capture_default_str();
+    app.add_option("--refuse-ms", c.refuse_ms, "how long refuse keeps the listener closed")
+        ->capture_default_str();
+    app.add_option("--lookup-stale-s", c.lookup_stale_s,
+                   "search finds a PaymentIntent only this many seconds after its creation")
+        ->capture_default_str();
+    app.add_flag("--lookup-down", c.lookup_down, "search and list answer 503");
+    app.add_option("--port-file", c.port_file,
+                   "write \"<port> <admin_port>\" to this file once listening");
+}
+
+FakeProviderOptions to_options(const CommandLine& c,
+                               const std::function<const char*(const char*)>& get_env) {
+    FakeProviderOptions options;
+    options.port = c.port;
+    options.admin_port = c.admin_port;
+    const char* key = get_env(c.api_key_env.c_str());
+    if (key == nullptr || *key == '\0') {
+        throw std::invalid_argument("the environment variable " + c.api_key_env +
+                                    " (named by --api-key-env) is unset or empty; export the "
+                                    "API key the fake provider should accept there");
+    }
+    options.stripe.api_key = Secret(key);
+    if (c.key_retention_s < 0) {
+        throw std::invalid_argument("--key-retention-s must not be negative");
+    }
+    options.stripe.key_retention = std::chrono::seconds(c.key_retention_s);
+    options.stripe.idempotency = !c.no_idempotency;
+    options.stripe.lookup = !c.no_lookup;
+
+    // The same parser as POST /__admin/faults, so both accept exactly the same configs.
+    nlohmann::json faults;
+    faults["latency_ms"] = c.latency_ms;
+    faults["seed"] = c.seed;
+    faults["next"] = c.fault_next;
+    faults["rates"] = nlohmann::json::object();
+    for (const std::string& rate : c.fault_rates) {
+        const auto eq = rate.find('=');
+        double p = -1.0;
+        try {
+            std::size_t used = 0;
+            if (eq != std::string::npos) {
+                p = std::stod(rate.substr(eq + 1), &used);
+                if (used != rate.size() - eq - 1) {
+                    p = -1.0;
+                }
+            }
+        } catch (const std::exception&) {
+            p = -1.0;
+        }
+        if (p < 0.0) {
+            throw std::invalid_argument("--fault-rate " + rate + " is not NAME=PROBABILITY");
+        }
+        faults["rates"][rate.substr(0, eq)] = p;
+    }
+    faults["hang_ms"] = c.hang_ms;
+    faults["refuse_ms"] = c.refuse_ms;
+    faults["lookup_stale_s"] = c.lookup_stale_s;
+    faults["lookup_down"] = c.lookup_down;
+    options.faults = FaultConfig::from_json(faults);
+    return options;
+}
+
+} // namespace payrecon::fake

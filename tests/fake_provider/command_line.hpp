@@ -1,0 +1,40 @@
+#pragma once
+// The command line of `payrecon-fake-provider`, parsed in-process so tests can check it. The API
+// key is never an argument: `--api-key-env NAME` names the environment variable that holds it.
+
+#include "tests/fake_provider/fake_provider.hpp"
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace payrecon::fake {
+
+struct CommandLine {
+    int port = 0;
+    int admin_port = 0;
+    std::string api_key_env;
+    std::int64_t key_retention_s = 86400;
+    bool no_idempotency = false;
+    bool no_lookup = false;
+    std::int64_t latency_ms = 0;
+    std::uint64_t seed = 42;
+    std::vector<std::string> fault_next;  // fault names, in order
+    std::vector<std::string> fault_rates; // "name=probability"
+    std::int64_t hang_ms = 3000;
+    std::int64_t refuse_ms = 1000;
+    std::int64_t lookup_stale_s = 0;
+    bool lookup_down = false;
+    std::string port_file; // written once listening: "<port> <admin_port>\n"
+};
+
+void add_options(CLI::App& app, CommandLine& command_line);
+
+// The server options the command line describes. Throws std::invalid_argument, with a message for
+// the operator, if the key variable is unset or empty, or a fault, rate or duration is invalid.
+FakeProviderOptions to_options(const CommandLine& command_line,
+                               const std::function<const char*(const char*)>& get_env);
+
+} // namespace payrecon::fake

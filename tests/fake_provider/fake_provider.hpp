@@ -1,0 +1,115 @@
+#pragma once
+// The fake payment provider server: a Stripe PaymentIntents subset on 127.0.0.1 with fault
+// injection, and an admin API on a second port that keeps working while the main listener refuses
+// connections. Acceptance tests start it in-process on port 0; the demo runs
+// `payrecon-fake-provider`. It is honest about what it executed: see StripeApi for the ledger.
+//
+// Threads: one acceptor (both listeners), one thread per connection. stop() closes the listeners,
+// shuts every connection down, interrupts latency and hang waits, and joins every thread; it
+// returns promptly even while a connection is hanging. One JSON log line per request goes to the
+// log stream; no header or body is ever logged, so neither is the API key.
+
+#include "tests/fake_provider/faults.hpp"
+#include "tests/fake_provider/http.hpp"
+#include "tests/fake_provider/stripe.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <ostream>
+#include <thread>
+
+namespace payrecon::fake {
+
+struct FakeProviderOptions {
+    int port = 0;       // main (Stripe) port on 127.0.0.1; 0: any free port
+    int admin_port = 0; // admin port on 127.0.0.1; 0: any free port
+    StripeOptions stripe;
+    FaultConfig faults; // the initial fault config
+    http::Limits limits;
+    std::chrono::milliseconds idle_timeout{30'000}; // a keep-alive connection with no request
+    std::size_t max_connections = 256;              // beyond this, new connections are closed
+};
+
+class FakeProvider {
+public:
+    FakeProvider(FakeProviderOptions options, std::ostream& log);
+    ~FakeProvider(); // stop()
+    FakeProvider(const FakeProvider&) = delete;
+    FakeProvider& operator=(const FakeProvider&) = delete;
+
+    // Binds both listeners and starts serving. Throws std::system_error if a port cannot be
+    // bound, std::logic_error if called twice.
+    void start();
+    // Stops serving and joins every thread. Idempotent; safe from any thread but a connection's.
+    void stop();
+
+    int port() const { return m_port; }
+    int admin_port() const { return m_admin_port; }
+    // False while a `refuse` fault keeps the main listener closed.
+    bool listening() const;
+    // Connection threads not yet joined (0 after stop()).
+    std::size_t connection_threads() const;
+
+    // The same operations as the admin API, in-process.
+    nlohmann::ordered_json ledger() const { return m_api.ledger(); }
+    void set_faults(FaultConfig config); // a `refuse` at the head of `next` closes the listener now
+    FaultConfig faults() const { return m_api.faults(); }
+    void reset(); // also reopens a refusing listener
+    void advance_clock(std::chrono::seconds by) { m_api.advance_clock(by); }
+
+private:
+    struct Connection {
+        int fd = -1;
+        bool admin = false;
+        std::thread thread;
+        std::atomic<bool> done{false};
+    };
+
+    void accept_loop();
+    void accept_one(int listener, bool admin);
+    void serve(Connection& connection);
+    http::Response admin(const http::Request& request);
+    // Waits `duration` unless stop() is called first; false if stopping.
+    bool pause(std::chrono::milliseconds duration);
+    // Closes the main listener if a refusal is due and it is open.
+    void apply_refusal();
+    void reopen_listener();
+    void reap(bool all);
+    void wake();
+    void log_request(bool admin, const http::Request& request, int status, const Reply& reply,
+                     std::chrono::steady_clock::duration took);
+    void log_event(const nlohmann::ordered_json& event);
+
+    FakeProviderOptions m_options;
+    std::ostream& m_log;
+    std::mutex m_log_mutex;
+    StripeApi m_api;
+
+    int m_port = 0;
+    int m_admin_port = 0;
+    int m_wake_pipe[2] = {-1, -1};
+    int m_admin_fd = -1;
+
+    // The main listener: the acceptor polls it; a refusal shuts it down from any thread.
+    mutable std::mutex m_listener_mutex;
+    int m_main_fd = -1;
+    bool m_refusing = false;
+    std::chrono::steady_clock::time_point m_refuse_until{};
+
+    mutable std::mutex m_connections_mutex;
+    std::list<std::unique_ptr<Connection>> m_connections;
+
+    std::mutex m_stop_mutex;
+    std::condition_variable m_stop_cv;
+    bool m_stopping = false;
+    bool m_started = false;
+    bool m_stopped = false;
+    std::thread m_acceptor;
+};
+
+} // namespace payrecon::fake

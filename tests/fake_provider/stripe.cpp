@@ -1,0 +1,1080 @@
+#include "tests/fake_provider/stripe.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <set>
+#include <string_view>
+#include <utility>
+#include <variant>
+
+namespace payrecon::fake {
+namespace {
+
+using Json = nlohmann::ordered_json;
+using Clock = std::chrono::system_clock;
+
+constexpr std::size_t k_max_key_length = 255;
+constexpr std::int64_t k_max_amount = 99'999'999;
+constexpr std::size_t k_max_metadata_keys = 50;
+constexpr std::size_t k_max_metadata_key_length = 40;
+constexpr std::size_t k_max_metadata_value_length = 500;
+constexpr std::int64_t k_default_limit = 10;
+constexpr std::int64_t k_max_limit = 100;
+constexpr std::string_view k_no_operation = "(none)";
+constexpr std::string_view k_page_prefix = "fakepage_";
+constexpr std::string_view k_list_url = "/v1/payment_intents";
+constexpr std::string_view k_search_url = "/v1/payment_intents/search";
+
+// Every top-level parameter of POST /v1/payment_intents in the 2020-08-27 spec. Others get 400.
+const std::set<std::string_view> k_create_params{
+    "amount",
+    "application_fee_amount",
+    "automatic_payment_methods",
+    "capture_method",
+    "confirm",
+    "confirmation_method",
+    "currency",
+    "customer",
+    "description",
+    "error_on_requires_action",
+    "expand",
+    "mandate",
+    "mandate_data",
+    "metadata",
+    "off_session",
+    "on_behalf_of",
+    "payment_method",
+    "payment_method_data",
+    "payment_method_options",
+    "payment_method_types",
+    "receipt_email",
+    "return_url",
+    "setup_future_usage",
+    "shipping",
+    "statement_descriptor",
+    "statement_descriptor_suffix",
+    "transfer_data",
+    "transfer_group",
+    "use_stripe_sdk",
+};
+
+http::Response json_response(int status, const Json& body) {
+    http::Response r;
+    r.status = status;
+    r.body = body.dump(-1, ' ', false, Json::error_handler_t::replace);
+    return r;
+}
+
+Json error_object(std::string_view type, std::string_view message, std::string_view code = {},
+                  std::string_view param = {}) {
+    Json e = Json::object();
+    if (!code.empty()) {
+        e["code"] = code;
+        std::string doc(code);
+        std::replace(doc.begin(), doc.end(), '_', '-');
+        e["doc_url"] = "https://stripe.com/docs/error-codes/" + doc;
+    }
+    e["message"] = message;
+    if (!param.empty()) {
+        e["param"] = param;
+    }
+    e["type"] = type;
+    return e;
+}
+
+http::Response error(int status, std::string_view type, std::string_view message,
+                     std::string_view code = {}, std::string_view param = {}) {
+    Json body;
+    body["error"] = error_object(type, message, code, param);
+    return json_response(status, body);
+}
+
+http::Response invalid_request(std::string_view message, std::string_view code = {},
+                               std::string_view param = {}) {
+    return error(400, "invalid_request_error", message, code, param);
+}
+
+http::Response api_error_500(std::string_view when) {
+    return error(500, "api_error",
+                 "An unknown error occurred while processing your request (fake provider: "
+                 "injected " +
+                     std::string(when) + ").");
+}
+
+bool constant_time_equal(std::string_view a, std::string_view b) {
+    unsigned char diff = a.size() == b.size() ? 0 : 1;
+    const std::size_t n = std::min(a.size(), b.size());
+    for (std::size_t i = 0; i < n; ++i) {
+        diff = static_cast<unsigned char>(
+            diff | (static_cast<unsigned char>(a[i]) ^ static_cast<unsigned char>(b[i])));
+    }
+    return diff == 0;
+}
+
+std::optional<std::int64_t> parse_int(std::string_view text) {
+    std::int64_t value = 0;
+    const char* first = text.data();
+    const char* last = text.data() + text.size();
+    const auto [ptr, ec] = std::from_chars(first, last, value);
+    if (text.empty() || ec != std::errc{} || ptr != last) {
+        return std::nullopt;
+    }
+    return value;
+}
+
+const std::string* field(const http::Fields& fields, std::string_view name) {
+    for (const auto& [key, value] : fields) {
+        if (key == name) {
+            return &value;
+        }
+    }
+    return nullptr;
+}
+
+// nullopt when every query parameter is allowed (`expand[...]` always is); else a 400.
+std::optional<http::Response> unknown_query_param(const http::Fields& query,
+                                                  std::initializer_list<std::string_view> allowed) {
+    for (const auto& [key, value] : query) {
+        if (key.rfind("expand[", 0) == 0) {
+            continue;
+        }
+        if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
+            return invalid_request("Received unknown parameter: " + key, "parameter_unknown", key);
+        }
+    }
+    return std::nullopt;
+}
+
+// `limit`: 1..100, 10 when absent.
+std::variant<std::int64_t, http::Response> parse_limit(const http::Fields& query) {
+    const std::string* text = field(query, "limit");
+    if (text == nullptr) {
+        return k_default_limit;
+    }
+    const auto limit = parse_int(*text);
+    if (!limit || *limit < 1 || *limit > k_max_limit) {
+        return invalid_request("Invalid integer: " + *text + " (limit must be between 1 and 100)",
+                               "parameter_invalid_integer", "limit");
+    }
+    return *limit;
+}
+
+struct CreateParams {
+    std::int64_t amount = 0;
+    std::string currency;
+    std::string payment_method;
+    std::optional<std::string> customer;
+    std::optional<std::string> description;
+    bool off_session = false;
+    std::map<std::string, std::string> metadata;
+};
+
+std::variant<CreateParams, http::Response> validate_create(const http::Fields& form) {
+    CreateParams p;
+    std::set<std::string> seen;
+    const std::string* amount = nullptr;
+    const std::string* currency = nullptr;
+    const std::string* confirm = nullptr;
+    const std::string* capture_method = nullptr;
+    for (const auto& [name, value] : form) {
+        const std::string base = name.substr(0, name.find('['));
+        if (k_create_params.count(base) == 0) {
+            return invalid_request("Received unknown parameter: " + name, "parameter_unknown",
+                                   name);
+        }
+        const bool array_item = name.size() >= 2 && name.compare(name.size() - 2, 2, "[]") == 0;
+        if (!array_item && !seen.insert(name).second) {
+            return invalid_request("Parameter given more than once: " + name, "parameter_invalid",
+                                   name);
+        }
+        if (base == "metadata") {
+            const std::string key =
+                name.size() > base.size() + 1
+                    ? name.substr(base.size() + 1, name.size() - base.size() - 2)
+                    : std::string();
+            if (name.back() != ']' || key.empty() || key.find_first_of("[]") != std::string::npos) {
+                return invalid_request("Invalid metadata parameter: " + name +
+                                           " (use metadata[key]=value)",
+                                       "parameter_invalid", name);
+            }
+            if (key.size() > k_max_metadata_key_length ||
+                value.size() > k_max_metadata_value_length) {
+                return invalid_request("Metadata keys are at most 40 characters and values at most "
+                                       "500 characters: " +
+                                           name,
+                                       "parameter_invalid", name);
+            }
+            p.metadata[key] = value;
+            continue;
+        }
+        if (name != base) {
+            continue; // a nested parameter the fake accepts and ignores (expand[], ...)
+        }
+        if (name == "amount") {
+            amount = &value;
+        } else if (name == "currency") {
+            currency = &value;
+        } else if (name == "confirm") {
+            confirm = &value;
+        } else if (name == "capture_method") {
+            capture_method = &value;
+        } else if (name == "payment_method") {
+            p.payment_method = value;
+        } else if (name == "customer") {
+            p.customer = value;
+        } else if (name == "description") {
+            p.description = value;
+        } else if (name == "off_session") {
+            if (value != "true" && value != "false" && value != "one_off" && value != "recurring") {
+                return invalid_request("Invalid off_session: " + value, "parameter_invalid",
+                                       "off_session");
+            }
+            p.off_session = value != "false";
+        }
+    }
+    if (p.metadata.size() > k_max_metadata_keys) {
+        return invalid_request("Metadata can have at most 50 keys", "parameter_invalid",
+                               "metadata");
+    }
+    if (amount == nullptr) {
+        return invalid_request("Missing required param: amount.", "parameter_missing", "amount");
+    }
+    const auto minor = parse_int(*amount);
+    if (!minor) {
+        return invalid_request("Invalid integer: " + *amount, "parameter_invalid_integer",
+                               "amount");
+    }
+    if (*minor < 1) {
+        return invalid_request("Amount must be at least 1 (in the currency's minor unit).",
+                               "amount_too_small", "amount");
+    }
+    if (*minor > k_max_amount) {
+        return invalid_request("Amount must be no more than 99999999.", "amount_too_large",
+                               "amount");
+    }
+    p.amount = *minor;
+    if (currency == nullptr) {
+        return invalid_request("Missing required param: currency.", "parameter_missing",
+                               "currency");
+    }
+    if (currency->size() != 3 || !std::all_of(currency->begin(), currency->end(), [](char c) {
+            return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+        })) {
+        return invalid_request("Invalid currency: " + *currency, "parameter_invalid_string",
+                               "currency");
+    }
+    for (const char c : *currency) {
+        p.currency += static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+    }
+    if (confirm == nullptr || *confirm != "true") {
+        return invalid_request("The fake provider supports only confirm=true (create and confirm "
+                               "in one call).",
+                               "parameter_invalid", "confirm");
+    }
+    if (capture_method != nullptr && *capture_method != "automatic") {
+        return invalid_request("The fake provider supports only capture_method=automatic.",
+                               "parameter_invalid", "capture_method");
+    }
+    if (p.payment_method.empty()) {
+        return invalid_request("Missing required param: payment_method.", "parameter_missing",
+                               "payment_method");
+    }
+    return p;
+}
+
+// metadata['key']:'value' (or double quotes), with backslash escapes. nullopt for anything else.
+std::optional<std::pair<std::string, std::string>> parse_metadata_query(std::string_view q) {
+    auto read_quoted = [&q]() -> std::optional<std::string> {
+        if (q.empty() || (q.front() != '\'' && q.front() != '"')) {
+            return std::nullopt;
+        }
+        const char quote = q.front();
+        q.remove_prefix(1);
+        std::string out;
+        while (!q.empty()) {
+            const char c = q.front();
+            q.remove_prefix(1);
+            if (c == '\\' && !q.empty()) {
+                out += q.front();
+                q.remove_prefix(1);
+            } else if (c == quote) {
+                return out;
+            } else {
+                out += c;
+            }
+        }
+        return std::nullopt;
+    };
+    while (!q.empty() && q.front() == ' ') {
+        q.remove_prefix(1);
+    }
+    while (!q.empty() && q.back() == ' ') {
+        q.remove_suffix(1);
+    }
+    constexpr std::string_view k_prefix = "metadata[";
+    if (q.substr(0, k_prefix.size()) != k_prefix) {
+        return std::nullopt;
+    }
+    q.remove_prefix(k_prefix.size());
+    auto key = read_quoted();
+    if (!key || q.substr(0, 2) != "]:") {
+        return std::nullopt;
+    }
+    q.remove_prefix(2);
+    auto value = read_quoted();
+    if (!value || !q.empty()) {
+        return std::nullopt;
+    }
+    return std::make_pair(std::move(*key), std::move(*value));
+}
+
+struct Decline {
+    std::string code;
+    std::string decline_code;
+    std::string message;
+};
+
+} // namespace
+
+std::string_view to_string(SocketAction action) {
+    switch (action) {
+    case SocketAction::respond:
+        return "respond";
+    case SocketAction::close_fin:
+        return "fin";
+    case SocketAction::close_rst:
+        return "rst";
+    case SocketAction::hang_then_fin:
+        return "hang";
+    case SocketAction::partial_then_fin:
+        return "partial";
+    }
+    return "respond";
+}
+
+StripeApi::StripeApi(StripeOptions options)
+    : m_options(std::move(options)), m_fault_rng(m_faults.seed), m_id_rng(std::random_device{}()) {}
+
+Clock::time_point StripeApi::now_locked() const {
+    return Clock::now() + m_clock_offset;
+}
+
+Clock::time_point StripeApi::now() const {
+    std::lock_guard lock(m_mutex);
+    return now_locked();
+}
+
+void StripeApi::advance_clock(std::chrono::seconds by) {
+    std::lock_guard lock(m_mutex);
+    m_clock_offset += by;
+}
+
+void StripeApi::set_faults(FaultConfig config) {
+    std::lock_guard lock(m_mutex);
+    m_faults = std::move(config);
+    m_fault_rng.seed(m_faults.seed);
+    m_refusals_drawn = 0;
+}
+
+FaultConfig StripeApi::faults() const {
+    std::lock_guard lock(m_mutex);
+    return m_faults;
+}
+
+void StripeApi::reset() {
+    std::lock_guard lock(m_mutex);
+    m_faults = FaultConfig{};
+    m_fault_rng.seed(m_faults.seed);
+    m_refusals_drawn = 0;
+    m_clock_offset = std::chrono::seconds(0);
+    m_intents.clear();
+    m_keys.clear();
+    m_deliveries = 0;
+    m_replays = 0;
+    m_deliveries_by_operation.clear();
+    m_executions.clear();
+    m_charged.clear();
+    m_faults_applied.clear();
+}
+
+std::optional<std::chrono::milliseconds> StripeApi::take_refusal() {
+    std::lock_guard lock(m_mutex);
+    if (!m_faults.next.empty() && m_faults.next.front() == Fault::refuse) {
+        m_faults.next.erase(m_faults.next.begin());
+    } else if (m_refusals_drawn > 0) {
+        --m_refusals_drawn;
+    } else {
+        return std::nullopt;
+    }
+    ++m_faults_applied[Fault::refuse];
+    return m_faults.refuse;
+}
+
+Fault StripeApi::draw_fault() {
+    if (!m_faults.next.empty()) {
+        const Fault head = m_faults.next.front();
+        if (head == Fault::refuse) {
+            return Fault::none; // the listener takes it (take_refusal), not a request
+        }
+        m_faults.next.erase(m_faults.next.begin());
+        return head;
+    }
+    if (m_faults.rates.empty()) {
+        return Fault::none;
+    }
+    const double u = std::uniform_real_distribution<double>(0.0, 1.0)(m_fault_rng);
+    double cumulative = 0.0;
+    for (const Fault f : all_faults()) {
+        const auto it = m_faults.rates.find(f);
+        if (it == m_faults.rates.end()) {
+            continue;
+        }
+        cumulative += it->second;
+        if (u < cumulative) {
+            if (f == Fault::refuse) {
+                ++m_refusals_drawn; // this POST is served; the listener closes after it
+                return Fault::none;
+            }
+            return f;
+        }
+    }
+    return Fault::none;
+}
+
+std::string StripeApi::random_id(std::string_view prefix, std::size_t length) {
+    static constexpr std::string_view k_alphabet =
+        "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+    std::uniform_int_distribution<std::size_t> pick(0, k_alphabet.size() - 1);
+    std::string id(prefix);
+    for (std::size_t i = 0; i < length; ++i) {
+        id += k_alphabet[pick(m_id_rng)];
+    }
+    return id;
+}
+
+bool StripeApi::authorized(const http::Request& request) const {
+    const std::string* value = request.header("authorization");
+    if (value == nullptr || value->size() < 7 || m_options.api_key.empty()) {
+        return false;
+    }
+    std::string scheme = value->substr(0, 6);
+    std::transform(scheme.begin(), scheme.end(), scheme.begin(), [](char c) {
+        return static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+    });
+    if (scheme != "bearer" || (*value)[6] != ' ') {
+        return false;
+    }
+    std::string_view token = std::string_view(*value).substr(7);
+    while (!token.empty() && token.front() == ' ') {
+        token.remove_prefix(1);
+    }
+    return constant_time_equal(token, m_options.api_key.reveal());
+}
+
+Reply StripeApi::handle(const http::Request& request, const Wait& wait) {
+    Reply reply;
+    const std::string& path = request.path;
+    constexpr std::string_view k_intents = "/v1/payment_intents";
+    const bool is_create = request.method == "POST" && path == k_intents;
+
+    if (is_create) {
+        reply = create(request, wait);
+    } else if (!authorized(request)) {
+        const bool given = request.header("authorization") != nullptr;
+        reply.response =
+            error(401, "invalid_request_error",
+                  given ? "Invalid API Key provided."
+                        : "You did not provide an API key. You need to provide your API key in "
+                          "the Authorization header, using Bearer auth (e.g. 'Authorization: "
+                          "Bearer YOUR_SECRET_KEY').");
+        reply.response.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"Stripe\"");
+    } else {
+        const auto query = http::parse_form(request.query);
+        const std::string prefix = std::string(k_intents) + "/";
+        if (!query) {
+            reply.response = invalid_request("Malformed query string.");
+        } else if (request.method == "GET" && path == k_intents) {
+            reply = list(*query, wait);
+        } else if (request.method == "GET" && path == k_search_url) {
+            reply = search(*query, wait);
+        } else if (request.method == "GET" && path.rfind(prefix, 0) == 0 &&
+                   path.size() > prefix.size() &&
+                   path.find('/', prefix.size()) == std::string::npos) {
+            reply = retrieve(path.substr(prefix.size()), *query, wait);
+        } else {
+            reply.response = error(404, "invalid_request_error",
+                                   "Unrecognized request URL (" + request.method + ": " + path +
+                                       "). The fake provider serves PaymentIntents create, "
+                                       "retrieve, list and search only.");
+        }
+    }
+    if (reply.action == SocketAction::respond || reply.action == SocketAction::partial_then_fin) {
+        std::lock_guard lock(m_mutex);
+        reply.response.headers.emplace_back("Request-Id", random_id("req_", 14));
+        reply.response.headers.emplace_back("Stripe-Version", "2020-08-27");
+    }
+    return reply;
+}
+
+Reply StripeApi::create(const http::Request& request, const Wait& wait) {
+    Reply reply;
+    const std::string* content_type = request.header("content-type");
+    const bool is_form =
+        content_type != nullptr && content_type->rfind("application/x-www-form-urlencoded", 0) == 0;
+    const auto form = is_form ? http::parse_form(request.body) : std::nullopt;
+    const std::string* key = m_options.idempotency ? request.header("idempotency-key") : nullptr;
+
+    if (form) {
+        if (const std::string* op = field(*form, "metadata[operation_id]")) {
+            reply.operation_id = *op;
+        }
+    }
+    if (reply.operation_id.empty()) {
+        const std::string* header = request.header("idempotency-key");
+        reply.operation_id = header != nullptr ? *header : std::string(k_no_operation);
+    }
+
+    std::unique_lock lock(m_mutex);
+    ++m_deliveries;
+    ++m_deliveries_by_operation[reply.operation_id];
+    const auto latency = m_faults.latency;
+
+    // Answers without executing, after the configured latency.
+    auto answer = [&](Reply r) {
+        lock.unlock();
+        if (!wait(latency)) {
+            r.action = SocketAction::close_fin;
+        }
+        return r;
+    };
+    // What the after-execute faults do to the socket (and a 500 to the response).
+    auto after = [](Reply& r) {
+        switch (r.fault) {
+        case Fault::execute_then_hang:
+            r.action = SocketAction::hang_then_fin;
+            break;
+        case Fault::execute_then_fin:
+            r.action = SocketAction::close_fin;
+            break;
+        case Fault::execute_then_rst:
+            r.action = SocketAction::close_rst;
+            break;
+        case Fault::execute_then_partial:
+            r.action = SocketAction::partial_then_fin;
+            break;
+        case Fault::http_500_after_execute:
+            r.response = api_error_500("after execution");
+            break;
+        default:
+            break;
+        }
+    };
+
+    if (!authorized(request)) {
+        const bool given = request.header("authorization") != nullptr;
+        reply.response = error(401, "invalid_request_error",
+                               given ? "Invalid API Key provided."
+                                     : "You did not provide an API key. You need to provide your "
+                                       "API key in the Authorization header, using Bearer auth.");
+        reply.response.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"Stripe\"");
+        return answer(std::move(reply));
+    }
+
+    reply.fault = draw_fault();
+    if (reply.fault != Fault::none) {
+        ++m_faults_applied[reply.fault];
+    }
+    if (reply.fault == Fault::drop_before_execute) {
+        reply.action = SocketAction::close_fin;
+        return answer(std::move(reply));
+    }
+    if (reply.fault == Fault::http_500_before_execute) {
+        reply.response = api_error_500("before execution: nothing was executed");
+        return answer(std::move(reply));
+    }
+
+    if (!is_form) {
+        reply.response = invalid_request(
+            "Requests to /v1/payment_intents must be application/x-www-form-urlencoded.");
+        after(reply);
+        return answer(std::move(reply));
+    }
+    if (!form) {
+        reply.response = invalid_request("Malformed form body.");
+        after(reply);
+        return answer(std::move(reply));
+    }
+    auto validated = validate_create(*form);
+    if (auto* rejected = std::get_if<http::Response>(&validated)) {
+        reply.response = std::move(*rejected);
+        after(reply);
+        return answer(std::move(reply));
+    }
+    const CreateParams params = std::get<CreateParams>(std::move(validated));
+
+    http::Fields sorted = *form;
+    std::sort(sorted.begin(), sorted.end());
+    if (key != nullptr) {
+        if (key->empty() || key->size() > k_max_key_length) {
+            reply.response =
+                invalid_request("Keys for idempotent requests must be 1 to 255 characters long.",
+                                "parameter_invalid", "Idempotency-Key");
+            after(reply);
+            return answer(std::move(reply));
+        }
+        auto it = m_keys.find(*key);
+        if (it != m_keys.end() && !it->second.in_flight &&
+            now_locked() - it->second.first_seen >= m_options.key_retention) {
+            m_keys.erase(it); // pruned: the key is new again, as at Stripe after 24 h
+            it = m_keys.end();
+        }
+        if (it != m_keys.end()) {
+            if (it->second.in_flight) {
+                reply.response = error(
+                    409, "idempotency_error",
+                    "There is currently another in-progress request using this Idempotent Key "
+                    "(that probably means you submitted twice, and the other request is still "
+                    "going through): " +
+                        *key + ". Please try again later.",
+                    "idempotency_key_in_use");
+            } else if (it->second.params != sorted) {
+                reply.response = error(
+                    400, "idempotency_error",
+                    "Keys for idempotent requests can only be used with the same parameters they "
+                    "were first used with. Try using a key other than '" +
+                        *key + "' if you meant to execute a different request.");
+            } else {
+                reply.response.status = it->second.status;
+                reply.response.body = it->second.body;
+                reply.response.headers.emplace_back("Idempotent-Replayed", "true");
+                reply.replayed = true;
+                ++m_replays;
+            }
+            after(reply);
+            return answer(std::move(reply));
+        }
+        KeyRecord record;
+        record.params = sorted;
+        record.first_seen = now_locked();
+        m_keys.emplace(*key, std::move(record));
+    }
+
+    // The key is in flight for as long as the latency lasts.
+    lock.unlock();
+    const bool go_on = wait(latency);
+    lock.lock();
+    if (!go_on) {
+        if (key != nullptr) {
+            const auto it = m_keys.find(*key);
+            if (it != m_keys.end() && it->second.in_flight) {
+                m_keys.erase(it);
+            }
+        }
+        reply.action = SocketAction::close_fin;
+        return reply;
+    }
+
+    // Execute: one PaymentIntent, one charge attempt.
+    std::optional<Decline> decline;
+    bool requires_action = false;
+    if (reply.fault == Fault::decline) {
+        decline =
+            Decline{"card_declined", "insufficient_funds", "Your card has insufficient funds."};
+    } else if (params.payment_method == "pm_card_chargeDeclined") {
+        decline = Decline{"card_declined", "generic_decline", "Your card was declined."};
+    } else if (params.payment_method == "pm_card_chargeDeclinedInsufficientFunds" ||
+               params.payment_method == "pm_card_visa_chargeDeclinedInsufficientFunds") {
+        decline =
+            Decline{"card_declined", "insufficient_funds", "Your card has insufficient funds."};
+    } else if (params.payment_method == "pm_card_authenticationRequired") {
+        if (params.off_session) {
+            decline = Decline{"authentication_required", "authentication_required",
+                              "Your card was declined. This transaction requires authentication."};
+        } else {
+            requires_action = true;
+        }
+    }
+    const bool charged = !decline && !requires_action;
+    const bool has_charge = charged || (decline && decline->code == "card_declined");
+
+    Intent intent;
+    intent.id = random_id("pi_", 24);
+    intent.created_at = now_locked();
+    intent.created =
+        std::chrono::duration_cast<std::chrono::seconds>(intent.created_at.time_since_epoch())
+            .count();
+    intent.operation_id = reply.operation_id;
+    intent.customer = params.customer.value_or("");
+    intent.metadata = params.metadata;
+    const std::string charge_id = has_charge ? random_id("ch_", 24) : std::string();
+    const Json customer = params.customer ? Json(*params.customer) : Json(nullptr);
+    const Json description = params.description ? Json(*params.description) : Json(nullptr);
+    Json metadata = Json::object();
+    for (const auto& [k, v] : params.metadata) {
+        metadata[k] = v;
+    }
+
+    Json last_error = nullptr;
+    if (decline) {
+        last_error = error_object("card_error", decline->message, decline->code);
+        last_error["decline_code"] = decline->decline_code;
+        if (has_charge) {
+            last_error["charge"] = charge_id;
+        }
+        last_error["payment_method"] =
+            Json{{"id", params.payment_method}, {"object", "payment_method"}, {"type", "card"}};
+    }
+    Json charges;
+    charges["object"] = "list";
+    charges["data"] = Json::array();
+    if (has_charge) {
+        Json charge;
+        charge["id"] = charge_id;
+        charge["object"] = "charge";
+        charge["amount"] = params.amount;
+        charge["amount_captured"] = charged ? params.amount : 0;
+        charge["amount_refunded"] = 0;
+        charge["captured"] = charged;
+        charge["created"] = intent.created;
+        charge["currency"] = params.currency;
+        charge["customer"] = customer;
+        charge["description"] = description;
+        charge["failure_code"] = decline ? Json(decline->code) : Json(nullptr);
+        charge["failure_message"] = decline ? Json(decline->message) : Json(nullptr);
+        charge["livemode"] = false;
+        charge["metadata"] = metadata;
+        charge["outcome"] =
+            Json{{"network_status", charged ? "approved_by_network" : "declined_by_network"},
+                 {"reason", decline ? Json(decline->decline_code) : Json(nullptr)},
+                 {"type", charged ? "authorized" : "issuer_declined"}};
+        charge["paid"] = charged;
+        charge["payment_intent"] = intent.id;
+        charge["payment_method"] = params.payment_method;
+        charge["refunded"] = false;
+        charge["status"] = charged ? "succeeded" : "failed";
+        charges["data"].push_back(std::move(charge));
+    }
+    charges["has_more"] = false;
+    charges["total_count"] = has_charge ? 1 : 0;
+    charges["url"] = "/v1/charges?payment_intent=" + intent.id;
+
+    Json& pi = intent.object;
+    pi["id"] = intent.id;
+    pi["object"] = "payment_intent";
+    pi["amount"] = params.amount;
+    pi["amount_capturable"] = 0;
+    pi["amount_received"] = charged ? params.amount : 0;
+    pi["application"] = nullptr;
+    pi["application_fee_amount"] = nullptr;
+    pi["canceled_at"] = nullptr;
+    pi["cancellation_reason"] = nullptr;
+    pi["capture_method"] = "automatic";
+    pi["charges"] = std::move(charges);
+    pi["client_secret"] = intent.id + random_id("_secret_", 24);
+    pi["confirmation_method"] = "automatic";
+    pi["created"] = intent.created;
+    pi["currency"] = params.currency;
+    pi["customer"] = customer;
+    pi["description"] = description;
+    pi["invoice"] = nullptr;
+    pi["last_payment_error"] = last_error;
+    pi["latest_charge"] = has_charge ? Json(charge_id) : Json(nullptr);
+    pi["livemode"] = false;
+    pi["metadata"] = metadata;
+    pi["next_action"] = requires_action
+                            ? Json{{"type", "use_stripe_sdk"}, {"use_stripe_sdk", Json::object()}}
+                            : Json(nullptr);
+    pi["on_behalf_of"] = nullptr;
+    pi["payment_method"] = params.payment_method;
+    pi["payment_method_options"] = Json::object();
+    pi["payment_method_types"] = Json::array({"card"});
+    pi["processing"] = nullptr;
+    pi["receipt_email"] = nullptr;
+    pi["review"] = nullptr;
+    pi["setup_future_usage"] = nullptr;
+    pi["shipping"] = nullptr;
+    pi["statement_descriptor"] = nullptr;
+    pi["statement_descriptor_suffix"] = nullptr;
+    pi["status"] =
+        charged ? "succeeded" : (requires_action ? "requires_action" : "requires_payment_method");
+    pi["transfer_data"] = nullptr;
+    pi["transfer_group"] = nullptr;
+
+    if (decline) {
+        Json err = last_error;
+        err["payment_intent"] = pi;
+        Json body;
+        body["error"] = std::move(err);
+        reply.response = json_response(402, body);
+    } else {
+        reply.response = json_response(200, pi);
+    }
+    reply.executed = true;
+    ++m_executions[reply.operation_id];
+    if (charged) {
+        m_charged[params.currency] += params.amount;
+    }
+    m_intents.push_back(std::move(intent));
+    after(reply);
+
+    if (key != nullptr) {
+        const auto it = m_keys.find(*key);
+        if (it != m_keys.end()) { // gone only if reset() ran meanwhile
+            it->second.in_flight = false;
+            it->second.status = reply.response.status;
+            it->second.body = reply.response.body;
+        }
+    }
+    return reply;
+}
+
+Reply StripeApi::retrieve(const std::string& id, const http::Fields& query, const Wait& wait) {
+    Reply reply;
+    if (!wait(faults().latency)) {
+        reply.action = SocketAction::close_fin;
+        return reply;
+    }
+    if (auto rejected = unknown_query_param(query, {"client_secret"})) {
+        reply.response = std::move(*rejected);
+        return reply;
+    }
+    std::lock_guard lock(m_mutex);
+    for (const Intent& intent : m_intents) {
+        if (intent.id == id) {
+            reply.response = json_response(200, intent.object);
+            return reply;
+        }
+    }
+    reply.response = error(404, "invalid_request_error", "No such payment_intent: '" + id + "'",
+                           "resource_missing", "intent");
+    return reply;
+}
+
+Reply StripeApi::search(const http::Fields& query, const Wait& wait) {
+    Reply reply;
+    if (!m_options.lookup) {
+        reply.response = error(404, "invalid_request_error",
+                               "Unrecognized request URL (GET: /v1/payment_intents/search): this "
+                               "provider has no search.",
+                               "resource_missing");
+        return reply;
+    }
+    if (!wait(faults().latency)) {
+        reply.action = SocketAction::close_fin;
+        return reply;
+    }
+    if (auto rejected = unknown_query_param(query, {"query", "limit", "page"})) {
+        reply.response = std::move(*rejected);
+        return reply;
+    }
+    const std::string* text = field(query, "query");
+    if (text == nullptr) {
+        reply.response =
+            invalid_request("Missing required param: query.", "parameter_missing", "query");
+        return reply;
+    }
+    const auto clause = parse_metadata_query(*text);
+    if (!clause) {
+        reply.response = invalid_request(
+            "The fake provider supports only queries of the form metadata['key']:'value'.",
+            "parameter_invalid", "query");
+        return reply;
+    }
+    auto limit = parse_limit(query);
+    if (auto* rejected = std::get_if<http::Response>(&limit)) {
+        reply.response = std::move(*rejected);
+        return reply;
+    }
+    std::size_t offset = 0;
+    if (const std::string* page = field(query, "page")) {
+        const auto n = page->rfind(k_page_prefix, 0) == 0
+                           ? parse_int(std::string_view(*page).substr(k_page_prefix.size()))
+                           : std::nullopt;
+        if (!n || *n < 0) {
+            reply.response = invalid_request("Invalid page: " + *page, "parameter_invalid", "page");
+            return reply;
+        }
+        offset = static_cast<std::size_t>(*n);
+    }
+
+    std::lock_guard lock(m_mutex);
+    if (m_faults.lookup_down) {
+        reply.response = error(503, "api_error",
+                               "Search is temporarily unavailable (fake provider: lookup_down).");
+        return reply;
+    }
+    const auto now = now_locked();
+    std::vector<const Intent*> found;
+    for (auto it = m_intents.rbegin(); it != m_intents.rend(); ++it) { // newest first
+        const auto meta = it->metadata.find(clause->first);
+        if (meta == it->metadata.end() || meta->second != clause->second) {
+            continue;
+        }
+        if (it->created_at + m_faults.lookup_stale > now) {
+            continue; // not indexed yet
+        }
+        found.push_back(&*it);
+    }
+    const auto per_page = static_cast<std::size_t>(std::get<std::int64_t>(limit));
+    Json body;
+    body["object"] = "search_result";
+    body["data"] = Json::array();
+    for (std::size_t i = offset; i < found.size() && i < offset + per_page; ++i) {
+        body["data"].push_back(found[i]->object);
+    }
+    const bool more = offset + per_page < found.size();
+    body["has_more"] = more;
+    body["next_page"] =
+        more ? Json(std::string(k_page_prefix) + std::to_string(offset + per_page)) : Json(nullptr);
+    body["url"] = k_search_url;
+    reply.response = json_response(200, body);
+    return reply;
+}
+
+Reply StripeApi::list(const http::Fields& query, const Wait& wait) {
+    Reply reply;
+    if (!wait(faults().latency)) {
+        reply.action = SocketAction::close_fin;
+        return reply;
+    }
+    if (auto rejected = unknown_query_param(query, {"created", "created[gt]", "created[gte]",
+                                                    "created[lt]", "created[lte]", "customer",
+                                                    "limit", "starting_after", "ending_before"})) {
+        reply.response = std::move(*rejected);
+        return reply;
+    }
+    std::optional<std::int64_t> gt, gte, lt, lte;
+    for (auto [name, bound] : {std::pair{"created[gt]", &gt}, std::pair{"created[gte]", &gte},
+                               std::pair{"created[lt]", &lt}, std::pair{"created[lte]", &lte},
+                               std::pair{"created", &gte}}) {
+        if (const std::string* text = field(query, name)) {
+            const auto value = parse_int(*text);
+            if (!value) {
+                reply.response =
+                    invalid_request("Invalid integer: " + *text, "parameter_invalid_integer", name);
+                return reply;
+            }
+            *bound = value;
+            if (std::string_view(name) == "created") {
+                lte = value;
+            }
+        }
+    }
+    auto limit = parse_limit(query);
+    if (auto* rejected = std::get_if<http::Response>(&limit)) {
+        reply.response = std::move(*rejected);
+        return reply;
+    }
+    const std::string* starting_after = field(query, "starting_after");
+    const std::string* ending_before = field(query, "ending_before");
+    const std::string* customer = field(query, "customer");
+    if (starting_after != nullptr && ending_before != nullptr) {
+        reply.response = invalid_request("Give starting_after or ending_before, not both.",
+                                         "parameter_invalid", "ending_before");
+        return reply;
+    }
+
+    std::lock_guard lock(m_mutex);
+    if (m_faults.lookup_down) {
+        reply.response = error(503, "api_error",
+                               "Listing is temporarily unavailable (fake provider: lookup_down).");
+        return reply;
+    }
+    // Stripe's order: newest first; within one second, the later creation first.
+    using Position = std::pair<std::int64_t, std::size_t>; // (created, creation index)
+    std::optional<Position> cursor;
+    if (const std::string* id = starting_after != nullptr ? starting_after : ending_before) {
+        for (std::size_t i = 0; i < m_intents.size(); ++i) {
+            if (m_intents[i].id == *id) {
+                cursor = Position{m_intents[i].created, i};
+            }
+        }
+        if (!cursor) {
+            reply.response =
+                invalid_request("No such payment_intent: '" + *id + "'", "resource_missing",
+                                starting_after != nullptr ? "starting_after" : "ending_before");
+            return reply;
+        }
+    }
+    std::vector<std::size_t> matching; // newest first
+    for (std::size_t n = m_intents.size(); n > 0; --n) {
+        const std::size_t i = n - 1;
+        const Intent& intent = m_intents[i];
+        const std::int64_t c = intent.created;
+        if ((gt && c <= *gt) || (gte && c < *gte) || (lt && c >= *lt) || (lte && c > *lte) ||
+            (customer != nullptr && intent.customer != *customer)) {
+            continue;
+        }
+        matching.push_back(i);
+    }
+    std::stable_sort(matching.begin(), matching.end(), [this](std::size_t a, std::size_t b) {
+        return Position{m_intents[a].created, a} > Position{m_intents[b].created, b};
+    });
+    const auto per_page = static_cast<std::size_t>(std::get<std::int64_t>(limit));
+    std::vector<std::size_t> page;
+    bool more = false;
+    if (ending_before != nullptr) {
+        std::vector<std::size_t> before; // newer than the cursor, newest first
+        for (const std::size_t i : matching) {
+            if (Position{m_intents[i].created, i} > *cursor) {
+                before.push_back(i);
+            }
+        }
+        const std::size_t skip = before.size() > per_page ? before.size() - per_page : 0;
+        page.assign(before.begin() + static_cast<std::ptrdiff_t>(skip), before.end());
+        more = skip > 0;
+    } else {
+        for (const std::size_t i : matching) {
+            if (cursor && !(Position{m_intents[i].created, i} < *cursor)) {
+                continue;
+            }
+            if (page.size() == per_page) {
+                more = true;
+                break;
+            }
+            page.push_back(i);
+        }
+    }
+    Json body;
+    body["object"] = "list";
+    body["data"] = Json::array();
+    for (const std::size_t i : page) {
+        body["data"].push_back(m_intents[i].object);
+    }
+    body["has_more"] = more;
+    body["url"] = k_list_url;
+    reply.response = json_response(200, body);
+    return reply;
+}
+
+nlohmann::ordered_json StripeApi::ledger() const {
+    std::lock_guard lock(m_mutex);
+    Json j;
+    j["deliveries"] = m_deliveries;
+    j["deliveries_by_operation"] = Json::object();
+    for (const auto& [op, n] : m_deliveries_by_operation) {
+        j["deliveries_by_operation"][op] = n;
+    }
+    j["executions"] = Json::object();
+    for (const auto& [op, n] : m_executions) {
+        j["executions"][op] = n;
+    }
+    j["replays"] = m_replays;
+    j["charged"] = Json::object();
+    for (const auto& [currency, amount] : m_charged) {
+        j["charged"][currency] = amount;
+    }
+    j["faults_applied"] = Json::object();
+    for (const auto& [fault, n] : m_faults_applied) {
+        j["faults_applied"][std::string(to_string(fault))] = n;
+    }
+    j["payment_intents"] = Json::array();
+    for (const Intent& intent : m_intents) {
+        j["payment_intents"].push_back(intent.object);
+    }
+    j["now"] =
+        std::chrono::duration_cast<std::chrono::seconds>(now_locked().time_since_epoch()).count();
+    return j;
+}
+
+} // namespace payrecon::fake

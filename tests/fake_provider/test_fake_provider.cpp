@@ -1,0 +1,1008 @@
+// The fake provider over real HTTP on loopback: libcurl (what payrecon's transport uses) and raw
+// sockets as clients. Each test starts its own server on port 0 and counts what the ledger says
+// was delivered and executed.
+#include "tests/fake_provider/command_line.hpp"
+#include "tests/fake_provider/fake_provider.hpp"
+
+#include <algorithm>
+#include <arpa/inet.h>
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <curl/curl.h>
+#include <filesystem>
+#include <map>
+#include <netinet/in.h>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <sys/socket.h>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+using namespace payrecon;
+using namespace payrecon::fake;
+using Json = nlohmann::json;
+using std::chrono::milliseconds;
+using SteadyClock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr const char* k_api_key = "sk_test_fAkE4eC39HqLyjWDarjtT1zdp7dc";
+
+FakeProviderOptions options_with(FaultConfig faults = {}) {
+    FakeProviderOptions o;
+    o.stripe.api_key = Secret(k_api_key);
+    o.faults = std::move(faults);
+    return o;
+}
+
+FaultConfig faults_from(const char* json) {
+    return FaultConfig::from_json(Json::parse(json));
+}
+
+// A started server whose log is kept for inspection (read it after stop()).
+struct Running {
+    explicit Running(FakeProviderOptions options = options_with())
+        : server(std::move(options), log) {
+        server.start();
+    }
+    std::string url(const std::string& path) const {
+        return "http://127.0.0.1:" + std::to_string(server.port()) + path;
+    }
+    std::string admin_url(const std::string& path) const {
+        return "http://127.0.0.1:" + std::to_string(server.admin_port()) + path;
+    }
+    Json ledger() const { return Json::parse(server.ledger().dump()); }
+    std::uint64_t deliveries() const { return ledger()["deliveries"].get<std::uint64_t>(); }
+    std::uint64_t executions(const std::string& op) const {
+        Json l = ledger();
+        return l["executions"].contains(op) ? l["executions"][op].get<std::uint64_t>() : 0;
+    }
+
+    std::ostringstream log;
+    FakeProvider server;
+};
+
+// Polls `condition` every 2 ms until it holds or `timeout` passes.
+template <class F>
+bool eventually(F condition, milliseconds timeout = milliseconds(3000)) {
+    const auto deadline = SteadyClock::now() + timeout;
+    while (SteadyClock::now() < deadline) {
+        if (condition()) {
+            return true;
+        }
+        std::this_thread::sleep_for(milliseconds(2));
+    }
+    return condition();
+}
+
+// ---- libcurl client -------------------------------------------------------------------------
+
+// Before main, on one thread: curl_global_init is not thread-safe.
+const bool k_curl_ready = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
+
+struct HttpResult {
+    CURLcode code = CURLE_OK;
+    long status = 0;
+    std::map<std::string, std::string> headers; // lower-case names, of the final response
+    std::string body;
+    Json json() const { return Json::parse(body); }
+    std::string header(const std::string& name) const {
+        const auto it = headers.find(name);
+        return it == headers.end() ? std::string() : it->second;
+    }
+};
+
+std::size_t on_body(char* data, std::size_t size, std::size_t count, void* out) {
+    static_cast<std::string*>(out)->append(data, size * count);
+    return size * count;
+}
+
+std::size_t on_header(char* data, std::size_t size, std::size_t count, void* out) {
+    auto& headers = *static_cast<std::map<std::string, std::string>*>(out);
+    std::string line(data, size * count);
+    if (line.rfind("HTTP/", 0) == 0) {
+        headers.clear(); // a new response (after 100 Continue)
+    }
+    const auto colon = line.find(':');
+    if (colon != std::string::npos) {
+        std::string name = line.substr(0, colon);
+        for (char& c : name) {
+            c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        }
+        std::string value = line.substr(colon + 1);
+        while (!value.empty() && (value.front() == ' ')) {
+            value.erase(0, 1);
+        }
+        while (!value.empty() && (value.back() == '\r' || value.back() == '\n')) {
+            value.pop_back();
+        }
+        headers[name] = value;
+    }
+    return size * count;
+}
+
+HttpResult call(const std::string& method, const std::string& url,
+                const std::vector<std::string>& headers = {}, const std::string& body = {},
+                long timeout_ms = 5000) {
+    // No Catch2 assertions here: the in-flight test calls this from a second thread.
+    HttpResult result;
+    CURL* h = k_curl_ready ? curl_easy_init() : nullptr;
+    if (h == nullptr) {
+        result.code = CURLE_FAILED_INIT;
+        return result;
+    }
+    curl_slist* list = nullptr;
+    for (const auto& header : headers) {
+        list = curl_slist_append(list, header.c_str());
+    }
+    curl_easy_setopt(h, CURLOPT_URL, url.c_str());
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_FORBID_REUSE, 1L);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, list);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, &on_body);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, static_cast<void*>(&result.body));
+    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, &on_header);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, static_cast<void*>(&result.headers));
+    if (method == "POST") {
+        curl_easy_setopt(h, CURLOPT_POST, 1L);
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, body.c_str());
+        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, static_cast<long>(body.size()));
+    } else if (method != "GET") {
+        curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method.c_str());
+    }
+    result.code = curl_easy_perform(h);
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &result.status);
+    curl_slist_free_all(list);
+    curl_easy_cleanup(h);
+    return result;
+}
+
+std::string auth(const std::string& key = k_api_key) {
+    return "Authorization: Bearer " + key;
+}
+
+// A PaymentIntent create as payrecon's Stripe adapter sends it.
+std::string charge_form(const std::string& operation_id, long amount = 4999,
+                        const std::string& payment_method = "pm_card_visa") {
+    return "amount=" + std::to_string(amount) + "&currency=eur&payment_method=" + payment_method +
+           "&confirm=true&off_session=true&customer=cus_8Hx2&description=" +
+           http::percent_encode("2 concert tickets") + "&" +
+           http::percent_encode("metadata[operation_id]") + "=" +
+           http::percent_encode(operation_id) + "&" + http::percent_encode("metadata[payment_id]") +
+           "=pay-1";
+}
+
+HttpResult post_charge(const Running& r, const std::string& key, const std::string& form,
+                       long timeout_ms = 5000) {
+    std::vector<std::string> headers{auth()};
+    if (!key.empty()) {
+        headers.push_back("Idempotency-Key: " + key);
+    }
+    return call("POST", r.url("/v1/payment_intents"), headers, form, timeout_ms);
+}
+
+HttpResult get(const Running& r, const std::string& path_and_query) {
+    return call("GET", r.url(path_and_query), {auth()});
+}
+
+HttpResult search_operation(const Running& r, const std::string& operation_id) {
+    return get(r, "/v1/payment_intents/search?query=" +
+                      http::percent_encode("metadata['operation_id']:'" + operation_id + "'"));
+}
+
+// ---- raw sockets ----------------------------------------------------------------------------
+
+// Connects to 127.0.0.1:port; returns the socket, or -errno. (No assertions in these helpers:
+// tests call them from other threads.)
+int raw_connect(int port) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        return -errno;
+    }
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<std::uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
+        const int error = errno;
+        ::close(fd);
+        return -error;
+    }
+    return fd;
+}
+
+enum class Ending { fin, rst, timeout, not_connected };
+
+struct RawOutcome {
+    std::string bytes;
+    Ending ending = Ending::timeout;
+    milliseconds took{0};
+};
+
+// Sends `request` and reads until the server closes (FIN), resets (RST) or `timeout` passes.
+RawOutcome raw_exchange(int port, const std::string& request, milliseconds timeout) {
+    RawOutcome out;
+    const int fd = raw_connect(port);
+    if (fd < 0) {
+        out.ending = Ending::not_connected;
+        return out;
+    }
+    timeval tv{};
+    tv.tv_sec = static_cast<time_t>(timeout.count() / 1000);
+    tv.tv_usec = static_cast<suseconds_t>((timeout.count() % 1000) * 1000);
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    const auto started = SteadyClock::now();
+    if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) !=
+        static_cast<ssize_t>(request.size())) {
+        out.ending = Ending::rst;
+    }
+    char buf[4096];
+    for (;;) {
+        const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+        if (n > 0) {
+            out.bytes.append(buf, static_cast<std::size_t>(n));
+            continue;
+        }
+        if (n == 0) {
+            out.ending = Ending::fin;
+        } else if (errno == ECONNRESET) {
+            out.ending = Ending::rst;
+        } else {
+            out.ending = Ending::timeout;
+        }
+        break;
+    }
+    out.took = std::chrono::duration_cast<milliseconds>(SteadyClock::now() - started);
+    ::close(fd);
+    return out;
+}
+
+std::string raw_post(const std::string& key, const std::string& form) {
+    return "POST /v1/payment_intents HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " +
+           std::string(k_api_key) + "\r\nIdempotency-Key: " + key +
+           "\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: " +
+           std::to_string(form.size()) + "\r\nConnection: close\r\n\r\n" + form;
+}
+
+std::size_t thread_count() {
+    std::size_t n = 0;
+    for ([[maybe_unused]] const auto& entry :
+         std::filesystem::directory_iterator("/proc/self/task")) {
+        ++n;
+    }
+    return n;
+}
+
+} // namespace
+
+// ---- idempotency ----------------------------------------------------------------------------
+
+TEST_CASE("fake provider: a charge executes once, and a same-key retry replays the first answer",
+          "[fake_provider][idempotency]") {
+    Running r;
+    const HttpResult first = post_charge(r, "key-1", charge_form("op-1"));
+    REQUIRE(first.code == CURLE_OK);
+    REQUIRE(first.status == 200);
+    Json pi = first.json();
+    CHECK(pi["id"].get<std::string>().rfind("pi_", 0) == 0);
+    CHECK(pi["object"] == "payment_intent");
+    CHECK(pi["status"] == "succeeded");
+    CHECK(pi["amount"] == 4999);
+    CHECK(pi["amount_received"] == 4999);
+    CHECK(pi["currency"] == "eur");
+    CHECK(pi["customer"] == "cus_8Hx2");
+    CHECK(pi["description"] == "2 concert tickets");
+    CHECK(pi["latest_charge"].get<std::string>().rfind("ch_", 0) == 0);
+    CHECK(pi["metadata"] == Json{{"operation_id", "op-1"}, {"payment_id", "pay-1"}});
+    const auto now = std::chrono::duration_cast<std::chrono::seconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count();
+    CHECK(std::abs(pi["created"].get<long long>() - now) <= 2);
+    CHECK(first.header("idempotent-replayed").empty());
+
+    const HttpResult second = post_charge(r, "key-1", charge_form("op-1"));
+    REQUIRE(second.code == CURLE_OK);
+    CHECK(second.status == 200);
+    CHECK(second.header("idempotent-replayed") == "true");
+    CHECK(second.body == first.body);
+
+    Json ledger = r.ledger();
+    CHECK(ledger["deliveries"] == 2);
+    CHECK(ledger["deliveries_by_operation"]["op-1"] == 2);
+    CHECK(ledger["executions"] == Json{{"op-1", 1}});
+    CHECK(ledger["replays"] == 1);
+    CHECK(ledger["charged"] == Json{{"eur", 4999}});
+    REQUIRE(ledger["payment_intents"].size() == 1);
+    CHECK(ledger["payment_intents"][0]["id"] == pi["id"]);
+}
+
+TEST_CASE("fake provider: the same key with other parameters gets 400 idempotency_error",
+          "[fake_provider][idempotency]") {
+    Running r;
+    REQUIRE(post_charge(r, "key-1", charge_form("op-1", 4999)).status == 200);
+    const HttpResult other = post_charge(r, "key-1", charge_form("op-1", 5999));
+    REQUIRE(other.code == CURLE_OK);
+    CHECK(other.status == 400);
+    CHECK(other.json()["error"]["type"] == "idempotency_error");
+    CHECK(other.header("idempotent-replayed").empty());
+    CHECK(r.deliveries() == 2);
+    CHECK(r.executions("op-1") == 1);
+    CHECK(r.ledger()["charged"]["eur"] == 4999);
+}
+
+TEST_CASE("fake provider: the same key while the first request executes gets 409 key in use",
+          "[fake_provider][idempotency]") {
+    Running r(options_with(faults_from(R"({"latency_ms": 400})")));
+    HttpResult first;
+    std::thread in_flight([&] { first = post_charge(r, "key-1", charge_form("op-1")); });
+    REQUIRE(eventually([&] { return r.deliveries() == 1; }));
+    const HttpResult second = post_charge(r, "key-1", charge_form("op-1"));
+    in_flight.join();
+    REQUIRE(first.code == CURLE_OK);
+    CHECK(first.status == 200);
+    REQUIRE(second.code == CURLE_OK);
+    CHECK(second.status == 409);
+    CHECK(second.json()["error"]["type"] == "idempotency_error");
+    CHECK(second.json()["error"]["code"] == "idempotency_key_in_use");
+    CHECK(r.executions("op-1") == 1);
+
+    // Once the first has finished, the key replays it.
+    const HttpResult third = post_charge(r, "key-1", charge_form("op-1"));
+    CHECK(third.status == 200);
+    CHECK(third.header("idempotent-replayed") == "true");
+    CHECK(third.body == first.body);
+    CHECK(r.deliveries() == 3);
+    CHECK(r.executions("op-1") == 1);
+}
+
+TEST_CASE("fake provider: with --no-idempotency every POST executes",
+          "[fake_provider][idempotency]") {
+    auto options = options_with();
+    options.stripe.idempotency = false;
+    Running r(std::move(options));
+    const HttpResult a = post_charge(r, "key-1", charge_form("op-1"));
+    const HttpResult b = post_charge(r, "key-1", charge_form("op-1"));
+    REQUIRE(a.status == 200);
+    REQUIRE(b.status == 200);
+    CHECK(b.header("idempotent-replayed").empty());
+    CHECK(a.json()["id"] != b.json()["id"]);
+    CHECK(r.deliveries() == 2);
+    CHECK(r.executions("op-1") == 2);
+    CHECK(r.ledger()["charged"]["eur"] == 2 * 4999);
+}
+
+TEST_CASE("fake provider: a key is forgotten after its retention on the fake clock",
+          "[fake_provider][idempotency]") {
+    auto options = options_with();
+    options.stripe.key_retention = std::chrono::seconds(3600);
+    Running r(std::move(options));
+    REQUIRE(post_charge(r, "key-1", charge_form("op-1")).status == 200);
+    r.server.advance_clock(std::chrono::seconds(3599));
+    CHECK(post_charge(r, "key-1", charge_form("op-1")).header("idempotent-replayed") == "true");
+    CHECK(r.executions("op-1") == 1);
+    r.server.advance_clock(std::chrono::seconds(2));
+    const HttpResult late = post_charge(r, "key-1", charge_form("op-1"));
+    CHECK(late.status == 200);
+    CHECK(late.header("idempotent-replayed").empty());
+    CHECK(r.executions("op-1") == 2); // the double charge a late blind retry causes
+}
+
+TEST_CASE("fake provider: without metadata[operation_id] the ledger counts by Idempotency-Key",
+          "[fake_provider][ledger]") {
+    Running r;
+    REQUIRE(post_charge(r, "key-only",
+                        "amount=100&currency=USD&payment_method=pm_card_visa&confirm=true")
+                .status == 200);
+    CHECK(r.executions("key-only") == 1);
+    CHECK(r.ledger()["charged"] == Json{{"usd", 100}});
+}
+
+TEST_CASE("fake provider: an invalid request executes nothing and leaves the key free",
+          "[fake_provider][validation]") {
+    Running r;
+    const HttpResult unknown = post_charge(r, "key-1", charge_form("op-1") + "&colour=blue");
+    CHECK(unknown.status == 400);
+    CHECK(unknown.json()["error"]["type"] == "invalid_request_error");
+    CHECK(unknown.json()["error"]["code"] == "parameter_unknown");
+    CHECK(unknown.json()["error"]["param"] == "colour");
+    const HttpResult missing = post_charge(
+        r, "key-1",
+        "currency=eur&payment_method=pm_card_visa&confirm=true&metadata%5Boperation_id%5D=op-1");
+    CHECK(missing.status == 400);
+    CHECK(missing.json()["error"]["code"] == "parameter_missing");
+    CHECK(missing.json()["error"]["param"] == "amount");
+    CHECK(r.executions("op-1") == 0);
+    // Stripe saves nothing for a request that failed validation: the key is still free.
+    const HttpResult valid = post_charge(r, "key-1", charge_form("op-1"));
+    CHECK(valid.status == 200);
+    CHECK(valid.header("idempotent-replayed").empty());
+    CHECK(r.deliveries() == 3);
+    CHECK(r.executions("op-1") == 1);
+}
+
+// ---- faults at the socket -------------------------------------------------------------------
+
+TEST_CASE("fake provider: refuse closes the listener, connects are refused, then it listens again",
+          "[fake_provider][faults]") {
+    Running r;
+    r.server.set_faults(faults_from(R"({"next": ["refuse"], "refuse_ms": 300})"));
+    CHECK_FALSE(r.server.listening());
+    CHECK(raw_connect(r.server.port()) == -ECONNREFUSED);
+    const HttpResult refused = post_charge(r, "key-1", charge_form("op-1"));
+    CHECK(refused.code == CURLE_COULDNT_CONNECT);
+    // The admin port keeps answering meanwhile.
+    const HttpResult health = call("GET", r.admin_url("/__admin/health"));
+    REQUIRE(health.status == 200);
+    CHECK(health.json()["listening"] == false);
+    CHECK(r.deliveries() == 0);
+
+    REQUIRE(eventually([&] { return r.server.listening(); }));
+    const HttpResult after = post_charge(r, "key-1", charge_form("op-1"));
+    CHECK(after.status == 200);
+    Json ledger = r.ledger();
+    CHECK(ledger["deliveries"] == 1);
+    CHECK(ledger["executions"]["op-1"] == 1);
+    CHECK(ledger["faults_applied"]["refuse"] == 1);
+}
+
+TEST_CASE("fake provider: a refusal drawn by rate closes the listener after that POST is answered",
+          "[fake_provider][faults]") {
+    Running r(options_with(faults_from(R"({"rates": {"refuse": 1.0}, "refuse_ms": 200})")));
+    const HttpResult served = post_charge(r, "key-1", charge_form("op-1"));
+    CHECK(served.status == 200);
+    CHECK(raw_connect(r.server.port()) == -ECONNREFUSED);
+    REQUIRE(eventually([&] { return r.server.listening(); }));
+    r.server.set_faults({});
+    CHECK(post_charge(r, "key-2", charge_form("op-2")).status == 200);
+    Json ledger = r.ledger();
+    CHECK(ledger["deliveries"] == 2);
+    CHECK(ledger["executions"] == Json{{"op-1", 1}, {"op-2", 1}});
+    CHECK(ledger["faults_applied"]["refuse"] == 1);
+}
+
+TEST_CASE("fake provider: drop_before_execute closes without executing; the key stays free",
+          "[fake_provider][faults]") {
+    Running r(
+        options_with(faults_from(R"({"next": ["drop_before_execute", "drop_before_execute"]})")));
+    const RawOutcome raw =
+        raw_exchange(r.server.port(), raw_post("key-1", charge_form("op-1")), milliseconds(3000));
+    CHECK(raw.ending == Ending::fin);
+    CHECK(raw.bytes.empty());
+    const HttpResult dropped = post_charge(r, "key-1", charge_form("op-1"));
+    CHECK(dropped.code == CURLE_GOT_NOTHING);
+    CHECK(r.deliveries() == 2);
+    CHECK(r.executions("op-1") == 0);
+
+    const HttpResult retry = post_charge(r, "key-1", charge_form("op-1"));
+    CHECK(retry.status == 200);
+    CHECK(retry.header("idempotent-replayed").empty());
+    CHECK(r.deliveries() == 3);
+    CHECK(r.executions("op-1") == 1);
+    CHECK(r.ledger()["faults_applied"]["drop_before_execute"] == 2);
+}
+
+TEST_CASE("fake provider: execute_then_fin executes and closes with FIN; the retry replays",
+          "[fake_provider][faults]") {
+    Running r(options_with(faults_from(R"({"next": ["execute_then_fin", "execute_then_fin"]})")));
+    const RawOutcome raw = raw_exchange(r.server.port(), raw_post("key-raw", charge_form("op-raw")),
+                                        milliseconds(3000));
+    CHECK(raw.ending == Ending::fin);
+    CHECK(raw.bytes.empty());
+    const HttpResult lost = post_charge(r, "key-1", charge_form("op-1"));
+    CHECK(lost.code == CURLE_GOT_NOTHING);
+    CHECK(r.executions("op-raw") == 1);
+    CHECK(r.executions("op-1") == 1);
+
+    const HttpResult retry = post_charge(r, "key-1", charge_form("op-1"));
+    CHECK(retry.status == 200);
+    CHECK(retry.header("idempotent-replayed") == "true");
+    CHECK(retry.json()["status"] == "succeeded");
+    CHECK(r.deliveries() == 3);
+    CHECK(r.executions("op-1") == 1);
+}
+
+TEST_CASE("fake provider: execute_then_rst executes and resets the connection",
+          "[fake_provider][faults]") {
+    Running r(options_with(faults_from(R"({"next": ["execute_then_rst", "execute_then_rst"]})")));
+    const RawOutcome raw = raw_exchange(r.server.port(), raw_post("key-raw", charge_form("op-raw")),
+                                        milliseconds(3000));
+    CHECK(raw.ending == Ending::rst);
+    CHECK(raw.bytes.empty());
+    const HttpResult reset = post_charge(r, "key-1", charge_form("op-1"));
+    CHECK(reset.code == CURLE_RECV_ERROR);
+    CHECK(r.deliveries() == 2);
+    CHECK(r.executions("op-raw") == 1);
+    CHECK(r.executions("op-1") == 1);
+}
+
+TEST_CASE("fake provider: execute_then_hang executes and holds the connection past the timeout",
+          "[fake_provider][faults]") {
+    Running r(options_with(
+        faults_from(R"({"next": ["execute_then_hang", "execute_then_hang"], "hang_ms": 500})")));
+    const HttpResult timed_out = post_charge(r, "key-1", charge_form("op-1"), 150);
+    CHECK(timed_out.code == CURLE_OPERATION_TIMEDOUT);
+    CHECK(r.executions("op-1") == 1);
+
+    const RawOutcome raw = raw_exchange(r.server.port(), raw_post("key-raw", charge_form("op-raw")),
+                                        milliseconds(3000));
+    CHECK(raw.ending == Ending::fin);
+    CHECK(raw.bytes.empty());
+    CHECK(raw.took >= milliseconds(450));
+    CHECK(r.deliveries() == 2);
+    CHECK(r.executions("op-raw") == 1);
+}
+
+TEST_CASE("fake provider: execute_then_partial sends half a body, then FIN",
+          "[fake_provider][faults]") {
+    Running r(options_with(faults_from(R"({"next": ["execute_then_partial"]})")));
+    const HttpResult partial = post_charge(r, "key-1", charge_form("op-1"));
+    CHECK(partial.code == CURLE_PARTIAL_FILE);
+    CHECK(partial.status == 200);
+    CHECK(r.executions("op-1") == 1);
+}
+
+TEST_CASE("fake provider: http_500_after_execute executes, answers 500, and the key keeps the 500",
+          "[fake_provider][faults]") {
+    Running r(options_with(faults_from(R"({"next": ["http_500_after_execute"]})")));
+    const HttpResult failed = post_charge(r, "key-1", charge_form("op-1"));
+    REQUIRE(failed.code == CURLE_OK);
+    CHECK(failed.status == 500);
+    CHECK(failed.json()["error"]["type"] == "api_error");
+    CHECK(r.executions("op-1") == 1);
+    // As at Stripe: the saved result is replayed, 500 included; the charge is found by search.
+    const HttpResult replay = post_charge(r, "key-1", charge_form("op-1"));
+    CHECK(replay.status == 500);
+    CHECK(replay.header("idempotent-replayed") == "true");
+    CHECK(replay.body == failed.body);
+    const HttpResult found = search_operation(r, "op-1");
+    REQUIRE(found.status == 200);
+    REQUIRE(found.json()["data"].size() == 1);
+    CHECK(found.json()["data"][0]["status"] == "succeeded");
+    CHECK(r.executions("op-1") == 1);
+}
+
+TEST_CASE("fake provider: http_500_before_execute answers 500 and executes nothing",
+          "[fake_provider][faults]") {
+    Running r(options_with(faults_from(R"({"next": ["http_500_before_execute"]})")));
+    const HttpResult failed = post_charge(r, "key-1", charge_form("op-1"));
+    CHECK(failed.status == 500);
+    CHECK(failed.json()["error"]["type"] == "api_error");
+    CHECK(r.deliveries() == 1);
+    CHECK(r.executions("op-1") == 0);
+    CHECK(search_operation(r, "op-1").json()["data"].empty());
+    const HttpResult retry = post_charge(r, "key-1", charge_form("op-1"));
+    CHECK(retry.status == 200);
+    CHECK(retry.header("idempotent-replayed").empty());
+    CHECK(r.executions("op-1") == 1);
+}
+
+TEST_CASE("fake provider: a decline answers 402 card_error and charges nothing",
+          "[fake_provider][faults]") {
+    Running r(options_with(faults_from(R"({"next": ["decline"]})")));
+    const HttpResult declined = post_charge(r, "key-1", charge_form("op-1"));
+    REQUIRE(declined.code == CURLE_OK);
+    CHECK(declined.status == 402);
+    Json e = declined.json()["error"];
+    CHECK(e["type"] == "card_error");
+    CHECK(e["code"] == "card_declined");
+    CHECK(e["decline_code"] == "insufficient_funds");
+    CHECK(e["payment_intent"]["status"] == "requires_payment_method");
+    CHECK(e["payment_intent"]["amount_received"] == 0);
+    CHECK(e["payment_intent"]["metadata"]["operation_id"] == "op-1");
+
+    const HttpResult token =
+        post_charge(r, "key-2", charge_form("op-2", 100, "pm_card_chargeDeclined"));
+    CHECK(token.status == 402);
+    CHECK(token.json()["error"]["code"] == "card_declined");
+    CHECK(token.json()["error"]["decline_code"] == "generic_decline");
+
+    // The key keeps the 402; retrieve shows the declined PaymentIntent; nothing was charged.
+    const HttpResult replay = post_charge(r, "key-1", charge_form("op-1"));
+    CHECK(replay.status == 402);
+    CHECK(replay.header("idempotent-replayed") == "true");
+    const std::string id = e["payment_intent"]["id"];
+    const HttpResult got = get(r, "/v1/payment_intents/" + id);
+    CHECK(got.status == 200);
+    CHECK(got.json()["status"] == "requires_payment_method");
+    Json ledger = r.ledger();
+    CHECK(ledger["executions"] == Json{{"op-1", 1}, {"op-2", 1}});
+    CHECK(ledger["charged"].empty());
+    CHECK(ledger["faults_applied"]["decline"] == 1);
+}
+
+TEST_CASE("fake provider: fault rates are drawn per POST from the seed, and reported honestly",
+          "[fake_provider][faults]") {
+    auto run = [](Running& r) {
+        std::vector<bool> lost;
+        for (int i = 0; i < 24; ++i) {
+            const std::string op = "op-" + std::to_string(i);
+            const HttpResult res = post_charge(r, "key-" + std::to_string(i), charge_form(op));
+            lost.push_back(res.code == CURLE_GOT_NOTHING);
+            CHECK(r.executions(op) == 1); // execute_then_fin executes either way
+        }
+        return lost;
+    };
+    Running r;
+    const char* config = R"({"seed": 7, "rates": {"execute_then_fin": 0.5}})";
+    r.server.set_faults(faults_from(config));
+    const std::vector<bool> first = run(r);
+    const auto fins = static_cast<std::uint64_t>(std::count(first.begin(), first.end(), true));
+    CHECK(fins > 0);
+    CHECK(fins < first.size());
+    CHECK(r.ledger()["faults_applied"]["execute_then_fin"] == fins);
+
+    r.server.reset();
+    r.server.set_faults(faults_from(config));
+    CHECK(run(r) == first);
+}
+
+// ---- lookups --------------------------------------------------------------------------------
+
+TEST_CASE("fake provider: search by operation ID finds the charge; retrieve by id",
+          "[fake_provider][lookup]") {
+    Running r;
+    Json pi = post_charge(r, "key-1", charge_form("op-1")).json();
+    REQUIRE(post_charge(r, "key-2", charge_form("op-2")).status == 200);
+    const HttpResult found = search_operation(r, "op-1");
+    REQUIRE(found.status == 200);
+    Json body = found.json();
+    CHECK(body["object"] == "search_result");
+    CHECK(body["url"] == "/v1/payment_intents/search");
+    CHECK(body["has_more"] == false);
+    REQUIRE(body["data"].size() == 1);
+    CHECK(body["data"][0]["id"] == pi["id"]);
+    CHECK(search_operation(r, "op-unknown").json()["data"].empty());
+
+    // Double quotes are Stripe's other quoting; anything else is refused.
+    const HttpResult quoted =
+        get(r, "/v1/payment_intents/search?query=" +
+                   http::percent_encode(R"(metadata["operation_id"]:"op-2")"));
+    CHECK(quoted.json()["data"].size() == 1);
+    CHECK(get(r, "/v1/payment_intents/search?query=" + http::percent_encode("amount>100")).status ==
+          400);
+
+    const HttpResult got = get(r, "/v1/payment_intents/" + pi["id"].get<std::string>());
+    CHECK(got.status == 200);
+    CHECK(got.json() == pi);
+    const HttpResult missing = get(r, "/v1/payment_intents/pi_doesnotexist");
+    CHECK(missing.status == 404);
+    CHECK(missing.json()["error"]["code"] == "resource_missing");
+}
+
+TEST_CASE("fake provider: a stale search misses a new charge; list and retrieve do not",
+          "[fake_provider][lookup]") {
+    Running r(options_with(faults_from(R"({"lookup_stale_s": 60})")));
+    Json pi = post_charge(r, "key-1", charge_form("op-1")).json();
+    CHECK(search_operation(r, "op-1").json()["data"].empty());
+    CHECK(get(r, "/v1/payment_intents/" + pi["id"].get<std::string>()).status == 200);
+    CHECK(get(r, "/v1/payment_intents").json()["data"].size() == 1);
+    r.server.advance_clock(std::chrono::seconds(61));
+    Json later = search_operation(r, "op-1").json();
+    REQUIRE(later["data"].size() == 1);
+    CHECK(later["data"][0]["id"] == pi["id"]);
+}
+
+TEST_CASE("fake provider: lookup_down makes search and list answer 503",
+          "[fake_provider][lookup]") {
+    Running r(options_with(faults_from(R"({"lookup_down": true})")));
+    Json pi = post_charge(r, "key-1", charge_form("op-1")).json();
+    const HttpResult search = search_operation(r, "op-1");
+    CHECK(search.status == 503);
+    CHECK(search.json()["error"]["type"] == "api_error");
+    CHECK(get(r, "/v1/payment_intents").status == 503);
+    CHECK(get(r, "/v1/payment_intents/" + pi["id"].get<std::string>()).status == 200);
+    r.server.set_faults({});
+    CHECK(search_operation(r, "op-1").json()["data"].size() == 1);
+}
+
+TEST_CASE("fake provider: with --no-lookup search answers 404 resource_missing",
+          "[fake_provider][lookup]") {
+    auto options = options_with();
+    options.stripe.lookup = false;
+    Running r(std::move(options));
+    REQUIRE(post_charge(r, "key-1", charge_form("op-1")).status == 200);
+    const HttpResult search = search_operation(r, "op-1");
+    CHECK(search.status == 404);
+    CHECK(search.json()["error"]["type"] == "invalid_request_error");
+    CHECK(search.json()["error"]["code"] == "resource_missing");
+    CHECK(get(r, "/v1/payment_intents").json()["data"].size() == 1);
+}
+
+TEST_CASE("fake provider: list pages a created window newest first", "[fake_provider][lookup]") {
+    Running r;
+    std::vector<std::string> ids;
+    std::vector<long long> created;
+    for (int i = 0; i < 5; ++i) {
+        Json pi = post_charge(r, "key-" + std::to_string(i), charge_form("op-" + std::to_string(i)))
+                      .json();
+        ids.push_back(pi["id"]);
+        created.push_back(pi["created"]);
+        r.server.advance_clock(std::chrono::seconds(10));
+    }
+    // The window [created[1], created[4]) holds charges 1, 2 and 3.
+    const std::string window = "/v1/payment_intents?" + http::percent_encode("created[gte]") + "=" +
+                               std::to_string(created[1]) + "&" +
+                               http::percent_encode("created[lt]") + "=" +
+                               std::to_string(created[4]) + "&limit=2";
+    Json page1 = get(r, window).json();
+    CHECK(page1["object"] == "list");
+    CHECK(page1["url"] == "/v1/payment_intents");
+    REQUIRE(page1["data"].size() == 2);
+    CHECK(page1["data"][0]["id"] == ids[3]);
+    CHECK(page1["data"][1]["id"] == ids[2]);
+    CHECK(page1["has_more"] == true);
+    Json page2 = get(r, window + "&starting_after=" + ids[2]).json();
+    REQUIRE(page2["data"].size() == 1);
+    CHECK(page2["data"][0]["id"] == ids[1]);
+    CHECK(page2["has_more"] == false);
+    Json back = get(r, window + "&ending_before=" + ids[1]).json();
+    REQUIRE(back["data"].size() == 2);
+    CHECK(back["data"][0]["id"] == ids[3]);
+    CHECK(back["data"][1]["id"] == ids[2]);
+
+    Json all = get(r, "/v1/payment_intents?limit=100").json();
+    REQUIRE(all["data"].size() == 5);
+    CHECK(all["data"][0]["id"] == ids[4]);
+    CHECK(get(r, "/v1/payment_intents?starting_after=pi_nope").status == 400);
+    CHECK(get(r, "/v1/payment_intents?limit=101").status == 400);
+    CHECK(get(r, "/v1/payment_intents?colour=blue").status == 400);
+}
+
+// ---- authentication and logs ----------------------------------------------------------------
+
+TEST_CASE("fake provider: a missing or wrong API key gets 401 and executes nothing",
+          "[fake_provider][auth]") {
+    Running r;
+    const HttpResult none =
+        call("POST", r.url("/v1/payment_intents"), {"Idempotency-Key: k"}, charge_form("op-1"));
+    CHECK(none.status == 401);
+    CHECK(none.json()["error"]["type"] == "invalid_request_error");
+    const HttpResult wrong =
+        call("POST", r.url("/v1/payment_intents"), {auth("sk_test_wrong"), "Idempotency-Key: k"},
+             charge_form("op-1"));
+    CHECK(wrong.status == 401);
+    CHECK(wrong.body.find("sk_test_wrong") == std::string::npos);
+    CHECK(call("GET", r.url("/v1/payment_intents"), {auth("sk_test_wrong")}).status == 401);
+    CHECK(call("GET", r.url("/v1/payment_intents"), {"Authorization: Basic c2s6"}).status == 401);
+    CHECK(r.deliveries() == 2);
+    CHECK(r.executions("op-1") == 0);
+    // A 401 does not occupy the key.
+    CHECK(post_charge(r, "k", charge_form("op-1")).header("idempotent-replayed").empty());
+}
+
+TEST_CASE("fake provider: the API key never appears in a log line", "[fake_provider][auth]") {
+    Running r(
+        options_with(faults_from(R"({"next": ["execute_then_fin", "http_500_after_execute"]})")));
+    post_charge(r, "key-1", charge_form("op-1"));
+    post_charge(r, "key-1", charge_form("op-1"));
+    post_charge(r, "key-2", charge_form("op-2"));
+    call("POST", r.url("/v1/payment_intents"), {auth("sk_live_secretsecret")}, charge_form("op-3"));
+    search_operation(r, "op-1");
+    call("GET", r.admin_url("/__admin/ledger"));
+    raw_exchange(r.server.port(), "GARBAGE\r\n\r\n", milliseconds(2000));
+    r.server.stop();
+    const std::string log = r.log.str();
+    CHECK(log.find(k_api_key) == std::string::npos);
+    CHECK(log.find("sk_live_secretsecret") == std::string::npos);
+    CHECK(log.find("Bearer") == std::string::npos);
+    std::istringstream lines(log);
+    std::string line;
+    int count = 0;
+    while (std::getline(lines, line)) {
+        INFO(line);
+        CHECK_NOTHROW(Json::parse(line));
+        ++count;
+    }
+    CHECK(count >= 9);
+}
+
+// ---- admin API ------------------------------------------------------------------------------
+
+TEST_CASE("fake provider: the admin API sets faults, reports, advances the clock and resets",
+          "[fake_provider][admin]") {
+    Running r;
+    const HttpResult health = call("GET", r.admin_url("/__admin/health"));
+    REQUIRE(health.status == 200);
+    CHECK(health.json()["status"] == "ok");
+    CHECK(health.json()["port"] == r.server.port());
+
+    const HttpResult set =
+        call("POST", r.admin_url("/__admin/faults"), {"Content-Type: application/json"},
+             R"({"latency_ms": 1, "next": ["decline", "execute_then_fin"]})");
+    REQUIRE(set.status == 200);
+    CHECK(set.json()["next"] == Json{"decline", "execute_then_fin"});
+    CHECK(post_charge(r, "key-1", charge_form("op-1")).status == 402);
+    CHECK(call("GET", r.admin_url("/__admin/faults")).json()["next"] == Json{"execute_then_fin"});
+
+    CHECK(call("POST", r.admin_url("/__admin/faults"), {}, R"({"next": ["explode"]})").status ==
+          400);
+    CHECK(call("POST", r.admin_url("/__admin/faults"), {}, R"({"colour": 1})").status == 400);
+    CHECK(call("POST", r.admin_url("/__admin/faults"), {},
+               R"({"rates": {"decline": 0.7, "execute_then_fin": 0.7}})")
+              .status == 400);
+    CHECK(call("POST", r.admin_url("/__admin/faults"), {}, "not json").status == 400);
+
+    const long long before = r.ledger()["now"];
+    const HttpResult clock =
+        call("POST", r.admin_url("/__admin/clock"), {}, R"({"advance_s": 100})");
+    REQUIRE(clock.status == 200);
+    CHECK(clock.json()["now"].get<long long>() >= before + 100);
+
+    Json ledger = call("GET", r.admin_url("/__admin/ledger")).json();
+    CHECK(ledger["deliveries"] == 1);
+    CHECK(ledger["executions"]["op-1"] == 1);
+    CHECK(ledger["payment_intents"].size() == 1);
+
+    CHECK(call("POST", r.admin_url("/__admin/reset")).status == 200);
+    Json empty = call("GET", r.admin_url("/__admin/ledger")).json();
+    CHECK(empty["deliveries"] == 0);
+    CHECK(empty["executions"].empty());
+    CHECK(empty["payment_intents"].empty());
+    CHECK(call("GET", r.admin_url("/__admin/faults")).json()["next"].empty());
+    CHECK(call("GET", r.admin_url("/__admin/nothing")).status == 404);
+}
+
+// ---- HTTP and lifecycle ---------------------------------------------------------------------
+
+TEST_CASE("fake provider: HTTP parsing is strict and bounded; keep-alive serves several requests",
+          "[fake_provider][http]") {
+    Running r;
+    const int port = r.server.port();
+    const RawOutcome bad_line = raw_exchange(port, "GET  / HTTP/1.1\r\n\r\n", milliseconds(2000));
+    CHECK(bad_line.bytes.rfind("HTTP/1.1 400 ", 0) == 0);
+    CHECK(bad_line.ending == Ending::fin);
+    const RawOutcome huge_header =
+        raw_exchange(port, "GET / HTTP/1.1\r\nX-Big: " + std::string(20000, 'a') + "\r\n\r\n",
+                     milliseconds(2000));
+    CHECK(huge_header.bytes.rfind("HTTP/1.1 431 ", 0) == 0);
+    const RawOutcome huge_body =
+        raw_exchange(port, "POST /v1/payment_intents HTTP/1.1\r\nContent-Length: 100000\r\n\r\n",
+                     milliseconds(2000));
+    CHECK(huge_body.bytes.rfind("HTTP/1.1 413 ", 0) == 0);
+    const RawOutcome chunked = raw_exchange(
+        port, "POST /v1/payment_intents HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+        milliseconds(2000));
+    CHECK(chunked.bytes.rfind("HTTP/1.1 501 ", 0) == 0);
+    CHECK(r.deliveries() == 0);
+
+    // Two pipelined requests on one keep-alive connection; the second closes it.
+    const std::string list = "GET /v1/payment_intents HTTP/1.1\r\nHost: x\r\nAuthorization: "
+                             "Bearer " +
+                             std::string(k_api_key) + "\r\n\r\n";
+    const RawOutcome both =
+        raw_exchange(port, list + raw_post("key-1", charge_form("op-1")), milliseconds(3000));
+    CHECK(both.ending == Ending::fin);
+    const auto first = both.bytes.find("HTTP/1.1 200 OK");
+    REQUIRE(first != std::string::npos);
+    CHECK(both.bytes.find("Connection: keep-alive", first) != std::string::npos);
+    CHECK(both.bytes.find("HTTP/1.1 200 OK", first + 1) != std::string::npos);
+    CHECK(r.executions("op-1") == 1);
+
+    // Expect: 100-continue: the body is sent only after "100 Continue".
+    const std::string form = charge_form("op-2");
+    const std::string head =
+        "POST /v1/payment_intents HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " +
+        std::string(k_api_key) +
+        "\r\nContent-Type: application/x-www-form-urlencoded\r\nExpect: "
+        "100-continue\r\nContent-Length: " +
+        std::to_string(form.size()) + "\r\nConnection: close\r\n\r\n";
+    const int fd = raw_connect(port);
+    REQUIRE(fd >= 0);
+    REQUIRE(::send(fd, head.data(), head.size(), MSG_NOSIGNAL) ==
+            static_cast<ssize_t>(head.size()));
+    char buf[4096];
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    REQUIRE(n > 0);
+    CHECK(std::string(buf, static_cast<std::size_t>(n)) == "HTTP/1.1 100 Continue\r\n\r\n");
+    REQUIRE(::send(fd, form.data(), form.size(), MSG_NOSIGNAL) ==
+            static_cast<ssize_t>(form.size()));
+    std::string answer;
+    for (ssize_t got = 0; (got = ::recv(fd, buf, sizeof buf, 0)) > 0;) {
+        answer.append(buf, static_cast<std::size_t>(got));
+    }
+    ::close(fd);
+    CHECK(answer.rfind("HTTP/1.1 200 OK", 0) == 0);
+    CHECK(r.executions("op-2") == 1);
+}
+
+TEST_CASE("fake provider: stop() returns promptly mid-hang and mid-latency, joining every thread",
+          "[fake_provider][lifecycle]") {
+    const std::size_t threads_before = thread_count();
+    {
+        Running r(
+            options_with(faults_from(R"({"next": ["execute_then_hang"], "hang_ms": 20000})")));
+        std::thread hanging([&] {
+            raw_exchange(r.server.port(), raw_post("key-1", charge_form("op-1")),
+                         milliseconds(10000));
+        });
+        REQUIRE(eventually([&] { return r.executions("op-1") == 1; }));
+        r.server.set_faults(faults_from(R"({"latency_ms": 20000})"));
+        std::thread slow([&] {
+            raw_exchange(r.server.port(), raw_post("key-2", charge_form("op-2")),
+                         milliseconds(10000));
+        });
+        REQUIRE(eventually([&] { return r.deliveries() == 2; }));
+        // An idle keep-alive connection too.
+        const int idle = raw_connect(r.server.port());
+        REQUIRE(idle >= 0);
+        REQUIRE(eventually([&] { return r.server.connection_threads() == 3; }));
+
+        const auto started = SteadyClock::now();
+        r.server.stop();
+        CHECK(SteadyClock::now() - started < milliseconds(1000));
+        CHECK(r.server.connection_threads() == 0);
+        hanging.join();
+        slow.join();
+        ::close(idle);
+        // The request stopped during its latency never executed, and its key was released.
+        CHECK(r.executions("op-2") == 0);
+        CHECK(r.executions("op-1") == 1);
+        r.server.stop(); // idempotent
+    }
+    CHECK(eventually([&] { return thread_count() == threads_before; }));
+}
+
+TEST_CASE("fake provider: the command line reads the key from the named variable only",
+          "[fake_provider][cli]") {
+    auto parse = [](std::vector<std::string> args, const char* key_value) {
+        CLI::App app;
+        CommandLine command_line;
+        add_options(app, command_line);
+        args.insert(args.begin(), "payrecon-fake-provider");
+        std::vector<const char*> argv;
+        for (const auto& a : args) {
+            argv.push_back(a.c_str());
+        }
+        app.parse(static_cast<int>(argv.size()), const_cast<char**>(argv.data()));
+        return to_options(command_line, [key_value](const char* name) -> const char* {
+            return std::string(name) == "FAKE_STRIPE_API_KEY" ? key_value : nullptr;
+        });
+    };
+    const FakeProviderOptions o = parse({"--api-key-env",
+                                         "FAKE_STRIPE_API_KEY",
+                                         "--port",
+                                         "0",
+                                         "--no-idempotency",
+                                         "--key-retention-s",
+                                         "60",
+                                         "--latency-ms",
+                                         "20",
+                                         "--seed",
+                                         "9",
+                                         "--fault-next",
+                                         "execute_then_fin,refuse",
+                                         "--fault-rate",
+                                         "decline=0.25",
+                                         "--hang-ms",
+                                         "100",
+                                         "--lookup-stale-s",
+                                         "5",
+                                         "--lookup-down"},
+                                        "sk_test_from_env");
+    CHECK(o.stripe.api_key.reveal() == "sk_test_from_env");
+    CHECK_FALSE(o.stripe.idempotency);
+    CHECK(o.stripe.lookup);
+    CHECK(o.stripe.key_retention == std::chrono::seconds(60));
+    CHECK(o.faults.latency == milliseconds(20));
+    CHECK(o.faults.seed == 9);
+    CHECK(o.faults.next == std::vector<Fault>{Fault::execute_then_fin, Fault::refuse});
+    CHECK(o.faults.rates.at(Fault::decline) == Approx(0.25));
+    CHECK(o.faults.hang == milliseconds(100));
+    CHECK(o.faults.lookup_stale == std::chrono::seconds(5));
+    CHECK(o.faults.lookup_down);
+
+    CHECK_THROWS_AS(parse({"--api-key-env", "FAKE_STRIPE_API_KEY"}, nullptr),
+                    std::invalid_argument);
+    CHECK_THROWS_AS(parse({"--api-key-env", "FAKE_STRIPE_API_KEY"}, ""), std::invalid_argument);
+    CHECK_THROWS_AS(parse({"--api-key-env", "FAKE_STRIPE_API_KEY", "--fault-next", "boom"}, "k"),
+                    std::invalid_argument);
+    CHECK_THROWS_AS(parse({"--api-key-env", "FAKE_STRIPE_API_KEY", "--fault-rate", "decline"}, "k"),
+                    std::invalid_argument);
+    CHECK_THROWS_AS(parse({"--port", "0"}, "k"), CLI::RequiredError);
+}
