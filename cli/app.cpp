@@ -37,12 +37,17 @@ std::unique_ptr<CLI::App> build_app(AppState& state) {
                     "who is acting, for the audit log (default: the OS user)")
         ->envname("PAYRECON_OPERATOR");
 
+    app->add_option("--config", state.global.config_file,
+                    "provider configuration (JSON); docs/operations.md shows one")
+        ->envname("PAYRECON_CONFIG");
+
     setup_db(*app, state);
     setup_tenant(*app, state);
     setup_principal(*app, state);
     setup_payments(*app, state);
     setup_purge(*app, state);
     setup_serve(*app, state);
+    setup_worker(*app, state);
     return app;
 }
 

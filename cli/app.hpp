@@ -14,6 +14,7 @@ struct GlobalOptions {
     std::string database_url; // --database / PAYRECON_DATABASE_URL; empty: the private cluster
     std::string home;         // --home / PAYRECON_HOME
     std::string operator_name; // --operator / PAYRECON_OPERATOR; empty: the OS user
+    std::string config_file;   // --config / PAYRECON_CONFIG: the provider configuration
 };
 
 struct AppState {
@@ -29,5 +30,6 @@ void setup_principal(CLI::App& app, AppState& state);
 void setup_purge(CLI::App& app, AppState& state);
 void setup_payments(CLI::App& app, AppState& state);
 void setup_serve(CLI::App& app, AppState& state);
+void setup_worker(CLI::App& app, AppState& state);
 
 } // namespace payrecon::cli

@@ -74,4 +74,12 @@ FingerprintKeys fingerprint_keys(const GlobalOptions& g, bool embedded) {
 
 void print_json(const nlohmann::json& j) { std::cout << j.dump(2) << "\n"; }
 
+providers::Config load_provider_config(const GlobalOptions& g) {
+    if (g.config_file.empty()) {
+        throw ConfigError("no provider configuration: give --config FILE or set PAYRECON_CONFIG",
+                          "docs/operations.md shows a configuration file");
+    }
+    return providers::load_config(g.config_file);
+}
+
 } // namespace payrecon::cli

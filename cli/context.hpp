@@ -6,6 +6,7 @@
 #include "core/fingerprint.hpp"
 #include "core/store/cluster.hpp"
 #include "core/store/db.hpp"
+#include "providers/config.hpp"
 
 #include <filesystem>
 #include <memory>
@@ -35,5 +36,9 @@ std::string operator_name(const GlobalOptions& g);
 FingerprintKeys fingerprint_keys(const GlobalOptions& g, bool embedded);
 
 void print_json(const nlohmann::json& j);
+
+// The provider configuration from --config / PAYRECON_CONFIG. Throws ConfigError if neither is
+// given or the file is bad.
+providers::Config load_provider_config(const GlobalOptions& g);
 
 } // namespace payrecon::cli

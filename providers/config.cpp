@@ -57,7 +57,7 @@ bool loopback_host(const std::string& url) {
 } // namespace
 
 const std::vector<std::string_view>& known_kinds() {
-    static const std::vector<std::string_view> k_kinds = {"stripe", "adyen", "square"};
+    static const std::vector<std::string_view> k_kinds = {"stripe"}; // registry.cpp builds each
     return k_kinds;
 }
 
@@ -110,12 +110,12 @@ Config parse_config(std::string_view text, const std::filesystem::path& source,
         ProviderConfig c;
         c.name = name;
         if (!p.contains("kind") || !p.at("kind").is_string()) {
-            bad(source, path + ".kind", "is required: one of stripe, adyen, square");
+            bad(source, path + ".kind", "is required: the adapter kind, e.g. stripe");
         }
         c.kind = p.at("kind").get<std::string>();
         if (std::find(known_kinds().begin(), known_kinds().end(), c.kind) == known_kinds().end()) {
             bad(source, path + ".kind", "'" + c.kind + "' is not an adapter this build has",
-                "use one of stripe, adyen, square");
+                "use a kind this build has: stripe");
         }
         if (!p.contains("base_url") || !p.at("base_url").is_string()) {
             bad(source, path + ".base_url", "is required, e.g. https://api.stripe.com");

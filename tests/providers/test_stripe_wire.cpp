@@ -2,6 +2,7 @@
 // published OpenAPI document (shared/specs) and recorded fixtures.
 #include "providers/stripe/wire.hpp"
 
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -26,9 +27,14 @@ std::string fixture(const std::string& name) {
     return read(std::string(PAYRECON_SOURCE_DIR) + "/tests/providers/fixtures/stripe/" + name);
 }
 
+// Stripe's published OpenAPI document: in the shared/ folder beside the checkout (as CI lays it
+// out), or wherever PAYRECON_SPECS_DIR says.
 const nlohmann::json& spec() {
-    static const nlohmann::json k_spec = nlohmann::json::parse(
-        read(std::string(PAYRECON_SOURCE_DIR) + "/../shared/specs/stripe-spec3-2020-08-27.json"));
+    const char* env = std::getenv("PAYRECON_SPECS_DIR");
+    const std::string dir = env != nullptr ? env : std::string(PAYRECON_SOURCE_DIR) + "/../shared/specs";
+    const std::string path = dir + "/stripe-spec3-2020-08-27.json";
+    INFO("Stripe's OpenAPI document is expected at " << path << " (set PAYRECON_SPECS_DIR)");
+    static const nlohmann::json k_spec = nlohmann::json::parse(read(path));
     return k_spec;
 }
 

@@ -1,0 +1,118 @@
+// payrecon worker: claims due payments and sends them to their provider with the stable operation
+// ID. SIGTERM or SIGINT lets the calls in flight finish and be recorded, then exits 0.
+#include "cli/app.hpp"
+#include "cli/context.hpp"
+#include "core/errors.hpp"
+#include "engine/worker.hpp"
+#include "providers/config.hpp"
+#include "providers/registry.hpp"
+
+#include <csignal>
+#include <iostream>
+#include <thread>
+
+#include <pthread.h>
+#include <unistd.h>
+
+namespace payrecon::cli {
+namespace {
+
+struct WorkerCliOptions {
+    bool once = false;
+    int concurrency = 4;
+    int batch = 4;
+    std::vector<std::string> only;
+};
+
+std::string default_worker_id() {
+    char host[256] = {};
+    ::gethostname(host, sizeof host - 1);
+    return std::string(host) + ":" + std::to_string(::getpid());
+}
+
+void run_worker(AppState& state, const WorkerCliOptions& opts) {
+    if (opts.concurrency < 1 || opts.concurrency > 256 || opts.batch < 1 || opts.batch > 100) {
+        throw UsageError("--concurrency must be 1..256 and --batch 1..100");
+    }
+    const providers::Config config = load_provider_config(state.global);
+    std::vector<const providers::ProviderConfig*> chosen;
+    std::chrono::milliseconds slowest{0};
+    for (const auto& [name, p] : config.providers) {
+        if (opts.only.empty() || std::find(opts.only.begin(), opts.only.end(), name) != opts.only.end()) {
+            chosen.push_back(&p);
+            slowest = std::max(slowest, p.timeout);
+        }
+    }
+    for (const auto& name : opts.only) {
+        if (config.providers.find(name) == config.providers.end()) {
+            throw UsageError("--provider " + name + " is not in " + config.source.string());
+        }
+    }
+    // Fail on a bad adapter kind now, not in a thread.
+    for (const auto* p : chosen) {
+        providers::create_provider(*p);
+    }
+    OpenDatabase opened = open_database(state.global);
+
+    engine::WorkerOptions wo;
+    wo.database_url = opened.db->url();
+    wo.worker_id = default_worker_id();
+    wo.concurrency = opts.concurrency;
+    wo.batch = opts.batch;
+    wo.once = opts.once;
+    // The lease outlives a whole batch of the slowest provider's calls, with room to record them.
+    wo.lease = slowest * (opts.batch + 1) + std::chrono::seconds(10);
+    opened.db.reset();
+
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGTERM);
+    sigaddset(&signals, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+    engine::Worker worker(
+        wo,
+        [chosen] {
+            std::vector<std::unique_ptr<providers::Provider>> v;
+            for (const auto* p : chosen) {
+                v.push_back(providers::create_provider(*p));
+            }
+            return v;
+        },
+        std::cout);
+    std::thread waiter([&worker, signals] {
+        int sig = 0;
+        sigwait(&signals, &sig);
+        worker.stop();
+    });
+    nlohmann::ordered_json started;
+    started["event"] = "worker_started";
+    started["worker"] = wo.worker_id;
+    started["concurrency"] = wo.concurrency;
+    started["lease_ms"] = wo.lease.count();
+    std::cout << started.dump() << std::endl;
+    worker.run();
+    pthread_kill(waiter.native_handle(), SIGTERM);
+    waiter.join();
+    if (worker.database_failed()) {
+        throw DatabaseUnavailable("the worker lost the database",
+                                  "payments it had claimed turn unknown when their lease expires; "
+                                  "the reconciler resolves them");
+    }
+}
+
+} // namespace
+
+void setup_worker(CLI::App& app, AppState& state) {
+    auto opts = std::make_shared<WorkerCliOptions>();
+    CLI::App* w = app.add_subcommand(
+        "worker", "send due payments to their providers (pending, and retries that are due); "
+                  "SIGTERM finishes the calls in flight");
+    w->add_flag("--once", opts->once, "process what is due now, then exit");
+    w->add_option("--concurrency", opts->concurrency, "executor threads")->capture_default_str();
+    w->add_option("--batch", opts->batch, "payments claimed per transaction")->capture_default_str();
+    w->add_option("--provider", opts->only, "only these configured providers (repeatable)");
+    w->callback([&state, opts] { run_worker(state, *opts); });
+}
+
+} // namespace payrecon::cli

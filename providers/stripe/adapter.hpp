@@ -1,0 +1,55 @@
+#pragma once
+// Stripe, through PaymentIntents.
+//
+// Quirks that matter for charging once:
+// - Idempotency: the `Idempotency-Key` header (up to 255 characters), remembered for at least
+//   24 hours. A replay returns the first status and body -- 500s included -- with
+//   `Idempotent-Replayed: true`. The same key with other parameters is 400 `idempotency_error`;
+//   while the first request is still running, 409 `idempotency_key_in_use`. Both mean "the first
+//   may have charged": unknown, never declined.
+// - We create and confirm in one call (`confirm=true`, `off_session=true`) with our operation ID
+//   and merchant reference in `metadata`, so the charge can be found again.
+// - Lookup: Search (`metadata['operation_id']:'...'`) lags behind writes -- under a minute
+//   normally, up to an hour in incidents -- so "not found" means nothing within the settle delay.
+//   Listing by `created` window does not lag and drives the statement reconciliation.
+// - Amounts are in Stripe's minor units, which differ from ISO 4217 for ISK (2 vs 0) and MGA
+//   (0 vs 2); see wire.hpp.
+// - 401/403/429 are not executed (safe to send again); 5xx and anything unrecognised are unknown.
+
+#include "providers/config.hpp"
+#include "providers/http/transport.hpp"
+#include "providers/provider.hpp"
+
+#include <functional>
+
+namespace payrecon::providers::stripe {
+
+inline constexpr const char* k_api_version = "2020-08-27";
+
+// The HTTP seam: production sends through a Transport; tests replay recorded responses and assert
+// on the request.
+using SendFunction = std::function<http::HttpResult(const http::HttpRequest&)>;
+
+class StripeAdapter : public Provider {
+public:
+    StripeAdapter(const ProviderConfig& config, SendFunction send);
+
+    const std::string& name() const override { return m_name; }
+    std::string_view kind() const override { return "stripe"; }
+    const Capabilities& capabilities() const override { return m_caps; }
+
+    SubmitResult submit(const PaymentOrder& order) override;
+    LookupResult lookup(const PaymentOrder& order) override;
+    ListPage list(const TimeWindow& window, const std::optional<std::string>& cursor) override;
+
+private:
+    http::HttpRequest request(std::string method, std::string path_and_query, bool mutating) const;
+
+    std::string m_name;
+    std::string m_base_url;
+    Secret m_api_key;
+    Capabilities m_caps;
+    SendFunction m_send;
+};
+
+} // namespace payrecon::providers::stripe
