@@ -3,6 +3,7 @@
 #include "cli/app.hpp"
 #include "cli/context.hpp"
 #include "core/errors.hpp"
+#include "core/settings.hpp"
 #include "engine/worker.hpp"
 #include "providers/config.hpp"
 #include "providers/registry.hpp"
@@ -22,6 +23,8 @@ struct WorkerCliOptions {
     int concurrency = 4;
     int batch = 4;
     std::vector<std::string> only;
+    std::string retry_base = "1s";
+    std::string retry_cap = "5m";
 };
 
 std::string default_worker_id() {
@@ -60,6 +63,8 @@ void run_worker(AppState& state, const WorkerCliOptions& opts) {
     wo.concurrency = opts.concurrency;
     wo.batch = opts.batch;
     wo.once = opts.once;
+    wo.backoff.base = parse_duration_ms(opts.retry_base, "--retry-base");
+    wo.backoff.cap = parse_duration_ms(opts.retry_cap, "--retry-cap");
     // The lease outlives a whole batch of the slowest provider's calls, with room to record them.
     wo.lease = slowest * (opts.batch + 1) + std::chrono::seconds(10);
     opened.db.reset();
@@ -112,6 +117,10 @@ void setup_worker(CLI::App& app, AppState& state) {
     w->add_option("--concurrency", opts->concurrency, "executor threads")->capture_default_str();
     w->add_option("--batch", opts->batch, "payments claimed per transaction")->capture_default_str();
     w->add_option("--provider", opts->only, "only these configured providers (repeatable)");
+    w->add_option("--retry-base", opts->retry_base,
+                  "first wait before sending a not-sent payment again (doubles, jittered)")
+        ->capture_default_str();
+    w->add_option("--retry-cap", opts->retry_cap, "longest wait between sends")->capture_default_str();
     w->callback([&state, opts] { run_worker(state, *opts); });
 }
 

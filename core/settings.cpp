@@ -15,33 +15,48 @@
 
 namespace payrecon {
 
-std::chrono::seconds parse_duration(std::string_view text, std::string_view what) {
+std::chrono::milliseconds parse_duration_ms(std::string_view text, std::string_view what) {
     const auto bad = [&] {
         return UsageError(std::string(what) + ": '" + std::string(text) + "' is not a duration",
-                          "write a whole number and a unit: 30s, 15m, 36h or 7d");
+                          "write a whole number and a unit: 250ms, 30s, 15m, 36h or 7d");
     };
-    if (text.size() < 2) {
-        throw bad();
+    std::size_t unit_at = text.size();
+    while (unit_at > 0 && (text[unit_at - 1] < '0' || text[unit_at - 1] > '9')) {
+        --unit_at;
     }
+    const auto digits = text.substr(0, unit_at);
+    const auto unit = text.substr(unit_at);
     long long n = 0;
-    const auto digits = text.substr(0, text.size() - 1);
     const auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
-    if (ec != std::errc() || ptr != digits.data() + digits.size() || n < 0 ||
+    if (digits.empty() || ec != std::errc() || ptr != digits.data() + digits.size() || n < 0 ||
         n > 100LL * 365 * 24 * 3600) {
         throw bad();
     }
-    switch (text.back()) {
-    case 's':
-        return std::chrono::seconds(n);
-    case 'm':
-        return std::chrono::seconds(n * 60);
-    case 'h':
-        return std::chrono::seconds(n * 3600);
-    case 'd':
-        return std::chrono::seconds(n * 86400);
-    default:
-        throw bad();
+    if (unit == "ms") {
+        return std::chrono::milliseconds(n);
     }
+    if (unit == "s") {
+        return std::chrono::seconds(n);
+    }
+    if (unit == "m") {
+        return std::chrono::minutes(n);
+    }
+    if (unit == "h") {
+        return std::chrono::hours(n);
+    }
+    if (unit == "d") {
+        return std::chrono::hours(24 * n);
+    }
+    throw bad();
+}
+
+std::chrono::seconds parse_duration(std::string_view text, std::string_view what) {
+    const auto ms = parse_duration_ms(text, what);
+    if (ms.count() % 1000 != 0) {
+        throw UsageError(std::string(what) + ": '" + std::string(text) + "' is not whole seconds",
+                         "write 30s, 15m, 36h or 7d");
+    }
+    return std::chrono::duration_cast<std::chrono::seconds>(ms);
 }
 
 std::chrono::seconds duration_from_env(const char* name, std::chrono::seconds fallback) {

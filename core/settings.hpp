@@ -13,6 +13,8 @@ namespace payrecon {
 // "30s", "15m", "36h", "7d" (a whole number and one unit). Throws UsageError otherwise, naming
 // `what` (the option or variable it came from).
 std::chrono::seconds parse_duration(std::string_view text, std::string_view what);
+// As parse_duration, and also "250ms".
+std::chrono::milliseconds parse_duration_ms(std::string_view text, std::string_view what);
 
 // A duration from environment variable `name`, or `fallback` if it is unset or empty.
 std::chrono::seconds duration_from_env(const char* name, std::chrono::seconds fallback);
