@@ -2,14 +2,12 @@
 #include "api/server.hpp"
 #include "cli/app.hpp"
 #include "cli/context.hpp"
+#include "cli/signals.hpp"
 #include "core/errors.hpp"
 #include "core/settings.hpp"
 
 #include <csignal>
 #include <iostream>
-#include <thread>
-
-#include <pthread.h>
 
 namespace payrecon::cli {
 namespace {
@@ -58,34 +56,25 @@ void run_serve(AppState& state, const ServeOptions& opts) {
     FingerprintKeys keys = fingerprint_keys(state.global, opened.embedded);
     opened.db.reset(); // the workers open their own
 
-    // Signals go to one thread that stops the server; every other thread blocks them.
-    sigset_t signals;
-    sigemptyset(&signals);
-    sigaddset(&signals, SIGTERM);
-    sigaddset(&signals, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-
     api::Server server(server_options, std::move(keys), std::cout);
     const int bound = server.bind();
-    std::thread waiter([&server, signals] {
-        int sig = 0;
-        sigwait(&signals, &sig);
-        nlohmann::ordered_json draining;
-        draining["event"] = "draining";
-        draining["signal"] = sig == SIGTERM ? "SIGTERM" : "SIGINT";
-        log_event(draining);
-        server.stop();
-    });
-    nlohmann::ordered_json listening;
-    listening["event"] = "listening";
-    listening["address"] = host;
-    listening["port"] = bound;
-    listening["threads"] = opts.threads;
-    log_event(listening);
-    server.run();
-    // run() also returns if the listener fails; wake the waiter so it can be joined.
-    pthread_kill(waiter.native_handle(), SIGTERM);
-    waiter.join();
+    {
+        // Signals go to one thread that stops the server; the worker threads inherit the mask.
+        StopOnSignal stop_on_signal([&server](int sig) {
+            nlohmann::ordered_json draining;
+            draining["event"] = "draining";
+            draining["signal"] = sig == SIGTERM ? "SIGTERM" : "SIGINT";
+            log_event(draining);
+            server.stop();
+        });
+        nlohmann::ordered_json listening;
+        listening["event"] = "listening";
+        listening["address"] = host;
+        listening["port"] = bound;
+        listening["threads"] = opts.threads;
+        log_event(listening);
+        server.run();
+    }
     log_event(nlohmann::ordered_json{{"event", "stopped"}});
 }
 

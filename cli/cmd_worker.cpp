@@ -2,17 +2,15 @@
 // ID. SIGTERM or SIGINT lets the calls in flight finish and be recorded, then exits 0.
 #include "cli/app.hpp"
 #include "cli/context.hpp"
+#include "cli/signals.hpp"
 #include "core/errors.hpp"
 #include "core/settings.hpp"
 #include "engine/worker.hpp"
 #include "providers/config.hpp"
 #include "providers/registry.hpp"
 
-#include <csignal>
 #include <iostream>
-#include <thread>
 
-#include <pthread.h>
 #include <unistd.h>
 
 namespace payrecon::cli {
@@ -69,12 +67,6 @@ void run_worker(AppState& state, const WorkerCliOptions& opts) {
     wo.lease = slowest * (opts.batch + 1) + std::chrono::seconds(10);
     opened.db.reset();
 
-    sigset_t signals;
-    sigemptyset(&signals);
-    sigaddset(&signals, SIGTERM);
-    sigaddset(&signals, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-
     engine::Worker worker(
         wo,
         [chosen] {
@@ -85,20 +77,16 @@ void run_worker(AppState& state, const WorkerCliOptions& opts) {
             return v;
         },
         std::cout);
-    std::thread waiter([&worker, signals] {
-        int sig = 0;
-        sigwait(&signals, &sig);
-        worker.stop();
-    });
-    nlohmann::ordered_json started;
-    started["event"] = "worker_started";
-    started["worker"] = wo.worker_id;
-    started["concurrency"] = wo.concurrency;
-    started["lease_ms"] = wo.lease.count();
-    std::cout << started.dump() << std::endl;
-    worker.run();
-    pthread_kill(waiter.native_handle(), SIGTERM);
-    waiter.join();
+    {
+        StopOnSignal stop_on_signal([&worker](int) { worker.stop(); });
+        nlohmann::ordered_json started;
+        started["event"] = "worker_started";
+        started["worker"] = wo.worker_id;
+        started["concurrency"] = wo.concurrency;
+        started["lease_ms"] = wo.lease.count();
+        std::cout << started.dump() << std::endl;
+        worker.run();
+    }
     if (worker.database_failed()) {
         throw DatabaseUnavailable("the worker lost the database",
                                   "payments it had claimed turn unknown when their lease expires; "

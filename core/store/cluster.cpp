@@ -1,5 +1,6 @@
 #include "core/store/cluster.hpp"
 
+#include "core/encoding.hpp"
 #include "core/errors.hpp"
 #include "core/fingerprint.hpp"
 
@@ -206,22 +207,6 @@ void write_owned_file(const fs::path& file, const std::string& content, const Se
     if (user.switch_user) {
         (void)::chown(file.c_str(), user.uid, user.gid);
     }
-}
-
-std::string percent_encode(const std::string& s) {
-    static const char* k_hex = "0123456789ABCDEF";
-    std::string out;
-    for (const char ch : s) {
-        const auto c = static_cast<unsigned char>(ch);
-        if (std::isalnum(c) != 0 || c == '-' || c == '_' || c == '.' || c == '~') {
-            out += ch;
-        } else {
-            out += '%';
-            out += k_hex[c >> 4];
-            out += k_hex[c & 0x0F];
-        }
-    }
-    return out;
 }
 
 // Ping the server on `socket_dir`; true only if it accepts connections.

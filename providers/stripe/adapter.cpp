@@ -2,14 +2,10 @@
 
 #include "providers/stripe/wire.hpp"
 
+#include "core/encoding.hpp"
+
 namespace payrecon::providers::stripe {
 namespace {
-
-std::string url_encode(const std::string& s) {
-    // form_encode of a single value, without the "k=" part.
-    const std::string pair = form_encode({{"k", s}});
-    return pair.substr(2);
-}
 
 // What the transport saw, as an attempt record.
 CallRecord call_of(const http::HttpResult& r) {
@@ -99,7 +95,7 @@ LookupResult StripeAdapter::lookup(const PaymentOrder& order) {
         return out;
     }
     const http::HttpResult res = m_send(request(
-        "GET", "/v1/payment_intents/search?query=" + url_encode(search_query(order.operation_id)),
+        "GET", "/v1/payment_intents/search?query=" + percent_encode(search_query(order.operation_id)),
         false));
     out.call = call_of(res);
     if (res.cls != http::SendClass::response || res.http_status != 200) {

@@ -1,5 +1,7 @@
 #include "providers/stripe/wire.hpp"
 
+#include "core/encoding.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <limits>
@@ -105,27 +107,12 @@ std::optional<Money> from_stripe_amount(long long amount, std::string_view curre
 }
 
 std::string form_encode(const std::vector<std::pair<std::string, std::string>>& fields) {
-    static const char* k_hex = "0123456789ABCDEF";
-    auto encode = [](const std::string& s) {
-        std::string out;
-        for (const char ch : s) {
-            const auto c = static_cast<unsigned char>(ch);
-            if (std::isalnum(c) != 0 || c == '-' || c == '_' || c == '.' || c == '~') {
-                out += ch;
-            } else {
-                out += '%';
-                out += k_hex[c >> 4];
-                out += k_hex[c & 0x0F];
-            }
-        }
-        return out;
-    };
     std::string out;
     for (const auto& [k, v] : fields) {
         if (!out.empty()) {
             out += '&';
         }
-        out += encode(k) + "=" + encode(v);
+        out += percent_encode(k) + "=" + percent_encode(v);
     }
     return out;
 }

@@ -1,0 +1,29 @@
+#pragma once
+// Graceful stop for long-running subcommands: SIGTERM and SIGINT are blocked in every thread and
+// taken by one waiter thread, which calls `on_signal` once. Construct it before starting other
+// threads (they inherit the blocked mask); the destructor wakes and joins the waiter if no signal
+// came.
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <thread>
+
+#include <csignal>
+
+namespace payrecon::cli {
+
+class StopOnSignal {
+public:
+    explicit StopOnSignal(std::function<void(int signal)> on_signal);
+    ~StopOnSignal();
+    StopOnSignal(const StopOnSignal&) = delete;
+    StopOnSignal& operator=(const StopOnSignal&) = delete;
+
+private:
+    sigset_t m_signals{};
+    std::shared_ptr<std::atomic<bool>> m_closing = std::make_shared<std::atomic<bool>>(false);
+    std::thread m_waiter;
+};
+
+} // namespace payrecon::cli
