@@ -57,7 +57,7 @@ bool loopback_host(const std::string& url) {
 } // namespace
 
 const std::vector<std::string_view>& known_kinds() {
-    static const std::vector<std::string_view> k_kinds = {"stripe"}; // registry.cpp builds each
+    static const std::vector<std::string_view> k_kinds = {"stripe", "adyen"}; // registry.cpp builds each
     return k_kinds;
 }
 
@@ -85,7 +85,7 @@ Config parse_config(std::string_view text, const std::filesystem::path& source,
     static const std::regex k_env("^[A-Za-z_][A-Za-z0-9_]*$");
     static const std::vector<std::string> k_allowed = {
         "kind", "base_url", "api_key_env", "connect_timeout_ms", "timeout_ms", "settle_delay_s",
-        "key_retention_h", "capabilities"};
+        "key_retention_h", "capabilities", "merchant_account"};
     Config config;
     config.source = source;
     for (const auto& [name, p] : root.at("providers").items()) {
@@ -104,7 +104,7 @@ Config parse_config(std::string_view text, const std::filesystem::path& source,
             if (std::find(k_allowed.begin(), k_allowed.end(), field) == k_allowed.end()) {
                 bad(source, path + "." + field, "is not a known setting",
                     "known: kind, base_url, api_key_env, connect_timeout_ms, timeout_ms, "
-                    "settle_delay_s, key_retention_h, capabilities");
+                    "settle_delay_s, key_retention_h, capabilities, merchant_account (adyen)");
             }
         }
         ProviderConfig c;
@@ -115,7 +115,7 @@ Config parse_config(std::string_view text, const std::filesystem::path& source,
         c.kind = p.at("kind").get<std::string>();
         if (std::find(known_kinds().begin(), known_kinds().end(), c.kind) == known_kinds().end()) {
             bad(source, path + ".kind", "'" + c.kind + "' is not an adapter this build has",
-                "use a kind this build has: stripe");
+                "use a kind this build has: stripe, adyen");
         }
         if (!p.contains("base_url") || !p.at("base_url").is_string()) {
             bad(source, path + ".base_url", "is required, e.g. https://api.stripe.com");
@@ -147,6 +147,20 @@ Config parse_config(std::string_view text, const std::filesystem::path& source,
         }
         c.settle_delay = std::chrono::seconds(integer_field(p, source, path, "settle_delay_s", 120, 0, 86400));
         c.key_retention = std::chrono::hours(integer_field(p, source, path, "key_retention_h", 24, 1, 24 * 30));
+        static const std::regex k_merchant_account("^[A-Za-z0-9_.-]{1,80}$");
+        if (c.kind == "adyen") {
+            if (!p.contains("merchant_account") || !p.at("merchant_account").is_string() ||
+                !std::regex_match(p.at("merchant_account").get<std::string>(), k_merchant_account)) {
+                bad(source, path + ".merchant_account",
+                    "is required for kind adyen: the merchant account's name (1 to 80 of A-Z, a-z, "
+                    "0-9, '_', '.', '-')",
+                    "copy it from Adyen's Customer Area, e.g. \"merchant_account\": \"AcmeShopECOM\"");
+            }
+            c.merchant_account = p.at("merchant_account").get<std::string>();
+        } else if (p.contains("merchant_account")) {
+            bad(source, path + ".merchant_account", "is only used by kind adyen",
+                "remove it from this provider");
+        }
         if (p.contains("capabilities")) {
             const json& caps = p.at("capabilities");
             const std::string cpath = path + ".capabilities";

@@ -6,7 +6,9 @@
 // {"providers": {"stripe": {"kind": "stripe", "base_url": "https://api.stripe.com",
 //   "api_key_env": "STRIPE_API_KEY", "connect_timeout_ms": 2000, "timeout_ms": 10000,
 //   "settle_delay_s": 120, "key_retention_h": 24,
-//   "capabilities": {"lookup": false}}}}
+//   "capabilities": {"lookup": false}},
+//   "adyen": {"kind": "adyen", "base_url": "https://checkout-test.adyen.com",
+//   "api_key_env": "ADYEN_API_KEY", "merchant_account": "AcmeShopECOM"}}}
 
 #include "core/secret.hpp"
 
@@ -30,7 +32,7 @@ struct CapabilityOverrides {
 
 struct ProviderConfig {
     std::string name;     // the key in "providers": [a-z0-9_-]{1,32}; what payments name
-    std::string kind;     // the adapter: stripe (adyen, square to come)
+    std::string kind;     // the adapter: stripe, adyen (square to come)
     std::string base_url; // http(s)://host[:port]; plain http only for loopback
     std::string api_key_env;
     Secret api_key;       // read from api_key_env when the config is loaded
@@ -38,6 +40,9 @@ struct ProviderConfig {
     std::chrono::milliseconds timeout{10000};
     std::chrono::seconds settle_delay{120};  // wait this long after an attempt before a lookup
     std::chrono::hours key_retention{24};    // how long the provider remembers idempotency keys
+    // Adyen's merchantAccount, sent in every payment body: required for kind adyen, refused for
+    // other kinds; empty otherwise.
+    std::string merchant_account;
     CapabilityOverrides overrides;
 };
 

@@ -14,6 +14,9 @@ const char* fake_env(const char* name) {
     if (std::strcmp(name, "STRIPE_API_KEY") == 0) {
         return "sk_test_abcdefghijklmnop";
     }
+    if (std::strcmp(name, "ADYEN_API_KEY") == 0) {
+        return "AQE_test_abcdefghijklmnop";
+    }
     return nullptr;
 }
 
@@ -87,6 +90,30 @@ TEST_CASE("config: each bad field is one clear error naming it", "[providers][co
         CHECK(error.find(c.names) != std::string::npos);
         CHECK(error.find("payrecon.json") == 0);
         CHECK(error.find("sk_live_x") == std::string::npos);
+    }
+}
+
+TEST_CASE("config: an adyen provider names its merchant account", "[providers][config][adyen]") {
+    const auto c = parse(R"({"providers": {"adyen": {"kind": "adyen", "base_url": "https://checkout-test.adyen.com",
+        "api_key_env": "ADYEN_API_KEY", "merchant_account": "AcmeShopECOM", "key_retention_h": 168}}})");
+    const ProviderConfig& p = c.providers.at("adyen");
+    CHECK(p.kind == "adyen");
+    CHECK(p.merchant_account == "AcmeShopECOM");
+    CHECK(p.api_key.reveal() == "AQE_test_abcdefghijklmnop");
+    CHECK(p.key_retention == std::chrono::hours(168));
+    CHECK(parse(R"({"providers": {"s": {"kind": "stripe", "base_url": "https://api.stripe.com",
+        "api_key_env": "STRIPE_API_KEY"}}})").providers.at("s").merchant_account.empty());
+
+    const std::string adyen = R"("kind": "adyen", "base_url": "https://checkout-test.adyen.com", "api_key_env": "ADYEN_API_KEY")";
+    for (const std::string& text : std::vector<std::string>{
+             R"({"providers": {"a": {)" + adyen + R"(}}})",
+             R"({"providers": {"a": {)" + adyen + R"(, "merchant_account": ""}}})",
+             R"({"providers": {"a": {)" + adyen + R"(, "merchant_account": 42}}})",
+             R"({"providers": {"a": {)" + adyen + R"(, "merchant_account": "Acme Shop\nECOM"}}})",
+             std::string(R"({"providers": {"a": {"kind": "stripe", "base_url": "https://api.stripe.com", "api_key_env": "STRIPE_API_KEY", "merchant_account": "AcmeShopECOM"}}})"),
+         }) {
+        INFO(text);
+        CHECK(error_of(text).find("providers.a.merchant_account") != std::string::npos);
     }
 }
 

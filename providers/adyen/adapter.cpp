@@ -1,0 +1,89 @@
+#include "providers/adyen/adapter.hpp"
+
+#include "providers/adyen/wire.hpp"
+
+namespace payrecon::providers::adyen {
+namespace {
+
+// What the transport saw, as an attempt record.
+CallRecord call_of(const http::HttpResult& r) {
+    CallRecord c;
+    c.http_status = r.http_status;
+    c.duration = r.total_time;
+    if (r.cls == http::SendClass::not_sent) {
+        c.error_class = "not_sent:curl_" + std::to_string(r.curl_code);
+    } else if (r.cls == http::SendClass::unknown) {
+        c.error_class =
+            r.truncated ? "response_too_large" : "unknown:curl_" + std::to_string(r.curl_code);
+    }
+    c.detail = r.error.substr(0, 300);
+    return c;
+}
+
+} // namespace
+
+AdyenAdapter::AdyenAdapter(const ProviderConfig& config, SendFunction send)
+    : m_name(config.name), m_base_url(config.base_url), m_merchant_account(config.merchant_account),
+      m_api_key(config.api_key), m_send(std::move(send)) {
+    m_caps.honours_idempotency_keys = config.overrides.idempotency_keys.value_or(true);
+    m_caps.key_retention = config.key_retention;
+    m_caps.max_key_length = k_max_key_length;
+    // The Checkout API has neither; an override cannot give them.
+    m_caps.lookup_by_operation_id = false;
+    m_caps.lookup_staleness = config.settle_delay;
+    m_caps.list_transactions = false;
+}
+
+SubmitResult AdyenAdapter::submit(const PaymentOrder& order) {
+    const auto body = payment_body(order, m_merchant_account);
+    if (!body ||
+        (m_caps.honours_idempotency_keys && order.operation_id.size() > k_max_key_length)) {
+        // Nothing was sent, and sending again cannot help.
+        SubmitResult r;
+        r.outcome = Outcome::declined;
+        r.call.error_class = body ? "operation_id_too_long" : "amount_not_expressible";
+        r.call.detail =
+            body ? "the operation ID is longer than Adyen's 64-character Idempotency-Key"
+                 : "the amount cannot be expressed in Adyen's units for " + order.amount.currency;
+        return r;
+    }
+    http::HttpRequest req;
+    req.method = "POST";
+    req.url = m_base_url + "/" + k_api_version + "/payments";
+    req.mutating = true;
+    req.headers = {{"X-API-Key", m_api_key.reveal()},
+                   {"Content-Type", "application/json"},
+                   {"Accept", "application/json"}};
+    if (m_caps.honours_idempotency_keys) {
+        req.headers.emplace_back("Idempotency-Key", order.operation_id);
+    }
+    req.secrets_to_redact = {m_api_key};
+    req.body = *body;
+    const http::HttpResult res = m_send(req);
+    if (res.cls != http::SendClass::response) {
+        SubmitResult r;
+        r.outcome = res.cls == http::SendClass::not_sent ? Outcome::not_sent : Outcome::unknown;
+        r.call = call_of(res);
+        return r;
+    }
+    SubmitResult r = interpret_payment(order, res.http_status, res.body);
+    r.call.duration = res.total_time;
+    return r;
+}
+
+LookupResult AdyenAdapter::lookup(const PaymentOrder& /*order*/) {
+    LookupResult out; // failed: never read as absence
+    out.call.error_class = "lookup_not_supported";
+    out.call.detail = "Adyen's Checkout API cannot find a payment by our reference";
+    return out;
+}
+
+ListPage AdyenAdapter::list(const TimeWindow& /*window*/,
+                            const std::optional<std::string>& /*cursor*/) {
+    ListPage out;
+    out.call.error_class = "list_not_supported";
+    out.call.detail = "Adyen's Checkout API cannot list transactions";
+    return out;
+}
+
+} // namespace payrecon::providers::adyen

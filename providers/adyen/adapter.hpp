@@ -1,0 +1,63 @@
+#pragma once
+// Adyen, through Checkout API v71 `POST /payments`.
+//
+// Quirks that matter for charging once:
+// - Idempotency: the `Idempotency-Key` header, at most 64 characters, remembered for at least
+//   7 days (we trust the config's key_retention_h). A replay returns the first response. While
+//   the first request with the key is still being processed, Adyen answers an error with
+//   errorCode "704" (HTTP 422 or 409): the first may be charging -- unknown, never declined.
+// - `reference` is our operation ID and is echoed as `merchantReference`; our merchant reference
+//   and operation ID also go in `metadata` (at most 20 entries, keys <= 20 and values <= 80
+//   characters). The body needs `merchantAccount`, so an adyen provider's config names one.
+// - We charge a stored card merchant-initiated: paymentMethod {type scheme,
+//   storedPaymentMethodId}, shopperInteraction ContAuth, recurringProcessingModel
+//   UnscheduledCardOnFile, shopperReference = our customer.
+// - A 200 does not mean charged: `resultCode` decides (Authorised; Refused/Cancelled/Error are
+//   final refusals; Received, Pending and the shopper-action codes are pending; the rest unknown).
+// - No lookup by our reference and no transaction listing in the Checkout API (Adyen reports by
+//   webhook and settlement report): capabilities say so, `lookup` is failed and `list` is not ok,
+//   so every unknown Adyen payment goes to review unless the key window allows a re-send.
+// - Amounts are in Adyen's minor units, which differ from ISO 4217 for CLP and ISK (2 vs 0) and
+//   CVE and IDR (0 vs 2); see wire.hpp.
+// - 401/403/429 are not executed (safe to send again); a 4xx validation error is declined; 5xx,
+//   other errors and anything unrecognised are unknown.
+
+#include "providers/config.hpp"
+#include "providers/http/transport.hpp"
+#include "providers/provider.hpp"
+
+#include <functional>
+
+namespace payrecon::providers::adyen {
+
+inline constexpr const char* k_api_version = "v71";
+inline constexpr std::size_t k_max_key_length = 64;
+
+// The HTTP seam: production sends through a Transport; tests replay recorded responses and assert
+// on the request.
+using SendFunction = std::function<http::HttpResult(const http::HttpRequest&)>;
+
+class AdyenAdapter : public Provider {
+public:
+    AdyenAdapter(const ProviderConfig& config, SendFunction send);
+
+    const std::string& name() const override { return m_name; }
+    std::string_view kind() const override { return "adyen"; }
+    const Capabilities& capabilities() const override { return m_caps; }
+
+    SubmitResult submit(const PaymentOrder& order) override;
+    // Always failed (`lookup_not_supported`): the Checkout API cannot find a payment by reference.
+    LookupResult lookup(const PaymentOrder& order) override;
+    // Always not ok (`list_not_supported`).
+    ListPage list(const TimeWindow& window, const std::optional<std::string>& cursor) override;
+
+private:
+    std::string m_name;
+    std::string m_base_url;
+    std::string m_merchant_account;
+    Secret m_api_key;
+    Capabilities m_caps;
+    SendFunction m_send;
+};
+
+} // namespace payrecon::providers::adyen

@@ -1,0 +1,253 @@
+#include "providers/adyen/wire.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+namespace payrecon::providers::adyen {
+namespace {
+
+using nlohmann::json;
+
+std::string upper(std::string_view s) {
+    std::string out(s);
+    std::transform(out.begin(), out.end(), out.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+    return out;
+}
+
+std::int64_t pow10(int n) {
+    std::int64_t v = 1;
+    for (int i = 0; i < n; ++i) {
+        v *= 10;
+    }
+    return v;
+}
+
+// Scales `amount` from `from_exp` to `to_exp` digits; nullopt on overflow or a lost fraction.
+std::optional<std::int64_t> rescale(std::int64_t amount, int from_exp, int to_exp) {
+    const int diff = to_exp - from_exp;
+    if (diff >= 0) {
+        const std::int64_t factor = pow10(diff);
+        if (amount > std::numeric_limits<std::int64_t>::max() / factor ||
+            amount < std::numeric_limits<std::int64_t>::min() / factor) {
+            return std::nullopt;
+        }
+        return amount * factor;
+    }
+    const std::int64_t divisor = pow10(-diff);
+    if (amount % divisor != 0) {
+        return std::nullopt;
+    }
+    return amount / divisor;
+}
+
+std::string excerpt(std::string_view body) {
+    constexpr std::size_t k_max = 300;
+    std::string out(body.substr(0, k_max));
+    for (char& c : out) {
+        if (static_cast<unsigned char>(c) < 0x20) {
+            c = ' ';
+        }
+    }
+    return body.size() > k_max ? out + "..." : out;
+}
+
+std::optional<std::string> string_field(const json& j, const char* key) {
+    if (j.contains(key) && j[key].is_string()) {
+        return j[key].get<std::string>();
+    }
+    return std::nullopt;
+}
+
+} // namespace
+
+std::optional<int> adyen_exponent(std::string_view currency) {
+    const std::string code = upper(currency);
+    if (code == "CLP" || code == "ISK") {
+        return 2;
+    }
+    if (code == "CVE" || code == "IDR") {
+        return 0;
+    }
+    const auto c = find_currency(code);
+    if (!c) {
+        return std::nullopt;
+    }
+    return c->exponent;
+}
+
+std::optional<std::int64_t> to_adyen_amount(const Money& money) {
+    const auto iso = find_currency(money.currency);
+    const auto theirs = adyen_exponent(money.currency);
+    if (!iso || !theirs) {
+        return std::nullopt;
+    }
+    return rescale(money.minor, iso->exponent, *theirs);
+}
+
+std::optional<Money> from_adyen_amount(std::int64_t value, std::string_view currency) {
+    const std::string code = upper(currency);
+    const auto iso = find_currency(code);
+    const auto theirs = adyen_exponent(code);
+    if (!iso || !theirs) {
+        return std::nullopt;
+    }
+    const auto minor = rescale(value, *theirs, iso->exponent);
+    if (!minor) {
+        return std::nullopt;
+    }
+    return Money{*minor, code};
+}
+
+std::optional<std::string> payment_body(const PaymentOrder& order,
+                                        std::string_view merchant_account) {
+    const auto value = to_adyen_amount(order.amount);
+    if (!value) {
+        return std::nullopt;
+    }
+    json metadata = json::object();
+    std::size_t sent = 0;
+    for (const auto& [k, v] : order.metadata) {
+        if (k == "operation_id" || k == "merchant_reference" || k.empty() ||
+            k.size() > k_max_metadata_key || v.size() > k_max_metadata_value ||
+            sent >= k_max_metadata_entries - 2) {
+            continue;
+        }
+        metadata[k] = v;
+        ++sent;
+    }
+    metadata["operation_id"] = order.operation_id;
+    metadata["merchant_reference"] = order.merchant_reference;
+
+    json body = {
+        {"amount", {{"currency", upper(order.amount.currency)}, {"value", *value}}},
+        {"reference", order.operation_id},
+        {"merchantAccount", std::string(merchant_account)},
+        {"paymentMethod", {{"type", "scheme"}, {"storedPaymentMethodId", order.payment_method}}},
+        {"shopperInteraction", "ContAuth"},
+        {"recurringProcessingModel", "UnscheduledCardOnFile"},
+        {"metadata", metadata},
+    };
+    if (order.customer) {
+        body["shopperReference"] = *order.customer;
+    }
+    return body.dump();
+}
+
+Outcome map_result_code(std::string_view result_code) {
+    if (result_code == "Authorised") {
+        return Outcome::succeeded;
+    }
+    if (result_code == "Refused" || result_code == "Cancelled" || result_code == "Error") {
+        return Outcome::declined;
+    }
+    if (result_code == "Pending" || result_code == "Received" ||
+        result_code == "PresentToShopper" || result_code == "RedirectShopper" ||
+        result_code == "IdentifyShopper" || result_code == "ChallengeShopper") {
+        return Outcome::pending;
+    }
+    return Outcome::unknown;
+}
+
+std::optional<PaymentResponse> parse_payment_response(std::string_view json_text) {
+    const json j = json::parse(json_text, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) {
+        return std::nullopt;
+    }
+    const auto result_code = string_field(j, "resultCode");
+    if (!result_code) {
+        return std::nullopt;
+    }
+    PaymentResponse out;
+    out.result_code = *result_code;
+    out.psp_reference = string_field(j, "pspReference");
+    out.merchant_reference = string_field(j, "merchantReference");
+    out.refusal_reason = string_field(j, "refusalReason").value_or("");
+    if (j.contains("amount") && !j["amount"].is_null()) {
+        const json& a = j["amount"];
+        if (!a.is_object() || !a.contains("value") || !a["value"].is_number_integer() ||
+            !a.contains("currency") || !a["currency"].is_string()) {
+            return std::nullopt;
+        }
+        out.amount =
+            from_adyen_amount(a["value"].get<std::int64_t>(), a["currency"].get<std::string>());
+        if (!out.amount) {
+            return std::nullopt;
+        }
+    }
+    return out;
+}
+
+std::optional<ServiceError> parse_service_error(std::string_view json_text) {
+    const json j = json::parse(json_text, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) {
+        return std::nullopt;
+    }
+    ServiceError out;
+    out.error_code = string_field(j, "errorCode").value_or("");
+    out.error_type = string_field(j, "errorType").value_or("");
+    out.message = string_field(j, "message").value_or("");
+    if (j.contains("status") && j["status"].is_number_integer()) {
+        out.status = j["status"].get<int>();
+    }
+    if (out.error_code.empty() && out.error_type.empty()) {
+        return std::nullopt;
+    }
+    return out;
+}
+
+SubmitResult interpret_payment(const PaymentOrder& order, int http_status, std::string_view body) {
+    SubmitResult r;
+    r.call.http_status = http_status;
+    r.call.detail = excerpt(body);
+    if (http_status >= 200 && http_status < 300) {
+        const auto p = parse_payment_response(body);
+        if (!p || (p->merchant_reference && *p->merchant_reference != order.operation_id) ||
+            (p->amount && *p->amount != order.amount)) {
+            r.call.error_class = "unrecognised_response";
+            return r; // unknown: a success we cannot match to our request proves nothing
+        }
+        r.provider_reference = p->psp_reference;
+        r.outcome = map_result_code(p->result_code);
+        if (r.outcome == Outcome::succeeded && !p->psp_reference) {
+            r.outcome = Outcome::unknown; // an authorisation without Adyen's reference is no proof
+            r.call.error_class = "unrecognised_response";
+            return r;
+        }
+        if (r.outcome == Outcome::unknown) {
+            r.call.error_class = "unexpected_result_code_" + p->result_code;
+        } else if (r.outcome == Outcome::declined) {
+            r.call.error_class = "refused:" + p->result_code +
+                                 (p->refusal_reason.empty() ? "" : ":" + p->refusal_reason);
+        }
+        return r;
+    }
+    if (http_status == 401 || http_status == 403 || http_status == 429) {
+        r.outcome = Outcome::not_sent;
+        r.call.error_class = http_status == 429 ? "rate_limited" : "authentication";
+        return r;
+    }
+    const auto error = parse_service_error(body);
+    if (http_status >= 500 || !error) {
+        r.call.error_class =
+            http_status >= 500 ? "http_" + std::to_string(http_status) : "unrecognised_response";
+        return r;
+    }
+    if (error->error_code == k_idempotency_in_flight) {
+        r.call.error_class = "idempotency_in_flight";
+        return r; // the first request with this key may be charging: the reconciler decides
+    }
+    if (http_status >= 400 && http_status < 500 && http_status != 409 &&
+        error->error_type == "validation") {
+        r.outcome = Outcome::declined;
+        r.call.error_class = "validation:" + error->error_code;
+        return r;
+    }
+    r.call.error_class = "http_" + std::to_string(http_status) +
+                         (error->error_code.empty() ? "" : ":" + error->error_code);
+    return r;
+}
+
+} // namespace payrecon::providers::adyen

@@ -1,0 +1,83 @@
+#pragma once
+// Adyen's wire format for Checkout API v71 `POST /payments`: the JSON request, the PaymentResponse
+// and ServiceError objects, amount units and resultCode mapping. Pure functions: no I/O. See
+// adapter.hpp for the provider's quirks.
+
+#include "providers/provider.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace payrecon::providers::adyen {
+
+// Adyen's minor-unit exponent for `currency` where it differs from ISO 4217 (Adyen's currency-codes
+// page: CLP 2 and ISK 2, 0 in ISO; CVE 0 and IDR 0, 2 in ISO), else the ISO exponent. nullopt for
+// an unknown currency.
+std::optional<int> adyen_exponent(std::string_view currency);
+
+// ISO minor units -> Adyen's `amount.value`. nullopt if the amount cannot be expressed exactly (CVE
+// and IDR amounts must be whole units), overflows, or the currency is unknown.
+std::optional<std::int64_t> to_adyen_amount(const Money& money);
+// Adyen's `amount.value` + `amount.currency` -> ISO minor units. nullopt if unknown, overflowing,
+// or not a whole ISO minor unit (a CLP value with centavos cannot be ours).
+std::optional<Money> from_adyen_amount(std::int64_t value, std::string_view currency);
+
+// Adyen's metadata limits: at most 20 entries, keys of at most 20 characters, values of at most 80.
+inline constexpr std::size_t k_max_metadata_entries = 20;
+inline constexpr std::size_t k_max_metadata_key = 20;
+inline constexpr std::size_t k_max_metadata_value = 80;
+
+// The JSON body of POST /v71/payments: a merchant-initiated charge of a stored card
+// (`paymentMethod` {type scheme, storedPaymentMethodId}, shopperInteraction ContAuth,
+// recurringProcessingModel UnscheduledCardOnFile), `reference` = our operation ID, our operation ID
+// and merchant reference in `metadata` (which win over caller metadata of the same key; caller
+// entries that break Adyen's limits are left out, at most 18 are sent). nullopt if the amount is
+// not expressible in Adyen's units.
+std::optional<std::string> payment_body(const PaymentOrder& order,
+                                        std::string_view merchant_account);
+
+// A PaymentResponse's resultCode mapped to an outcome: Authorised -> succeeded; Refused, Cancelled,
+// Error (all three final, non-authorised states by the spec; Error is a refusal category with a
+// refusalReason) -> declined; Pending, Received, PresentToShopper, RedirectShopper,
+// IdentifyShopper, ChallengeShopper -> pending; anything else (PartiallyAuthorised: money moved,
+// but not our amount; AuthenticationFinished, AuthenticationNotRequired: authentication-only flows
+// we never ask for; Success: undocumented for /payments; unknown words) -> unknown.
+Outcome map_result_code(std::string_view result_code);
+
+// The parts of a PaymentResponse that decide an outcome. nullopt if it is not one (not an object,
+// no string resultCode, an amount that is not a valid Amount).
+struct PaymentResponse {
+    std::string result_code;
+    std::optional<std::string> psp_reference;
+    std::optional<std::string> merchant_reference; // our `reference`, echoed
+    std::optional<Money> amount;                   // converted to ISO minor units
+    std::string refusal_reason;
+};
+std::optional<PaymentResponse> parse_payment_response(std::string_view json_text);
+
+// Adyen's ServiceError {status, errorCode, errorType, message, pspReference}. nullopt if the body
+// is not a JSON object with at least an errorCode or errorType.
+struct ServiceError {
+    int status = 0;
+    std::string error_code;
+    std::string error_type;
+    std::string message;
+};
+std::optional<ServiceError> parse_service_error(std::string_view json_text);
+
+// Adyen's errorCode for "a request with this Idempotency-Key is still being processed".
+inline constexpr std::string_view k_idempotency_in_flight = "704";
+
+// Decides the outcome of a /payments call from its HTTP status and body (DESIGN section 5: unknown
+// unless positively recognised). A 2xx must be a PaymentResponse whose merchantReference and
+// amount, when present, equal our operation ID and amount; 401, 403, 429 -> not_sent (Adyen
+// executes nothing); 409 or 422 with errorCode 704 (the first request with our key is still
+// running) -> unknown; another 4xx ServiceError of errorType "validation" -> declined (the request
+// itself is wrong; sending it again gives the same answer); 5xx, other 4xx, anything unparseable ->
+// unknown.
+SubmitResult interpret_payment(const PaymentOrder& order, int http_status, std::string_view body);
+
+} // namespace payrecon::providers::adyen

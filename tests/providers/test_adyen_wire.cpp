@@ -1,0 +1,340 @@
+// Adyen's wire format: the request we send and the responses we read, checked against Adyen's
+// published OpenAPI document for Checkout v71 (shared/specs) and recorded fixtures.
+#include "providers/adyen/wire.hpp"
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+
+using namespace payrecon;
+using namespace payrecon::providers;
+using namespace payrecon::providers::adyen;
+
+namespace {
+
+std::string read(const std::string& path) {
+    std::ifstream in(path);
+    REQUIRE(in);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+std::string fixture_dir() {
+    return std::string(PAYRECON_SOURCE_DIR) + "/tests/providers/fixtures/adyen/";
+}
+
+std::string fixture(const std::string& name) {
+    return read(fixture_dir() + name);
+}
+
+// Adyen's published OpenAPI document: in the shared/ folder beside the checkout (as CI lays it
+// out), or wherever PAYRECON_SPECS_DIR says.
+const nlohmann::json& spec() {
+    const char* env = std::getenv("PAYRECON_SPECS_DIR");
+    const std::string dir =
+        env != nullptr ? env : std::string(PAYRECON_SOURCE_DIR) + "/../shared/specs";
+    const std::string path = dir + "/adyen-checkout-v71.json";
+    INFO("Adyen's OpenAPI document is expected at " << path << " (set PAYRECON_SPECS_DIR)");
+    static const nlohmann::json k_spec = nlohmann::json::parse(read(path));
+    return k_spec;
+}
+
+const nlohmann::json& schema(const std::string& name) {
+    return spec()["components"]["schemas"][name];
+}
+
+PaymentOrder order() {
+    PaymentOrder o;
+    o.operation_id = "pr_0123456789abcdef0123456789abcdef";
+    o.payment_id = "3aabbe24-9c9c-40ea-819f-7766897ccdda";
+    o.merchant_reference = "order-1001";
+    o.amount = Money{4999, "EUR"};
+    o.payment_method = "8415718415172204";
+    o.customer = "cus_8Hx2";
+    o.description = "2 concert tickets";
+    o.metadata = {{"cart", "c-77"},
+                  {"operation_id", "spoofed"},
+                  {"a_key_longer_than_twenty", "dropped"},
+                  {"long_value", std::string(81, 'x')}};
+    return o;
+}
+
+} // namespace
+
+TEST_CASE("adyen wire: amounts convert through Adyen's own exponents", "[providers][adyen]") {
+    CHECK(to_adyen_amount(Money{4999, "EUR"}) == 4999);
+    CHECK(to_adyen_amount(Money{500, "JPY"}) == 500);
+    CHECK(to_adyen_amount(Money{1500, "KWD"}) == 1500);
+    CHECK(to_adyen_amount(Money{1000, "CLP"}) == 100000); // CLP: 0 in ISO, 2 at Adyen
+    CHECK(to_adyen_amount(Money{100, "ISK"}) == 10000);   // ISK: 0 in ISO, 2 at Adyen
+    CHECK(to_adyen_amount(Money{1200, "CVE"}) == 12);     // CVE: 2 in ISO, 0 at Adyen
+    CHECK(to_adyen_amount(Money{150000, "IDR"}) == 1500); // IDR: 2 in ISO, 0 at Adyen
+    CHECK_FALSE(to_adyen_amount(Money{1250, "CVE"}).has_value());
+    CHECK_FALSE(to_adyen_amount(Money{1, "XXX"}).has_value());
+    CHECK_FALSE(
+        to_adyen_amount(Money{std::numeric_limits<std::int64_t>::max(), "CLP"}).has_value());
+    CHECK(from_adyen_amount(100000, "CLP") == Money{1000, "CLP"});
+    CHECK(from_adyen_amount(100000, "clp") == Money{1000, "CLP"});
+    CHECK_FALSE(from_adyen_amount(100050, "CLP").has_value());
+    CHECK(from_adyen_amount(12, "CVE") == Money{1200, "CVE"});
+    CHECK(from_adyen_amount(4999, "EUR") == Money{4999, "EUR"});
+    CHECK(adyen_exponent("CLP") == 2);
+    CHECK(adyen_exponent("EUR") == 2);
+    CHECK_FALSE(adyen_exponent("ZZZ").has_value());
+}
+
+TEST_CASE("adyen wire: the body is a stored-card ContAuth charge with our IDs",
+          "[providers][adyen]") {
+    const auto body = payment_body(order(), "AcmeShopECOM");
+    REQUIRE(body);
+    const auto j = nlohmann::json::parse(*body);
+    CHECK(j["amount"] == nlohmann::json({{"currency", "EUR"}, {"value", 4999}}));
+    CHECK(j["reference"] == "pr_0123456789abcdef0123456789abcdef");
+    CHECK(j["merchantAccount"] == "AcmeShopECOM");
+    CHECK(j["paymentMethod"] ==
+          nlohmann::json({{"type", "scheme"}, {"storedPaymentMethodId", "8415718415172204"}}));
+    CHECK(j["shopperReference"] == "cus_8Hx2");
+    CHECK(j["shopperInteraction"] == "ContAuth");
+    CHECK(j["recurringProcessingModel"] == "UnscheduledCardOnFile");
+    CHECK(j["metadata"] == nlohmann::json({{"cart", "c-77"},
+                                           {"operation_id", "pr_0123456789abcdef0123456789abcdef"},
+                                           {"merchant_reference", "order-1001"}}));
+    CHECK(body->find("spoofed") == std::string::npos); // ours win over caller metadata
+    CHECK(j.size() == 8);
+
+    PaymentOrder anonymous = order();
+    anonymous.customer.reset();
+    CHECK_FALSE(nlohmann::json::parse(*payment_body(anonymous, "AcmeShopECOM"))
+                    .contains("shopperReference"));
+
+    PaymentOrder clp = order();
+    clp.amount = Money{1000, "CLP"};
+    CHECK(nlohmann::json::parse(*payment_body(clp, "AcmeShopECOM"))["amount"]["value"] == 100000);
+    PaymentOrder cve = order();
+    cve.amount = Money{1250, "CVE"};
+    CHECK_FALSE(payment_body(cve, "AcmeShopECOM").has_value());
+}
+
+TEST_CASE("adyen wire: metadata stays inside Adyen's limits", "[providers][adyen]") {
+    PaymentOrder o = order();
+    for (int i = 0; i < 30; ++i) {
+        o.metadata["k" + std::to_string(i)] = "v";
+    }
+    const auto j = nlohmann::json::parse(*payment_body(o, "AcmeShopECOM"));
+    CHECK(j["metadata"].size() == k_max_metadata_entries);
+    CHECK(j["metadata"]["operation_id"] == o.operation_id);
+    CHECK(j["metadata"]["merchant_reference"] == "order-1001");
+    for (const auto& [k, v] : j["metadata"].items()) {
+        CHECK(k.size() <= k_max_metadata_key);
+        CHECK(v.get<std::string>().size() <= k_max_metadata_value);
+    }
+}
+
+TEST_CASE("adyen wire: every field we send is one Adyen's spec defines for POST /payments",
+          "[providers][adyen][contract]") {
+    const auto& post = spec()["paths"]["/payments"]["post"];
+    CHECK(post["requestBody"]["content"]["application/json"]["schema"]["$ref"] ==
+          "#/components/schemas/PaymentRequest");
+    const auto& props = schema("PaymentRequest")["properties"];
+    const auto j = nlohmann::json::parse(*payment_body(order(), "AcmeShopECOM"));
+    for (const auto& [key, value] : j.items()) {
+        INFO(key);
+        CHECK(props.contains(key));
+    }
+    // Every field the spec requires is sent, except returnUrl: a ContAuth charge of a stored card
+    // never redirects the shopper.
+    for (const auto& required : schema("PaymentRequest")["required"]) {
+        INFO(required);
+        CHECK((j.contains(required.get<std::string>()) || required == "returnUrl"));
+    }
+    for (const auto& [key, value] : j["amount"].items()) {
+        CHECK(schema("Amount")["properties"].contains(key));
+    }
+    const auto& interaction = props["shopperInteraction"]["enum"];
+    CHECK(std::find(interaction.begin(), interaction.end(), j["shopperInteraction"]) !=
+          interaction.end());
+    const auto& model = props["recurringProcessingModel"]["enum"];
+    CHECK(std::find(model.begin(), model.end(), j["recurringProcessingModel"]) != model.end());
+    const auto& card = schema("CardDetails")["properties"];
+    for (const auto& [key, value] : j["paymentMethod"].items()) {
+        INFO(key);
+        CHECK(card.contains(key));
+    }
+    const auto& types = card["type"]["enum"];
+    CHECK(std::find(types.begin(), types.end(), "scheme") != types.end());
+    // The key header and the credentials header are the spec's.
+    CHECK(spec()["components"]["parameters"]["Idempotency-Key"]["in"] == "header");
+    CHECK(spec()["components"]["securitySchemes"]["ApiKeyAuth"]["name"] == "X-API-Key");
+}
+
+TEST_CASE("adyen wire: the fixtures are PaymentResponses and ServiceErrors as the spec describes",
+          "[providers][adyen][contract]") {
+    const auto& response = schema("PaymentResponse")["properties"];
+    const auto& codes = response["resultCode"]["enum"];
+    for (const std::string name : {"authorised.json", "refused.json", "received.json"}) {
+        const auto j = nlohmann::json::parse(fixture(name));
+        for (const auto& [key, value] : j.items()) {
+            INFO(name << ": " << key);
+            CHECK(response.contains(key));
+        }
+        CHECK(std::find(codes.begin(), codes.end(), j["resultCode"]) != codes.end());
+    }
+    const auto& error = schema("ServiceError")["properties"];
+    for (const std::string name :
+         {"idempotency_in_flight.json", "validation_error.json", "unauthorised.json"}) {
+        const auto j = nlohmann::json::parse(fixture(name));
+        for (const auto& [key, value] : j.items()) {
+            INFO(name << ": " << key);
+            CHECK(error.contains(key));
+        }
+    }
+}
+
+TEST_CASE("adyen wire: every resultCode in the spec has a mapping decided on purpose",
+          "[providers][adyen][contract]") {
+    const std::map<std::string, Outcome> decided = {
+        {"Authorised", Outcome::succeeded},
+        {"Refused", Outcome::declined},
+        {"Cancelled", Outcome::declined},
+        {"Error", Outcome::declined}, // a final, non-authorised state with a refusalReason
+        {"Pending", Outcome::pending},
+        {"Received", Outcome::pending},
+        {"PresentToShopper", Outcome::pending},
+        {"RedirectShopper", Outcome::pending},
+        {"IdentifyShopper", Outcome::pending},
+        {"ChallengeShopper", Outcome::pending},
+        {"PartiallyAuthorised", Outcome::unknown},       // money moved, but not our amount
+        {"AuthenticationFinished", Outcome::unknown},    // authentication-only flows
+        {"AuthenticationNotRequired", Outcome::unknown}, // we never ask for
+        {"Success", Outcome::unknown},                   // undocumented for /payments
+    };
+    const auto& codes = schema("PaymentResponse")["properties"]["resultCode"]["enum"];
+    for (const auto& c : codes) {
+        INFO(c);
+        const auto it = decided.find(c.get<std::string>());
+        REQUIRE(it != decided.end()); // a new word in the spec needs a decision here
+        CHECK(map_result_code(it->first) == it->second);
+    }
+    CHECK(codes.size() == decided.size());
+    CHECK(map_result_code("authorised") == Outcome::unknown);
+    CHECK(map_result_code("") == Outcome::unknown);
+}
+
+TEST_CASE("adyen wire: payment responses map to outcomes, unknown unless recognised",
+          "[providers][adyen]") {
+    const PaymentOrder o = order();
+    SECTION("200 Authorised echoing our reference and amount") {
+        const auto r = interpret_payment(o, 200, fixture("authorised.json"));
+        CHECK(r.outcome == Outcome::succeeded);
+        CHECK(r.provider_reference == "993617895204576J");
+        CHECK(r.call.error_class.empty());
+    }
+    SECTION("200 Authorised for another amount") {
+        PaymentOrder other = o;
+        other.amount = Money{5000, "EUR"};
+        CHECK(interpret_payment(other, 200, fixture("authorised.json")).outcome ==
+              Outcome::unknown);
+        other.amount = Money{4999, "USD"};
+        CHECK(interpret_payment(other, 200, fixture("authorised.json")).outcome ==
+              Outcome::unknown);
+    }
+    SECTION("200 Authorised for another reference") {
+        PaymentOrder other = o;
+        other.operation_id = "pr_ffffffffffffffffffffffffffffffff";
+        CHECK(interpret_payment(other, 200, fixture("authorised.json")).outcome ==
+              Outcome::unknown);
+    }
+    SECTION("200 Authorised without pspReference is no proof") {
+        CHECK(interpret_payment(o, 200, R"({"resultCode":"Authorised"})").outcome ==
+              Outcome::unknown);
+    }
+    SECTION("200 without amount or merchantReference is read by resultCode") {
+        CHECK(interpret_payment(o, 200, R"({"pspReference":"X1","resultCode":"Authorised"})")
+                  .outcome == Outcome::succeeded);
+    }
+    SECTION("200 with a CLP amount in Adyen's units") {
+        PaymentOrder clp = o;
+        clp.amount = Money{1000, "CLP"};
+        const std::string body =
+            R"({"amount":{"currency":"CLP","value":100000},"merchantReference":"pr_0123456789abcdef0123456789abcdef","pspReference":"X2","resultCode":"Authorised"})";
+        CHECK(interpret_payment(clp, 200, body).outcome == Outcome::succeeded);
+        clp.amount = Money{100000, "CLP"}; // read as ISO units it would be a hundredfold charge
+        CHECK(interpret_payment(clp, 200, body).outcome == Outcome::unknown);
+    }
+    SECTION("200 Refused") {
+        const auto r = interpret_payment(o, 200, fixture("refused.json"));
+        CHECK(r.outcome == Outcome::declined);
+        CHECK(r.provider_reference == "883617895204576K");
+        CHECK(r.call.error_class == "refused:Refused:Not enough balance");
+    }
+    SECTION("200 Received is pending") {
+        CHECK(interpret_payment(o, 200, fixture("received.json")).outcome == Outcome::pending);
+    }
+    SECTION("200 PartiallyAuthorised is unknown") {
+        const auto r = interpret_payment(
+            o, 200, R"({"pspReference":"X3","resultCode":"PartiallyAuthorised"})");
+        CHECK(r.outcome == Outcome::unknown);
+        CHECK(r.call.error_class == "unexpected_result_code_PartiallyAuthorised");
+    }
+    SECTION("422 or 409 with errorCode 704: the first request with our key is still running") {
+        const auto r = interpret_payment(o, 422, fixture("idempotency_in_flight.json"));
+        CHECK(r.outcome == Outcome::unknown);
+        CHECK(r.call.error_class == "idempotency_in_flight");
+        CHECK(interpret_payment(o, 409,
+                                R"({"status":409,"errorCode":"704","errorType":"validation"})")
+                  .outcome == Outcome::unknown);
+    }
+    SECTION("a 4xx validation error is declined") {
+        const auto r = interpret_payment(o, 422, fixture("validation_error.json"));
+        CHECK(r.outcome == Outcome::declined);
+        CHECK(r.call.error_class == "validation:14_030");
+        CHECK(interpret_payment(o, 400,
+                                R"({"status":400,"errorCode":"702","errorType":"validation"})")
+                  .outcome == Outcome::declined);
+    }
+    SECTION("a 4xx that is not a validation error is unknown") {
+        CHECK(interpret_payment(o, 422,
+                                R"({"status":422,"errorCode":"905_1","errorType":"configuration"})")
+                  .outcome == Outcome::unknown);
+        CHECK(interpret_payment(o, 409,
+                                R"({"status":409,"errorCode":"999","errorType":"validation"})")
+                  .outcome == Outcome::unknown);
+    }
+    SECTION("401, 403 and 429 executed nothing") {
+        CHECK(interpret_payment(o, 401, fixture("unauthorised.json")).outcome == Outcome::not_sent);
+        CHECK(
+            interpret_payment(o, 403, R"({"status":403,"errorCode":"010","errorType":"security"})")
+                .outcome == Outcome::not_sent);
+        CHECK(interpret_payment(o, 429, "").outcome == Outcome::not_sent);
+    }
+    SECTION("5xx, garbage, empty, truncated") {
+        CHECK(
+            interpret_payment(o, 500, R"({"status":500,"errorCode":"901","errorType":"internal"})")
+                .outcome == Outcome::unknown);
+        CHECK(interpret_payment(o, 502, "<html>bad gateway</html>").outcome == Outcome::unknown);
+        CHECK(interpret_payment(o, 200, "").outcome == Outcome::unknown);
+        CHECK(interpret_payment(o, 422, "").outcome == Outcome::unknown);
+        const std::string full = fixture("authorised.json");
+        CHECK(interpret_payment(o, 200, full.substr(0, full.size() / 2)).outcome ==
+              Outcome::unknown);
+        CHECK(interpret_payment(
+                  o, 200,
+                  R"({"pspReference":"X4","resultCode":"Authorised","amount":{"value":"4999"}})")
+                  .outcome == Outcome::unknown);
+        CHECK(interpret_payment(o, 200, R"(["Authorised"])").outcome == Outcome::unknown);
+    }
+}
+
+TEST_CASE("adyen wire: the fixtures hold no secrets", "[providers][adyen]") {
+    static const std::regex k_secret(
+        R"((AQE[A-Za-z0-9+/=_-]{20,}|sk_(live|test)_|X-API-Key|api_key))");
+    for (const auto& entry : std::filesystem::directory_iterator(fixture_dir())) {
+        INFO(entry.path());
+        CHECK_FALSE(std::regex_search(read(entry.path().string()), k_secret));
+    }
+}
