@@ -2,6 +2,7 @@
 
 #include "core/errors.hpp"
 #include "providers/http/transport.hpp"
+#include "providers/square/adapter.hpp"
 #include "providers/stripe/adapter.hpp"
 
 namespace payrecon::providers {
@@ -13,6 +14,11 @@ std::unique_ptr<Provider> create_provider(const ProviderConfig& config) {
     if (config.kind == "stripe") {
         auto transport = std::make_shared<http::Transport>(options);
         return std::make_unique<stripe::StripeAdapter>(
+            config, [transport](const http::HttpRequest& r) { return transport->send(r); });
+    }
+    if (config.kind == "square") {
+        auto transport = std::make_shared<http::Transport>(options);
+        return std::make_unique<square::SquareAdapter>(
             config, [transport](const http::HttpRequest& r) { return transport->send(r); });
     }
     throw ConfigError("provider " + config.name + ": no adapter of kind '" + config.kind +
