@@ -92,6 +92,7 @@ void Executor::execute(const store::ClaimedPayment& claim) {
     order.customer = claim.customer;
     order.description = claim.description;
     order.metadata = claim.metadata;
+    order.created_at = claim.created_at;
 
     crash_point("executor.before_submit");
     const providers::SubmitResult result = provider->submit(order);

@@ -57,7 +57,7 @@ bool loopback_host(const std::string& url) {
 } // namespace
 
 const std::vector<std::string_view>& known_kinds() {
-    static const std::vector<std::string_view> k_kinds = {"stripe", "adyen"}; // registry.cpp builds each
+    static const std::vector<std::string_view> k_kinds = {"stripe", "adyen", "square"}; // registry.cpp builds each
     return k_kinds;
 }
 
@@ -115,7 +115,7 @@ Config parse_config(std::string_view text, const std::filesystem::path& source,
         c.kind = p.at("kind").get<std::string>();
         if (std::find(known_kinds().begin(), known_kinds().end(), c.kind) == known_kinds().end()) {
             bad(source, path + ".kind", "'" + c.kind + "' is not an adapter this build has",
-                "use a kind this build has: stripe, adyen");
+                "use a kind this build has: stripe, adyen, square");
         }
         if (!p.contains("base_url") || !p.at("base_url").is_string()) {
             bad(source, path + ".base_url", "is required, e.g. https://api.stripe.com");

@@ -32,7 +32,7 @@ struct CapabilityOverrides {
 
 struct ProviderConfig {
     std::string name;     // the key in "providers": [a-z0-9_-]{1,32}; what payments name
-    std::string kind;     // the adapter: stripe, adyen (square to come)
+    std::string kind;     // the adapter: stripe, adyen, square
     std::string base_url; // http(s)://host[:port]; plain http only for loopback
     std::string api_key_env;
     Secret api_key;       // read from api_key_env when the config is loaded

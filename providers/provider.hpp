@@ -54,6 +54,8 @@ struct PaymentOrder {
     std::optional<std::string> customer;
     std::optional<std::string> description;
     std::map<std::string, std::string> metadata;
+    // When payrecon accepted the payment; adapters that look up by time window need it (Square).
+    std::optional<std::chrono::system_clock::time_point> created_at;
 };
 
 // What one call looked like, for the attempt record. `detail` is a redacted excerpt.

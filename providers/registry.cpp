@@ -3,23 +3,34 @@
 #include "core/errors.hpp"
 #include "providers/adyen/adapter.hpp"
 #include "providers/http/transport.hpp"
+#include "providers/square/adapter.hpp"
 #include "providers/stripe/adapter.hpp"
 
 namespace payrecon::providers {
+namespace {
 
-std::unique_ptr<Provider> create_provider(const ProviderConfig& config) {
+// An adapter that sends through a Transport of its own.
+template <typename Adapter>
+std::unique_ptr<Provider> over_transport(const ProviderConfig& config) {
     http::TransportOptions options;
     options.timeouts.connect = config.connect_timeout;
     options.timeouts.total = config.timeout;
+    auto transport = std::make_shared<http::Transport>(options);
+    return std::make_unique<Adapter>(
+        config, [transport](const http::HttpRequest& r) { return transport->send(r); });
+}
+
+} // namespace
+
+std::unique_ptr<Provider> create_provider(const ProviderConfig& config) {
     if (config.kind == "stripe") {
-        auto transport = std::make_shared<http::Transport>(options);
-        return std::make_unique<stripe::StripeAdapter>(
-            config, [transport](const http::HttpRequest& r) { return transport->send(r); });
+        return over_transport<stripe::StripeAdapter>(config);
     }
     if (config.kind == "adyen") {
-        auto transport = std::make_shared<http::Transport>(options);
-        return std::make_unique<adyen::AdyenAdapter>(
-            config, [transport](const http::HttpRequest& r) { return transport->send(r); });
+        return over_transport<adyen::AdyenAdapter>(config);
+    }
+    if (config.kind == "square") {
+        return over_transport<square::SquareAdapter>(config);
     }
     throw ConfigError("provider " + config.name + ": no adapter of kind '" + config.kind +
                           "' in this build",

@@ -34,7 +34,7 @@ WITH due AS (
 )
 SELECT tenant_id::text, payment_id::text, generation, attempt_count, operation_id,
        merchant_reference, amount_minor, currency, provider, payment_method, customer,
-       description, metadata::text
+       description, metadata::text, (extract(epoch FROM created_at) * 1000000)::bigint
   FROM claimed)sql";
 
 constexpr const char* k_finish_attempt = "executor_finish_attempt";
@@ -149,6 +149,9 @@ std::vector<ClaimedPayment> claim_payments(Db& db, const std::string& worker,
             }
             const nlohmann::json metadata = nlohmann::json::parse(row[12].as<std::string>());
             c.metadata = metadata.get<std::map<std::string, std::string>>();
+            c.created_at = std::chrono::system_clock::time_point(
+                std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                    std::chrono::microseconds(row[13].as<long long>())));
             out.push_back(std::move(c));
         }
         return out;

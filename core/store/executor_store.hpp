@@ -29,6 +29,7 @@ struct ClaimedPayment {
     std::optional<std::string> customer;
     std::optional<std::string> description;
     std::map<std::string, std::string> metadata;
+    std::chrono::system_clock::time_point created_at{}; // when intake accepted the payment
 };
 
 // Claims up to `batch` payments of `providers` (the ones this worker can call) that are `pending`,

@@ -1,0 +1,71 @@
+#pragma once
+// Square, through the Payments API (Connect v2).
+//
+// Quirks that matter for charging once:
+// - Idempotency: `idempotency_key` is a field of the JSON body, not a header, at most 45
+//   characters (our operation IDs fit). A replay returns the first success. The same key with
+//   another body is 400 `IDEMPOTENCY_KEY_REUSED`: the first may have charged, so unknown, never
+//   declined. What a request racing an in-flight first one gets is undocumented, and so is how
+//   long keys are kept: the retention comes from the config (`key_retention_h`).
+// - We create and complete in one call (`autocomplete: true`), so APPROVED (authorised, not
+//   captured) should not happen; it is read as pending. Our operation ID also goes in
+//   `reference_id` (at most 40 characters; ours are 35) so the charge can be found again.
+// - Lookup: there is no search by reference_id. We list payments created in
+//   [created_at - 5 min, created_at + 24 h) and match reference_id, paging through every page
+//   (at most 50, else failed). That needs PaymentOrder::created_at; without it the lookup fails.
+//   How soon a new payment shows in the list is not published: "not found" means nothing within
+//   the settle delay.
+// - Amounts are in the currency's smallest ISO 4217 unit (USD cents, JPY yen): no exceptions.
+// - Declines are 400 (some integrations see 402) with category PAYMENT_METHOD_ERROR, often with
+//   the FAILED Payment attached; other INVALID_REQUEST_ERRORs are declined too (the request is
+//   wrong; sending it again gives the same answer). 401/403 (AUTHENTICATION_ERROR) and 429
+//   (RATE_LIMIT_ERROR) are not executed; 5xx and anything unrecognised are unknown.
+
+#include "providers/config.hpp"
+#include "providers/http/transport.hpp"
+#include "providers/provider.hpp"
+
+#include <chrono>
+#include <functional>
+
+namespace payrecon::providers::square {
+
+// The Square-Version header: the spec's default (square/connect-api-specification, 5733f66).
+inline constexpr const char* k_api_version = "2025-08-20";
+inline constexpr std::size_t k_max_key_length = 45;
+// The lookup window around PaymentOrder::created_at, and how many list pages it may take.
+inline constexpr std::chrono::minutes k_lookup_before{5};
+inline constexpr std::chrono::hours k_lookup_after{24};
+inline constexpr int k_max_lookup_pages = 50;
+
+// The HTTP seam: production sends through a Transport; tests replay recorded responses and assert
+// on the request.
+using SendFunction = std::function<http::HttpResult(const http::HttpRequest&)>;
+
+class SquareAdapter : public Provider {
+public:
+    SquareAdapter(const ProviderConfig& config, SendFunction send);
+
+    const std::string& name() const override { return m_name; }
+    std::string_view kind() const override { return "square"; }
+    const Capabilities& capabilities() const override { return m_caps; }
+
+    SubmitResult submit(const PaymentOrder& order) override;
+    // Lists the window around order.created_at; failed with error_class "lookup_needs_time" if it
+    // is absent, "too_many_pages" past k_max_lookup_pages, and on any page that fails.
+    LookupResult lookup(const PaymentOrder& order) override;
+    ListPage list(const TimeWindow& window, const std::optional<std::string>& cursor) override;
+
+private:
+    http::HttpRequest request(std::string method, std::string path_and_query, bool mutating) const;
+    // GET /v2/payments for `window`, oldest first, 100 per page, from `cursor`.
+    ListPage fetch_page(const TimeWindow& window, const std::optional<std::string>& cursor);
+
+    std::string m_name;
+    std::string m_base_url;
+    Secret m_api_key;
+    Capabilities m_caps;
+    SendFunction m_send;
+};
+
+} // namespace payrecon::providers::square

@@ -1,0 +1,306 @@
+#include "providers/square/wire.hpp"
+
+#include <cctype>
+#include <ctime>
+#include <nlohmann/json.hpp>
+#include <utility>
+
+namespace payrecon::providers::square {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::size_t k_max_reference_id = 40;
+
+std::string excerpt(std::string_view body) {
+    constexpr std::size_t k_max = 300;
+    std::string out(body.substr(0, k_max));
+    for (char& c : out) {
+        if (static_cast<unsigned char>(c) < 0x20) {
+            c = ' ';
+        }
+    }
+    return body.size() > k_max ? out + "..." : out;
+}
+
+bool is_string(const json& j, const char* key) {
+    return j.contains(key) && j[key].is_string();
+}
+
+// Reads `count` digits at `pos`; nullopt if any is not a digit.
+std::optional<int> digits(std::string_view s, std::size_t pos, std::size_t count) {
+    if (pos + count > s.size()) {
+        return std::nullopt;
+    }
+    int v = 0;
+    for (std::size_t i = pos; i < pos + count; ++i) {
+        if (std::isdigit(static_cast<unsigned char>(s[i])) == 0) {
+            return std::nullopt;
+        }
+        v = v * 10 + (s[i] - '0');
+    }
+    return v;
+}
+
+std::optional<RemotePayment> payment_from(const json& j) {
+    if (!j.is_object() || !is_string(j, "id") || !is_string(j, "status") ||
+        !j.contains("amount_money") || !j["amount_money"].is_object()) {
+        return std::nullopt;
+    }
+    const json& m = j["amount_money"];
+    if (!m.contains("amount") || !m["amount"].is_number_integer() || !is_string(m, "currency")) {
+        return std::nullopt;
+    }
+    const auto money =
+        from_square_money(m["amount"].get<long long>(), m["currency"].get<std::string>());
+    if (!money) {
+        return std::nullopt;
+    }
+    RemotePayment p;
+    p.provider_reference = j["id"].get<std::string>();
+    p.amount = *money;
+    p.raw_status = j["status"].get<std::string>();
+    p.state = map_status(p.raw_status);
+    if (is_string(j, "reference_id")) {
+        p.operation_id = j["reference_id"].get<std::string>();
+    }
+    if (is_string(j, "created_at")) {
+        if (const auto t = parse_rfc3339(j["created_at"].get<std::string>())) {
+            p.created_at = *t;
+        }
+    }
+    return p;
+}
+
+} // namespace
+
+std::optional<Money> to_square_money(const Money& money) {
+    if (!find_currency(money.currency) || money.minor <= 0) {
+        return std::nullopt;
+    }
+    return money;
+}
+
+std::optional<Money> from_square_money(long long amount, std::string_view currency) {
+    if (!find_currency(currency)) {
+        return std::nullopt;
+    }
+    return Money{amount, std::string(currency)};
+}
+
+std::string format_rfc3339(std::chrono::system_clock::time_point t) {
+    const std::time_t secs =
+        std::chrono::system_clock::to_time_t(std::chrono::time_point_cast<std::chrono::seconds>(t));
+    std::tm tm{};
+    gmtime_r(&secs, &tm);
+    char buf[32];
+    const std::size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return std::string(buf, n);
+}
+
+std::optional<std::chrono::system_clock::time_point> parse_rfc3339(std::string_view text) {
+    // YYYY-MM-DDTHH:MM:SS[.fff][Z|+hh:mm|-hh:mm]
+    const auto year = digits(text, 0, 4);
+    const auto month = digits(text, 5, 2);
+    const auto day = digits(text, 8, 2);
+    const auto hour = digits(text, 11, 2);
+    const auto minute = digits(text, 14, 2);
+    const auto second = digits(text, 17, 2);
+    if (!year || !month || !day || !hour || !minute || !second || text[4] != '-' ||
+        text[7] != '-' || (text[10] != 'T' && text[10] != 't') || text[13] != ':' ||
+        text[16] != ':' || *month < 1 || *month > 12 || *day < 1 || *day > 31 || *hour > 23 ||
+        *minute > 59 || *second > 60) {
+        return std::nullopt;
+    }
+    std::size_t pos = 19;
+    long long micros = 0;
+    if (pos < text.size() && text[pos] == '.') {
+        ++pos;
+        long long scale = 100000;
+        const std::size_t start = pos;
+        while (pos < text.size() && std::isdigit(static_cast<unsigned char>(text[pos])) != 0) {
+            micros += (text[pos] - '0') * scale;
+            scale /= 10;
+            ++pos;
+        }
+        if (pos == start) {
+            return std::nullopt;
+        }
+    }
+    long long offset_s = 0;
+    if (pos < text.size() && (text[pos] == 'Z' || text[pos] == 'z')) {
+        ++pos;
+    } else if (pos < text.size() && (text[pos] == '+' || text[pos] == '-')) {
+        const auto oh = digits(text, pos + 1, 2);
+        const auto om = digits(text, pos + 4, 2);
+        if (!oh || !om || text[pos + 3] != ':') {
+            return std::nullopt;
+        }
+        offset_s = (*oh * 3600LL + *om * 60LL) * (text[pos] == '+' ? 1 : -1);
+        pos += 6;
+    } else {
+        return std::nullopt;
+    }
+    if (pos != text.size()) {
+        return std::nullopt;
+    }
+    std::tm tm{};
+    tm.tm_year = *year - 1900;
+    tm.tm_mon = *month - 1;
+    tm.tm_mday = *day;
+    tm.tm_hour = *hour;
+    tm.tm_min = *minute;
+    tm.tm_sec = *second;
+    const std::time_t utc = timegm(&tm);
+    return std::chrono::system_clock::time_point(std::chrono::seconds(utc - offset_s)) +
+           std::chrono::microseconds(micros);
+}
+
+std::optional<std::string> create_body(const PaymentOrder& order) {
+    const auto money = to_square_money(order.amount);
+    if (!money || order.operation_id.empty() || order.operation_id.size() > k_max_reference_id) {
+        return std::nullopt;
+    }
+    json body = {
+        {"idempotency_key", order.operation_id},
+        {"source_id", order.payment_method},
+        {"amount_money", {{"amount", money->minor}, {"currency", money->currency}}},
+        {"reference_id", order.operation_id},
+        {"autocomplete", true},
+    };
+    if (order.customer) {
+        body["customer_id"] = *order.customer;
+    }
+    if (order.description) {
+        body["note"] = *order.description;
+    }
+    return body.dump();
+}
+
+Outcome map_status(std::string_view status) {
+    if (status == "COMPLETED") {
+        return Outcome::succeeded;
+    }
+    if (status == "APPROVED" || status == "PENDING") {
+        return Outcome::pending;
+    }
+    if (status == "FAILED" || status == "CANCELED") {
+        return Outcome::declined;
+    }
+    return Outcome::unknown;
+}
+
+std::optional<RemotePayment> parse_payment(std::string_view json_text) {
+    const json j = json::parse(json_text, nullptr, false);
+    if (j.is_discarded()) {
+        return std::nullopt;
+    }
+    return payment_from(j);
+}
+
+std::optional<Envelope> parse_envelope(std::string_view json_text) {
+    const json j = json::parse(json_text, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) {
+        return std::nullopt;
+    }
+    Envelope out;
+    if (j.contains("errors")) {
+        if (!j["errors"].is_array()) {
+            return std::nullopt;
+        }
+        for (const auto& e : j["errors"]) {
+            if (!e.is_object() || !is_string(e, "category") || !is_string(e, "code")) {
+                return std::nullopt;
+            }
+            out.errors.push_back(SquareError{e["category"].get<std::string>(),
+                                             e["code"].get<std::string>(), e.value("detail", ""),
+                                             e.value("field", "")});
+        }
+    }
+    if (j.contains("payment")) {
+        out.payment = payment_from(j["payment"]);
+        if (!out.payment) {
+            return std::nullopt;
+        }
+    }
+    if (j.contains("payments")) {
+        if (!j["payments"].is_array()) {
+            return std::nullopt;
+        }
+        for (const auto& item : j["payments"]) {
+            auto p = payment_from(item);
+            if (!p) {
+                return std::nullopt; // one unreadable item makes the page untrustworthy
+            }
+            out.payments.push_back(std::move(*p));
+        }
+    }
+    if (j.contains("cursor")) {
+        if (!j["cursor"].is_string()) {
+            return std::nullopt;
+        }
+        if (!j["cursor"].get<std::string>().empty()) {
+            out.cursor = j["cursor"].get<std::string>();
+        }
+    }
+    return out;
+}
+
+SubmitResult interpret_create(const PaymentOrder& order, int http_status, std::string_view body) {
+    SubmitResult r;
+    r.call.http_status = http_status;
+    r.call.detail = excerpt(body);
+    auto echoes = [&](const RemotePayment& p) {
+        return p.amount == order.amount && p.operation_id == order.operation_id;
+    };
+    const auto env = parse_envelope(body);
+    if (http_status >= 200 && http_status < 300) {
+        if (!env || !env->payment || !env->errors.empty() || !echoes(*env->payment)) {
+            r.call.error_class = "unrecognised_response";
+            return r; // unknown: a success we cannot match to our request proves nothing
+        }
+        r.provider_reference = env->payment->provider_reference;
+        r.outcome = env->payment->state;
+        r.call.error_class =
+            r.outcome == Outcome::unknown ? "unexpected_status_" + env->payment->raw_status : "";
+        return r;
+    }
+    if (http_status == 401 || http_status == 403 || http_status == 429) {
+        r.outcome = Outcome::not_sent;
+        r.call.error_class = http_status == 429 ? "rate_limited" : "authentication";
+        return r;
+    }
+    if (http_status >= 500 || !env || env->errors.empty()) {
+        r.call.error_class =
+            http_status >= 500 ? "http_" + std::to_string(http_status) : "unrecognised_response";
+        return r;
+    }
+    const SquareError& first = env->errors.front();
+    for (const auto& e : env->errors) {
+        if (e.code == "IDEMPOTENCY_KEY_REUSED") {
+            r.call.error_class = "IDEMPOTENCY_KEY_REUSED";
+            return r; // the first request with this key may have charged: the reconciler decides
+        }
+    }
+    if ((http_status == 400 || http_status == 402) && first.category == "PAYMENT_METHOD_ERROR") {
+        if (env->payment) {
+            if (!echoes(*env->payment) || (env->payment->state != Outcome::declined)) {
+                r.call.error_class = "unrecognised_response";
+                return r; // a payment that is not ours, or not failed: proves nothing
+            }
+            r.provider_reference = env->payment->provider_reference;
+        }
+        r.outcome = Outcome::declined;
+        r.call.error_class = "card_declined:" + first.code;
+        return r;
+    }
+    if (http_status == 400 && first.category == "INVALID_REQUEST_ERROR") {
+        r.outcome = Outcome::declined;
+        r.call.error_class = "invalid_request:" + first.code;
+        return r;
+    }
+    r.call.error_class = "http_" + std::to_string(http_status);
+    return r;
+}
+
+} // namespace payrecon::providers::square

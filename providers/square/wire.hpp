@@ -1,0 +1,69 @@
+#pragma once
+// Square's wire format for the Payments API (Connect v2, Square-Version 2025-08-20): the JSON
+// CreatePayment request, the Payment, Error and ListPayments shapes, amounts and status mapping.
+// Pure functions: no I/O. See adapter.hpp for the provider's quirks.
+
+#include "providers/provider.hpp"
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace payrecon::providers::square {
+
+// ISO minor units -> Square's `amount_money`. Square counts in the currency's smallest ISO 4217
+// unit (USD cents, JPY yen) and documents no exceptions, so this only checks the currency is known
+// and the amount positive. nullopt otherwise.
+std::optional<Money> to_square_money(const Money& money);
+// Square's Money {amount, currency} -> ISO minor units. nullopt for an unknown currency.
+std::optional<Money> from_square_money(long long amount, std::string_view currency);
+
+// RFC 3339 in UTC, whole seconds: 2026-12-02T10:00:00Z.
+std::string format_rfc3339(std::chrono::system_clock::time_point t);
+// Parses Square's RFC 3339 timestamps (2026-12-02T10:00:00.123Z, or with a +hh:mm offset).
+// nullopt if it is not one.
+std::optional<std::chrono::system_clock::time_point> parse_rfc3339(std::string_view text);
+
+// The JSON body of POST /v2/payments: idempotency_key and reference_id are our operation ID,
+// source_id the payment method token, amount_money, customer_id and note when present, and
+// autocomplete true. nullopt if the amount is not expressible or the operation ID is longer than
+// reference_id allows (40).
+std::optional<std::string> create_body(const PaymentOrder& order);
+
+// A Payment's status mapped to an outcome: COMPLETED -> succeeded; APPROVED (authorised, not
+// captured: should not happen with autocomplete), PENDING -> pending; FAILED, CANCELED -> declined;
+// anything else -> unknown.
+Outcome map_status(std::string_view status);
+
+// Parses a Payment object (not the envelope). nullopt if it is not one (missing id, amount_money,
+// status).
+std::optional<RemotePayment> parse_payment(std::string_view json_text);
+
+// One entry of Square's error envelope {"errors": [{"category", "code", "detail", "field"}]}.
+struct SquareError {
+    std::string category;
+    std::string code;
+    std::string detail;
+    std::string field;
+};
+
+// A CreatePaymentResponse or ListPaymentsResponse: errors, the payment (create), payments and
+// cursor (list). nullopt if the body is not a JSON object or an entry in it is unreadable.
+struct Envelope {
+    std::vector<SquareError> errors;
+    std::optional<RemotePayment> payment;
+    std::vector<RemotePayment> payments;
+    std::optional<std::string> cursor;
+};
+std::optional<Envelope> parse_envelope(std::string_view json_text);
+
+// Decides the outcome of a create call from its HTTP status and body (DESIGN section 5: unknown
+// unless positively recognised). A 2xx must carry a Payment echoing our amount and reference_id;
+// 400 PAYMENT_METHOD_ERROR -> declined (a Payment it carries must echo us); 400
+// IDEMPOTENCY_KEY_REUSED -> unknown; 401, 403, 429 -> not_sent (Square executes nothing); another
+// 400 INVALID_REQUEST_ERROR -> declined; 5xx and anything unparseable -> unknown.
+SubmitResult interpret_create(const PaymentOrder& order, int http_status, std::string_view body);
+
+} // namespace payrecon::providers::square
