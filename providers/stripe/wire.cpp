@@ -46,6 +46,13 @@ std::string excerpt(std::string_view body) {
     return body.size() > k_max ? out + "..." : out;
 }
 
+// obj[key] if it is a string, else "": a field of the wrong type counts as absent (json::value
+// would throw type_error on it).
+std::string string_field(const json& obj, const char* key) {
+    const auto it = obj.find(key);
+    return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
 } // namespace
 
 std::optional<int> stripe_exponent(std::string_view currency) {
@@ -94,7 +101,8 @@ std::optional<Money> from_stripe_amount(long long amount, std::string_view curre
     const int diff = iso->exponent - *theirs;
     if (diff >= 0) {
         const long long factor = pow10(diff);
-        if (amount > std::numeric_limits<long long>::max() / factor) {
+        if (amount > std::numeric_limits<long long>::max() / factor ||
+            amount < std::numeric_limits<long long>::min() / factor) {
             return std::nullopt;
         }
         return Money{amount * factor, code};
@@ -208,9 +216,9 @@ std::optional<StripeError> parse_error(std::string_view json_text) {
     }
     const json& e = j["error"];
     StripeError out;
-    out.type = e.value("type", "");
-    out.code = e.value("code", "");
-    out.decline_code = e.value("decline_code", "");
+    out.type = string_field(e, "type");
+    out.code = string_field(e, "code");
+    out.decline_code = string_field(e, "decline_code");
     if (e.contains("payment_intent")) {
         out.payment_intent = payment_from(e["payment_intent"]);
     }
@@ -282,12 +290,17 @@ std::optional<ListEnvelope> parse_list(std::string_view json_text) {
     if (j.is_discarded() || !j.is_object() || !j.contains("data") || !j["data"].is_array()) {
         return std::nullopt;
     }
-    const std::string object = j.value("object", "");
+    const std::string object = string_field(j, "object");
     if (object != "list" && object != "search_result") {
         return std::nullopt;
     }
     ListEnvelope out;
-    out.has_more = j.value("has_more", false);
+    if (j.contains("has_more")) {
+        if (!j["has_more"].is_boolean()) {
+            return std::nullopt; // we could not tell whether pages were left out
+        }
+        out.has_more = j["has_more"].get<bool>();
+    }
     for (const auto& item : j["data"]) {
         auto p = payment_from(item);
         if (!p) {

@@ -182,3 +182,24 @@ TEST_CASE("stripe wire: search and list envelopes parse, and one bad item spoils
     CHECK_FALSE(parse_list(R"({"data":[]})").has_value());
     CHECK(search_query("pr_abc") == "metadata['operation_id']:'pr_abc'");
 }
+
+// Found by tests/fuzz/fuzz_stripe_responses: json::value threw type_error on these, out of the
+// parser and through the worker thread.
+TEST_CASE("stripe wire: error and list fields of the wrong type are refused, not thrown",
+          "[providers][stripe]") {
+    CHECK_FALSE(parse_error(R"({"error": {"type": 1, "code": "x"}})").has_value());
+    const auto e = parse_error(R"({"error": {"type": "card_error", "code": ["x"], "decline_code": {}}})");
+    REQUIRE(e.has_value());
+    CHECK(e->code.empty());
+    CHECK(e->decline_code.empty());
+    CHECK(interpret_create(order(), 402, R"({"error": {"type": 7}})").outcome == Outcome::unknown);
+    CHECK_FALSE(parse_list(R"({"object": 5, "data": []})").has_value());
+    CHECK_FALSE(parse_list(R"({"object": "list", "data": [], "has_more": "yes"})").has_value());
+}
+
+// Found by the fuzz corpus: the overflow check guarded only positive amounts.
+TEST_CASE("stripe wire: a negative amount that overflows in conversion is refused",
+          "[providers][stripe]") {
+    CHECK_FALSE(from_stripe_amount(-9223372036854775807LL - 1, "mga").has_value());
+    CHECK(from_stripe_amount(-12, "mga") == Money{-1200, "MGA"});
+}
