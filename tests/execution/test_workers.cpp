@@ -11,6 +11,7 @@
 #include <thread>
 
 #include <catch2/catch.hpp>
+#include <csignal>
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -159,4 +160,64 @@ TEST_CASE("workers: 1,000 payments through 4 worker processes with 10% injected 
     CHECK(count_rows("payment_attempts", tenant.tenant_id, "finished_at IS NULL") == 0);
     CHECK(ledger["faults_applied"].size() >= 5); // the mix really happened
     CHECK(executed >= count_rows("payments", tenant.tenant_id, "state = 'succeeded'"));
+}
+
+TEST_CASE("workers: SIGTERM lets the calls in flight finish and be recorded, then exits 0",
+          "[execution][db][processes]") {
+    fake::FakeProviderOptions o;
+    o.stripe.api_key = Secret("sk_test_fake_" + to_hex(random_bytes(8)));
+    o.faults.latency = std::chrono::milliseconds(400); // calls are in flight when the signal comes
+    std::ostringstream provider_log;
+    fake::FakeProvider fake(o, provider_log);
+    fake.start();
+    auto db = connect();
+    const auto tenant = make_tenant(*db);
+    const auto writer = make_principal(*db, tenant);
+    const std::string provider = "st" + to_hex(random_bytes(8));
+    {
+        IntakeService intake(*db, test_keys());
+        for (int i = 0; i < 40; ++i) {
+            const std::string ref = "term-" + std::to_string(i) + "-" + to_hex(random_bytes(4));
+            REQUIRE(intake.create_payment(writer.principal, "k-" + ref,
+                                          R"({"amount": 900, "currency": "EUR", "merchant_reference": ")" + ref +
+                                              R"(", "provider": ")" + provider + R"(", "payment_method": "pm_card_visa"})",
+                                          "")
+                        .status == 202);
+        }
+    }
+    char config_path[] = "/tmp/payrecon-term-config-XXXXXX";
+    const int fd = ::mkstemp(config_path);
+    REQUIRE(fd >= 0);
+    ::close(fd);
+    {
+        std::ofstream config(config_path);
+        config << R"({"providers": {")" << provider << R"(": {"kind": "stripe", "base_url": "http://127.0.0.1:)"
+               << fake.port() << R"(", "api_key_env": "PAYRECON_TEST_FAKE_KEY", "timeout_ms": 5000}}})";
+    }
+    const pid_t pid = spawn_worker({"worker", "--concurrency", "4", "--batch", "2"},
+                                   {"PAYRECON_DATABASE_URL=" + database_url(),
+                                    std::string("PAYRECON_CONFIG=") + config_path,
+                                    "PAYRECON_TEST_FAKE_KEY=" + o.stripe.api_key.reveal()});
+    // Wait until calls are in flight: payments claimed and not yet settled.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (count_rows("payments", tenant.tenant_id, "state = 'processing'") == 0 &&
+           std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    REQUIRE(count_rows("payments", tenant.tenant_id, "state = 'processing'") > 0);
+    REQUIRE(::kill(pid, SIGTERM) == 0);
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    ::unlink(config_path);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+    // Nothing abandoned mid-call: every claimed payment was settled and its attempt closed.
+    CHECK(count_rows("payments", tenant.tenant_id, "state = 'processing'") == 0);
+    CHECK(count_rows("payment_attempts", tenant.tenant_id, "finished_at IS NULL") == 0);
+    const long long settled = count_rows("payments", tenant.tenant_id, "state = 'succeeded'");
+    CHECK(settled > 0);
+    CHECK(settled < 40); // it stopped early: the rest wait for the next worker, still pending
+    CHECK(count_rows("payments", tenant.tenant_id, "state = 'pending'") == 40 - settled);
+    const auto ledger = fake.ledger();
+    CHECK(static_cast<long long>(ledger["executions"].size()) == settled);
 }
