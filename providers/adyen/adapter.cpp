@@ -1,26 +1,9 @@
 #include "providers/adyen/adapter.hpp"
 
 #include "providers/adyen/wire.hpp"
+#include "providers/call_record.hpp"
 
 namespace payrecon::providers::adyen {
-namespace {
-
-// What the transport saw, as an attempt record.
-CallRecord call_of(const http::HttpResult& r) {
-    CallRecord c;
-    c.http_status = r.http_status;
-    c.duration = r.total_time;
-    if (r.cls == http::SendClass::not_sent) {
-        c.error_class = "not_sent:curl_" + std::to_string(r.curl_code);
-    } else if (r.cls == http::SendClass::unknown) {
-        c.error_class =
-            r.truncated ? "response_too_large" : "unknown:curl_" + std::to_string(r.curl_code);
-    }
-    c.detail = r.error.substr(0, 300);
-    return c;
-}
-
-} // namespace
 
 AdyenAdapter::AdyenAdapter(const ProviderConfig& config, SendFunction send)
     : m_name(config.name), m_base_url(config.base_url), m_merchant_account(config.merchant_account),
@@ -63,7 +46,7 @@ SubmitResult AdyenAdapter::submit(const PaymentOrder& order) {
     if (res.cls != http::SendClass::response) {
         SubmitResult r;
         r.outcome = res.cls == http::SendClass::not_sent ? Outcome::not_sent : Outcome::unknown;
-        r.call = call_of(res);
+        r.call = call_record_of(res);
         return r;
     }
     SubmitResult r = interpret_payment(order, res.http_status, res.body);

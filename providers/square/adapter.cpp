@@ -1,40 +1,10 @@
 #include "providers/square/adapter.hpp"
 
 #include "core/encoding.hpp"
+#include "providers/call_record.hpp"
 #include "providers/square/wire.hpp"
 
 namespace payrecon::providers::square {
-namespace {
-
-// What the transport saw, as an attempt record.
-CallRecord call_of(const http::HttpResult& r) {
-    CallRecord c;
-    c.http_status = r.http_status;
-    c.duration = r.total_time;
-    if (r.cls == http::SendClass::not_sent) {
-        c.error_class = "not_sent:curl_" + std::to_string(r.curl_code);
-    } else if (r.cls == http::SendClass::unknown) {
-        c.error_class =
-            r.truncated ? "response_too_large" : "unknown:curl_" + std::to_string(r.curl_code);
-    }
-    c.detail = r.error.substr(0, 300);
-    return c;
-}
-
-std::optional<std::chrono::seconds> retry_after(const http::HttpResult& r) {
-    for (const auto& [k, v] : r.headers) {
-        if (k == "retry-after" || k == "Retry-After") {
-            try {
-                return std::chrono::seconds(std::stol(v));
-            } catch (const std::exception&) {
-                return std::chrono::seconds(1);
-            }
-        }
-    }
-    return r.http_status == 429 ? std::optional(std::chrono::seconds(1)) : std::nullopt;
-}
-
-} // namespace
 
 SquareAdapter::SquareAdapter(const ProviderConfig& config, SendFunction send)
     : m_name(config.name), m_base_url(config.base_url), m_api_key(config.api_key),
@@ -80,7 +50,7 @@ SubmitResult SquareAdapter::submit(const PaymentOrder& order) {
     if (res.cls != http::SendClass::response) {
         SubmitResult r;
         r.outcome = res.cls == http::SendClass::not_sent ? Outcome::not_sent : Outcome::unknown;
-        r.call = call_of(res);
+        r.call = call_record_of(res);
         return r;
     }
     SubmitResult r = interpret_create(order, res.http_status, res.body);
@@ -98,9 +68,9 @@ ListPage SquareAdapter::fetch_page(const TimeWindow& window,
     }
     ListPage out;
     const http::HttpResult res = m_send(request("GET", query, false));
-    out.call = call_of(res);
+    out.call = call_record_of(res);
     if (res.cls != http::SendClass::response || res.http_status != 200) {
-        out.retry_after = retry_after(res);
+        out.retry_after = retry_after_of(res);
         if (res.cls == http::SendClass::response) {
             out.call.error_class = "http_" + std::to_string(res.http_status);
         }

@@ -1,0 +1,21 @@
+#pragma once
+// What every adapter records of a transport call, shared so that attempt records and rate-limit
+// handling read the same for every provider.
+
+#include "providers/http/transport.hpp"
+#include "providers/provider.hpp"
+
+#include <chrono>
+#include <optional>
+
+namespace payrecon::providers {
+
+// The transport's observation as an attempt record: status, duration, an error class
+// ("not_sent:curl_7", "unknown:curl_28", "response_too_large") and a redacted excerpt.
+CallRecord call_record_of(const http::HttpResult& result);
+
+// How long a provider asked us to wait: its Retry-After header (seconds), else 1 s for a 429,
+// else nullopt.
+std::optional<std::chrono::seconds> retry_after_of(const http::HttpResult& result);
+
+} // namespace payrecon::providers
