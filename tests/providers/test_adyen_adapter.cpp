@@ -1,6 +1,7 @@
 // The Adyen adapter through an injected HTTP seam: it asserts on every request sent (method, URL,
 // headers, body) and replays recorded responses.
 #include "providers/adyen/adapter.hpp"
+#include "tests/providers/adapter_testing.hpp"
 
 #include <catch2/catch.hpp>
 #include <fstream>
@@ -10,16 +11,11 @@
 using namespace payrecon;
 using namespace payrecon::providers;
 using namespace payrecon::providers::http;
+using namespace payrecon::testing;
 
 namespace {
 
-std::string fixture(const std::string& name) {
-    std::ifstream in(std::string(PAYRECON_SOURCE_DIR) + "/tests/providers/fixtures/adyen/" + name);
-    REQUIRE(in);
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
+std::string fixture(const std::string& name) { return testing::fixture("adyen", name); }
 
 const char* const k_key = "AQE_test_not_a_real_key_0000";
 
@@ -44,46 +40,6 @@ PaymentOrder order() {
     o.payment_method = "8415718415172204";
     o.customer = "cus_8Hx2";
     return o;
-}
-
-std::string header(const HttpRequest& r, const std::string& name) {
-    for (const auto& [k, v] : r.headers) {
-        if (k == name) {
-            return v;
-        }
-    }
-    return "(absent)";
-}
-
-struct Recorder {
-    std::vector<HttpRequest> sent;
-    std::vector<HttpResult> replies;
-    adyen::SendFunction fn() {
-        return [this](const HttpRequest& r) {
-            sent.push_back(r);
-            REQUIRE(!replies.empty());
-            HttpResult out = replies.front();
-            replies.erase(replies.begin());
-            return out;
-        };
-    }
-};
-
-HttpResult response(int status, std::string body) {
-    HttpResult r;
-    r.cls = SendClass::response;
-    r.http_status = status;
-    r.body = std::move(body);
-    return r;
-}
-
-HttpResult failure(SendClass cls, int curl_code, bool truncated = false) {
-    HttpResult r;
-    r.cls = cls;
-    r.curl_code = curl_code;
-    r.truncated = truncated;
-    r.error = "simulated";
-    return r;
 }
 
 } // namespace

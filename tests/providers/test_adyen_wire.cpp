@@ -1,6 +1,7 @@
 // Adyen's wire format: the request we send and the responses we read, checked against Adyen's
 // published OpenAPI document for Checkout v71 (shared/specs) and recorded fixtures.
 #include "providers/adyen/wire.hpp"
+#include "tests/providers/adapter_testing.hpp"
 
 #include <catch2/catch.hpp>
 #include <cstdlib>
@@ -16,13 +17,7 @@ using namespace payrecon::providers::adyen;
 
 namespace {
 
-std::string read(const std::string& path) {
-    std::ifstream in(path);
-    REQUIRE(in);
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
+std::string read(const std::string& path) { return testing::read_file(path); }
 
 std::string fixture_dir() {
     return std::string(PAYRECON_SOURCE_DIR) + "/tests/providers/fixtures/adyen/";
@@ -32,17 +27,7 @@ std::string fixture(const std::string& name) {
     return read(fixture_dir() + name);
 }
 
-// Adyen's published OpenAPI document: in the shared/ folder beside the checkout (as CI lays it
-// out), or wherever PAYRECON_SPECS_DIR says.
-const nlohmann::json& spec() {
-    const char* env = std::getenv("PAYRECON_SPECS_DIR");
-    const std::string dir =
-        env != nullptr ? env : std::string(PAYRECON_SOURCE_DIR) + "/../shared/specs";
-    const std::string path = dir + "/adyen-checkout-v71.json";
-    INFO("Adyen's OpenAPI document is expected at " << path << " (set PAYRECON_SPECS_DIR)");
-    static const nlohmann::json k_spec = nlohmann::json::parse(read(path));
-    return k_spec;
-}
+const nlohmann::json& spec() { return testing::provider_spec("adyen-checkout-v71.json"); }
 
 const nlohmann::json& schema(const std::string& name) {
     return spec()["components"]["schemas"][name];

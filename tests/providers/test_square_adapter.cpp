@@ -2,6 +2,7 @@
 // URL with query, headers, body) and replays recorded responses.
 #include "providers/registry.hpp"
 #include "providers/square/adapter.hpp"
+#include "tests/providers/adapter_testing.hpp"
 
 #include <algorithm>
 #include <catch2/catch.hpp>
@@ -12,18 +13,13 @@
 using namespace payrecon;
 using namespace payrecon::providers;
 using namespace payrecon::providers::http;
+using namespace payrecon::testing;
 
 namespace {
 
-using std::chrono::system_clock;
+std::string fixture(const std::string& name) { return testing::fixture("square", name); }
 
-std::string fixture(const std::string& name) {
-    std::ifstream in(std::string(PAYRECON_SOURCE_DIR) + "/tests/providers/fixtures/square/" + name);
-    REQUIRE(in);
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
+using std::chrono::system_clock;
 
 ProviderConfig config() {
     ProviderConfig c;
@@ -48,45 +44,6 @@ PaymentOrder order() {
     o.payment_method = "cnon:card-nonce-ok";
     o.created_at = k_accepted;
     return o;
-}
-
-std::string header(const HttpRequest& r, const std::string& name) {
-    for (const auto& [k, v] : r.headers) {
-        if (k == name) {
-            return v;
-        }
-    }
-    return "(absent)";
-}
-
-struct Recorder {
-    std::vector<HttpRequest> sent;
-    std::vector<HttpResult> replies;
-    square::SendFunction fn() {
-        return [this](const HttpRequest& r) {
-            sent.push_back(r);
-            REQUIRE(!replies.empty());
-            HttpResult out = replies.front();
-            replies.erase(replies.begin());
-            return out;
-        };
-    }
-};
-
-HttpResult response(int status, std::string body) {
-    HttpResult r;
-    r.cls = SendClass::response;
-    r.http_status = status;
-    r.body = std::move(body);
-    return r;
-}
-
-HttpResult failure(SendClass cls, int curl_code) {
-    HttpResult r;
-    r.cls = cls;
-    r.curl_code = curl_code;
-    r.error = "simulated";
-    return r;
 }
 
 // The window every lookup of order() lists: [accepted - 5 min, accepted + 24 h).

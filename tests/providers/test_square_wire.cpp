@@ -1,6 +1,7 @@
 // Square's wire format: the JSON we send and the responses we read, checked against Square's
 // published OpenAPI document (shared/specs) and recorded fixtures.
 #include "providers/square/wire.hpp"
+#include "tests/providers/adapter_testing.hpp"
 
 #include <algorithm>
 #include <catch2/catch.hpp>
@@ -15,29 +16,13 @@ using namespace payrecon::providers::square;
 
 namespace {
 
-std::string read(const std::string& path) {
-    std::ifstream in(path);
-    REQUIRE(in);
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
+std::string read(const std::string& path) { return testing::read_file(path); }
 
 std::string fixture(const std::string& name) {
     return read(std::string(PAYRECON_SOURCE_DIR) + "/tests/providers/fixtures/square/" + name);
 }
 
-// Square's published OpenAPI document: in the shared/ folder beside the checkout (as CI lays it
-// out), or wherever PAYRECON_SPECS_DIR says.
-const nlohmann::json& spec() {
-    const char* env = std::getenv("PAYRECON_SPECS_DIR");
-    const std::string dir =
-        env != nullptr ? env : std::string(PAYRECON_SOURCE_DIR) + "/../shared/specs";
-    const std::string path = dir + "/square-connect-api.json";
-    INFO("Square's OpenAPI document is expected at " << path << " (set PAYRECON_SPECS_DIR)");
-    static const nlohmann::json k_spec = nlohmann::json::parse(read(path));
-    return k_spec;
-}
+const nlohmann::json& spec() { return testing::provider_spec("square-connect-api.json"); }
 
 const nlohmann::json& schema(const std::string& name) {
     return spec()["components"]["schemas"][name];

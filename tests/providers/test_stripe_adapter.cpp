@@ -1,6 +1,7 @@
 // The Stripe adapter through an injected HTTP seam: it asserts on every request sent (method,
 // path, headers, body) and replays recorded responses.
 #include "providers/stripe/adapter.hpp"
+#include "tests/providers/adapter_testing.hpp"
 
 #include <fstream>
 #include <sstream>
@@ -10,16 +11,11 @@
 using namespace payrecon;
 using namespace payrecon::providers;
 using namespace payrecon::providers::http;
+using namespace payrecon::testing;
 
 namespace {
 
-std::string fixture(const std::string& name) {
-    std::ifstream in(std::string(PAYRECON_SOURCE_DIR) + "/tests/providers/fixtures/stripe/" + name);
-    REQUIRE(in);
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
+std::string fixture(const std::string& name) { return testing::fixture("stripe", name); }
 
 ProviderConfig config() {
     ProviderConfig c;
@@ -40,45 +36,6 @@ PaymentOrder order() {
     o.amount = Money{4999, "EUR"};
     o.payment_method = "pm_card_visa";
     return o;
-}
-
-std::string header(const HttpRequest& r, const std::string& name) {
-    for (const auto& [k, v] : r.headers) {
-        if (k == name) {
-            return v;
-        }
-    }
-    return "(absent)";
-}
-
-struct Recorder {
-    std::vector<HttpRequest> sent;
-    std::vector<HttpResult> replies;
-    stripe::SendFunction fn() {
-        return [this](const HttpRequest& r) {
-            sent.push_back(r);
-            REQUIRE(!replies.empty());
-            HttpResult out = replies.front();
-            replies.erase(replies.begin());
-            return out;
-        };
-    }
-};
-
-HttpResult response(int status, std::string body) {
-    HttpResult r;
-    r.cls = SendClass::response;
-    r.http_status = status;
-    r.body = std::move(body);
-    return r;
-}
-
-HttpResult failure(SendClass cls, int curl_code) {
-    HttpResult r;
-    r.cls = cls;
-    r.curl_code = curl_code;
-    r.error = "simulated";
-    return r;
 }
 
 } // namespace

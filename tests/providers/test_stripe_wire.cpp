@@ -1,6 +1,7 @@
 // Stripe's wire format: the request we send and the responses we read, checked against Stripe's
 // published OpenAPI document (shared/specs) and recorded fixtures.
 #include "providers/stripe/wire.hpp"
+#include "tests/providers/adapter_testing.hpp"
 
 #include <cstdlib>
 #include <fstream>
@@ -15,28 +16,13 @@ using namespace payrecon::providers::stripe;
 
 namespace {
 
-std::string read(const std::string& path) {
-    std::ifstream in(path);
-    REQUIRE(in);
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
+std::string read(const std::string& path) { return testing::read_file(path); }
 
 std::string fixture(const std::string& name) {
     return read(std::string(PAYRECON_SOURCE_DIR) + "/tests/providers/fixtures/stripe/" + name);
 }
 
-// Stripe's published OpenAPI document: in the shared/ folder beside the checkout (as CI lays it
-// out), or wherever PAYRECON_SPECS_DIR says.
-const nlohmann::json& spec() {
-    const char* env = std::getenv("PAYRECON_SPECS_DIR");
-    const std::string dir = env != nullptr ? env : std::string(PAYRECON_SOURCE_DIR) + "/../shared/specs";
-    const std::string path = dir + "/stripe-spec3-2020-08-27.json";
-    INFO("Stripe's OpenAPI document is expected at " << path << " (set PAYRECON_SPECS_DIR)");
-    static const nlohmann::json k_spec = nlohmann::json::parse(read(path));
-    return k_spec;
-}
+const nlohmann::json& spec() { return testing::provider_spec("stripe-spec3-2020-08-27.json"); }
 
 PaymentOrder order() {
     PaymentOrder o;

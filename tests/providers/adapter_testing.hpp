@@ -1,0 +1,94 @@
+#pragma once
+// Shared by the adapter and wire tests: recorded fixtures, the providers' OpenAPI documents, and
+// an injected send function that records every request and replays canned results.
+
+#include "providers/http/transport.hpp"
+
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+namespace payrecon::testing {
+
+inline std::string read_file(const std::string& path) {
+    std::ifstream in(path);
+    INFO("reading " << path);
+    REQUIRE(in);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+// tests/providers/fixtures/<provider>/<name>
+inline std::string fixture(const std::string& provider, const std::string& name) {
+    return read_file(std::string(PAYRECON_SOURCE_DIR) + "/tests/providers/fixtures/" + provider + "/" +
+                     name);
+}
+
+// A provider's published OpenAPI document: in the shared/ folder beside the checkout (as CI lays
+// it out), or wherever PAYRECON_SPECS_DIR says. Parsed once per file.
+inline const nlohmann::json& provider_spec(const std::string& file) {
+    static std::map<std::string, nlohmann::json> k_cache;
+    const auto it = k_cache.find(file);
+    if (it != k_cache.end()) {
+        return it->second;
+    }
+    const char* env = std::getenv("PAYRECON_SPECS_DIR");
+    const std::string dir = env != nullptr ? env : std::string(PAYRECON_SOURCE_DIR) + "/../shared/specs";
+    INFO("the OpenAPI document is expected at " << dir << "/" << file << " (set PAYRECON_SPECS_DIR)");
+    return k_cache.emplace(file, nlohmann::json::parse(read_file(dir + "/" + file))).first->second;
+}
+
+// The value of header `name` in `request`, or "(absent)".
+inline std::string header(const providers::http::HttpRequest& request, const std::string& name) {
+    for (const auto& [k, v] : request.headers) {
+        if (k == name) {
+            return v;
+        }
+    }
+    return "(absent)";
+}
+
+// Records every request sent and answers each with the next canned result.
+struct Recorder {
+    std::vector<providers::http::HttpRequest> sent;
+    std::vector<providers::http::HttpResult> replies;
+    std::function<providers::http::HttpResult(const providers::http::HttpRequest&)> fn() {
+        return [this](const providers::http::HttpRequest& r) {
+            sent.push_back(r);
+            REQUIRE(!replies.empty());
+            providers::http::HttpResult out = replies.front();
+            replies.erase(replies.begin());
+            return out;
+        };
+    }
+};
+
+// A complete response with `status` and `body`.
+inline providers::http::HttpResult response(int status, std::string body) {
+    providers::http::HttpResult r;
+    r.cls = providers::http::SendClass::response;
+    r.http_status = status;
+    r.body = std::move(body);
+    return r;
+}
+
+// A transport failure of class `cls` with libcurl's `curl_code`.
+inline providers::http::HttpResult failure(providers::http::SendClass cls, int curl_code,
+                                           bool truncated = false) {
+    providers::http::HttpResult r;
+    r.cls = cls;
+    r.curl_code = curl_code;
+    r.truncated = truncated;
+    r.error = "simulated";
+    return r;
+}
+
+} // namespace payrecon::testing
