@@ -23,7 +23,8 @@ WITH due AS (
     UPDATE payments p
        SET state = 'processing', generation = p.generation + 1, lease_owner = $1,
            lease_expires_at = now() + make_interval(secs => $2::double precision / 1000),
-           attempt_count = p.attempt_count + 1, next_attempt_at = NULL, updated_at = now()
+           attempt_count = p.attempt_count + 1, next_attempt_at = NULL, updated_at = now(),
+           first_attempt_at = coalesce(p.first_attempt_at, now()), last_attempt_at = now()
       FROM due
      WHERE p.tenant_id = due.tenant_id AND p.payment_id = due.payment_id
  RETURNING p.*
@@ -52,7 +53,8 @@ WITH settled AS (
            next_attempt_at = CASE WHEN $5::bigint IS NULL THEN NULL
                                   ELSE now() + make_interval(secs => $5::double precision / 1000) END,
            provider_reference = coalesce($6, provider_reference),
-           review_reason = $7, updated_at = now()
+           review_reason = $7, review_code = NULL, lookup_count = 0, lookup_failures = 0,
+           updated_at = now()
      WHERE tenant_id = $1::uuid AND payment_id = $2::uuid AND generation = $3
        AND state = 'processing'
  RETURNING tenant_id, payment_id, operation_id, amount_minor, currency, merchant_reference,
@@ -80,7 +82,8 @@ WITH stale AS (
     UPDATE payments p
        SET state = 'unknown', generation = p.generation + 1, lease_owner = NULL,
            lease_expires_at = NULL,
-           review_reason = 'the worker''s lease expired during the provider call', updated_at = now()
+           review_reason = 'the worker''s lease expired during the provider call', review_code = NULL,
+           lookup_count = 0, lookup_failures = 0, updated_at = now()
       FROM stale
      WHERE p.tenant_id = stale.tenant_id AND p.payment_id = stale.payment_id
  RETURNING p.tenant_id, p.payment_id, p.operation_id, p.amount_minor, p.currency,

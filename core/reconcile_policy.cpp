@@ -1,0 +1,217 @@
+#include "core/reconcile_policy.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+namespace payrecon {
+namespace {
+
+bool same_currency(std::string_view a, std::string_view b) {
+    return a.size() == b.size() &&
+           std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+               return std::toupper(static_cast<unsigned char>(x)) ==
+                      std::toupper(static_cast<unsigned char>(y));
+           });
+}
+
+std::chrono::seconds backoff(int checks_before, const ReconcilePolicy& policy) {
+    const int exponent = std::clamp(checks_before, 0, 20);
+    const long long base = std::max<long long>(1, policy.recheck_base.count());
+    const long long raw = base << exponent;
+    return std::chrono::seconds(std::clamp<long long>(raw, 1, std::max<long long>(1, policy.recheck_cap.count())));
+}
+
+ReconcileDecision review(ReviewCode code, std::string reason) {
+    ReconcileDecision d;
+    d.action = ReconcileAction::review;
+    d.review = code;
+    d.reason = std::move(reason);
+    return d;
+}
+
+ReconcileDecision check_later(std::chrono::seconds in, std::string reason) {
+    ReconcileDecision d;
+    d.action = ReconcileAction::check_later;
+    d.check_in = std::max(in, std::chrono::seconds(1));
+    d.reason = std::move(reason);
+    return d;
+}
+
+std::string amount_text(long long minor, std::string_view currency) {
+    return std::to_string(minor) + " " + std::string(currency);
+}
+
+} // namespace
+
+std::string_view to_string(ReviewCode code) {
+    switch (code) {
+    case ReviewCode::no_lookup:
+        return "no_lookup";
+    case ReviewCode::lookup_failing:
+        return "lookup_failing";
+    case ReviewCode::outside_key_window:
+        return "outside_key_window";
+    case ReviewCode::no_idempotency:
+        return "no_idempotency";
+    case ReviewCode::schedule_exhausted:
+        return "schedule_exhausted";
+    case ReviewCode::remote_mismatch:
+        return "remote_mismatch";
+    case ReviewCode::remote_duplicate:
+        return "remote_duplicate";
+    case ReviewCode::requires_action:
+        return "requires_action";
+    case ReviewCode::remote_unrecognised:
+        return "remote_unrecognised";
+    }
+    return "remote_unrecognised";
+}
+
+std::optional<ReviewCode> parse_review_code(std::string_view name) {
+    for (const ReviewCode c : k_all_review_codes) {
+        if (to_string(c) == name) {
+            return c;
+        }
+    }
+    return std::nullopt;
+}
+
+std::string_view to_string(LookupStatus status) {
+    switch (status) {
+    case LookupStatus::found:
+        return "found";
+    case LookupStatus::not_found:
+        return "not_found";
+    case LookupStatus::failed:
+        return "failed";
+    case LookupStatus::not_asked:
+        return "not_asked";
+    }
+    return "failed";
+}
+
+std::string_view to_string(RemoteState state) {
+    switch (state) {
+    case RemoteState::succeeded:
+        return "succeeded";
+    case RemoteState::declined:
+        return "declined";
+    case RemoteState::pending:
+        return "pending";
+    case RemoteState::requires_action:
+        return "requires_action";
+    case RemoteState::unrecognised:
+        return "unrecognised";
+    }
+    return "unrecognised";
+}
+
+std::string_view to_string(ReconcileAction action) {
+    switch (action) {
+    case ReconcileAction::adopt_succeeded:
+        return "adopt_succeeded";
+    case ReconcileAction::adopt_failed:
+        return "adopt_failed";
+    case ReconcileAction::check_later:
+        return "check_later";
+    case ReconcileAction::resend:
+        return "resend";
+    case ReconcileAction::review:
+        return "review";
+    }
+    return "review";
+}
+
+std::chrono::seconds key_window_margin(std::chrono::seconds retention) {
+    return std::min(std::chrono::seconds(3600), retention / 4);
+}
+
+ReconcileDecision decide_reconciliation(const ReconcileInput& in, const ReconcilePolicy& policy) {
+    if (!in.can_lookup) {
+        return review(ReviewCode::no_lookup,
+                      "the provider cannot be asked whether it charged; check its dashboard");
+    }
+    const std::chrono::seconds settle_left = in.settle_delay - in.since_last_attempt;
+    switch (in.lookup) {
+    case LookupStatus::not_asked:
+        return check_later(settle_left > std::chrono::seconds(0) ? settle_left : policy.recheck_base,
+                           "waiting for the provider's settle delay before asking it");
+    case LookupStatus::failed:
+        if (in.lookup_failures_before + 1 >= policy.max_lookup_failures) {
+            return review(ReviewCode::lookup_failing,
+                          "the provider's status query failed " +
+                              std::to_string(in.lookup_failures_before + 1) +
+                              " times in a row; a failure never counts as absence");
+        }
+        return check_later(backoff(in.lookup_failures_before, policy),
+                           "the provider's status query failed; asking again later");
+    case LookupStatus::found: {
+        if (in.remote_duplicates > 0) {
+            return review(ReviewCode::remote_duplicate,
+                          "the provider holds " + std::to_string(in.remote_duplicates + 1) +
+                              " payments for this operation ID");
+        }
+        if (in.remote_amount_minor != in.amount_minor || !same_currency(in.remote_currency, in.currency)) {
+            return review(ReviewCode::remote_mismatch,
+                          "the provider's payment is " + amount_text(in.remote_amount_minor, in.remote_currency) +
+                              ", ours is " + amount_text(in.amount_minor, in.currency));
+        }
+        ReconcileDecision d;
+        d.provider_reference = in.remote_reference;
+        switch (in.remote_state) {
+        case RemoteState::succeeded:
+            d.action = ReconcileAction::adopt_succeeded;
+            d.reason = "the provider has the payment as succeeded";
+            return d;
+        case RemoteState::declined:
+            d.action = ReconcileAction::adopt_failed;
+            d.reason = "the provider has the payment as declined; no charge";
+            return d;
+        case RemoteState::requires_action:
+            return review(ReviewCode::requires_action,
+                          "the provider waits for the customer (e.g. 3-D Secure); it cannot finish "
+                          "off-session");
+        case RemoteState::unrecognised:
+            return review(ReviewCode::remote_unrecognised,
+                          "the provider answered a state payrecon does not recognise");
+        case RemoteState::pending:
+            break;
+        }
+        if (in.lookups_before + 1 >= policy.max_checks) {
+            return review(ReviewCode::schedule_exhausted,
+                          "the provider still has the payment in progress after " +
+                              std::to_string(in.lookups_before + 1) + " checks");
+        }
+        return check_later(backoff(in.lookups_before, policy),
+                           "the provider is still processing the payment; asking again later");
+    }
+    case LookupStatus::not_found:
+        break;
+    }
+    if (settle_left > std::chrono::seconds(0)) {
+        return check_later(settle_left, "not found yet, but inside the provider's settle delay: "
+                                        "that proves nothing; asking again after it");
+    }
+    if (!in.honours_idempotency_keys) {
+        return review(ReviewCode::no_idempotency,
+                      "the provider has no such payment, but it does not honour idempotency keys: "
+                      "a re-send could charge twice if the payment surfaces late");
+    }
+    if (in.since_first_attempt >= in.key_retention - key_window_margin(in.key_retention)) {
+        return review(ReviewCode::outside_key_window,
+                      "the provider has no such payment, but the first attempt is older than its "
+                      "idempotency key window: a re-send would not be recognised as the same payment");
+    }
+    if (in.attempt_count >= policy.max_attempts) {
+        return review(ReviewCode::schedule_exhausted,
+                      "the payment was sent " + std::to_string(in.attempt_count) +
+                          " times without a lasting answer");
+    }
+    ReconcileDecision d;
+    d.action = ReconcileAction::resend;
+    d.reason = "confirmed absent inside the provider's key window: sending again with the same "
+               "operation ID";
+    return d;
+}
+
+} // namespace payrecon

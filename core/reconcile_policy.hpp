@@ -1,0 +1,116 @@
+#pragma once
+// The reconciler's policy (DESIGN section 7) as one pure function: given what we know of an
+// `unknown` payment, what its provider can do, and what a status query found, decide what happens
+// to it. No I/O: the engine asks the provider and the store writes the decision around it.
+//
+// The rules, in order:
+//   1. The provider cannot look payments up               -> review (no_lookup).
+//   2. Nobody asked the provider (still inside the settle delay) -> check later.
+//   3. Found: more than one payment for our operation ID  -> review (remote_duplicate);
+//      its amount or currency differs from ours           -> review (remote_mismatch);
+//      succeeded -> succeeded; declined -> failed; needs the customer -> review (requires_action);
+//      a state the adapter does not recognise             -> review (remote_unrecognised);
+//      still processing -> check later, until the schedule is exhausted -> review.
+//   4. The query failed -> check later, until it failed max_lookup_failures times in a row
+//      -> review (lookup_failing). A failed query never reads as absence.
+//   5. Not found: inside the settle delay it proves nothing -> check later. After it, a re-send with
+//      the same operation ID only if the provider honours idempotency keys (else no_idempotency),
+//      the first attempt is younger than the key retention minus a margin (else outside_key_window)
+//      and the payment has not been sent max_attempts times (else schedule_exhausted).
+// Nothing is ever failed automatically and nothing is dropped.
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace payrecon {
+
+// Why a payment sits in the review queue. Stable names: stored, printed, and documented one runbook
+// entry each in docs/operations.md.
+enum class ReviewCode {
+    no_lookup,           // the provider cannot be asked about a payment (Adyen)
+    lookup_failing,      // status queries kept failing
+    outside_key_window,  // not found, but a re-send could charge again: the provider forgot the key
+    no_idempotency,      // not found, but the provider does not honour idempotency keys
+    schedule_exhausted,  // still processing, or sent too often, after every check the schedule allows
+    remote_mismatch,     // the provider's payment differs from ours in amount or currency
+    remote_duplicate,    // the provider holds more than one payment for our operation ID
+    requires_action,     // the provider waits for the customer (3-D Secure): cannot finish off-session
+    remote_unrecognised, // the provider answered a state payrecon does not know
+};
+
+inline constexpr ReviewCode k_all_review_codes[] = {
+    ReviewCode::no_lookup,          ReviewCode::lookup_failing,   ReviewCode::outside_key_window,
+    ReviewCode::no_idempotency,     ReviewCode::schedule_exhausted, ReviewCode::remote_mismatch,
+    ReviewCode::remote_duplicate,   ReviewCode::requires_action,  ReviewCode::remote_unrecognised};
+
+std::string_view to_string(ReviewCode code);
+// Returns nullopt if `name` is not one of the names to_string() gives.
+std::optional<ReviewCode> parse_review_code(std::string_view name);
+
+// What a status query came to.
+enum class LookupStatus { found, not_found, failed, not_asked };
+std::string_view to_string(LookupStatus status);
+
+// The provider's state of a payment it found, in payrecon's words.
+enum class RemoteState { succeeded, declined, pending, requires_action, unrecognised };
+std::string_view to_string(RemoteState state);
+
+struct ReconcileInput {
+    // What the provider can do.
+    bool can_lookup = false;
+    bool honours_idempotency_keys = false;
+    std::chrono::seconds key_retention{0};
+    std::chrono::seconds settle_delay{0};
+
+    // The payment, as we have it.
+    long long amount_minor = 0;
+    std::string currency;                  // ISO 4217, upper case
+    std::chrono::seconds since_first_attempt{0};
+    std::chrono::seconds since_last_attempt{0};
+    int attempt_count = 0;                 // times it was sent
+    int lookups_before = 0;                // status queries since it became unknown
+    int lookup_failures_before = 0;        // of those, failed in a row just before this one
+
+    // What the status query found.
+    LookupStatus lookup = LookupStatus::not_asked;
+    RemoteState remote_state = RemoteState::unrecognised; // with `found`
+    long long remote_amount_minor = 0;                    // with `found`
+    std::string remote_currency;                          // with `found`, any case
+    std::optional<std::string> remote_reference;          // with `found`
+    int remote_duplicates = 0;                            // further matches beyond the first
+};
+
+struct ReconcilePolicy {
+    int max_lookup_failures = 3;                 // failed queries in a row before review
+    int max_checks = 12;                         // queries finding "still processing" before review
+    int max_attempts = 5;                        // sends (first one included) before review
+    std::chrono::seconds recheck_base{60};       // first "check later" wait; doubles
+    std::chrono::seconds recheck_cap{6 * 3600};  // longest "check later" wait
+};
+
+// The margin kept inside a provider's key retention: min(1 h, retention / 4). A re-send is allowed
+// only while the first attempt is younger than retention - margin.
+std::chrono::seconds key_window_margin(std::chrono::seconds retention);
+
+enum class ReconcileAction {
+    adopt_succeeded, // the provider charged: succeeded, with its reference
+    adopt_failed,    // the provider declined: failed
+    check_later,     // stays unknown; look again after `check_in`
+    resend,          // confirmed absent inside the key window: retry_scheduled, same operation ID
+    review,          // needs_review with `review` and `reason`
+};
+std::string_view to_string(ReconcileAction action);
+
+struct ReconcileDecision {
+    ReconcileAction action = ReconcileAction::review;
+    std::optional<ReviewCode> review;             // with `review`
+    std::string reason;                           // one sentence for the operator, always set
+    std::chrono::seconds check_in{0};             // with `check_later`, at least 1 s
+    std::optional<std::string> provider_reference; // with adopt_*, when the provider gave one
+};
+
+ReconcileDecision decide_reconciliation(const ReconcileInput& input, const ReconcilePolicy& policy);
+
+} // namespace payrecon
