@@ -48,6 +48,8 @@ std::unique_ptr<CLI::App> build_app(AppState& state) {
     setup_purge(*app, state);
     setup_serve(*app, state);
     setup_worker(*app, state);
+    setup_reconcile(*app, state);
+    setup_nightly(*app, state);
     return app;
 }
 

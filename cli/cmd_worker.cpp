@@ -36,23 +36,8 @@ void run_worker(AppState& state, const WorkerCliOptions& opts) {
         throw UsageError("--concurrency must be 1..256 and --batch 1..100");
     }
     const providers::Config config = load_provider_config(state.global);
-    std::vector<const providers::ProviderConfig*> chosen;
-    std::chrono::milliseconds slowest{0};
-    for (const auto& [name, p] : config.providers) {
-        if (opts.only.empty() || std::find(opts.only.begin(), opts.only.end(), name) != opts.only.end()) {
-            chosen.push_back(&p);
-            slowest = std::max(slowest, p.timeout);
-        }
-    }
-    for (const auto& name : opts.only) {
-        if (config.providers.find(name) == config.providers.end()) {
-            throw UsageError("--provider " + name + " is not in " + config.source.string());
-        }
-    }
-    // Fail on a bad adapter kind now, not in a thread.
-    for (const auto* p : chosen) {
-        providers::create_provider(*p);
-    }
+    const std::vector<const providers::ProviderConfig*> chosen = choose_providers(config, opts.only);
+    const std::chrono::milliseconds slowest = slowest_timeout(chosen);
     OpenDatabase opened = open_database(state.global);
 
     engine::WorkerOptions wo;

@@ -3,7 +3,9 @@
 #include "core/errors.hpp"
 #include "core/settings.hpp"
 #include "core/store/migrations.hpp"
+#include "providers/registry.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 #include <regex>
@@ -80,6 +82,32 @@ providers::Config load_provider_config(const GlobalOptions& g) {
                           "docs/operations.md shows a configuration file");
     }
     return providers::load_config(g.config_file);
+}
+
+std::vector<const providers::ProviderConfig*> choose_providers(const providers::Config& config,
+                                                               const std::vector<std::string>& only) {
+    for (const auto& name : only) {
+        if (config.providers.find(name) == config.providers.end()) {
+            throw UsageError("--provider " + name + " is not in " + config.source.string(),
+                             "name one of the providers that file configures");
+        }
+    }
+    std::vector<const providers::ProviderConfig*> chosen;
+    for (const auto& [name, p] : config.providers) {
+        if (only.empty() || std::find(only.begin(), only.end(), name) != only.end()) {
+            providers::create_provider(p); // a bad adapter kind fails now, not in a thread
+            chosen.push_back(&p);
+        }
+    }
+    return chosen;
+}
+
+std::chrono::milliseconds slowest_timeout(const std::vector<const providers::ProviderConfig*>& chosen) {
+    std::chrono::milliseconds slowest{0};
+    for (const auto* p : chosen) {
+        slowest = std::max(slowest, p->timeout);
+    }
+    return slowest;
 }
 
 } // namespace payrecon::cli

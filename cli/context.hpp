@@ -9,7 +9,10 @@
 #include "providers/config.hpp"
 
 #include <filesystem>
+#include <chrono>
 #include <memory>
+#include <string>
+#include <vector>
 #include <nlohmann/json.hpp>
 
 namespace payrecon::cli {
@@ -40,5 +43,13 @@ void print_json(const nlohmann::json& j);
 // The provider configuration from --config / PAYRECON_CONFIG. Throws ConfigError if neither is
 // given or the file is bad.
 providers::Config load_provider_config(const GlobalOptions& g);
+
+// The configured providers named in `only` (all of them if empty), each checked to have an adapter
+// in this build. Throws UsageError for a name the configuration does not have.
+std::vector<const providers::ProviderConfig*> choose_providers(const providers::Config& config,
+                                                               const std::vector<std::string>& only);
+
+// The slowest of their call timeouts (leases must outlive a batch of such calls).
+std::chrono::milliseconds slowest_timeout(const std::vector<const providers::ProviderConfig*>& chosen);
 
 } // namespace payrecon::cli

@@ -21,6 +21,20 @@ double jitter() {
 
 } // namespace
 
+providers::PaymentOrder order_for(const store::ClaimedPayment& payment) {
+    providers::PaymentOrder order;
+    order.operation_id = payment.operation_id;
+    order.payment_id = payment.payment_id;
+    order.merchant_reference = payment.merchant_reference;
+    order.amount = Money{payment.amount_minor, payment.currency};
+    order.payment_method = payment.payment_method;
+    order.customer = payment.customer;
+    order.description = payment.description;
+    order.metadata = payment.metadata;
+    order.created_at = payment.created_at;
+    return order;
+}
+
 store::Settlement decide_settlement(providers::Outcome outcome, int attempt_no,
                                     const BackoffPolicy& backoff, double jitter01) {
     using providers::Outcome;
@@ -83,16 +97,7 @@ void Executor::execute(const store::ClaimedPayment& claim) {
     if (provider == nullptr) {
         throw std::logic_error("claimed a payment of a provider this executor does not have");
     }
-    providers::PaymentOrder order;
-    order.operation_id = claim.operation_id;
-    order.payment_id = claim.payment_id;
-    order.merchant_reference = claim.merchant_reference;
-    order.amount = Money{claim.amount_minor, claim.currency};
-    order.payment_method = claim.payment_method;
-    order.customer = claim.customer;
-    order.description = claim.description;
-    order.metadata = claim.metadata;
-    order.created_at = claim.created_at;
+    const providers::PaymentOrder order = order_for(claim);
 
     crash_point("executor.before_submit");
     const providers::SubmitResult result = provider->submit(order);
@@ -111,6 +116,8 @@ void Executor::execute(const store::ClaimedPayment& claim) {
     ++m_counts.attempted;
     if (!store::settle_attempt(m_db, claim, attempt, settlement)) {
         ++m_counts.fenced_out; // a newer generation owns the payment; our observation is recorded
+    } else {
+        ++m_counts.settled_as[std::string(to_string(settlement.to))];
     }
 }
 

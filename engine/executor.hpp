@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,9 @@ struct BackoffPolicy {
 store::Settlement decide_settlement(providers::Outcome outcome, int attempt_no,
                                     const BackoffPolicy& backoff, double jitter01);
 
+// The order a provider is sent (or asked about) for a claimed payment.
+providers::PaymentOrder order_for(const store::ClaimedPayment& payment);
+
 struct ExecutorOptions {
     std::string worker_id;                 // recorded as lease_owner and in every attempt
     std::chrono::milliseconds lease{60000}; // must exceed the slowest provider call
@@ -51,6 +55,7 @@ public:
     struct Counts {
         int attempted = 0;
         int fenced_out = 0;
+        std::map<std::string, int> settled_as; // by the state each attempt settled the payment in
     };
     const Counts& counts() const { return m_counts; }
 

@@ -10,7 +10,7 @@ namespace payrecon::store {
 namespace {
 
 constexpr const char* k_claim = "executor_claim";
-constexpr const char* k_claim_sql = R"sql(
+const std::string k_claim_sql = R"sql(
 WITH due AS (
     SELECT tenant_id, payment_id
       FROM payments
@@ -33,10 +33,7 @@ WITH due AS (
                                   operation_id, started_at)
     SELECT tenant_id, payment_id, attempt_count, generation, $1, operation_id, now() FROM claimed
 )
-SELECT tenant_id::text, payment_id::text, generation, attempt_count, operation_id,
-       merchant_reference, amount_minor, currency, provider, payment_method, customer,
-       description, metadata::text, (extract(epoch FROM created_at) * 1000000)::bigint
-  FROM claimed)sql";
+SELECT )sql" + std::string(k_payment_columns) + " FROM claimed p";
 
 constexpr const char* k_finish_attempt = "executor_finish_attempt";
 constexpr const char* k_finish_attempt_sql = R"sql(
@@ -109,6 +106,32 @@ const char* or_null(const std::optional<std::string>& s) { return s ? s->c_str()
 
 } // namespace
 
+ClaimedPayment payment_from_row(const pqxx::row& row, int first) {
+    ClaimedPayment c;
+    c.tenant_id = row[first + 0].as<std::string>();
+    c.payment_id = row[first + 1].as<std::string>();
+    c.generation = row[first + 2].as<long long>();
+    c.attempt_no = row[first + 3].as<int>();
+    c.operation_id = row[first + 4].as<std::string>();
+    c.merchant_reference = row[first + 5].as<std::string>();
+    c.amount_minor = row[first + 6].as<long long>();
+    c.currency = row[first + 7].as<std::string>();
+    c.provider = row[first + 8].as<std::string>();
+    c.payment_method = row[first + 9].as<std::string>();
+    if (!row[first + 10].is_null()) {
+        c.customer = row[first + 10].as<std::string>();
+    }
+    if (!row[first + 11].is_null()) {
+        c.description = row[first + 11].as<std::string>();
+    }
+    const nlohmann::json metadata = nlohmann::json::parse(row[first + 12].as<std::string>());
+    c.metadata = metadata.get<std::map<std::string, std::string>>();
+    c.created_at = std::chrono::system_clock::time_point(
+        std::chrono::duration_cast<std::chrono::system_clock::duration>(
+            std::chrono::microseconds(row[first + 13].as<long long>())));
+    return c;
+}
+
 std::vector<ClaimedPayment> claim_payments(Db& db, const std::string& worker,
                                            std::chrono::milliseconds lease, int batch,
                                            const std::vector<std::string>& providers) {
@@ -133,29 +156,7 @@ std::vector<ClaimedPayment> claim_payments(Db& db, const std::string& worker,
         tx.commit();
         std::vector<ClaimedPayment> out;
         for (const auto& row : r) {
-            ClaimedPayment c;
-            c.tenant_id = row[0].as<std::string>();
-            c.payment_id = row[1].as<std::string>();
-            c.generation = row[2].as<long long>();
-            c.attempt_no = row[3].as<int>();
-            c.operation_id = row[4].as<std::string>();
-            c.merchant_reference = row[5].as<std::string>();
-            c.amount_minor = row[6].as<long long>();
-            c.currency = row[7].as<std::string>();
-            c.provider = row[8].as<std::string>();
-            c.payment_method = row[9].as<std::string>();
-            if (!row[10].is_null()) {
-                c.customer = row[10].as<std::string>();
-            }
-            if (!row[11].is_null()) {
-                c.description = row[11].as<std::string>();
-            }
-            const nlohmann::json metadata = nlohmann::json::parse(row[12].as<std::string>());
-            c.metadata = metadata.get<std::map<std::string, std::string>>();
-            c.created_at = std::chrono::system_clock::time_point(
-                std::chrono::duration_cast<std::chrono::system_clock::duration>(
-                    std::chrono::microseconds(row[13].as<long long>())));
-            out.push_back(std::move(c));
+            out.push_back(payment_from_row(row));
         }
         return out;
     });

@@ -75,4 +75,17 @@ auto translate_errors(Db::Impl& db, F&& body) -> decltype(body()) {
     }
 }
 
+struct ClaimedPayment;
+
+// The payment columns every claim returns, in this order from column `first`: tenant_id::text,
+// payment_id::text, generation, attempt_count, operation_id, merchant_reference, amount_minor,
+// currency, provider, payment_method, customer, description, metadata::text, created_at in unix
+// microseconds. k_payment_columns is that select list over table alias `p`.
+inline constexpr const char* k_payment_columns =
+    "p.tenant_id::text, p.payment_id::text, p.generation, p.attempt_count, p.operation_id, "
+    "p.merchant_reference, p.amount_minor, p.currency, p.provider, p.payment_method, p.customer, "
+    "p.description, p.metadata::text, (extract(epoch FROM p.created_at) * 1000000)::bigint";
+inline constexpr int k_payment_column_count = 14;
+ClaimedPayment payment_from_row(const pqxx::row& row, int first = 0);
+
 } // namespace payrecon::store

@@ -1,0 +1,273 @@
+// payrecon nightly: the unattended job (cron, systemd timer). Expired leases -> unknown, every
+// provider's unknown payments reconciled, due sends made, then one summary. Exit 0 clean, 3 an
+// operator is needed, 1 the run failed. On a terminal, progress goes to stderr; under cron only
+// the summary is printed.
+#include "cli/app.hpp"
+#include "cli/context.hpp"
+#include "cli/reconcile_view.hpp"
+#include "core/errors.hpp"
+#include "core/money.hpp"
+#include "engine/nightly.hpp"
+
+#include <ctime>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <sstream>
+
+#include <unistd.h>
+
+namespace payrecon::cli {
+namespace {
+
+struct NightlyCliOptions {
+    std::vector<std::string> only;
+    int limit = 100000;
+    bool json = false;
+    bool no_send = false;
+    int list_review = 20;
+    PolicyCliOptions policy;
+};
+
+std::string utc(std::chrono::system_clock::time_point t) {
+    const std::time_t tt = std::chrono::system_clock::to_time_t(t);
+    std::tm tm{};
+    gmtime_r(&tt, &tm);
+    std::ostringstream o;
+    o << std::put_time(&tm, "%Y-%m-%dT%H:%M:%SZ");
+    return o.str();
+}
+
+std::string money(long long minor, const std::string& currency) {
+    try {
+        return format_money(Money{minor, currency});
+    } catch (const std::exception&) {
+        return std::to_string(minor) + " " + currency;
+    }
+}
+
+// Amounts per currency, "49.99 EUR, 100 JPY".
+std::string amounts(const std::map<std::string, long long>& by_currency) {
+    std::string s;
+    for (const auto& [currency, minor] : by_currency) {
+        s += (s.empty() ? "" : ", ") + money(minor, currency);
+    }
+    return s;
+}
+
+// How a reconciled payment ended, for the summary.
+std::string bucket(const engine::ReconcileOutcome& o) {
+    if (o.fenced_out) {
+        return "changed meanwhile";
+    }
+    switch (o.decision.action) {
+    case ReconcileAction::adopt_succeeded:
+        return "succeeded";
+    case ReconcileAction::adopt_failed:
+        return "failed (declined)";
+    case ReconcileAction::resend:
+        return "re-sent";
+    case ReconcileAction::check_later:
+        return "check again later";
+    case ReconcileAction::review:
+        return "to review";
+    }
+    return "to review";
+}
+
+struct Tally {
+    int payments = 0;
+    std::map<std::string, long long> amounts;
+};
+
+nlohmann::ordered_json summary_json(const engine::NightlyReport& r) {
+    nlohmann::ordered_json j;
+    j["started_at"] = utc(r.started);
+    j["finished_at"] = utc(r.finished);
+    j["providers"] = r.providers;
+    j["exit_code"] = r.exit_code();
+    j["result"] = r.failure ? "failed" : r.exit_code() == 0 ? "clean" : "attention";
+    if (r.failure) {
+        j["failure"] = *r.failure;
+    }
+    j["leases_expired"] = r.leases_expired;
+    std::map<std::string, Tally> by_outcome;
+    for (const auto& o : r.reconciled) {
+        Tally& t = by_outcome[bucket(o)];
+        ++t.payments;
+        t.amounts[o.currency] += o.amount_minor;
+    }
+    j["reconciled"] = nlohmann::ordered_json::object();
+    for (const auto& [name, t] : by_outcome) {
+        j["reconciled"][name] = {{"payments", t.payments}, {"amounts", t.amounts}};
+    }
+    j["sent"] = {{"attempted", r.sent.attempted}, {"fenced_out", r.sent.fenced_out},
+                 {"settled_as", r.sent.settled_as}};
+    j["to_review"] = nlohmann::ordered_json::array();
+    for (const auto& o : r.reconciled) {
+        if (o.applied && o.to == PaymentState::needs_review && o.from != PaymentState::needs_review) {
+            j["to_review"].push_back(outcome_json(o));
+        }
+    }
+    j["open"] = nlohmann::ordered_json::array();
+    for (const auto& q : r.open) {
+        nlohmann::ordered_json e;
+        e["state"] = q.state;
+        e["provider"] = q.provider;
+        if (!q.review_code.empty()) {
+            e["review_code"] = q.review_code;
+        }
+        e["currency"] = q.currency;
+        e["payments"] = q.payments;
+        e["amount"] = q.amount_minor;
+        j["open"].push_back(e);
+    }
+    j["in_review"] = r.in_review();
+    j["still_unknown"] = r.still_unknown();
+    return j;
+}
+
+void print_summary(std::ostream& out, const engine::NightlyReport& r, int list_review) {
+    const auto seconds = std::chrono::duration<double>(r.finished - r.started).count();
+    out << "payrecon nightly " << utc(r.started) << " (" << std::fixed << std::setprecision(1)
+        << seconds << " s)\n";
+    std::string names;
+    for (const auto& p : r.providers) {
+        names += (names.empty() ? "" : ", ") + p;
+    }
+    out << "  providers: " << (names.empty() ? "(none configured)" : names) << "\n";
+    out << "  expired leases taken over (a worker died mid-call): " << r.leases_expired << "\n";
+    out << "  unknown payments reconciled: " << r.reconciled.size() << "\n";
+    std::map<std::string, Tally> by_outcome;
+    for (const auto& o : r.reconciled) {
+        Tally& t = by_outcome[bucket(o)];
+        ++t.payments;
+        t.amounts[o.currency] += o.amount_minor;
+    }
+    for (const auto& [name, t] : by_outcome) {
+        out << "    " << std::left << std::setw(20) << name << std::right << std::setw(6) << t.payments
+            << "   " << amounts(t.amounts) << "\n";
+    }
+    out << "  sent (re-sends and payments left due): " << r.sent.attempted;
+    if (!r.sent.settled_as.empty()) {
+        std::string parts;
+        for (const auto& [state, n] : r.sent.settled_as) {
+            parts += (parts.empty() ? "" : ", ") + state + " " + std::to_string(n);
+        }
+        out << " (" << parts << ")";
+    }
+    out << "\n";
+
+    std::vector<const engine::ReconcileOutcome*> new_review;
+    for (const auto& o : r.reconciled) {
+        if (o.applied && o.to == PaymentState::needs_review && o.from != PaymentState::needs_review) {
+            new_review.push_back(&o);
+        }
+    }
+    std::map<std::string, Tally> review_by_code;
+    std::map<std::string, Tally> unknown_by_provider;
+    for (const auto& q : r.open) {
+        Tally* t = q.state == "needs_review" ? &review_by_code[q.review_code]
+                 : q.state == "unknown"      ? &unknown_by_provider[q.provider]
+                                             : nullptr;
+        if (t != nullptr) {
+            t->payments += static_cast<int>(q.payments);
+            t->amounts[q.currency] += q.amount_minor;
+        }
+    }
+    out << "  review queue: " << r.in_review() << " payment(s), " << new_review.size()
+        << " new in this run\n";
+    for (const auto& [code, t] : review_by_code) {
+        out << "    " << std::left << std::setw(20) << code << std::right << std::setw(6)
+            << t.payments << "   " << amounts(t.amounts) << "\n";
+    }
+    if (!new_review.empty()) {
+        out << "  sent to review in this run:\n";
+        int shown = 0;
+        for (const auto* o : new_review) {
+            if (shown++ == list_review) {
+                out << "    ... and " << new_review.size() - static_cast<std::size_t>(list_review)
+                    << " more (payrecon review list)\n";
+                break;
+            }
+            out << "    " << o->payment_id << "  " << o->provider << "  "
+                << money(o->amount_minor, o->currency) << "  "
+                << (o->decision.review ? std::string(to_string(*o->decision.review)) : "") << ": "
+                << o->decision.reason << "\n";
+        }
+    }
+    if (!unknown_by_provider.empty()) {
+        out << "  still unknown (checked again by the next run):\n";
+        for (const auto& [provider, t] : unknown_by_provider) {
+            const bool configured =
+                std::find(r.providers.begin(), r.providers.end(), provider) != r.providers.end();
+            out << "    " << std::left << std::setw(20) << provider << std::right << std::setw(6)
+                << t.payments << "   " << amounts(t.amounts)
+                << (configured ? "" : "   NOT CONFIGURED: no run can resolve these") << "\n";
+        }
+    }
+    if (r.failure) {
+        out << "result: the run FAILED " << *r.failure << "\n"
+            << "  what was done before is recorded; run payrecon nightly again when it is fixed\n";
+    } else if (r.exit_code() != 0) {
+        out << "result: attention needed -- work the queue: payrecon review list\n";
+    } else {
+        out << "result: clean\n";
+    }
+}
+
+void run_nightly_cmd(AppState& state, const NightlyCliOptions& opts) {
+    if (opts.limit < 1 || opts.list_review < 0) {
+        throw UsageError("--limit must be at least 1 and --list-review at least 0");
+    }
+    const providers::Config config = load_provider_config(state.global);
+    const auto chosen = choose_providers(config, opts.only);
+    ProviderSet set = make_providers(chosen);
+    engine::NightlyOptions no;
+    no.actor = "nightly:" + operator_name(state.global);
+    no.reconcile.limit = opts.limit;
+    no.reconcile.policy = to_policy(opts.policy);
+    no.send.batch = 8;
+    no.send.lease = slowest_timeout(chosen) * (no.send.batch + 1) + std::chrono::seconds(10);
+    no.send_due = !opts.no_send;
+
+    const bool tty = ::isatty(STDERR_FILENO) == 1;
+    engine::NightlyProgress progress;
+    if (tty) {
+        progress = [](const std::string& phase, const engine::NightlyReport& r) {
+            std::cerr << "\r\033[K" << phase << ": " << r.reconciled.size() << " reconciled, "
+                      << r.sent.attempted << " sent" << std::flush;
+            if (phase == "done") {
+                std::cerr << "\n";
+            }
+        };
+    }
+    OpenDatabase opened = open_database(state.global);
+    const engine::NightlyReport report = engine::run_nightly(*opened.db, set.pointers, no, progress);
+    if (opts.json) {
+        std::cout << summary_json(report).dump(2) << std::endl;
+    } else {
+        print_summary(std::cout, report, opts.list_review);
+    }
+    state.exit_code = report.exit_code();
+}
+
+} // namespace
+
+void setup_nightly(CLI::App& app, AppState& state) {
+    auto opts = std::make_shared<NightlyCliOptions>();
+    CLI::App* n = app.add_subcommand(
+        "nightly", "the nightly job: take over expired leases, reconcile every provider, send what "
+                   "is due, print a summary (exit 0 clean, 3 attention needed, 1 failed)");
+    n->add_option("--provider", opts->only, "only these configured providers (repeatable)");
+    n->add_option("--limit", opts->limit, "payments reconciled at most")->capture_default_str();
+    n->add_flag("--no-send", opts->no_send, "schedule re-sends but leave the sending to workers");
+    n->add_option("--list-review", opts->list_review,
+                  "payments sent to review listed in the summary at most")
+        ->capture_default_str();
+    n->add_flag("--json", opts->json, "print the summary as JSON");
+    add_policy_options(*n, opts->policy);
+    n->callback([&state, opts] { run_nightly_cmd(state, *opts); });
+}
+
+} // namespace payrecon::cli

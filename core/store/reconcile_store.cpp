@@ -1,0 +1,324 @@
+#include "core/store/reconcile_store.hpp"
+
+#include "core/store/pq.hpp"
+
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+namespace payrecon::store {
+namespace {
+
+// The outbox payload of a payment event, over a row set `u` holding the payments columns.
+constexpr const char* k_event_payload =
+    "jsonb_build_object('payment_id', u.payment_id, 'tenant_id', u.tenant_id, 'operation_id', "
+    "u.operation_id, 'state', u.state, 'amount', u.amount_minor, 'currency', u.currency, "
+    "'merchant_reference', u.merchant_reference, 'provider', u.provider, 'provider_reference', "
+    "u.provider_reference, 'generation', u.generation, 'reason', u.review_reason, 'review_code', "
+    "u.review_code)";
+
+// Candidate columns: the claim columns, then state, seconds since the first and last attempt,
+// attempt_count, lookup_count, lookup_failures, review_code.
+const std::string k_candidate_columns =
+    std::string(k_payment_columns) +
+    ", p.state, extract(epoch FROM now() - coalesce(p.first_attempt_at, p.created_at))::bigint"
+    ", extract(epoch FROM now() - coalesce(p.last_attempt_at, p.updated_at))::bigint"
+    ", p.attempt_count, p.lookup_count, p.lookup_failures, p.review_code";
+
+// Due: an explicit next check, else the last attempt plus the provider's settle delay.
+const std::string k_due_sql = R"sql(
+    SELECT p.tenant_id, p.payment_id
+      FROM payments p
+      JOIN unnest($1::text[], $2::bigint[]) AS cfg(provider, settle_s) ON cfg.provider = p.provider
+     WHERE p.state = 'unknown'
+       AND coalesce(p.next_attempt_at, coalesce(p.last_attempt_at, p.updated_at)
+                                       + make_interval(secs => cfg.settle_s)) <= now()
+     ORDER BY p.created_at
+     LIMIT $3)sql";
+
+constexpr const char* k_claim = "reconcile_claim";
+const std::string k_claim_sql = "WITH due AS (" + k_due_sql + R"sql(
+       FOR UPDATE OF p SKIP LOCKED
+), claimed AS (
+    UPDATE payments p
+       SET generation = p.generation + 1,
+           next_attempt_at = now() + make_interval(secs => $4::bigint)
+      FROM due
+     WHERE p.tenant_id = due.tenant_id AND p.payment_id = due.payment_id
+ RETURNING p.*
+)
+SELECT )sql" + k_candidate_columns + " FROM claimed p ORDER BY p.created_at";
+
+constexpr const char* k_peek = "reconcile_peek";
+const std::string k_peek_sql = "WITH due AS (" + k_due_sql + ")\nSELECT " + k_candidate_columns +
+                               " FROM payments p JOIN due USING (tenant_id, payment_id)"
+                               " ORDER BY p.created_at";
+
+constexpr const char* k_load = "reconcile_load";
+const std::string k_load_sql = "SELECT " + k_candidate_columns +
+                               " FROM payments p WHERE p.tenant_id = $1::uuid AND p.payment_id = $2::uuid";
+
+constexpr const char* k_apply = "reconcile_apply";
+const std::string k_apply_sql = R"sql(
+WITH u AS (
+    UPDATE payments
+       SET state = $4, generation = generation + 1,
+           next_attempt_at = CASE WHEN $5::bigint IS NOT NULL THEN now() + make_interval(secs => $5::bigint)
+                                  WHEN $6::boolean THEN now() ELSE NULL END,
+           lookup_count = lookup_count + CASE WHEN $7::text = 'not_asked' THEN 0 ELSE 1 END,
+           lookup_failures = CASE WHEN $7::text = 'failed' THEN lookup_failures + 1 ELSE 0 END,
+           review_code = $8, review_reason = $9,
+           provider_reference = coalesce($10, provider_reference),
+           updated_at = CASE WHEN state = $4 THEN updated_at ELSE now() END
+     WHERE tenant_id = $1::uuid AND payment_id = $2::uuid AND generation = $3 AND state = $11
+ RETURNING *
+), event AS (
+    INSERT INTO outbox (tenant_id, aggregate_type, aggregate_id, event_type, payload)
+    SELECT u.tenant_id, 'payment', u.payment_id, 'payment.' || u.state, )sql" +
+                                std::string(k_event_payload) + R"sql(
+      FROM u WHERE u.state <> $11
+), audit AS (
+    INSERT INTO audit_log (tenant_id, actor, action, subject_type, subject_id, detail)
+    SELECT u.tenant_id, $12, 'payment.reconciled', 'payment', u.payment_id::text,
+           jsonb_build_object('from', $11::text, 'to', u.state, 'decision', $13::text,
+                              'lookup', $7::text, 'review_code', u.review_code,
+                              'reason', $9::text, 'generation', u.generation)
+      FROM u
+), lookup AS (
+    INSERT INTO payment_lookups (tenant_id, payment_id, generation, actor, status, remote_state,
+                                 remote_raw_status, remote_amount, remote_currency,
+                                 provider_reference, duplicates, http_status, error_class, detail,
+                                 decision, reason, applied)
+    VALUES ($1::uuid, $2::uuid, $3, $12, $7, $14, $15, $16, $17, $18, $19, $20, nullif($21, ''),
+            left($22, 4096), $13, $9, (SELECT count(*) = 1 FROM u))
+)
+SELECT count(*) FROM u)sql";
+
+constexpr const char* k_lock = "resolve_lock";
+constexpr const char* k_lock_sql = R"sql(
+SELECT state, generation FROM payments
+ WHERE tenant_id = $1::uuid AND payment_id = $2::uuid FOR UPDATE)sql";
+
+constexpr const char* k_resolve = "resolve_apply";
+const std::string k_resolve_sql = R"sql(
+WITH u AS (
+    UPDATE payments
+       SET state = $4, generation = generation + 1,
+           next_attempt_at = CASE WHEN $4 = 'retry_scheduled' THEN now() ELSE NULL END,
+           review_code = NULL, review_reason = $5, lookup_count = 0, lookup_failures = 0,
+           provider_reference = coalesce($6, provider_reference), updated_at = now()
+     WHERE tenant_id = $1::uuid AND payment_id = $2::uuid AND generation = $3
+ RETURNING *
+), event AS (
+    INSERT INTO outbox (tenant_id, aggregate_type, aggregate_id, event_type, payload)
+    SELECT u.tenant_id, 'payment', u.payment_id, 'payment.' || u.state, )sql" +
+                                  std::string(k_event_payload) + R"sql(
+      FROM u
+), audit AS (
+    INSERT INTO audit_log (tenant_id, actor, action, subject_type, subject_id, detail)
+    SELECT u.tenant_id, $7, 'review.resolve', 'payment', u.payment_id::text,
+           jsonb_build_object('from', $8::text, 'to', u.state, 'decision', $9::text,
+                              'note', $10::text, 'provider_reference', $6::text,
+                              'generation', u.generation)
+      FROM u
+)
+SELECT u.state, u.generation FROM u)sql";
+
+constexpr const char* k_queue = "reconcile_queue_counts";
+constexpr const char* k_queue_sql = R"sql(
+SELECT state, provider, coalesce(review_code, ''), currency, count(*), sum(amount_minor)
+  FROM payments
+ WHERE state IN ('processing', 'unknown', 'needs_review')
+ GROUP BY 1, 2, 3, 4
+ ORDER BY 1, 2, 3, 4)sql";
+
+const char* or_null(const std::optional<std::string>& s) { return s ? s->c_str() : nullptr; }
+
+ReconcileCandidate candidate_from_row(const pqxx::row& row) {
+    ReconcileCandidate c;
+    c.payment = payment_from_row(row);
+    c.payment.attempt_no = 0;
+    int i = k_payment_column_count;
+    const auto state = parse_payment_state(row[i++].as<std::string>());
+    if (!state) {
+        throw std::logic_error("a payment in a state this build does not know");
+    }
+    c.state = *state;
+    c.since_first_attempt = std::chrono::seconds(row[i++].as<long long>());
+    c.since_last_attempt = std::chrono::seconds(row[i++].as<long long>());
+    c.attempt_count = row[i++].as<int>();
+    c.lookup_count = row[i++].as<int>();
+    c.lookup_failures = row[i++].as<int>();
+    if (!row[i].is_null()) {
+        c.review_code = row[i].as<std::string>();
+    }
+    return c;
+}
+
+// Provider names are [a-z0-9_-]: safe inside an array literal without quoting.
+std::pair<std::string, std::string> schedule_arrays(const std::vector<ProviderSchedule>& providers) {
+    std::string names = "{";
+    std::string delays = "{";
+    for (const auto& p : providers) {
+        if (p.provider.empty() ||
+            p.provider.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_-") != std::string::npos) {
+            throw std::logic_error("reconcile: bad provider name '" + p.provider + "'");
+        }
+        const bool first = names.size() == 1;
+        names += (first ? "" : ",") + p.provider;
+        delays += (first ? "" : ",") + std::to_string(p.settle_delay.count());
+    }
+    return {names + "}", delays + "}"};
+}
+
+std::vector<ReconcileCandidate> candidates_of(const pqxx::result& r) {
+    std::vector<ReconcileCandidate> out;
+    out.reserve(r.size());
+    for (const auto& row : r) {
+        out.push_back(candidate_from_row(row));
+    }
+    return out;
+}
+
+} // namespace
+
+std::vector<ReconcileCandidate> claim_unknown(Db& db, std::chrono::seconds hold, int limit,
+                                              const std::vector<ProviderSchedule>& providers) {
+    if (providers.empty() || limit <= 0) {
+        return {};
+    }
+    const auto [names, delays] = schedule_arrays(providers);
+    Db::Impl& impl = db.impl();
+    return translate_errors(impl, [&] {
+        impl.prepare(k_claim, k_claim_sql);
+        pqxx::work tx(impl.connection());
+        const pqxx::result r = tx.exec_prepared(k_claim, names, delays, limit,
+                                                static_cast<long long>(hold.count()));
+        tx.commit();
+        return candidates_of(r);
+    });
+}
+
+std::vector<ReconcileCandidate> peek_unknown(Db& db, int limit,
+                                             const std::vector<ProviderSchedule>& providers) {
+    if (providers.empty() || limit <= 0) {
+        return {};
+    }
+    const auto [names, delays] = schedule_arrays(providers);
+    Db::Impl& impl = db.impl();
+    return translate_errors(impl, [&] {
+        impl.prepare(k_peek, k_peek_sql);
+        pqxx::read_transaction tx(impl.connection());
+        return candidates_of(tx.exec_prepared(k_peek, names, delays, limit));
+    });
+}
+
+std::optional<ReconcileCandidate> load_candidate(Db& db, const std::string& tenant_id,
+                                                 const std::string& payment_id) {
+    Db::Impl& impl = db.impl();
+    return translate_errors(impl, [&]() -> std::optional<ReconcileCandidate> {
+        impl.prepare(k_load, k_load_sql);
+        pqxx::read_transaction tx(impl.connection());
+        const pqxx::result r = tx.exec_prepared(k_load, tenant_id, payment_id);
+        if (r.empty()) {
+            return std::nullopt;
+        }
+        return candidate_from_row(r[0]);
+    });
+}
+
+bool apply_reconciliation(Db& db, const ReconcileCandidate& candidate, const std::string& actor,
+                          const LookupRecord& lookup, const ReconcileWrite& write) {
+    if (write.to != candidate.state) {
+        require_transition(candidate.state, write.to);
+    }
+    if ((write.to == PaymentState::needs_review) != write.review_code.has_value()) {
+        throw std::logic_error("apply_reconciliation: a review code goes with needs_review, and only with it");
+    }
+    Db::Impl& impl = db.impl();
+    return translate_errors(impl, [&] {
+        impl.prepare(k_apply, k_apply_sql);
+        pqxx::work tx(impl.connection());
+        const std::string next = write.next_check_in ? std::to_string(write.next_check_in->count()) : "";
+        const std::string amount = lookup.remote_amount ? std::to_string(*lookup.remote_amount) : "";
+        const std::string http = lookup.http_status ? std::to_string(*lookup.http_status) : "";
+        const pqxx::row r = tx.exec_prepared1(
+            k_apply, candidate.payment.tenant_id, candidate.payment.payment_id,
+            candidate.payment.generation, std::string(to_string(write.to)),
+            write.next_check_in ? next.c_str() : nullptr, write.resend_now, lookup.status,
+            or_null(write.review_code), write.reason, or_null(write.provider_reference),
+            std::string(to_string(candidate.state)), actor, write.decision,
+            or_null(lookup.remote_state), or_null(lookup.remote_raw_status),
+            lookup.remote_amount ? amount.c_str() : nullptr, or_null(lookup.remote_currency),
+            or_null(lookup.provider_reference), lookup.duplicates,
+            lookup.http_status ? http.c_str() : nullptr, lookup.error_class, lookup.detail);
+        tx.commit();
+        return r[0].as<long long>() == 1;
+    });
+}
+
+ResolveResult resolve_payment(Db& db, const Resolution& resolution) {
+    PaymentState to = PaymentState::failed;
+    std::string decision = "failed";
+    switch (resolution.decision) {
+    case OperatorDecision::succeeded:
+        to = PaymentState::succeeded;
+        decision = "succeeded";
+        break;
+    case OperatorDecision::failed:
+        break;
+    case OperatorDecision::retry:
+        to = PaymentState::retry_scheduled;
+        decision = "retry";
+        break;
+    }
+    Db::Impl& impl = db.impl();
+    return translate_errors(impl, [&] {
+        impl.prepare(k_lock, k_lock_sql);
+        impl.prepare(k_resolve, k_resolve_sql);
+        pqxx::work tx(impl.connection());
+        ResolveResult out;
+        const pqxx::result current = tx.exec_prepared(k_lock, resolution.tenant_id, resolution.payment_id);
+        if (current.empty()) {
+            return out;
+        }
+        out.state = current[0][0].as<std::string>();
+        out.generation = current[0][1].as<long long>();
+        if (out.generation != resolution.generation) {
+            out.status = ResolveResult::Status::changed;
+            return out;
+        }
+        const auto from = parse_payment_state(out.state);
+        if (!from || (*from != PaymentState::unknown && *from != PaymentState::needs_review)) {
+            out.status = ResolveResult::Status::not_resolvable;
+            return out;
+        }
+        require_transition(*from, to);
+        const std::string reason = "resolved by " + resolution.operator_name + ": " + resolution.note;
+        const pqxx::row r = tx.exec_prepared1(
+            k_resolve, resolution.tenant_id, resolution.payment_id, resolution.generation,
+            std::string(to_string(to)), reason, or_null(resolution.provider_reference),
+            resolution.operator_name, out.state, decision, resolution.note);
+        tx.commit();
+        out.status = ResolveResult::Status::applied;
+        out.state = r[0].as<std::string>();
+        out.generation = r[1].as<long long>();
+        return out;
+    });
+}
+
+std::vector<QueueCount> open_queue_counts(Db& db) {
+    Db::Impl& impl = db.impl();
+    return translate_errors(impl, [&] {
+        impl.prepare(k_queue, k_queue_sql);
+        pqxx::read_transaction tx(impl.connection());
+        std::vector<QueueCount> out;
+        for (const auto& row : tx.exec_prepared(k_queue)) {
+            out.push_back({row[0].as<std::string>(), row[1].as<std::string>(), row[2].as<std::string>(),
+                           row[3].as<std::string>(), row[4].as<long long>(), row[5].as<long long>()});
+        }
+        return out;
+    });
+}
+
+} // namespace payrecon::store

@@ -1,0 +1,120 @@
+#pragma once
+// The reconciler's and operators' writes (DESIGN sections 7 and 8). Unknown payments are claimed
+// with FOR UPDATE SKIP LOCKED and generation + 1, so several reconcilers never handle one payment
+// twice; every decision is written fenced by that generation (and bumps it again), with its
+// lookup record, an audit row and -- when the state changes -- an outbox event, in one transaction.
+
+#include "core/payment_state.hpp"
+#include "core/store/executor_store.hpp"
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace payrecon::store {
+
+class Db;
+
+// A provider the reconciler can ask, and how long after an attempt its answers can be trusted.
+struct ProviderSchedule {
+    std::string provider;                 // [a-z0-9_-]{1,32}
+    std::chrono::seconds settle_delay{0};
+};
+
+struct ReconcileCandidate {
+    ClaimedPayment payment; // attempt_no is 0: a reconciler opens no attempt
+    PaymentState state = PaymentState::unknown;
+    std::chrono::seconds since_first_attempt{0}; // from created_at if it was never sent
+    std::chrono::seconds since_last_attempt{0};
+    int attempt_count = 0;
+    int lookup_count = 0;
+    int lookup_failures = 0;
+    std::optional<std::string> review_code; // in needs_review
+};
+
+// Claims up to `limit` `unknown` payments of `providers` whose check is due (next_attempt_at, or
+// the last attempt plus the provider's settle delay), oldest first: generation + 1, and
+// next_attempt_at moved `hold` ahead so that a reconciler that dies mid-lookup leaves the payment to
+// the next one. Rows another transaction holds are skipped.
+std::vector<ReconcileCandidate> claim_unknown(Db& db, std::chrono::seconds hold, int limit,
+                                              const std::vector<ProviderSchedule>& providers);
+
+// The same selection as claim_unknown, claiming and changing nothing (--dry-run).
+std::vector<ReconcileCandidate> peek_unknown(Db& db, int limit,
+                                             const std::vector<ProviderSchedule>& providers);
+
+// One payment as it is now, whatever its state; nullopt if there is no such payment.
+std::optional<ReconcileCandidate> load_candidate(Db& db, const std::string& tenant_id,
+                                                 const std::string& payment_id);
+
+// What a status query found, for the payment_lookups row.
+struct LookupRecord {
+    std::string status;                    // found, not_found, failed, not_asked
+    std::optional<std::string> remote_state;
+    std::optional<std::string> remote_raw_status;
+    std::optional<long long> remote_amount;
+    std::optional<std::string> remote_currency;
+    std::optional<std::string> provider_reference;
+    int duplicates = 0;
+    std::optional<int> http_status;
+    std::string error_class;
+    std::string detail;                    // redacted excerpt
+};
+
+struct ReconcileWrite {
+    PaymentState to = PaymentState::unknown;          // may equal the current state (check later)
+    std::optional<std::chrono::seconds> next_check_in; // unknown: when to look again
+    bool resend_now = false;                          // retry_scheduled: due at once
+    std::optional<std::string> review_code;           // needs_review only
+    std::string reason;
+    std::optional<std::string> provider_reference;
+    std::string decision;                             // ReconcileAction name, for the records
+};
+
+// Records `lookup` (always: the observation is kept even when fenced out) and, if the payment is
+// still in `candidate.state` at `candidate.payment.generation`, applies `write` with generation + 1,
+// an audit row by `actor`, and an outbox event if the state changed. Returns false if fenced out.
+// Throws std::logic_error if the transition is not allowed.
+bool apply_reconciliation(Db& db, const ReconcileCandidate& candidate, const std::string& actor,
+                          const LookupRecord& lookup, const ReconcileWrite& write);
+
+// An operator's decision on a payment that is `unknown` or `needs_review` (DESIGN section 8).
+enum class OperatorDecision { succeeded, failed, retry };
+
+struct Resolution {
+    std::string tenant_id;
+    std::string payment_id;
+    long long generation = 0; // as the operator was shown it
+    OperatorDecision decision = OperatorDecision::failed;
+    std::string note;
+    std::string operator_name;
+    std::optional<std::string> provider_reference;
+};
+
+struct ResolveResult {
+    enum class Status { applied, not_found, changed, not_resolvable };
+    Status status = Status::not_found;
+    std::string state;        // now (after the write, when applied)
+    long long generation = 0; // now
+};
+
+// Applies the decision if the payment is still at `generation` and unknown or needs_review:
+// succeeded / failed / retry_scheduled (due at once, same operation ID), generation + 1, review
+// fields cleared, an audit row with the operator, the note and the decision, and an outbox event,
+// in one transaction. Otherwise changes nothing and says why.
+ResolveResult resolve_payment(Db& db, const Resolution& resolution);
+
+// What is left open (processing, unknown, needs_review), per state, provider, review code and
+// currency, for the nightly summary.
+struct QueueCount {
+    std::string state;
+    std::string provider;
+    std::string review_code; // empty outside needs_review
+    std::string currency;
+    long long payments = 0;
+    long long amount_minor = 0;
+};
+std::vector<QueueCount> open_queue_counts(Db& db);
+
+} // namespace payrecon::store

@@ -1,0 +1,52 @@
+#pragma once
+// `payrecon nightly`: take over what workers left behind (expired leases -> unknown), reconcile
+// every provider's unknown payments, send what is due (the re-sends the reconciler scheduled, and
+// anything workers left due), and report. Safe to run twice at once: every step claims with SKIP
+// LOCKED and writes fenced by generation.
+
+#include "core/store/reconcile_store.hpp"
+#include "engine/executor.hpp"
+#include "engine/reconciler.hpp"
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace payrecon::engine {
+
+struct NightlyOptions {
+    std::string actor = "nightly";
+    ReconcilerOptions reconcile;
+    ExecutorOptions send;
+    bool send_due = true; // send the re-sends (and whatever is due) in this run
+};
+
+struct NightlyReport {
+    std::chrono::system_clock::time_point started{};
+    std::chrono::system_clock::time_point finished{};
+    std::vector<std::string> providers; // the configured providers this run covered
+    int leases_expired = 0;
+    std::vector<ReconcileOutcome> reconciled;
+    Executor::Counts sent;
+    std::vector<store::QueueCount> open;      // after the run
+    std::optional<std::string> failure;       // the run stopped: what happened and what to do
+
+    // Open payments no configured provider can resolve (unknown, of a provider not configured).
+    std::vector<store::QueueCount> orphaned() const;
+    long long in_review() const;
+    long long still_unknown() const;
+    // 0 clean; 3 something needs an operator (review queue not empty, payments nobody can
+    // reconcile); 1 the run failed.
+    int exit_code() const;
+};
+
+// What happened so far, after each step and each payment (progress on a terminal).
+using NightlyProgress = std::function<void(const std::string& phase, const NightlyReport& so_far)>;
+
+// Never throws for a failure during the run: it is recorded in `failure` with what was done so far.
+NightlyReport run_nightly(store::Db& db, const std::vector<providers::Provider*>& providers,
+                          const NightlyOptions& options, const NightlyProgress& progress = {});
+
+} // namespace payrecon::engine

@@ -1,0 +1,246 @@
+#include "engine/reconciler.hpp"
+
+#include "core/errors.hpp"
+#include "engine/executor.hpp"
+
+#include <set>
+#include <stdexcept>
+
+namespace payrecon::engine {
+namespace {
+
+RemoteState remote_state_of(const providers::RemotePayment& remote) {
+    switch (remote.state) {
+    case providers::Outcome::succeeded:
+        return RemoteState::succeeded;
+    case providers::Outcome::declined:
+        return RemoteState::declined;
+    case providers::Outcome::pending:
+        // A payment waiting for the customer (3-D Secure) cannot complete off-session.
+        return remote.raw_status == "requires_action" ? RemoteState::requires_action
+                                                      : RemoteState::pending;
+    case providers::Outcome::not_sent:
+    case providers::Outcome::unknown:
+        break;
+    }
+    return RemoteState::unrecognised;
+}
+
+LookupStatus status_of(const providers::LookupResult& r) {
+    switch (r.status) {
+    case providers::LookupResult::Status::found:
+        return r.payment ? LookupStatus::found : LookupStatus::failed;
+    case providers::LookupResult::Status::not_found:
+        return LookupStatus::not_found;
+    case providers::LookupResult::Status::failed:
+        break;
+    }
+    return LookupStatus::failed;
+}
+
+store::LookupRecord record_of(const providers::LookupResult* r, LookupStatus status) {
+    store::LookupRecord rec;
+    rec.status = std::string(to_string(status));
+    if (r == nullptr) {
+        return rec;
+    }
+    if (status == LookupStatus::found) {
+        const providers::RemotePayment& p = *r->payment;
+        rec.remote_state = std::string(to_string(remote_state_of(p)));
+        rec.remote_raw_status = p.raw_status;
+        rec.remote_amount = p.amount.minor;
+        rec.remote_currency = p.amount.currency;
+        rec.provider_reference = p.provider_reference;
+        rec.duplicates = static_cast<int>(r->duplicates.size());
+    }
+    if (r->call.http_status != 0) {
+        rec.http_status = r->call.http_status;
+    }
+    rec.error_class = r->call.error_class;
+    rec.detail = r->call.detail;
+    return rec;
+}
+
+// What the decision does to a payment in `from`. From needs_review (an operator's recheck) only
+// the provider's own answer moves it; anything else keeps it in review.
+store::ReconcileWrite write_for(const ReconcileDecision& d, PaymentState from,
+                                const std::optional<std::string>& current_code) {
+    store::ReconcileWrite w;
+    w.decision = std::string(to_string(d.action));
+    w.reason = d.reason;
+    switch (d.action) {
+    case ReconcileAction::adopt_succeeded:
+        w.to = PaymentState::succeeded;
+        w.provider_reference = d.provider_reference;
+        return w;
+    case ReconcileAction::adopt_failed:
+        w.to = PaymentState::failed;
+        w.provider_reference = d.provider_reference;
+        return w;
+    case ReconcileAction::review:
+        w.to = PaymentState::needs_review;
+        w.review_code = std::string(to_string(*d.review));
+        return w;
+    case ReconcileAction::check_later:
+    case ReconcileAction::resend:
+        break;
+    }
+    if (from == PaymentState::needs_review) {
+        w.to = PaymentState::needs_review;
+        w.review_code = current_code.value_or(std::string(to_string(ReviewCode::remote_unrecognised)));
+        w.reason = d.action == ReconcileAction::resend
+                       ? "recheck: confirmed absent inside the key window; an operator may resolve "
+                         "it with --as retry"
+                       : "recheck: " + d.reason;
+        return w;
+    }
+    if (d.action == ReconcileAction::resend) {
+        w.to = PaymentState::retry_scheduled;
+        w.resend_now = true;
+        return w;
+    }
+    w.to = PaymentState::unknown;
+    w.next_check_in = d.check_in;
+    return w;
+}
+
+} // namespace
+
+ReconcileInput reconcile_input(const store::ReconcileCandidate& c, const providers::Capabilities& caps,
+                               std::chrono::seconds settle_delay, const providers::LookupResult* lookup) {
+    ReconcileInput in;
+    in.can_lookup = caps.lookup_by_operation_id;
+    in.honours_idempotency_keys = caps.honours_idempotency_keys;
+    in.key_retention = caps.key_retention;
+    in.settle_delay = settle_delay;
+    in.amount_minor = c.payment.amount_minor;
+    in.currency = c.payment.currency;
+    in.since_first_attempt = c.since_first_attempt;
+    in.since_last_attempt = c.since_last_attempt;
+    in.attempt_count = c.attempt_count;
+    in.lookups_before = c.lookup_count;
+    in.lookup_failures_before = c.lookup_failures;
+    if (lookup == nullptr) {
+        in.lookup = LookupStatus::not_asked;
+        return in;
+    }
+    in.lookup = status_of(*lookup);
+    if (in.lookup == LookupStatus::found) {
+        const providers::RemotePayment& p = *lookup->payment;
+        in.remote_state = remote_state_of(p);
+        in.remote_amount_minor = p.amount.minor;
+        in.remote_currency = p.amount.currency;
+        if (!p.provider_reference.empty()) {
+            in.remote_reference = p.provider_reference;
+        }
+        in.remote_duplicates = static_cast<int>(lookup->duplicates.size());
+    }
+    return in;
+}
+
+Reconciler::Reconciler(store::Db& db, std::vector<providers::Provider*> providers, ReconcilerOptions options)
+    : m_db(db), m_providers(std::move(providers)), m_options(std::move(options)) {}
+
+providers::Provider* Reconciler::provider_named(const std::string& name) const {
+    for (auto* p : m_providers) {
+        if (p->name() == name) {
+            return p;
+        }
+    }
+    return nullptr;
+}
+
+ReconcileOutcome Reconciler::handle(const store::ReconcileCandidate& c, bool operator_recheck) {
+    providers::Provider* provider = provider_named(c.payment.provider);
+    if (provider == nullptr) {
+        throw std::logic_error("reconciling a payment of a provider this reconciler does not have");
+    }
+    const providers::Capabilities& caps = provider->capabilities();
+    // The claim waited out the settle delay; an operator's recheck asks at once, and a "not found"
+    // inside the delay then proves nothing (the policy keeps it).
+    std::optional<providers::LookupResult> lookup;
+    if (caps.lookup_by_operation_id &&
+        (operator_recheck || c.since_last_attempt >= caps.lookup_staleness)) {
+        lookup = provider->lookup(order_for(c.payment));
+    }
+    const ReconcileInput input =
+        reconcile_input(c, caps, caps.lookup_staleness, lookup ? &*lookup : nullptr);
+    ReconcileOutcome out;
+    out.tenant_id = c.payment.tenant_id;
+    out.payment_id = c.payment.payment_id;
+    out.operation_id = c.payment.operation_id;
+    out.provider = c.payment.provider;
+    out.amount_minor = c.payment.amount_minor;
+    out.currency = c.payment.currency;
+    out.from = c.state;
+    out.lookup = input.lookup;
+    if (lookup) {
+        out.lookup_detail = input.lookup == LookupStatus::found ? lookup->payment->raw_status
+                                                                : lookup->call.error_class;
+    }
+    out.decision = decide_reconciliation(input, m_options.policy);
+    const store::ReconcileWrite write = write_for(out.decision, c.state, c.review_code);
+    out.to = write.to;
+    if (m_options.dry_run) {
+        return out;
+    }
+    out.applied = store::apply_reconciliation(m_db, c, m_options.actor,
+                                              record_of(lookup ? &*lookup : nullptr, input.lookup), write);
+    out.fenced_out = !out.applied;
+    return out;
+}
+
+std::vector<ReconcileOutcome> Reconciler::run(const std::function<void(const ReconcileOutcome&)>& on_outcome) {
+    std::vector<store::ProviderSchedule> schedules;
+    for (const auto* p : m_providers) {
+        const auto& caps = p->capabilities();
+        // Without a lookup there is nothing to wait for: the payment goes to review at once.
+        schedules.push_back({p->name(), caps.lookup_by_operation_id ? caps.lookup_staleness
+                                                                    : std::chrono::seconds(0)});
+    }
+    std::vector<ReconcileOutcome> outcomes;
+    std::set<std::string> seen;
+    while (static_cast<int>(outcomes.size()) < m_options.limit) {
+        const int want = m_options.dry_run
+                             ? m_options.limit
+                             : std::min(m_options.batch, m_options.limit - static_cast<int>(outcomes.size()));
+        const auto batch = m_options.dry_run ? store::peek_unknown(m_db, want, schedules)
+                                             : store::claim_unknown(m_db, m_options.hold, want, schedules);
+        int fresh = 0;
+        for (const auto& c : batch) {
+            // Due again within this run (a short check-later): leave it to the next run.
+            if (!seen.insert(c.payment.payment_id).second) {
+                continue;
+            }
+            ++fresh;
+            outcomes.push_back(handle(c, false));
+            if (on_outcome) {
+                on_outcome(outcomes.back());
+            }
+        }
+        if (m_options.dry_run || fresh == 0) {
+            break;
+        }
+    }
+    return outcomes;
+}
+
+std::optional<ReconcileOutcome> Reconciler::recheck(const std::string& tenant_id, const std::string& payment_id) {
+    const auto c = store::load_candidate(m_db, tenant_id, payment_id);
+    if (!c) {
+        return std::nullopt;
+    }
+    if (c->state != PaymentState::unknown && c->state != PaymentState::needs_review) {
+        throw Refused("payment " + payment_id + " is " + std::string(to_string(c->state)) +
+                          ": only unknown payments and payments in review are rechecked",
+                      "payrecon payments show " + payment_id);
+    }
+    if (provider_named(c->payment.provider) == nullptr) {
+        throw Refused("payment " + payment_id + " belongs to provider '" + c->payment.provider +
+                          "', which the configuration does not have",
+                      "add it to the --config file, or resolve the payment by hand");
+    }
+    return handle(*c, true);
+}
+
+} // namespace payrecon::engine

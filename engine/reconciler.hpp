@@ -1,0 +1,80 @@
+#pragma once
+// The reconciler (DESIGN section 7): for each `unknown` payment whose settle delay has passed, ask
+// its provider, decide with the pure core/reconcile_policy, and write the decision fenced by
+// generation. Any number of reconcilers may run at once: claims skip what another one holds.
+
+#include "core/reconcile_policy.hpp"
+#include "core/store/reconcile_store.hpp"
+#include "providers/provider.hpp"
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace payrecon::store {
+class Db;
+}
+
+namespace payrecon::engine {
+
+struct ReconcilerOptions {
+    std::string actor = "reconciler";   // recorded on every lookup and audit row
+    int limit = 100000;                 // payments handled per run at most
+    int batch = 16;                     // payments claimed per transaction
+    bool dry_run = false;               // ask and decide, write nothing
+    std::chrono::seconds hold{300};     // a claimed payment is left alone this long by others
+    ReconcilePolicy policy;
+};
+
+// One payment's reconciliation, for progress lines and the run summary.
+struct ReconcileOutcome {
+    std::string tenant_id;
+    std::string payment_id;
+    std::string operation_id;
+    std::string provider;
+    long long amount_minor = 0;
+    std::string currency;
+    PaymentState from = PaymentState::unknown;
+    PaymentState to = PaymentState::unknown; // what the decision makes of it (dry run: would make)
+    LookupStatus lookup = LookupStatus::not_asked;
+    std::string lookup_detail;               // error class or remote status, for operators
+    ReconcileDecision decision;
+    bool applied = false;                    // false: dry run, or fenced out
+    bool fenced_out = false;
+};
+
+// Maps what the provider answered to the policy's input for `candidate`.
+ReconcileInput reconcile_input(const store::ReconcileCandidate& candidate,
+                               const providers::Capabilities& caps,
+                               std::chrono::seconds settle_delay,
+                               const providers::LookupResult* lookup);
+
+class Reconciler {
+public:
+    // `providers` are the providers this reconciler may ask, by configured name. A provider's
+    // settle delay is its capabilities' lookup_staleness.
+    Reconciler(store::Db& db, std::vector<providers::Provider*> providers, ReconcilerOptions options);
+
+    // Handles due unknown payments of its providers until none is due or `limit` is reached,
+    // calling `on_outcome` after each. Throws DatabaseUnavailable if the database went away (what
+    // was written stays written; a claimed payment is picked up again after `hold`).
+    std::vector<ReconcileOutcome> run(const std::function<void(const ReconcileOutcome&)>& on_outcome = {});
+
+    // An operator's recheck of one payment (unknown or needs_review), now, even inside the settle
+    // delay (where "not found" still proves nothing). From needs_review only an answer the
+    // provider gives (succeeded, declined) moves it; anything else keeps it in review with the
+    // new reason. Returns nullopt if there is no such payment; throws Refused if its state is not
+    // unknown or needs_review, or its provider is not one of this reconciler's.
+    std::optional<ReconcileOutcome> recheck(const std::string& tenant_id, const std::string& payment_id);
+
+private:
+    ReconcileOutcome handle(const store::ReconcileCandidate& candidate, bool operator_recheck);
+    providers::Provider* provider_named(const std::string& name) const;
+
+    store::Db& m_db;
+    std::vector<providers::Provider*> m_providers;
+    ReconcilerOptions m_options;
+};
+
+} // namespace payrecon::engine
