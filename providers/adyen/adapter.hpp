@@ -16,7 +16,7 @@
 //   final refusals; Received, Pending and the shopper-action codes are pending; the rest unknown).
 // - No lookup by our reference and no transaction listing in the Checkout API (Adyen reports by
 //   webhook and settlement report): capabilities say so, `lookup` is failed and `list` is not ok,
-//   so every unknown Adyen payment goes to review unless the key window allows a re-send.
+//   so every unknown Adyen payment goes to review (no_lookup): absence can never be confirmed.
 // - Amounts are in Adyen's minor units, which differ from ISO 4217 for CLP and ISK (2 vs 0) and
 //   CVE and IDR (0 vs 2); see wire.hpp.
 // - 401/403/429 are not executed (safe to send again); a 4xx validation error is declined; 5xx,
