@@ -3,9 +3,12 @@
 #include "core/store/reconcile_store.hpp"
 #include "engine/nightly.hpp"
 #include "engine/reconciler.hpp"
+#include "engine/worker.hpp"
 #include "providers/registry.hpp"
 #include "tests/execution/world.hpp"
 
+#include <algorithm>
+#include <sstream>
 #include <thread>
 
 #include <catch2/catch.hpp>
@@ -335,4 +338,134 @@ TEST_CASE("reconcile: several reconcilers at once never handle one payment twice
     CHECK(handled == 40);
     CHECK(count_rows("payment_lookups", w.tenant.tenant_id, "true") == 40);
     CHECK(count_rows("payments", w.tenant.tenant_id, "state = 'retry_scheduled'") == 40);
+}
+
+TEST_CASE("reconcile: a mixed run of 1,000 payments with every fault mode ends with the invariants "
+          "of DESIGN section 12",
+          "[reconcile][db][fault][slow]") {
+    fake::FaultConfig faults;
+    faults.seed = 20261202;
+    faults.hang = std::chrono::milliseconds(1200);
+    faults.refuse = std::chrono::milliseconds(150);
+    faults.rates = {{fake::Fault::refuse, 0.01},
+                    {fake::Fault::drop_before_execute, 0.04},
+                    {fake::Fault::execute_then_hang, 0.02},
+                    {fake::Fault::execute_then_fin, 0.03},
+                    {fake::Fault::execute_then_rst, 0.03},
+                    {fake::Fault::execute_then_partial, 0.03},
+                    {fake::Fault::http_500_after_execute, 0.03},
+                    {fake::Fault::http_500_before_execute, 0.03},
+                    {fake::Fault::decline, 0.03}};
+    World w(faults);
+    w.config.settle_delay = std::chrono::seconds(0);
+
+    // 1,000 payments in three currencies through the real intake.
+    const std::vector<std::pair<std::string, long long>> kinds = {{"EUR", 2500}, {"USD", 1999}, {"JPY", 1200}};
+    IntakeService intake(*w.db, test_keys());
+    for (int i = 0; i < 1000; ++i) {
+        const auto& [currency, amount] = kinds[static_cast<std::size_t>(i) % kinds.size()];
+        const std::string ref = unique_name("mix");
+        const std::string body = R"({"amount": )" + std::to_string(amount + i) + R"(, "currency": ")" +
+                                 currency + R"(", "merchant_reference": ")" + ref + R"(", "provider": ")" +
+                                 w.config.name + R"(", "payment_method": "pm_card_visa"})";
+        REQUIRE(intake.create_payment(w.writer.principal, "k-" + ref, body, "").status == 202);
+    }
+
+    // Workers send everything once (8 threads), faults and all.
+    engine::WorkerOptions wo;
+    wo.database_url = database_url();
+    wo.worker_id = "mixed-worker";
+    wo.concurrency = 8;
+    wo.batch = 4;
+    wo.once = true;
+    wo.lease = std::chrono::seconds(60);
+    wo.backoff.base = std::chrono::milliseconds(1);
+    wo.backoff.cap = std::chrono::milliseconds(1);
+    std::ostringstream worker_log;
+    const providers::ProviderConfig config = w.config;
+    engine::Worker worker(wo, [config] {
+        std::vector<std::unique_ptr<providers::Provider>> v;
+        v.push_back(providers::create_provider(config));
+        return v;
+    }, worker_log);
+    worker.run();
+    const long long unknown_after_send = count_rows("payments", w.tenant.tenant_id, "state = 'unknown'");
+    CHECK(unknown_after_send > 50);
+
+    auto provider = providers::create_provider(w.config);
+    engine::NightlyOptions no;
+    no.send = w.options();
+    no.reconcile.policy.max_lookup_failures = 1;
+
+    // Night 1: the provider's search is down. Nothing unknown is concluded: all of it goes to review.
+    auto down = w.fake->faults();
+    down.lookup_down = true;
+    w.fake->set_faults(down);
+    const auto night1 = engine::run_nightly(*w.db, {provider.get()}, no);
+    REQUIRE_FALSE(night1.failure);
+    CHECK(night1.exit_code() == 3);
+    CHECK(count_rows("payments", w.tenant.tenant_id, "state = 'unknown'") == 0);
+    CHECK(count_rows("payments", w.tenant.tenant_id, "state = 'needs_review' AND review_code = 'lookup_failing'") >=
+          unknown_after_send);
+
+    // Morning: search is back. An operator rechecks the queue: what the provider has is adopted;
+    // what it confirms absent the operator sends again (a recorded decision).
+    auto up = w.fake->faults();
+    up.lookup_down = false;
+    w.fake->set_faults(up);
+    engine::Reconciler rechecker(*w.db, {provider.get()}, {});
+    const std::string in_review = "SELECT string_agg(payment_id::text, ',') FROM payments "
+                                  "WHERE tenant_id = $1::uuid AND state = 'needs_review'";
+    std::stringstream ids(query_value("SELECT coalesce((" + in_review + "), '')", w.tenant.tenant_id));
+    for (std::string id; std::getline(ids, id, ',');) {
+        const auto out = rechecker.recheck(w.tenant.tenant_id, id);
+        REQUIRE(out);
+        if (out->to == PaymentState::needs_review && out->lookup == LookupStatus::not_found) {
+            store::Resolution r;
+            r.tenant_id = w.tenant.tenant_id;
+            r.payment_id = id;
+            r.generation = std::stoll(query_value("SELECT generation FROM payments WHERE payment_id = $1::uuid", id));
+            r.decision = store::OperatorDecision::retry;
+            r.note = "recheck confirmed no charge";
+            r.operator_name = "test-operator";
+            CHECK(store::resolve_payment(*w.db, r).status == store::ResolveResult::Status::applied);
+        }
+    }
+    // Following nights, until nothing is left to do (re-sends meet faults too).
+    no.reconcile.policy.max_lookup_failures = 3;
+    for (int night = 2; night < 12; ++night) {
+        const auto report = engine::run_nightly(*w.db, {provider.get()}, no);
+        REQUIRE_FALSE(report.failure);
+        if (report.reconciled.empty() && report.sent.attempted == 0 &&
+            count_rows("payments", w.tenant.tenant_id, "state IN ('unknown', 'retry_scheduled', 'pending')") == 0) {
+            break;
+        }
+    }
+
+    // The invariants.
+    const auto ledger = w.fake->ledger();
+    for (const auto& [op, n] : ledger["executions"].items()) {
+        INFO(op);
+        CHECK(n.get<int>() <= 1); // at most one execution per operation ID
+    }
+    for (const auto& [currency, amount] : kinds) {
+        (void)amount;
+        const std::string ours = query_value(
+            "SELECT coalesce(sum(amount_minor), 0)::text FROM payments WHERE tenant_id = $1::uuid "
+            "AND state = 'succeeded' AND currency = '" + currency + "'", w.tenant.tenant_id);
+        std::string lower = currency;
+        std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
+        const long long theirs = ledger["charged"].contains(lower) ? ledger["charged"][lower].get<long long>() : 0;
+        INFO(currency);
+        CHECK(std::stoll(ours) == theirs); // our succeeded sum is what the provider charged
+    }
+    CHECK(count_rows("payments", w.tenant.tenant_id, "state IN ('processing', 'unknown', 'pending', 'retry_scheduled')") == 0);
+    CHECK(count_rows("payments", w.tenant.tenant_id,
+                     "state = 'needs_review' AND (review_code IS NULL OR review_reason IS NULL)") == 0);
+    CHECK(count_rows("payments", w.tenant.tenant_id, "state IN ('succeeded', 'failed', 'needs_review')") == 1000);
+    CHECK(count_rows("payments", w.tenant.tenant_id, "state = 'failed'") > 0);
+    // Every state change has its event; every reconciler decision its lookup record.
+    CHECK(count_rows("outbox", w.tenant.tenant_id, "event_type = 'payment.succeeded'") ==
+          count_rows("payments", w.tenant.tenant_id, "state = 'succeeded'"));
+    CHECK(count_rows("payment_lookups", w.tenant.tenant_id, "true") >= unknown_after_send);
 }
