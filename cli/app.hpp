@@ -31,5 +31,7 @@ void setup_purge(CLI::App& app, AppState& state);
 void setup_payments(CLI::App& app, AppState& state);
 void setup_serve(CLI::App& app, AppState& state);
 void setup_worker(CLI::App& app, AppState& state);
+void setup_review(CLI::App& app, AppState& state);
+void setup_audit(CLI::App& app, AppState& state);
 
 } // namespace payrecon::cli
