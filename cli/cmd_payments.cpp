@@ -145,7 +145,8 @@ void run_show(AppState& state, const std::string& id, bool json) {
 } // namespace
 
 void setup_payments(CLI::App& app, AppState& state) {
-    CLI::App* payments = app.add_subcommand("payments", "payments");
+    CLI::App* payments = app.add_subcommand(
+        "payments", "payments: create one as the API does, list them across tenants, show one");
     payments->require_subcommand(1);
 
     struct CreateOptions {
