@@ -45,6 +45,8 @@ std::unique_ptr<CLI::App> build_app(AppState& state) {
     setup_tenant(*app, state);
     setup_principal(*app, state);
     setup_payments(*app, state);
+    setup_review(*app, state);
+    setup_audit(*app, state);
     setup_purge(*app, state);
     setup_serve(*app, state);
     setup_worker(*app, state);

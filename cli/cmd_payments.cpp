@@ -1,17 +1,22 @@
 // payrecon payments create: the intake protocol from the command line, authenticated by
-// PAYRECON_API_KEY (never an argument).
+// PAYRECON_API_KEY (never an argument). payments list|show: the operator's view across tenants.
 #include "cli/app.hpp"
 #include "cli/context.hpp"
+#include "cli/payment_view.hpp"
+#include "cli/table.hpp"
 #include "core/auth.hpp"
 #include "core/errors.hpp"
 #include "core/intake.hpp"
+#include "core/payment_state.hpp"
 #include "core/problem.hpp"
 #include "core/settings.hpp"
+#include "core/store/inspect_store.hpp"
 
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <optional>
 #include <sstream>
 
 namespace payrecon::cli {
@@ -69,10 +74,79 @@ std::string read_body(const std::string& file) {
     return s.str();
 }
 
+struct ListOptions {
+    std::optional<std::string> state;
+    std::optional<std::string> provider;
+    std::optional<std::string> tenant;
+    std::optional<std::string> older_than;
+    int limit = 100;
+    bool json = false;
+};
+
+PaymentState state_or_usage_error(const std::string& name) {
+    if (const auto s = parse_payment_state(name)) {
+        return *s;
+    }
+    std::string names;
+    for (const PaymentState s : k_all_payment_states) {
+        names += (names.empty() ? "" : ", ") + std::string(to_string(s));
+    }
+    throw UsageError("--state: '" + name + "' is not a payment state", "use one of: " + names);
+}
+
+void run_list(AppState& state, const ListOptions& opts) {
+    store::PaymentFilter filter;
+    if (opts.state) {
+        filter.state = state_or_usage_error(*opts.state);
+    }
+    if (opts.older_than) {
+        filter.older_than = parse_duration(*opts.older_than, "--older-than");
+    }
+    filter.provider = opts.provider;
+    filter.limit = opts.limit;
+    OpenDatabase opened = open_database(state.global);
+    filter.tenant_id = tenant_id_or_refuse(*opened.db, opts.tenant);
+    const store::PaymentPage page = store::list_payments(*opened.db, filter);
+    if (opts.json) {
+        nlohmann::json arr = nlohmann::json::array();
+        for (const auto& p : page.rows) {
+            arr.push_back(to_json(p));
+        }
+        print_json(arr);
+        return;
+    }
+    if (page.rows.empty()) {
+        std::cout << "no payments match\n";
+        return;
+    }
+    Table t({"PAYMENT ID", "TENANT", "STATE", "AMOUNT", "PROVIDER", "MERCHANT REF", "ATTEMPTS",
+             "CREATED", "UPDATED"});
+    for (const auto& p : page.rows) {
+        t.add_row({p.payment_id, p.tenant, p.state, amount_text(p.amount_minor, p.currency),
+                   p.provider, p.merchant_reference, std::to_string(p.attempt_count), p.created_at,
+                   p.updated_at});
+    }
+    t.print(std::cout);
+    if (page.more) {
+        print_more_note(std::cout, page.rows.size());
+    }
+}
+
+void run_show(AppState& state, const std::string& id, bool json) {
+    OpenDatabase opened = open_database(state.global);
+    const store::PaymentRecord record = load_record_or_refuse(*opened.db, id);
+    if (json) {
+        print_json(to_json(record));
+    } else {
+        print_record(std::cout, record);
+    }
+}
+
 } // namespace
 
 void setup_payments(CLI::App& app, AppState& state) {
-    CLI::App* payments = app.add_subcommand("payments", "payments");
+    CLI::App* payments = app.add_subcommand(
+        "payments", "payments: create one as the API does, list them across tenants, show one");
     payments->require_subcommand(1);
 
     struct CreateOptions {
@@ -130,6 +204,32 @@ void setup_payments(CLI::App& app, AppState& state) {
         }
         state.exit_code = static_cast<int>(exit_code_for(response.status));
     });
+
+    auto list = std::make_shared<ListOptions>();
+    CLI::App* l = payments->add_subcommand(
+        "list", "list payments across tenants, oldest first (by when they were accepted)");
+    l->add_option("--state", list->state,
+                  "only payments in this state (pending, processing, succeeded, failed, "
+                  "retry_scheduled, unknown, needs_review)");
+    l->add_option("--provider", list->provider, "only payments for this provider");
+    l->add_option("--tenant", list->tenant, "only this tenant's payments (name or ID)");
+    l->add_option("--older-than", list->older_than,
+                  "only payments unchanged for at least this long: 30s, 15m, 36h, 7d");
+    l->add_option("--limit", list->limit, "at most this many (default 100)")
+        ->check(CLI::Range(1, 1000000));
+    l->add_flag("--json", list->json, "print a JSON array (amount in minor units)");
+    l->callback([&state, list] { run_list(state, *list); });
+
+    struct ShowOptions {
+        std::string id;
+        bool json = false;
+    };
+    auto show = std::make_shared<ShowOptions>();
+    CLI::App* s = payments->add_subcommand(
+        "show", "one payment with its attempts, status lookups and audit trail");
+    s->add_option("id", show->id, "payment ID or operation ID (pr_...)")->required();
+    s->add_flag("--json", show->json, "print JSON: {payment, attempts, lookups, audit}");
+    s->callback([&state, show] { run_show(state, show->id, show->json); });
 }
 
 } // namespace payrecon::cli

@@ -1,5 +1,6 @@
 #include "core/store/admin_store.hpp"
 
+#include "core/encoding.hpp"
 #include "core/fingerprint.hpp"
 #include "core/store/pq.hpp"
 
@@ -36,11 +37,6 @@ const std::string k_select_principal_by_id =
 const std::string k_select_principal_by_digest =
     "SELECT " + k_principal_columns + ", encode(api_key_hash, 'hex') FROM principals "
     "WHERE api_key_hash = decode($1, 'hex')";
-
-bool is_uuid(const std::string& s) {
-    static const std::regex k_uuid("^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$");
-    return std::regex_match(s, k_uuid);
-}
 
 TenantRecord tenant_from(const pqxx::row& r) {
     return TenantRecord{r[0].as<std::string>(), r[1].as<std::string>(), r[2].as<std::string>()};
@@ -106,7 +102,7 @@ std::optional<TenantRecord> find_tenant(Db& db, const std::string& id_or_name) {
     Db::Impl& impl = db.impl();
     return translate_errors(impl, [&]() -> std::optional<TenantRecord> {
         pqxx::read_transaction tx(impl.connection());
-        const std::string where = is_uuid(id_or_name) ? "tenant_id = $1::uuid" : "name = $1";
+        const std::string where = is_uuid_text(id_or_name) ? "tenant_id = $1::uuid" : "name = $1";
         const pqxx::result r = tx.exec_params(
             "SELECT tenant_id::text, name, " + iso("created_at") + " FROM tenants WHERE " + where,
             id_or_name);
@@ -140,7 +136,7 @@ PrincipalRecord create_principal(Db& db, const std::string& tenant_id, const std
 }
 
 PrincipalRecord revoke_principal(Db& db, const std::string& principal_id, const std::string& actor) {
-    if (!is_uuid(principal_id)) {
+    if (!is_uuid_text(principal_id)) {
         throw UsageError("'" + principal_id + "' is not a principal ID",
                          "`payrecon principal list --tenant T` shows the IDs");
     }

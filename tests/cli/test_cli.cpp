@@ -1,14 +1,9 @@
 // The command line, parsed in-process with build_app(), and the binary's exit codes.
-#include "cli/app.hpp"
 #include "core/auth.hpp"
 #include "core/errors.hpp"
+#include "tests/cli/cli_runner.hpp"
 #include "tests/support/test_db.hpp"
 
-#include <array>
-#include <cstdio>
-#include <iostream>
-#include <sstream>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -16,56 +11,6 @@
 
 using namespace payrecon;
 using namespace payrecon::testing;
-
-namespace {
-
-// Runs the app in-process on `args` (after "payrecon"), returning what it printed.
-std::string run_cli(std::vector<std::string> args, int* exit_code = nullptr) {
-    cli::AppState state;
-    auto app = cli::build_app(state);
-    args.insert(args.begin(), {"--database", database_url()});
-    std::vector<const char*> argv{"payrecon"};
-    for (const auto& a : args) {
-        argv.push_back(a.c_str());
-    }
-    std::ostringstream out;
-    auto* old = std::cout.rdbuf(out.rdbuf());
-    try {
-        app->parse(static_cast<int>(argv.size()), const_cast<char**>(argv.data()));
-    } catch (...) {
-        std::cout.rdbuf(old);
-        throw;
-    }
-    std::cout.rdbuf(old);
-    if (exit_code != nullptr) {
-        *exit_code = state.exit_code;
-    }
-    return out.str();
-}
-
-struct ProcessResult {
-    int exit_code;
-    std::string output;
-};
-
-// Runs the real binary through the shell as `env <env> payrecon <args>`; stdout and stderr
-// together.
-ProcessResult run_binary(const std::string& env, const std::string& args) {
-    const char* bin = std::getenv("PAYRECON_BIN");
-    REQUIRE(bin != nullptr);
-    const std::string cmd = "env " + env + " " + bin + " " + args + " 2>&1";
-    FILE* pipe = ::popen(cmd.c_str(), "r");
-    REQUIRE(pipe != nullptr);
-    std::string out;
-    std::array<char, 4096> buf{};
-    while (const std::size_t n = std::fread(buf.data(), 1, buf.size(), pipe)) {
-        out.append(buf.data(), n);
-    }
-    const int status = ::pclose(pipe);
-    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
-
-} // namespace
 
 TEST_CASE("cli: tenant and principal create, the key printed once and only its digest stored",
           "[cli][db]") {

@@ -1,0 +1,145 @@
+// payrecon review list|show: the review queue, the payments a human must decide (state
+// needs_review), and everything known about one of them with the commands that act on it.
+// `review resolve` and `review recheck` (the decisions) live in cmd_review_actions.cpp.
+#include "cli/app.hpp"
+#include "cli/context.hpp"
+#include "cli/payment_view.hpp"
+#include "cli/table.hpp"
+#include "core/payment_state.hpp"
+#include "core/settings.hpp"
+#include "core/store/inspect_store.hpp"
+
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace payrecon::cli {
+namespace {
+
+// The commands that act on a payment in review at `generation`, one line each.
+std::vector<std::string> review_commands(const std::string& payment_id, long long generation) {
+    const std::string resolve =
+        "payrecon review resolve " + payment_id + " --generation " + std::to_string(generation);
+    return {resolve + " --as succeeded --provider-reference REF --note \"...\"",
+            resolve + " --as failed --note \"...\"",
+            resolve + " --as retry --confirm-no-charge --note \"...\"",
+            "payrecon review recheck " + payment_id};
+}
+
+void setup_review_list(CLI::App& review, AppState& state) {
+    struct Options {
+        std::optional<std::string> provider;
+        std::optional<std::string> tenant;
+        std::optional<std::string> older_than;
+        int limit = 100;
+        bool json = false;
+    };
+    auto opts = std::make_shared<Options>();
+    CLI::App* l = review.add_subcommand(
+        "list", "payments waiting for a decision, longest waiting first, with why (review code)");
+    l->add_option("--provider", opts->provider, "only payments for this provider");
+    l->add_option("--tenant", opts->tenant, "only this tenant's payments (name or ID)");
+    l->add_option("--older-than", opts->older_than,
+                  "only payments in review for at least this long: 30s, 15m, 36h, 7d");
+    l->add_option("--limit", opts->limit, "at most this many (default 100)")
+        ->check(CLI::Range(1, 1000000));
+    l->add_flag("--json", opts->json, "print a JSON array (amount in minor units)");
+    l->callback([&state, opts] {
+        store::PaymentFilter filter;
+        filter.state = PaymentState::needs_review;
+        filter.provider = opts->provider;
+        filter.order = store::PaymentOrder::updated_at;
+        filter.limit = opts->limit;
+        if (opts->older_than) {
+            filter.older_than = parse_duration(*opts->older_than, "--older-than");
+        }
+        OpenDatabase opened = open_database(state.global);
+        filter.tenant_id = tenant_id_or_refuse(*opened.db, opts->tenant);
+        const store::PaymentPage page = store::list_payments(*opened.db, filter);
+        if (opts->json) {
+            nlohmann::json arr = nlohmann::json::array();
+            for (const auto& p : page.rows) {
+                arr.push_back(to_json(p));
+            }
+            print_json(arr);
+            return;
+        }
+        if (page.rows.empty()) {
+            std::cout << "no payments in review\n";
+            return;
+        }
+        Table t({"PAYMENT ID", "TENANT", "PROVIDER", "AMOUNT", "CODE", "IN REVIEW SINCE", "GEN",
+                 "REASON"});
+        for (const auto& p : page.rows) {
+            t.add_row({p.payment_id, p.tenant, p.provider, amount_text(p.amount_minor, p.currency),
+                       p.review_code.value_or("-"), p.updated_at, std::to_string(p.generation),
+                       p.review_reason.value_or("-")});
+        }
+        t.print(std::cout);
+        if (page.more) {
+            print_more_note(std::cout, page.rows.size());
+        }
+        std::cout << "`payrecon review show ID` shows one with its attempts, lookups and the "
+                     "commands to decide it\n";
+    });
+}
+
+void setup_review_show(CLI::App& review, AppState& state) {
+    struct Options {
+        std::string id;
+        bool json = false;
+    };
+    auto opts = std::make_shared<Options>();
+    CLI::App* s = review.add_subcommand(
+        "show", "one payment in review: everything recorded about it, why it waits, and the "
+                "commands that decide it");
+    s->add_option("id", opts->id, "payment ID or operation ID (pr_...)")->required();
+    s->add_flag("--json", opts->json,
+                "print JSON: {payment, attempts, lookups, audit, in_review, commands}");
+    s->callback([&state, opts] {
+        OpenDatabase opened = open_database(state.global);
+        const store::PaymentRecord record = load_record_or_refuse(*opened.db, opts->id);
+        const store::PaymentRow& p = record.payment;
+        const bool in_review = p.state == to_string(PaymentState::needs_review);
+        const std::vector<std::string> commands =
+            in_review ? review_commands(p.payment_id, p.generation) : std::vector<std::string>{};
+        if (opts->json) {
+            nlohmann::json j = to_json(record);
+            j["in_review"] = in_review;
+            j["commands"] = commands;
+            print_json(j);
+            return;
+        }
+        print_record(std::cout, record);
+        std::cout << "\n";
+        if (!in_review) {
+            std::cout << "Not in review: the payment is " << p.state
+                      << "; there is nothing to decide.\n";
+            return;
+        }
+        std::cout << "Why it waits: " << p.review_code.value_or("(no code)") << ": "
+                  << printable(p.review_reason.value_or("(no reason recorded)")) << "\n"
+                  << "Generation: " << p.generation
+                  << " (pass it as --generation: it names the payment as shown here)\n"
+                  << "Check the payment at the provider (" << p.provider << ", operation ID "
+                  << p.operation_id << "), then one of:\n";
+        for (const auto& c : commands) {
+            std::cout << "  " << c << "\n";
+        }
+    });
+}
+
+} // namespace
+
+void setup_review(CLI::App& app, AppState& state) {
+    CLI::App* review = app.add_subcommand(
+        "review", "the review queue: payments only a human can decide (state needs_review)");
+    review->require_subcommand(1);
+    setup_review_list(*review, state);
+    setup_review_show(*review, state);
+    setup_review_actions(*review, state);
+}
+
+} // namespace payrecon::cli

@@ -1,0 +1,277 @@
+#include "cli/payment_view.hpp"
+
+#include "cli/table.hpp"
+#include "core/errors.hpp"
+#include "core/money.hpp"
+#include "core/store/admin_store.hpp"
+
+namespace payrecon::cli {
+namespace {
+
+nlohmann::json opt(const std::optional<std::string>& v) {
+    return v ? nlohmann::json(*v) : nlohmann::json();
+}
+
+template <typename T>
+nlohmann::json opt_num(const std::optional<T>& v) {
+    return v ? nlohmann::json(*v) : nlohmann::json();
+}
+
+std::string or_dash(const std::optional<std::string>& v) {
+    return v ? *v : "-";
+}
+
+template <typename T>
+std::string num_or_dash(const std::optional<T>& v) {
+    return v ? std::to_string(*v) : "-";
+}
+
+// Stored JSON text as JSON; text that does not parse (it always should) stays a string.
+nlohmann::json json_text(const std::string& text) {
+    nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+    return j.is_discarded() ? nlohmann::json(text) : j;
+}
+
+nlohmann::json to_json(const store::AttemptRecord& a) {
+    return {{"attempt_no", a.attempt_no},
+            {"generation", a.generation},
+            {"worker", a.worker},
+            {"operation_id", a.operation_id},
+            {"started_at", a.started_at},
+            {"finished_at", opt(a.finished_at)},
+            {"outcome", a.outcome},
+            {"http_status", opt_num(a.http_status)},
+            {"error_class", opt(a.error_class)},
+            {"provider_reference", opt(a.provider_reference)},
+            {"detail", opt(a.detail)}};
+}
+
+nlohmann::json to_json(const store::LookupRecord& l) {
+    return {{"lookup_id", l.lookup_id},
+            {"generation", l.generation},
+            {"actor", l.actor},
+            {"at", l.at},
+            {"status", l.status},
+            {"remote_state", opt(l.remote_state)},
+            {"remote_raw_status", opt(l.remote_raw_status)},
+            {"remote_amount", opt_num(l.remote_amount)},
+            {"remote_currency", opt(l.remote_currency)},
+            {"provider_reference", opt(l.provider_reference)},
+            {"duplicates", l.duplicates},
+            {"http_status", opt_num(l.http_status)},
+            {"error_class", opt(l.error_class)},
+            {"detail", opt(l.detail)},
+            {"decision", l.decision},
+            {"reason", opt(l.reason)},
+            {"applied", l.applied}};
+}
+
+Refused no_such_payment(const std::string& id) {
+    return Refused("there is no payment " + printable(id),
+                   "give a payment ID or an operation ID (pr_...); `payrecon payments list` shows "
+                   "them");
+}
+
+} // namespace
+
+store::PaymentRef payment_ref_or_refuse(store::Db& db, const std::string& id) {
+    auto ref = store::resolve_payment_ref(db, id);
+    if (!ref) {
+        throw no_such_payment(id);
+    }
+    return std::move(*ref);
+}
+
+store::PaymentRecord load_record_or_refuse(store::Db& db, const std::string& id) {
+    auto record = store::load_payment_record(db, payment_ref_or_refuse(db, id));
+    if (!record) {
+        throw no_such_payment(id); // gone between the two reads: only by hand, payments stay
+    }
+    return std::move(*record);
+}
+
+std::optional<std::string> tenant_id_or_refuse(store::Db& db,
+                                               const std::optional<std::string>& tenant) {
+    if (!tenant) {
+        return std::nullopt;
+    }
+    const auto t = store::find_tenant(db, *tenant);
+    if (!t) {
+        throw Refused("there is no tenant '" + *tenant + "'",
+                      "`payrecon tenant list` shows the tenants");
+    }
+    return t->tenant_id;
+}
+
+std::string amount_text(long long amount_minor, const std::string& currency) {
+    if (!find_currency(currency)) {
+        return std::to_string(amount_minor) + " " + currency + " (minor units)";
+    }
+    return format_money(Money{amount_minor, currency});
+}
+
+nlohmann::json to_json(const store::PaymentRow& p) {
+    return {{"payment_id", p.payment_id},
+            {"tenant_id", p.tenant_id},
+            {"tenant", p.tenant},
+            {"state", p.state},
+            {"amount", p.amount_minor},
+            {"currency", p.currency},
+            {"provider", p.provider},
+            {"merchant_reference", p.merchant_reference},
+            {"operation_id", p.operation_id},
+            {"provider_reference", opt(p.provider_reference)},
+            {"review_code", opt(p.review_code)},
+            {"review_reason", opt(p.review_reason)},
+            {"attempt_count", p.attempt_count},
+            {"generation", p.generation},
+            {"created_at", p.created_at},
+            {"updated_at", p.updated_at}};
+}
+
+nlohmann::json to_json(const store::AuditRecord& a) {
+    return {{"audit_id", a.audit_id},
+            {"tenant_id", a.tenant_id},
+            {"tenant", a.tenant},
+            {"at", a.at},
+            {"actor", a.actor},
+            {"action", a.action},
+            {"subject_type", a.subject_type},
+            {"subject_id", a.subject_id},
+            {"detail", json_text(a.detail_json)}};
+}
+
+nlohmann::json to_json(const store::PaymentRecord& r) {
+    nlohmann::json payment = to_json(r.payment);
+    payment["payment_method"] = r.payment_method;
+    payment["customer"] = opt(r.customer);
+    payment["description"] = opt(r.description);
+    payment["metadata"] = json_text(r.metadata_json);
+    payment["created_by"] = r.created_by;
+    payment["next_attempt_at"] = opt(r.next_attempt_at);
+    payment["lease_owner"] = opt(r.lease_owner);
+    payment["lease_expires_at"] = opt(r.lease_expires_at);
+    payment["first_attempt_at"] = opt(r.first_attempt_at);
+    payment["last_attempt_at"] = opt(r.last_attempt_at);
+    payment["lookup_count"] = r.lookup_count;
+    payment["lookup_failures"] = r.lookup_failures;
+    nlohmann::json attempts = nlohmann::json::array();
+    for (const auto& a : r.attempts) {
+        attempts.push_back(to_json(a));
+    }
+    nlohmann::json lookups = nlohmann::json::array();
+    for (const auto& l : r.lookups) {
+        lookups.push_back(to_json(l));
+    }
+    nlohmann::json audit = nlohmann::json::array();
+    for (const auto& a : r.audit) {
+        audit.push_back(to_json(a));
+    }
+    return {{"payment", payment}, {"attempts", attempts}, {"lookups", lookups}, {"audit", audit}};
+}
+
+void print_record(std::ostream& out, const store::PaymentRecord& r) {
+    const store::PaymentRow& p = r.payment;
+    out << "Payment " << p.payment_id << "\n";
+    print_fields(out,
+                 {{"tenant", p.tenant + " (" + p.tenant_id + ")"},
+                  {"state", p.state},
+                  {"amount", amount_text(p.amount_minor, p.currency)},
+                  {"provider", p.provider},
+                  {"merchant reference", p.merchant_reference},
+                  {"operation ID", p.operation_id},
+                  {"provider reference", or_dash(p.provider_reference)},
+                  {"payment method", r.payment_method},
+                  {"customer", or_dash(r.customer)},
+                  {"description", or_dash(r.description)},
+                  {"metadata", r.metadata_json},
+                  {"generation", std::to_string(p.generation)},
+                  {"attempts", std::to_string(p.attempt_count)},
+                  {"lookups", std::to_string(r.lookup_count) + " (" +
+                                  std::to_string(r.lookup_failures) + " failed in a row)"},
+                  {"review code", or_dash(p.review_code)},
+                  {"reason", or_dash(p.review_reason)},
+                  {"created by", r.created_by},
+                  {"created at", p.created_at},
+                  {"updated at", p.updated_at},
+                  {"first attempt at", or_dash(r.first_attempt_at)},
+                  {"last attempt at", or_dash(r.last_attempt_at)},
+                  {"next attempt at", or_dash(r.next_attempt_at)},
+                  {"lease", r.lease_owner ? *r.lease_owner + " until " + or_dash(r.lease_expires_at)
+                                          : std::string("-")}},
+                 "  ");
+
+    out << "\nAttempts (" << r.attempts.size() << ")\n";
+    if (r.attempts.empty()) {
+        out << "  none: never sent to the provider\n";
+    } else {
+        Table t({"NO", "GEN", "WORKER", "STARTED", "FINISHED", "OUTCOME", "HTTP", "ERROR",
+                 "PROVIDER REF"});
+        for (const auto& a : r.attempts) {
+            t.add_row({std::to_string(a.attempt_no), std::to_string(a.generation), a.worker,
+                       a.started_at, or_dash(a.finished_at), a.outcome, num_or_dash(a.http_status),
+                       or_dash(a.error_class), or_dash(a.provider_reference)});
+        }
+        t.print(out);
+        for (const auto& a : r.attempts) {
+            if (a.detail && !a.detail->empty()) {
+                out << "  attempt " << a.attempt_no << " detail: " << printable(*a.detail) << "\n";
+            }
+        }
+    }
+
+    out << "\nLookups (" << r.lookups.size() << ")\n";
+    if (r.lookups.empty()) {
+        out << "  none: nobody asked the provider about it\n";
+    } else {
+        Table t({"ID", "GEN", "AT", "ACTOR", "STATUS", "REMOTE STATE", "REMOTE AMOUNT", "DUPS",
+                 "HTTP", "ERROR", "PROVIDER REF", "DECISION", "APPLIED"});
+        for (const auto& l : r.lookups) {
+            std::string remote_state = or_dash(l.remote_state);
+            if (l.remote_raw_status) {
+                remote_state += " (" + *l.remote_raw_status + ")";
+            }
+            std::string remote_amount = "-";
+            if (l.remote_amount) {
+                remote_amount = l.remote_currency
+                                    ? amount_text(*l.remote_amount, *l.remote_currency)
+                                    : std::to_string(*l.remote_amount) + " (minor units)";
+            }
+            t.add_row({std::to_string(l.lookup_id), std::to_string(l.generation), l.at, l.actor,
+                       l.status, remote_state, remote_amount, std::to_string(l.duplicates),
+                       num_or_dash(l.http_status), or_dash(l.error_class),
+                       or_dash(l.provider_reference), l.decision, l.applied ? "yes" : "no"});
+        }
+        t.print(out);
+        for (const auto& l : r.lookups) {
+            if (l.reason && !l.reason->empty()) {
+                out << "  lookup " << l.lookup_id << " reason: " << printable(*l.reason) << "\n";
+            }
+            if (l.detail && !l.detail->empty()) {
+                out << "  lookup " << l.lookup_id << " detail: " << printable(*l.detail) << "\n";
+            }
+        }
+    }
+
+    out << "\nAudit trail (" << r.audit.size() << ")\n";
+    if (r.audit.empty()) {
+        out << "  none\n";
+    } else {
+        print_audit_table(out, r.audit);
+    }
+}
+
+void print_audit_table(std::ostream& out, const std::vector<store::AuditRecord>& rows) {
+    Table t({"AT", "TENANT", "ACTOR", "ACTION", "SUBJECT", "DETAIL"});
+    for (const auto& a : rows) {
+        t.add_row({a.at, a.tenant, a.actor, a.action, a.subject_type + " " + a.subject_id,
+                   a.detail_json});
+    }
+    t.print(out);
+}
+
+void print_more_note(std::ostream& out, std::size_t shown) {
+    out << "(the first " << shown << " shown; more match: raise --limit or narrow the filter)\n";
+}
+
+} // namespace payrecon::cli

@@ -1,0 +1,48 @@
+#pragma once
+// What the read-side commands (payments list/show, review list/show, audit) share: finding a
+// payment or a tenant by what an operator typed, amounts with their currency exponent, the JSON
+// shapes (snake_case keys, amounts as integer minor units plus currency), and the human layout of
+// one payment's record.
+
+#include "core/store/inspect_store.hpp"
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace payrecon::store {
+class Db;
+}
+
+namespace payrecon::cli {
+
+// The payment `id` names (payment ID or operation ID), and its record. Throw Refused, with a hint
+// to `payrecon payments list`, if there is none.
+store::PaymentRef payment_ref_or_refuse(store::Db& db, const std::string& id);
+store::PaymentRecord load_record_or_refuse(store::Db& db, const std::string& id);
+
+// The tenant's ID for a name or an ID; nullopt for nullopt. Throws Refused if there is no such
+// tenant (a mistyped --tenant must not read as "no payments").
+std::optional<std::string> tenant_id_or_refuse(store::Db& db,
+                                               const std::optional<std::string>& tenant);
+
+// "49.99 EUR"; for a currency payrecon does not know, "4999 XYZ (minor units)".
+std::string amount_text(long long amount_minor, const std::string& currency);
+
+nlohmann::json to_json(const store::PaymentRow& p);
+nlohmann::json to_json(const store::AuditRecord& a);
+// {"payment": {...}, "attempts": [...], "lookups": [...], "audit": [...]}
+nlohmann::json to_json(const store::PaymentRecord& r);
+
+// The payment's fields, then its attempts, lookups and audit trail, each a section.
+void print_record(std::ostream& out, const store::PaymentRecord& r);
+
+// The audit rows as a table: time, tenant, actor, action, subject, detail.
+void print_audit_table(std::ostream& out, const std::vector<store::AuditRecord>& rows);
+
+// After a listing cut short by --limit: says so, and how to see more.
+void print_more_note(std::ostream& out, std::size_t shown);
+
+} // namespace payrecon::cli

@@ -1,0 +1,325 @@
+#include "core/store/inspect_store.hpp"
+
+#include "core/encoding.hpp"
+#include "core/store/pq.hpp"
+
+#include <stdexcept>
+
+namespace payrecon::store {
+namespace {
+
+std::string iso(const std::string& column) {
+    return "to_char(" + column + R"( AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))";
+}
+
+// PaymentRow, columns 0-15; the record's extra columns follow from 16.
+const std::string k_payment_columns =
+    "p.payment_id::text, p.tenant_id::text, t.name, p.state, p.amount_minor, p.currency, "
+    "p.provider, p.merchant_reference, p.operation_id, p.provider_reference, p.review_code, "
+    "p.review_reason, p.attempt_count, p.generation, " +
+    iso("p.created_at") + ", " + iso("p.updated_at");
+const std::string k_record_columns =
+    k_payment_columns +
+    ", p.payment_method, p.customer, p.description, p.metadata::text, p.created_by::text, " +
+    iso("p.next_attempt_at") + ", p.lease_owner, " + iso("p.lease_expires_at") + ", " +
+    iso("p.first_attempt_at") + ", " + iso("p.last_attempt_at") +
+    ", p.lookup_count, p.lookup_failures";
+
+const std::string k_audit_columns = "a.audit_id, a.tenant_id::text, coalesce(t.name, ''), " +
+                                    iso("a.at") +
+                                    " AS at, a.actor, a.action, a.subject_type, a.subject_id, "
+                                    "a.detail::text";
+
+constexpr const char* k_ref_by_payment_id = "inspect_ref_by_payment_id";
+const std::string k_ref_by_payment_id_sql =
+    "SELECT tenant_id::text, payment_id::text FROM payments WHERE payment_id = $1::uuid LIMIT 2";
+
+constexpr const char* k_ref_by_operation_id = "inspect_ref_by_operation_id";
+const std::string k_ref_by_operation_id_sql =
+    "SELECT tenant_id::text, payment_id::text FROM payments WHERE operation_id = $1";
+
+// $1 state, $2 provider, $3 older than (seconds), $4 tenant ID: each NULL for "any"; $5 limit.
+const std::string k_list_payments_from =
+    "SELECT " + k_payment_columns +
+    " FROM payments p JOIN tenants t ON t.tenant_id = p.tenant_id"
+    " WHERE ($1::text IS NULL OR p.state = $1::text)"
+    "   AND ($2::text IS NULL OR p.provider = $2::text)"
+    "   AND ($3::bigint IS NULL OR p.updated_at <= now() - $3::bigint * interval '1 second')"
+    "   AND ($4::uuid IS NULL OR p.tenant_id = $4::uuid)";
+
+constexpr const char* k_list_by_created = "inspect_list_by_created";
+const std::string k_list_by_created_sql =
+    k_list_payments_from + " ORDER BY p.created_at, p.payment_id LIMIT $5";
+
+constexpr const char* k_list_by_updated = "inspect_list_by_updated";
+const std::string k_list_by_updated_sql =
+    k_list_payments_from + " ORDER BY p.updated_at, p.payment_id LIMIT $5";
+
+constexpr const char* k_record_payment = "inspect_record_payment";
+const std::string k_record_payment_sql =
+    "SELECT " + k_record_columns +
+    " FROM payments p JOIN tenants t ON t.tenant_id = p.tenant_id"
+    " WHERE p.tenant_id = $1::uuid AND p.payment_id = $2::uuid";
+
+constexpr const char* k_record_attempts = "inspect_record_attempts";
+const std::string k_record_attempts_sql =
+    "SELECT attempt_no, generation, worker, operation_id, " + iso("started_at") + ", " +
+    iso("finished_at") +
+    ", outcome, http_status, error_class, provider_reference, detail FROM payment_attempts"
+    " WHERE tenant_id = $1::uuid AND payment_id = $2::uuid ORDER BY attempt_no";
+
+constexpr const char* k_record_lookups = "inspect_record_lookups";
+const std::string k_record_lookups_sql =
+    "SELECT lookup_id, generation, actor, " + iso("at") +
+    ", status, remote_state, remote_raw_status, remote_amount, remote_currency, "
+    "provider_reference, duplicates, http_status, error_class, detail, decision, reason, applied"
+    " FROM payment_lookups WHERE tenant_id = $1::uuid AND payment_id = $2::uuid"
+    " ORDER BY lookup_id";
+
+constexpr const char* k_record_audit = "inspect_record_audit";
+const std::string k_record_audit_sql =
+    "SELECT " + k_audit_columns +
+    " FROM audit_log a LEFT JOIN tenants t ON t.tenant_id = a.tenant_id"
+    " WHERE a.tenant_id = $1::uuid AND a.subject_type = 'payment' AND a.subject_id = $2"
+    " ORDER BY a.audit_id";
+
+// $1 tenant ID; $2 and $3 the payment's tenant and payment ID: NULL for "any"; $4 limit. The newest
+// $4 rows, returned oldest first.
+constexpr const char* k_list_audit = "inspect_list_audit";
+const std::string k_list_audit_sql =
+    "SELECT * FROM (SELECT " + k_audit_columns +
+    " FROM audit_log a LEFT JOIN tenants t ON t.tenant_id = a.tenant_id"
+    " WHERE ($1::uuid IS NULL OR a.tenant_id = $1::uuid)"
+    "   AND ($2::uuid IS NULL OR (a.tenant_id = $2::uuid AND a.subject_type = 'payment'"
+    "                             AND a.subject_id = $3::text))"
+    " ORDER BY a.audit_id DESC LIMIT $4) newest ORDER BY audit_id";
+
+// A read-only snapshot: the payment, its attempts, lookups and audit rows agree with each other.
+using snapshot = pqxx::transaction<pqxx::repeatable_read, pqxx::read_only>;
+
+const char* or_null(const std::optional<std::string>& s) {
+    return s ? s->c_str() : nullptr;
+}
+
+std::optional<std::string> opt_text(const pqxx::field& f) {
+    if (f.is_null()) {
+        return std::nullopt;
+    }
+    return f.as<std::string>();
+}
+
+template <typename T>
+std::optional<T> opt_value(const pqxx::field& f) {
+    if (f.is_null()) {
+        return std::nullopt;
+    }
+    return f.as<T>();
+}
+
+PaymentRow payment_row_from(const pqxx::row& r) {
+    PaymentRow p;
+    p.payment_id = r[0].as<std::string>();
+    p.tenant_id = r[1].as<std::string>();
+    p.tenant = r[2].as<std::string>();
+    p.state = r[3].as<std::string>();
+    p.amount_minor = r[4].as<long long>();
+    p.currency = r[5].as<std::string>();
+    p.provider = r[6].as<std::string>();
+    p.merchant_reference = r[7].as<std::string>();
+    p.operation_id = r[8].as<std::string>();
+    p.provider_reference = opt_text(r[9]);
+    p.review_code = opt_text(r[10]);
+    p.review_reason = opt_text(r[11]);
+    p.attempt_count = r[12].as<int>();
+    p.generation = r[13].as<long long>();
+    p.created_at = r[14].as<std::string>();
+    p.updated_at = r[15].as<std::string>();
+    return p;
+}
+
+AuditRecord audit_from(const pqxx::row& r) {
+    AuditRecord a;
+    a.audit_id = r[0].as<long long>();
+    a.tenant_id = r[1].as<std::string>();
+    a.tenant = r[2].as<std::string>();
+    a.at = r[3].as<std::string>();
+    a.actor = r[4].as<std::string>();
+    a.action = r[5].as<std::string>();
+    a.subject_type = r[6].as<std::string>();
+    a.subject_id = r[7].as<std::string>();
+    a.detail_json = r[8].as<std::string>();
+    return a;
+}
+
+void require_limit(int limit, const char* what) {
+    if (limit < 1) {
+        throw std::invalid_argument(std::string(what) + ": limit must be at least 1");
+    }
+}
+
+void require_uuid(const std::optional<std::string>& id, const char* what) {
+    if (id && !is_uuid_text(*id)) {
+        throw std::invalid_argument(std::string(what) + ": '" + *id + "' is not a UUID");
+    }
+}
+
+} // namespace
+
+std::optional<PaymentRef> resolve_payment_ref(Db& db, const std::string& id) {
+    Db::Impl& impl = db.impl();
+    return translate_errors(impl, [&]() -> std::optional<PaymentRef> {
+        impl.prepare(k_ref_by_payment_id, k_ref_by_payment_id_sql);
+        impl.prepare(k_ref_by_operation_id, k_ref_by_operation_id_sql);
+        pqxx::read_transaction tx(impl.connection());
+        // Only text in the UUID form is cast: anything else would be an SQL error, not "none".
+        if (is_uuid_text(id)) {
+            const pqxx::result r = tx.exec_prepared(k_ref_by_payment_id, id);
+            if (r.size() > 1) {
+                throw Refused("payment ID " + id + " exists in more than one tenant",
+                              "use its operation ID (`payrecon payments list --json` shows it)");
+            }
+            if (r.size() == 1) {
+                return PaymentRef{r[0][0].as<std::string>(), r[0][1].as<std::string>()};
+            }
+        }
+        // Operation IDs are unique across tenants (payments_operation_id).
+        const pqxx::result r = tx.exec_prepared(k_ref_by_operation_id, id);
+        if (r.empty()) {
+            return std::nullopt;
+        }
+        return PaymentRef{r[0][0].as<std::string>(), r[0][1].as<std::string>()};
+    });
+}
+
+PaymentPage list_payments(Db& db, const PaymentFilter& filter) {
+    require_limit(filter.limit, "list_payments");
+    require_uuid(filter.tenant_id, "list_payments");
+    const std::optional<std::string> state =
+        filter.state ? std::optional<std::string>(std::string(to_string(*filter.state)))
+                     : std::nullopt;
+    const std::optional<std::string> older_than =
+        filter.older_than ? std::optional<std::string>(std::to_string(filter.older_than->count()))
+                          : std::nullopt;
+    const bool by_updated = filter.order == PaymentOrder::updated_at;
+    const char* statement = by_updated ? k_list_by_updated : k_list_by_created;
+    Db::Impl& impl = db.impl();
+    return translate_errors(impl, [&] {
+        impl.prepare(statement, by_updated ? k_list_by_updated_sql : k_list_by_created_sql);
+        pqxx::read_transaction tx(impl.connection());
+        // One row past the limit says whether there are more.
+        const pqxx::result r = tx.exec_prepared(statement, or_null(state), or_null(filter.provider),
+                                                or_null(older_than), or_null(filter.tenant_id),
+                                                static_cast<long long>(filter.limit) + 1);
+        PaymentPage page;
+        for (const auto& row : r) {
+            if (page.rows.size() == static_cast<std::size_t>(filter.limit)) {
+                page.more = true;
+                break;
+            }
+            page.rows.push_back(payment_row_from(row));
+        }
+        return page;
+    });
+}
+
+std::optional<PaymentRecord> load_payment_record(Db& db, const PaymentRef& ref) {
+    if (!is_uuid_text(ref.tenant_id) || !is_uuid_text(ref.payment_id)) {
+        return std::nullopt;
+    }
+    Db::Impl& impl = db.impl();
+    return translate_errors(impl, [&]() -> std::optional<PaymentRecord> {
+        impl.prepare(k_record_payment, k_record_payment_sql);
+        impl.prepare(k_record_attempts, k_record_attempts_sql);
+        impl.prepare(k_record_lookups, k_record_lookups_sql);
+        impl.prepare(k_record_audit, k_record_audit_sql);
+        snapshot tx(impl.connection());
+        const pqxx::result pr = tx.exec_prepared(k_record_payment, ref.tenant_id, ref.payment_id);
+        if (pr.empty()) {
+            return std::nullopt;
+        }
+        const pqxx::row r = pr[0];
+        PaymentRecord rec;
+        rec.payment = payment_row_from(r);
+        rec.payment_method = r[16].as<std::string>();
+        rec.customer = opt_text(r[17]);
+        rec.description = opt_text(r[18]);
+        rec.metadata_json = r[19].as<std::string>();
+        rec.created_by = r[20].as<std::string>();
+        rec.next_attempt_at = opt_text(r[21]);
+        rec.lease_owner = opt_text(r[22]);
+        rec.lease_expires_at = opt_text(r[23]);
+        rec.first_attempt_at = opt_text(r[24]);
+        rec.last_attempt_at = opt_text(r[25]);
+        rec.lookup_count = r[26].as<int>();
+        rec.lookup_failures = r[27].as<int>();
+
+        // The canonical IDs as stored (lower case), not as typed.
+        const std::string& tenant_id = rec.payment.tenant_id;
+        const std::string& payment_id = rec.payment.payment_id;
+        for (const auto& a : tx.exec_prepared(k_record_attempts, tenant_id, payment_id)) {
+            AttemptRecord at;
+            at.attempt_no = a[0].as<int>();
+            at.generation = a[1].as<long long>();
+            at.worker = a[2].as<std::string>();
+            at.operation_id = a[3].as<std::string>();
+            at.started_at = a[4].as<std::string>();
+            at.finished_at = opt_text(a[5]);
+            at.outcome = a[6].as<std::string>();
+            at.http_status = opt_value<int>(a[7]);
+            at.error_class = opt_text(a[8]);
+            at.provider_reference = opt_text(a[9]);
+            at.detail = opt_text(a[10]);
+            rec.attempts.push_back(std::move(at));
+        }
+        for (const auto& l : tx.exec_prepared(k_record_lookups, tenant_id, payment_id)) {
+            LookupRecord lk;
+            lk.lookup_id = l[0].as<long long>();
+            lk.generation = l[1].as<long long>();
+            lk.actor = l[2].as<std::string>();
+            lk.at = l[3].as<std::string>();
+            lk.status = l[4].as<std::string>();
+            lk.remote_state = opt_text(l[5]);
+            lk.remote_raw_status = opt_text(l[6]);
+            lk.remote_amount = opt_value<long long>(l[7]);
+            lk.remote_currency = opt_text(l[8]);
+            lk.provider_reference = opt_text(l[9]);
+            lk.duplicates = l[10].as<int>();
+            lk.http_status = opt_value<int>(l[11]);
+            lk.error_class = opt_text(l[12]);
+            lk.detail = opt_text(l[13]);
+            lk.decision = l[14].as<std::string>();
+            lk.reason = opt_text(l[15]);
+            lk.applied = l[16].as<bool>();
+            rec.lookups.push_back(std::move(lk));
+        }
+        for (const auto& a : tx.exec_prepared(k_record_audit, tenant_id, payment_id)) {
+            rec.audit.push_back(audit_from(a));
+        }
+        return rec;
+    });
+}
+
+std::vector<AuditRecord> list_audit(Db& db, const AuditFilter& filter) {
+    require_limit(filter.limit, "list_audit");
+    require_uuid(filter.tenant_id, "list_audit");
+    if (filter.payment) {
+        require_uuid(filter.payment->tenant_id, "list_audit");
+    }
+    Db::Impl& impl = db.impl();
+    return translate_errors(impl, [&] {
+        impl.prepare(k_list_audit, k_list_audit_sql);
+        pqxx::read_transaction tx(impl.connection());
+        const pqxx::result r = tx.exec_prepared(
+            k_list_audit, or_null(filter.tenant_id),
+            filter.payment ? filter.payment->tenant_id.c_str() : nullptr,
+            filter.payment ? filter.payment->payment_id.c_str() : nullptr, filter.limit);
+        std::vector<AuditRecord> out;
+        out.reserve(r.size());
+        for (const auto& row : r) {
+            out.push_back(audit_from(row));
+        }
+        return out;
+    });
+}
+
+} // namespace payrecon::store
