@@ -14,8 +14,8 @@ void add_policy_options(CLI::App& cmd, PolicyCliOptions& opts) {
     cmd.add_option("--max-checks", opts.max_checks,
                    "status queries finding 'still processing' before review")
         ->capture_default_str();
-    cmd.add_option("--max-attempts", opts.max_attempts,
-                   "sends of one payment (the first included) before review")
+    cmd.add_option("--max-resends", opts.max_resends,
+                   "times a payment confirmed absent is sent again before review")
         ->capture_default_str();
     cmd.add_option("--recheck-base", opts.recheck_base, "first wait before asking again (doubles)")
         ->capture_default_str();
@@ -25,13 +25,13 @@ void add_policy_options(CLI::App& cmd, PolicyCliOptions& opts) {
 
 ReconcilePolicy to_policy(const PolicyCliOptions& opts) {
     if (opts.lookup_failures < 1 || opts.lookup_failures > 100 || opts.max_checks < 1 ||
-        opts.max_checks > 1000 || opts.max_attempts < 1 || opts.max_attempts > 100) {
-        throw UsageError("--lookup-failures must be 1..100, --max-checks 1..1000, --max-attempts 1..100");
+        opts.max_checks > 1000 || opts.max_resends < 0 || opts.max_resends > 100) {
+        throw UsageError("--lookup-failures must be 1..100, --max-checks 1..1000, --max-resends 0..100");
     }
     ReconcilePolicy p;
     p.max_lookup_failures = opts.lookup_failures;
     p.max_checks = opts.max_checks;
-    p.max_attempts = opts.max_attempts;
+    p.max_resends = opts.max_resends;
     p.recheck_base = parse_duration(opts.recheck_base, "--recheck-base");
     p.recheck_cap = parse_duration(opts.recheck_cap, "--recheck-cap");
     if (p.recheck_base.count() < 1 || p.recheck_cap < p.recheck_base) {

@@ -17,7 +17,7 @@ namespace payrecon::cli {
 struct PolicyCliOptions {
     int lookup_failures = 3;
     int max_checks = 12;
-    int max_attempts = 5;
+    int max_resends = 3;
     std::string recheck_base = "1m";
     std::string recheck_cap = "6h";
 };

@@ -202,10 +202,10 @@ ReconcileDecision decide_reconciliation(const ReconcileInput& in, const Reconcil
                       "the provider has no such payment, but the first attempt is older than its "
                       "idempotency key window: a re-send would not be recognised as the same payment");
     }
-    if (in.attempt_count >= policy.max_attempts) {
+    if (in.resends >= policy.max_resends) {
         return review(ReviewCode::schedule_exhausted,
-                      "the payment was sent " + std::to_string(in.attempt_count) +
-                          " times without a lasting answer");
+                      "the provider confirmed the payment absent after " + std::to_string(in.resends) +
+                          " re-send(s) already: something keeps losing it");
     }
     ReconcileDecision d;
     d.action = ReconcileAction::resend;

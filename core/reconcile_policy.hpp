@@ -16,7 +16,7 @@
 //   5. Not found: inside the settle delay it proves nothing -> check later. After it, a re-send with
 //      the same operation ID only if the provider honours idempotency keys (else no_idempotency),
 //      the first attempt is younger than the key retention minus a margin (else outside_key_window)
-//      and the payment has not been sent max_attempts times (else schedule_exhausted).
+//      and the reconciler has not already sent it again max_resends times (else schedule_exhausted).
 // Nothing is ever failed automatically and nothing is dropped.
 
 #include <chrono>
@@ -69,7 +69,7 @@ struct ReconcileInput {
     std::string currency;                  // ISO 4217, upper case
     std::chrono::seconds since_first_attempt{0};
     std::chrono::seconds since_last_attempt{0};
-    int attempt_count = 0;                 // times it was sent
+    int resends = 0;                       // times the reconciler already sent it again
     int lookups_before = 0;                // status queries since it became unknown
     int lookup_failures_before = 0;        // of those, failed in a row just before this one
 
@@ -85,7 +85,7 @@ struct ReconcileInput {
 struct ReconcilePolicy {
     int max_lookup_failures = 3;                 // failed queries in a row before review
     int max_checks = 12;                         // queries finding "still processing" before review
-    int max_attempts = 5;                        // sends (first one included) before review
+    int max_resends = 3;                         // re-sends after a confirmed absence before review
     std::chrono::seconds recheck_base{60};       // first "check later" wait; doubles
     std::chrono::seconds recheck_cap{6 * 3600};  // longest "check later" wait
 };

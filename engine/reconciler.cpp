@@ -38,8 +38,8 @@ LookupStatus status_of(const providers::LookupResult& r) {
     return LookupStatus::failed;
 }
 
-store::LookupRecord record_of(const providers::LookupResult* r, LookupStatus status) {
-    store::LookupRecord rec;
+store::LookupObservation record_of(const providers::LookupResult* r, LookupStatus status) {
+    store::LookupObservation rec;
     rec.status = std::string(to_string(status));
     if (r == nullptr) {
         return rec;
@@ -117,7 +117,7 @@ ReconcileInput reconcile_input(const store::ReconcileCandidate& c, const provide
     in.currency = c.payment.currency;
     in.since_first_attempt = c.since_first_attempt;
     in.since_last_attempt = c.since_last_attempt;
-    in.attempt_count = c.attempt_count;
+    in.resends = c.resends;
     in.lookups_before = c.lookup_count;
     in.lookup_failures_before = c.lookup_failures;
     if (lookup == nullptr) {

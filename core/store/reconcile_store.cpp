@@ -18,12 +18,12 @@ constexpr const char* k_event_payload =
     "u.review_code)";
 
 // Candidate columns: the claim columns, then state, seconds since the first and last attempt,
-// attempt_count, lookup_count, lookup_failures, review_code.
+// attempt_count, resend_count, lookup_count, lookup_failures, review_code.
 const std::string k_candidate_columns =
     std::string(k_payment_columns) +
     ", p.state, extract(epoch FROM now() - coalesce(p.first_attempt_at, p.created_at))::bigint"
     ", extract(epoch FROM now() - coalesce(p.last_attempt_at, p.updated_at))::bigint"
-    ", p.attempt_count, p.lookup_count, p.lookup_failures, p.review_code";
+    ", p.attempt_count, p.resend_count, p.lookup_count, p.lookup_failures, p.review_code";
 
 // Due: an explicit next check, else the last attempt plus the provider's settle delay.
 const std::string k_due_sql = R"sql(
@@ -67,6 +67,7 @@ WITH u AS (
                                   WHEN $6::boolean THEN now() ELSE NULL END,
            lookup_count = lookup_count + CASE WHEN $7::text = 'not_asked' THEN 0 ELSE 1 END,
            lookup_failures = CASE WHEN $7::text = 'failed' THEN lookup_failures + 1 ELSE 0 END,
+           resend_count = resend_count + CASE WHEN $6::boolean THEN 1 ELSE 0 END,
            review_code = $8, review_reason = $9,
            provider_reference = coalesce($10, provider_reference),
            updated_at = CASE WHEN state = $4 THEN updated_at ELSE now() END
@@ -147,6 +148,7 @@ ReconcileCandidate candidate_from_row(const pqxx::row& row) {
     c.since_first_attempt = std::chrono::seconds(row[i++].as<long long>());
     c.since_last_attempt = std::chrono::seconds(row[i++].as<long long>());
     c.attempt_count = row[i++].as<int>();
+    c.resends = row[i++].as<int>();
     c.lookup_count = row[i++].as<int>();
     c.lookup_failures = row[i++].as<int>();
     if (!row[i].is_null()) {
@@ -228,7 +230,7 @@ std::optional<ReconcileCandidate> load_candidate(Db& db, const std::string& tena
 }
 
 bool apply_reconciliation(Db& db, const ReconcileCandidate& candidate, const std::string& actor,
-                          const LookupRecord& lookup, const ReconcileWrite& write) {
+                          const LookupObservation& lookup, const ReconcileWrite& write) {
     if (write.to != candidate.state) {
         require_transition(candidate.state, write.to);
     }

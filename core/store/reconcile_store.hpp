@@ -28,6 +28,7 @@ struct ReconcileCandidate {
     std::chrono::seconds since_first_attempt{0}; // from created_at if it was never sent
     std::chrono::seconds since_last_attempt{0};
     int attempt_count = 0;
+    int resends = 0;                          // times the reconciler sent it again
     int lookup_count = 0;
     int lookup_failures = 0;
     std::optional<std::string> review_code; // in needs_review
@@ -49,7 +50,7 @@ std::optional<ReconcileCandidate> load_candidate(Db& db, const std::string& tena
                                                  const std::string& payment_id);
 
 // What a status query found, for the payment_lookups row.
-struct LookupRecord {
+struct LookupObservation {
     std::string status;                    // found, not_found, failed, not_asked
     std::optional<std::string> remote_state;
     std::optional<std::string> remote_raw_status;
@@ -77,7 +78,7 @@ struct ReconcileWrite {
 // an audit row by `actor`, and an outbox event if the state changed. Returns false if fenced out.
 // Throws std::logic_error if the transition is not allowed.
 bool apply_reconciliation(Db& db, const ReconcileCandidate& candidate, const std::string& actor,
-                          const LookupRecord& lookup, const ReconcileWrite& write);
+                          const LookupObservation& lookup, const ReconcileWrite& write);
 
 // An operator's decision on a payment that is `unknown` or `needs_review` (DESIGN section 8).
 enum class OperatorDecision { succeeded, failed, retry };

@@ -50,7 +50,7 @@ ReconcilePolicy table_policy() {
     ReconcilePolicy p;
     p.max_lookup_failures = 3;
     p.max_checks = 12;
-    p.max_attempts = 5;
+    p.max_resends = 3;
     p.recheck_base = 60s;
     p.recheck_cap = 6h;
     return p;
@@ -103,8 +103,8 @@ ReconcileInput input_for(const Case& c, const ReconcilePolicy& policy) {
     in.since_last_attempt = c.since_last == SinceLast::inside_settle
                                 ? k_since_last_inside
                                 : c.profile->settle_delay + k_after_settle_by;
-    in.attempt_count =
-        c.attempts == Attempts::at_max ? policy.max_attempts : policy.max_attempts - 1;
+    in.resends =
+        c.attempts == Attempts::at_max ? policy.max_resends : policy.max_resends - 1;
     in.lookups_before = counter_value(c.lookups_before, policy.max_checks);
     in.lookup_failures_before = counter_value(c.failures_before, policy.max_lookup_failures);
     in.lookup = c.lookup;
@@ -329,7 +329,7 @@ ReconcileInput base_input() {
     in.currency = "EUR";
     in.since_first_attempt = 2h;
     in.since_last_attempt = 10min;
-    in.attempt_count = 1;
+    in.resends = 1;
     in.lookup = LookupStatus::not_found;
     return in;
 }
@@ -637,14 +637,14 @@ TEST_CASE("reconcile policy: the max_checks-th still-processing answer goes to r
     CHECK(d.review == ReviewCode::schedule_exhausted);
 }
 
-TEST_CASE("reconcile policy: a payment sent max_attempts times is not sent again",
+TEST_CASE("reconcile policy: a payment the reconciler already sent again max_resends times is not sent again",
           "[core][reconcile]") {
     ReconcilePolicy policy;
-    policy.max_attempts = 5;
+    policy.max_resends = 3;
     ReconcileInput in = base_input();
-    in.attempt_count = 4;
+    in.resends = 2;
     CHECK(decide_reconciliation(in, policy).action == ReconcileAction::resend);
-    in.attempt_count = 5;
+    in.resends = 3;
     const ReconcileDecision d = decide_reconciliation(in, policy);
     CHECK(d.action == ReconcileAction::review);
     CHECK(d.review == ReviewCode::schedule_exhausted);

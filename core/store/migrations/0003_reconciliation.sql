@@ -7,6 +7,8 @@ ALTER TABLE payments ADD COLUMN last_attempt_at timestamptz;
 -- Status queries since the payment last became unknown, and how many of them failed in a row.
 ALTER TABLE payments ADD COLUMN lookup_count integer NOT NULL DEFAULT 0;
 ALTER TABLE payments ADD COLUMN lookup_failures integer NOT NULL DEFAULT 0;
+-- Times the reconciler sent the payment again after the provider confirmed it absent.
+ALTER TABLE payments ADD COLUMN resend_count integer NOT NULL DEFAULT 0;
 -- Why a payment sits in review, as a stable code (docs/operations.md has a runbook entry per code);
 -- review_reason holds the sentence for the operator.
 ALTER TABLE payments ADD COLUMN review_code text CHECK (review_code IN
@@ -25,6 +27,8 @@ UPDATE payments p
 CREATE INDEX payments_unknown_due ON payments (provider, next_attempt_at) WHERE state = 'unknown';
 CREATE INDEX payments_in_review ON payments (provider, updated_at) WHERE state = 'needs_review';
 CREATE INDEX payments_state_created ON payments (state, created_at);
+-- Operators name payments by ID alone (review show, resolve): without the tenant.
+CREATE INDEX payments_payment_id ON payments (payment_id);
 
 -- Every status query a reconciler or an operator made, whatever it found.
 CREATE TABLE payment_lookups (
