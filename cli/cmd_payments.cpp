@@ -108,11 +108,7 @@ void run_list(AppState& state, const ListOptions& opts) {
     filter.tenant_id = tenant_id_or_refuse(*opened.db, opts.tenant);
     const store::PaymentPage page = store::list_payments(*opened.db, filter);
     if (opts.json) {
-        nlohmann::json arr = nlohmann::json::array();
-        for (const auto& p : page.rows) {
-            arr.push_back(to_json(p));
-        }
-        print_json(arr);
+        print_rows_json(page.rows);
         return;
     }
     if (page.rows.empty()) {

@@ -1,5 +1,7 @@
 #include "cli/payment_view.hpp"
 
+#include "cli/context.hpp"
+
 #include "cli/table.hpp"
 #include "core/errors.hpp"
 #include "core/money.hpp"
@@ -127,6 +129,14 @@ nlohmann::json to_json(const store::PaymentRow& p) {
             {"generation", p.generation},
             {"created_at", p.created_at},
             {"updated_at", p.updated_at}};
+}
+
+void print_rows_json(const std::vector<store::PaymentRow>& rows) {
+    nlohmann::json arr = nlohmann::json::array();
+    for (const auto& p : rows) {
+        arr.push_back(to_json(p));
+    }
+    print_json(arr);
 }
 
 nlohmann::json to_json(const store::AuditRecord& a) {

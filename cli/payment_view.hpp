@@ -32,6 +32,8 @@ std::optional<std::string> tenant_id_or_refuse(store::Db& db,
 std::string amount_text(long long amount_minor, const std::string& currency);
 
 nlohmann::json to_json(const store::PaymentRow& p);
+// Prints the rows as one JSON array (print_json).
+void print_rows_json(const std::vector<store::PaymentRow>& rows);
 nlohmann::json to_json(const store::AuditRecord& a);
 // {"payment": {...}, "attempts": [...], "lookups": [...], "audit": [...]}
 nlohmann::json to_json(const store::PaymentRecord& r);
