@@ -1,0 +1,68 @@
+#pragma once
+// The reconciliation report model (DESIGN section 9): what `statement`, `reconcile` and `nightly`
+// found, in one shape that every writer (text, JSON, CSV, HTML) renders. A report is data only:
+// no I/O, no database; the engine fills it, the writers print it.
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace payrecon::reports {
+
+// The statement diff's finding categories (DESIGN section 9), in report order.
+inline constexpr std::string_view k_statement_categories[] = {
+    "matched",         "missing_remote",   "missing_local",      "amount_mismatch",
+    "currency_mismatch", "status_mismatch", "duplicate_remote",  "unresolved_unknown"};
+
+// One line of the report: a statement finding, or one reconciled payment. Absent values are
+// nullopt (written as empty in CSV, null in JSON, "-" in text and HTML).
+struct Finding {
+    std::string category;                 // e.g. "missing_local"; for reconcile: the decision
+    bool needs_attention = false;         // counts towards the exit code (not `matched`)
+    std::string provider;
+    std::optional<std::string> payment_id;         // ours
+    std::optional<std::string> operation_id;
+    std::optional<std::string> provider_reference;
+    std::optional<long long> local_amount;         // minor units, ISO 4217
+    std::optional<std::string> local_currency;
+    std::optional<std::string> local_state;
+    std::optional<long long> remote_amount;        // minor units, ISO 4217
+    std::optional<std::string> remote_currency;
+    std::optional<std::string> remote_state;
+    std::string detail;                   // one sentence for the operator
+};
+
+// Per category: how many findings, and their amounts per currency (the local amount where we
+// have one, else the remote one).
+struct CategoryTotal {
+    long long count = 0;
+    std::map<std::string, long long> amounts; // currency -> minor units
+};
+
+struct Report {
+    std::string kind;         // "statement", "reconcile", "nightly"
+    std::string title;        // "payrecon statement: stripe, 2026-12-01T00:00:00Z .. 2026-12-02T00:00:00Z"
+    std::string generated_at; // ISO 8601 UTC
+    // Ordered facts about the run: run ID, provider, window, records read on each side, ...
+    std::vector<std::pair<std::string, std::string>> facts;
+    // Categories in display order; every category listed here appears in `totals`, even at 0.
+    std::vector<std::string> categories;
+    std::map<std::string, CategoryTotal> totals;
+    // Findings listed in full. `matched` ones are usually only counted (totals), not listed.
+    std::vector<Finding> findings;
+    bool findings_truncated = false; // more findings exist than are listed (see totals)
+    int exit_code = 0;               // 0 clean, 3 attention needed, 1 the run failed
+    std::optional<std::string> failure;
+
+    // Adds `f` to the totals, and to `findings` if `list` is true.
+    void add(const Finding& f, bool list = true);
+};
+
+// Amount formatting shared by the writers: "49.99 EUR" via the ISO 4217 table; unknown currencies
+// fall back to "<minor> <CUR>".
+std::string format_amount(long long minor, const std::string& currency);
+
+} // namespace payrecon::reports
