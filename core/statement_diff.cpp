@@ -1,0 +1,151 @@
+#include "core/statement_diff.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <stdexcept>
+
+namespace payrecon {
+namespace {
+
+bool same_currency(std::string_view a, std::string_view b) {
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+               return std::toupper(static_cast<unsigned char>(x)) == std::toupper(static_cast<unsigned char>(y));
+           });
+}
+
+bool unresolved(const std::string& state) { return state == "unknown" || state == "needs_review"; }
+
+DiffFinding finding(std::string category, const std::optional<LocalRecord>& local,
+                    const std::vector<RemoteRecord>& remote, std::string detail) {
+    return DiffFinding{std::move(category), local, remote, std::move(detail)};
+}
+
+std::string amount_text(long long minor, const std::string& currency) {
+    return std::to_string(minor) + " " + currency;
+}
+
+} // namespace
+
+std::string_view to_string(RemoteStatus status) {
+    switch (status) {
+    case RemoteStatus::succeeded:
+        return "succeeded";
+    case RemoteStatus::refunded:
+        return "refunded";
+    case RemoteStatus::declined:
+        return "declined";
+    case RemoteStatus::pending:
+        return "pending";
+    case RemoteStatus::other:
+        break;
+    }
+    return "other";
+}
+
+bool is_charge(RemoteStatus status) { return status == RemoteStatus::succeeded || status == RemoteStatus::refunded; }
+
+std::optional<DiffFinding> classify_key(const std::optional<LocalRecord>& local,
+                                        const std::vector<RemoteRecord>& remote, const DiffRules& rules) {
+    if (!local && remote.empty()) {
+        return std::nullopt;
+    }
+    const long long anchor = local ? local->at : std::min_element(remote.begin(), remote.end(), [](const auto& a, const auto& b) {
+                                                     return a.at < b.at;
+                                                 })->at;
+    if (anchor < rules.window_from || anchor >= rules.window_to) {
+        return std::nullopt;
+    }
+    const auto charges = std::count_if(remote.begin(), remote.end(), [](const auto& r) { return is_charge(r.status); });
+    if (charges > 1) {
+        return finding("duplicate_remote", local, remote,
+                       "the provider holds " + std::to_string(charges) + " charges for one operation ID");
+    }
+    if (!local) {
+        if (charges == 0) {
+            return std::nullopt;
+        }
+        const RemoteRecord& r = *std::find_if(remote.begin(), remote.end(), [](const auto& x) { return is_charge(x.status); });
+        return finding("missing_local", local, remote,
+                       "the provider charged " + amount_text(r.amount_minor, r.currency) + " (" + r.provider_reference +
+                           ") and payrecon has no record of it");
+    }
+    if (remote.empty() || charges == 0) {
+        if (unresolved(local->state)) {
+            return finding("unresolved_unknown", local, remote,
+                           "payrecon does not know yet whether this payment was charged (" + local->state + ")");
+        }
+        if (local->state == "succeeded") {
+            return finding("missing_remote", local, remote,
+                           remote.empty() ? "payrecon says succeeded; the provider has no such payment"
+                                          : "payrecon says succeeded; the provider has it as " + remote.front().raw_status);
+        }
+        return finding("matched", local, remote, "no charge on either side");
+    }
+    const RemoteRecord& r = *std::find_if(remote.begin(), remote.end(), [](const auto& x) { return is_charge(x.status); });
+    if (unresolved(local->state)) {
+        return finding("unresolved_unknown", local, remote,
+                       "the provider has the payment as " + r.raw_status + "; payrecon still has it " + local->state +
+                           ": the reconciler settles it");
+    }
+    if (!same_currency(local->currency, r.currency)) {
+        return finding("currency_mismatch", local, remote,
+                       "ours is " + amount_text(local->amount_minor, local->currency) + ", the provider's " +
+                           amount_text(r.amount_minor, r.currency));
+    }
+    const long long difference = local->amount_minor > r.amount_minor ? local->amount_minor - r.amount_minor
+                                                                       : r.amount_minor - local->amount_minor;
+    if (difference > rules.amount_tolerance_minor) {
+        return finding("amount_mismatch", local, remote,
+                       "ours is " + amount_text(local->amount_minor, local->currency) + ", the provider's " +
+                           amount_text(r.amount_minor, r.currency));
+    }
+    if (local->state == "succeeded" && r.status == RemoteStatus::succeeded) {
+        return finding("matched", local, remote, "");
+    }
+    return finding("status_mismatch", local, remote,
+                   "payrecon has it " + local->state + ", the provider " + std::string(to_string(r.status)) + " (" +
+                       r.raw_status + ")");
+}
+
+DiffCounts diff_sorted(const std::function<std::optional<LocalRecord>()>& next_local,
+                       const std::function<std::optional<RemoteRecord>()>& next_remote, const DiffRules& rules,
+                       const std::function<void(DiffFinding&&)>& sink) {
+    DiffCounts counts;
+    std::optional<LocalRecord> l = next_local();
+    std::optional<RemoteRecord> r = next_remote();
+    counts.local_records += l.has_value();
+    counts.remote_records += r.has_value();
+    std::vector<RemoteRecord> group;
+    while (l || r) {
+        const std::string key = !r || (l && l->match_key < r->match_key) ? l->match_key : r->match_key;
+        std::optional<LocalRecord> local;
+        if (l && l->match_key == key) {
+            local = std::move(*l);
+            l = next_local();
+            if (l) {
+                ++counts.local_records;
+                if (l->match_key <= key) {
+                    throw std::invalid_argument("the local stream is not sorted by a unique key at '" + l->match_key + "'");
+                }
+            }
+        }
+        group.clear();
+        while (r && r->match_key == key) {
+            group.push_back(std::move(*r));
+            r = next_remote();
+            if (r) {
+                ++counts.remote_records;
+                if (r->match_key < key) {
+                    throw std::invalid_argument("the remote stream is not sorted at '" + r->match_key + "'");
+                }
+            }
+        }
+        ++counts.keys;
+        if (auto f = classify_key(local, group, rules)) {
+            sink(std::move(*f));
+        }
+    }
+    return counts;
+}
+
+} // namespace payrecon

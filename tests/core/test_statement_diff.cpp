@@ -1,0 +1,193 @@
+// The statement diff: one key's classification over every combination of our state and the
+// provider's records, and the streaming merge (order, duplicates, window edges, bounded groups).
+#include "core/statement_diff.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <map>
+
+using namespace payrecon;
+
+namespace {
+
+constexpr long long k_from = 1'000'000;
+constexpr long long k_to = 1'086'400;
+
+DiffRules rules(long long tolerance = 0) { return DiffRules{tolerance, k_from, k_to}; }
+
+LocalRecord ours(const std::string& key, const std::string& state, long long amount = 1000,
+                 const std::string& currency = "EUR", long long at = k_from + 10) {
+    LocalRecord l;
+    l.match_key = key;
+    l.operation_id = key;
+    l.payment_id = "pay-" + key;
+    l.amount_minor = amount;
+    l.currency = currency;
+    l.state = state;
+    l.at = at;
+    return l;
+}
+
+RemoteRecord theirs(const std::string& key, RemoteStatus status, long long amount = 1000,
+                    const std::string& currency = "eur", long long at = k_from + 11) {
+    RemoteRecord r;
+    r.match_key = key;
+    r.operation_id = key;
+    r.provider_reference = "pi_" + key + std::to_string(at);
+    r.amount_minor = amount;
+    r.currency = currency;
+    r.status = status;
+    r.raw_status = std::string(to_string(status));
+    r.at = at;
+    return r;
+}
+
+std::string category(const std::optional<LocalRecord>& l, const std::vector<RemoteRecord>& r, long long tolerance = 0) {
+    const auto f = classify_key(l, r, rules(tolerance));
+    return f ? f->category : "-";
+}
+
+} // namespace
+
+TEST_CASE("statement diff: every local state against every provider status", "[core][statement]") {
+    // Expected category for (our state, the provider's single record); "none" = no provider record.
+    const std::vector<std::string> states = {"pending", "processing", "succeeded", "failed", "retry_scheduled",
+                                             "unknown", "needs_review"};
+    const std::map<std::string, std::map<std::string, std::string>> expected = {
+        {"succeeded", {{"none", "missing_remote"}, {"succeeded", "matched"}, {"refunded", "status_mismatch"},
+                       {"declined", "missing_remote"}, {"pending", "missing_remote"}}},
+        {"failed", {{"none", "matched"}, {"succeeded", "status_mismatch"}, {"refunded", "status_mismatch"},
+                    {"declined", "matched"}, {"pending", "matched"}}},
+        {"unknown", {{"none", "unresolved_unknown"}, {"succeeded", "unresolved_unknown"}, {"refunded", "unresolved_unknown"},
+                     {"declined", "unresolved_unknown"}, {"pending", "unresolved_unknown"}}},
+        {"needs_review", {{"none", "unresolved_unknown"}, {"succeeded", "unresolved_unknown"},
+                          {"refunded", "unresolved_unknown"}, {"declined", "unresolved_unknown"},
+                          {"pending", "unresolved_unknown"}}},
+    };
+    const std::map<std::string, RemoteStatus> statuses = {{"succeeded", RemoteStatus::succeeded},
+                                                          {"refunded", RemoteStatus::refunded},
+                                                          {"declined", RemoteStatus::declined},
+                                                          {"pending", RemoteStatus::pending}};
+    for (const auto& state : states) {
+        for (const std::string remote : {"none", "succeeded", "refunded", "declined", "pending"}) {
+            INFO(state << " vs " << remote);
+            std::vector<RemoteRecord> r;
+            if (remote != "none") {
+                r.push_back(theirs("op1", statuses.at(remote)));
+            }
+            std::string want;
+            if (expected.count(state) != 0) {
+                want = expected.at(state).at(remote);
+            } else {
+                // In flight here (pending, processing, retry_scheduled): a charge there contradicts it.
+                want = (remote == "succeeded" || remote == "refunded") ? "status_mismatch" : "matched";
+            }
+            CHECK(category(ours("op1", state), r) == want);
+        }
+    }
+}
+
+TEST_CASE("statement diff: the provider's records alone", "[core][statement]") {
+    CHECK(category(std::nullopt, {theirs("ref:pi_x", RemoteStatus::succeeded)}) == "missing_local");
+    CHECK(category(std::nullopt, {theirs("ref:pi_x", RemoteStatus::refunded)}) == "missing_local");
+    CHECK(category(std::nullopt, {theirs("ref:pi_x", RemoteStatus::declined)}) == "-");
+    CHECK(category(std::nullopt, {theirs("ref:pi_x", RemoteStatus::pending)}) == "-");
+    CHECK(category(std::nullopt, {theirs("op", RemoteStatus::succeeded), theirs("op", RemoteStatus::succeeded, 1000, "eur", k_from + 20)}) ==
+          "duplicate_remote");
+    const auto f = classify_key(std::nullopt, {theirs("ref:pi_x", RemoteStatus::succeeded, 4200, "usd")}, rules());
+    REQUIRE(f);
+    CHECK(f->detail.find("4200 usd") != std::string::npos);
+}
+
+TEST_CASE("statement diff: amounts, currencies, duplicates and the tolerance", "[core][statement]") {
+    CHECK(category(ours("op", "succeeded", 1000, "EUR"), {theirs("op", RemoteStatus::succeeded, 1000, "EUR")}) == "matched");
+    CHECK(category(ours("op", "succeeded", 1000, "EUR"), {theirs("op", RemoteStatus::succeeded, 1001)}) == "amount_mismatch");
+    CHECK(category(ours("op", "succeeded", 1000, "EUR"), {theirs("op", RemoteStatus::succeeded, 1001)}, 1) == "matched");
+    CHECK(category(ours("op", "succeeded", 1000, "EUR"), {theirs("op", RemoteStatus::succeeded, 998)}, 1) == "amount_mismatch");
+    CHECK(category(ours("op", "succeeded", 1000, "EUR"), {theirs("op", RemoteStatus::succeeded, 1000, "usd")}) ==
+          "currency_mismatch");
+    // A currency mismatch is reported as such even when the amounts differ too.
+    CHECK(category(ours("op", "succeeded", 1000, "EUR"), {theirs("op", RemoteStatus::succeeded, 5, "jpy")}) ==
+          "currency_mismatch");
+    // Two charges for one operation ID: a duplicate whatever we say; a declined twin is not a charge.
+    CHECK(category(ours("op", "succeeded"), {theirs("op", RemoteStatus::succeeded), theirs("op", RemoteStatus::succeeded, 1000, "eur", k_from + 30)}) ==
+          "duplicate_remote");
+    CHECK(category(ours("op", "succeeded"), {theirs("op", RemoteStatus::declined), theirs("op", RemoteStatus::succeeded, 1000, "eur", k_from + 30)}) ==
+          "matched");
+}
+
+TEST_CASE("statement diff: only keys anchored inside the window are reported", "[core][statement]") {
+    // Ours anchors the key: accepted just before the window, charged inside it -> not reported.
+    CHECK(category(ours("op", "succeeded", 1000, "EUR", k_from - 1), {theirs("op", RemoteStatus::succeeded)}) == "-");
+    CHECK(category(ours("op", "succeeded", 1000, "EUR", k_from), {}) == "missing_remote");
+    CHECK(category(ours("op", "succeeded", 1000, "EUR", k_to), {}) == "-");
+    CHECK(category(ours("op", "succeeded", 1000, "EUR", k_to - 1), {theirs("op", RemoteStatus::succeeded, 1000, "eur", k_to + 5)}) ==
+          "matched");
+    // The provider's record anchors a key we do not have.
+    CHECK(category(std::nullopt, {theirs("ref:a", RemoteStatus::succeeded, 1000, "eur", k_from - 1)}) == "-");
+    CHECK(category(std::nullopt, {theirs("ref:a", RemoteStatus::succeeded, 1000, "eur", k_to - 1)}) == "missing_local");
+}
+
+TEST_CASE("statement diff: the merge pairs sorted streams and finds each discrepancy once", "[core][statement]") {
+    std::vector<LocalRecord> local = {ours("a", "succeeded"), ours("b", "succeeded"), ours("c", "succeeded", 999),
+                                      ours("e", "unknown"), ours("f", "failed")};
+    std::vector<RemoteRecord> remote = {theirs("a", RemoteStatus::succeeded), theirs("c", RemoteStatus::succeeded),
+                                        theirs("d", RemoteStatus::succeeded), theirs("d", RemoteStatus::succeeded),
+                                        theirs("ref:pi_orphan", RemoteStatus::succeeded)};
+    std::size_t li = 0;
+    std::size_t ri = 0;
+    std::map<std::string, std::string> found;
+    const DiffCounts counts = diff_sorted(
+        [&]() -> std::optional<LocalRecord> { return li < local.size() ? std::optional(local[li++]) : std::nullopt; },
+        [&]() -> std::optional<RemoteRecord> { return ri < remote.size() ? std::optional(remote[ri++]) : std::nullopt; },
+        rules(), [&](DiffFinding&& f) {
+            const std::string key = f.local ? f.local->match_key : f.remote.front().match_key;
+            CHECK(found.emplace(key, f.category).second);
+        });
+    CHECK(counts.local_records == 5);
+    CHECK(counts.remote_records == 5);
+    CHECK(counts.keys == 7);
+    const std::map<std::string, std::string> want = {{"a", "matched"},          {"b", "missing_remote"},
+                                                     {"c", "amount_mismatch"},  {"d", "duplicate_remote"},
+                                                     {"e", "unresolved_unknown"}, {"f", "matched"},
+                                                     {"ref:pi_orphan", "missing_local"}};
+    CHECK(found == want);
+}
+
+TEST_CASE("statement diff: unsorted input is refused, not silently mismatched", "[core][statement]") {
+    const auto run = [](std::vector<LocalRecord> local, std::vector<RemoteRecord> remote) {
+        std::size_t li = 0;
+        std::size_t ri = 0;
+        diff_sorted(
+            [&]() -> std::optional<LocalRecord> { return li < local.size() ? std::optional(local[li++]) : std::nullopt; },
+            [&]() -> std::optional<RemoteRecord> { return ri < remote.size() ? std::optional(remote[ri++]) : std::nullopt; },
+            rules(), [](DiffFinding&&) {});
+    };
+    CHECK_THROWS_AS(run({ours("b", "succeeded"), ours("a", "succeeded")}, {}), std::invalid_argument);
+    CHECK_THROWS_AS(run({ours("a", "succeeded"), ours("a", "succeeded")}, {}), std::invalid_argument);
+    CHECK_THROWS_AS(run({}, {theirs("b", RemoteStatus::succeeded), theirs("a", RemoteStatus::succeeded)}), std::invalid_argument);
+    CHECK_NOTHROW(run({ours("a", "succeeded")}, {theirs("a", RemoteStatus::succeeded), theirs("a", RemoteStatus::succeeded)}));
+}
+
+TEST_CASE("statement diff: a million keys stream through with one key's records in memory", "[core][statement]") {
+    // Generated on the fly: nothing but the current key is ever held.
+    long long li = 0;
+    long long ri = 0;
+    const long long n = 1'000'000;
+    const auto key = [](long long i) {
+        std::string k = std::to_string(i);
+        return std::string(8 - k.size(), '0') + k;
+    };
+    long long matched = 0;
+    long long other = 0;
+    diff_sorted(
+        [&]() -> std::optional<LocalRecord> {
+            return li < n ? std::optional(ours(key(li++), "succeeded")) : std::nullopt;
+        },
+        [&]() -> std::optional<RemoteRecord> {
+            return ri < n ? std::optional(theirs(key(ri++), RemoteStatus::succeeded)) : std::nullopt;
+        },
+        rules(), [&](DiffFinding&& f) { (f.category == "matched" ? matched : other)++; });
+    CHECK(matched == n);
+    CHECK(other == 0);
+}
