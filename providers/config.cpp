@@ -85,7 +85,7 @@ Config parse_config(std::string_view text, const std::filesystem::path& source,
     static const std::regex k_env("^[A-Za-z_][A-Za-z0-9_]*$");
     static const std::vector<std::string> k_allowed = {
         "kind", "base_url", "api_key_env", "connect_timeout_ms", "timeout_ms", "settle_delay_s",
-        "key_retention_h", "capabilities", "merchant_account"};
+        "key_retention_h", "capabilities", "merchant_account", "amount_tolerance_minor"};
     Config config;
     config.source = source;
     for (const auto& [name, p] : root.at("providers").items()) {
@@ -104,7 +104,8 @@ Config parse_config(std::string_view text, const std::filesystem::path& source,
             if (std::find(k_allowed.begin(), k_allowed.end(), field) == k_allowed.end()) {
                 bad(source, path + "." + field, "is not a known setting",
                     "known: kind, base_url, api_key_env, connect_timeout_ms, timeout_ms, "
-                    "settle_delay_s, key_retention_h, capabilities, merchant_account (adyen)");
+                    "settle_delay_s, key_retention_h, amount_tolerance_minor, capabilities, "
+                    "merchant_account (adyen)");
             }
         }
         ProviderConfig c;
@@ -147,6 +148,7 @@ Config parse_config(std::string_view text, const std::filesystem::path& source,
         }
         c.settle_delay = std::chrono::seconds(integer_field(p, source, path, "settle_delay_s", 120, 0, 86400));
         c.key_retention = std::chrono::hours(integer_field(p, source, path, "key_retention_h", 24, 1, 24 * 30));
+        c.amount_tolerance_minor = integer_field(p, source, path, "amount_tolerance_minor", 0, 0, 1000000);
         static const std::regex k_merchant_account("^[A-Za-z0-9_.-]{1,80}$");
         if (c.kind == "adyen") {
             if (!p.contains("merchant_account") || !p.at("merchant_account").is_string() ||

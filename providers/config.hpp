@@ -5,7 +5,7 @@
 //
 // {"providers": {"stripe": {"kind": "stripe", "base_url": "https://api.stripe.com",
 //   "api_key_env": "STRIPE_API_KEY", "connect_timeout_ms": 2000, "timeout_ms": 10000,
-//   "settle_delay_s": 120, "key_retention_h": 24,
+//   "settle_delay_s": 120, "key_retention_h": 24, "amount_tolerance_minor": 0,
 //   "capabilities": {"lookup": false}},
 //   "adyen": {"kind": "adyen", "base_url": "https://checkout-test.adyen.com",
 //   "api_key_env": "ADYEN_API_KEY", "merchant_account": "AcmeShopECOM"}}}
@@ -40,6 +40,9 @@ struct ProviderConfig {
     std::chrono::milliseconds timeout{10000};
     std::chrono::seconds settle_delay{120};  // wait this long after an attempt before a lookup
     std::chrono::hours key_retention{24};    // how long the provider remembers idempotency keys
+    // Statement diff: our amount and the provider's differ by at most this much and still match
+    // (a provider that rounds converted amounts); 0 by default.
+    long long amount_tolerance_minor = 0;
     // Adyen's merchantAccount, sent in every payment body: required for kind adyen, refused for
     // other kinds; empty otherwise.
     std::string merchant_account;

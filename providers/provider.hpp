@@ -80,6 +80,8 @@ struct RemotePayment {
     Outcome state = Outcome::unknown;        // succeeded, declined, pending (unknown if unmapped)
     std::string raw_status;                  // the provider's own word, for operators
     std::chrono::system_clock::time_point created_at{};
+    long long amount_refunded_minor = 0;     // refunded so far, ISO 4217 minor units
+    std::string raw;                         // the provider's record as it sent it (JSON), if kept
 };
 
 struct LookupResult {

@@ -196,6 +196,27 @@ std::optional<RemotePayment> payment_from(const json& j) {
     if (j.contains("created") && j["created"].is_number_integer()) {
         p.created_at = std::chrono::system_clock::time_point(std::chrono::seconds(j["created"].get<long long>()));
     }
+    // Refunds live on the charge: `charges.data[]` (API 2020-08-27), or an expanded `latest_charge`.
+    long long refunded = 0;
+    const auto add_refunded = [&](const json& charge) {
+        if (charge.is_object() && charge.contains("amount_refunded") && charge["amount_refunded"].is_number_integer()) {
+            refunded += charge["amount_refunded"].get<long long>();
+        }
+    };
+    if (j.contains("charges") && j["charges"].is_object() && j["charges"].contains("data") &&
+        j["charges"]["data"].is_array()) {
+        for (const auto& charge : j["charges"]["data"]) {
+            add_refunded(charge);
+        }
+    } else if (j.contains("latest_charge")) {
+        add_refunded(j["latest_charge"]);
+    }
+    if (refunded > 0) {
+        if (const auto r = from_stripe_amount(refunded, j["currency"].get<std::string>())) {
+            p.amount_refunded_minor = r->minor;
+        }
+    }
+    p.raw = j.dump();
     return p;
 }
 

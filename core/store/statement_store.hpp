@@ -1,0 +1,67 @@
+#pragma once
+// Statement runs (DESIGN section 9): one run per provider and window, resumable while the listing
+// is incomplete, replaced when the window is run again. The provider's records are stored raw and
+// normalised; both sides are then read in match-key order through server-side cursors and merged by
+// core/statement_diff, so memory stays bounded however large the window.
+
+#include "core/statement_diff.hpp"
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace payrecon::store {
+
+class Db;
+
+struct StatementRun {
+    std::string run_id;
+    std::string provider;
+    long long window_from = 0; // unix seconds
+    long long window_to = 0;
+    long long margin_s = 0;
+    std::string status;        // listing, listed, done, failed
+    std::optional<std::string> list_cursor;
+    int pages = 0;
+    long long remote_records = 0;
+    int runs = 1;
+    bool resumed = false;      // an unfinished listing of this window is carried on
+};
+
+// The run of (provider, window): a new one; the unfinished one, resumed where its listing stopped
+// (same margin only); or a finished or failed one, reset for a rerun (its records and findings are
+// deleted, `runs` + 1). Throws UsageError if an unfinished run of the window has another margin.
+StatementRun open_statement_run(Db& db, const std::string& provider, long long window_from,
+                                long long window_to, long long margin_s);
+
+struct StatementRecord {
+    RemoteRecord record;       // match_key: operation_id, else "ref:" + provider_reference
+    long long amount_refunded = 0;
+    std::string raw;           // the provider's JSON, as received (may be empty)
+};
+
+// Stores one listed page and where the listing goes on, in one transaction. `next_cursor` nullopt:
+// the listing is complete (status listed). A record already stored (same provider reference) is
+// kept as it was.
+void store_statement_page(Db& db, StatementRun& run, const std::vector<StatementRecord>& records,
+                          const std::optional<std::string>& next_cursor);
+
+// Records a failure (status failed, unless the listing can resume: then it stays `listing` with
+// its cursor) with what happened.
+void fail_statement_run(Db& db, const StatementRun& run, const std::string& error);
+
+struct StatementTotals {
+    DiffCounts counts;
+    std::map<std::string, long long> by_category; // matched included
+};
+
+// Pairs provider records without our operation ID by provider reference, then merges our payments
+// of the provider (first attempt, else acceptance, inside the window widened by the margin) with
+// the run's records, replaces the run's findings with the non-matched ones, and marks it done --
+// in one transaction. Calls `on_finding` for every finding (matched included), in key order.
+StatementTotals diff_statement_run(Db& db, StatementRun& run, long long amount_tolerance_minor,
+                                   const std::function<void(const DiffFinding&)>& on_finding);
+
+} // namespace payrecon::store

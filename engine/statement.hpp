@@ -1,0 +1,44 @@
+#pragma once
+// `payrecon statement`: pull a provider's transactions for a window (paged, rate-limit aware,
+// resumable), store them, diff them against our payments and report every discrepancy
+// (DESIGN section 9).
+
+#include "core/store/statement_store.hpp"
+#include "providers/provider.hpp"
+#include "reports/report.hpp"
+
+#include <chrono>
+#include <functional>
+
+namespace payrecon::store {
+class Db;
+}
+
+namespace payrecon::engine {
+
+struct StatementOptions {
+    long long window_from = 0;              // unix seconds, inclusive
+    long long window_to = 0;                // unix seconds, exclusive
+    std::chrono::seconds margin{3600};      // both sides are read this much wider, for pairing
+    long long amount_tolerance_minor = 0;
+    int max_page_retries = 5;               // a page that fails this often in a row stops the run
+    std::chrono::seconds max_wait{120};     // longest wait for a rate limit or a retry
+    std::size_t listed_findings = 10000;    // findings listed in the report (all are counted and stored)
+    // How to wait (tests pass a recorder); the default sleeps.
+    std::function<void(std::chrono::milliseconds)> wait;
+};
+
+// Converts what a provider listed into a statement record.
+store::StatementRecord statement_record_of(const providers::RemotePayment& p);
+
+// One finding of the diff as the report shows it.
+reports::Finding report_finding(const DiffFinding& f, const std::string& provider);
+
+// Runs the statement for `provider` and returns its report (exit code 0 clean, 3 findings need
+// attention, 1 the run failed -- `failure` says why; a run whose listing failed resumes where it
+// stopped when started again). Throws Refused if the provider cannot list transactions, and
+// DatabaseUnavailable if the database went away.
+reports::Report run_statement(store::Db& db, providers::Provider& provider, const StatementOptions& options,
+                              const std::function<void(const std::string&)>& progress = {});
+
+} // namespace payrecon::engine
