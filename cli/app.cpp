@@ -52,6 +52,7 @@ std::unique_ptr<CLI::App> build_app(AppState& state) {
     setup_worker(*app, state);
     setup_reconcile(*app, state);
     setup_nightly(*app, state);
+    setup_statement(*app, state);
     return app;
 }
 

@@ -33,6 +33,7 @@ void setup_serve(CLI::App& app, AppState& state);
 void setup_worker(CLI::App& app, AppState& state);
 void setup_reconcile(CLI::App& app, AppState& state);
 void setup_nightly(CLI::App& app, AppState& state);
+void setup_statement(CLI::App& app, AppState& state);
 void setup_review(CLI::App& app, AppState& state);
 void setup_audit(CLI::App& app, AppState& state);
 void setup_review_actions(CLI::App& review, AppState& state);

@@ -6,7 +6,9 @@
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <fstream>
+#include <regex>
 #include <string>
 
 #include <fcntl.h>
@@ -57,6 +59,40 @@ std::chrono::seconds parse_duration(std::string_view text, std::string_view what
                          "write 30s, 15m, 36h or 7d");
     }
     return std::chrono::duration_cast<std::chrono::seconds>(ms);
+}
+
+long long parse_utc_time(std::string_view text, std::string_view what) {
+    static const std::regex k_time(R"(^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2}):(\d{2})Z)?$)");
+    const std::string s(text);
+    std::smatch m;
+    const auto bad = [&] {
+        return UsageError(std::string(what) + " '" + s + "' is not a UTC date or time",
+                          "write 2026-12-01 (midnight UTC) or 2026-12-01T06:30:00Z");
+    };
+    if (!std::regex_match(s, m, k_time)) {
+        throw bad();
+    }
+    std::tm tm{};
+    tm.tm_year = std::stoi(m[1]) - 1900;
+    tm.tm_mon = std::stoi(m[2]) - 1;
+    tm.tm_mday = std::stoi(m[3]);
+    if (m[4].matched) {
+        tm.tm_hour = std::stoi(m[4]);
+        tm.tm_min = std::stoi(m[5]);
+        tm.tm_sec = std::stoi(m[6]);
+    }
+    const std::tm given = tm;
+    const std::time_t t = timegm(&tm);
+    // timegm normalises out-of-range fields (February 30th): refuse instead.
+    if (t == static_cast<std::time_t>(-1) || tm.tm_mday != given.tm_mday || tm.tm_mon != given.tm_mon ||
+        tm.tm_hour != given.tm_hour || tm.tm_min != given.tm_min || tm.tm_sec != given.tm_sec) {
+        throw bad();
+    }
+    return static_cast<long long>(t);
+}
+
+long long utc_day_start(long long unix_seconds) {
+    return unix_seconds - ((unix_seconds % 86400) + 86400) % 86400;
 }
 
 std::chrono::seconds duration_from_env(const char* name, std::chrono::seconds fallback) {

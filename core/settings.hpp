@@ -16,6 +16,12 @@ std::chrono::seconds parse_duration(std::string_view text, std::string_view what
 // As parse_duration, and also "250ms".
 std::chrono::milliseconds parse_duration_ms(std::string_view text, std::string_view what);
 
+// A UTC time as unix seconds: "2026-12-01" (midnight UTC) or "2026-12-01T06:30:00Z". Throws
+// UsageError otherwise, naming `what`.
+long long parse_utc_time(std::string_view text, std::string_view what);
+// Midnight UTC that began the day of `unix_seconds`.
+long long utc_day_start(long long unix_seconds);
+
 // A duration from environment variable `name`, or `fallback` if it is unset or empty.
 std::chrono::seconds duration_from_env(const char* name, std::chrono::seconds fallback);
 

@@ -23,3 +23,15 @@ TEST_CASE("settings: durations take a whole number and one unit", "[core][settin
         CHECK(std::string(e.what()).find("--retention") != std::string::npos);
     }
 }
+
+TEST_CASE("settings: UTC dates and times for statement windows", "[core][settings]") {
+    CHECK(parse_utc_time("1970-01-01", "--from") == 0);
+    CHECK(parse_utc_time("2026-12-01", "--from") == 1796083200);
+    CHECK(parse_utc_time("2026-12-01T06:30:05Z", "--from") == 1796083200 + 6 * 3600 + 30 * 60 + 5);
+    CHECK_THROWS_AS(parse_utc_time("2026-02-30", "--from"), UsageError);
+    CHECK_THROWS_AS(parse_utc_time("2026-12-01T06:30:05", "--from"), UsageError); // no zone: ambiguous
+    CHECK_THROWS_AS(parse_utc_time("2026-12-01 06:30:05Z", "--from"), UsageError);
+    CHECK_THROWS_AS(parse_utc_time("yesterday", "--from"), UsageError);
+    CHECK(utc_day_start(1796083200 + 5) == 1796083200);
+    CHECK(utc_day_start(1796083200) == 1796083200);
+}
