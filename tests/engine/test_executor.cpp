@@ -143,7 +143,7 @@ TEST_CASE("executor: an unknown outcome stays unknown and is never sent again by
     CHECK(count_rows("outbox", w.tenant.tenant_id, "event_type = 'payment.unknown'") == 1);
 }
 
-TEST_CASE("executor: declined fails the payment; pending leaves it to the reconciler",
+TEST_CASE("executor: declined fails the payment, pending leaves it to the reconciler",
           "[engine][executor][db]") {
     World w;
     const auto ops = w.payments(2);
@@ -155,7 +155,7 @@ TEST_CASE("executor: declined fails the payment; pending leaves it to the reconc
     CHECK(w.provider.total_submits() == 2);
 }
 
-TEST_CASE("fencing: a worker paused past its lease cannot overwrite the takeover; its observation is kept",
+TEST_CASE("fencing: a worker paused past its lease cannot overwrite the takeover, its observation is kept",
           "[engine][fencing][db]") {
     World w;
     const auto ops = w.payments(1);

@@ -127,7 +127,7 @@ TEST_CASE("reconcile: lookup stale through the settle delay: no 'not found' conc
     CHECK(u.lookups() == 2);
 }
 
-TEST_CASE("reconcile: lookup down: checked again, then needs_review (lookup_failing), 1 execution; "
+TEST_CASE("reconcile: lookup down: checked again, then needs_review (lookup_failing), 1 execution, "
           "an operator resolves it as succeeded with an audit row and an outbox event",
           "[reconcile][db][fault]") {
     UnknownPayment u(fake::Fault::execute_then_hang);

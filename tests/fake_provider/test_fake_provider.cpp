@@ -466,7 +466,7 @@ TEST_CASE("fake provider: a refusal drawn by rate closes the listener after that
     CHECK(ledger["faults_applied"]["refuse"] == 1);
 }
 
-TEST_CASE("fake provider: drop_before_execute closes without executing; the key stays free",
+TEST_CASE("fake provider: drop_before_execute closes without executing, the key stays free",
           "[fake_provider][faults]") {
     Running r(
         options_with(faults_from(R"({"next": ["drop_before_execute", "drop_before_execute"]})")));
@@ -487,7 +487,7 @@ TEST_CASE("fake provider: drop_before_execute closes without executing; the key 
     CHECK(r.ledger()["faults_applied"]["drop_before_execute"] == 2);
 }
 
-TEST_CASE("fake provider: execute_then_fin executes and closes with FIN; the retry replays",
+TEST_CASE("fake provider: execute_then_fin executes and closes with FIN, the retry replays",
           "[fake_provider][faults]") {
     Running r(options_with(faults_from(R"({"next": ["execute_then_fin", "execute_then_fin"]})")));
     const RawOutcome raw = raw_exchange(r.server.port(), raw_post("key-raw", charge_form("op-raw")),
@@ -644,7 +644,7 @@ TEST_CASE("fake provider: fault rates are drawn per POST from the seed, and repo
 
 // ---- lookups --------------------------------------------------------------------------------
 
-TEST_CASE("fake provider: search by operation ID finds the charge; retrieve by id",
+TEST_CASE("fake provider: search by operation ID finds the charge, retrieve by id",
           "[fake_provider][lookup]") {
     Running r;
     Json pi = post_charge(r, "key-1", charge_form("op-1")).json();
@@ -675,7 +675,7 @@ TEST_CASE("fake provider: search by operation ID finds the charge; retrieve by i
     CHECK(missing.json()["error"]["code"] == "resource_missing");
 }
 
-TEST_CASE("fake provider: a stale search misses a new charge; list and retrieve do not",
+TEST_CASE("fake provider: a stale search misses a new charge, list and retrieve do not",
           "[fake_provider][lookup]") {
     Running r(options_with(faults_from(R"({"lookup_stale_s": 60})")));
     Json pi = post_charge(r, "key-1", charge_form("op-1")).json();
@@ -850,7 +850,7 @@ TEST_CASE("fake provider: the admin API sets faults, reports, advances the clock
 
 // ---- HTTP and lifecycle ---------------------------------------------------------------------
 
-TEST_CASE("fake provider: HTTP parsing is strict and bounded; keep-alive serves several requests",
+TEST_CASE("fake provider: HTTP parsing is strict and bounded, keep-alive serves several requests",
           "[fake_provider][http]") {
     Running r;
     const int port = r.server.port();

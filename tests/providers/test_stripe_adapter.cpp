@@ -94,7 +94,7 @@ TEST_CASE("stripe adapter: a provider configured without idempotency keys sends 
     CHECK(header(rec.sent[0], "Idempotency-Key") == "(absent)");
 }
 
-TEST_CASE("stripe adapter: lookup searches by operation ID; failures are never absence",
+TEST_CASE("stripe adapter: lookup searches by operation ID, failures are never absence",
           "[providers][stripe]") {
     Recorder rec;
     rec.replies = {response(200, fixture("search_result.json")),
