@@ -9,6 +9,7 @@
 #include "core/money.hpp"
 #include "engine/nightly.hpp"
 
+#include <algorithm>
 #include <ctime>
 #include <iomanip>
 #include <iostream>
@@ -91,6 +92,8 @@ nlohmann::ordered_json summary_json(const engine::NightlyReport& r) {
         j["failure"] = *r.failure;
     }
     j["leases_expired"] = r.leases_expired;
+    j["lookups_failed"] = std::count_if(r.reconciled.begin(), r.reconciled.end(),
+                                        [](const auto& o) { return o.lookup == LookupStatus::failed; });
     std::map<std::string, Tally> by_outcome;
     for (const auto& o : r.reconciled) {
         Tally& t = by_outcome[bucket(o)];
@@ -137,7 +140,16 @@ void print_summary(std::ostream& out, const engine::NightlyReport& r, int list_r
     }
     out << "  providers: " << (names.empty() ? "(none configured)" : names) << "\n";
     out << "  expired leases taken over (a worker died mid-call): " << r.leases_expired << "\n";
-    out << "  unknown payments reconciled: " << r.reconciled.size() << "\n";
+    long long lookup_failed = 0;
+    for (const auto& o : r.reconciled) {
+        lookup_failed += o.lookup == LookupStatus::failed;
+    }
+    out << "  unknown payments reconciled: " << r.reconciled.size();
+    if (lookup_failed > 0) {
+        out << " (" << lookup_failed << " status queries FAILED: those are asked again next run, and "
+            << "go to review after --lookup-failures in a row)";
+    }
+    out << "\n";
     std::map<std::string, Tally> by_outcome;
     for (const auto& o : r.reconciled) {
         Tally& t = by_outcome[bucket(o)];
@@ -199,11 +211,15 @@ void print_summary(std::ostream& out, const engine::NightlyReport& r, int list_r
     if (!unknown_by_provider.empty()) {
         out << "  still unknown (checked again by the next run):\n";
         for (const auto& [provider, t] : unknown_by_provider) {
-            const bool configured =
-                std::find(r.providers.begin(), r.providers.end(), provider) != r.providers.end();
+            const auto& known = r.configured.empty() ? r.providers : r.configured;
+            const bool configured = std::find(known.begin(), known.end(), provider) != known.end();
+            const bool covered = std::find(r.providers.begin(), r.providers.end(), provider) != r.providers.end();
             out << "    " << std::left << std::setw(20) << provider << std::right << std::setw(6)
                 << t.payments << "   " << amounts(t.amounts)
-                << (configured ? "" : "   NOT CONFIGURED: no run can resolve these") << "\n";
+                << (!configured ? "   NOT CONFIGURED: no run can resolve these"
+                    : !covered  ? "   (not covered by this run's --provider)"
+                                : "")
+                << "\n";
         }
     }
     if (r.failure) {
@@ -230,6 +246,9 @@ void run_nightly_cmd(AppState& state, const NightlyCliOptions& opts) {
     no.send.batch = 8;
     no.send.lease = slowest_timeout(chosen) * (no.send.batch + 1) + std::chrono::seconds(10);
     no.send_due = !opts.no_send;
+    for (const auto& [name, ignored] : config.providers) {
+        no.configured.push_back(name);
+    }
 
     const bool tty = ::isatty(STDERR_FILENO) == 1;
     engine::NightlyProgress progress;

@@ -10,8 +10,8 @@ namespace payrecon::engine {
 std::vector<store::QueueCount> NightlyReport::orphaned() const {
     std::vector<store::QueueCount> out;
     for (const auto& q : open) {
-        if (q.state == "unknown" &&
-            std::find(providers.begin(), providers.end(), q.provider) == providers.end()) {
+        const auto& known = configured.empty() ? providers : configured;
+        if (q.state == "unknown" && std::find(known.begin(), known.end(), q.provider) == known.end()) {
             out.push_back(q);
         }
     }
@@ -51,6 +51,7 @@ NightlyReport run_nightly(store::Db& db, const std::vector<providers::Provider*>
     for (const auto* p : providers) {
         report.providers.push_back(p->name());
     }
+    report.configured = options.configured;
     const auto step = [&](const std::string& phase) {
         if (progress) {
             progress(phase, report);

@@ -18,6 +18,7 @@ namespace payrecon::engine {
 
 struct NightlyOptions {
     std::string actor = "nightly";
+    std::vector<std::string> configured; // every configured provider name (default: the ones run)
     ReconcilerOptions reconcile;
     ExecutorOptions send;
     bool send_due = true; // send the re-sends (and whatever is due) in this run
@@ -26,14 +27,15 @@ struct NightlyOptions {
 struct NightlyReport {
     std::chrono::system_clock::time_point started{};
     std::chrono::system_clock::time_point finished{};
-    std::vector<std::string> providers; // the configured providers this run covered
+    std::vector<std::string> providers;  // the providers this run covered
+    std::vector<std::string> configured; // every provider of the configuration (covered or not)
     int leases_expired = 0;
     std::vector<ReconcileOutcome> reconciled;
     Executor::Counts sent;
     std::vector<store::QueueCount> open;      // after the run
     std::optional<std::string> failure;       // the run stopped: what happened and what to do
 
-    // Open payments no configured provider can resolve (unknown, of a provider not configured).
+    // Open payments no run can resolve: unknown, of a provider the configuration does not have.
     std::vector<store::QueueCount> orphaned() const;
     long long in_review() const;
     long long still_unknown() const;
