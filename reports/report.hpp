@@ -33,6 +33,8 @@ struct Finding {
     std::optional<std::string> remote_currency;
     std::optional<std::string> remote_state;
     std::string detail;                   // one sentence for the operator
+
+    friend bool operator==(const Finding&, const Finding&) = default;
 };
 
 // Per category: how many findings, and their amounts per currency (the local amount where we

@@ -1,0 +1,129 @@
+#include "reports/writers.hpp"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+#include <unistd.h>
+
+namespace payrecon::reports {
+
+std::optional<Format> parse_format(std::string_view name) {
+    if (name == "text") {
+        return Format::text;
+    }
+    if (name == "json") {
+        return Format::json;
+    }
+    if (name == "csv") {
+        return Format::csv;
+    }
+    if (name == "html") {
+        return Format::html;
+    }
+    return std::nullopt;
+}
+
+std::string_view format_name(Format format) {
+    switch (format) {
+    case Format::text:
+        return "text";
+    case Format::json:
+        return "json";
+    case Format::csv:
+        return "csv";
+    case Format::html:
+        return "html";
+    }
+    return "text";
+}
+
+void write_report(std::ostream& out, const Report& report, Format format) {
+    switch (format) {
+    case Format::text:
+        write_text(out, report);
+        return;
+    case Format::json:
+        write_json(out, report);
+        return;
+    case Format::csv:
+        write_csv(out, report);
+        return;
+    case Format::html:
+        write_html(out, report);
+        return;
+    }
+}
+
+void write_report_file(const std::string& path, const Report& report, Format format) {
+    const std::filesystem::path target(path);
+    const std::filesystem::path tmp = target.parent_path() / ("." + target.filename().string() +
+                                                              ".tmp-" + std::to_string(::getpid()));
+    const auto fail = [&](const std::string& why) {
+        std::error_code ignored;
+        std::filesystem::remove(tmp, ignored);
+        throw std::runtime_error("cannot write the report to " + path + ": " + why);
+    };
+    {
+        std::ofstream file(tmp, std::ios::binary | std::ios::trunc);
+        if (!file) {
+            fail(std::strerror(errno));
+        }
+        write_report(file, report, format);
+        file.flush();
+        if (!file) {
+            fail("write failed (disk full?)");
+        }
+    }
+    if (std::rename(tmp.c_str(), target.c_str()) != 0) {
+        fail(std::strerror(errno));
+    }
+}
+
+std::string display_amount(const std::optional<long long>& minor,
+                           const std::optional<std::string>& currency) {
+    if (!minor) {
+        return "-";
+    }
+    if (!currency) {
+        return std::to_string(*minor);
+    }
+    return format_amount(*minor, *currency);
+}
+
+std::string printable(std::string_view text) {
+    static constexpr const char* k_hex = "0123456789abcdef";
+    std::string out;
+    out.reserve(text.size());
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const char ch = text[i];
+        const auto c = static_cast<unsigned char>(ch);
+        const auto next = i + 1 < text.size() ? static_cast<unsigned char>(text[i + 1]) : 0U;
+        if (c == 0xc2 && next >= 0x80 && next <= 0x9f) {
+            // A C1 control (U+0080..U+009F, e.g. CSI) in UTF-8: terminals act on these too.
+            out += "\\u00";
+            out += k_hex[next >> 4];
+            out += k_hex[next & 0x0f];
+            ++i;
+        } else if (ch == '\\') {
+            out += "\\\\";
+        } else if (ch == '\n') {
+            out += "\\n";
+        } else if (ch == '\t') {
+            out += "\\t";
+        } else if (ch == '\r') {
+            out += "\\r";
+        } else if (c < 0x20 || c == 0x7f) {
+            out += "\\x";
+            out += k_hex[c >> 4];
+            out += k_hex[c & 0x0f];
+        } else {
+            out += ch;
+        }
+    }
+    return out;
+}
+
+} // namespace payrecon::reports

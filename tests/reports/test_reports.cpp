@@ -1,0 +1,923 @@
+// The report writers: text, JSON against docs/report.schema.json, CSV round trip, HTML (static
+// checks, then headless Chromium: screenshot, DOM after the script ran, the category filter).
+
+#include "core/fingerprint.hpp"
+#include "reports/report.hpp"
+#include "reports/writers.hpp"
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <fcntl.h>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+namespace fs = std::filesystem;
+using namespace payrecon::reports;
+using nlohmann::json;
+
+namespace {
+
+Finding make(std::string category, bool attention) {
+    Finding f;
+    f.category = std::move(category);
+    f.needs_attention = attention;
+    f.provider = "stripe";
+    return f;
+}
+
+// One finding of every statement category, some more of a few, and text that breaks naive
+// writers: commas, quotes, line breaks, markup, a terminal escape, formula starters, unicode, and
+// a present-but-empty value (CSV must keep it apart from an absent one).
+Report fixture() {
+    Report r;
+    r.kind = "statement";
+    r.title = "payrecon statement: stripe, 2026-12-01T00:00:00Z .. 2026-12-02T00:00:00Z";
+    r.generated_at = "2026-12-02T06:00:00Z";
+    r.facts = {{"run", "42"},
+               {"provider", "stripe"},
+               {"window", "2026-12-01T00:00:00Z .. 2026-12-02T00:00:00Z"},
+               {"records read (ours, theirs)", "12, 13"},
+               {"note <b>", "a \"quoted\" & 'single' fact"}};
+    for (const auto category : k_statement_categories) {
+        r.categories.emplace_back(category);
+        r.totals[std::string(category)];
+    }
+
+    Finding matched = make("matched", false);
+    matched.payment_id = "pay_1";
+    matched.operation_id = "op_1";
+    matched.provider_reference = "pi_1";
+    matched.local_amount = matched.remote_amount = 4999;
+    matched.local_currency = matched.remote_currency = "EUR";
+    matched.local_state = matched.remote_state = "succeeded";
+    matched.detail = "matched";
+    r.add(matched);
+    for (int i = 0; i < 4; ++i) {
+        r.add(matched, false); // counted, not listed
+    }
+
+    Finding missing_remote = make("missing_remote", true);
+    missing_remote.payment_id = "pay_2";
+    missing_remote.operation_id = "op_2";
+    missing_remote.local_amount = 1000;
+    missing_remote.local_currency = "JPY";
+    missing_remote.local_state = "succeeded";
+    missing_remote.detail = "We say succeeded, \"they\" have nothing, at all";
+    r.add(missing_remote);
+
+    Finding missing_local = make("missing_local", true);
+    missing_local.provider_reference = "pi_<script>alert(1)</script>";
+    missing_local.remote_amount = 2500;
+    missing_local.remote_currency = "USD";
+    missing_local.remote_state = "succeeded";
+    missing_local.detail = "line one\nline two\r\nline three";
+    r.add(missing_local);
+    missing_local.provider_reference = "pi_3b";
+    missing_local.remote_amount = 100;
+    missing_local.detail = "a charge we have no record of";
+    r.add(missing_local);
+    missing_local.provider_reference = "pi_3c";
+    missing_local.remote_amount = 7;
+    missing_local.detail = "a, third; one";
+    r.add(missing_local);
+
+    Finding amount = make("amount_mismatch", true);
+    amount.payment_id = "pay_4";
+    amount.operation_id = "op_4";
+    amount.provider_reference = "@SUM(A1:A9)";
+    amount.local_amount = 1000;
+    amount.remote_amount = 1001;
+    amount.local_currency = amount.remote_currency = "EUR";
+    amount.local_state = "succeeded";
+    amount.remote_state = "+1 succeeded";
+    amount.detail = "=HYPERLINK(\"x\",\"click\")";
+    r.add(amount);
+
+    Finding currency = make("currency_mismatch", true);
+    currency.payment_id = "pay_5";
+    currency.operation_id = "op_5";
+    currency.provider_reference = "pi_5";
+    currency.local_amount = currency.remote_amount = 500;
+    currency.local_currency = "EUR";
+    currency.remote_currency = "GBP";
+    currency.local_state = currency.remote_state = "succeeded";
+    currency.detail = "Zahlung f\u00fcr M\u00fcller \u2013 \u6771\u4eac \u2713 \U0001F4B6";
+    r.add(currency);
+
+    Finding status = make("status_mismatch", true);
+    status.payment_id = "pay_6";
+    status.operation_id = "op_6";
+    status.provider_reference = "pi_6";
+    status.local_amount = status.remote_amount = 1999;
+    status.local_currency = status.remote_currency = "EUR";
+    status.local_state = "succeeded";
+    status.remote_state = "failed";
+    status.detail = "'quoted' & <b>bold</b> \x1b[31mred\x1b[0m\ttab";
+    r.add(status);
+
+    Finding duplicate = make("duplicate_remote", true);
+    duplicate.payment_id = "";
+    duplicate.operation_id = "op,with,commas";
+    duplicate.provider_reference = "\"pi_7\"";
+    duplicate.remote_amount = -250;
+    duplicate.remote_currency = "KWD";
+    duplicate.local_state = "";
+    duplicate.remote_state = "succeeded";
+    duplicate.detail = "-250 KWD twice; two charges for one operation ID";
+    r.add(duplicate);
+
+    Finding unknown = make("unresolved_unknown", true);
+    unknown.payment_id = "pay_8";
+    unknown.operation_id = "op_8";
+    unknown.local_amount = 1234567;
+    unknown.local_currency = "KWD";
+    unknown.local_state = "unknown";
+    unknown.detail = "'already quoted";
+    r.add(unknown);
+
+    r.exit_code = 3;
+    return r;
+}
+
+std::string render(const Report& r, Format format) {
+    std::ostringstream out;
+    write_report(out, r, format);
+    return out.str();
+}
+
+std::map<std::string, long long> listed_per_category(const Report& r) {
+    std::map<std::string, long long> out;
+    for (const Finding& f : r.findings) {
+        ++out[f.category];
+    }
+    return out;
+}
+
+std::string slurp(const fs::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    REQUIRE(in);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// --- a checker for the JSON Schema subset docs/report.schema.json uses --------------------------
+// Unknown keywords fail the check, so the schema cannot use something that is silently ignored.
+
+class SchemaChecker {
+public:
+    explicit SchemaChecker(json root) : m_root(std::move(root)) {}
+
+    std::vector<std::string> check(const json& value) {
+        m_errors.clear();
+        visit(m_root, value, "$");
+        return m_errors;
+    }
+
+private:
+    json m_root;
+    std::vector<std::string> m_errors;
+
+    void error(const std::string& where, const std::string& what) {
+        m_errors.push_back(where + ": " + what);
+    }
+
+    static bool has_type(const json& v, const std::string& type) {
+        if (type == "object") {
+            return v.is_object();
+        }
+        if (type == "array") {
+            return v.is_array();
+        }
+        if (type == "string") {
+            return v.is_string();
+        }
+        if (type == "integer") {
+            return v.is_number_integer();
+        }
+        if (type == "number") {
+            return v.is_number();
+        }
+        if (type == "boolean") {
+            return v.is_boolean();
+        }
+        if (type == "null") {
+            return v.is_null();
+        }
+        throw std::logic_error("schema: unknown type " + type);
+    }
+
+    const json& resolve(const std::string& ref) {
+        const std::string prefix = "#/$defs/";
+        if (ref.rfind(prefix, 0) != 0) {
+            throw std::logic_error("schema: unsupported $ref " + ref);
+        }
+        return m_root.at("$defs").at(ref.substr(prefix.size()));
+    }
+
+    bool valid(const json& schema, const json& value) {
+        SchemaChecker sub(m_root);
+        sub.visit(schema, value, "$");
+        return sub.m_errors.empty();
+    }
+
+    void visit(const json& schema, const json& v, const std::string& at) {
+        for (const auto& [key, rule] : schema.items()) {
+            if (key == "$schema" || key == "$id" || key == "title" || key == "description" ||
+                key == "$defs" || key == "else") {
+                continue;
+            }
+            if (key == "$ref") {
+                visit(resolve(rule.get<std::string>()), v, at);
+            } else if (key == "type") {
+                const auto types = rule.is_array() ? rule : json::array({rule});
+                if (std::none_of(types.begin(), types.end(), [&](const json& t) {
+                        return has_type(v, t.get<std::string>());
+                    })) {
+                    error(at, "is not of type " + rule.dump());
+                }
+            } else if (key == "const") {
+                if (v != rule) {
+                    error(at, "is not " + rule.dump());
+                }
+            } else if (key == "enum") {
+                if (std::find(rule.begin(), rule.end(), v) == rule.end()) {
+                    error(at, v.dump() + " is not one of " + rule.dump());
+                }
+            } else if (key == "pattern") {
+                if (v.is_string() &&
+                    !std::regex_search(v.get<std::string>(), std::regex(rule.get<std::string>()))) {
+                    error(at, v.dump() + " does not match " + rule.get<std::string>());
+                }
+            } else if (key == "minimum") {
+                if (v.is_number() && v.get<double>() < rule.get<double>()) {
+                    error(at, "is below " + rule.dump());
+                }
+            } else if (key == "required") {
+                for (const auto& name : rule) {
+                    if (v.is_object() && !v.contains(name.get<std::string>())) {
+                        error(at, "lacks " + name.get<std::string>());
+                    }
+                }
+            } else if (key == "properties") {
+                if (v.is_object()) {
+                    for (const auto& [name, sub] : rule.items()) {
+                        if (v.contains(name)) {
+                            visit(sub, v.at(name), at + "." + name);
+                        }
+                    }
+                }
+            } else if (key == "additionalProperties") {
+                if (v.is_object()) {
+                    const json declared = schema.value("properties", json::object());
+                    for (const auto& [name, member] : v.items()) {
+                        if (declared.contains(name)) {
+                            continue;
+                        }
+                        if (rule.is_boolean()) {
+                            if (!rule.get<bool>()) {
+                                error(at, "has an undeclared member " + name);
+                            }
+                        } else {
+                            visit(rule, member, at + "." + name);
+                        }
+                    }
+                }
+            } else if (key == "propertyNames") {
+                if (v.is_object()) {
+                    for (const auto& [name, member] : v.items()) {
+                        visit(rule, json(name), at + " (member name " + name + ")");
+                    }
+                }
+            } else if (key == "items") {
+                if (v.is_array()) {
+                    for (std::size_t i = 0; i < v.size(); ++i) {
+                        visit(rule, v[i], at + "[" + std::to_string(i) + "]");
+                    }
+                }
+            } else if (key == "minItems") {
+                if (v.is_array() && v.size() < rule.get<std::size_t>()) {
+                    error(at, "has fewer than " + rule.dump() + " items");
+                }
+            } else if (key == "maxItems") {
+                if (v.is_array() && v.size() > rule.get<std::size_t>()) {
+                    error(at, "has more than " + rule.dump() + " items");
+                }
+            } else if (key == "uniqueItems") {
+                if (v.is_array() && rule.get<bool>()) {
+                    for (std::size_t i = 0; i < v.size(); ++i) {
+                        for (std::size_t k = i + 1; k < v.size(); ++k) {
+                            if (v[i] == v[k]) {
+                                error(at, "repeats " + v[i].dump());
+                            }
+                        }
+                    }
+                }
+            } else if (key == "allOf") {
+                for (const auto& sub : rule) {
+                    visit(sub, v, at);
+                }
+            } else if (key == "if") {
+                if (valid(rule, v) && schema.contains("then")) {
+                    visit(schema.at("then"), v, at);
+                }
+            } else if (key == "then") {
+                // applied through "if"
+            } else {
+                throw std::logic_error("schema: keyword " + key +
+                                       " is not supported by the checker");
+            }
+        }
+    }
+};
+
+json load_schema() {
+    std::ifstream in(fs::path(PAYRECON_SOURCE_DIR) / "docs" / "report.schema.json");
+    REQUIRE(in);
+    return json::parse(in);
+}
+
+// --- running Chromium -------------------------------------------------------------------------
+
+struct ProcessResult {
+    int exit_code = -1;
+    std::string out;
+    std::string err;
+};
+
+// Runs `argv` in its own process group with stdout and stderr to files in `dir`; kills the whole
+// group after `timeout` (and after it exits, so no helper process outlives the test).
+ProcessResult run_process(const std::vector<std::string>& argv, const fs::path& dir,
+                          std::chrono::seconds timeout) {
+    const fs::path out_file = dir / "stdout.txt";
+    const fs::path err_file = dir / "stderr.txt";
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        ::setpgid(0, 0);
+        const int in = ::open("/dev/null", O_RDONLY);
+        const int out = ::open(out_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        const int err = ::open(err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (in < 0 || out < 0 || err < 0) {
+            ::_exit(126);
+        }
+        ::dup2(in, 0);
+        ::dup2(out, 1);
+        ::dup2(err, 2);
+        std::vector<char*> args;
+        for (const auto& a : argv) {
+            args.push_back(const_cast<char*>(a.c_str()));
+        }
+        args.push_back(nullptr);
+        ::execvp(args[0], args.data());
+        ::_exit(127);
+    }
+    ::setpgid(pid, pid); // also from the parent: no race with the child's own call
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    int status = 0;
+    bool exited = false;
+    while (std::chrono::steady_clock::now() < deadline) {
+        const pid_t done = ::waitpid(pid, &status, WNOHANG);
+        if (done == pid) {
+            exited = true;
+            break;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ::kill(-pid, SIGKILL);
+    if (!exited) {
+        ::waitpid(pid, &status, 0);
+    }
+    ProcessResult result;
+    result.exit_code = exited && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    result.out = slurp(out_file);
+    result.err = slurp(err_file);
+    INFO("command: " << argv.front() << " ... " << argv.back());
+    INFO("stderr (last 2000 bytes): "
+         << result.err.substr(result.err.size() > 2000 ? result.err.size() - 2000 : 0));
+    REQUIRE(exited); // else it hung past the timeout
+    return result;
+}
+
+// PAYRECON_CHROMIUM, else `chromium` on PATH, else Debian's /usr/bin/chromium; empty if the one
+// chosen is not an executable.
+std::string find_chromium() {
+    if (const char* env = std::getenv("PAYRECON_CHROMIUM"); env && *env) {
+        return ::access(env, X_OK) == 0 ? std::string(env) : std::string();
+    }
+    if (const char* path = std::getenv("PATH")) {
+        std::stringstream dirs(path);
+        std::string dir;
+        while (std::getline(dirs, dir, ':')) {
+            const fs::path candidate = fs::path(dir.empty() ? "." : dir) / "chromium";
+            if (::access(candidate.c_str(), X_OK) == 0) {
+                return candidate.string();
+            }
+        }
+    }
+    if (::access("/usr/bin/chromium", X_OK) == 0) {
+        return "/usr/bin/chromium";
+    }
+    return {};
+}
+
+class TempDir {
+public:
+    TempDir() {
+        std::string pattern = (fs::temp_directory_path() / "payrecon-reports.XXXXXX").string();
+        REQUIRE(::mkdtemp(pattern.data()) != nullptr);
+        m_path = pattern;
+    }
+    ~TempDir() {
+        std::error_code ignored;
+        fs::remove_all(m_path, ignored);
+    }
+    TempDir(const TempDir&) = delete;
+    TempDir& operator=(const TempDir&) = delete;
+    const fs::path& path() const { return m_path; }
+
+private:
+    fs::path m_path;
+};
+
+// Headless Chromium that never touches the network: file:// only, every background service off,
+// no name resolution, a fresh profile per run. (Checked with strace: no DNS query, no packet; the
+// only inet call left is a UDP connect() that picks a route and sends nothing. Without
+// --host-resolver-rules, Chromium still looks up its extension-update hosts.)
+std::vector<std::string> chromium_command(const std::string& chromium, const fs::path& profile) {
+    return {chromium,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-extensions",
+            "--host-resolver-rules=MAP * ~NOTFOUND",
+            "--user-data-dir=" + profile.string()};
+}
+
+struct DomRow {
+    std::string category;
+    bool hidden = false;
+};
+
+// The <tr data-category> rows of the findings table, with whether each carries `hidden`.
+std::vector<DomRow> finding_rows(const std::string& dom) {
+    const auto table = dom.find("<table id=\"findings\"");
+    REQUIRE(table != std::string::npos);
+    const auto end = dom.find("</table>", table);
+    REQUIRE(end != std::string::npos);
+    const std::string body = dom.substr(table, end - table);
+    std::vector<DomRow> rows;
+    const std::string open = "<tr data-category=\"";
+    for (auto at = body.find(open); at != std::string::npos; at = body.find(open, at + 1)) {
+        const auto name_end = body.find('"', at + open.size());
+        const auto tag_end = body.find('>', at);
+        const std::string tag = body.substr(at, tag_end - at);
+        rows.push_back({body.substr(at + open.size(), name_end - at - open.size()),
+                        tag.find(" hidden") != std::string::npos});
+    }
+    return rows;
+}
+
+std::map<std::string, long long> dom_counts(const std::string& dom) {
+    std::map<std::string, long long> counts;
+    const std::regex cell("data-count-for=\"([a-z_]+)\">([0-9]+)<");
+    for (auto it = std::sregex_iterator(dom.begin(), dom.end(), cell); it != std::sregex_iterator();
+         ++it) {
+        counts[(*it)[1]] = std::stoll((*it)[2]);
+    }
+    return counts;
+}
+
+std::string element_text(const std::string& dom, const std::string& id) {
+    const std::string open = "id=\"" + id + "\">";
+    const auto at = dom.find(open);
+    REQUIRE(at != std::string::npos);
+    const auto end = dom.find('<', at + open.size());
+    return dom.substr(at + open.size(), end - at - open.size());
+}
+
+} // namespace
+
+TEST_CASE("reports: format names parse and print back", "[reports]") {
+    for (const Format f : {Format::text, Format::json, Format::csv, Format::html}) {
+        CHECK(parse_format(format_name(f)) == f);
+    }
+    CHECK_FALSE(parse_format("HTML").has_value());
+    CHECK_FALSE(parse_format("pdf").has_value());
+    CHECK_FALSE(parse_format("").has_value());
+}
+
+TEST_CASE("reports: text shows the facts, each category with its count, and escapes control "
+          "characters",
+          "[reports]") {
+    const Report r = fixture();
+    const std::string text = render(r, Format::text);
+    INFO(text);
+    CHECK(text.rfind(r.title + "\n", 0) == 0);
+    CHECK(text.find("exit code:") != std::string::npos);
+    CHECK(text.find("records read (ours, theirs):") != std::string::npos);
+    for (const auto& category : r.categories) {
+        const std::regex line("(^|\n)" + category + " +" +
+                              std::to_string(r.totals.at(category).count) + "  ");
+        CHECK(std::regex_search(text, line));
+    }
+    CHECK(std::regex_search(text, std::regex("\ntotal +14\n")));
+    CHECK(text.find("249.95 EUR") != std::string::npos); // 5 matched x 49.99 EUR
+    CHECK(text.find("1234.567 KWD") != std::string::npos);
+    CHECK(text.find("\x1b") == std::string::npos);
+    CHECK(text.find("\\x1b[31mred") != std::string::npos);
+    CHECK(text.find("line one\\nline two\\r\\nline three") != std::string::npos);
+    CHECK(text.find("findings (10 listed)") != std::string::npos);
+    // One line per finding: the control characters did not break a row in two.
+    const auto from = text.find("findings (10 listed)");
+    CHECK(std::count(text.begin() + static_cast<long>(from), text.end(), '\n') == 1 + 1 + 10);
+}
+
+TEST_CASE("reports: text of an empty report says so", "[reports]") {
+    Report r;
+    r.kind = "statement";
+    r.title = "empty";
+    r.generated_at = "2026-12-02T06:00:00Z";
+    const std::string text = render(r, Format::text);
+    CHECK(text.find("findings: none listed") != std::string::npos);
+    CHECK(std::regex_search(text, std::regex("\ntotal +0\n")));
+}
+
+TEST_CASE("reports: JSON follows docs/report.schema.json and keeps every value", "[reports]") {
+    Report r = fixture();
+    r.findings_truncated = true;
+    const std::string text = render(r, Format::json);
+    const json j = json::parse(text);
+    SchemaChecker checker(load_schema());
+    const auto errors = checker.check(j);
+    INFO(text);
+    for (const auto& e : errors) {
+        UNSCOPED_INFO(e);
+    }
+    CHECK(errors.empty());
+
+    CHECK(j["schema"] == "payrecon.report/1");
+    CHECK(j["kind"] == "statement");
+    CHECK(j["facts"][0] == json::array({"run", "42"}));
+    CHECK(j["categories"].size() == std::size(k_statement_categories));
+    CHECK(j["totals"]["matched"]["count"] == 5);
+    CHECK(j["totals"]["matched"]["amounts"]["EUR"] == 5 * 4999);
+    CHECK(j["totals"]["missing_local"]["count"] == 3);
+    CHECK(j["totals"]["missing_local"]["amounts"]["USD"] == 2607);
+    CHECK(j["findings"].size() == r.findings.size());
+    CHECK(j["findings_truncated"] == true);
+    CHECK(j["exit_code"] == 3);
+    CHECK(j["failure"].is_null());
+    const json& missing_remote = j["findings"][1];
+    CHECK(missing_remote["category"] == "missing_remote");
+    CHECK(missing_remote["provider_reference"].is_null());
+    CHECK(missing_remote["remote_amount"].is_null());
+    CHECK(missing_remote["local_amount"] == 1000);
+    CHECK(missing_remote["detail"] == r.findings[1].detail);
+    const json& duplicate = j["findings"][8];
+    CHECK(duplicate["payment_id"] == ""); // present and empty is not null
+    CHECK(duplicate["remote_amount"] == -250);
+    CHECK(j["findings"][6]["detail"] == r.findings[6].detail); // unicode as is
+}
+
+TEST_CASE("reports: the schema checker rejects what the schema forbids", "[reports]") {
+    SchemaChecker checker(load_schema());
+    const json good = json::parse(render(fixture(), Format::json));
+    REQUIRE(checker.check(good).empty());
+
+    json bad = good;
+    bad["findings"][0]["category"] = "bogus_category";
+    CHECK_FALSE(checker.check(bad).empty());
+    bad = good;
+    bad["kind"] = "reconcile"; // other kinds may use their own snake_case categories
+    bad["findings"][0]["category"] = "adopt_remote";
+    CHECK(checker.check(bad).empty());
+    bad["findings"][0]["category"] = "Adopt remote";
+    CHECK_FALSE(checker.check(bad).empty());
+    bad = good;
+    bad["findings"][0].erase("operation_id");
+    CHECK_FALSE(checker.check(bad).empty());
+    bad = good;
+    bad["findings"][0]["local_amount"] = "4999";
+    CHECK_FALSE(checker.check(bad).empty());
+    bad = good;
+    bad["totals"]["matched"]["amounts"]["EUR"] = 49.99;
+    CHECK_FALSE(checker.check(bad).empty());
+    bad = good;
+    bad["extra"] = 1;
+    CHECK_FALSE(checker.check(bad).empty());
+    bad = good;
+    bad["generated_at"] = "yesterday";
+    CHECK_FALSE(checker.check(bad).empty());
+    bad = good;
+    bad["failure"] = "the provider refused the credentials";
+    CHECK(checker.check(bad).empty());
+}
+
+TEST_CASE("reports: JSON replaces invalid UTF-8 in provider text instead of throwing",
+          "[reports]") {
+    Report r = fixture();
+    r.findings[0].detail = "bad \xff\xfe bytes";
+    const json j = json::parse(render(r, Format::json));
+    CHECK(j["findings"][0]["detail"] == "bad \xEF\xBF\xBD\xEF\xBF\xBD bytes");
+}
+
+TEST_CASE("reports: CSV parses back to the same findings", "[reports]") {
+    const Report r = fixture();
+    const std::string csv = render(r, Format::csv);
+    INFO(csv);
+    CHECK(csv.rfind("category,needs_attention,provider,payment_id,operation_id,provider_reference,"
+                    "local_amount,local_currency,local_state,remote_amount,remote_currency,"
+                    "remote_state,detail\r\n",
+                    0) == 0);
+    std::istringstream in(csv);
+    const std::vector<Finding> back = parse_findings_csv(in);
+    REQUIRE(back.size() == r.findings.size());
+    for (std::size_t i = 0; i < back.size(); ++i) {
+        INFO("finding " << i << ": " << r.findings[i].category);
+        CHECK(back[i] == r.findings[i]);
+    }
+    CHECK(back[8].payment_id == std::optional<std::string>(""));
+    CHECK_FALSE(back[1].provider_reference.has_value());
+}
+
+TEST_CASE("reports: CSV quotes what RFC 4180 says and defuses spreadsheet formulas", "[reports]") {
+    const std::string csv = render(fixture(), Format::csv);
+    // Formula starters get a leading quote; amounts stay plain integers, negative ones too.
+    CHECK(csv.find(",\"'=HYPERLINK(\"\"x\"\",\"\"click\"\")\"\r\n") != std::string::npos);
+    CHECK(csv.find(",'@SUM(A1:A9),") != std::string::npos);
+    CHECK(csv.find(",'+1 succeeded,") != std::string::npos);
+    CHECK(csv.find(",'-250 KWD twice; two charges for one operation ID\r\n") != std::string::npos);
+    CHECK(csv.find(",-250,KWD,") != std::string::npos);
+    CHECK(csv.find(",''already quoted\r\n") != std::string::npos);
+    // Commas, quotes and line breaks inside quotes; an empty text is "" and an absent one empty.
+    CHECK(csv.find(",\"op,with,commas\",") != std::string::npos);
+    CHECK(csv.find(",\"\"\"pi_7\"\"\",") != std::string::npos);
+    CHECK(csv.find("\"line one\nline two\r\nline three\"") != std::string::npos);
+    CHECK(csv.find("duplicate_remote,true,stripe,\"\",") != std::string::npos);
+    CHECK(csv.find("missing_remote,true,stripe,pay_2,op_2,,1000,JPY,succeeded,,,,") !=
+          std::string::npos);
+    // 1 header + 10 findings, each ending in CRLF; the only other line break is inside a quote.
+    CHECK(std::count(csv.begin(), csv.end(), '\n') == 11 + 2);
+}
+
+TEST_CASE("reports: the CSV parser refuses malformed input with the line", "[reports]") {
+    const std::string header = render(Report{}, Format::csv);
+    const auto parse = [](const std::string& text) {
+        std::istringstream in(text);
+        return parse_findings_csv(in);
+    };
+    CHECK(parse(header).empty());
+    CHECK(parse("category,needs_attention,provider,payment_id,operation_id,provider_reference,"
+                "local_amount,local_currency,local_state,remote_amount,remote_currency,"
+                "remote_state,detail\nmatched,false,stripe,,,,1,EUR,,,,,ok")
+              .size() == 1);
+    CHECK_THROWS_WITH(parse(""), Catch::Contains("no header row"));
+    CHECK_THROWS_WITH(parse("a,b\r\n"), Catch::Contains("header"));
+    CHECK_THROWS_WITH(parse(header + "matched,false\r\n"), Catch::Contains("line 2"));
+    CHECK_THROWS_WITH(parse(header + "matched,maybe,stripe,,,,,,,,,,x\r\n"),
+                      Catch::Contains("needs_attention"));
+    CHECK_THROWS_WITH(parse(header + "matched,false,stripe,,,,12x,,,,,,x\r\n"),
+                      Catch::Contains("local_amount is not an integer"));
+    CHECK_THROWS_WITH(parse(header + "matched,false,stripe,,,,,,,,,,\"open\r\n"),
+                      Catch::Contains("never closed"));
+    CHECK_THROWS_WITH(parse(header + "\r\nmatched,false,stripe,,,,,,,,,,x\r\n"),
+                      Catch::Contains("line 2"));
+}
+
+TEST_CASE("reports: HTML is one self-contained page with everything escaped", "[reports]") {
+    const Report r = fixture();
+    const std::string html = render(r, Format::html);
+    CHECK(html.rfind("<!doctype html>\n", 0) == 0);
+    for (const char* external :
+         {"http://", "https://", "src=", "href=", "url(", "@import", "//cdn"}) {
+        INFO(external);
+        CHECK(html.find(external) == std::string::npos);
+    }
+    CHECK(html.find("<style>") != std::string::npos);
+    CHECK(html.find("Content-Security-Policy") != std::string::npos);
+    // Exactly one script element, ours; the provider's markup is text.
+    std::size_t scripts = 0;
+    for (auto at = html.find("<script"); at != std::string::npos;
+         at = html.find("<script", at + 1)) {
+        ++scripts;
+    }
+    CHECK(scripts == 1);
+    CHECK(html.find("pi_&lt;script&gt;alert(1)&lt;/script&gt;") != std::string::npos);
+    CHECK(html.find("&#39;quoted&#39; &amp; &lt;b&gt;bold&lt;/b&gt;") != std::string::npos);
+    CHECK(html.find("note &lt;b&gt;") != std::string::npos);
+    CHECK(html.find("a &quot;quoted&quot; &amp; &#39;single&#39; fact") != std::string::npos);
+    CHECK(html.find("<b>") == std::string::npos);
+    CHECK(html.find('\x1b') == std::string::npos);
+    CHECK(html.find("\\x1b[31mred") != std::string::npos);
+    CHECK(html.find("\u6771\u4eac") != std::string::npos);
+    // The parts the browser test reads.
+    CHECK(html.find("<select id=\"category-filter\">") != std::string::npos);
+    CHECK(html.find("<svg id=\"chart-categories\"") != std::string::npos);
+    CHECK(html.find("<svg id=\"chart-currencies\"") != std::string::npos);
+    CHECK(dom_counts(html) == std::map<std::string, long long>{{"matched", 5},
+                                                               {"missing_remote", 1},
+                                                               {"missing_local", 3},
+                                                               {"amount_mismatch", 1},
+                                                               {"currency_mismatch", 1},
+                                                               {"status_mismatch", 1},
+                                                               {"duplicate_remote", 1},
+                                                               {"unresolved_unknown", 1}});
+    const auto rows = finding_rows(html);
+    CHECK(rows.size() == r.findings.size());
+    CHECK(std::none_of(rows.begin(), rows.end(), [](const DomRow& row) { return row.hidden; }));
+}
+
+// Standard base64 of the bytes that lower-case `hex` spells.
+std::string base64_from_hex(const std::string& hex) {
+    static const std::string k_alphabet =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    std::string bits;
+    for (const char c : hex) {
+        const auto v = std::stoi(std::string(1, c), nullptr, 16);
+        for (int b = 3; b >= 0; --b) {
+            bits += ((v >> b) & 1) ? '1' : '0';
+        }
+    }
+    std::string out;
+    for (std::size_t i = 0; i < bits.size(); i += 6) {
+        std::string chunk = bits.substr(i, 6);
+        chunk.resize(6, '0');
+        out += k_alphabet[std::stoul(chunk, nullptr, 2)];
+    }
+    while (out.size() % 4 != 0) {
+        out += '=';
+    }
+    return out;
+}
+
+std::string between(const std::string& text, const std::string& open, const std::string& close) {
+    const auto at = text.find(open);
+    REQUIRE(at != std::string::npos);
+    const auto end = text.find(close, at + open.size());
+    REQUIRE(end != std::string::npos);
+    return text.substr(at + open.size(), end - at - open.size());
+}
+
+TEST_CASE("reports: the HTML page's CSP allows exactly its own inline style and script",
+          "[reports]") {
+    const std::string html = render(fixture(), Format::html);
+    const std::string csp =
+        between(html, "http-equiv=\"Content-Security-Policy\" content=\"", "\"");
+    const std::string style = between(html, "<style>", "</style>");
+    const std::string script = between(html, "<script>", "</script>");
+    CHECK(csp.rfind("default-src 'none'; ", 0) == 0);
+    CHECK(csp.find("style-src 'sha256-" + base64_from_hex(payrecon::sha256_hex(style)) + "'") !=
+          std::string::npos);
+    CHECK(csp.find("script-src 'sha256-" + base64_from_hex(payrecon::sha256_hex(script)) + "'") !=
+          std::string::npos);
+    CHECK(csp.find("unsafe") == std::string::npos);
+}
+
+TEST_CASE("reports: a failed run shows its failure, and a truncated list says so", "[reports]") {
+    Report r = fixture();
+    r.exit_code = 1;
+    r.failure = "provider <stripe> said \"no\"";
+    r.findings_truncated = true;
+    const std::string html = render(r, Format::html);
+    CHECK(html.find("id=\"failure\"") != std::string::npos);
+    CHECK(html.find("provider &lt;stripe&gt; said &quot;no&quot;") != std::string::npos);
+    CHECK(html.find("status-failed\" data-exit-code=\"1\"") != std::string::npos);
+    CHECK(html.find("id=\"truncated\"") != std::string::npos);
+    const std::string text = render(r, Format::text);
+    CHECK(text.find("failure:") != std::string::npos);
+    CHECK(text.find("1 (the run failed)") != std::string::npos);
+    CHECK(text.find("more findings exist than are listed") != std::string::npos);
+    CHECK(render(fixture(), Format::html).find("id=\"failure\"") == std::string::npos);
+}
+
+TEST_CASE("reports: write_report_file replaces the file whole", "[reports]") {
+    TempDir dir;
+    const fs::path path = dir.path() / "report.csv";
+    {
+        std::ofstream old(path);
+        old << "old content that is longer than nothing\n";
+    }
+    write_report_file(path.string(), fixture(), Format::csv);
+    CHECK(slurp(path) == render(fixture(), Format::csv));
+    CHECK(std::distance(fs::directory_iterator(dir.path()), fs::directory_iterator()) == 1);
+    CHECK_THROWS_WITH(write_report_file((dir.path() / "no" / "such" / "dir.csv").string(),
+                                        fixture(), Format::csv),
+                      Catch::Contains("cannot write the report to"));
+}
+
+TEST_CASE("reports: the HTML report in headless Chromium: screenshot, counts, and the category "
+          "filter",
+          "[reports][chromium]") {
+    const std::string chromium = find_chromium();
+    if (chromium.empty()) {
+        FAIL("chromium is not installed: run scripts/bootstrap (it installs Debian's chromium "
+             "package, which this test needs), or set PAYRECON_CHROMIUM to a Chromium binary");
+    }
+    const Report r = fixture();
+    TempDir dir;
+    const fs::path page = dir.path() / "report.html";
+    write_report_file(page.string(), r, Format::html);
+    const std::string url = "file://" + page.string();
+    const auto timeout = std::chrono::seconds(120);
+
+    SECTION("the page renders to a real screenshot") {
+        const fs::path png = dir.path() / "report.png";
+        auto cmd = chromium_command(chromium, dir.path() / "profile-shot");
+        cmd.push_back("--hide-scrollbars");
+        cmd.push_back("--window-size=1280,2000");
+        cmd.push_back("--screenshot=" + png.string());
+        cmd.push_back(url);
+        const ProcessResult run = run_process(cmd, dir.path(), timeout);
+        INFO(run.err);
+        CHECK(run.exit_code == 0);
+        REQUIRE(fs::exists(png));
+        const std::string bytes = slurp(png);
+        REQUIRE(bytes.size() > 24);
+        CHECK(bytes.substr(0, 8) == std::string("\x89PNG\r\n\x1a\n", 8));
+        const auto be32 = [&](std::size_t at) {
+            return (static_cast<unsigned>(static_cast<unsigned char>(bytes[at])) << 24) |
+                   (static_cast<unsigned>(static_cast<unsigned char>(bytes[at + 1])) << 16) |
+                   (static_cast<unsigned>(static_cast<unsigned char>(bytes[at + 2])) << 8) |
+                   static_cast<unsigned>(static_cast<unsigned char>(bytes[at + 3]));
+        };
+        CHECK(bytes.substr(12, 4) == "IHDR");
+        CHECK(be32(16) == 1280);
+        CHECK(be32(20) == 2000);
+        CHECK(bytes.size() > 20000); // a blank page of that size is a few kilobytes
+        if (const char* keep = std::getenv("PAYRECON_KEEP_SCREENSHOT"); keep && *keep) {
+            fs::copy_file(png, keep, fs::copy_options::overwrite_existing);
+        }
+    }
+
+    SECTION("after the script ran, every row shows and the counts are the report's") {
+        auto cmd = chromium_command(chromium, dir.path() / "profile-all");
+        cmd.push_back("--dump-dom");
+        cmd.push_back(url);
+        const ProcessResult run = run_process(cmd, dir.path(), timeout);
+        CHECK(run.exit_code == 0);
+        const std::string& dom = run.out;
+        INFO(dom.substr(0, 400));
+        CHECK(dom.find("data-filter=\"all\"") != std::string::npos); // the script ran
+        std::map<std::string, long long> expected;
+        for (const auto& [category, total] : r.totals) {
+            expected[category] = total.count;
+        }
+        CHECK(dom_counts(dom) == expected);
+        const auto rows = finding_rows(dom);
+        CHECK(rows.size() == r.findings.size());
+        CHECK(std::none_of(rows.begin(), rows.end(), [](const DomRow& row) { return row.hidden; }));
+        CHECK(element_text(dom, "shown-count") == std::to_string(r.findings.size()));
+        CHECK(dom.find("pi_&lt;script&gt;alert(1)&lt;/script&gt;") != std::string::npos);
+    }
+
+    SECTION("#category=missing_local shows only missing_local rows") {
+        auto cmd = chromium_command(chromium, dir.path() / "profile-filter");
+        cmd.push_back("--dump-dom");
+        cmd.push_back(url + "#category=missing_local");
+        const ProcessResult run = run_process(cmd, dir.path(), timeout);
+        CHECK(run.exit_code == 0);
+        const std::string& dom = run.out;
+        CHECK(dom.find("data-filter=\"missing_local\"") != std::string::npos);
+        const auto rows = finding_rows(dom);
+        REQUIRE(rows.size() == r.findings.size());
+        std::map<std::string, long long> visible;
+        for (const DomRow& row : rows) {
+            INFO(row.category);
+            CHECK(row.hidden == (row.category != "missing_local"));
+            if (!row.hidden) {
+                ++visible[row.category];
+            }
+        }
+        CHECK(visible == std::map<std::string, long long>{{"missing_local", 3}});
+        CHECK(element_text(dom, "shown-count") == "3");
+        CHECK(listed_per_category(r).at("missing_local") == 3);
+        // The totals table still counts every category.
+        CHECK(dom_counts(dom).at("matched") == 5);
+    }
+
+    SECTION("an unknown category in the fragment falls back to all") {
+        auto cmd = chromium_command(chromium, dir.path() / "profile-unknown");
+        cmd.push_back("--dump-dom");
+        cmd.push_back(url + "#category=%3Cscript%3E");
+        const ProcessResult run = run_process(cmd, dir.path(), timeout);
+        CHECK(run.exit_code == 0);
+        CHECK(run.out.find("data-filter=\"all\"") != std::string::npos);
+        const auto rows = finding_rows(run.out);
+        CHECK(rows.size() == r.findings.size());
+        CHECK(std::none_of(rows.begin(), rows.end(), [](const DomRow& row) { return row.hidden; }));
+    }
+}
