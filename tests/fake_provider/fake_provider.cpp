@@ -24,6 +24,7 @@ constexpr int k_backlog = 128;
 constexpr auto k_send_timeout = std::chrono::seconds(5);
 constexpr auto k_acceptor_tick = std::chrono::milliseconds(200);
 constexpr auto k_rebind_retry = std::chrono::milliseconds(20);
+constexpr std::size_t k_admin_max_ids = 1000; // a bulk seed answers first and last id past this
 
 std::string dump(const Json& j) {
     return j.dump(-1, ' ', false, Json::error_handler_t::replace);
@@ -503,7 +504,53 @@ http::Response FakeProvider::admin(const http::Request& request) {
         return admin_json(200, body);
     }
     if (path == "/__admin/ledger" && method == "GET") {
-        return admin_json(200, m_api.ledger());
+        const auto query = http::parse_form(request.query);
+        if (!query) {
+            return admin_error(400, "malformed query string");
+        }
+        LedgerOptions options;
+        for (const auto& [name, value] : *query) {
+            bool* flag = name == "intents"      ? &options.payment_intents
+                         : name == "operations" ? &options.operations
+                                                : nullptr;
+            if (flag == nullptr || (value != "true" && value != "false")) {
+                return admin_error(400, "expected intents=true|false and operations=true|false, "
+                                        "got " +
+                                            name + "=" + value);
+            }
+            *flag = value == "true";
+        }
+        return admin_json(200, m_api.ledger(options));
+    }
+    if (path == "/__admin/seed" && method == "POST") {
+        const auto parsed = nlohmann::json::parse(request.body, nullptr, false);
+        if (parsed.is_discarded()) {
+            return admin_error(400, "the body is not JSON");
+        }
+        Seed seed;
+        try {
+            seed = seed_from_json(parsed);
+        } catch (const std::invalid_argument& e) {
+            return admin_error(400, e.what());
+        }
+        std::vector<std::string> ids;
+        try {
+            ids = m_api.seed(seed);
+        } catch (const SeedNotFound& e) {
+            return admin_error(404, e.what());
+        } catch (const std::invalid_argument& e) {
+            return admin_error(400, e.what());
+        }
+        Json body;
+        body["kind"] = seed_kind(seed);
+        body["count"] = ids.size();
+        if (std::holds_alternative<BulkSeed>(seed) && ids.size() > k_admin_max_ids) {
+            body["first_id"] = ids.front(); // the oldest
+            body["last_id"] = ids.back();
+        } else {
+            body["ids"] = ids;
+        }
+        return admin_json(200, body);
     }
     if (path == "/__admin/reset" && method == "POST") {
         reset();

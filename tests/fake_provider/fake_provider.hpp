@@ -21,7 +21,9 @@
 #include <memory>
 #include <mutex>
 #include <ostream>
+#include <string>
 #include <thread>
+#include <vector>
 
 namespace payrecon::fake {
 
@@ -56,7 +58,23 @@ public:
     std::size_t connection_threads() const;
 
     // The same operations as the admin API, in-process.
-    nlohmann::ordered_json ledger() const { return m_api.ledger(); }
+    nlohmann::ordered_json ledger(LedgerOptions options = {}) const {
+        return m_api.ledger(options);
+    }
+    // Seeds a discrepancy (seed.hpp, README "Seeding"); answers the PaymentIntent ids created or
+    // changed. Throws SeedNotFound or std::invalid_argument, changing nothing.
+    std::vector<std::string> seed(const Seed& seed) { return m_api.seed(seed); }
+    std::vector<std::string> seed_orphan_charge(const OrphanCharge& s) { return seed(s); }
+    std::vector<std::string> seed_duplicate_charge(const DuplicateCharge& s) { return seed(s); }
+    std::vector<std::string> seed_amount_mismatch(const AmountMismatch& s) { return seed(s); }
+    std::vector<std::string> seed_refunded(const Refunded& s) { return seed(s); }
+    std::vector<std::string> seed_bulk(const BulkSeed& s) { return seed(s); }
+    std::vector<std::string> seed_bulk(std::size_t n, std::int64_t start_time,
+                                       std::chrono::milliseconds spacing, std::string currency,
+                                       std::int64_t amount, std::string operation_id_prefix) {
+        return seed(BulkSeed{n, start_time, spacing, std::move(currency), amount,
+                             std::move(operation_id_prefix)});
+    }
     void set_faults(FaultConfig config); // a `refuse` at the head of `next` closes the listener now
     FaultConfig faults() const { return m_api.faults(); }
     void reset(); // also reopens a refusing listener

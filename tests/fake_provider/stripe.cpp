@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <charconv>
+#include <limits>
 #include <set>
+#include <stdexcept>
 #include <string_view>
 #include <utility>
 #include <variant>
@@ -328,11 +330,67 @@ std::optional<std::pair<std::string, std::string>> parse_metadata_query(std::str
     return std::make_pair(std::move(*key), std::move(*value));
 }
 
+std::int64_t unix_seconds(Clock::time_point t) {
+    return std::chrono::duration_cast<std::chrono::seconds>(t.time_since_epoch()).count();
+}
+
+Clock::time_point from_unix_seconds(std::int64_t s) {
+    return Clock::time_point(std::chrono::seconds(s));
+}
+
+std::string_view view(const std::array<char, 24>& part) {
+    return {part.data(), part.size()};
+}
+
+template <class... Parts>
+std::string concat(const Parts&... parts) {
+    std::string out;
+    (out.append(parts), ...);
+    return out;
+}
+
+// The currency as create validates it, answered lower case.
+std::string checked_currency(const std::string& currency) {
+    if (currency.size() != 3 || !std::all_of(currency.begin(), currency.end(), [](char c) {
+            return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+        })) {
+        throw std::invalid_argument("currency: expected three letters, got '" + currency + "'");
+    }
+    std::string out;
+    for (const char c : currency) {
+        out += static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+    }
+    return out;
+}
+
+void check_amount(std::int64_t amount) {
+    if (amount < 1 || amount > k_max_amount) {
+        throw std::invalid_argument("amount: must be 1..99999999 (minor units), got " +
+                                    std::to_string(amount));
+    }
+}
+
 struct Decline {
-    std::string code;
-    std::string decline_code;
-    std::string message;
+    std::string_view code;
+    std::string_view decline_code;
+    std::string_view message;
 };
+
+std::optional<Decline> decline_of(IntentOutcome outcome) {
+    switch (outcome) {
+    case IntentOutcome::declined_generic:
+        return Decline{"card_declined", "generic_decline", "Your card was declined."};
+    case IntentOutcome::declined_insufficient_funds:
+        return Decline{"card_declined", "insufficient_funds", "Your card has insufficient funds."};
+    case IntentOutcome::declined_authentication_required:
+        return Decline{"authentication_required", "authentication_required",
+                       "Your card was declined. This transaction requires authentication."};
+    case IntentOutcome::succeeded:
+    case IntentOutcome::requires_action:
+        break;
+    }
+    return std::nullopt;
+}
 
 } // namespace
 
@@ -387,6 +445,8 @@ void StripeApi::reset() {
     m_fault_rng.seed(m_faults.seed);
     m_refusals_drawn = 0;
     m_clock_offset = std::chrono::seconds(0);
+    m_by_id.clear();
+    m_order.clear();
     m_intents.clear();
     m_keys.clear();
     m_deliveries = 0;
@@ -394,6 +454,8 @@ void StripeApi::reset() {
     m_deliveries_by_operation.clear();
     m_executions.clear();
     m_charged.clear();
+    m_refunded.clear();
+    m_seeded.clear();
     m_faults_applied.clear();
 }
 
@@ -675,134 +737,39 @@ Reply StripeApi::create(const http::Request& request, const Wait& wait) {
     }
 
     // Execute: one PaymentIntent, one charge attempt.
-    std::optional<Decline> decline;
-    bool requires_action = false;
+    Intent intent;
     if (reply.fault == Fault::decline) {
-        decline =
-            Decline{"card_declined", "insufficient_funds", "Your card has insufficient funds."};
+        intent.outcome = Outcome::declined_insufficient_funds;
     } else if (params.payment_method == "pm_card_chargeDeclined") {
-        decline = Decline{"card_declined", "generic_decline", "Your card was declined."};
+        intent.outcome = Outcome::declined_generic;
     } else if (params.payment_method == "pm_card_chargeDeclinedInsufficientFunds" ||
                params.payment_method == "pm_card_visa_chargeDeclinedInsufficientFunds") {
-        decline =
-            Decline{"card_declined", "insufficient_funds", "Your card has insufficient funds."};
+        intent.outcome = Outcome::declined_insufficient_funds;
     } else if (params.payment_method == "pm_card_authenticationRequired") {
-        if (params.off_session) {
-            decline = Decline{"authentication_required", "authentication_required",
-                              "Your card was declined. This transaction requires authentication."};
-        } else {
-            requires_action = true;
-        }
+        intent.outcome = params.off_session ? Outcome::declined_authentication_required
+                                            : Outcome::requires_action;
     }
-    const bool charged = !decline && !requires_action;
-    const bool has_charge = charged || (decline && decline->code == "card_declined");
-
-    Intent intent;
-    intent.id = random_id("pi_", 24);
+    intent.id = random_part();
+    if (intent.has_charge()) {
+        intent.charge_id = random_part();
+    }
+    intent.secret = random_part();
     intent.created_at = now_locked();
-    intent.created =
-        std::chrono::duration_cast<std::chrono::seconds>(intent.created_at.time_since_epoch())
-            .count();
+    intent.created = unix_seconds(intent.created_at);
+    intent.amount = params.amount;
+    intent.currency = params.currency;
     intent.operation_id = reply.operation_id;
-    intent.customer = params.customer.value_or("");
+    intent.payment_method = params.payment_method;
+    intent.customer = params.customer;
+    intent.description = params.description;
     intent.metadata = params.metadata;
-    const std::string charge_id = has_charge ? random_id("ch_", 24) : std::string();
-    const Json customer = params.customer ? Json(*params.customer) : Json(nullptr);
-    const Json description = params.description ? Json(*params.description) : Json(nullptr);
-    Json metadata = Json::object();
-    for (const auto& [k, v] : params.metadata) {
-        metadata[k] = v;
-    }
+    const bool declined = decline_of(intent.outcome).has_value();
+    const Intent& added = m_intents[add_intent(std::move(intent))];
 
-    Json last_error = nullptr;
-    if (decline) {
-        last_error = error_object("card_error", decline->message, decline->code);
-        last_error["decline_code"] = decline->decline_code;
-        if (has_charge) {
-            last_error["charge"] = charge_id;
-        }
-        last_error["payment_method"] =
-            Json{{"id", params.payment_method}, {"object", "payment_method"}, {"type", "card"}};
-    }
-    Json charges;
-    charges["object"] = "list";
-    charges["data"] = Json::array();
-    if (has_charge) {
-        Json charge;
-        charge["id"] = charge_id;
-        charge["object"] = "charge";
-        charge["amount"] = params.amount;
-        charge["amount_captured"] = charged ? params.amount : 0;
-        charge["amount_refunded"] = 0;
-        charge["captured"] = charged;
-        charge["created"] = intent.created;
-        charge["currency"] = params.currency;
-        charge["customer"] = customer;
-        charge["description"] = description;
-        charge["failure_code"] = decline ? Json(decline->code) : Json(nullptr);
-        charge["failure_message"] = decline ? Json(decline->message) : Json(nullptr);
-        charge["livemode"] = false;
-        charge["metadata"] = metadata;
-        charge["outcome"] =
-            Json{{"network_status", charged ? "approved_by_network" : "declined_by_network"},
-                 {"reason", decline ? Json(decline->decline_code) : Json(nullptr)},
-                 {"type", charged ? "authorized" : "issuer_declined"}};
-        charge["paid"] = charged;
-        charge["payment_intent"] = intent.id;
-        charge["payment_method"] = params.payment_method;
-        charge["refunded"] = false;
-        charge["status"] = charged ? "succeeded" : "failed";
-        charges["data"].push_back(std::move(charge));
-    }
-    charges["has_more"] = false;
-    charges["total_count"] = has_charge ? 1 : 0;
-    charges["url"] = "/v1/charges?payment_intent=" + intent.id;
-
-    Json& pi = intent.object;
-    pi["id"] = intent.id;
-    pi["object"] = "payment_intent";
-    pi["amount"] = params.amount;
-    pi["amount_capturable"] = 0;
-    pi["amount_received"] = charged ? params.amount : 0;
-    pi["application"] = nullptr;
-    pi["application_fee_amount"] = nullptr;
-    pi["canceled_at"] = nullptr;
-    pi["cancellation_reason"] = nullptr;
-    pi["capture_method"] = "automatic";
-    pi["charges"] = std::move(charges);
-    pi["client_secret"] = intent.id + random_id("_secret_", 24);
-    pi["confirmation_method"] = "automatic";
-    pi["created"] = intent.created;
-    pi["currency"] = params.currency;
-    pi["customer"] = customer;
-    pi["description"] = description;
-    pi["invoice"] = nullptr;
-    pi["last_payment_error"] = last_error;
-    pi["latest_charge"] = has_charge ? Json(charge_id) : Json(nullptr);
-    pi["livemode"] = false;
-    pi["metadata"] = metadata;
-    pi["next_action"] = requires_action
-                            ? Json{{"type", "use_stripe_sdk"}, {"use_stripe_sdk", Json::object()}}
-                            : Json(nullptr);
-    pi["on_behalf_of"] = nullptr;
-    pi["payment_method"] = params.payment_method;
-    pi["payment_method_options"] = Json::object();
-    pi["payment_method_types"] = Json::array({"card"});
-    pi["processing"] = nullptr;
-    pi["receipt_email"] = nullptr;
-    pi["review"] = nullptr;
-    pi["setup_future_usage"] = nullptr;
-    pi["shipping"] = nullptr;
-    pi["statement_descriptor"] = nullptr;
-    pi["statement_descriptor_suffix"] = nullptr;
-    pi["status"] =
-        charged ? "succeeded" : (requires_action ? "requires_action" : "requires_payment_method");
-    pi["transfer_data"] = nullptr;
-    pi["transfer_group"] = nullptr;
-
-    if (decline) {
-        Json err = last_error;
-        err["payment_intent"] = pi;
+    Json pi = render(added);
+    if (declined) {
+        Json err = pi["last_payment_error"];
+        err["payment_intent"] = std::move(pi);
         Json body;
         body["error"] = std::move(err);
         reply.response = json_response(402, body);
@@ -810,11 +777,6 @@ Reply StripeApi::create(const http::Request& request, const Wait& wait) {
         reply.response = json_response(200, pi);
     }
     reply.executed = true;
-    ++m_executions[reply.operation_id];
-    if (charged) {
-        m_charged[params.currency] += params.amount;
-    }
-    m_intents.push_back(std::move(intent));
     after(reply);
 
     if (key != nullptr) {
@@ -828,6 +790,374 @@ Reply StripeApi::create(const http::Request& request, const Wait& wait) {
     return reply;
 }
 
+bool StripeApi::Intent::has_charge() const {
+    return outcome == Outcome::succeeded || outcome == Outcome::declined_generic ||
+           outcome == Outcome::declined_insufficient_funds;
+}
+
+StripeApi::IdPart StripeApi::random_part() {
+    static constexpr std::string_view k_alphabet =
+        "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+    IdPart part{};
+    for (std::size_t i = 0; i < part.size(); i += 8) {
+        std::uint64_t bits = m_id_rng(); // 8 characters from each draw (62^8 < 2^64)
+        for (std::size_t j = i; j < i + 8; ++j) {
+            part[j] = k_alphabet[bits % k_alphabet.size()];
+            bits /= k_alphabet.size();
+        }
+    }
+    return part;
+}
+
+// An empty JSON object with room for `keys` members: ordered_json keeps them in a vector whose
+// growth would copy (const keys do not move) everything added so far, nested objects included.
+static Json object_with_room(std::size_t keys) {
+    Json j = Json::object();
+    j.get_ref<Json::object_t&>().reserve(keys);
+    return j;
+}
+
+Json StripeApi::render(const Intent& in) const {
+    const std::string id = concat("pi_", view(in.id));
+    const bool charged = in.succeeded();
+    const bool has_charge = in.has_charge();
+    const bool requires_action = in.outcome == Outcome::requires_action;
+    const auto decline = decline_of(in.outcome);
+    const std::string charge_id = has_charge ? concat("ch_", view(in.charge_id)) : std::string();
+    const Json customer = in.customer ? Json(*in.customer) : Json(nullptr);
+    const Json description = in.description ? Json(*in.description) : Json(nullptr);
+    Json metadata = Json::object();
+    for (const auto& [k, v] : in.metadata) {
+        metadata[k] = v;
+    }
+
+    Json last_error = nullptr;
+    if (decline) {
+        last_error = error_object("card_error", decline->message, decline->code);
+        last_error["decline_code"] = decline->decline_code;
+        if (has_charge) {
+            last_error["charge"] = charge_id;
+        }
+        last_error["payment_method"] =
+            Json{{"id", in.payment_method}, {"object", "payment_method"}, {"type", "card"}};
+    }
+    Json charges = object_with_room(5);
+    charges["object"] = "list";
+    charges["data"] = Json::array();
+    if (has_charge) {
+        Json refunds = object_with_room(5);
+        refunds["object"] = "list";
+        refunds["data"] = Json::array();
+        for (auto it = in.refunds.rbegin(); it != in.refunds.rend(); ++it) { // newest first
+            Json refund = object_with_room(14);
+            refund["id"] = concat("re_", view(it->id));
+            refund["object"] = "refund";
+            refund["amount"] = it->amount;
+            refund["balance_transaction"] = nullptr;
+            refund["charge"] = charge_id;
+            refund["created"] = it->created;
+            refund["currency"] = in.currency;
+            refund["metadata"] = Json::object();
+            refund["payment_intent"] = id;
+            refund["reason"] = nullptr;
+            refund["receipt_number"] = nullptr;
+            refund["source_transfer_reversal"] = nullptr;
+            refund["status"] = "succeeded";
+            refund["transfer_reversal"] = nullptr;
+            refunds["data"].push_back(std::move(refund));
+        }
+        refunds["has_more"] = false;
+        refunds["total_count"] = in.refunds.size();
+        refunds["url"] = "/v1/charges/" + charge_id + "/refunds";
+
+        Json charge = object_with_room(24);
+        charge["id"] = charge_id;
+        charge["object"] = "charge";
+        charge["amount"] = in.amount;
+        charge["amount_captured"] = charged ? in.amount : 0;
+        charge["amount_refunded"] = in.amount_refunded;
+        charge["captured"] = charged;
+        charge["created"] = in.created;
+        charge["currency"] = in.currency;
+        charge["customer"] = customer;
+        charge["description"] = description;
+        charge["disputed"] = false;
+        charge["failure_code"] = decline ? Json(decline->code) : Json(nullptr);
+        charge["failure_message"] = decline ? Json(decline->message) : Json(nullptr);
+        charge["livemode"] = false;
+        charge["metadata"] = metadata;
+        charge["outcome"] =
+            Json{{"network_status", charged ? "approved_by_network" : "declined_by_network"},
+                 {"reason", decline ? Json(decline->decline_code) : Json(nullptr)},
+                 {"type", charged ? "authorized" : "issuer_declined"}};
+        charge["paid"] = charged;
+        charge["payment_intent"] = id;
+        charge["payment_method"] = in.payment_method;
+        // Stripe: true only once fully refunded; a partial refund shows in amount_refunded.
+        charge["refunded"] = charged && in.amount_refunded >= in.amount;
+        charge["refunds"] = std::move(refunds);
+        charge["status"] = charged ? "succeeded" : "failed";
+        charges["data"].push_back(std::move(charge));
+    }
+    charges["has_more"] = false;
+    charges["total_count"] = has_charge ? 1 : 0;
+    charges["url"] = "/v1/charges?payment_intent=" + id;
+
+    Json pi = object_with_room(40);
+    pi["id"] = id;
+    pi["object"] = "payment_intent";
+    pi["amount"] = in.amount;
+    pi["amount_capturable"] = 0;
+    pi["amount_received"] = charged ? in.amount : 0;
+    pi["application"] = nullptr;
+    pi["application_fee_amount"] = nullptr;
+    pi["canceled_at"] = nullptr;
+    pi["cancellation_reason"] = nullptr;
+    pi["capture_method"] = "automatic";
+    pi["charges"] = std::move(charges);
+    pi["client_secret"] = concat(id, "_secret_", view(in.secret));
+    pi["confirmation_method"] = "automatic";
+    pi["created"] = in.created;
+    pi["currency"] = in.currency;
+    pi["customer"] = customer;
+    pi["description"] = description;
+    pi["invoice"] = nullptr;
+    pi["last_payment_error"] = std::move(last_error);
+    pi["latest_charge"] = has_charge ? Json(charge_id) : Json(nullptr);
+    pi["livemode"] = false;
+    pi["metadata"] = std::move(metadata);
+    pi["next_action"] = requires_action
+                            ? Json{{"type", "use_stripe_sdk"}, {"use_stripe_sdk", Json::object()}}
+                            : Json(nullptr);
+    pi["on_behalf_of"] = nullptr;
+    pi["payment_method"] = in.payment_method;
+    pi["payment_method_options"] = Json::object();
+    pi["payment_method_types"] = Json::array({"card"});
+    pi["processing"] = nullptr;
+    pi["receipt_email"] = nullptr;
+    pi["review"] = nullptr;
+    pi["setup_future_usage"] = nullptr;
+    pi["shipping"] = nullptr;
+    pi["statement_descriptor"] = nullptr;
+    pi["statement_descriptor_suffix"] = nullptr;
+    pi["status"] =
+        charged ? "succeeded" : (requires_action ? "requires_action" : "requires_payment_method");
+    pi["transfer_data"] = nullptr;
+    pi["transfer_group"] = nullptr;
+    return pi;
+}
+
+bool StripeApi::before_in_order(std::size_t a, std::size_t b) const {
+    const std::int64_t ca = m_intents[a].created;
+    const std::int64_t cb = m_intents[b].created;
+    return ca != cb ? ca < cb : a < b;
+}
+
+std::size_t StripeApi::add_intent(Intent intent) {
+    const std::size_t index = m_intents.size();
+    Intent& in = m_intents.emplace_back();
+    in = std::move(intent);
+    m_by_id.emplace(view(in.id), index);
+    // The newest index goes after every intent created in the same second or before.
+    if (m_order.empty() || m_intents[m_order.back()].created <= in.created) {
+        m_order.push_back(index);
+    } else {
+        const auto at = std::upper_bound(
+            m_order.begin(), m_order.end(), in.created,
+            [this](std::int64_t created, std::size_t i) { return created < m_intents[i].created; });
+        m_order.insert(at, index);
+    }
+    ++m_executions[in.operation_id];
+    if (in.succeeded()) {
+        m_charged[in.currency] += in.net();
+    }
+    return index;
+}
+
+std::size_t StripeApi::order_position(std::size_t i) const {
+    const auto at =
+        std::lower_bound(m_order.begin(), m_order.end(), i,
+                         [this](std::size_t a, std::size_t b) { return before_in_order(a, b); });
+    return static_cast<std::size_t>(at - m_order.begin());
+}
+
+std::optional<std::size_t> StripeApi::find_id(std::string_view id) const {
+    constexpr std::string_view k_prefix = "pi_";
+    if (id.size() != k_prefix.size() + std::tuple_size_v<IdPart> ||
+        id.substr(0, k_prefix.size()) != k_prefix) {
+        return std::nullopt;
+    }
+    const auto it = m_by_id.find(id.substr(k_prefix.size()));
+    if (it == m_by_id.end()) {
+        return std::nullopt;
+    }
+    return it->second;
+}
+
+std::size_t StripeApi::find_ref(const IntentRef& ref) const {
+    if (!ref.id.empty()) {
+        if (const auto i = find_id(ref.id)) {
+            return *i;
+        }
+        throw SeedNotFound("id: no such payment_intent: '" + ref.id + "'");
+    }
+    for (std::size_t i = 0; i < m_intents.size(); ++i) {
+        if (m_intents[i].operation_id == ref.operation_id) {
+            return i;
+        }
+    }
+    throw SeedNotFound("operation_id: no PaymentIntent for operation '" + ref.operation_id + "'");
+}
+
+std::vector<std::string> StripeApi::seed(const Seed& seed) {
+    std::lock_guard lock(m_mutex);
+    auto ids = std::visit([this](const auto& s) { return seed_locked(s); }, seed);
+    m_seeded[std::string(seed_kind(seed))] += ids.size();
+    return ids;
+}
+
+std::vector<std::string> StripeApi::seed_locked(const OrphanCharge& s) {
+    check_amount(s.amount);
+    Intent in;
+    in.currency = checked_currency(s.currency);
+    if (s.metadata.size() > k_max_metadata_keys) {
+        throw std::invalid_argument("metadata: at most 50 keys");
+    }
+    for (const auto& [key, value] : s.metadata) {
+        if (key.empty() || key.size() > k_max_metadata_key_length ||
+            value.size() > k_max_metadata_value_length) {
+            throw std::invalid_argument("metadata: keys 1..40 characters, values at most 500");
+        }
+    }
+    in.amount = s.amount;
+    in.metadata = s.metadata;
+    const auto op = s.metadata.find("operation_id");
+    in.operation_id = op != s.metadata.end() ? op->second : std::string(k_no_operation);
+    in.payment_method = s.payment_method;
+    in.customer = s.customer;
+    in.description = s.description;
+    in.created_at = s.created ? from_unix_seconds(*s.created) : now_locked();
+    in.created = unix_seconds(in.created_at);
+    in.id = random_part();
+    in.charge_id = random_part();
+    in.secret = random_part();
+    const Intent& added = m_intents[add_intent(std::move(in))];
+    return {concat("pi_", view(added.id))};
+}
+
+std::vector<std::string> StripeApi::seed_locked(const DuplicateCharge& s) {
+    const Intent& original = m_intents[find_ref(IntentRef{"", s.operation_id})];
+    Intent in;
+    in.amount = original.amount;
+    in.currency = original.currency;
+    in.operation_id = original.operation_id;
+    in.payment_method = original.payment_method;
+    in.customer = original.customer;
+    in.description = original.description;
+    in.metadata = original.metadata;
+    in.created_at = s.created ? from_unix_seconds(*s.created) : now_locked();
+    in.created = unix_seconds(in.created_at);
+    in.id = random_part();
+    in.charge_id = random_part();
+    in.secret = random_part();
+    const Intent& added = m_intents[add_intent(std::move(in))];
+    return {concat("pi_", view(added.id))};
+}
+
+std::vector<std::string> StripeApi::seed_locked(const AmountMismatch& s) {
+    check_amount(s.amount);
+    Intent& in = m_intents[find_ref(s.intent)];
+    if (in.amount_refunded > s.amount) {
+        throw std::invalid_argument("amount: below what is already refunded (" +
+                                    std::to_string(in.amount_refunded) + ")");
+    }
+    const std::int64_t before = in.net();
+    in.amount = s.amount;
+    if (in.succeeded()) {
+        m_charged[in.currency] += in.net() - before;
+    }
+    return {concat("pi_", view(in.id))};
+}
+
+std::vector<std::string> StripeApi::seed_locked(const Refunded& s) {
+    Intent& in = m_intents[find_ref(s.intent)];
+    if (!in.succeeded()) {
+        throw std::invalid_argument("the PaymentIntent has no succeeded charge to refund");
+    }
+    const std::int64_t left = in.amount - in.amount_refunded;
+    const std::int64_t amount = s.amount.value_or(left);
+    if (left == 0) {
+        throw std::invalid_argument("the charge is already fully refunded");
+    }
+    if (amount < 1 || amount > left) {
+        throw std::invalid_argument("amount: must be 1.." + std::to_string(left) +
+                                    " (what is not yet refunded)");
+    }
+    Refund refund;
+    refund.id = random_part();
+    refund.amount = amount;
+    refund.created = s.created.value_or(unix_seconds(now_locked()));
+    in.refunds.push_back(refund);
+    in.amount_refunded += amount;
+    m_charged[in.currency] -= amount;
+    m_refunded[in.currency] += amount;
+    return {concat("pi_", view(in.id))};
+}
+
+std::vector<std::string> StripeApi::seed_locked(const BulkSeed& s) {
+    if (s.n > 0) {
+        check_amount(s.amount);
+    }
+    const std::string currency = checked_currency(s.currency);
+    if (s.spacing.count() < 0) {
+        throw std::invalid_argument("spacing: must not be negative");
+    }
+    const std::size_t first = m_intents.size();
+    const std::size_t order_before = m_order.size();
+    m_order.reserve(m_order.size() + s.n);
+    m_by_id.reserve(m_by_id.size() + s.n);
+    std::vector<std::string> ids;
+    ids.reserve(s.n);
+    const Clock::time_point start = from_unix_seconds(s.start_time);
+    std::uint64_t& none = m_executions[std::string(k_no_operation)];
+    const bool with_metadata = !s.operation_id_prefix.empty();
+    for (std::size_t i = 0; i < s.n; ++i) {
+        Intent& in = m_intents.emplace_back();
+        in.id = random_part();
+        in.charge_id = random_part();
+        in.secret = random_part();
+        in.created_at = start + s.spacing * static_cast<std::int64_t>(i);
+        in.created = unix_seconds(in.created_at);
+        in.amount = s.amount;
+        in.currency = currency;
+        in.payment_method = "pm_card_visa";
+        if (with_metadata) {
+            in.operation_id = s.operation_id_prefix + std::to_string(i);
+            in.metadata.emplace("operation_id", in.operation_id);
+            ++m_executions[in.operation_id];
+        } else {
+            in.operation_id = k_no_operation;
+            ++none;
+        }
+        m_by_id.emplace(view(in.id), first + i);
+        m_order.push_back(first + i);
+        ids.push_back(concat("pi_", view(in.id)));
+    }
+    if (none == 0) {
+        m_executions.erase(std::string(k_no_operation));
+    }
+    if (s.n > 0) {
+        m_charged[currency] += s.amount * static_cast<std::int64_t>(s.n);
+    }
+    // The new run is in order (spacing >= 0); merge it in if it starts before the newest.
+    const auto mid = m_order.begin() + static_cast<std::ptrdiff_t>(order_before);
+    if (order_before > 0 && mid != m_order.end() && before_in_order(*mid, *(mid - 1))) {
+        std::inplace_merge(m_order.begin(), mid, m_order.end(),
+                           [this](std::size_t a, std::size_t b) { return before_in_order(a, b); });
+    }
+    return ids;
+}
+
 Reply StripeApi::retrieve(const std::string& id, const http::Fields& query, const Wait& wait) {
     Reply reply;
     if (!wait(faults().latency)) {
@@ -839,11 +1169,9 @@ Reply StripeApi::retrieve(const std::string& id, const http::Fields& query, cons
         return reply;
     }
     std::lock_guard lock(m_mutex);
-    for (const Intent& intent : m_intents) {
-        if (intent.id == id) {
-            reply.response = json_response(200, intent.object);
-            return reply;
-        }
+    if (const auto i = find_id(id)) {
+        reply.response = json_response(200, render(m_intents[*i]));
+        return reply;
     }
     reply.response = error(404, "invalid_request_error", "No such payment_intent: '" + id + "'",
                            "resource_missing", "intent");
@@ -905,22 +1233,23 @@ Reply StripeApi::search(const http::Fields& query, const Wait& wait) {
     }
     const auto now = now_locked();
     std::vector<const Intent*> found;
-    for (auto it = m_intents.rbegin(); it != m_intents.rend(); ++it) { // newest first
-        const auto meta = it->metadata.find(clause->first);
-        if (meta == it->metadata.end() || meta->second != clause->second) {
+    for (auto it = m_order.rbegin(); it != m_order.rend(); ++it) { // newest first
+        const Intent& intent = m_intents[*it];
+        const auto meta = intent.metadata.find(clause->first);
+        if (meta == intent.metadata.end() || meta->second != clause->second) {
             continue;
         }
-        if (it->created_at + m_faults.lookup_stale > now) {
+        if (intent.created_at + m_faults.lookup_stale > now) {
             continue; // not indexed yet
         }
-        found.push_back(&*it);
+        found.push_back(&intent);
     }
     const auto per_page = static_cast<std::size_t>(std::get<std::int64_t>(limit));
     Json body;
     body["object"] = "search_result";
     body["data"] = Json::array();
     for (std::size_t i = offset; i < found.size() && i < offset + per_page; ++i) {
-        body["data"].push_back(found[i]->object);
+        body["data"].push_back(render(*found[i]));
     }
     const bool more = offset + per_page < found.size();
     body["has_more"] = more;
@@ -980,66 +1309,80 @@ Reply StripeApi::list(const http::Fields& query, const Wait& wait) {
                                "Listing is temporarily unavailable (fake provider: lookup_down).");
         return reply;
     }
-    // Stripe's order: newest first; within one second, the later creation first.
-    using Position = std::pair<std::int64_t, std::size_t>; // (created, creation index)
-    std::optional<Position> cursor;
+    // Stripe's order: newest first; within one second, the later creation first. m_order holds
+    // that order reversed, so a window is a range of it found by binary search, and a page costs
+    // O(log n + page) (plus the PaymentIntents a `customer` filter skips).
+    const auto first_at_least = [this](std::int64_t created) {
+        const auto at = std::lower_bound(
+            m_order.begin(), m_order.end(), created,
+            [this](std::size_t i, std::int64_t c) { return m_intents[i].created < c; });
+        return static_cast<std::size_t>(at - m_order.begin());
+    };
+    constexpr std::int64_t k_max = std::numeric_limits<std::int64_t>::max();
+    std::size_t lo = 0; // the window is m_order[lo, hi)
+    std::size_t hi = m_order.size();
+    if (gte) {
+        lo = std::max(lo, first_at_least(*gte));
+    }
+    if (gt) {
+        lo = std::max(lo, *gt == k_max ? m_order.size() : first_at_least(*gt + 1));
+    }
+    if (lt) {
+        hi = std::min(hi, first_at_least(*lt));
+    }
+    if (lte) {
+        hi = std::min(hi, *lte == k_max ? m_order.size() : first_at_least(*lte + 1));
+    }
+    hi = std::max(hi, lo);
+    std::optional<std::size_t> cursor; // the cursor's position in m_order
     if (const std::string* id = starting_after != nullptr ? starting_after : ending_before) {
-        for (std::size_t i = 0; i < m_intents.size(); ++i) {
-            if (m_intents[i].id == *id) {
-                cursor = Position{m_intents[i].created, i};
-            }
-        }
-        if (!cursor) {
+        const auto i = find_id(*id);
+        if (!i) {
             reply.response =
                 invalid_request("No such payment_intent: '" + *id + "'", "resource_missing",
                                 starting_after != nullptr ? "starting_after" : "ending_before");
             return reply;
         }
+        cursor = order_position(*i);
     }
-    std::vector<std::size_t> matching; // newest first
-    for (std::size_t n = m_intents.size(); n > 0; --n) {
-        const std::size_t i = n - 1;
-        const Intent& intent = m_intents[i];
-        const std::int64_t c = intent.created;
-        if ((gt && c <= *gt) || (gte && c < *gte) || (lt && c >= *lt) || (lte && c > *lte) ||
-            (customer != nullptr && intent.customer != *customer)) {
-            continue;
-        }
-        matching.push_back(i);
-    }
-    std::stable_sort(matching.begin(), matching.end(), [this](std::size_t a, std::size_t b) {
-        return Position{m_intents[a].created, a} > Position{m_intents[b].created, b};
-    });
+    const auto wanted = [&](std::size_t i) {
+        return customer == nullptr ||
+               (m_intents[i].customer && *m_intents[i].customer == *customer);
+    };
     const auto per_page = static_cast<std::size_t>(std::get<std::int64_t>(limit));
-    std::vector<std::size_t> page;
+    std::vector<std::size_t> page; // indexes into m_intents, newest first
     bool more = false;
     if (ending_before != nullptr) {
-        std::vector<std::size_t> before; // newer than the cursor, newest first
-        for (const std::size_t i : matching) {
-            if (Position{m_intents[i].created, i} > *cursor) {
-                before.push_back(i);
-            }
-        }
-        const std::size_t skip = before.size() > per_page ? before.size() - per_page : 0;
-        page.assign(before.begin() + static_cast<std::ptrdiff_t>(skip), before.end());
-        more = skip > 0;
-    } else {
-        for (const std::size_t i : matching) {
-            if (cursor && !(Position{m_intents[i].created, i} < *cursor)) {
+        // The page just newer than the cursor: walk up from it, then show newest first.
+        for (std::size_t p = std::max(lo, *cursor + 1); p < hi; ++p) {
+            if (!wanted(m_order[p])) {
                 continue;
             }
             if (page.size() == per_page) {
                 more = true;
                 break;
             }
-            page.push_back(i);
+            page.push_back(m_order[p]);
+        }
+        std::reverse(page.begin(), page.end());
+    } else {
+        const std::size_t top = cursor ? std::min(hi, *cursor) : hi;
+        for (std::size_t p = top; p > lo; --p) {
+            if (!wanted(m_order[p - 1])) {
+                continue;
+            }
+            if (page.size() == per_page) {
+                more = true;
+                break;
+            }
+            page.push_back(m_order[p - 1]);
         }
     }
     Json body;
     body["object"] = "list";
     body["data"] = Json::array();
     for (const std::size_t i : page) {
-        body["data"].push_back(m_intents[i].object);
+        body["data"].push_back(render(m_intents[i]));
     }
     body["has_more"] = more;
     body["url"] = k_list_url;
@@ -1047,33 +1390,45 @@ Reply StripeApi::list(const http::Fields& query, const Wait& wait) {
     return reply;
 }
 
-nlohmann::ordered_json StripeApi::ledger() const {
+nlohmann::ordered_json StripeApi::ledger(LedgerOptions options) const {
     std::lock_guard lock(m_mutex);
     Json j;
     j["deliveries"] = m_deliveries;
-    j["deliveries_by_operation"] = Json::object();
-    for (const auto& [op, n] : m_deliveries_by_operation) {
-        j["deliveries_by_operation"][op] = n;
-    }
-    j["executions"] = Json::object();
-    for (const auto& [op, n] : m_executions) {
-        j["executions"][op] = n;
+    if (options.operations) {
+        j["deliveries_by_operation"] = Json::object();
+        for (const auto& [op, n] : m_deliveries_by_operation) {
+            j["deliveries_by_operation"][op] = n;
+        }
+        j["executions"] = Json::object();
+        for (const auto& [op, n] : m_executions) {
+            j["executions"][op] = n;
+        }
     }
     j["replays"] = m_replays;
     j["charged"] = Json::object();
     for (const auto& [currency, amount] : m_charged) {
         j["charged"][currency] = amount;
     }
+    j["refunded"] = Json::object();
+    for (const auto& [currency, amount] : m_refunded) {
+        j["refunded"][currency] = amount;
+    }
     j["faults_applied"] = Json::object();
     for (const auto& [fault, n] : m_faults_applied) {
         j["faults_applied"][std::string(to_string(fault))] = n;
     }
-    j["payment_intents"] = Json::array();
-    for (const Intent& intent : m_intents) {
-        j["payment_intents"].push_back(intent.object);
+    j["seeded"] = Json::object();
+    for (const auto& [kind, n] : m_seeded) {
+        j["seeded"][kind] = n;
     }
-    j["now"] =
-        std::chrono::duration_cast<std::chrono::seconds>(now_locked().time_since_epoch()).count();
+    j["payment_intent_count"] = m_intents.size();
+    if (options.payment_intents) {
+        j["payment_intents"] = Json::array();
+        for (const std::size_t i : m_order) {
+            j["payment_intents"].push_back(render(m_intents[i]));
+        }
+    }
+    j["now"] = unix_seconds(now_locked());
     return j;
 }
 

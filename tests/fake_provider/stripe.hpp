@@ -17,16 +17,23 @@
 #include "core/secret.hpp"
 #include "tests/fake_provider/faults.hpp"
 #include "tests/fake_provider/http.hpp"
+#include "tests/fake_provider/seed.hpp"
 
+#include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace payrecon::fake {
@@ -57,6 +64,24 @@ struct Reply {
     bool replayed = false;
 };
 
+// How a PaymentIntent ended: succeeded (a paid charge), requires_action (no charge), or a decline
+// (a failed charge for card_declined, none for authentication_required).
+enum class IntentOutcome : std::uint8_t {
+    succeeded,
+    requires_action,
+    declined_generic,
+    declined_insufficient_funds,
+    declined_authentication_required,
+};
+
+// What the ledger JSON holds besides the counts: `payment_intents` (every PaymentIntent, as
+// retrieve answers it) and the per-operation maps (`deliveries_by_operation`, `executions`), which
+// are huge after a bulk seed.
+struct LedgerOptions {
+    bool payment_intents = true;
+    bool operations = true;
+};
+
 class StripeApi {
 public:
     // Waits `duration` (latency); returns false if the server is stopping, and the request is
@@ -69,8 +94,20 @@ public:
     Reply handle(const http::Request& request, const Wait& wait);
 
     // {"deliveries", "deliveries_by_operation", "executions", "replays", "charged" (succeeded
-    // amounts per currency), "faults_applied", "payment_intents" (oldest first), "now"}.
-    nlohmann::ordered_json ledger() const;
+    // amounts less refunds, per currency), "refunded", "faults_applied", "seeded",
+    // "payment_intent_count", "payment_intents" (oldest first by created), "now"}.
+    nlohmann::ordered_json ledger(LedgerOptions options = {}) const;
+
+    // Seeds a discrepancy (seed.hpp); answers the ids of the PaymentIntents it created or changed.
+    // Throws SeedNotFound for an unknown PaymentIntent or operation, std::invalid_argument for a
+    // seed the fake cannot apply (a bad amount or currency, a refund of an unpaid PaymentIntent,
+    // a refund past the amount). Nothing changes when it throws.
+    std::vector<std::string> seed(const Seed& seed);
+    std::vector<std::string> seed_orphan_charge(const OrphanCharge& s) { return seed(s); }
+    std::vector<std::string> seed_duplicate_charge(const DuplicateCharge& s) { return seed(s); }
+    std::vector<std::string> seed_amount_mismatch(const AmountMismatch& s) { return seed(s); }
+    std::vector<std::string> seed_refunded(const Refunded& s) { return seed(s); }
+    std::vector<std::string> seed_bulk(const BulkSeed& s) { return seed(s); }
 
     // Forgets every PaymentIntent, key and count; faults back to none; fake clock back to real.
     void reset();
@@ -87,14 +124,39 @@ public:
     std::chrono::system_clock::time_point now() const;
 
 private:
+    // A random id part: "pi_" / "ch_" / "re_" + these 24 characters.
+    using IdPart = std::array<char, 24>;
+
+    using Outcome = IntentOutcome;
+
+    struct Refund {
+        IdPart id{};
+        std::int64_t amount = 0;
+        std::int64_t created = 0;
+    };
+
+    // Kept compact (a bulk seed holds a million): the JSON is rendered on demand (render()).
     struct Intent {
-        std::string id;
+        IdPart id{};
+        IdPart charge_id{}; // meaningful when has_charge()
+        IdPart secret{};    // client_secret = id + "_secret_" + secret
+        Outcome outcome = Outcome::succeeded;
         std::chrono::system_clock::time_point created_at;
         std::int64_t created = 0; // unix seconds, as Stripe shows it
+        std::int64_t amount = 0;
+        std::int64_t amount_refunded = 0;
+        std::string currency;
         std::string operation_id;
-        std::string customer;
+        std::string payment_method;
+        std::optional<std::string> customer;
+        std::optional<std::string> description;
         std::map<std::string, std::string> metadata;
-        nlohmann::ordered_json object;
+        std::vector<Refund> refunds; // oldest first
+
+        bool has_charge() const;
+        bool succeeded() const { return outcome == Outcome::succeeded; }
+        // What this PaymentIntent adds to `charged`: received less refunded.
+        std::int64_t net() const { return succeeded() ? amount - amount_refunded : 0; }
     };
 
     struct KeyRecord {
@@ -113,6 +175,22 @@ private:
     // Under m_mutex.
     Fault draw_fault();
     std::string random_id(std::string_view prefix, std::size_t length);
+    IdPart random_part();
+    nlohmann::ordered_json render(const Intent& intent) const;
+    // Adds an intent (index, order, executions, charged); returns its index in m_intents.
+    std::size_t add_intent(Intent intent);
+    // (created, index) order: oldest first, and within a second creation order.
+    bool before_in_order(std::size_t a, std::size_t b) const;
+    // The position in m_order of m_intents[i].
+    std::size_t order_position(std::size_t i) const;
+    // The index in m_intents of "pi_..."; nullopt if unknown.
+    std::optional<std::size_t> find_id(std::string_view id) const;
+    std::size_t find_ref(const IntentRef& ref) const; // throws SeedNotFound
+    std::vector<std::string> seed_locked(const OrphanCharge& s);
+    std::vector<std::string> seed_locked(const DuplicateCharge& s);
+    std::vector<std::string> seed_locked(const AmountMismatch& s);
+    std::vector<std::string> seed_locked(const Refunded& s);
+    std::vector<std::string> seed_locked(const BulkSeed& s);
     std::chrono::system_clock::time_point now_locked() const;
     bool authorized(const http::Request& request) const;
 
@@ -124,13 +202,51 @@ private:
     std::uint64_t m_refusals_drawn = 0;
     std::chrono::seconds m_clock_offset{0};
 
-    std::vector<Intent> m_intents; // creation order
+    // Intents in creation order, in fixed chunks: an intent never moves once added (m_by_id's
+    // keys view Intent::id), and a bulk seed allocates one chunk per 4096 intents, not one each
+    // (as std::deque does for an element this large).
+    class Store {
+    public:
+        std::size_t size() const { return m_size; }
+        Intent& operator[](std::size_t i) { return m_chunks[i / k_chunk][i % k_chunk]; }
+        const Intent& operator[](std::size_t i) const { return m_chunks[i / k_chunk][i % k_chunk]; }
+        Intent& emplace_back() {
+            if (m_size == m_chunks.size() * k_chunk) {
+                m_chunks.push_back(std::make_unique<Intent[]>(k_chunk));
+            }
+            return (*this)[m_size++];
+        }
+        void clear() {
+            m_chunks.clear();
+            m_size = 0;
+        }
+
+    private:
+        static constexpr std::size_t k_chunk = 4096;
+        std::vector<std::unique_ptr<Intent[]>> m_chunks;
+        std::size_t m_size = 0;
+    };
+    Store m_intents;
+    // Indexes into m_intents by (created, index) ascending: what list binary-searches. Equal to
+    // creation order unless a seed went back in time.
+    std::vector<std::size_t> m_order;
+    // Random ids: their first 8 bytes are hash enough (and nothing to cache in the node).
+    struct IdHash {
+        std::size_t operator()(std::string_view id) const noexcept {
+            std::uint64_t h = 0;
+            std::memcpy(&h, id.data(), std::min(id.size(), sizeof h));
+            return static_cast<std::size_t>(h);
+        }
+    };
+    std::unordered_map<std::string_view, std::size_t, IdHash> m_by_id; // the 24 after "pi_"
     std::map<std::string, KeyRecord> m_keys;
     std::uint64_t m_deliveries = 0;
     std::uint64_t m_replays = 0;
     std::map<std::string, std::uint64_t> m_deliveries_by_operation;
     std::map<std::string, std::uint64_t> m_executions;
-    std::map<std::string, std::int64_t> m_charged;
+    std::map<std::string, std::int64_t> m_charged;  // succeeded less refunded
+    std::map<std::string, std::int64_t> m_refunded; // refunds seeded
+    std::map<std::string, std::uint64_t> m_seeded;  // seeds applied, by kind
     std::map<Fault, std::uint64_t> m_faults_applied;
 };
 

@@ -13,9 +13,11 @@
 #include <cstring>
 #include <curl/curl.h>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <netinet/in.h>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <string>
 #include <sys/socket.h>
@@ -1005,4 +1007,506 @@ TEST_CASE("fake provider: the command line reads the key from the named variable
     CHECK_THROWS_AS(parse({"--api-key-env", "FAKE_STRIPE_API_KEY", "--fault-rate", "decline"}, "k"),
                     std::invalid_argument);
     CHECK_THROWS_AS(parse({"--port", "0"}, "k"), CLI::RequiredError);
+}
+
+// ---- seeded discrepancies and large windows -------------------------------------------------
+
+namespace {
+
+HttpResult admin_seed(const Running& r, const std::string& json) {
+    return call("POST", r.admin_url("/__admin/seed"), {"Content-Type: application/json"}, json);
+}
+
+std::string window_query(long long gte, long long lt) {
+    return "/v1/payment_intents?" + http::percent_encode("created[gte]") + "=" +
+           std::to_string(gte) + "&" + http::percent_encode("created[lt]") + "=" +
+           std::to_string(lt);
+}
+
+// Every page of a list, following starting_after (or ending_before, walking towards newer); of
+// each PaymentIntent only `id` and `created` are kept.
+std::vector<Json> list_pages(const Running& r, const std::string& query, int limit,
+                             bool backwards = false, const std::string& from = {}) {
+    std::vector<Json> pages;
+    std::string cursor = from;
+    for (;;) {
+        std::string path = query + (query.find('?') == std::string::npos ? "?" : "&") +
+                           "limit=" + std::to_string(limit);
+        if (!cursor.empty()) {
+            path += (backwards ? "&ending_before=" : "&starting_after=") + cursor;
+        }
+        const HttpResult page = get(r, path);
+        REQUIRE(page.status == 200);
+        // Only what paging needs: the parse dominates a Debug run otherwise.
+        pages.push_back(
+            Json::parse(page.body, [](int depth, Json::parse_event_t event, Json& parsed) {
+                if (event != Json::parse_event_t::key) {
+                    return true;
+                }
+                const std::string& key = parsed.get_ref<const std::string&>();
+                return depth != 3 || key == "id" || key == "created";
+            }));
+        const Json& data = pages.back()["data"];
+        if (!pages.back()["has_more"].get<bool>()) {
+            break;
+        }
+        REQUIRE(data.size() == static_cast<std::size_t>(limit));
+        cursor = (backwards ? data.front() : data.back())["id"].get<std::string>();
+    }
+    return pages;
+}
+
+std::vector<std::string> ids_of(const std::vector<Json>& pages) {
+    std::vector<std::string> ids;
+    for (const Json& page : pages) {
+        for (const Json& pi : page["data"]) {
+            ids.push_back(pi["id"]);
+        }
+    }
+    return ids;
+}
+
+const Json& charge_of(const Json& pi) {
+    return pi["charges"]["data"].at(0);
+}
+
+} // namespace
+
+TEST_CASE("fake provider: an orphan charge is charged and listed but is no execution of ours",
+          "[fake_provider][seed]") {
+    Running r;
+    Json ours = post_charge(r, "key-1", charge_form("op-1")).json();
+    const long long now = r.ledger()["now"];
+
+    // In-process: no metadata at all, an hour ago (before our charge).
+    OrphanCharge dashboard;
+    dashboard.amount = 1234;
+    dashboard.currency = "EUR";
+    dashboard.created = now - 3600;
+    const auto orphan = r.server.seed_orphan_charge(dashboard);
+    REQUIRE(orphan.size() == 1);
+    // Over the admin API: an operation ID we never had (a system restored from a backup).
+    const HttpResult seeded = admin_seed(
+        r, R"({"kind": "orphan_charge", "amount": 700, "currency": "usd", "created": )" +
+               std::to_string(now - 60) + R"(, "metadata": {"operation_id": "op-from-backup"}})");
+    REQUIRE(seeded.status == 200);
+    CHECK(seeded.json()["kind"] == "orphan_charge");
+    REQUIRE(seeded.json()["ids"].size() == 1);
+    const std::string ghost = seeded.json()["ids"][0];
+
+    Json got = get(r, "/v1/payment_intents/" + orphan[0]).json();
+    CHECK(got["status"] == "succeeded");
+    CHECK(got["amount"] == 1234);
+    CHECK(got["amount_received"] == 1234);
+    CHECK(got["currency"] == "eur");
+    CHECK(got["created"] == now - 3600);
+    CHECK(got["metadata"].empty());
+    CHECK(got["latest_charge"] == charge_of(got)["id"]);
+    CHECK(charge_of(got)["paid"] == true);
+    CHECK(get(r, "/v1/payment_intents/" + ghost).json()["metadata"]["operation_id"] ==
+          "op-from-backup");
+
+    const Json ledger = r.ledger();
+    CHECK(ledger["deliveries"] == 1); // nothing was delivered
+    CHECK(ledger["executions"] ==
+          Json{{"op-1", 1}, {"(none)", 1}, {"op-from-backup", 1}}); // op-1 untouched
+    CHECK(ledger["charged"] == Json{{"eur", 4999 + 1234}, {"usd", 700}});
+    CHECK(ledger["seeded"]["orphan_charge"] == 2);
+    CHECK(ledger["payment_intent_count"] == 3);
+    // Oldest first by created: the orphan an hour ago, the one a minute ago, then ours.
+    REQUIRE(ledger["payment_intents"].size() == 3);
+    CHECK(ledger["payment_intents"][0]["id"] == orphan[0]);
+    CHECK(ledger["payment_intents"][1]["id"] == ghost);
+    CHECK(ledger["payment_intents"][2]["id"] == ours["id"]);
+
+    // Listing: newest first; a window around the orphan finds only it.
+    CHECK(ids_of(list_pages(r, "/v1/payment_intents", 2)) ==
+          std::vector<std::string>{ours["id"], ghost, orphan[0]});
+    CHECK(ids_of(list_pages(r, window_query(now - 3600, now - 3599), 10)) ==
+          std::vector<std::string>{orphan[0]});
+    CHECK(search_operation(r, "op-1").json()["data"].size() == 1);
+}
+
+TEST_CASE("fake provider: a duplicate charge is a second execution, and search finds both",
+          "[fake_provider][seed]") {
+    Running r;
+    Json first = post_charge(r, "key-1", charge_form("op-1", 2500)).json();
+    REQUIRE(post_charge(r, "key-2", charge_form("op-2", 100)).status == 200);
+    r.server.advance_clock(std::chrono::seconds(5));
+
+    const HttpResult seeded =
+        admin_seed(r, R"({"kind": "duplicate_charge", "operation_id": "op-1"})");
+    REQUIRE(seeded.status == 200);
+    const std::string twice = seeded.json()["ids"][0];
+    CHECK(twice != first["id"]);
+    const auto in_process = r.server.seed_duplicate_charge(DuplicateCharge{"op-2", std::nullopt});
+    REQUIRE(in_process.size() == 1);
+
+    Json dup = get(r, "/v1/payment_intents/" + twice).json();
+    CHECK(dup["status"] == "succeeded");
+    CHECK(dup["amount"] == 2500);
+    CHECK(dup["metadata"] == first["metadata"]);
+    CHECK(dup["customer"] == first["customer"]);
+    CHECK(dup["created"].get<long long>() >= first["created"].get<long long>() + 5);
+    CHECK(charge_of(dup)["id"] != charge_of(first)["id"]);
+
+    CHECK(r.executions("op-1") == 2);
+    CHECK(r.executions("op-2") == 2);
+    CHECK(r.deliveries() == 2);
+    CHECK(r.ledger()["charged"]["eur"] == 2 * 2500 + 2 * 100);
+    CHECK(r.ledger()["seeded"]["duplicate_charge"] == 2);
+
+    // Stripe's search answers both, newest first; paging by 1 gives both too.
+    Json found = search_operation(r, "op-1").json();
+    REQUIRE(found["data"].size() == 2);
+    CHECK(found["data"][0]["id"] == twice);
+    CHECK(found["data"][1]["id"] == first["id"]);
+    Json page1 = get(r, "/v1/payment_intents/search?limit=1&query=" +
+                            http::percent_encode("metadata['operation_id']:'op-1'"))
+                     .json();
+    CHECK(page1["has_more"] == true);
+    Json page2 =
+        get(r, "/v1/payment_intents/search?limit=1&page=" + page1["next_page"].get<std::string>() +
+                   "&query=" + http::percent_encode("metadata['operation_id']:'op-1'"))
+            .json();
+    REQUIRE(page2["data"].size() == 1);
+    CHECK(page2["data"][0]["id"] == first["id"]);
+
+    // The original's replay is unchanged: a seed is no request.
+    CHECK(post_charge(r, "key-1", charge_form("op-1", 2500)).json() == first);
+    CHECK(admin_seed(r, R"({"kind": "duplicate_charge", "operation_id": "op-never"})").status ==
+          404);
+    CHECK_THROWS_AS(r.server.seed_duplicate_charge({"op-never", std::nullopt}), SeedNotFound);
+}
+
+TEST_CASE("fake provider: an amount mismatch changes amount and amount_received, and charged",
+          "[fake_provider][seed]") {
+    Running r;
+    Json first = post_charge(r, "key-1", charge_form("op-1", 4999)).json();
+    Json second = post_charge(r, "key-2", charge_form("op-2", 1000)).json();
+
+    const auto changed = r.server.seed_amount_mismatch(AmountMismatch{{"", "op-1"}, 5000});
+    CHECK(changed == std::vector<std::string>{first["id"]});
+    const HttpResult by_id =
+        admin_seed(r, R"({"kind": "amount_mismatch", "id": ")" + second["id"].get<std::string>() +
+                          R"(", "amount": 900})");
+    REQUIRE(by_id.status == 200);
+    CHECK(by_id.json()["ids"] == Json{second["id"]});
+
+    Json got = get(r, "/v1/payment_intents/" + first["id"].get<std::string>()).json();
+    CHECK(got["amount"] == 5000);
+    CHECK(got["amount_received"] == 5000);
+    CHECK(got["status"] == "succeeded");
+    CHECK(charge_of(got)["amount"] == 5000);
+    CHECK(charge_of(got)["amount_captured"] == 5000);
+    CHECK(search_operation(r, "op-2").json()["data"][0]["amount_received"] == 900);
+    CHECK(r.ledger()["charged"]["eur"] == 5000 + 900);
+    CHECK(r.executions("op-1") == 1);
+    CHECK(r.ledger()["seeded"]["amount_mismatch"] == 2);
+
+    // A declined PaymentIntent: the amount changes, nothing was received, charged stays.
+    REQUIRE(post_charge(r, "key-3", charge_form("op-3", 300, "pm_card_chargeDeclined")).status ==
+            402);
+    r.server.seed_amount_mismatch(AmountMismatch{{"", "op-3"}, 301});
+    Json declined = search_operation(r, "op-3").json()["data"][0];
+    CHECK(declined["amount"] == 301);
+    CHECK(declined["amount_received"] == 0);
+    CHECK(r.ledger()["charged"]["eur"] == 5000 + 900);
+
+    // Refused: both or neither of id and operation_id, a bad amount, an unknown id.
+    CHECK(admin_seed(r, R"({"kind": "amount_mismatch", "amount": 5})").status == 400);
+    CHECK(
+        admin_seed(
+            r, R"({"kind": "amount_mismatch", "id": "pi_x", "operation_id": "op-1", "amount": 5})")
+            .status == 400);
+    CHECK(admin_seed(r, R"({"kind": "amount_mismatch", "operation_id": "op-1", "amount": 0})")
+              .status == 400);
+    CHECK(admin_seed(r, R"({"kind": "amount_mismatch", "id": "pi_nope", "amount": 5})").status ==
+          404);
+    CHECK(r.ledger()["charged"]["eur"] == 5000 + 900);
+}
+
+TEST_CASE("fake provider: a refund marks the charge refunded; the PaymentIntent stays succeeded",
+          "[fake_provider][seed]") {
+    Running r;
+    Json pi = post_charge(r, "key-1", charge_form("op-1", 5000)).json();
+    const std::string id = pi["id"];
+    CHECK(charge_of(pi)["refunded"] == false);
+    CHECK(charge_of(pi)["amount_refunded"] == 0);
+    CHECK(charge_of(pi)["refunds"]["data"].empty());
+
+    // A partial refund in-process: refunded stays false (Stripe: only when fully refunded).
+    const long long now = r.ledger()["now"];
+    CHECK(r.server.seed_refunded(Refunded{{"", "op-1"}, 2000, now + 10}) ==
+          std::vector<std::string>{id});
+    Json partial = get(r, "/v1/payment_intents/" + id).json();
+    CHECK(partial["status"] == "succeeded");
+    CHECK(partial["amount_received"] == 5000);
+    CHECK(charge_of(partial)["refunded"] == false);
+    CHECK(charge_of(partial)["amount_refunded"] == 2000);
+    CHECK(r.ledger()["charged"]["eur"] == 3000);
+
+    // The rest over the admin API: now fully refunded.
+    const HttpResult rest = admin_seed(r, R"({"kind": "refunded", "id": ")" + id + R"("})");
+    REQUIRE(rest.status == 200);
+    CHECK(rest.json()["ids"] == Json{id});
+    for (const Json& shown : {get(r, "/v1/payment_intents/" + id).json(),
+                              get(r, "/v1/payment_intents").json()["data"][0],
+                              search_operation(r, "op-1").json()["data"][0]}) {
+        CHECK(shown["id"] == id);
+        CHECK(shown["status"] == "succeeded");
+        CHECK(shown["amount_received"] == 5000);
+        const Json& charge = charge_of(shown);
+        CHECK(charge["id"] == shown["latest_charge"]);
+        CHECK(charge["refunded"] == true);
+        CHECK(charge["amount_refunded"] == 5000);
+        CHECK(charge["status"] == "succeeded");
+        const Json& refunds = charge["refunds"];
+        CHECK(refunds["object"] == "list");
+        CHECK(refunds["total_count"] == 2);
+        CHECK(refunds["url"] == "/v1/charges/" + charge["id"].get<std::string>() + "/refunds");
+        REQUIRE(refunds["data"].size() == 2);
+        CHECK(refunds["data"][0]["amount"] == 3000); // newest first
+        CHECK(refunds["data"][1]["amount"] == 2000);
+        CHECK(refunds["data"][1]["created"] == now + 10);
+        CHECK(refunds["data"][0]["object"] == "refund");
+        CHECK(refunds["data"][0]["charge"] == charge["id"]);
+        CHECK(refunds["data"][0]["payment_intent"] == id);
+        CHECK(refunds["data"][0]["status"] == "succeeded");
+        CHECK(refunds["data"][0]["id"].get<std::string>().rfind("re_", 0) == 0);
+    }
+    const Json ledger = r.ledger();
+    CHECK(ledger["charged"]["eur"] == 0);
+    CHECK(ledger["refunded"]["eur"] == 5000);
+    CHECK(ledger["executions"]["op-1"] == 1);
+    CHECK(ledger["seeded"]["refunded"] == 2);
+
+    // Nothing left to refund; a declined PaymentIntent has nothing to refund.
+    CHECK(admin_seed(r, R"({"kind": "refunded", "id": ")" + id + R"("})").status == 400);
+    REQUIRE(post_charge(r, "key-2", charge_form("op-2", 300, "pm_card_chargeDeclined")).status ==
+            402);
+    CHECK_THROWS_AS(r.server.seed_refunded(Refunded{{"", "op-2"}, std::nullopt, std::nullopt}),
+                    std::invalid_argument);
+    Json other = post_charge(r, "key-3", charge_form("op-3", 100)).json();
+    CHECK(admin_seed(r, R"({"kind": "refunded", "operation_id": "op-3", "amount": 101})").status ==
+          400);
+    // A mismatch may not go below what is refunded.
+    CHECK(admin_seed(r, R"({"kind": "refunded", "operation_id": "op-3", "amount": 60})").status ==
+          200);
+    CHECK(admin_seed(r, R"({"kind": "amount_mismatch", "operation_id": "op-3", "amount": 59})")
+              .status == 400);
+    CHECK(r.ledger()["charged"]["eur"] == 40);
+    CHECK(r.ledger()["refunded"]["eur"] == 5060);
+}
+
+TEST_CASE("fake provider: the admin seed refuses malformed seeds and changes nothing",
+          "[fake_provider][seed][admin]") {
+    Running r;
+    REQUIRE(post_charge(r, "key-1", charge_form("op-1")).status == 200);
+    const Json before = r.ledger();
+    for (const char* body :
+         {"not json", "[]", R"({"amount": 5})", R"({"kind": "meteor"})",
+          R"({"kind": "orphan_charge", "amount": 5})",
+          R"({"kind": "orphan_charge", "amount": 5, "currency": "euro"})",
+          R"({"kind": "orphan_charge", "amount": 0, "currency": "eur"})",
+          R"({"kind": "orphan_charge", "amount": "5", "currency": "eur"})",
+          R"({"kind": "orphan_charge", "amount": 5, "currency": "eur", "colour": "red"})",
+          R"({"kind": "orphan_charge", "amount": 5, "currency": "eur", "metadata": {"a": 1}})",
+          R"({"kind": "duplicate_charge"})", R"({"kind": "refunded"})",
+          R"({"kind": "bulk", "n": -1, "start_time": 0})",
+          R"({"kind": "bulk", "n": 2, "start_time": 0, "spacing_ms": -5})"}) {
+        INFO(body);
+        const HttpResult answer = admin_seed(r, body);
+        CHECK(answer.status == 400);
+        CHECK(answer.json()["error"]["message"].is_string());
+    }
+    CHECK(r.ledger() == before);
+}
+
+TEST_CASE("fake provider: the ledger leaves out payment_intents and per-operation maps on request",
+          "[fake_provider][seed][admin]") {
+    Running r;
+    REQUIRE(post_charge(r, "key-1", charge_form("op-1")).status == 200);
+    const Json slim = call("GET", r.admin_url("/__admin/ledger?intents=false")).json();
+    CHECK_FALSE(slim.contains("payment_intents"));
+    CHECK(slim["payment_intent_count"] == 1);
+    CHECK(slim["executions"]["op-1"] == 1);
+    CHECK(slim["charged"]["eur"] == 4999);
+    const Json slimmer =
+        call("GET", r.admin_url("/__admin/ledger?intents=false&operations=false")).json();
+    CHECK_FALSE(slimmer.contains("executions"));
+    CHECK_FALSE(slimmer.contains("deliveries_by_operation"));
+    CHECK(slimmer["deliveries"] == 1);
+    CHECK(
+        call("GET", r.admin_url("/__admin/ledger?intents=true")).json()["payment_intents"].size() ==
+        1);
+    CHECK(call("GET", r.admin_url("/__admin/ledger?intents=no")).status == 400);
+    CHECK(call("GET", r.admin_url("/__admin/ledger?colour=red")).status == 400);
+    CHECK_FALSE(r.server.ledger(LedgerOptions{false, false}).contains("payment_intents"));
+}
+
+TEST_CASE("fake provider: a bulk seed of 5000 pages through windows, each intent exactly once",
+          "[fake_provider][seed][lookup]") {
+    Running r;
+    constexpr std::size_t n = 5000;
+    constexpr long long start = 1767225600; // 2026-01-01T00:00:00Z
+    // Four a second: ties within a second list the later creation first.
+    const auto ids = r.server.seed_bulk(n, start, milliseconds(250), "eur", 1000, "bench-");
+    REQUIRE(ids.size() == n);
+    std::map<std::string, std::size_t> index;
+    for (std::size_t i = 0; i < n; ++i) {
+        index[ids[i]] = i;
+    }
+    REQUIRE(index.size() == n); // distinct ids
+    const Json ledger = r.server.ledger(LedgerOptions{false, true});
+    CHECK(ledger["payment_intent_count"] == n);
+    CHECK(ledger["charged"]["eur"] == 1000 * static_cast<long long>(n));
+    CHECK(ledger["executions"].size() == n);
+    CHECK(ledger["executions"]["bench-4999"] == 1);
+    CHECK(ledger["seeded"]["bulk"] == n);
+    CHECK(ledger["deliveries"] == 0);
+    Json last = get(r, "/v1/payment_intents/" + ids[n - 1]).json();
+    CHECK(last["created"] == start + (n - 1) / 4);
+    CHECK(last["metadata"]["operation_id"] == "bench-4999");
+    CHECK(last["status"] == "succeeded");
+
+    // Everything, by 100: 50 full pages, newest first, each id once.
+    const auto all = ids_of(list_pages(r, "/v1/payment_intents", 100));
+    REQUIRE(all.size() == n);
+    for (std::size_t k = 0; k < n; ++k) {
+        REQUIRE(index.at(all[k]) == n - 1 - k);
+    }
+
+    // The window [start + 1000, start + 1100): created[gte] inclusive, created[lt] exclusive:
+    // intents 4000..4399 (four a second). By 7, so the last page is partial.
+    const auto window = ids_of(list_pages(r, window_query(start + 1000, start + 1100), 7));
+    REQUIRE(window.size() == 400);
+    CHECK(index.at(window.front()) == 4399);
+    CHECK(index.at(window.back()) == 4000);
+    CHECK(std::set<std::string>(window.begin(), window.end()).size() == 400);
+    // created[gt] / created[lte] are the other way round: intents 4004..4403.
+    const auto other = ids_of(
+        list_pages(r,
+                   "/v1/payment_intents?" + http::percent_encode("created[gt]") + "=" +
+                       std::to_string(start + 1000) + "&" + http::percent_encode("created[lte]") +
+                       "=" + std::to_string(start + 1100),
+                   100));
+    REQUIRE(other.size() == 400);
+    CHECK(index.at(other.front()) == 4403);
+    CHECK(index.at(other.back()) == 4004);
+    // created=N: the four of that second.
+    const auto second =
+        ids_of(list_pages(r, "/v1/payment_intents?created=" + std::to_string(start + 10), 100));
+    CHECK(second == std::vector<std::string>{ids[43], ids[42], ids[41], ids[40]});
+
+    // Backwards with ending_before from the oldest of the window: the same ids, page by page.
+    const auto pages_back =
+        list_pages(r, window_query(start + 1000, start + 1100), 30, true, window.back());
+    std::vector<std::string> back;
+    for (auto it = pages_back.rbegin(); it != pages_back.rend(); ++it) {
+        for (const Json& pi : (*it)["data"]) {
+            back.push_back(pi["id"]);
+        }
+    }
+    back.push_back(window.back());
+    CHECK(back == window);
+
+    // A cursor in the middle of a tie: starting_after intent 41 gives 40, 39, ...
+    Json after =
+        get(r, window_query(start, start + 20) + "&limit=3&starting_after=" + ids[41]).json();
+    REQUIRE(after["data"].size() == 3);
+    CHECK(after["data"][0]["id"] == ids[40]);
+    CHECK(after["data"][2]["id"] == ids[38]);
+    CHECK(after["has_more"] == true);
+    // An empty window, and a window with gte past lt.
+    CHECK(get(r, window_query(start - 100, start)).json()["data"].empty());
+    CHECK(get(r, window_query(start + 600, start + 100)).json()["data"].empty());
+    CHECK(get(r, window_query(start + 1250, start + 1300)).json()["data"].empty()); // past all
+}
+
+TEST_CASE("fake provider: a bulk seed before existing intents merges into the created order",
+          "[fake_provider][seed][lookup]") {
+    Running r;
+    const long long now = r.ledger()["now"];
+    Json ours = post_charge(r, "key-1", charge_form("op-1")).json();
+    // Over the admin API: 3 intents a day ago, one a minute apart, then 1,500 more spanning now.
+    const HttpResult small =
+        admin_seed(r, R"({"kind": "bulk", "n": 3, "start_time": )" + std::to_string(now - 86400) +
+                          R"(, "spacing_ms": 60000, "amount": 250, "currency": "usd"})");
+    REQUIRE(small.status == 200);
+    REQUIRE(small.json()["ids"].size() == 3);
+    const HttpResult big =
+        admin_seed(r, R"({"kind": "bulk", "n": 1500, "start_time": )" + std::to_string(now - 750) +
+                          R"(, "spacing_ms": 1000, "operation_id_prefix": ""})");
+    REQUIRE(big.status == 200);
+    CHECK(big.json()["count"] == 1500);
+    CHECK_FALSE(big.json().contains("ids"));
+    const std::string first_big = big.json()["first_id"];
+    CHECK(get(r, "/v1/payment_intents/" + first_big).json()["created"] == now - 750);
+    CHECK(get(r, "/v1/payment_intents/" + first_big).json()["metadata"].empty());
+
+    const auto all = list_pages(r, "/v1/payment_intents", 100);
+    std::vector<long long> created;
+    std::set<std::string> seen;
+    for (const Json& page : all) {
+        for (const Json& pi : page["data"]) {
+            created.push_back(pi["created"]);
+            seen.insert(pi["id"]);
+        }
+    }
+    REQUIRE(created.size() == 1504);
+    CHECK(seen.size() == 1504);
+    CHECK(std::is_sorted(created.rbegin(), created.rend())); // newest first
+    CHECK(seen.count(ours["id"]) == 1);
+    CHECK(all.back()["data"].back()["id"] == small.json()["ids"][0]);
+    const auto ledger = r.server.ledger(); // not through Json: 1,504 intents
+    CHECK(ledger["executions"]["(none)"] == 1500);
+    CHECK(ledger["executions"]["bulk-2"] == 1);
+    CHECK(ledger["charged"]["usd"] == 750);
+    CHECK(ledger["charged"]["eur"] == 4999 + 1500 * 1000);
+    // The ledger's payment_intents: oldest first by created.
+    std::vector<long long> ledger_created;
+    for (const auto& pi : ledger["payment_intents"]) {
+        ledger_created.push_back(pi["created"]);
+    }
+    CHECK(std::is_sorted(ledger_created.begin(), ledger_created.end()));
+    CHECK(r.server.seed_bulk(BulkSeed{0, now, milliseconds(0), "eur", 1, "x-"}).empty());
+}
+
+TEST_CASE("fake provider: 1000000 bulk intents seed in seconds and list a page in O(page)",
+          "[.][fake_provider][seed][bench]") {
+    auto rss_kib = [] {
+        std::ifstream status("/proc/self/status");
+        std::string line;
+        while (std::getline(status, line)) {
+            if (line.rfind("VmRSS:", 0) == 0) {
+                return std::stol(line.substr(6));
+            }
+        }
+        return 0L;
+    };
+    Running r;
+    constexpr std::size_t n = 1'000'000;
+    constexpr long long start = 1767225600;
+    const long before = rss_kib();
+    const auto t0 = SteadyClock::now();
+    const auto ids = r.server.seed_bulk(n, start, milliseconds(86), "eur", 1000, "bench-");
+    const auto seeded = SteadyClock::now() - t0;
+    const long after = rss_kib();
+    REQUIRE(ids.size() == n);
+    const auto t1 = SteadyClock::now();
+    Json page = get(r, window_query(start + 40000, start + 50000) +
+                           "&limit=100&starting_after=" + ids[500'000])
+                    .json();
+    const auto listed = SteadyClock::now() - t1;
+    REQUIRE(page["data"].size() == 100);
+    const auto t2 = SteadyClock::now();
+    REQUIRE(search_operation(r, "bench-999999").json()["data"].size() == 1);
+    const auto searched = SteadyClock::now() - t2;
+    const auto ms = [](auto d) { return std::chrono::duration_cast<milliseconds>(d).count(); };
+    WARN("seed_bulk(1,000,000): " << ms(seeded) << " ms; RSS +" << (after - before) / 1024
+                                  << " MiB (" << (after - before) * 1024 / static_cast<long>(n)
+                                  << " bytes per intent, ids returned included); a page of 100: "
+                                  << ms(listed) << " ms; a search: " << ms(searched)
+                                  << " ms (both over HTTP, parse included)");
 }
