@@ -5,6 +5,8 @@
 #include "cli/app.hpp"
 #include "cli/context.hpp"
 #include "cli/reconcile_view.hpp"
+#include "cli/report_output.hpp"
+#include "core/settings.hpp"
 #include "core/errors.hpp"
 #include "core/money.hpp"
 #include "engine/nightly.hpp"
@@ -27,17 +29,12 @@ struct NightlyCliOptions {
     bool json = false;
     bool no_send = false;
     int list_review = 20;
+    bool no_statement = false;
+    std::string statement_date; // UTC day; default yesterday
+    std::string margin = "1h";
     PolicyCliOptions policy;
+    ReportOutputOptions report;
 };
-
-std::string utc(std::chrono::system_clock::time_point t) {
-    const std::time_t tt = std::chrono::system_clock::to_time_t(t);
-    std::tm tm{};
-    gmtime_r(&tt, &tm);
-    std::ostringstream o;
-    o << std::put_time(&tm, "%Y-%m-%dT%H:%M:%SZ");
-    return o.str();
-}
 
 std::string money(long long minor, const std::string& currency) {
     try {
@@ -83,8 +80,8 @@ struct Tally {
 
 nlohmann::ordered_json summary_json(const engine::NightlyReport& r) {
     nlohmann::ordered_json j;
-    j["started_at"] = utc(r.started);
-    j["finished_at"] = utc(r.finished);
+    j["started_at"] = reports::format_utc(r.started);
+    j["finished_at"] = reports::format_utc(r.finished);
     j["providers"] = r.providers;
     j["exit_code"] = r.exit_code();
     j["result"] = r.failure ? "failed" : r.exit_code() == 0 ? "clean" : "attention";
@@ -125,6 +122,19 @@ nlohmann::ordered_json summary_json(const engine::NightlyReport& r) {
         e["amount"] = q.amount_minor;
         j["open"].push_back(e);
     }
+    j["statements"] = nlohmann::ordered_json::array();
+    for (const auto& st : r.statements) {
+        nlohmann::ordered_json e;
+        e["title"] = st.title;
+        e["exit_code"] = st.exit_code;
+        for (const auto& c : st.categories) {
+            e["counts"][c] = st.totals.at(c).count;
+        }
+        if (st.failure) {
+            e["failure"] = *st.failure;
+        }
+        j["statements"].push_back(e);
+    }
     j["in_review"] = r.in_review();
     j["still_unknown"] = r.still_unknown();
     return j;
@@ -132,7 +142,7 @@ nlohmann::ordered_json summary_json(const engine::NightlyReport& r) {
 
 void print_summary(std::ostream& out, const engine::NightlyReport& r, int list_review) {
     const auto seconds = std::chrono::duration<double>(r.finished - r.started).count();
-    out << "payrecon nightly " << utc(r.started) << " (" << std::fixed << std::setprecision(1)
+    out << "payrecon nightly " << reports::format_utc(r.started) << " (" << std::fixed << std::setprecision(1)
         << seconds << " s)\n";
     std::string names;
     for (const auto& p : r.providers) {
@@ -222,6 +232,20 @@ void print_summary(std::ostream& out, const engine::NightlyReport& r, int list_r
                 << "\n";
         }
     }
+    for (const auto& st : r.statements) {
+        out << "  " << st.title << ":";
+        for (const auto& c : st.categories) {
+            const auto& t = st.totals.at(c);
+            if (t.count > 0) {
+                out << " " << c << " " << t.count;
+            }
+        }
+        out << (st.failure ? "  FAILED: " + *st.failure : "") << "\n";
+        for (const auto& f : st.findings) {
+            out << "    " << f.category << "  " << f.provider_reference.value_or("-") << "  "
+                << f.payment_id.value_or("(no payment of ours)") << "  " << f.detail << "\n";
+        }
+    }
     if (r.failure) {
         out << "result: the run FAILED " << *r.failure << "\n"
             << "  what was done before is recorded; run payrecon nightly again when it is fixed\n";
@@ -246,8 +270,16 @@ void run_nightly_cmd(AppState& state, const NightlyCliOptions& opts) {
     no.send.batch = 8;
     no.send.lease = slowest_timeout(chosen) * (no.send.batch + 1) + std::chrono::seconds(10);
     no.send_due = !opts.no_send;
-    for (const auto& [name, ignored] : config.providers) {
+    for (const auto& [name, p] : config.providers) {
         no.configured.push_back(name);
+        no.amount_tolerance_minor[name] = p.amount_tolerance_minor;
+    }
+    if (!opts.no_statement) {
+        const long long today = utc_day_start(
+            std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+        no.statement_from = opts.statement_date.empty() ? today - 86400 : parse_utc_time(opts.statement_date, "--statement-date");
+        no.statement_to = no.statement_from + 86400;
+        no.statement_margin = parse_duration(opts.margin, "--margin");
     }
 
     const bool tty = ::isatty(STDERR_FILENO) == 1;
@@ -263,9 +295,12 @@ void run_nightly_cmd(AppState& state, const NightlyCliOptions& opts) {
     }
     OpenDatabase opened = open_database(state.global);
     const engine::NightlyReport report = engine::run_nightly(*opened.db, set.pointers, no, progress);
+    if (opts.report.wanted()) {
+        emit_report(engine::nightly_report(report), opts.report);
+    }
     if (opts.json) {
         std::cout << summary_json(report).dump(2) << std::endl;
-    } else {
+    } else if (!opts.report.wanted() || !opts.report.output.empty()) {
         print_summary(std::cout, report, opts.list_review);
     }
     state.exit_code = report.exit_code();
@@ -285,7 +320,14 @@ void setup_nightly(CLI::App& app, AppState& state) {
                   "payments sent to review listed in the summary at most")
         ->capture_default_str();
     n->add_flag("--json", opts->json, "print the summary as JSON");
+    n->add_flag("--no-statement", opts->no_statement,
+                "skip the statement diff of the providers that can list their transactions");
+    n->add_option("--statement-date", opts->statement_date,
+                  "the UTC day the statement diff covers, e.g. 2026-12-01 (default: yesterday)");
+    n->add_option("--margin", opts->margin, "statement: read both sides this much wider than the day")
+        ->capture_default_str();
     add_policy_options(*n, opts->policy);
+    add_report_options(*n, opts->report);
     n->callback([&state, opts] { run_nightly_cmd(state, *opts); });
 }
 

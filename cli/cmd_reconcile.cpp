@@ -3,6 +3,8 @@
 #include "cli/app.hpp"
 #include "cli/context.hpp"
 #include "cli/reconcile_view.hpp"
+#include "cli/report_output.hpp"
+#include "engine/nightly.hpp"
 #include "core/errors.hpp"
 #include "engine/reconciler.hpp"
 
@@ -17,6 +19,7 @@ struct ReconcileCliOptions {
     bool dry_run = false;
     bool json = false;
     PolicyCliOptions policy;
+    ReportOutputOptions report;
 };
 
 void run_reconcile(AppState& state, const ReconcileCliOptions& opts) {
@@ -35,8 +38,9 @@ void run_reconcile(AppState& state, const ReconcileCliOptions& opts) {
     if (opts.dry_run && !opts.json) {
         std::cout << "dry run: every decision below is shown, none is written\n";
     }
+    const bool lines = !opts.json && !(opts.report.wanted() && opts.report.output.empty());
     const auto outcomes = reconciler.run([&](const engine::ReconcileOutcome& o) {
-        if (!opts.json) {
+        if (lines) {
             std::cout << outcome_line(o) << std::endl;
         }
     });
@@ -45,6 +49,24 @@ void run_reconcile(AppState& state, const ReconcileCliOptions& opts) {
     for (const auto& o : outcomes) {
         to_review += o.to == PaymentState::needs_review && o.from != PaymentState::needs_review;
         fenced += o.fenced_out;
+    }
+    if (opts.report.wanted()) {
+        reports::Report report;
+        report.kind = "reconcile";
+        report.generated_at = reports::format_utc(std::chrono::system_clock::now());
+        report.title = std::string("payrecon reconcile") + (opts.dry_run ? " (dry run: nothing written)" : "");
+        for (const auto& o : outcomes) {
+            report.add(engine::report_finding(o));
+        }
+        report.facts = {{"reconciled", std::to_string(outcomes.size())},
+                        {"to review", std::to_string(to_review)},
+                        {"changed meanwhile", std::to_string(fenced)}};
+        report.exit_code = to_review > 0 ? static_cast<int>(ExitCode::attention) : 0;
+        emit_report(report, opts.report);
+        if (opts.report.output.empty()) {
+            state.exit_code = report.exit_code;
+            return;
+        }
     }
     if (opts.json) {
         nlohmann::ordered_json j;
@@ -83,6 +105,7 @@ void setup_reconcile(CLI::App& app, AppState& state) {
     r->add_flag("--dry-run", opts->dry_run, "ask and decide, but write nothing");
     r->add_flag("--json", opts->json, "print JSON");
     add_policy_options(*r, opts->policy);
+    add_report_options(*r, opts->report);
     r->callback([&state, opts] { run_reconcile(state, *opts); });
 }
 

@@ -8,14 +8,13 @@
 namespace payrecon::cli {
 
 void add_report_options(CLI::App& cmd, ReportOutputOptions& opts) {
-    cmd.add_option("--format", opts.format, "report format: text, json, csv or html")
-        ->check(CLI::IsMember({"text", "json", "csv", "html"}))
-        ->capture_default_str();
+    cmd.add_option("--format", opts.format, "write the report as text, json, csv or html")
+        ->check(CLI::IsMember({"text", "json", "csv", "html"}));
     cmd.add_option("--output", opts.output, "write the report to this file (atomically) instead of stdout");
 }
 
 void emit_report(const reports::Report& report, const ReportOutputOptions& opts) {
-    const auto format = reports::parse_format(opts.format);
+    const auto format = reports::parse_format(opts.format.empty() ? "text" : opts.format);
     if (!format) {
         throw UsageError("--format must be text, json, csv or html");
     }

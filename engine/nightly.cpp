@@ -38,10 +38,76 @@ int NightlyReport::exit_code() const {
     if (failure) {
         return static_cast<int>(ExitCode::failure);
     }
-    if (in_review() > 0 || !orphaned().empty()) {
+    for (const auto& s : statements) {
+        if (s.failure) {
+            return static_cast<int>(ExitCode::failure);
+        }
+    }
+    bool findings = false;
+    for (const auto& s : statements) {
+        findings = findings || s.exit_code == static_cast<int>(ExitCode::attention);
+    }
+    if (in_review() > 0 || !orphaned().empty() || findings) {
         return static_cast<int>(ExitCode::attention);
     }
     return static_cast<int>(ExitCode::ok);
+}
+
+reports::Finding report_finding(const ReconcileOutcome& o) {
+    reports::Finding f;
+    f.category = o.fenced_out ? "changed_meanwhile" : std::string(to_string(o.decision.action));
+    f.needs_attention = o.applied && o.to == PaymentState::needs_review && o.from != PaymentState::needs_review;
+    f.provider = o.provider;
+    f.payment_id = o.payment_id;
+    f.operation_id = o.operation_id;
+    f.local_amount = o.amount_minor;
+    f.local_currency = o.currency;
+    f.local_state = std::string(to_string(o.from)) + " -> " + std::string(to_string(o.to));
+    f.remote_state = std::string(to_string(o.lookup)) + (o.lookup_detail.empty() ? "" : ": " + o.lookup_detail);
+    f.detail = (o.decision.review ? std::string(to_string(*o.decision.review)) + ": " : "") + o.decision.reason;
+    return f;
+}
+
+reports::Report nightly_report(const NightlyReport& r) {
+    reports::Report out;
+    out.kind = "nightly";
+    out.title = "payrecon nightly " + reports::format_utc(r.started);
+    out.generated_at = reports::format_utc(r.finished);
+    std::string names;
+    for (const auto& p : r.providers) {
+        names += (names.empty() ? "" : ", ") + p;
+    }
+    out.facts = {{"providers", names.empty() ? "(none)" : names},
+                 {"expired leases taken over", std::to_string(r.leases_expired)},
+                 {"unknown payments reconciled", std::to_string(r.reconciled.size())},
+                 {"sent", std::to_string(r.sent.attempted)},
+                 {"in review after the run", std::to_string(r.in_review())},
+                 {"still unknown after the run", std::to_string(r.still_unknown())}};
+    for (const auto& o : r.reconciled) {
+        out.add(report_finding(o));
+    }
+    for (const auto& s : r.statements) {
+        out.facts.emplace_back("statement", s.title);
+        for (const auto& c : s.categories) {
+            if (std::find(out.categories.begin(), out.categories.end(), c) == out.categories.end()) {
+                out.categories.push_back(c);
+            }
+            auto& total = out.totals[c];
+            const auto& t = s.totals.at(c);
+            total.count += t.count;
+            for (const auto& [currency, minor] : t.amounts) {
+                total.amounts[currency] += minor;
+            }
+        }
+        out.findings.insert(out.findings.end(), s.findings.begin(), s.findings.end());
+        out.findings_truncated = out.findings_truncated || s.findings_truncated;
+        if (s.failure) {
+            out.facts.emplace_back("statement failed", *s.failure);
+        }
+    }
+    out.failure = r.failure;
+    out.exit_code = r.exit_code();
+    return out;
 }
 
 NightlyReport run_nightly(store::Db& db, const std::vector<providers::Provider*>& providers,
@@ -82,6 +148,22 @@ NightlyReport run_nightly(store::Db& db, const std::vector<providers::Provider*>
                 step(phase);
             }
             report.sent = executor.counts();
+        }
+        if (options.statement_to > options.statement_from && !ro.dry_run) {
+            for (auto* p : providers) {
+                if (!p->capabilities().list_transactions) {
+                    continue;
+                }
+                phase = "diffing the statement of " + p->name();
+                step(phase);
+                StatementOptions so;
+                so.window_from = options.statement_from;
+                so.window_to = options.statement_to;
+                so.margin = options.statement_margin;
+                const auto t = options.amount_tolerance_minor.find(p->name());
+                so.amount_tolerance_minor = t == options.amount_tolerance_minor.end() ? 0 : t->second;
+                report.statements.push_back(run_statement(db, *p, so));
+            }
         }
         phase = "counting what is left";
         report.open = store::open_queue_counts(db);

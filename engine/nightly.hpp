@@ -7,6 +7,10 @@
 #include "core/store/reconcile_store.hpp"
 #include "engine/executor.hpp"
 #include "engine/reconciler.hpp"
+#include "engine/statement.hpp"
+#include "reports/report.hpp"
+
+#include <map>
 
 #include <chrono>
 #include <functional>
@@ -22,6 +26,12 @@ struct NightlyOptions {
     ReconcilerOptions reconcile;
     ExecutorOptions send;
     bool send_due = true; // send the re-sends (and whatever is due) in this run
+    // The statement diff of each provider that can list its transactions, for this window (unix
+    // seconds; both 0: no statements). Tolerances by provider name.
+    long long statement_from = 0;
+    long long statement_to = 0;
+    std::chrono::seconds statement_margin{3600};
+    std::map<std::string, long long> amount_tolerance_minor;
 };
 
 struct NightlyReport {
@@ -33,6 +43,7 @@ struct NightlyReport {
     std::vector<ReconcileOutcome> reconciled;
     Executor::Counts sent;
     std::vector<store::QueueCount> open;      // after the run
+    std::vector<reports::Report> statements;  // one per provider that can list
     std::optional<std::string> failure;       // the run stopped: what happened and what to do
 
     // Open payments no run can resolve: unknown, of a provider the configuration does not have.
@@ -43,6 +54,13 @@ struct NightlyReport {
     // reconcile); 1 the run failed.
     int exit_code() const;
 };
+
+// The whole run as one report (--format, --output): the reconciled payments (category: the
+// decision) and every statement finding, with the run's facts.
+reports::Report nightly_report(const NightlyReport& report);
+
+// One reconciled payment as a report line.
+reports::Finding report_finding(const ReconcileOutcome& outcome);
 
 // What happened so far, after each step and each payment (progress on a terminal).
 using NightlyProgress = std::function<void(const std::string& phase, const NightlyReport& so_far)>;

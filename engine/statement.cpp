@@ -2,28 +2,9 @@
 
 #include "core/errors.hpp"
 
-#include <ctime>
-#include <iomanip>
-#include <sstream>
 #include <thread>
 
 namespace payrecon::engine {
-namespace {
-
-std::string utc(long long unix_seconds) {
-    const std::time_t t = static_cast<std::time_t>(unix_seconds);
-    std::tm tm{};
-    gmtime_r(&t, &tm);
-    std::ostringstream o;
-    o << std::put_time(&tm, "%Y-%m-%dT%H:%M:%SZ");
-    return o.str();
-}
-
-long long now_s() {
-    return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-} // namespace
 
 store::StatementRecord statement_record_of(const providers::RemotePayment& p) {
     store::StatementRecord s;
@@ -106,9 +87,9 @@ reports::Report run_statement(store::Db& db, providers::Provider& provider, cons
     };
     reports::Report report;
     report.kind = "statement";
-    report.title = "payrecon statement: " + provider.name() + ", " + utc(options.window_from) + " .. " +
-                   utc(options.window_to);
-    report.generated_at = utc(now_s());
+    report.title = "payrecon statement: " + provider.name() + ", " + reports::format_utc_seconds(options.window_from) + " .. " +
+                   reports::format_utc_seconds(options.window_to);
+    report.generated_at = reports::format_utc(std::chrono::system_clock::now());
     for (const auto c : reports::k_statement_categories) {
         report.categories.emplace_back(c);
         report.totals[std::string(c)];
@@ -118,7 +99,7 @@ reports::Report run_statement(store::Db& db, providers::Provider& provider, cons
                                                         options.margin.count());
     report.facts = {{"run", run.run_id},
                     {"provider", provider.name()},
-                    {"window", utc(options.window_from) + " .. " + utc(options.window_to)},
+                    {"window", reports::format_utc_seconds(options.window_from) + " .. " + reports::format_utc_seconds(options.window_to)},
                     {"margin", std::to_string(options.margin.count()) + " s"}};
     if (run.resumed) {
         report.facts.emplace_back("resumed", "the listing went on from page " + std::to_string(run.pages + 1));

@@ -3,6 +3,7 @@
 #include "core/money.hpp"
 
 #include <algorithm>
+#include <ctime>
 
 namespace payrecon::reports {
 
@@ -28,6 +29,19 @@ std::string format_amount(long long minor, const std::string& currency) {
     } catch (const std::exception&) {
         return std::to_string(minor) + " " + currency;
     }
+}
+
+std::string format_utc(std::chrono::system_clock::time_point t) {
+    return format_utc_seconds(std::chrono::duration_cast<std::chrono::seconds>(t.time_since_epoch()).count());
+}
+
+std::string format_utc_seconds(long long unix_seconds) {
+    const std::time_t tt = static_cast<std::time_t>(unix_seconds);
+    std::tm tm{};
+    gmtime_r(&tt, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return buf;
 }
 
 } // namespace payrecon::reports

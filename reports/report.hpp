@@ -3,6 +3,7 @@
 // found, in one shape that every writer (text, JSON, CSV, HTML) renders. A report is data only:
 // no I/O, no database; the engine fills it, the writers print it.
 
+#include <chrono>
 #include <map>
 #include <optional>
 #include <string>
@@ -66,5 +67,9 @@ struct Report {
 // Amount formatting shared by the writers: "49.99 EUR" via the ISO 4217 table; unknown currencies
 // fall back to "<minor> <CUR>".
 std::string format_amount(long long minor, const std::string& currency);
+
+// "2026-12-02T13:45:00Z".
+std::string format_utc(std::chrono::system_clock::time_point t);
+std::string format_utc_seconds(long long unix_seconds);
 
 } // namespace payrecon::reports

@@ -213,6 +213,8 @@ StatementTotals diff_statement_run(Db& db, StatementRun& run, long long amount_t
         impl.prepare(k_insert_finding, k_insert_finding_sql);
         impl.prepare(k_run_done, k_run_done_sql);
         pqxx::work tx(impl.connection());
+        // Two diffs of one run (two nightly jobs at once) take turns: each replaces the findings whole.
+        tx.exec_params1("SELECT 1 FROM recon_runs WHERE run_id = $1::uuid FOR UPDATE", run.run_id);
         tx.exec_prepared0(k_pair_by_reference, run.run_id, run.provider);
         tx.exec_params0("DELETE FROM recon_findings WHERE run_id = $1::uuid", run.run_id);
         const long long from = run.window_from - run.margin_s;
