@@ -47,34 +47,35 @@ void send_all(World& w, providers::Provider& p) {
 
 } // namespace
 
-TEST_CASE("statement: one discrepancy of each kind is found exactly once, and nothing else",
+TEST_CASE("statement: a seeded ledger with one discrepancy of each category: each found exactly "
+          "once, and nothing else",
           "[statement][db]") {
-    World w(next({}), /*idempotency=*/false); // without keys a second send charges again: a duplicate
+    World w(next({}));
     auto provider = providers::create_provider(w.config);
-    const auto refs = w.payments(7);
+    const auto refs = w.payments(6);
     send_all(w, *provider);
     for (const auto& ref : refs) {
         REQUIRE(w.state_of(ref) == "succeeded");
     }
+    // refs[0] stays matched. The provider's side, seeded into its ledger:
+    w.fake->seed_amount_mismatch({{"", w.op_of(refs[1])}, 2400});     // amount_mismatch
+    w.fake->seed_duplicate_charge({w.op_of(refs[2]), std::nullopt});   // duplicate_remote
+    w.fake->seed_refunded({{"", w.op_of(refs[3])}, std::nullopt, std::nullopt}); // status_mismatch
+    fake::OrphanCharge orphan;                                          // missing_local
+    orphan.amount = 7300;
+    orphan.currency = "usd";
+    const std::string orphan_id = w.fake->seed_orphan_charge(orphan).front();
+    // Our side:
     const auto set = [](const std::string& assignment, const std::string& ref) {
         exec_sql("UPDATE payments SET " + assignment + " WHERE merchant_reference = '" + ref + "'");
     };
-    // refs[0] stays matched.
-    set("amount_minor = amount_minor + 100", refs[1]);                       // amount_mismatch
-    set("currency = 'USD'", refs[2]);                                         // currency_mismatch
-    set("state = 'failed'", refs[3]);                                         // status_mismatch
-    set("state = 'unknown', provider_reference = NULL", refs[4]);             // unresolved_unknown
-    set("state = 'retry_scheduled', next_attempt_at = now()", refs[5]);       // sent again: duplicate_remote
-    send_all(w, *provider);
-    REQUIRE(w.executions(w.op_of(refs[5])) == 2);
-    // refs[6]: the provider charged it, and our record of it is gone (a restore from an older
-    // backup): a payment of another provider name is invisible to this statement.
-    set("provider = 'restored-elsewhere'", refs[6]);
-    // missing_remote: we say succeeded, the provider never saw it.
-    const std::string never_sent = w.payments(1)[0];
+    set("currency = 'USD'", refs[4]);                                   // currency_mismatch
+    set("state = 'unknown', provider_reference = NULL", refs[5]);       // unresolved_unknown
+    const std::string never_sent = w.payments(1)[0];                    // missing_remote
     set("state = 'succeeded', attempt_count = 1, first_attempt_at = now(), last_attempt_at = now()", never_sent);
 
-    const reports::Report report = engine::run_statement(*w.db, *provider, window_around_now());
+    const engine::StatementOptions window = window_around_now();
+    const reports::Report report = engine::run_statement(*w.db, *provider, window);
     REQUIRE_FALSE(report.failure);
     const std::map<std::string, long long> want = {
         {"matched", 1},         {"amount_mismatch", 1},    {"currency_mismatch", 1}, {"status_mismatch", 1},
@@ -86,18 +87,27 @@ TEST_CASE("statement: one discrepancy of each kind is found exactly once, and no
         INFO(f.category << ": " << f.detail);
         CHECK_FALSE(f.detail.empty());
         if (f.category == "missing_local") {
-            CHECK(f.remote_amount == 2500);
-            CHECK(f.provider_reference.value_or("").rfind("pi_", 0) == 0);
+            // The orphan, with its amount and the provider's reference.
+            CHECK(f.remote_amount == 7300);
+            CHECK(f.remote_currency == "USD");
+            CHECK(f.provider_reference == orphan_id);
             CHECK_FALSE(f.payment_id);
+        }
+        if (f.category == "status_mismatch") {
+            CHECK(f.operation_id == w.op_of(refs[3]));
+            CHECK(f.remote_state == "succeeded");
         }
     }
     const std::string run = query_value("SELECT run_id::text FROM recon_runs WHERE provider = $1", w.config.name);
     CHECK(query_value("SELECT count(*) FROM recon_findings WHERE run_id = $1::uuid", run) == "7");
     CHECK(query_value("SELECT status FROM recon_runs WHERE run_id = $1::uuid", run) == "done");
+    // Raw and normalised: every listed PaymentIntent (6 of ours, the duplicate, the orphan).
     CHECK(query_value("SELECT count(*) FROM statement_records WHERE run_id = $1::uuid AND raw IS NOT NULL", run) == "8");
+    CHECK(query_value("SELECT count(*) FROM statement_records WHERE run_id = $1::uuid AND status = 'refunded' "
+                      "AND amount_refunded = 2500", run) == "1");
 
     // The same window again replaces its findings instead of adding to them.
-    const reports::Report again = engine::run_statement(*w.db, *provider, window_around_now());
+    const reports::Report again = engine::run_statement(*w.db, *provider, window);
     CHECK(counts_of(again) == want);
     CHECK(query_value("SELECT count(*) FROM recon_findings WHERE run_id = $1::uuid", run) == "7");
     CHECK(query_value("SELECT count(*) FROM recon_runs WHERE provider = $1", w.config.name) == "1");
