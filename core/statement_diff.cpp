@@ -1,5 +1,7 @@
 #include "core/statement_diff.hpp"
 
+#include "core/money.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <stdexcept>
@@ -21,7 +23,15 @@ DiffFinding finding(std::string category, const std::optional<LocalRecord>& loca
 }
 
 std::string amount_text(long long minor, const std::string& currency) {
-    return std::to_string(minor) + " " + currency;
+    std::string upper = currency;
+    for (auto& c : upper) {
+        c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    }
+    try {
+        return format_money(Money{minor, upper});
+    } catch (const std::exception&) {
+        return std::to_string(minor) + " " + upper + " (minor units)";
+    }
 }
 
 } // namespace
@@ -102,9 +112,11 @@ std::optional<DiffFinding> classify_key(const std::optional<LocalRecord>& local,
     if (local->state == "succeeded" && r.status == RemoteStatus::succeeded) {
         return finding("matched", local, remote, "");
     }
-    return finding("status_mismatch", local, remote,
-                   "payrecon has it " + local->state + ", the provider " + std::string(to_string(r.status)) + " (" +
-                       r.raw_status + ")");
+    const std::string theirs = r.status == RemoteStatus::refunded ? "refunded it"
+                               : r.raw_status == to_string(r.status) ? "has it " + r.raw_status
+                                                                      : "has it " + std::string(to_string(r.status)) +
+                                                                            " (" + r.raw_status + ")";
+    return finding("status_mismatch", local, remote, "payrecon has it " + local->state + "; the provider " + theirs);
 }
 
 DiffCounts diff_sorted(const std::function<std::optional<LocalRecord>()>& next_local,

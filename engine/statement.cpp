@@ -64,7 +64,9 @@ reports::Finding report_finding(const DiffFinding& f, const std::string& provide
         out.provider_reference = r->provider_reference;
         out.remote_amount = r->amount_minor;
         out.remote_currency = r->currency;
-        out.remote_state = r->raw_status.empty() ? std::string(to_string(r->status)) : r->raw_status;
+        out.remote_state = r->raw_status.empty() || r->status == RemoteStatus::refunded
+                               ? std::string(to_string(r->status))
+                               : r->raw_status;
     }
     return out;
 }

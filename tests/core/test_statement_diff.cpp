@@ -96,7 +96,7 @@ TEST_CASE("statement diff: the provider's records alone", "[core][statement]") {
           "duplicate_remote");
     const auto f = classify_key(std::nullopt, {theirs("ref:pi_x", RemoteStatus::succeeded, 4200, "usd")}, rules());
     REQUIRE(f);
-    CHECK(f->detail.find("4200 usd") != std::string::npos);
+    CHECK(f->detail.find("42.00 USD") != std::string::npos);
 }
 
 TEST_CASE("statement diff: amounts, currencies, duplicates and the tolerance", "[core][statement]") {

@@ -95,7 +95,7 @@ TEST_CASE("statement: a seeded ledger with one discrepancy of each category: eac
         }
         if (f.category == "status_mismatch") {
             CHECK(f.operation_id == w.op_of(refs[3]));
-            CHECK(f.remote_state == "succeeded");
+            CHECK(f.remote_state == "refunded");
         }
     }
     const std::string run = query_value("SELECT run_id::text FROM recon_runs WHERE provider = $1", w.config.name);
