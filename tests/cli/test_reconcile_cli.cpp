@@ -11,6 +11,7 @@
 #include "engine/executor.hpp"
 #include "providers/config.hpp"
 #include "providers/registry.hpp"
+#include "reports/report.hpp"
 #include "tests/fake_provider/fake_provider.hpp"
 #include "tests/support/test_db.hpp"
 
@@ -861,4 +862,64 @@ TEST_CASE("operator cli: bad input exits 2, a missing configuration 4, naming wh
         CHECK(r.exit_code == 4);
         CHECK(contains(r.err, k_key_env));
     }
+}
+
+TEST_CASE("operator cli: statement finds a seeded orphan charge, writes every format, and a rerun "
+          "replaces its findings",
+          "[cli][db][statement]") {
+    Operated w;
+    const auto refs = w.payments(2);
+    {
+        auto provider = providers::create_provider(w.config);
+        engine::ExecutorOptions o;
+        o.worker_id = "clitest-executor";
+        engine::Executor ex(*w.db, {provider.get()}, o);
+        while (ex.run_once() > 0) {
+        }
+    }
+    fake::OrphanCharge orphan;
+    orphan.amount = 7300;
+    orphan.currency = "usd";
+    const std::string orphan_id = w.fake->seed_orphan_charge(orphan).front();
+    const std::string today = reports::format_utc(std::chrono::system_clock::now()).substr(0, 10);
+    const std::vector<std::string> base = {"statement", "--provider", w.config.name, "--from", today};
+
+    const Run text = w.payrecon(base);
+    CHECK(text.exit_code == 3);
+    CHECK(contains(text.out, "missing_local"));
+    CHECK(contains(text.out, orphan_id));
+    CHECK(contains(text.out, "73.00 USD"));
+
+    auto with = [&](std::vector<std::string> extra) {
+        std::vector<std::string> args = base;
+        args.insert(args.end(), extra.begin(), extra.end());
+        return args;
+    };
+    const Run json = w.payrecon(with({"--format", "json"}));
+    CHECK(json.exit_code == 3);
+    const auto j = nlohmann::json::parse(json.out);
+    CHECK(j["schema"] == "payrecon.report/1");
+    CHECK(j["totals"]["matched"]["count"] == 2);
+    CHECK(j["totals"]["missing_local"]["count"] == 1);
+    CHECK(j["findings"].size() == 1);
+
+    const auto html = w.dir.path() / "report.html";
+    const Run file = w.payrecon(with({"--format", "html", "--output", html.string()}));
+    CHECK(file.exit_code == 3);
+    CHECK(file.out.empty());
+    std::ifstream in(html);
+    const std::string page((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    CHECK(contains(page, "<!doctype html>"));
+    CHECK(contains(page, orphan_id));
+
+    const Run csv = w.payrecon(with({"--format", "csv"}));
+    CHECK(contains(csv.out, orphan_id));
+    // Four runs of one window: one run row, its findings replaced each time.
+    CHECK(w.value("SELECT runs FROM recon_runs WHERE provider = $1", w.config.name) == "4");
+    CHECK(w.value("SELECT count(*) FROM recon_findings f JOIN recon_runs r USING (run_id) WHERE r.provider = $1",
+                  w.config.name) == "1");
+
+    CHECK(w.payrecon(with({"--format", "pdf"})).exit_code == 2);
+    CHECK(w.payrecon({"statement", "--provider", w.config.name, "--from", "2026-13-01"}).exit_code == 2);
+    CHECK(w.payrecon(with({"--output", "/nonexistent-dir/report.txt"})).exit_code == 1);
 }
