@@ -1226,7 +1226,7 @@ TEST_CASE("fake provider: an amount mismatch changes amount and amount_received,
     CHECK(r.ledger()["charged"]["eur"] == 5000 + 900);
 }
 
-TEST_CASE("fake provider: a refund marks the charge refunded; the PaymentIntent stays succeeded",
+TEST_CASE("fake provider: a refund marks the charge refunded, the PaymentIntent stays succeeded",
           "[fake_provider][seed]") {
     Running r;
     Json pi = post_charge(r, "key-1", charge_form("op-1", 5000)).json();
