@@ -2,6 +2,8 @@
 // Plain-text output for listings: aligned columns and "label: value" blocks. Every cell is made
 // safe for a terminal first (control characters escaped), since provider text reaches it.
 
+#include "reports/writers.hpp"
+
 #include <ostream>
 #include <string>
 #include <string_view>
@@ -10,9 +12,8 @@
 
 namespace payrecon::cli {
 
-// `text` with control characters written as \n, \t, \r, \xNN and backslashes doubled, so that
-// one value stays one line and cannot move the cursor or recolour the terminal.
-std::string printable(std::string_view text);
+// `text` made safe for a terminal (reports::printable: C0, DEL and C1 controls escaped).
+using reports::printable;
 
 // Columns padded to their widest cell (counted in UTF-8 code points), two spaces apart; the last
 // column is not padded. Cells are passed through printable().

@@ -8,13 +8,6 @@
 namespace payrecon::reports {
 namespace {
 
-// Code points, not bytes: continuation bytes (10xxxxxx) do not start a character.
-std::size_t display_width(std::string_view text) {
-    return static_cast<std::size_t>(std::count_if(text.begin(), text.end(), [](char c) {
-        return (static_cast<unsigned char>(c) & 0xC0) != 0x80;
-    }));
-}
-
 void pad(std::ostream& out, std::size_t n) {
     for (std::size_t i = 0; i < n; ++i) {
         out << ' ';

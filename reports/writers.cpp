@@ -1,5 +1,7 @@
 #include "reports/writers.hpp"
 
+#include <algorithm>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -124,6 +126,12 @@ std::string printable(std::string_view text) {
         }
     }
     return out;
+}
+
+std::size_t display_width(std::string_view text) {
+    return static_cast<std::size_t>(std::count_if(text.begin(), text.end(), [](char c) {
+        return (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+    }));
 }
 
 } // namespace payrecon::reports

@@ -72,4 +72,7 @@ std::string display_amount(const std::optional<long long>& minor,
 // a terminal.
 std::string printable(std::string_view text);
 
+// Terminal columns of UTF-8 `text`, counted in code points (continuation bytes start none).
+std::size_t display_width(std::string_view text);
+
 } // namespace payrecon::reports
