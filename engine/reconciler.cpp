@@ -200,15 +200,17 @@ std::vector<ReconcileOutcome> Reconciler::run(const std::function<void(const Rec
     }
     std::vector<ReconcileOutcome> outcomes;
     std::set<std::string> seen;
+    // A payment this run decides to check again later is the next run's, however short the wait.
+    const auto started = std::chrono::system_clock::now();
     while (static_cast<int>(outcomes.size()) < m_options.limit) {
         const int want = m_options.dry_run
                              ? m_options.limit
                              : std::min(m_options.batch, m_options.limit - static_cast<int>(outcomes.size()));
         const auto batch = m_options.dry_run ? store::peek_unknown(m_db, want, schedules)
-                                             : store::claim_unknown(m_db, m_options.hold, want, schedules);
+                                             : store::claim_unknown(m_db, m_options.hold, want, schedules, started);
         int fresh = 0;
         for (const auto& c : batch) {
-            // Due again within this run (a short check-later): leave it to the next run.
+            // Cannot happen (claims are due by the run's start); kept as a guard against a loop.
             if (!seen.insert(c.payment.payment_id).second) {
                 continue;
             }

@@ -26,18 +26,21 @@ const std::string k_candidate_columns =
     ", p.attempt_count, p.resend_count, p.lookup_count, p.lookup_failures, p.review_code";
 
 // Due: an explicit next check, else the last attempt plus the provider's settle delay.
-const std::string k_due_sql = R"sql(
+std::string due_sql(const std::string& due_by) {
+    return R"sql(
     SELECT p.tenant_id, p.payment_id
       FROM payments p
       JOIN unnest($1::text[], $2::bigint[]) AS cfg(provider, settle_s) ON cfg.provider = p.provider
      WHERE p.state = 'unknown'
        AND coalesce(p.next_attempt_at, coalesce(p.last_attempt_at, p.updated_at)
-                                       + make_interval(secs => cfg.settle_s)) <= now()
+                                       + make_interval(secs => cfg.settle_s)) <= )sql" + due_by + R"sql(
      ORDER BY p.created_at
      LIMIT $3)sql";
+}
 
 constexpr const char* k_claim = "reconcile_claim";
-const std::string k_claim_sql = "WITH due AS (" + k_due_sql + R"sql(
+// Due by the run's start at the latest: a check a decision of this run scheduled is the next run's.
+const std::string k_claim_sql = "WITH due AS (" + due_sql("least(now(), to_timestamp($5::double precision))") + R"sql(
        FOR UPDATE OF p SKIP LOCKED
 ), claimed AS (
     UPDATE payments p
@@ -50,7 +53,7 @@ const std::string k_claim_sql = "WITH due AS (" + k_due_sql + R"sql(
 SELECT )sql" + k_candidate_columns + " FROM claimed p ORDER BY p.created_at";
 
 constexpr const char* k_peek = "reconcile_peek";
-const std::string k_peek_sql = "WITH due AS (" + k_due_sql + ")\nSELECT " + k_candidate_columns +
+const std::string k_peek_sql = "WITH due AS (" + due_sql("now()") + ")\nSELECT " + k_candidate_columns +
                                " FROM payments p JOIN due USING (tenant_id, payment_id)"
                                " ORDER BY p.created_at";
 
@@ -185,7 +188,8 @@ std::vector<ReconcileCandidate> candidates_of(const pqxx::result& r) {
 } // namespace
 
 std::vector<ReconcileCandidate> claim_unknown(Db& db, std::chrono::seconds hold, int limit,
-                                              const std::vector<ProviderSchedule>& providers) {
+                                              const std::vector<ProviderSchedule>& providers,
+                                              std::chrono::system_clock::time_point due_by) {
     if (providers.empty() || limit <= 0) {
         return {};
     }
@@ -194,8 +198,9 @@ std::vector<ReconcileCandidate> claim_unknown(Db& db, std::chrono::seconds hold,
     return translate_errors(impl, [&] {
         impl.prepare(k_claim, k_claim_sql);
         pqxx::work tx(impl.connection());
+        const double due = std::chrono::duration<double>(due_by.time_since_epoch()).count();
         const pqxx::result r = tx.exec_prepared(k_claim, names, delays, limit,
-                                                static_cast<long long>(hold.count()));
+                                                static_cast<long long>(hold.count()), due);
         tx.commit();
         return candidates_of(r);
     });

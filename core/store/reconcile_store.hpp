@@ -35,11 +35,13 @@ struct ReconcileCandidate {
 };
 
 // Claims up to `limit` `unknown` payments of `providers` whose check is due (next_attempt_at, or
-// the last attempt plus the provider's settle delay), oldest first: generation + 1, and
-// next_attempt_at moved `hold` ahead so that a reconciler that dies mid-lookup leaves the payment to
-// the next one. Rows another transaction holds are skipped.
+// the last attempt plus the provider's settle delay) by `due_by` at the latest, oldest first:
+// generation + 1, and next_attempt_at moved `hold` ahead so that a reconciler that dies mid-lookup
+// leaves the payment to the next one. Rows another transaction holds are skipped.
 std::vector<ReconcileCandidate> claim_unknown(Db& db, std::chrono::seconds hold, int limit,
-                                              const std::vector<ProviderSchedule>& providers);
+                                              const std::vector<ProviderSchedule>& providers,
+                                              std::chrono::system_clock::time_point due_by =
+                                                  std::chrono::system_clock::now());
 
 // The same selection as claim_unknown, claiming and changing nothing (--dry-run).
 std::vector<ReconcileCandidate> peek_unknown(Db& db, int limit,
