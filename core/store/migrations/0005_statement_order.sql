@@ -1,6 +1,6 @@
 -- The statement diff reads a run's records in (match_key, provider_reference) order. The index of
 -- 0004 had the match key only, so PostgreSQL sorted every key group again; with both columns it
--- streams the run in order (bench/statement: 1,000,000 records read in 0.8 s instead of 3 s).
+-- streams the run in order (EXPLAIN ANALYZE over 1,000,000 records: 1.5 s instead of 4.3 s).
 CREATE INDEX statement_records_order
     ON statement_records (run_id, match_key COLLATE "C", provider_reference COLLATE "C");
 DROP INDEX statement_records_match;
