@@ -17,10 +17,13 @@ bool same_currency(std::string_view a, std::string_view b) {
 
 bool unresolved(const std::string& state) { return state == "unknown" || state == "needs_review"; }
 
-DiffFinding finding(std::string category, const std::optional<LocalRecord>& local,
-                    const std::vector<RemoteRecord>& remote, std::string detail) {
-    return DiffFinding{std::move(category), local, remote, std::move(detail)};
-}
+// A key's category and detail; the records are attached by the caller (copied or moved).
+struct Verdict {
+    std::string category;
+    std::string detail;
+};
+
+Verdict verdict(std::string category, std::string detail) { return Verdict{std::move(category), std::move(detail)}; }
 
 std::string amount_text(long long minor, const std::string& currency) {
     std::string upper = currency;
@@ -54,8 +57,10 @@ std::string_view to_string(RemoteStatus status) {
 
 bool is_charge(RemoteStatus status) { return status == RemoteStatus::succeeded || status == RemoteStatus::refunded; }
 
-std::optional<DiffFinding> classify_key(const std::optional<LocalRecord>& local,
-                                        const std::vector<RemoteRecord>& remote, const DiffRules& rules) {
+namespace {
+
+std::optional<Verdict> classify(const std::optional<LocalRecord>& local, const std::vector<RemoteRecord>& remote,
+                                const DiffRules& rules) {
     if (!local && remote.empty()) {
         return std::nullopt;
     }
@@ -67,7 +72,7 @@ std::optional<DiffFinding> classify_key(const std::optional<LocalRecord>& local,
     }
     const auto charges = std::count_if(remote.begin(), remote.end(), [](const auto& r) { return is_charge(r.status); });
     if (charges > 1) {
-        return finding("duplicate_remote", local, remote,
+        return verdict("duplicate_remote",
                        "the provider holds " + std::to_string(charges) + " charges for one operation ID");
     }
     if (!local) {
@@ -75,48 +80,59 @@ std::optional<DiffFinding> classify_key(const std::optional<LocalRecord>& local,
             return std::nullopt;
         }
         const RemoteRecord& r = *std::find_if(remote.begin(), remote.end(), [](const auto& x) { return is_charge(x.status); });
-        return finding("missing_local", local, remote,
+        return verdict("missing_local",
                        "the provider charged " + amount_text(r.amount_minor, r.currency) + " (" + r.provider_reference +
                            ") and payrecon has no record of it");
     }
     if (remote.empty() || charges == 0) {
         if (unresolved(local->state)) {
-            return finding("unresolved_unknown", local, remote,
+            return verdict("unresolved_unknown",
                            "payrecon does not know yet whether this payment was charged (" + local->state + ")");
         }
         if (local->state == "succeeded") {
-            return finding("missing_remote", local, remote,
+            return verdict("missing_remote",
                            remote.empty() ? "payrecon says succeeded; the provider has no such payment"
                                           : "payrecon says succeeded; the provider has it as " + remote.front().raw_status);
         }
-        return finding("matched", local, remote, "no charge on either side");
+        return verdict("matched", "no charge on either side");
     }
     const RemoteRecord& r = *std::find_if(remote.begin(), remote.end(), [](const auto& x) { return is_charge(x.status); });
     if (unresolved(local->state)) {
-        return finding("unresolved_unknown", local, remote,
+        return verdict("unresolved_unknown",
                        "the provider has the payment as " + r.raw_status + "; payrecon still has it " + local->state +
                            ": the reconciler settles it");
     }
     if (!same_currency(local->currency, r.currency)) {
-        return finding("currency_mismatch", local, remote,
+        return verdict("currency_mismatch",
                        "ours is " + amount_text(local->amount_minor, local->currency) + ", the provider's " +
                            amount_text(r.amount_minor, r.currency));
     }
     const long long difference = local->amount_minor > r.amount_minor ? local->amount_minor - r.amount_minor
                                                                        : r.amount_minor - local->amount_minor;
     if (difference > rules.amount_tolerance_minor) {
-        return finding("amount_mismatch", local, remote,
+        return verdict("amount_mismatch",
                        "ours is " + amount_text(local->amount_minor, local->currency) + ", the provider's " +
                            amount_text(r.amount_minor, r.currency));
     }
     if (local->state == "succeeded" && r.status == RemoteStatus::succeeded) {
-        return finding("matched", local, remote, "");
+        return verdict("matched", "");
     }
     const std::string theirs = r.status == RemoteStatus::refunded ? "refunded it"
                                : r.raw_status == to_string(r.status) ? "has it " + r.raw_status
                                                                       : "has it " + std::string(to_string(r.status)) +
                                                                             " (" + r.raw_status + ")";
-    return finding("status_mismatch", local, remote, "payrecon has it " + local->state + "; the provider " + theirs);
+    return verdict("status_mismatch", "payrecon has it " + local->state + "; the provider " + theirs);
+}
+
+} // namespace
+
+std::optional<DiffFinding> classify_key(const std::optional<LocalRecord>& local,
+                                        const std::vector<RemoteRecord>& remote, const DiffRules& rules) {
+    auto v = classify(local, remote, rules);
+    if (!v) {
+        return std::nullopt;
+    }
+    return DiffFinding{std::move(v->category), local, remote, std::move(v->detail)};
 }
 
 DiffCounts diff_sorted(const std::function<std::optional<LocalRecord>()>& next_local,
@@ -129,6 +145,7 @@ DiffCounts diff_sorted(const std::function<std::optional<LocalRecord>()>& next_l
     counts.remote_records += r.has_value();
     std::vector<RemoteRecord> group;
     while (l || r) {
+        // The key's records move into its finding; `key` is copied before they do.
         const std::string key = !r || (l && l->match_key < r->match_key) ? l->match_key : r->match_key;
         std::optional<LocalRecord> local;
         if (l && l->match_key == key) {
@@ -153,8 +170,8 @@ DiffCounts diff_sorted(const std::function<std::optional<LocalRecord>()>& next_l
             }
         }
         ++counts.keys;
-        if (auto f = classify_key(local, group, rules)) {
-            sink(std::move(*f));
+        if (auto v = classify(local, group, rules)) {
+            sink(DiffFinding{std::move(v->category), std::move(local), std::move(group), std::move(v->detail)});
         }
     }
     return counts;
