@@ -195,4 +195,16 @@ Config load_config(const std::filesystem::path& path) {
     return parse_config(text.str(), path);
 }
 
+Capabilities configured_capabilities(const ProviderConfig& config, std::size_t max_key_length,
+                                     bool api_can_lookup, bool api_can_list) {
+    Capabilities caps;
+    caps.honours_idempotency_keys = config.overrides.idempotency_keys.value_or(true);
+    caps.key_retention = config.key_retention;
+    caps.max_key_length = max_key_length;
+    caps.lookup_by_operation_id = api_can_lookup && config.overrides.lookup.value_or(true);
+    caps.lookup_staleness = config.settle_delay;
+    caps.list_transactions = api_can_list && config.overrides.list.value_or(true);
+    return caps;
+}
+
 } // namespace payrecon::providers

@@ -11,6 +11,7 @@
 //   "api_key_env": "ADYEN_API_KEY", "merchant_account": "AcmeShopECOM"}}}
 
 #include "core/secret.hpp"
+#include "providers/provider.hpp"
 
 #include <chrono>
 #include <filesystem>
@@ -53,6 +54,12 @@ struct Config {
     std::map<std::string, ProviderConfig> providers;
     std::filesystem::path source; // the file it came from
 };
+
+// An adapter's capabilities for one configured account: what its API offers (`max_key_length`,
+// `api_can_lookup`, `api_can_list`) with the account's key retention and settle delay, and the
+// overrides, which can switch a capability off -- never on where the API has none.
+Capabilities configured_capabilities(const ProviderConfig& config, std::size_t max_key_length,
+                                     bool api_can_lookup, bool api_can_list);
 
 // The adapter kinds this build has, for validation and messages.
 const std::vector<std::string_view>& known_kinds();

@@ -8,13 +8,8 @@ namespace payrecon::providers::adyen {
 AdyenAdapter::AdyenAdapter(const ProviderConfig& config, SendFunction send)
     : m_name(config.name), m_base_url(config.base_url), m_merchant_account(config.merchant_account),
       m_api_key(config.api_key), m_send(std::move(send)) {
-    m_caps.honours_idempotency_keys = config.overrides.idempotency_keys.value_or(true);
-    m_caps.key_retention = config.key_retention;
-    m_caps.max_key_length = k_max_key_length;
-    // The Checkout API has neither; an override cannot give them.
-    m_caps.lookup_by_operation_id = false;
-    m_caps.lookup_staleness = config.settle_delay;
-    m_caps.list_transactions = false;
+    // The Checkout API can neither look a payment up nor list them; an override cannot add it.
+    m_caps = configured_capabilities(config, k_max_key_length, false, false);
 }
 
 SubmitResult AdyenAdapter::submit(const PaymentOrder& order) {

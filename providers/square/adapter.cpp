@@ -9,12 +9,7 @@ namespace payrecon::providers::square {
 SquareAdapter::SquareAdapter(const ProviderConfig& config, SendFunction send)
     : m_name(config.name), m_base_url(config.base_url), m_api_key(config.api_key),
       m_send(std::move(send)) {
-    m_caps.honours_idempotency_keys = config.overrides.idempotency_keys.value_or(true);
-    m_caps.key_retention = config.key_retention;
-    m_caps.max_key_length = k_max_key_length;
-    m_caps.lookup_by_operation_id = config.overrides.lookup.value_or(true);
-    m_caps.lookup_staleness = config.settle_delay;
-    m_caps.list_transactions = config.overrides.list.value_or(true);
+    m_caps = configured_capabilities(config, k_max_key_length, true, true);
 }
 
 http::HttpRequest SquareAdapter::request(std::string method, std::string path_and_query,
