@@ -126,6 +126,15 @@ std::optional<Verdict> classify(const std::optional<LocalRecord>& local, const s
 
 } // namespace
 
+const RemoteRecord* shown_remote(const DiffFinding& finding) {
+    for (const auto& r : finding.remote) {
+        if (is_charge(r.status)) {
+            return &r;
+        }
+    }
+    return finding.remote.empty() ? nullptr : &finding.remote.front();
+}
+
 std::optional<DiffFinding> classify_key(const std::optional<LocalRecord>& local,
                                         const std::vector<RemoteRecord>& remote, const DiffRules& rules) {
     auto v = classify(local, remote, rules);
@@ -143,13 +152,18 @@ DiffCounts diff_sorted(const std::function<std::optional<LocalRecord>()>& next_l
     std::optional<RemoteRecord> r = next_remote();
     counts.local_records += l.has_value();
     counts.remote_records += r.has_value();
+    // Reused from key to key, so that a million matches do not cost a million allocations: the
+    // key (copied before its records move on), the key's provider records, and the finding, whose
+    // vector of records is taken back after the sink unless the sink moved it away.
+    std::string key;
     std::vector<RemoteRecord> group;
+    std::optional<LocalRecord> local;
+    DiffFinding finding;
     while (l || r) {
-        // The key's records move into its finding; `key` is copied before they do.
-        const std::string key = !r || (l && l->match_key < r->match_key) ? l->match_key : r->match_key;
-        std::optional<LocalRecord> local;
+        key.assign(!r || (l && l->match_key < r->match_key) ? l->match_key : r->match_key);
+        local.reset();
         if (l && l->match_key == key) {
-            local = std::move(*l);
+            local = std::move(l);
             l = next_local();
             if (l) {
                 ++counts.local_records;
@@ -171,7 +185,13 @@ DiffCounts diff_sorted(const std::function<std::optional<LocalRecord>()>& next_l
         }
         ++counts.keys;
         if (auto v = classify(local, group, rules)) {
-            sink(DiffFinding{std::move(v->category), std::move(local), std::move(group), std::move(v->detail)});
+            finding.category = std::move(v->category);
+            finding.local = std::move(local);
+            finding.remote.clear();
+            finding.remote.swap(group);
+            finding.detail = std::move(v->detail);
+            sink(std::move(finding));
+            group.swap(finding.remote);
         }
     }
     return counts;

@@ -70,6 +70,9 @@ struct DiffFinding {
     std::string detail;
 };
 
+// The provider record a finding is shown with: its first charge, else its first record, else null.
+const RemoteRecord* shown_remote(const DiffFinding& finding);
+
 // One key's findings (at most one), or nullopt if the key's anchor lies outside the window, or
 // there is nothing to say (a provider record without a charge and no payment of ours).
 std::optional<DiffFinding> classify_key(const std::optional<LocalRecord>& local,

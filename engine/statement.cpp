@@ -42,13 +42,7 @@ reports::Finding report_finding(const DiffFinding& f, const std::string& provide
     out.needs_attention = f.category != "matched";
     out.provider = provider;
     out.detail = f.detail;
-    const RemoteRecord* r = f.remote.empty() ? nullptr : &f.remote.front();
-    for (const auto& x : f.remote) {
-        if (is_charge(x.status)) {
-            r = &x;
-            break;
-        }
-    }
+    const RemoteRecord* r = shown_remote(f);
     if (f.local) {
         out.payment_id = f.local->payment_id;
         out.operation_id = f.local->operation_id;
@@ -145,11 +139,14 @@ reports::Report run_statement(store::Db& db, providers::Provider& provider, cons
     std::size_t listed = 0;
     const store::StatementTotals totals =
         store::diff_statement_run(db, run, options.amount_tolerance_minor, [&](const DiffFinding& f) {
-            const bool list = f.category != "matched" && listed < options.listed_findings;
+            const bool list = listed < options.listed_findings;
             listed += list;
-            report.findings_truncated = report.findings_truncated || (f.category != "matched" && !list);
+            report.findings_truncated = report.findings_truncated || !list;
             report.add(report_finding(f, provider.name()), list);
         });
+    // Matches are counted, never listed.
+    const auto matched = totals.by_category.find("matched");
+    report.add_counted("matched", matched == totals.by_category.end() ? 0 : matched->second, totals.matched_amounts);
     report.facts.emplace_back("provider records", std::to_string(totals.counts.remote_records));
     report.facts.emplace_back("our payments", std::to_string(totals.counts.local_records));
     report.facts.emplace_back("pages read", std::to_string(run.pages));

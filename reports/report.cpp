@@ -23,6 +23,18 @@ void Report::add(const Finding& f, bool list) {
     }
 }
 
+void Report::add_counted(const std::string& category, long long count,
+                         const std::map<std::string, long long>& amounts) {
+    if (std::find(categories.begin(), categories.end(), category) == categories.end()) {
+        categories.push_back(category);
+    }
+    CategoryTotal& t = totals[category];
+    t.count += count;
+    for (const auto& [currency, minor] : amounts) {
+        t.amounts[currency] += minor;
+    }
+}
+
 std::string format_amount(long long minor, const std::string& currency) {
     try {
         return format_money(Money{minor, currency});

@@ -62,6 +62,8 @@ struct Report {
 
     // Adds `f` to the totals, and to `findings` if `list` is true.
     void add(const Finding& f, bool list = true);
+    // Adds `count` findings of `category`, with their amounts per currency, to the totals only.
+    void add_counted(const std::string& category, long long count, const std::map<std::string, long long>& amounts);
 };
 
 // Amount formatting shared by the writers: "49.99 EUR" via the ISO 4217 table; unknown currencies

@@ -1,8 +1,10 @@
 #include "core/store/statement_store.hpp"
 
+#include "core/store/copy_out.hpp"
 #include "core/store/pq.hpp"
 
-#include <deque>
+#include <array>
+#include <memory>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
@@ -10,8 +12,7 @@
 namespace payrecon::store {
 namespace {
 
-constexpr int k_fetch = 20000;       // rows per FETCH from each cursor (a few MB each)
-constexpr std::size_t k_flush = 1000; // findings per insert batch
+constexpr std::size_t k_details_batch = 1000; // keys that did not match, read again together
 
 constexpr const char* k_find_run = "statement_find_run";
 constexpr const char* k_find_run_sql = R"sql(
@@ -66,13 +67,6 @@ UPDATE statement_records s
  WHERE s.run_id = $1::uuid AND s.operation_id IS NULL AND p.provider = $2
    AND p.provider_reference = s.provider_reference)sql";
 
-constexpr const char* k_insert_finding = "statement_insert_finding";
-constexpr const char* k_insert_finding_sql = R"sql(
-INSERT INTO recon_findings (run_id, finding_no, category, tenant_id, payment_id, operation_id,
-                            provider_reference, local_amount, local_currency, local_state,
-                            remote_amount, remote_currency, remote_state, remote_count, detail)
-VALUES ($1::uuid, $2, $3, $4::uuid, $5::uuid, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15))sql";
-
 constexpr const char* k_run_done = "statement_run_done";
 constexpr const char* k_run_done_sql = R"sql(
 UPDATE recon_runs
@@ -82,7 +76,7 @@ UPDATE recon_runs
 
 const char* or_null(const std::optional<std::string>& s) { return s ? s->c_str() : nullptr; }
 
-RemoteStatus parse_remote_status(const std::string& s) {
+RemoteStatus parse_remote_status(std::string_view s) {
     for (const RemoteStatus r : {RemoteStatus::succeeded, RemoteStatus::refunded, RemoteStatus::declined,
                                  RemoteStatus::pending}) {
         if (to_string(r) == s) {
@@ -92,36 +86,193 @@ RemoteStatus parse_remote_status(const std::string& s) {
     return RemoteStatus::other;
 }
 
-// Reads a cursor in batches; `parse` turns a row into a record.
-template <typename Record>
-class CursorReader {
-public:
-    CursorReader(pqxx::work& tx, std::string name, std::function<Record(const pqxx::row&)> parse)
-        : m_tx(tx), m_name(std::move(name)), m_parse(std::move(parse)) {}
+// The diff reads both sides twice over. First whole and narrow -- only what a key's category
+// depends on, in match-key order -- on two connections at once; then, for the few keys that are
+// not matched, every column (the detail a finding shows), by key. Both reads see one snapshot, so
+// a key classifies the same way both times.
 
-    std::optional<Record> next() {
-        if (m_buffer.empty() && !m_done) {
-            const pqxx::result r = m_tx.exec("FETCH FORWARD " + std::to_string(k_fetch) + " FROM " + m_name);
-            for (const auto& row : r) {
-                m_buffer.push_back(m_parse(row));
+// Our payments of the provider whose anchor (first attempt, else acceptance) lies in [from, to),
+// in match-key order; columns as local_key_record reads them.
+std::string local_keys_query(const std::string& provider_literal, long long from, long long to) {
+    return "SELECT operation_id, amount_minor::bigint, currency::text, state::text, "
+           "coalesce(first_attempt_at, created_at)::timestamptz "
+           "FROM payments WHERE provider = " + provider_literal +
+           " AND coalesce(first_attempt_at, created_at) >= to_timestamp(" + std::to_string(from) + ")" +
+           " AND coalesce(first_attempt_at, created_at) < to_timestamp(" + std::to_string(to) + ")" +
+           " ORDER BY operation_id COLLATE \"C\"";
+}
+
+LocalRecord local_key_record(const CopyOutStream& row) {
+    LocalRecord l;
+    l.match_key = row.text(0);
+    l.amount_minor = row.int8(1);
+    l.currency = row.text(2);
+    l.state = row.text(3);
+    l.at = row.unix_seconds(4);
+    return l;
+}
+
+// The run's provider records in (match key, provider reference) order -- statement_records_diff --
+// so that a key's records come in a stable order; columns as remote_key_record reads them.
+std::string remote_keys_query(const std::string& run_literal) {
+    return "SELECT match_key::text, amount_minor::bigint, currency::text, status::text, created_at::timestamptz "
+           "FROM statement_records WHERE run_id = " + run_literal +
+           "::uuid ORDER BY match_key COLLATE \"C\", provider_reference COLLATE \"C\"";
+}
+
+RemoteRecord remote_key_record(const CopyOutStream& row) {
+    RemoteRecord r;
+    r.match_key = row.text(0);
+    r.amount_minor = row.int8(1);
+    r.currency = row.text(2);
+    r.status = parse_remote_status(row.text(3));
+    r.at = row.unix_seconds(4);
+    return r;
+}
+
+constexpr const char* k_local_details_sql = R"sql(
+SELECT operation_id, payment_id::text, tenant_id::text, provider_reference, amount_minor, currency, state,
+       floor(date_part('epoch', coalesce(first_attempt_at, created_at)))::bigint
+  FROM payments
+ WHERE provider = $1 AND operation_id = ANY($2::text[]))sql";
+
+constexpr const char* k_remote_details_sql = R"sql(
+SELECT match_key, provider_reference, operation_id, amount_minor, currency, status, raw_status,
+       floor(date_part('epoch', created_at))::bigint
+  FROM statement_records
+ WHERE run_id = $1::uuid AND match_key = ANY($2::text[])
+ ORDER BY match_key COLLATE "C", provider_reference COLLATE "C")sql";
+
+// A PostgreSQL array literal of text values.
+std::string text_array(const std::vector<std::string>& values) {
+    std::string out = "{";
+    for (const auto& v : values) {
+        out += out.size() > 1 ? ",\"" : "\"";
+        for (const char c : v) {
+            if (c == '"' || c == '\\') {
+                out += '\\';
             }
-            m_done = static_cast<int>(r.size()) < k_fetch;
+            out += c;
         }
-        if (m_buffer.empty()) {
-            return std::nullopt;
+        out += '"';
+    }
+    return out + "}";
+}
+
+// Streams `query` (in `snapshot`) on a connection and a thread of its own, as records. The query
+// starts on that thread, so that PostgreSQL sorts both sides at once.
+template <typename Record>
+class SideReader {
+public:
+    SideReader(const std::string& url, const std::string& snapshot, const std::string& query, const std::string& what,
+               Record (*parse)(const CopyOutStream&))
+        : m_stream(std::make_shared<CopyOutStream>(url, snapshot, query, what)),
+          m_prefetch(
+              [stream = m_stream, parse](const typename Prefetch<Record>::Emit& emit) {
+                  stream->start();
+                  while (stream->next()) {
+                      emit(parse(*stream));
+                  }
+              },
+              [stream = m_stream] { stream->cancel(); }) {}
+
+    std::optional<Record> next() { return m_prefetch.next(); }
+
+private:
+    std::shared_ptr<CopyOutStream> m_stream;
+    Prefetch<Record> m_prefetch;
+};
+
+// The second read: every column of the keys that did not match, in a read-only transaction of
+// its own in the same snapshot, opened at the first such key.
+class DetailReader {
+public:
+    DetailReader(std::string url, std::string snapshot, std::string provider, std::string run_id)
+        : m_url(std::move(url)), m_snapshot(std::move(snapshot)), m_provider(std::move(provider)),
+          m_run_id(std::move(run_id)) {}
+
+    // Our payments with these operation IDs, by operation ID.
+    std::map<std::string, LocalRecord> locals(const std::vector<std::string>& operation_ids) {
+        std::map<std::string, LocalRecord> out;
+        if (operation_ids.empty()) {
+            return out;
         }
-        Record out = std::move(m_buffer.front());
-        m_buffer.pop_front();
+        for (const auto& row : tx().exec_params(k_local_details_sql, m_provider, text_array(operation_ids))) {
+            LocalRecord l;
+            l.match_key = row[0].as<std::string>();
+            l.operation_id = l.match_key;
+            l.payment_id = row[1].as<std::string>();
+            l.tenant_id = row[2].as<std::string>();
+            if (!row[3].is_null()) {
+                l.provider_reference = row[3].as<std::string>();
+            }
+            l.amount_minor = row[4].as<long long>();
+            l.currency = row[5].as<std::string>();
+            l.state = row[6].as<std::string>();
+            l.at = row[7].as<long long>();
+            out.emplace(l.match_key, std::move(l));
+        }
+        return out;
+    }
+
+    // The run's records with these match keys, by key, each key's in the order of the first read.
+    std::map<std::string, std::vector<RemoteRecord>> remotes(const std::vector<std::string>& keys) {
+        std::map<std::string, std::vector<RemoteRecord>> out;
+        if (keys.empty()) {
+            return out;
+        }
+        for (const auto& row : tx().exec_params(k_remote_details_sql, m_run_id, text_array(keys))) {
+            RemoteRecord r;
+            r.match_key = row[0].as<std::string>();
+            r.provider_reference = row[1].as<std::string>();
+            if (!row[2].is_null()) {
+                r.operation_id = row[2].as<std::string>();
+            }
+            r.amount_minor = row[3].as<long long>();
+            r.currency = row[4].as<std::string>();
+            r.status = parse_remote_status(row[5].as<std::string>());
+            r.raw_status = row[6].as<std::string>();
+            r.at = row[7].as<long long>();
+            out[r.match_key].push_back(std::move(r));
+        }
         return out;
     }
 
 private:
-    pqxx::work& m_tx;
-    std::string m_name;
-    std::function<Record(const pqxx::row&)> m_parse;
-    std::deque<Record> m_buffer;
-    bool m_done = false;
+    pqxx::transaction_base& tx() {
+        if (!m_tx) {
+            m_conn.emplace(m_url);
+            {
+                // Between two batches it waits for the merge, which over a large window may take
+                // longer than the cluster's idle-in-transaction limit.
+                pqxx::nontransaction session(*m_conn);
+                session.exec0("SET idle_in_transaction_session_timeout = 0");
+            }
+            m_tx.emplace(*m_conn);
+            m_tx->exec0("SET TRANSACTION SNAPSHOT " + m_tx->quote(m_snapshot));
+        }
+        return *m_tx;
+    }
+
+    std::string m_url;
+    std::string m_snapshot;
+    std::string m_provider;
+    std::string m_run_id;
+    std::optional<pqxx::connection> m_conn;
+    std::optional<pqxx::transaction<pqxx::repeatable_read, pqxx::read_only>> m_tx;
 };
+
+// Marks the pages of a run just listed all-visible, so that the diff reads the run from
+// statement_records_diff alone. VACUUM skips the pages marked already; it does not block reads or
+// writes of the table. Best effort: without it the diff reads the same rows from the table.
+void vacuum_statement_records(Db::Impl& impl) {
+    try {
+        pqxx::nontransaction tx(impl.connection());
+        tx.exec0("VACUUM statement_records");
+    } catch (const pqxx::sql_error&) {
+        // e.g. a lock or statement timeout: the diff is slower, not wrong
+    }
+}
 
 } // namespace
 
@@ -190,6 +341,9 @@ void store_statement_page(Db& db, StatementRun& run, const std::vector<Statement
         ++run.pages;
         run.status = next_cursor ? "listing" : "listed";
     });
+    if (!next_cursor) {
+        translate_errors(impl, [&] { vacuum_statement_records(impl); });
+    }
 }
 
 void fail_statement_run(Db& db, const StatementRun& run, const std::string& error) {
@@ -210,105 +364,126 @@ StatementTotals diff_statement_run(Db& db, StatementRun& run, long long amount_t
     Db::Impl& impl = db.impl();
     return translate_errors(impl, [&] {
         impl.prepare(k_pair_by_reference, k_pair_by_reference_sql);
-        impl.prepare(k_insert_finding, k_insert_finding_sql);
         impl.prepare(k_run_done, k_run_done_sql);
+        {
+            // Normalisation of the provider's records, committed on its own (running it again
+            // changes nothing), so that the snapshot the sides are read in below includes it.
+            pqxx::work tx(impl.connection());
+            tx.exec_prepared0(k_pair_by_reference, run.run_id, run.provider);
+            tx.commit();
+        }
         pqxx::work tx(impl.connection());
-        // Both cursors stream a million rows: compiling their plans (JIT) costs more than it saves.
-        tx.exec0("SET LOCAL jit = off");
         // Two diffs of one run (two nightly jobs at once) take turns: each replaces the findings whole.
         tx.exec_params1("SELECT 1 FROM recon_runs WHERE run_id = $1::uuid FOR UPDATE", run.run_id);
-        tx.exec_prepared0(k_pair_by_reference, run.run_id, run.provider);
         tx.exec_params0("DELETE FROM recon_findings WHERE run_id = $1::uuid", run.run_id);
+        // Every read below sees this transaction's snapshot; the findings stream into
+        // recon_findings on this connection meanwhile.
+        const std::string snapshot = tx.exec1("SELECT pg_export_snapshot()")[0].as<std::string>();
         const long long from = run.window_from - run.margin_s;
         const long long to = run.window_to + run.margin_s;
-        tx.exec0("DECLARE statement_local NO SCROLL CURSOR FOR "
-                 "SELECT operation_id, payment_id::text, tenant_id::text, provider_reference, amount_minor, "
-                 "currency, state, floor(date_part('epoch', coalesce(first_attempt_at, created_at)))::bigint "
-                 "FROM payments WHERE provider = " + tx.quote(run.provider) +
-                 " AND coalesce(first_attempt_at, created_at) >= to_timestamp(" + std::to_string(from) + ")" +
-                 " AND coalesce(first_attempt_at, created_at) < to_timestamp(" + std::to_string(to) + ")" +
-                 " ORDER BY operation_id COLLATE \"C\"");
-        tx.exec0("DECLARE statement_remote NO SCROLL CURSOR FOR "
-                 "SELECT match_key, provider_reference, operation_id, amount_minor, currency, status, raw_status, "
-                 "floor(date_part('epoch', created_at))::bigint FROM statement_records WHERE run_id = " +
-                 tx.quote(run.run_id) + "::uuid ORDER BY match_key COLLATE \"C\", provider_reference COLLATE \"C\"");
-        CursorReader<LocalRecord> local(tx, "statement_local", [](const pqxx::row& row) {
-            LocalRecord l;
-            l.match_key = row[0].as<std::string>();
-            l.operation_id = l.match_key;
-            l.payment_id = row[1].as<std::string>();
-            l.tenant_id = row[2].as<std::string>();
-            if (!row[3].is_null()) {
-                l.provider_reference = row[3].as<std::string>();
-            }
-            l.amount_minor = row[4].as<long long>();
-            l.currency = row[5].as<std::string>();
-            l.state = row[6].as<std::string>();
-            l.at = row[7].as<long long>();
-            return l;
-        });
-        CursorReader<RemoteRecord> remote(tx, "statement_remote", [](const pqxx::row& row) {
-            RemoteRecord r;
-            r.match_key = row[0].as<std::string>();
-            r.provider_reference = row[1].as<std::string>();
-            if (!row[2].is_null()) {
-                r.operation_id = row[2].as<std::string>();
-            }
-            r.amount_minor = row[3].as<long long>();
-            r.currency = row[4].as<std::string>();
-            r.status = parse_remote_status(row[5].as<std::string>());
-            r.raw_status = row[6].as<std::string>();
-            r.at = row[7].as<long long>();
-            return r;
-        });
-        StatementTotals totals;
-        std::vector<DiffFinding> pending;
-        long long finding_no = 0;
-        const auto flush = [&] {
-            for (const auto& f : pending) {
-                const RemoteRecord* r = f.remote.empty() ? nullptr : &f.remote.front();
-                for (const auto& x : f.remote) {
-                    if (is_charge(x.status)) {
-                        r = &x;
-                        break;
-                    }
-                }
-                const std::string local_amount = f.local ? std::to_string(f.local->amount_minor) : "";
-                const std::string remote_amount = r ? std::to_string(r->amount_minor) : "";
-                const std::string remote_state = r ? std::string(to_string(r->status)) : "";
-                tx.exec_prepared0(
-                    k_insert_finding, run.run_id, ++finding_no, f.category,
-                    f.local ? f.local->tenant_id.c_str() : nullptr, f.local ? f.local->payment_id.c_str() : nullptr,
-                    f.local ? f.local->operation_id.c_str() : (r && r->operation_id ? r->operation_id->c_str() : nullptr),
-                    r ? r->provider_reference.c_str()
-                      : (f.local && f.local->provider_reference ? f.local->provider_reference->c_str() : nullptr),
-                    f.local ? local_amount.c_str() : nullptr, f.local ? f.local->currency.c_str() : nullptr,
-                    f.local ? f.local->state.c_str() : nullptr, r ? remote_amount.c_str() : nullptr,
-                    r ? r->currency.c_str() : nullptr, r ? remote_state.c_str() : nullptr,
-                    static_cast<int>(f.remote.size()), f.detail);
-            }
-            pending.clear();
-        };
+        SideReader<LocalRecord> local(impl.url, snapshot, local_keys_query(tx.quote(run.provider), from, to),
+                                      "our payments of " + run.provider, &local_key_record);
+        SideReader<RemoteRecord> remote(impl.url, snapshot, remote_keys_query(tx.quote(run.run_id)),
+                                        "the statement records of run " + run.run_id, &remote_key_record);
+        DetailReader details(impl.url, snapshot, run.provider, run.run_id);
+        pqxx::stream_to findings(tx, "recon_findings",
+                                 std::vector<std::string>{"run_id", "finding_no", "category", "tenant_id", "payment_id",
+                                                          "operation_id", "provider_reference", "local_amount",
+                                                          "local_currency", "local_state", "remote_amount",
+                                                          "remote_currency", "remote_state", "remote_count", "detail"});
         DiffRules rules;
         rules.amount_tolerance_minor = amount_tolerance_minor;
         rules.window_from = run.window_from;
         rules.window_to = run.window_to;
+        StatementTotals totals;
+        long long finding_no = 0;
+        const auto store_finding = [&](const DiffFinding& f) {
+            const RemoteRecord* r = shown_remote(f);
+            const std::string number = std::to_string(++finding_no);
+            const std::string local_amount = f.local ? std::to_string(f.local->amount_minor) : "";
+            const std::string remote_amount = r ? std::to_string(r->amount_minor) : "";
+            const std::string remote_state = r ? std::string(to_string(r->status)) : "";
+            const std::string remote_count = std::to_string(f.remote.size());
+            // stream_to escapes each field for COPY; a null pointer is NULL.
+            findings << std::array<const char*, 15>{
+                run.run_id.c_str(),
+                number.c_str(),
+                f.category.c_str(),
+                f.local ? f.local->tenant_id.c_str() : nullptr,
+                f.local ? f.local->payment_id.c_str() : nullptr,
+                f.local ? f.local->operation_id.c_str() : (r && r->operation_id ? r->operation_id->c_str() : nullptr),
+                r ? r->provider_reference.c_str()
+                  : (f.local && f.local->provider_reference ? f.local->provider_reference->c_str() : nullptr),
+                f.local ? local_amount.c_str() : nullptr,
+                f.local ? f.local->currency.c_str() : nullptr,
+                f.local ? f.local->state.c_str() : nullptr,
+                r ? remote_amount.c_str() : nullptr,
+                r ? r->currency.c_str() : nullptr,
+                r ? remote_state.c_str() : nullptr,
+                remote_count.c_str(),
+                f.detail.c_str()};
+        };
+        // Keys that did not match, waiting for their second read: in key order, whether we have
+        // the payment, whether the provider has records.
+        struct Pending {
+            std::string key;
+            bool local = false;
+            bool remote = false;
+        };
+        std::vector<Pending> pending;
+        const auto resolve = [&] {
+            std::vector<std::string> local_keys;
+            std::vector<std::string> remote_keys;
+            for (const auto& p : pending) {
+                if (p.local) {
+                    local_keys.push_back(p.key);
+                }
+                if (p.remote) {
+                    remote_keys.push_back(p.key);
+                }
+            }
+            std::map<std::string, LocalRecord> locals = details.locals(local_keys);
+            std::map<std::string, std::vector<RemoteRecord>> remotes = details.remotes(remote_keys);
+            for (const auto& p : pending) {
+                std::optional<LocalRecord> l;
+                if (p.local) {
+                    auto found = locals.find(p.key);
+                    if (found == locals.end()) {
+                        throw std::logic_error("diff_statement_run: payment " + p.key + " vanished inside one snapshot");
+                    }
+                    l = std::move(found->second);
+                }
+                const std::vector<RemoteRecord> none;
+                auto found = remotes.find(p.key);
+                const std::vector<RemoteRecord>& group = found == remotes.end() ? none : found->second;
+                // The same records as the first read, with every column: the same category.
+                if (auto f = classify_key(l, group, rules)) {
+                    ++totals.by_category[f->category];
+                    if (on_finding) {
+                        on_finding(*f);
+                    }
+                    store_finding(*f);
+                }
+            }
+            pending.clear();
+        };
         totals.counts = diff_sorted([&] { return local.next(); }, [&] { return remote.next(); }, rules,
                                     [&](DiffFinding&& f) {
-                                        ++totals.by_category[f.category];
-                                        if (on_finding) {
-                                            on_finding(f);
-                                        }
-                                        if (f.category != "matched") {
-                                            pending.push_back(std::move(f));
-                                            if (pending.size() >= k_flush) {
-                                                flush();
+                                        if (f.category == "matched") {
+                                            ++totals.by_category[f.category];
+                                            if (f.local) {
+                                                totals.matched_amounts[f.local->currency] += f.local->amount_minor;
                                             }
+                                            return;
+                                        }
+                                        pending.push_back(Pending{f.local ? f.local->match_key : f.remote.front().match_key,
+                                                                  f.local.has_value(), !f.remote.empty()});
+                                        if (pending.size() >= k_details_batch) {
+                                            resolve();
                                         }
                                     });
-        flush();
-        tx.exec0("CLOSE statement_local");
-        tx.exec0("CLOSE statement_remote");
+        resolve();
+        findings.complete();
         nlohmann::json counts = totals.by_category;
         tx.exec_prepared0(k_run_done, run.run_id, totals.counts.local_records, totals.counts.remote_records,
                           counts.dump());

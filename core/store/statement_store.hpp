@@ -54,13 +54,16 @@ void fail_statement_run(Db& db, const StatementRun& run, const std::string& erro
 
 struct StatementTotals {
     DiffCounts counts;
-    std::map<std::string, long long> by_category; // matched included
+    std::map<std::string, long long> by_category;     // matched included
+    std::map<std::string, long long> matched_amounts; // currency -> minor units of our matched payments
 };
 
 // Pairs provider records without our operation ID by provider reference, then merges our payments
 // of the provider (first attempt, else acceptance, inside the window widened by the margin) with
 // the run's records, replaces the run's findings with the non-matched ones, and marks it done --
-// in one transaction. Calls `on_finding` for every finding (matched included), in key order.
+// in one transaction, whose snapshot the reads (on connections of their own, at once) share.
+// Calls `on_finding` for every finding that is not `matched`, in key order, with both sides'
+// records in full; matches are only counted (totals).
 StatementTotals diff_statement_run(Db& db, StatementRun& run, long long amount_tolerance_minor,
                                    const std::function<void(const DiffFinding&)>& on_finding);
 

@@ -1,0 +1,256 @@
+#include "core/store/copy_out.hpp"
+
+#include "core/store/pq.hpp"
+
+#include <cctype>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+
+#include <libpq-fe.h>
+
+namespace payrecon::store {
+namespace {
+
+constexpr char k_signature[] = "PGCOPY\n\377\r\n"; // and a NUL: 11 bytes
+constexpr std::size_t k_signature_size = 11;
+constexpr std::size_t k_compact_at = 1 << 16;     // bytes consumed before the buffer is compacted
+
+bool transient(const char* sqlstate) {
+    const std::string s = sqlstate ? sqlstate : "";
+    return s.rfind("08", 0) == 0 || s.rfind("40", 0) == 0 || s.rfind("53", 0) == 0 || s.rfind("57P", 0) == 0 ||
+           s == "57014";
+}
+
+std::string trimmed(const char* message) {
+    std::string s = message ? message : "";
+    while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) {
+        s.pop_back();
+    }
+    return s;
+}
+
+} // namespace
+
+CopyOutStream::CopyOutStream(std::string url, std::string snapshot, std::string query, std::string what)
+    : m_url(std::move(url)), m_snapshot(std::move(snapshot)), m_query(std::move(query)), m_what(std::move(what)) {
+    for (const char c : m_snapshot) {
+        if (!std::isxdigit(static_cast<unsigned char>(c)) && c != '-') {
+            throw std::invalid_argument("not a snapshot identifier: " + m_snapshot);
+        }
+    }
+}
+
+void CopyOutStream::start() {
+    PGconn* conn = PQconnectdb(m_url.c_str());
+    if (PQstatus(conn) != CONNECTION_OK) {
+        const std::string message = trimmed(PQerrorMessage(conn));
+        PQfinish(conn);
+        throw TransientStoreError("cannot open a connection to read " + m_what + " at " + redact_url(m_url) + ": " +
+                                      message,
+                                  false);
+    }
+    {
+        std::lock_guard lock(m_cancel_mutex);
+        m_conn = conn;
+        m_cancel = PQgetCancel(m_conn);
+        if (m_cancelled) {
+            fail("cancelled");
+        }
+    }
+    const auto run = [&](const std::string& sql, ExecStatusType expected) {
+        PGresult* res = PQexec(m_conn, sql.c_str());
+        const bool ok = PQresultStatus(res) == expected;
+        const std::string message = ok ? "" : trimmed(PQresultErrorMessage(res));
+        const char* state = ok ? nullptr : PQresultErrorField(res, PG_DIAG_SQLSTATE);
+        const std::string sqlstate = state ? state : "";
+        PQclear(res);
+        if (!ok) {
+            if (sqlstate.empty() || transient(sqlstate.c_str())) {
+                fail(message.empty() ? trimmed(PQerrorMessage(m_conn)) : message);
+            }
+            throw std::runtime_error("reading " + m_what + " failed (SQLSTATE " + sqlstate + "): " + message);
+        }
+    };
+    run("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", PGRES_COMMAND_OK);
+    run("SET TRANSACTION SNAPSHOT '" + m_snapshot + "'", PGRES_COMMAND_OK);
+    // A stream of a million rows: compiling its plan (JIT) costs more than it saves.
+    run("SET LOCAL jit = off", PGRES_COMMAND_OK);
+    run("COPY (" + m_query + ") TO STDOUT (FORMAT binary)", PGRES_COPY_OUT);
+}
+
+CopyOutStream::~CopyOutStream() {
+    if (m_cancel != nullptr) {
+        PQfreeCancel(m_cancel);
+    }
+    if (m_conn != nullptr) {
+        PQfinish(m_conn); // mid-COPY too: the server ends the read-only transaction
+    }
+}
+
+void CopyOutStream::cancel() {
+    std::lock_guard lock(m_cancel_mutex);
+    m_cancelled = true;
+    if (m_cancel) {
+        char error[256];
+        PQcancel(m_cancel, error, sizeof error); // best effort: closing the connection ends it too
+    }
+}
+
+void CopyOutStream::fail(const std::string& what) const {
+    throw TransientStoreError("reading " + m_what + " failed: " + what, false);
+}
+
+void CopyOutStream::need(std::size_t n) {
+    while (m_buffer.size() - m_pos < n) {
+        char* data = nullptr;
+        const int len = PQgetCopyData(m_conn, &data, 0);
+        if (len > 0) {
+            m_buffer.append(data, static_cast<std::size_t>(len));
+            PQfreemem(data);
+        } else if (len == -1) {
+            // The server ended the COPY before its trailer: its result says why.
+            finish();
+            throw std::runtime_error("reading " + m_what + ": the COPY data ended in the middle of a row");
+        } else {
+            fail(trimmed(PQerrorMessage(m_conn)));
+        }
+    }
+}
+
+std::uint16_t CopyOutStream::take16() {
+    need(2);
+    const auto* p = reinterpret_cast<const unsigned char*>(m_buffer.data() + m_pos);
+    m_pos += 2;
+    return static_cast<std::uint16_t>((p[0] << 8) | p[1]);
+}
+
+std::uint32_t CopyOutStream::take32() {
+    need(4);
+    const auto* p = reinterpret_cast<const unsigned char*>(m_buffer.data() + m_pos);
+    m_pos += 4;
+    return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) | p[3];
+}
+
+void CopyOutStream::finish() {
+    m_done = true;
+    PGresult* res = PQgetResult(m_conn);
+    const bool ok = PQresultStatus(res) == PGRES_COMMAND_OK;
+    const std::string message = ok ? "" : trimmed(PQresultErrorMessage(res));
+    const char* state = ok ? nullptr : PQresultErrorField(res, PG_DIAG_SQLSTATE);
+    const std::string sqlstate = state ? state : "";
+    PQclear(res);
+    while (PGresult* more = PQgetResult(m_conn)) {
+        PQclear(more);
+    }
+    if (!ok) {
+        if (sqlstate.empty() || transient(sqlstate.c_str())) {
+            fail((sqlstate.empty() ? "" : "(SQLSTATE " + sqlstate + ") ") +
+                 (message.empty() ? trimmed(PQerrorMessage(m_conn)) : message));
+        }
+        throw std::runtime_error("reading " + m_what + " failed (SQLSTATE " + sqlstate + "): " + message);
+    }
+}
+
+bool CopyOutStream::next() {
+    if (m_done) {
+        return false;
+    }
+    if (m_pos >= k_compact_at) {
+        m_buffer.erase(0, m_pos);
+        m_pos = 0;
+    }
+    if (!m_header_read) {
+        need(k_signature_size + 8);
+        if (std::memcmp(m_buffer.data() + m_pos, k_signature, k_signature_size) != 0) {
+            throw std::runtime_error("reading " + m_what + ": not a binary COPY stream");
+        }
+        m_pos += k_signature_size;
+        take32(); // flags: no OIDs, nothing critical defined
+        const std::uint32_t extension = take32();
+        need(extension);
+        m_pos += extension;
+        m_header_read = true;
+    }
+    const auto count = static_cast<std::int16_t>(take16());
+    if (count == -1) {
+        // The trailer: then the end of the COPY data, and the COPY's own result.
+        char* data = nullptr;
+        int len = 0;
+        while ((len = PQgetCopyData(m_conn, &data, 0)) > 0) {
+            PQfreemem(data); // nothing follows the trailer, normally
+        }
+        if (len == -2) {
+            fail(trimmed(PQerrorMessage(m_conn)));
+        }
+        finish();
+        return false;
+    }
+    if (count < 0) {
+        throw std::runtime_error("reading " + m_what + ": a row of " + std::to_string(count) + " fields");
+    }
+    m_spans.clear();
+    for (int i = 0; i < count; ++i) {
+        const auto len = static_cast<std::int32_t>(take32());
+        if (len < 0) {
+            m_spans.emplace_back(0, -1);
+            continue;
+        }
+        need(static_cast<std::size_t>(len));
+        m_spans.emplace_back(m_pos, len);
+        m_pos += static_cast<std::size_t>(len);
+    }
+    // Views only now: reading a field may have grown (moved) the buffer.
+    m_fields.clear();
+    for (const auto& [offset, len] : m_spans) {
+        if (len < 0) {
+            m_fields.emplace_back(std::nullopt);
+        } else {
+            m_fields.emplace_back(std::string_view(m_buffer.data() + offset, static_cast<std::size_t>(len)));
+        }
+    }
+    return true;
+}
+
+long long CopyOutStream::int8(std::size_t i) const {
+    const auto& f = m_fields.at(i);
+    if (!f || f->size() != 8) {
+        throw std::runtime_error("reading " + m_what + ": field " + std::to_string(i + 1) + " is not a bigint");
+    }
+    std::uint64_t v = 0;
+    for (const char c : *f) {
+        v = (v << 8) | static_cast<unsigned char>(c);
+    }
+    return static_cast<long long>(v);
+}
+
+long long CopyOutStream::unix_seconds(std::size_t i) const {
+    // Binary timestamptz: microseconds since 2000-01-01T00:00:00Z (946684800 in unix seconds).
+    const long long us = int8(i);
+    if (us == std::numeric_limits<long long>::max() || us == std::numeric_limits<long long>::min()) {
+        return us;
+    }
+    const long long s = us / 1000000 - (us % 1000000 < 0 ? 1 : 0);
+    return s + 946684800;
+}
+
+std::string CopyOutStream::uuid(std::size_t i) const {
+    const auto& f = m_fields.at(i);
+    if (!f || f->size() != 16) {
+        throw std::runtime_error("reading " + m_what + ": field " + std::to_string(i + 1) + " is not a uuid");
+    }
+    static constexpr char k_hex[] = "0123456789abcdef";
+    std::string out(36, '-');
+    std::size_t at = 0;
+    for (std::size_t b = 0; b < 16; ++b) {
+        if (b == 4 || b == 6 || b == 8 || b == 10) {
+            ++at; // the dash
+        }
+        const auto byte = static_cast<unsigned char>((*f)[b]);
+        out[at++] = k_hex[byte >> 4];
+        out[at++] = k_hex[byte & 0xf];
+    }
+    return out;
+}
+
+} // namespace payrecon::store
