@@ -184,12 +184,15 @@ private:
 };
 
 // The second read: every column of the keys that did not match, in a read-only transaction of
-// its own in the same snapshot, opened at the first such key.
+// its own in the same snapshot. It connects at once: meanwhile the merge waits for PostgreSQL to
+// sort our side anyway.
 class DetailReader {
 public:
     DetailReader(std::string url, std::string snapshot, std::string provider, std::string run_id)
         : m_url(std::move(url)), m_snapshot(std::move(snapshot)), m_provider(std::move(provider)),
-          m_run_id(std::move(run_id)) {}
+          m_run_id(std::move(run_id)) {
+        tx();
+    }
 
     // Our payments with these operation IDs, by operation ID.
     std::map<std::string, LocalRecord> locals(const std::vector<std::string>& operation_ids) {
