@@ -25,6 +25,7 @@ constexpr const char* k_new_run = "statement_new_run";
 constexpr const char* k_new_run_sql = R"sql(
 INSERT INTO recon_runs (provider, window_from, window_to, margin_s, status)
 VALUES ($1, to_timestamp($2), to_timestamp($3), $4, 'listing')
+ON CONFLICT (provider, window_from, window_to) DO NOTHING
 RETURNING run_id::text)sql";
 
 constexpr const char* k_reset_run = "statement_reset_run";
@@ -292,11 +293,22 @@ StatementRun open_statement_run(Db& db, const std::string& provider, long long w
         run.window_from = window_from;
         run.window_to = window_to;
         run.margin_s = margin_s;
-        const pqxx::result found = tx.exec_prepared(k_find_run, provider, window_from, window_to);
+        pqxx::result found = tx.exec_prepared(k_find_run, provider, window_from, window_to);
         if (found.empty()) {
-            run.run_id = tx.exec_prepared1(k_new_run, provider, window_from, window_to, margin_s)[0].as<std::string>();
-            run.status = "listing";
-        } else {
+            const pqxx::result created = tx.exec_prepared(k_new_run, provider, window_from, window_to, margin_s);
+            if (created.empty()) {
+                // Another process (two nightly jobs at once) created it meanwhile and committed:
+                // carry on with that run as with any existing one.
+                found = tx.exec_prepared(k_find_run, provider, window_from, window_to);
+                if (found.empty()) {
+                    throw std::logic_error("open_statement_run: the run of this window was created and is gone");
+                }
+            } else {
+                run.run_id = created[0][0].as<std::string>();
+                run.status = "listing";
+            }
+        }
+        if (!found.empty()) {
             const pqxx::row r = found[0];
             run.run_id = r[0].as<std::string>();
             run.status = r[1].as<std::string>();

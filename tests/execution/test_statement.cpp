@@ -8,7 +8,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <map>
+#include <thread>
 
 using namespace payrecon;
 using namespace payrecon::testing;
@@ -147,4 +149,56 @@ TEST_CASE("statement: a provider that cannot list is refused", "[statement][db]"
     w.config.overrides.list = false;
     auto provider = providers::create_provider(w.config);
     CHECK_THROWS_AS(engine::run_statement(*w.db, *provider, window_around_now()), Refused);
+}
+
+TEST_CASE("statement: two statements of one window at once (two nightly jobs): one run, each "
+          "finding stored once, both reports complete",
+          "[statement][db][race]") {
+    World w(next({}));
+    auto provider = providers::create_provider(w.config);
+    const auto refs = w.payments(40);
+    send_all(w, *provider);
+    exec_sql("UPDATE payments SET currency = 'USD' WHERE merchant_reference IN ('" + refs[0] + "', '" + refs[1] +
+             "')"); // two currency mismatches
+    auto slow = w.fake->faults();
+    slow.latency = std::chrono::milliseconds(5); // the listings overlap
+    w.fake->set_faults(slow);
+    auto db = connect();
+    auto p = providers::create_provider(w.config);
+    // Each round a window of its own, so that both create its run at the same moment.
+    for (int round = 0; round < 8; ++round) {
+        engine::StatementOptions window = window_around_now();
+        window.window_from -= round;
+        reports::Report reports[2];
+        std::atomic<int> ready{0};
+        const auto together = [&] {
+            ++ready;
+            while (ready < 2) {
+            }
+        };
+        std::thread other([&] {
+            together();
+            try {
+                reports[1] = engine::run_statement(*db, *p, window);
+            } catch (const std::exception& e) {
+                reports[1].failure = e.what(); // reported below, not a terminate
+            }
+        });
+        together();
+        reports[0] = engine::run_statement(*w.db, *provider, window);
+        other.join();
+        for (const auto& r : reports) {
+            INFO(round << ": " << r.failure.value_or(""));
+            REQUIRE_FALSE(r.failure);
+            CHECK(counts_of(r) == std::map<std::string, long long>{{"matched", 38}, {"currency_mismatch", 2}});
+        }
+        const std::string run = query_value(
+            "SELECT run_id::text FROM recon_runs WHERE provider = $1 AND window_from = to_timestamp(" +
+                std::to_string(window.window_from) + ")",
+            w.config.name);
+        CHECK(query_value("SELECT count(*) FROM statement_records WHERE run_id = $1::uuid", run) == "40");
+        CHECK(query_value("SELECT count(*) FROM recon_findings WHERE run_id = $1::uuid", run) == "2");
+        CHECK(query_value("SELECT status FROM recon_runs WHERE run_id = $1::uuid", run) == "done");
+    }
+    CHECK(query_value("SELECT count(*) FROM recon_runs WHERE provider = $1", w.config.name) == "8");
 }
