@@ -66,10 +66,7 @@ void CopyOutStream::start() {
         const std::string sqlstate = state ? state : "";
         PQclear(res);
         if (!ok) {
-            if (sqlstate.empty() || transient(sqlstate.c_str())) {
-                fail(message.empty() ? trimmed(PQerrorMessage(m_conn)) : message);
-            }
-            throw std::runtime_error("reading " + m_what + " failed (SQLSTATE " + sqlstate + "): " + message);
+            refused(sqlstate, message);
         }
     };
     run("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", PGRES_COMMAND_OK);
@@ -99,6 +96,14 @@ void CopyOutStream::cancel() {
 
 void CopyOutStream::fail(const std::string& what) const {
     throw TransientStoreError("reading " + m_what + " failed: " + what, false);
+}
+
+void CopyOutStream::refused(const std::string& sqlstate, const std::string& message) const {
+    if (sqlstate.empty() || transient(sqlstate.c_str())) {
+        fail((sqlstate.empty() ? "" : "(SQLSTATE " + sqlstate + ") ") +
+             (message.empty() ? trimmed(PQerrorMessage(m_conn)) : message));
+    }
+    throw std::runtime_error("reading " + m_what + " failed (SQLSTATE " + sqlstate + "): " + message);
 }
 
 void CopyOutStream::need(std::size_t n) {
@@ -144,11 +149,7 @@ void CopyOutStream::finish() {
         PQclear(more);
     }
     if (!ok) {
-        if (sqlstate.empty() || transient(sqlstate.c_str())) {
-            fail((sqlstate.empty() ? "" : "(SQLSTATE " + sqlstate + ") ") +
-                 (message.empty() ? trimmed(PQerrorMessage(m_conn)) : message));
-        }
-        throw std::runtime_error("reading " + m_what + " failed (SQLSTATE " + sqlstate + "): " + message);
+        refused(sqlstate, message);
     }
 }
 
@@ -232,25 +233,6 @@ long long CopyOutStream::unix_seconds(std::size_t i) const {
     }
     const long long s = us / 1000000 - (us % 1000000 < 0 ? 1 : 0);
     return s + 946684800;
-}
-
-std::string CopyOutStream::uuid(std::size_t i) const {
-    const auto& f = m_fields.at(i);
-    if (!f || f->size() != 16) {
-        throw std::runtime_error("reading " + m_what + ": field " + std::to_string(i + 1) + " is not a uuid");
-    }
-    static constexpr char k_hex[] = "0123456789abcdef";
-    std::string out(36, '-');
-    std::size_t at = 0;
-    for (std::size_t b = 0; b < 16; ++b) {
-        if (b == 4 || b == 6 || b == 8 || b == 10) {
-            ++at; // the dash
-        }
-        const auto byte = static_cast<unsigned char>((*f)[b]);
-        out[at++] = k_hex[byte >> 4];
-        out[at++] = k_hex[byte & 0xf];
-    }
-    return out;
 }
 
 } // namespace payrecon::store

@@ -49,8 +49,6 @@ public:
     // A timestamptz column as unix seconds (rounded down); -infinity and infinity are the smallest
     // and largest long long. Throws for NULL.
     long long unix_seconds(std::size_t i) const;
-    // A uuid column in its text form (8-4-4-4-12 lower-case hex digits); throws for NULL.
-    std::string uuid(std::size_t i) const;
     // Asks the server to stop (from any thread, also before start()): the next read fails.
     void cancel();
 
@@ -60,6 +58,9 @@ private:
     std::uint32_t take32();
     void finish();              // after the end of the COPY data: the COPY's own result
     [[noreturn]] void fail(const std::string& what) const;
+    // A statement PostgreSQL refused: TransientStoreError if trying again may help, else
+    // std::runtime_error.
+    [[noreturn]] void refused(const std::string& sqlstate, const std::string& message) const;
 
     std::string m_url;
     std::string m_snapshot;

@@ -27,7 +27,7 @@ struct Exporter {
 
 } // namespace
 
-TEST_CASE("copy_out: a binary COPY reads text, NULL, bigint, uuid and timestamptz columns as sent",
+TEST_CASE("copy_out: a binary COPY reads text, NULL, bigint and timestamptz columns as sent",
           "[store][db][copy_out]") {
     Exporter e;
     store::CopyOutStream s(database_url(), e.snapshot,
@@ -48,16 +48,13 @@ TEST_CASE("copy_out: a binary COPY reads text, NULL, bigint, uuid and timestampt
     CHECK(s.text(1) == "tab\there, newline\n, back\\slash, \"quote\", {brace}");
     CHECK(s.is_null(2));
     CHECK(s.int8(3) == -42);
-    CHECK(s.uuid(4) == "0123abcd-4567-89ef-0123-456789abcdef");
     CHECK(s.unix_seconds(5) == 1767225600); // rounded down
     CHECK_THROWS_AS(s.int8(2), std::runtime_error);  // NULL
-    CHECK_THROWS_AS(s.uuid(1), std::runtime_error);  // not 16 bytes
     REQUIRE(s.next());
     CHECK(s.text(1).empty());
     CHECK_FALSE(s.is_null(1));
     CHECK(s.text(2) == "x");
     CHECK(s.int8(3) == 9223372036854775807LL);
-    CHECK(s.uuid(4).size() == 36);
     CHECK(s.unix_seconds(5) == 946684799); // before 2000: still rounded down
     REQUIRE(s.next());
     CHECK(s.text(1) == "ü€");
