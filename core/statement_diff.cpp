@@ -10,20 +10,23 @@ namespace payrecon {
 namespace {
 
 bool same_currency(std::string_view a, std::string_view b) {
-    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+    return a == b || (a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
                return std::toupper(static_cast<unsigned char>(x)) == std::toupper(static_cast<unsigned char>(y));
-           });
+           }));
 }
 
 bool unresolved(const std::string& state) { return state == "unknown" || state == "needs_review"; }
 
-// A key's category and detail; the records are attached by the caller (copied or moved).
+// A key's category and detail; the records are attached by the caller. The category is one of the
+// literals below (a match costs no string).
 struct Verdict {
-    std::string category;
+    std::string_view category;
     std::string detail;
 };
 
-Verdict verdict(std::string category, std::string detail) { return Verdict{std::move(category), std::move(detail)}; }
+constexpr std::string_view k_matched = "matched";
+
+Verdict verdict(std::string_view category, std::string detail) { return Verdict{category, std::move(detail)}; }
 
 std::string amount_text(long long minor, const std::string& currency) {
     std::string upper = currency;
@@ -59,7 +62,7 @@ bool is_charge(RemoteStatus status) { return status == RemoteStatus::succeeded |
 
 namespace {
 
-std::optional<Verdict> classify(const std::optional<LocalRecord>& local, const std::vector<RemoteRecord>& remote,
+std::optional<Verdict> classify(const LocalRecord* local, std::span<const RemoteRecord> remote,
                                 const DiffRules& rules) {
     if (!local && remote.empty()) {
         return std::nullopt;
@@ -94,7 +97,7 @@ std::optional<Verdict> classify(const std::optional<LocalRecord>& local, const s
                            remote.empty() ? "payrecon says succeeded; the provider has no such payment"
                                           : "payrecon says succeeded; the provider has it as " + remote.front().raw_status);
         }
-        return verdict("matched", "no charge on either side");
+        return verdict(k_matched, "no charge on either side");
     }
     const RemoteRecord& r = *std::find_if(remote.begin(), remote.end(), [](const auto& x) { return is_charge(x.status); });
     if (unresolved(local->state)) {
@@ -115,7 +118,7 @@ std::optional<Verdict> classify(const std::optional<LocalRecord>& local, const s
                            amount_text(r.amount_minor, r.currency));
     }
     if (local->state == "succeeded" && r.status == RemoteStatus::succeeded) {
-        return verdict("matched", "");
+        return verdict(k_matched, "");
     }
     const std::string theirs = r.status == RemoteStatus::refunded ? "refunded it"
                                : r.raw_status == to_string(r.status) ? "has it " + r.raw_status
@@ -137,61 +140,78 @@ const RemoteRecord* shown_remote(const DiffFinding& finding) {
 
 std::optional<DiffFinding> classify_key(const std::optional<LocalRecord>& local,
                                         const std::vector<RemoteRecord>& remote, const DiffRules& rules) {
-    auto v = classify(local, remote, rules);
+    auto v = classify(local ? &*local : nullptr, remote, rules);
     if (!v) {
         return std::nullopt;
     }
-    return DiffFinding{std::move(v->category), local, remote, std::move(v->detail)};
+    return DiffFinding{std::string(v->category), local, remote, std::move(v->detail)};
 }
 
-DiffCounts diff_sorted(const std::function<std::optional<LocalRecord>()>& next_local,
-                       const std::function<std::optional<RemoteRecord>()>& next_remote, const DiffRules& rules,
-                       const std::function<void(DiffFinding&&)>& sink) {
+DiffCounts diff_sorted(const std::function<bool(LocalRecord&)>& next_local,
+                       const std::function<bool(RemoteRecord&)>& next_remote, const DiffRules& rules,
+                       const DiffSink& sink) {
     DiffCounts counts;
-    std::optional<LocalRecord> l = next_local();
-    std::optional<RemoteRecord> r = next_remote();
-    counts.local_records += l.has_value();
-    counts.remote_records += r.has_value();
-    // Reused from key to key, so that a million matches do not cost a million allocations: the
-    // key (copied before its records move on), the key's provider records, and the finding, whose
-    // vector of records is taken back after the sink unless the sink moved it away.
-    std::string key;
+    // Two records per stream, reused from key to key (a million matches cost no allocation): the
+    // look-ahead, and the key's own record, swapped by pointer. A key with more than one provider
+    // record (rare: a duplicate) is copied into `group`.
+    LocalRecord local_records[2];
+    RemoteRecord remote_records[2];
+    LocalRecord* l = &local_records[0];
+    LocalRecord* local = &local_records[1];
+    RemoteRecord* r = &remote_records[0];
+    RemoteRecord* first = &remote_records[1];
+    bool l_more = next_local(*l);
+    bool r_more = next_remote(*r);
+    counts.local_records += l_more;
+    counts.remote_records += r_more;
     std::vector<RemoteRecord> group;
-    std::optional<LocalRecord> local;
-    DiffFinding finding;
-    while (l || r) {
-        key.assign(!r || (l && l->match_key < r->match_key) ? l->match_key : r->match_key);
-        local.reset();
-        if (l && l->match_key == key) {
-            local = std::move(l);
-            l = next_local();
-            if (l) {
+    while (l_more || r_more) {
+        // The smaller key of the two look-aheads: ours, theirs, or both.
+        const LocalRecord* ours = nullptr;
+        if (l_more && (!r_more || l->match_key <= r->match_key)) {
+            std::swap(local, l);
+            ours = local;
+            l_more = next_local(*l);
+            if (l_more) {
                 ++counts.local_records;
-                if (l->match_key <= key) {
+                if (l->match_key <= ours->match_key) {
                     throw std::invalid_argument("the local stream is not sorted by a unique key at '" + l->match_key + "'");
                 }
             }
         }
-        group.clear();
-        while (r && r->match_key == key) {
-            group.push_back(std::move(*r));
-            r = next_remote();
-            if (r) {
-                ++counts.remote_records;
-                if (r->match_key < key) {
-                    throw std::invalid_argument("the remote stream is not sorted at '" + r->match_key + "'");
+        std::span<const RemoteRecord> theirs;
+        if (r_more && (!ours || r->match_key == ours->match_key)) {
+            std::swap(first, r);
+            r_more = next_remote(*r);
+            counts.remote_records += r_more;
+            if (r_more && r->match_key == first->match_key) {
+                group.assign(1, *first);
+                while (r_more && r->match_key == first->match_key) {
+                    group.push_back(*r);
+                    r_more = next_remote(*r);
+                    counts.remote_records += r_more;
                 }
+                theirs = group;
+            } else {
+                theirs = std::span<const RemoteRecord>(first, 1);
+            }
+            if (r_more && r->match_key < first->match_key) {
+                throw std::invalid_argument("the remote stream is not sorted at '" + r->match_key + "'");
             }
         }
         ++counts.keys;
-        if (auto v = classify(local, group, rules)) {
-            finding.category = std::move(v->category);
-            finding.local = std::move(local);
-            finding.remote.clear();
-            finding.remote.swap(group);
-            finding.detail = std::move(v->detail);
-            sink(std::move(finding));
-            group.swap(finding.remote);
+        if (auto v = classify(ours, theirs, rules)) {
+            if (v->category == k_matched) {
+                if (sink.matched) {
+                    sink.matched(*ours); // a match always has our record
+                }
+            } else if (sink.finding) {
+                DiffFinding f{std::string(v->category), std::nullopt, {theirs.begin(), theirs.end()}, std::move(v->detail)};
+                if (ours) {
+                    f.local = *ours;
+                }
+                sink.finding(std::move(f));
+            }
         }
     }
     return counts;

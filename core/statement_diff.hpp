@@ -24,6 +24,7 @@
 #include <chrono>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -78,16 +79,23 @@ const RemoteRecord* shown_remote(const DiffFinding& finding);
 std::optional<DiffFinding> classify_key(const std::optional<LocalRecord>& local,
                                         const std::vector<RemoteRecord>& remote, const DiffRules& rules);
 
-// Merges two streams sorted by match_key (byte order, as PostgreSQL's COLLATE "C" sorts). `next_*`
-// return nullopt at the end. Throws std::invalid_argument if a stream is not sorted, or if the
-// local stream repeats a key. Calls `sink` once per finding, in key order.
+// Merges two streams sorted by match_key (byte order, as PostgreSQL's COLLATE "C" sorts).
+// `next_*` fill the record they are given with the stream's next one (overwriting every field the
+// stream carries: records are reused, and their strings keep their buffers) and return false at
+// the end. Throws std::invalid_argument if a stream is not sorted, or if the local stream repeats a
+// key. In key order, calls `sink.finding` once per finding that is not `matched` (it may move from
+// it), and `sink.matched` with our record of each matched key.
 struct DiffCounts {
     long long local_records = 0;
     long long remote_records = 0;
     long long keys = 0;
 };
-DiffCounts diff_sorted(const std::function<std::optional<LocalRecord>()>& next_local,
-                       const std::function<std::optional<RemoteRecord>()>& next_remote,
-                       const DiffRules& rules, const std::function<void(DiffFinding&&)>& sink);
+struct DiffSink {
+    std::function<void(DiffFinding&&)> finding;
+    std::function<void(const LocalRecord&)> matched;
+};
+DiffCounts diff_sorted(const std::function<bool(LocalRecord&)>& next_local,
+                       const std::function<bool(RemoteRecord&)>& next_remote, const DiffRules& rules,
+                       const DiffSink& sink);
 
 } // namespace payrecon

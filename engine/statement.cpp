@@ -143,7 +143,7 @@ reports::Report run_statement(store::Db& db, providers::Provider& provider, cons
             listed += list;
             report.findings_truncated = report.findings_truncated || !list;
             report.add(report_finding(f, provider.name()), list);
-        });
+        }, options.sorting);
     // Matches are counted, never listed.
     const auto matched = totals.by_category.find("matched");
     report.add_counted("matched", matched == totals.by_category.end() ? 0 : matched->second, totals.matched_amounts);

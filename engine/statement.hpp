@@ -24,6 +24,7 @@ struct StatementOptions {
     int max_page_retries = 5;               // a page that fails this often in a row stops the run
     std::chrono::seconds max_wait{120};     // longest wait for a rate limit or a retry
     std::size_t listed_findings = 10000;    // findings listed in the report (all are counted and stored)
+    store::DiffSorting sorting;             // memory per side and where what does not fit is written
     // How to wait (tests pass a recorder); the default sleeps.
     std::function<void(std::chrono::milliseconds)> wait;
 };

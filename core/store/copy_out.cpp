@@ -7,6 +7,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include <endian.h>
 #include <libpq-fe.h>
 
 namespace payrecon::store {
@@ -14,7 +15,6 @@ namespace {
 
 constexpr char k_signature[] = "PGCOPY\n\377\r\n"; // and a NUL: 11 bytes
 constexpr std::size_t k_signature_size = 11;
-constexpr std::size_t k_compact_at = 1 << 16;     // bytes consumed before the buffer is compacted
 
 bool transient(const char* sqlstate) {
     const std::string s = sqlstate ? sqlstate : "";
@@ -77,6 +77,7 @@ void CopyOutStream::start() {
 }
 
 CopyOutStream::~CopyOutStream() {
+    release_message();
     if (m_cancel != nullptr) {
         PQfreeCancel(m_cancel);
     }
@@ -106,13 +107,39 @@ void CopyOutStream::refused(const std::string& sqlstate, const std::string& mess
     throw std::runtime_error("reading " + m_what + " failed (SQLSTATE " + sqlstate + "): " + message);
 }
 
+void CopyOutStream::release_message() {
+    if (m_message != nullptr) {
+        PQfreemem(m_message);
+        m_message = nullptr;
+    }
+}
+
 void CopyOutStream::need(std::size_t n) {
-    while (m_buffer.size() - m_pos < n) {
+    while (m_size - m_pos < n) {
         char* data = nullptr;
         const int len = PQgetCopyData(m_conn, &data, 0);
         if (len > 0) {
-            m_buffer.append(data, static_cast<std::size_t>(len));
-            PQfreemem(data);
+            if (m_row_start == m_size) {
+                // Nothing of the current row is left over: parse the message where libpq put it
+                // (PostgreSQL sends one message per row, so this is the common case).
+                release_message();
+                m_message = data;
+                m_data = data;
+                m_size = static_cast<std::size_t>(len);
+                m_pos = 0;
+                m_row_start = 0;
+            } else {
+                // The row goes on in this message: its start and the message, joined.
+                std::string joined(m_data + m_row_start, m_size - m_row_start);
+                joined.append(data, static_cast<std::size_t>(len));
+                PQfreemem(data);
+                release_message();
+                m_joined = std::move(joined);
+                m_data = m_joined.data();
+                m_size = m_joined.size();
+                m_pos -= m_row_start;
+                m_row_start = 0;
+            }
         } else if (len == -1) {
             // The server ended the COPY before its trailer: its result says why.
             finish();
@@ -125,14 +152,14 @@ void CopyOutStream::need(std::size_t n) {
 
 std::uint16_t CopyOutStream::take16() {
     need(2);
-    const auto* p = reinterpret_cast<const unsigned char*>(m_buffer.data() + m_pos);
+    const auto* p = reinterpret_cast<const unsigned char*>(m_data + m_pos);
     m_pos += 2;
     return static_cast<std::uint16_t>((p[0] << 8) | p[1]);
 }
 
 std::uint32_t CopyOutStream::take32() {
     need(4);
-    const auto* p = reinterpret_cast<const unsigned char*>(m_buffer.data() + m_pos);
+    const auto* p = reinterpret_cast<const unsigned char*>(m_data + m_pos);
     m_pos += 4;
     return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) | p[3];
 }
@@ -157,13 +184,10 @@ bool CopyOutStream::next() {
     if (m_done) {
         return false;
     }
-    if (m_pos >= k_compact_at) {
-        m_buffer.erase(0, m_pos);
-        m_pos = 0;
-    }
+    m_row_start = m_pos; // the bytes from here on are kept if the row goes on in the next message
     if (!m_header_read) {
         need(k_signature_size + 8);
-        if (std::memcmp(m_buffer.data() + m_pos, k_signature, k_signature_size) != 0) {
+        if (std::memcmp(m_data + m_pos, k_signature, k_signature_size) != 0) {
             throw std::runtime_error("reading " + m_what + ": not a binary COPY stream");
         }
         m_pos += k_signature_size;
@@ -172,6 +196,7 @@ bool CopyOutStream::next() {
         need(extension);
         m_pos += extension;
         m_header_read = true;
+        m_row_start = m_pos;
     }
     const auto count = static_cast<std::int16_t>(take16());
     if (count == -1) {
@@ -190,42 +215,70 @@ bool CopyOutStream::next() {
     if (count < 0) {
         throw std::runtime_error("reading " + m_what + ": a row of " + std::to_string(count) + " fields");
     }
+    // Offsets from the row's start: reading a field may join the row's bytes somewhere else.
     m_spans.clear();
+    std::size_t tail = 0;
     for (int i = 0; i < count; ++i) {
         const auto len = static_cast<std::int32_t>(take32());
-        if (len < 0) {
+        if (len >= 0) {
+            need(static_cast<std::size_t>(len));
+            m_spans.emplace_back(m_pos - m_row_start, len);
+            m_pos += static_cast<std::size_t>(len);
+        } else {
             m_spans.emplace_back(0, -1);
-            continue;
         }
-        need(static_cast<std::size_t>(len));
-        m_spans.emplace_back(m_pos, len);
-        m_pos += static_cast<std::size_t>(len);
+        if (i == 0) {
+            tail = m_pos - m_row_start;
+        }
     }
-    // Views only now: reading a field may have grown (moved) the buffer.
-    m_fields.clear();
+    const char* row = m_data + m_row_start;
+    m_row.m_fields.clear();
     for (const auto& [offset, len] : m_spans) {
         if (len < 0) {
-            m_fields.emplace_back(std::nullopt);
+            m_row.m_fields.emplace_back(std::nullopt);
         } else {
-            m_fields.emplace_back(std::string_view(m_buffer.data() + offset, static_cast<std::size_t>(len)));
+            m_row.m_fields.emplace_back(std::string_view(row + offset, static_cast<std::size_t>(len)));
         }
     }
+    m_row.m_tail = count > 0 ? std::string_view(row + tail, m_pos - m_row_start - tail) : std::string_view();
     return true;
 }
 
-long long CopyOutStream::int8(std::size_t i) const {
-    const auto& f = m_fields.at(i);
-    if (!f || f->size() != 8) {
-        throw std::runtime_error("reading " + m_what + ": field " + std::to_string(i + 1) + " is not a bigint");
+void CopyRow::assign(std::string_view first, std::string_view tail) {
+    m_tail = tail;
+    m_fields.clear();
+    m_fields.emplace_back(first);
+    std::size_t pos = 0;
+    while (pos < tail.size()) {
+        if (tail.size() - pos < 4) {
+            throw std::logic_error("CopyRow::assign: a field header cut short");
+        }
+        const auto* p = reinterpret_cast<const unsigned char*>(tail.data() + pos);
+        const std::uint32_t len = (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) | p[3];
+        pos += 4;
+        if (len == 0xffffffffu) {
+            m_fields.emplace_back(std::nullopt);
+            continue;
+        }
+        if (tail.size() - pos < len) {
+            throw std::logic_error("CopyRow::assign: a field cut short");
+        }
+        m_fields.emplace_back(tail.substr(pos, len));
+        pos += len;
     }
-    std::uint64_t v = 0;
-    for (const char c : *f) {
-        v = (v << 8) | static_cast<unsigned char>(c);
-    }
-    return static_cast<long long>(v);
 }
 
-long long CopyOutStream::unix_seconds(std::size_t i) const {
+long long CopyRow::int8(std::size_t i) const {
+    const auto& f = m_fields.at(i);
+    if (!f || f->size() != 8) {
+        throw std::runtime_error("reading " + *m_what + ": field " + std::to_string(i + 1) + " is not a bigint");
+    }
+    std::uint64_t v = 0;
+    std::memcpy(&v, f->data(), 8);
+    return static_cast<long long>(be64toh(v)); // network byte order
+}
+
+long long CopyRow::unix_seconds(std::size_t i) const {
     // Binary timestamptz: microseconds since 2000-01-01T00:00:00Z (946684800 in unix seconds).
     const long long us = int8(i);
     if (us == std::numeric_limits<long long>::max() || us == std::numeric_limits<long long>::min()) {

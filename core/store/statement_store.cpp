@@ -1,11 +1,14 @@
 #include "core/store/statement_store.hpp"
 
+#include "core/external_sort.hpp"
 #include "core/store/copy_out.hpp"
 #include "core/store/pq.hpp"
 
 #include <array>
-#include <memory>
+#include <exception>
+#include <map>
 #include <stdexcept>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -92,25 +95,23 @@ RemoteStatus parse_remote_status(std::string_view s) {
 // not matched, every column (the detail a finding shows), by key. Both reads see one snapshot, so
 // a key classifies the same way both times.
 
-// Our payments of the provider whose anchor (first attempt, else acceptance) lies in [from, to),
-// in match-key order; columns as local_key_record reads them.
+// Our payments of the provider whose anchor (first attempt, else acceptance) lies in [from, to), in
+// the order of payments_statement or of the table (sorted by the client: PostgreSQL sorting a
+// million rows takes twice as long as reading them); columns as local_key_record reads them.
 std::string local_keys_query(const std::string& provider_literal, long long from, long long to) {
     return "SELECT operation_id, amount_minor::bigint, currency::text, state::text, "
            "coalesce(first_attempt_at, created_at)::timestamptz "
            "FROM payments WHERE provider = " + provider_literal +
            " AND coalesce(first_attempt_at, created_at) >= to_timestamp(" + std::to_string(from) + ")" +
-           " AND coalesce(first_attempt_at, created_at) < to_timestamp(" + std::to_string(to) + ")" +
-           " ORDER BY operation_id COLLATE \"C\"";
+           " AND coalesce(first_attempt_at, created_at) < to_timestamp(" + std::to_string(to) + ")";
 }
 
-LocalRecord local_key_record(const CopyOutStream& row) {
-    LocalRecord l;
-    l.match_key = row.text(0);
+void local_key_record(const CopyRow& row, LocalRecord& l) {
+    l.match_key.assign(row.text(0));
     l.amount_minor = row.int8(1);
-    l.currency = row.text(2);
-    l.state = row.text(3);
+    l.currency.assign(row.text(2));
+    l.state.assign(row.text(3));
     l.at = row.unix_seconds(4);
-    return l;
 }
 
 // The run's provider records in (match key, provider reference) order -- statement_records_diff --
@@ -121,14 +122,12 @@ std::string remote_keys_query(const std::string& run_literal) {
            "::uuid ORDER BY match_key COLLATE \"C\", provider_reference COLLATE \"C\"";
 }
 
-RemoteRecord remote_key_record(const CopyOutStream& row) {
-    RemoteRecord r;
-    r.match_key = row.text(0);
+void remote_key_record(const CopyRow& row, RemoteRecord& r) {
+    r.match_key.assign(row.text(0));
     r.amount_minor = row.int8(1);
-    r.currency = row.text(2);
+    r.currency.assign(row.text(2));
     r.status = parse_remote_status(row.text(3));
     r.at = row.unix_seconds(4);
-    return r;
 }
 
 constexpr const char* k_local_details_sql = R"sql(
@@ -160,28 +159,75 @@ std::string text_array(const std::vector<std::string>& values) {
     return out + "}";
 }
 
-// Streams `query` (in `snapshot`) on a connection and a thread of its own, as records. The query
-// starts on that thread, so that PostgreSQL sorts both sides at once.
+// Streams `query` (in `snapshot`) on a connection and a thread of its own into an ExternalSort by
+// its first column -- in memory up to `sorting.memory_bytes`, in sorted runs in a temporary file
+// beyond -- so that both sides are read at once, each by a server process of its own. next() then
+// hands the rows over as records in match-key order, on the caller's thread. A query that is in
+// key order already (the provider's records, from their index) is not sorted again.
 template <typename Record>
-class SideReader {
+class SortedSide {
 public:
-    SideReader(const std::string& url, const std::string& snapshot, const std::string& query, const std::string& what,
-               Record (*parse)(const CopyOutStream&))
-        : m_stream(std::make_shared<CopyOutStream>(url, snapshot, query, what)),
-          m_prefetch(
-              [stream = m_stream, parse](const typename Prefetch<Record>::Emit& emit) {
-                  stream->start();
-                  while (stream->next()) {
-                      emit(parse(*stream));
-                  }
-              },
-              [stream = m_stream] { stream->cancel(); }) {}
+    using Fill = void (*)(const CopyRow&, Record&);
 
-    std::optional<Record> next() { return m_prefetch.next(); }
+    SortedSide(const std::string& url, const std::string& snapshot, const std::string& query, std::string what,
+               const DiffSorting& sorting, Fill fill)
+        : m_what(std::move(what)), m_stream(url, snapshot, query, m_what),
+          m_sorted({sorting.memory_bytes, sorting.temp_dir, m_what}),
+          m_row(&m_what), m_fill(fill) {
+        m_reader = std::thread([this] {
+            try {
+                read();
+            } catch (...) {
+                m_error = std::current_exception();
+            }
+        });
+    }
+
+    ~SortedSide() {
+        if (m_reader.joinable()) {
+            m_stream.cancel(); // a reader still waiting for rows returns at once
+            m_reader.join();
+        }
+    }
+    SortedSide(const SortedSide&) = delete;
+    SortedSide& operator=(const SortedSide&) = delete;
+
+    // The next record in key order into `into`; false after the last. The first call waits until
+    // the side is read and sorted, and throws what reading it threw.
+    bool next(Record& into) {
+        if (m_reader.joinable()) {
+            m_reader.join();
+        }
+        if (m_error) {
+            std::rethrow_exception(m_error);
+        }
+        if (!m_sorted.next()) {
+            return false;
+        }
+        m_row.assign(m_sorted.key(), m_sorted.payload());
+        m_fill(m_row, into);
+        return true;
+    }
 
 private:
-    std::shared_ptr<CopyOutStream> m_stream;
-    Prefetch<Record> m_prefetch;
+    void read() {
+        m_stream.start();
+        while (m_stream.next()) {
+            if (m_stream.is_null(0)) {
+                throw std::runtime_error("reading " + m_what + ": a row without a match key");
+            }
+            m_sorted.add(m_stream.text(0), m_stream.row().tail());
+        }
+        m_sorted.finish();
+    }
+
+    const std::string m_what;
+    CopyOutStream m_stream;
+    ExternalSort m_sorted;
+    CopyRow m_row;             // the current record, as read back from m_sorted
+    Fill m_fill;
+    std::exception_ptr m_error;
+    std::thread m_reader;      // last: started once everything above is built
 };
 
 // The second read: every column of the keys that did not match, in a read-only transaction of
@@ -372,7 +418,8 @@ void fail_statement_run(Db& db, const StatementRun& run, const std::string& erro
 }
 
 StatementTotals diff_statement_run(Db& db, StatementRun& run, long long amount_tolerance_minor,
-                                   const std::function<void(const DiffFinding&)>& on_finding) {
+                                   const std::function<void(const DiffFinding&)>& on_finding,
+                                   const DiffSorting& sorting) {
     if (run.status != "listed" && run.status != "done") {
         throw std::logic_error("diff_statement_run: the listing of run " + run.run_id + " is not complete");
     }
@@ -396,10 +443,10 @@ StatementTotals diff_statement_run(Db& db, StatementRun& run, long long amount_t
         const std::string snapshot = tx.exec1("SELECT pg_export_snapshot()")[0].as<std::string>();
         const long long from = run.window_from - run.margin_s;
         const long long to = run.window_to + run.margin_s;
-        SideReader<LocalRecord> local(impl.url, snapshot, local_keys_query(tx.quote(run.provider), from, to),
-                                      "our payments of " + run.provider, &local_key_record);
-        SideReader<RemoteRecord> remote(impl.url, snapshot, remote_keys_query(tx.quote(run.run_id)),
-                                        "the statement records of run " + run.run_id, &remote_key_record);
+        SortedSide<LocalRecord> local(impl.url, snapshot, local_keys_query(tx.quote(run.provider), from, to),
+                                      "our payments of " + run.provider, sorting, &local_key_record);
+        SortedSide<RemoteRecord> remote(impl.url, snapshot, remote_keys_query(tx.quote(run.run_id)),
+                                        "the statement records of run " + run.run_id, sorting, &remote_key_record);
         DetailReader details(impl.url, snapshot, run.provider, run.run_id);
         pqxx::stream_to findings(tx, "recon_findings",
                                  std::vector<std::string>{"run_id", "finding_no", "category", "tenant_id", "payment_id",
@@ -482,21 +529,30 @@ StatementTotals diff_statement_run(Db& db, StatementRun& run, long long amount_t
             }
             pending.clear();
         };
-        totals.counts = diff_sorted([&] { return local.next(); }, [&] { return remote.next(); }, rules,
-                                    [&](DiffFinding&& f) {
-                                        if (f.category == "matched") {
-                                            ++totals.by_category[f.category];
-                                            if (f.local) {
-                                                totals.matched_amounts[f.local->currency] += f.local->amount_minor;
-                                            }
-                                            return;
-                                        }
-                                        pending.push_back(Pending{f.local ? f.local->match_key : f.remote.front().match_key,
-                                                                  f.local.has_value(), !f.remote.empty()});
-                                        if (pending.size() >= k_details_batch) {
-                                            resolve();
-                                        }
-                                    });
+        long long matched = 0;
+        std::string matched_currency;      // the currency of the last match, and its sum
+        long long* matched_sum = nullptr;
+        DiffSink sink;
+        sink.matched = [&](const LocalRecord& l) {
+            ++matched;
+            if (matched_sum == nullptr || l.currency != matched_currency) {
+                matched_currency = l.currency;
+                matched_sum = &totals.matched_amounts[matched_currency];
+            }
+            *matched_sum += l.amount_minor;
+        };
+        sink.finding = [&](DiffFinding&& f) {
+            pending.push_back(Pending{f.local ? f.local->match_key : f.remote.front().match_key, f.local.has_value(),
+                                      !f.remote.empty()});
+            if (pending.size() >= k_details_batch) {
+                resolve();
+            }
+        };
+        totals.counts = diff_sorted([&](LocalRecord& l) { return local.next(l); },
+                                    [&](RemoteRecord& r) { return remote.next(r); }, rules, sink);
+        if (matched > 0) {
+            totals.by_category["matched"] += matched;
+        }
         resolve();
         findings.complete();
         nlohmann::json counts = totals.by_category;

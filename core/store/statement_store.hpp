@@ -6,6 +6,7 @@
 
 #include "core/statement_diff.hpp"
 
+#include <cstddef>
 #include <functional>
 #include <map>
 #include <optional>
@@ -64,7 +65,14 @@ struct StatementTotals {
 // in one transaction, whose snapshot the reads (on connections of their own, at once) share.
 // Calls `on_finding` for every finding that is not `matched`, in key order, with both sides'
 // records in full; matches are only counted (totals).
+// Each side is sorted by payrecon (core/external_sort) in at most `memory_bytes`; what does not fit
+// is written as sorted runs to a temporary file, unlinked as soon as it is created.
+struct DiffSorting {
+    std::size_t memory_bytes = std::size_t{32} << 20; // per side
+    std::string temp_dir;                             // empty: $TMPDIR, else /tmp
+};
 StatementTotals diff_statement_run(Db& db, StatementRun& run, long long amount_tolerance_minor,
-                                   const std::function<void(const DiffFinding&)>& on_finding);
+                                   const std::function<void(const DiffFinding&)>& on_finding,
+                                   const DiffSorting& sorting = {});
 
 } // namespace payrecon::store

@@ -138,12 +138,13 @@ TEST_CASE("statement diff: the merge pairs sorted streams and finds each discrep
     std::size_t ri = 0;
     std::map<std::string, std::string> found;
     const DiffCounts counts = diff_sorted(
-        [&]() -> std::optional<LocalRecord> { return li < local.size() ? std::optional(local[li++]) : std::nullopt; },
-        [&]() -> std::optional<RemoteRecord> { return ri < remote.size() ? std::optional(remote[ri++]) : std::nullopt; },
-        rules(), [&](DiffFinding&& f) {
-            const std::string key = f.local ? f.local->match_key : f.remote.front().match_key;
-            CHECK(found.emplace(key, f.category).second);
-        });
+        [&](LocalRecord& l) { return li < local.size() && (l = local[li++], true); },
+        [&](RemoteRecord& r) { return ri < remote.size() && (r = remote[ri++], true); }, rules(),
+        DiffSink{[&](DiffFinding&& f) {
+                     const std::string key = f.local ? f.local->match_key : f.remote.front().match_key;
+                     CHECK(found.emplace(key, f.category).second);
+                 },
+                 [&](const LocalRecord& l) { CHECK(found.emplace(l.match_key, "matched").second); }});
     CHECK(counts.local_records == 5);
     CHECK(counts.remote_records == 5);
     CHECK(counts.keys == 7);
@@ -159,9 +160,8 @@ TEST_CASE("statement diff: unsorted input is refused, not silently mismatched", 
         std::size_t li = 0;
         std::size_t ri = 0;
         diff_sorted(
-            [&]() -> std::optional<LocalRecord> { return li < local.size() ? std::optional(local[li++]) : std::nullopt; },
-            [&]() -> std::optional<RemoteRecord> { return ri < remote.size() ? std::optional(remote[ri++]) : std::nullopt; },
-            rules(), [](DiffFinding&&) {});
+            [&](LocalRecord& l) { return li < local.size() && (l = local[li++], true); },
+            [&](RemoteRecord& r) { return ri < remote.size() && (r = remote[ri++], true); }, rules(), DiffSink{});
     };
     CHECK_THROWS_AS(run({ours("b", "succeeded"), ours("a", "succeeded")}, {}), std::invalid_argument);
     CHECK_THROWS_AS(run({ours("a", "succeeded"), ours("a", "succeeded")}, {}), std::invalid_argument);
@@ -181,13 +181,9 @@ TEST_CASE("statement diff: a million keys stream through with one key's records 
     long long matched = 0;
     long long other = 0;
     diff_sorted(
-        [&]() -> std::optional<LocalRecord> {
-            return li < n ? std::optional(ours(key(li++), "succeeded")) : std::nullopt;
-        },
-        [&]() -> std::optional<RemoteRecord> {
-            return ri < n ? std::optional(theirs(key(ri++), RemoteStatus::succeeded)) : std::nullopt;
-        },
-        rules(), [&](DiffFinding&& f) { (f.category == "matched" ? matched : other)++; });
+        [&](LocalRecord& l) { return li < n && (l = ours(key(li++), "succeeded"), true); },
+        [&](RemoteRecord& r) { return ri < n && (r = theirs(key(ri++), RemoteStatus::succeeded), true); },
+        rules(), DiffSink{[&](DiffFinding&&) { ++other; }, [&](const LocalRecord&) { ++matched; }});
     CHECK(matched == n);
     CHECK(other == 0);
 }

@@ -9,8 +9,11 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <cstdlib>
 #include <map>
 #include <thread>
+
+#include <unistd.h>
 
 using namespace payrecon;
 using namespace payrecon::testing;
@@ -201,4 +204,65 @@ TEST_CASE("statement: two statements of one window at once (two nightly jobs): o
         CHECK(query_value("SELECT status FROM recon_runs WHERE run_id = $1::uuid", run) == "done");
     }
     CHECK(query_value("SELECT count(*) FROM recon_runs WHERE provider = $1", w.config.name) == "8");
+}
+
+TEST_CASE("statement: sides larger than the sort memory spill sorted runs and find the same, and a "
+          "temporary directory that cannot be written fails the diff with where and what to do",
+          "[statement][db]") {
+    World w(next({}));
+    auto provider = providers::create_provider(w.config);
+    const auto refs = w.payments(300);
+    send_all(w, *provider);
+    w.fake->seed_amount_mismatch({{"", w.op_of(refs[7])}, 999});
+    w.fake->seed_duplicate_charge({w.op_of(refs[150]), std::nullopt});
+    w.fake->seed_refunded({{"", w.op_of(refs[299])}, std::nullopt, std::nullopt});
+    fake::OrphanCharge orphan;
+    orphan.amount = 4100;
+    orphan.currency = "eur";
+    w.fake->seed_orphan_charge(orphan);
+    exec_sql("UPDATE payments SET currency = 'USD' WHERE merchant_reference = '" + refs[42] + "'");
+    const std::map<std::string, long long> want = {{"matched", 296},         {"amount_mismatch", 1},
+                                                   {"duplicate_remote", 1}, {"status_mismatch", 1},
+                                                   {"missing_local", 1},    {"currency_mismatch", 1}};
+    const auto stored_findings = [&] {
+        return query_value("SELECT string_agg(category || ' ' || coalesce(operation_id, '-') || ' ' || "
+                           "coalesce(provider_reference, '-') || ' ' || coalesce(remote_amount::text, '-'), ', ' "
+                           "ORDER BY finding_no) FROM recon_findings f JOIN recon_runs r USING (run_id) "
+                           "WHERE r.provider = $1",
+                           w.config.name);
+    };
+
+    // All in memory (the default: 32 MiB per side).
+    engine::StatementOptions window = window_around_now();
+    const reports::Report in_memory = engine::run_statement(*w.db, *provider, window);
+    REQUIRE_FALSE(in_memory.failure);
+    CHECK(counts_of(in_memory) == want);
+    const std::string findings = stored_findings();
+
+    // 4 KiB per side: about 35 records a run, so each side is written as sorted runs and merged.
+    // A directory that does not exist proves the runs are written; the diff fails, and says so.
+    window.sorting.memory_bytes = 4096;
+    window.sorting.temp_dir = "/nonexistent/payrecon-statement-spill";
+    try {
+        engine::run_statement(*w.db, *provider, window);
+        FAIL("the diff wrote its sorted runs into a directory that does not exist");
+    } catch (const std::runtime_error& e) {
+        const std::string message = e.what();
+        INFO(message);
+        CHECK_THAT(message, Catch::Contains("/nonexistent/payrecon-statement-spill") &&
+                                Catch::Contains("No such file or directory") && Catch::Contains("TMPDIR"));
+    }
+    // Nothing half-done: the run is still listed, for a diff to try again.
+    CHECK(query_value("SELECT status FROM recon_runs WHERE provider = $1", w.config.name) == "listed");
+
+    char dir[] = "/tmp/payrecon-statement-spill-XXXXXX";
+    REQUIRE(::mkdtemp(dir) != nullptr);
+    window.sorting.temp_dir = dir;
+    const reports::Report spilled = engine::run_statement(*w.db, *provider, window);
+    REQUIRE_FALSE(spilled.failure);
+    CHECK(counts_of(spilled) == want);
+    CHECK(stored_findings() == findings); // the same findings, in the same order
+    CHECK(query_value("SELECT status FROM recon_runs WHERE provider = $1", w.config.name) == "done");
+    // The runs' file was unlinked when it was created: the directory is empty again.
+    CHECK(::rmdir(dir) == 0);
 }

@@ -1,6 +1,6 @@
 // The statement diff's bulk reads (core/store/copy_out.hpp): a binary COPY on a connection of its
-// own in a snapshot exported by another transaction, and the bounded prefetch thread that hands its
-// records over. Against the real test PostgreSQL.
+// own in a snapshot exported by another transaction, and its rows written down and read back as
+// the diff's sort keeps them. Against the real test PostgreSQL.
 #include "core/store/copy_out.hpp"
 #include "core/store/pq.hpp"
 #include "tests/support/test_db.hpp"
@@ -8,9 +8,9 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
-#include <atomic>
 #include <limits>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 using namespace payrecon;
@@ -41,27 +41,56 @@ TEST_CASE("copy_out: a binary COPY reads text, NULL, bigint and timestamptz colu
                            " 'infinity'::timestamptz)"
                            ") AS v(n, a, b, c, d, t) ORDER BY n",
                            "the test rows");
+    // Each row as the stream reads it, then as the diff's sort keeps it: its first field and the
+    // rest as sent (tail), read back with CopyRow::assign.
+    const std::string what = "the test rows";
+    std::vector<std::pair<std::string, std::string>> kept;
+    const auto check_rows = [](const auto& next, const auto& row) {
+        REQUIRE(next());
+        REQUIRE(row().fields() == 6);
+        CHECK(row().text(0).size() == 8);
+        CHECK(row().int8(0) == 1);
+        CHECK(row().text(1) == "tab\there, newline\n, back\\slash, \"quote\", {brace}");
+        CHECK(row().is_null(2));
+        CHECK(row().int8(3) == -42);
+        CHECK(row().unix_seconds(5) == 1767225600); // rounded down
+        CHECK_THROWS_AS(row().int8(2), std::runtime_error); // NULL
+        REQUIRE(next());
+        CHECK(row().text(1).empty());
+        CHECK_FALSE(row().is_null(1));
+        CHECK(row().text(2) == "x");
+        CHECK(row().int8(3) == 9223372036854775807LL);
+        CHECK(row().unix_seconds(5) == 946684799); // before 2000: still rounded down
+        REQUIRE(next());
+        CHECK(row().text(1) == "ü€");
+        CHECK(row().is_null(2));
+        CHECK(row().int8(3) == std::numeric_limits<long long>::min());
+        CHECK(row().unix_seconds(5) == std::numeric_limits<long long>::max());
+        CHECK_FALSE(next());
+    };
     s.start();
-    REQUIRE(s.next());
-    REQUIRE(s.fields() == 6);
-    CHECK(s.int8(0) == 1);
-    CHECK(s.text(1) == "tab\there, newline\n, back\\slash, \"quote\", {brace}");
-    CHECK(s.is_null(2));
-    CHECK(s.int8(3) == -42);
-    CHECK(s.unix_seconds(5) == 1767225600); // rounded down
-    CHECK_THROWS_AS(s.int8(2), std::runtime_error);  // NULL
-    REQUIRE(s.next());
-    CHECK(s.text(1).empty());
-    CHECK_FALSE(s.is_null(1));
-    CHECK(s.text(2) == "x");
-    CHECK(s.int8(3) == 9223372036854775807LL);
-    CHECK(s.unix_seconds(5) == 946684799); // before 2000: still rounded down
-    REQUIRE(s.next());
-    CHECK(s.text(1) == "ü€");
-    CHECK(s.int8(3) == std::numeric_limits<long long>::min());
-    CHECK(s.unix_seconds(5) == std::numeric_limits<long long>::max());
+    check_rows(
+        [&] {
+            if (!s.next()) {
+                return false;
+            }
+            kept.emplace_back(std::string(s.row().text(0)), std::string(s.row().tail()));
+            return true;
+        },
+        [&]() -> const store::CopyRow& { return s.row(); });
     CHECK_FALSE(s.next());
-    CHECK_FALSE(s.next());
+    std::size_t i = 0;
+    store::CopyRow again(&what);
+    check_rows(
+        [&] {
+            if (i == kept.size()) {
+                return false;
+            }
+            again.assign(kept[i].first, kept[i].second);
+            ++i;
+            return true;
+        },
+        [&]() -> const store::CopyRow& { return again; });
 }
 
 TEST_CASE("copy_out: streams share the exporter's snapshot: rows committed after it are not seen",
@@ -144,66 +173,4 @@ TEST_CASE("copy_out: a cancelled stream stops with an error, before or while it 
             Catch::Contains("57014") || Catch::Contains("cancel"));
         CHECK(rows < 100000000 - 1);
     }
-}
-
-TEST_CASE("prefetch: every record in order across many batches, and the producer never runs more than the "
-          "queue ahead",
-          "[store][prefetch]") {
-    constexpr long long k_records = 100003; // not a multiple of the batch
-    std::atomic<long long> produced{0};
-    long long max_ahead = 0;
-    {
-        store::Prefetch<long long> p(
-            [&](const store::Prefetch<long long>::Emit& emit) {
-                for (long long i = 0; i < k_records; ++i) {
-                    emit(static_cast<long long>(i));
-                    ++produced;
-                }
-            },
-            nullptr, 100, 3);
-        for (long long want = 0; want < k_records; ++want) {
-            const auto got = p.next();
-            REQUIRE(got);
-            REQUIRE(*got == want);
-            // The consumer holds one batch; 3 more wait; the producer fills one more.
-            max_ahead = std::max(max_ahead, produced.load() - want);
-        }
-        CHECK_FALSE(p.next());
-        CHECK_FALSE(p.next());
-    }
-    CHECK(max_ahead <= 5 * 100);
-}
-
-TEST_CASE("prefetch: the producer's exception comes after the records before it", "[store][prefetch]") {
-    store::Prefetch<int> p(
-        [](const store::Prefetch<int>::Emit& emit) {
-            for (int i = 0; i < 250; ++i) {
-                emit(static_cast<int>(i));
-            }
-            throw std::runtime_error("the database went away");
-        },
-        nullptr, 100, 2);
-    for (int i = 0; i < 250; ++i) {
-        REQUIRE(p.next() == i);
-    }
-    CHECK_THROWS_WITH(p.next(), "the database went away");
-}
-
-TEST_CASE("prefetch: destroyed early, it stops a producer that would never end, and calls on_stop",
-          "[store][prefetch]") {
-    std::atomic<bool> stopped{false};
-    std::atomic<long long> produced{0};
-    {
-        store::Prefetch<long long> p(
-            [&](const store::Prefetch<long long>::Emit& emit) {
-                for (long long i = 0;; ++i) {
-                    emit(static_cast<long long>(i));
-                    ++produced;
-                }
-            },
-            [&] { stopped = true; }, 10, 2);
-        REQUIRE(p.next() == 0);
-    } // joins: the producer's next emit unwinds it
-    CHECK(stopped);
-    CHECK(produced < 100);
 }
