@@ -1,8 +1,9 @@
 #pragma once
 // Statement runs (DESIGN section 9): one run per provider and window, resumable while the listing
 // is incomplete, replaced when the window is run again. The provider's records are stored raw and
-// normalised; both sides are then read in match-key order through server-side cursors and merged by
-// core/statement_diff, so memory stays bounded however large the window.
+// normalised; both sides are then read at once, each sorted by match key in bounded memory
+// (core/external_sort), and merged by core/statement_diff, so memory stays bounded however large
+// the window.
 
 #include "core/statement_diff.hpp"
 
