@@ -7,11 +7,15 @@
 
 namespace payrecon::reports {
 
-void Report::add(const Finding& f, bool list) {
-    if (std::find(categories.begin(), categories.end(), f.category) == categories.end()) {
-        categories.push_back(f.category);
+CategoryTotal& Report::total_of(const std::string& category) {
+    if (std::find(categories.begin(), categories.end(), category) == categories.end()) {
+        categories.push_back(category);
     }
-    CategoryTotal& t = totals[f.category];
+    return totals[category];
+}
+
+void Report::add(const Finding& f, bool list) {
+    CategoryTotal& t = total_of(f.category);
     ++t.count;
     if (f.local_amount && f.local_currency) {
         t.amounts[*f.local_currency] += *f.local_amount;
@@ -25,10 +29,7 @@ void Report::add(const Finding& f, bool list) {
 
 void Report::add_counted(const std::string& category, long long count,
                          const std::map<std::string, long long>& amounts) {
-    if (std::find(categories.begin(), categories.end(), category) == categories.end()) {
-        categories.push_back(category);
-    }
-    CategoryTotal& t = totals[category];
+    CategoryTotal& t = total_of(category);
     t.count += count;
     for (const auto& [currency, minor] : amounts) {
         t.amounts[currency] += minor;

@@ -64,6 +64,8 @@ struct Report {
     void add(const Finding& f, bool list = true);
     // Adds `count` findings of `category`, with their amounts per currency, to the totals only.
     void add_counted(const std::string& category, long long count, const std::map<std::string, long long>& amounts);
+    // The totals of `category`, which is listed in `categories` from then on.
+    CategoryTotal& total_of(const std::string& category);
 };
 
 // Amount formatting shared by the writers: "49.99 EUR" via the ISO 4217 table; unknown currencies
