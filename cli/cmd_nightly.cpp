@@ -268,7 +268,7 @@ void run_nightly_cmd(AppState& state, const NightlyCliOptions& opts) {
     no.reconcile.limit = opts.limit;
     no.reconcile.policy = to_policy(opts.policy);
     no.send.batch = 8;
-    no.send.lease = slowest_timeout(chosen) * (no.send.batch + 1) + std::chrono::seconds(10);
+    no.send.lease = claim_lease(chosen, "", no.send.call_margin);
     no.send_due = !opts.no_send;
     for (const auto& [name, p] : config.providers) {
         no.configured.push_back(name);

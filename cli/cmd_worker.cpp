@@ -23,6 +23,7 @@ struct WorkerCliOptions {
     std::vector<std::string> only;
     std::string retry_base = "1s";
     std::string retry_cap = "5m";
+    std::string lease; // empty: claim_lease's default
 };
 
 std::string default_worker_id() {
@@ -37,7 +38,8 @@ void run_worker(AppState& state, const WorkerCliOptions& opts) {
     }
     const providers::Config config = load_provider_config(state.global);
     const std::vector<const providers::ProviderConfig*> chosen = choose_providers(config, opts.only);
-    const std::chrono::milliseconds slowest = slowest_timeout(chosen);
+    const engine::ExecutorOptions executor_defaults;
+    const std::chrono::milliseconds lease = claim_lease(chosen, opts.lease, executor_defaults.call_margin);
     OpenDatabase opened = open_database(state.global);
 
     engine::WorkerOptions wo;
@@ -48,8 +50,7 @@ void run_worker(AppState& state, const WorkerCliOptions& opts) {
     wo.once = opts.once;
     wo.backoff.base = parse_duration_ms(opts.retry_base, "--retry-base");
     wo.backoff.cap = parse_duration_ms(opts.retry_cap, "--retry-cap");
-    // The lease outlives a whole batch of the slowest provider's calls, with room to record them.
-    wo.lease = slowest * (opts.batch + 1) + std::chrono::seconds(10);
+    wo.lease = lease;
     opened.db.reset();
 
     engine::Worker worker(
@@ -94,6 +95,9 @@ void setup_worker(CLI::App& app, AppState& state) {
                   "first wait before sending a not-sent payment again (doubles, jittered)")
         ->capture_default_str();
     w->add_option("--retry-cap", opts->retry_cap, "longest wait between sends")->capture_default_str();
+    w->add_option("--lease", opts->lease,
+                  "how long a claim is held, renewed just before each provider call; at least the "
+                  "slowest provider's connect_timeout_ms + timeout_ms + 1s (default: that + 10s)");
     w->callback([&state, opts] { run_worker(state, *opts); });
 }
 

@@ -102,12 +102,27 @@ std::vector<const providers::ProviderConfig*> choose_providers(const providers::
     return chosen;
 }
 
-std::chrono::milliseconds slowest_timeout(const std::vector<const providers::ProviderConfig*>& chosen) {
+std::chrono::milliseconds claim_lease(const std::vector<const providers::ProviderConfig*>& chosen,
+                                      const std::string& requested,
+                                      std::chrono::milliseconds call_margin) {
     std::chrono::milliseconds slowest{0};
     for (const auto* p : chosen) {
-        slowest = std::max(slowest, p->timeout);
+        slowest = std::max(slowest, providers::worst_case_call(*p));
     }
-    return slowest;
+    const std::chrono::milliseconds needed = slowest + call_margin;
+    if (requested.empty()) {
+        return needed + std::chrono::seconds(10);
+    }
+    const std::chrono::milliseconds lease = parse_duration_ms(requested, "--lease");
+    if (lease <= needed) {
+        throw UsageError("--lease " + requested + " cannot cover the slowest provider call: its "
+                         "connect and total timeouts plus a margin of " +
+                         std::to_string(call_margin.count()) + " ms take " +
+                         std::to_string(needed.count()) + " ms",
+                         "give a --lease longer than " + std::to_string(needed.count()) +
+                         "ms (it must also cover the renewal's round trip), or lower the provider's connect_timeout_ms/timeout_ms");
+    }
+    return lease;
 }
 
 } // namespace payrecon::cli

@@ -49,7 +49,12 @@ providers::Config load_provider_config(const GlobalOptions& g);
 std::vector<const providers::ProviderConfig*> choose_providers(const providers::Config& config,
                                                                const std::vector<std::string>& only);
 
-// The slowest of their call timeouts (leases must outlive a batch of such calls).
-std::chrono::milliseconds slowest_timeout(const std::vector<const providers::ProviderConfig*>& chosen);
+// The lease a claim of these providers gets: `requested` ("20s", "1500ms"; empty: the slowest
+// provider's worst-case call plus the executor's call margin plus 10 s for the settlement and
+// renewal round trips). Leases are renewed before every call, so they need not cover a batch.
+// Throws UsageError if `requested` cannot cover the slowest worst-case call plus the margin.
+std::chrono::milliseconds claim_lease(const std::vector<const providers::ProviderConfig*>& chosen,
+                                      const std::string& requested,
+                                      std::chrono::milliseconds call_margin);
 
 } // namespace payrecon::cli

@@ -1,6 +1,7 @@
 #include "engine/executor.hpp"
 
 #include "core/crash_point.hpp"
+#include "core/errors.hpp"
 #include "core/fingerprint.hpp"
 
 #include <algorithm>
@@ -68,6 +69,15 @@ store::Settlement decide_settlement(providers::Outcome outcome, int attempt_no,
     return s;
 }
 
+std::chrono::milliseconds minimum_lease(const std::vector<providers::Provider*>& providers,
+                                        std::chrono::milliseconds call_margin) {
+    std::chrono::milliseconds slowest{0};
+    for (const auto* p : providers) {
+        slowest = std::max(slowest, p->capabilities().worst_case_call);
+    }
+    return slowest + call_margin;
+}
+
 Executor::Executor(store::Db& db, std::vector<providers::Provider*> providers, ExecutorOptions options)
     : m_db(db), m_providers(std::move(providers)), m_options(std::move(options)) {
     if (m_providers.empty()) {
@@ -76,18 +86,44 @@ Executor::Executor(store::Db& db, std::vector<providers::Provider*> providers, E
     for (const auto* p : m_providers) {
         m_names.push_back(p->name());
     }
+    const auto needed = minimum_lease(m_providers, m_options.call_margin);
+    if (m_options.lease <= needed) {
+        throw ConfigError("a lease of " + std::to_string(m_options.lease.count()) +
+                              " ms cannot cover the slowest provider call: its connect and total "
+                              "timeouts plus a margin of " +
+                              std::to_string(m_options.call_margin.count()) + " ms take " +
+                              std::to_string(needed.count()) + " ms",
+                          "give a lease longer than " + std::to_string(needed.count()) +
+                              " ms (it must also cover the renewal's round trip), or lower the provider's connect_timeout_ms/timeout_ms");
+    }
 }
 
 int Executor::run_once() {
     const auto claims =
         store::claim_payments(m_db, m_options.worker_id, m_options.lease, m_options.batch, m_names);
-    for (const auto& claim : claims) {
-        execute(claim);
+    for (std::size_t i = 0; i < claims.size(); ++i) {
+        execute(claims, i);
     }
     return static_cast<int>(claims.size());
 }
 
-void Executor::execute(const store::ClaimedPayment& claim) {
+void Executor::release_uncalled(const store::ClaimedPayment& claim, const std::string& why) {
+    ++m_counts.not_called;
+    store::AttemptResult attempt;
+    attempt.outcome = std::string(providers::to_string(providers::Outcome::not_sent));
+    attempt.error_class = "not_sent:claim_not_held";
+    attempt.detail = why;
+    // Nothing was sent: if no one else owns the payment now, it is due again; if another
+    // generation does, this write affects nothing and only the attempt is recorded.
+    const store::Settlement settlement =
+        decide_settlement(providers::Outcome::not_sent, claim.attempt_no, m_options.backoff, jitter());
+    if (!store::settle_attempt(m_db, claim, attempt, settlement)) {
+        ++m_counts.fenced_out;
+    }
+}
+
+void Executor::execute(const std::vector<store::ClaimedPayment>& batch, std::size_t index) {
+    const store::ClaimedPayment& claim = batch[index];
     providers::Provider* provider = nullptr;
     for (auto* p : m_providers) {
         if (p->name() == claim.provider) {
@@ -97,9 +133,31 @@ void Executor::execute(const store::ClaimedPayment& claim) {
     if (provider == nullptr) {
         throw std::logic_error("claimed a payment of a provider this executor does not have");
     }
-    const providers::PaymentOrder order = order_for(claim);
+    providers::PaymentOrder order = order_for(claim);
 
+    // The pre-call fence (DESIGN section 6). The database proves the claim is still ours and
+    // renews it (and the rest of the batch); the local monotonic clock, read before asking, bounds
+    // when the renewed lease ends, whatever pause comes after.
+    crash_point("executor.before_fence");
+    const auto asked = std::chrono::steady_clock::now();
+    const auto held = store::renew_claims(
+        m_db, m_options.worker_id, m_options.lease,
+        std::vector<store::ClaimedPayment>(batch.begin() + static_cast<std::ptrdiff_t>(index), batch.end()));
+    const auto mine = held.find(claim.payment_id);
+    if (mine == held.end()) {
+        release_uncalled(claim, "not sent: just before the call the claim was no longer this "
+                                "worker's (lease expired, or another generation owns the payment)");
+        return;
+    }
+    const auto worst_case = provider->capabilities().worst_case_call;
+    const auto lease_end = asked + mine->second;
+    order.deadline = lease_end - m_options.call_margin;
     crash_point("executor.before_submit");
+    if (std::chrono::steady_clock::now() + worst_case > *order.deadline) {
+        release_uncalled(claim, "not sent: the claim's lease no longer covered the call's worst case "
+                                "(the worker was paused or slow after renewing it)");
+        return;
+    }
     const providers::SubmitResult result = provider->submit(order);
     crash_point("executor.after_submit");
 

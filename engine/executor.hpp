@@ -35,32 +35,51 @@ store::Settlement decide_settlement(providers::Outcome outcome, int attempt_no,
 providers::PaymentOrder order_for(const store::ClaimedPayment& payment);
 
 struct ExecutorOptions {
-    std::string worker_id;                 // recorded as lease_owner and in every attempt
-    std::chrono::milliseconds lease{60000}; // must exceed the slowest provider call
+    std::string worker_id; // recorded as lease_owner and in every attempt
+    // Each claim's lease, renewed immediately before each call; longer than the slowest
+    // provider's worst-case call plus `call_margin` (minimum_lease()) by at least the renewal's
+    // round trip, or every call is skipped.
+    std::chrono::milliseconds lease{60000};
+    // What the lease must still cover beyond a call's worst case when the call starts: the
+    // settlement's round trip and the clocks' disagreement.
+    std::chrono::milliseconds call_margin{1000};
     int batch = 8;
     BackoffPolicy backoff;
 };
+
+// The shortest lease under which `providers` can be called: the slowest worst-case call
+// (Capabilities::worst_case_call) plus `call_margin`.
+std::chrono::milliseconds minimum_lease(const std::vector<providers::Provider*>& providers,
+                                        std::chrono::milliseconds call_margin);
 
 class Executor {
 public:
     // `providers` are the providers this executor may call, by configured name; it claims only
     // their payments. The executor uses them from one thread.
+    // Throws ConfigError unless options.lease is longer than minimum_lease(providers, call_margin).
     Executor(store::Db& db, std::vector<providers::Provider*> providers, ExecutorOptions options);
 
-    // Claims one batch and executes it. Returns the number of payments attempted. Throws
+    // Claims one batch and executes it, one payment at a time. Immediately before each provider
+    // call a fenced statement proves the claim is still this executor's and renews the leases of
+    // the rest of the batch (store::renew_claims), and the local monotonic clock confirms that the
+    // renewed lease still covers the call's worst case; a payment that fails either check is not
+    // sent (its attempt is recorded as not sent, and it goes back to retry_scheduled unless
+    // another generation owns it now). Returns the number of payments claimed. Throws
     // DatabaseUnavailable if the database went away (what was settled stays settled; a claimed
     // payment left behind turns unknown when its lease expires -- never pending).
     int run_once();
 
     struct Counts {
-        int attempted = 0;
+        int attempted = 0;  // provider calls made
+        int not_called = 0; // claims found no longer held (or out of time) just before the call
         int fenced_out = 0;
         std::map<std::string, int> settled_as; // by the state each attempt settled the payment in
     };
     const Counts& counts() const { return m_counts; }
 
 private:
-    void execute(const store::ClaimedPayment& claim);
+    void execute(const std::vector<store::ClaimedPayment>& batch, std::size_t index);
+    void release_uncalled(const store::ClaimedPayment& claim, const std::string& why);
 
     store::Db& m_db;
     std::vector<providers::Provider*> m_providers;

@@ -39,6 +39,7 @@ long Worker::run() {
     done["event"] = "worker_stopped";
     done["worker"] = m_options.worker_id;
     done["attempted"] = m_attempted.load();
+    done["not_called"] = m_not_called.load();
     done["fenced_out"] = m_fenced.load();
     log_event(done.dump());
     return m_attempted.load();
@@ -80,6 +81,7 @@ void Worker::thread_main(int index) {
             const int n = executor.run_once();
             m_attempted += executor.counts().attempted;
             m_fenced += executor.counts().fenced_out;
+            m_not_called += executor.counts().not_called;
             if (n == 0) {
                 if (m_options.once || wait_or_stop(m_options.idle_poll)) {
                     return;

@@ -23,7 +23,7 @@ struct WorkerOptions {
     std::string worker_id;      // host:pid by default; recorded on every claim and attempt
     int concurrency = 4;        // executor threads
     int batch = 4;              // payments claimed per transaction; a stop finishes the batch
-    std::chrono::milliseconds lease{60000};
+    std::chrono::milliseconds lease{60000}; // per claim, renewed before each call (ExecutorOptions)
     std::chrono::milliseconds idle_poll{500}; // wait when nothing was due
     bool once = false;          // process what is due now, then return
     BackoffPolicy backoff;
@@ -57,6 +57,7 @@ private:
     std::atomic<bool> m_stop{false};
     std::atomic<long> m_attempted{0};
     std::atomic<long> m_fenced{0};
+    std::atomic<long> m_not_called{0}; // claims found lost just before the call, and not sent
     std::atomic<bool> m_db_failed{false};
 };
 

@@ -8,7 +8,9 @@ CallRecord call_record_of(const http::HttpResult& r) {
     CallRecord c;
     c.http_status = r.http_status;
     c.duration = r.total_time;
-    if (r.cls == http::SendClass::not_sent) {
+    if (r.deadline_passed) {
+        c.error_class = "not_sent:deadline_passed";
+    } else if (r.cls == http::SendClass::not_sent) {
         c.error_class = "not_sent:curl_" + std::to_string(r.curl_code);
     } else if (r.cls == http::SendClass::unknown) {
         c.error_class =

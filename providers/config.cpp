@@ -195,6 +195,10 @@ Config load_config(const std::filesystem::path& path) {
     return parse_config(text.str(), path);
 }
 
+std::chrono::milliseconds worst_case_call(const ProviderConfig& config) {
+    return config.connect_timeout + config.timeout;
+}
+
 Capabilities configured_capabilities(const ProviderConfig& config, std::size_t max_key_length,
                                      bool api_can_lookup, bool api_can_list) {
     Capabilities caps;
@@ -204,6 +208,7 @@ Capabilities configured_capabilities(const ProviderConfig& config, std::size_t m
     caps.lookup_by_operation_id = api_can_lookup && config.overrides.lookup.value_or(true);
     caps.lookup_staleness = config.settle_delay;
     caps.list_transactions = api_can_list && config.overrides.list.value_or(true);
+    caps.worst_case_call = worst_case_call(config);
     return caps;
 }
 

@@ -61,6 +61,9 @@ struct Config {
 Capabilities configured_capabilities(const ProviderConfig& config, std::size_t max_key_length,
                                      bool api_can_lookup, bool api_can_list);
 
+// The longest one call to this provider can take: its connect timeout plus its total timeout.
+std::chrono::milliseconds worst_case_call(const ProviderConfig& config);
+
 // The adapter kinds this build has, for validation and messages.
 const std::vector<std::string_view>& known_kinds();
 

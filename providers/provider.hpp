@@ -42,6 +42,10 @@ struct Capabilities {
 
     // Can the provider list its transactions in a time window (statement reconciliation)?
     bool list_transactions = false;
+
+    // The longest one submit() can take (connect timeout + total timeout of its one call): a
+    // claim's lease must still cover this, plus a margin, immediately before the call.
+    std::chrono::milliseconds worst_case_call{0};
 };
 
 // One payment as payrecon sends it. `operation_id` is the idempotency key on every attempt.
@@ -56,6 +60,9 @@ struct PaymentOrder {
     std::map<std::string, std::string> metadata;
     // When payrecon accepted the payment; adapters that look up by time window need it (Square).
     std::optional<std::chrono::system_clock::time_point> created_at;
+    // The end of the claim's lease on the local monotonic clock: submit() must not send after it,
+    // and its call must not run past it (http::HttpRequest::deadline). Unset: no deadline.
+    std::optional<std::chrono::steady_clock::time_point> deadline;
 };
 
 // What one call looked like, for the attempt record. `detail` is a redacted excerpt.

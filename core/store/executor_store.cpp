@@ -35,6 +35,16 @@ WITH due AS (
 )
 SELECT )sql" + std::string(k_payment_columns) + " FROM claimed p";
 
+constexpr const char* k_renew = "executor_renew";
+constexpr const char* k_renew_sql = R"sql(
+UPDATE payments p
+   SET lease_expires_at = clock_timestamp() + make_interval(secs => $2::double precision / 1000)
+  FROM unnest($3::uuid[], $4::uuid[], $5::bigint[]) AS c(tenant_id, payment_id, generation)
+ WHERE p.tenant_id = c.tenant_id AND p.payment_id = c.payment_id AND p.generation = c.generation
+   AND p.state = 'processing' AND p.lease_owner = $1 AND p.lease_expires_at > clock_timestamp()
+RETURNING p.payment_id::text,
+          floor(extract(epoch FROM p.lease_expires_at - clock_timestamp()) * 1000)::bigint)sql";
+
 constexpr const char* k_finish_attempt = "executor_finish_attempt";
 constexpr const char* k_finish_attempt_sql = R"sql(
 UPDATE payment_attempts
@@ -159,6 +169,38 @@ std::vector<ClaimedPayment> claim_payments(Db& db, const std::string& worker,
             out.push_back(payment_from_row(row));
         }
         return out;
+    });
+}
+
+std::map<std::string, std::chrono::milliseconds> renew_claims(Db& db, const std::string& worker,
+                                                              std::chrono::milliseconds lease,
+                                                              const std::vector<ClaimedPayment>& claims) {
+    if (claims.empty()) {
+        return {};
+    }
+    // UUIDs and integers need no quoting inside an array literal.
+    std::string tenants = "{", payments = "{", generations = "{";
+    for (const auto& c : claims) {
+        const char* sep = tenants.size() > 1 ? "," : "";
+        tenants += sep + c.tenant_id;
+        payments += sep + c.payment_id;
+        generations += sep + std::to_string(c.generation);
+    }
+    tenants += "}";
+    payments += "}";
+    generations += "}";
+    Db::Impl& impl = db.impl();
+    return translate_errors(impl, [&] {
+        impl.prepare(k_renew, k_renew_sql);
+        pqxx::work tx(impl.connection());
+        const pqxx::result r = tx.exec_prepared(k_renew, worker, static_cast<long long>(lease.count()),
+                                                tenants, payments, generations);
+        tx.commit();
+        std::map<std::string, std::chrono::milliseconds> held;
+        for (const auto& row : r) {
+            held.emplace(row[0].as<std::string>(), std::chrono::milliseconds(row[1].as<long long>()));
+        }
+        return held;
     });
 }
 

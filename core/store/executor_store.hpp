@@ -40,6 +40,16 @@ std::vector<ClaimedPayment> claim_payments(Db& db, const std::string& worker,
                                            std::chrono::milliseconds lease, int batch,
                                            const std::vector<std::string>& providers);
 
+// Immediately before a provider call (DESIGN section 6): proves, by the database's clock, which of
+// `claims` are still `worker`'s -- same generation, `processing`, leased to `worker`, lease not
+// expired -- and renews the lease of each of those to `lease` from now, in one statement. Returns
+// the lease left on each claim still held (after renewal, by the database's clock), by payment ID;
+// a claim missing from the result is no longer this worker's and must not be sent. Renewing the
+// rest of a batch with each call keeps a long batch from outliving its leases.
+std::map<std::string, std::chrono::milliseconds> renew_claims(Db& db, const std::string& worker,
+                                                              std::chrono::milliseconds lease,
+                                                              const std::vector<ClaimedPayment>& claims);
+
 // What a worker observed for one attempt.
 struct AttemptResult {
     std::string outcome;                // providers::Outcome name

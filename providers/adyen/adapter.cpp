@@ -37,6 +37,7 @@ SubmitResult AdyenAdapter::submit(const PaymentOrder& order) {
     }
     req.secrets_to_redact = {m_api_key};
     req.body = *body;
+    req.deadline = order.deadline;
     const http::HttpResult res = m_send(req);
     if (res.cls != http::SendClass::response) {
         SubmitResult r;

@@ -143,13 +143,16 @@ private:
         // libcurl had a connection ready for the request (connected, TLS done, or reused) and was
         // about to write it. CONNECT_TIME_T alone misses reused connections (it reads 0 there).
         bool connection_ready = false;
+        // The request's deadline; past it, the pre-request callback aborts before sending.
+        std::optional<std::chrono::steady_clock::time_point> deadline;
+        bool deadline_passed = false;
     };
 
     static std::size_t on_body(char* data, std::size_t size, std::size_t count, void* user);
     static std::size_t on_header(char* data, std::size_t size, std::size_t count, void* user);
     static int on_ready(void* user, char*, char*, int, int);
 
-    CURLcode configure(const HttpRequest& request, const curl_slist* headers);
+    CURLcode configure(const HttpRequest& request, const curl_slist* headers, Timeouts timeouts);
 
     TransportOptions m_options;
     std::unique_ptr<CURL, EasyDeleter> m_handle;
@@ -201,11 +204,18 @@ std::size_t Transport::Impl::on_header(char* data, std::size_t size, std::size_t
 }
 
 int Transport::Impl::on_ready(void* user, char*, char*, int, int) {
-    static_cast<Transfer*>(user)->connection_ready = true;
+    auto& transfer = *static_cast<Transfer*>(user);
+    if (transfer.deadline && std::chrono::steady_clock::now() >= *transfer.deadline) {
+        // The last moment before the first request byte: nothing has been written yet.
+        transfer.deadline_passed = true;
+        return CURL_PREREQFUNC_ABORT;
+    }
+    transfer.connection_ready = true;
     return CURL_PREREQFUNC_OK;
 }
 
-CURLcode Transport::Impl::configure(const HttpRequest& request, const curl_slist* headers) {
+CURLcode Transport::Impl::configure(const HttpRequest& request, const curl_slist* headers,
+                                    Timeouts timeouts) {
     CURL* h = m_handle.get();
     const auto millis = [](std::chrono::milliseconds d) { return static_cast<long>(d.count()); };
     const auto cap = static_cast<curl_off_t>(m_options.max_response_bytes);
@@ -223,8 +233,8 @@ CURLcode Transport::Impl::configure(const HttpRequest& request, const curl_slist
     set(curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L));
     set(curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L));
     set(curl_easy_setopt(h, CURLOPT_PROXY, ""));
-    set(curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, millis(m_options.timeouts.connect)));
-    set(curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, millis(m_options.timeouts.total)));
+    set(curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, millis(timeouts.connect)));
+    set(curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, millis(timeouts.total)));
     set(curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L));
     set(curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L));
     if (!m_options.ca_bundle.empty()) {
@@ -270,6 +280,20 @@ HttpResult Transport::Impl::send(const HttpRequest& request) {
         result.error = redact("request refused before sending: " + problem, secrets);
         return result;
     }
+    // The call ends by the deadline: its timeouts are cut to what is left of it.
+    Timeouts timeouts = m_options.timeouts;
+    if (request.deadline) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+            *request.deadline - std::chrono::steady_clock::now());
+        if (left < std::chrono::milliseconds(1)) {
+            result.cls = SendClass::not_sent;
+            result.deadline_passed = true;
+            result.error = "request refused before sending: its deadline (the claim's lease) has passed";
+            return result;
+        }
+        timeouts.connect = std::min(timeouts.connect, left);
+        timeouts.total = std::min(timeouts.total, left);
+    }
 
     SlistPtr headers;
     const auto append = [&headers](const std::string& line) {
@@ -290,9 +314,10 @@ HttpResult Transport::Impl::send(const HttpRequest& request) {
     curl_easy_reset(h); // options only: the connection cache survives
     m_transfer = Transfer{};
     m_transfer.cap = m_options.max_response_bytes;
+    m_transfer.deadline = request.deadline;
     m_error[0] = '\0';
 
-    if (const CURLcode setup = configure(request, headers.get()); setup != CURLE_OK) {
+    if (const CURLcode setup = configure(request, headers.get(), timeouts); setup != CURLE_OK) {
         result.cls = SendClass::not_sent;
         result.curl_code = static_cast<int>(setup);
         result.error = redact(
@@ -331,12 +356,21 @@ HttpResult Transport::Impl::send(const HttpRequest& request) {
         result.tls_time.count() > 0 || (observation.uses_tls && m_transfer.connection_ready);
     observation.response_received = status != 0;
     result.cls = classify(observation);
+    if (m_transfer.deadline_passed && code == CURLE_ABORTED_BY_CALLBACK) {
+        // Aborted by on_ready, before the first request byte was written.
+        result.cls = SendClass::not_sent;
+        result.deadline_passed = true;
+    }
 
     if (code != CURLE_OK) {
         std::string message = m_error[0] != '\0' ? std::string(m_error) : curl_easy_strerror(code);
         if (result.truncated) {
             message += " (response larger than " + std::to_string(m_options.max_response_bytes) +
                        " bytes: cut off)";
+        }
+        if (result.deadline_passed) {
+            message = "aborted before sending: the request's deadline (the claim's lease) passed "
+                      "while connecting";
         }
         result.error = redact(std::move(message), secrets);
     }

@@ -26,6 +26,7 @@
 #include <chrono>
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -47,6 +48,13 @@ struct HttpRequest {
     // Values that must never appear in the result (API keys sent in headers). The values of
     // Authorization and Proxy-Authorization headers are always redacted, listed here or not.
     std::vector<Secret> secrets_to_redact;
+    // The instant (local monotonic clock) after which this request must not be sent, nor still be
+    // running: for a payment, the end of its claim's lease. The call's timeouts are cut to end by
+    // then; a request whose deadline has passed is refused before any I/O, and one whose deadline
+    // passes while it connects is aborted in libcurl's pre-request callback -- after the connect
+    // and TLS handshake, before the first request byte -- so a worker that was paused cannot send
+    // after its claim ended. Both are `not_sent` with error_class "deadline_passed".
+    std::optional<std::chrono::steady_clock::time_point> deadline;
 };
 
 struct Timeouts {
@@ -83,6 +91,7 @@ struct HttpResult {
     std::chrono::microseconds tls_time{};
     std::chrono::microseconds total_time{};
     bool truncated = false; // the response exceeded max_response_bytes and was cut off
+    bool deadline_passed = false; // refused or aborted before sending: the request's deadline passed
 };
 
 class Transport {

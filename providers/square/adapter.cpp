@@ -41,6 +41,7 @@ SubmitResult SquareAdapter::submit(const PaymentOrder& order) {
     http::HttpRequest req = request("POST", "/v2/payments", true);
     req.headers.emplace_back("Content-Type", "application/json");
     req.body = *body;
+    req.deadline = order.deadline;
     const http::HttpResult res = m_send(req);
     if (res.cls != http::SendClass::response) {
         SubmitResult r;

@@ -41,6 +41,7 @@ SubmitResult StripeAdapter::submit(const PaymentOrder& order) {
         req.headers.emplace_back("Idempotency-Key", order.operation_id);
     }
     req.body = *body;
+    req.deadline = order.deadline;
     const http::HttpResult res = m_send(req);
     if (res.cls != http::SendClass::response) {
         SubmitResult r;

@@ -1,6 +1,7 @@
 // The executor over the real PostgreSQL: claims, fenced settlement, expired leases. Each test uses
 // a provider name of its own, so it claims only its own payments.
 #include "core/crash_point.hpp"
+#include "core/errors.hpp"
 #include "core/intake.hpp"
 #include "core/store/executor_store.hpp"
 #include "engine/executor.hpp"
@@ -245,7 +246,7 @@ TEST_CASE("executor: a worker killed after the provider answered, before the com
         arm_crash_point("executor.after_submit");
         try {
             store::Db db(database_url());
-            engine::Executor ex(db, {&w.provider}, w.options(std::chrono::milliseconds(300)));
+            engine::Executor ex(db, {&w.provider}, w.options(std::chrono::milliseconds(1500)));
             ex.run_once();
         } catch (...) {
         }
@@ -259,4 +260,95 @@ TEST_CASE("executor: a worker killed after the provider answered, before the com
     REQUIRE(eventually([&] { store::expire_leases(*w.db, "test"); return w.state_of(ops[0]) == "unknown"; }));
     // The attempt row opened by the claim stays: outcome unknown, never finished.
     CHECK(count_rows("payment_attempts", w.tenant.tenant_id, "outcome = 'unknown' AND finished_at IS NULL") == 1);
+}
+
+TEST_CASE("fencing: a payment of the batch taken over before its call is not sent: no provider call, "
+          "the attempt recorded as not sent, the takeover untouched",
+          "[engine][fencing][db]") {
+    World w;
+    const auto ops = w.payments(2);
+    // While the first payment is at the provider, the second's lease runs out (the worker was
+    // "paused") and another worker takes it over.
+    w.provider.on_submit = [&](const providers::PaymentOrder& order) {
+        if (order.operation_id == ops[0]) {
+            exec_sql("UPDATE payments SET lease_expires_at = now() - interval '1 second' "
+                     "WHERE operation_id = '" + ops[1] + "'");
+            REQUIRE(store::expire_leases(*connect(), "takeover") >= 1); // other tests' too
+        }
+    };
+    engine::Executor ex(*w.db, {&w.provider}, w.options());
+    CHECK(ex.run_once() == 2);
+    CHECK(w.provider.submits(ops[0]) == 1);
+    CHECK(w.provider.submits(ops[1]) == 0);
+    CHECK(ex.counts().attempted == 1);
+    CHECK(ex.counts().not_called == 1);
+    CHECK(ex.counts().fenced_out == 1);
+    CHECK(w.state_of(ops[0]) == "succeeded");
+    CHECK(w.state_of(ops[1]) == "unknown"); // the takeover's state, not overwritten
+    CHECK(count_rows("payment_attempts", w.tenant.tenant_id,
+                     "outcome = 'not_sent' AND error_class = 'not_sent:claim_not_held'") == 1);
+}
+
+TEST_CASE("leases: a claim whose lease ran out before its call, with no takeover, is not sent and "
+          "is due again",
+          "[engine][fencing][db]") {
+    World w;
+    const auto ops = w.payments(2);
+    w.provider.on_submit = [&](const providers::PaymentOrder& order) {
+        if (order.operation_id == ops[0]) {
+            exec_sql("UPDATE payments SET lease_expires_at = now() - interval '1 second' "
+                     "WHERE operation_id = '" + ops[1] + "'");
+        }
+    };
+    engine::Executor ex(*w.db, {&w.provider}, w.options());
+    CHECK(ex.run_once() == 2);
+    CHECK(w.provider.submits(ops[1]) == 0);
+    CHECK(ex.counts().not_called == 1);
+    // Tests share the database: another test's lease expiry may take the expired claim over in
+    // the moment before the renewal refused it; then this executor's write was fenced out.
+    if (ex.counts().fenced_out == 1) {
+        CHECK(w.state_of(ops[1]) == "unknown");
+        return;
+    }
+    CHECK(w.state_of(ops[1]) == "retry_scheduled");
+    // Sent on the next run, once.
+    w.provider.on_submit = nullptr;
+    REQUIRE(eventually([&] { return ex.run_once() == 1; }));
+    CHECK(w.provider.submits(ops[1]) == 1);
+    CHECK(w.state_of(ops[1]) == "succeeded");
+}
+
+TEST_CASE("leases: each provider call renews the leases of the rest of its batch, and is given the "
+          "lease's end as its deadline",
+          "[engine][fencing][db]") {
+    World w;
+    const auto ops = w.payments(3);
+    std::vector<std::string> last_lease;
+    w.provider.on_submit = [&](const providers::PaymentOrder&) {
+        last_lease.push_back(query_value(
+            "SELECT (extract(epoch FROM lease_expires_at) * 1000000)::bigint::text FROM payments "
+            "WHERE operation_id = $1", ops[2]));
+    };
+    engine::Executor ex(*w.db, {&w.provider}, w.options());
+    const auto before = std::chrono::steady_clock::now();
+    CHECK(ex.run_once() == 3);
+    REQUIRE(last_lease.size() == 3);
+    CHECK(std::stoll(last_lease[0]) < std::stoll(last_lease[1]));
+    CHECK(std::stoll(last_lease[1]) < std::stoll(last_lease[2]));
+    for (const auto& deadline : w.provider.deadlines()) {
+        REQUIRE(deadline.has_value());
+        // The 30 s lease less the 1 s margin, from the moment the claim was renewed.
+        CHECK(*deadline > before);
+        CHECK(*deadline <= std::chrono::steady_clock::now() + std::chrono::seconds(29));
+    }
+}
+
+TEST_CASE("leases: an executor whose lease cannot cover the slowest call's worst case plus the "
+          "margin is refused",
+          "[engine][fencing][db]") {
+    World w;
+    w.provider.capabilities().worst_case_call = std::chrono::seconds(12);
+    CHECK_THROWS_AS(engine::Executor(*w.db, {&w.provider}, w.options(std::chrono::seconds(13))),
+                    ConfigError);
+    CHECK_NOTHROW(engine::Executor(*w.db, {&w.provider}, w.options(std::chrono::seconds(14))));
 }

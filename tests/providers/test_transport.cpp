@@ -1,6 +1,7 @@
 // The real transport against a loopback server that misbehaves on purpose. Each test asserts on
 // what the server saw (connections accepted, requests received) as well as on the class.
 
+#include "providers/call_record.hpp"
 #include "providers/http/transport.hpp"
 #include "tests/providers/loopback_server.hpp"
 
@@ -542,4 +543,44 @@ TEST_CASE("transport: a secret in libcurl's error message is redacted",
     CHECK_FALSE(result.error.empty());
     CHECK(result.error.find(account.reveal()) == std::string::npos);
     CHECK(result.error.find("***") != std::string::npos);
+}
+
+TEST_CASE("transport: a request whose deadline has passed is refused before any I/O: not_sent, and "
+          "the server saw nothing",
+          "[providers][transport][deadline]") {
+    LoopbackServer server(answer_all);
+    Transport transport = fast_transport();
+    HttpRequest request = post(server.url("/v1/payments"));
+    request.deadline = std::chrono::steady_clock::now() - 1ms;
+    const HttpResult result = transport.send(request);
+    describe("deadline passed", result);
+    CHECK(result.cls == SendClass::not_sent);
+    CHECK(result.deadline_passed);
+    CHECK(result.request_bytes_sent == 0);
+    CHECK(payrecon::providers::call_record_of(result).error_class == "not_sent:deadline_passed");
+    CHECK(server.connections_accepted() == 0);
+    CHECK(server.requests_received() == 0);
+}
+
+TEST_CASE("transport: a deadline before the timeouts cuts the call short: a server that never "
+          "answers is given up on at the deadline, not at the total timeout",
+          "[providers][transport][deadline]") {
+    LoopbackServer server([](LoopbackConnection& connection) {
+        if (connection.read_request()) {
+            connection.hang();
+        }
+    });
+    TransportOptions options;
+    options.timeouts.connect = 30s;
+    options.timeouts.total = 60s;
+    Transport transport(options);
+    HttpRequest request = post(server.url("/v1/payments"));
+    request.deadline = std::chrono::steady_clock::now() + 300ms;
+    const HttpResult result = transport.send(request);
+    describe("deadline before timeout", result);
+    server.release();
+    CHECK(result.cls == SendClass::unknown); // it was sent: the deadline only ended the wait
+    CHECK(result.curl_code == 28);
+    CHECK(server.requests_received() == 1);
+    CHECK(result.total_time < std::chrono::seconds(30)); // the 60 s timeout would still be waiting
 }

@@ -5,6 +5,9 @@
 #include "providers/provider.hpp"
 
 #include <deque>
+#include <functional>
+#include <optional>
+#include <vector>
 #include <map>
 #include <mutex>
 #include <string>
@@ -25,6 +28,14 @@ public:
         m_script = std::move(outcomes);
     }
     providers::Outcome otherwise = providers::Outcome::succeeded;
+    // Runs at the start of every submit, outside the provider's lock (what happens "meanwhile").
+    std::function<void(const providers::PaymentOrder&)> on_submit;
+    providers::Capabilities& capabilities() { return m_caps; }
+    // The deadline each submit was given, in order.
+    std::vector<std::optional<std::chrono::steady_clock::time_point>> deadlines() const {
+        std::lock_guard lock(m_mutex);
+        return m_deadlines;
+    }
 
     int submits(const std::string& operation_id) const {
         std::lock_guard lock(m_mutex);
@@ -45,8 +56,12 @@ public:
     const providers::Capabilities& capabilities() const override { return m_caps; }
 
     providers::SubmitResult submit(const providers::PaymentOrder& order) override {
+        if (on_submit) {
+            on_submit(order);
+        }
         std::lock_guard lock(m_mutex);
         ++m_submits[order.operation_id];
+        m_deadlines.push_back(order.deadline);
         providers::SubmitResult r;
         r.outcome = otherwise;
         if (!m_script.empty()) {
@@ -72,6 +87,7 @@ private:
     mutable std::mutex m_mutex;
     std::deque<providers::Outcome> m_script;
     std::map<std::string, int> m_submits;
+    std::vector<std::optional<std::chrono::steady_clock::time_point>> m_deadlines;
 };
 
 } // namespace payrecon::testing
