@@ -37,5 +37,6 @@ void setup_statement(CLI::App& app, AppState& state);
 void setup_review(CLI::App& app, AppState& state);
 void setup_audit(CLI::App& app, AppState& state);
 void setup_review_actions(CLI::App& review, AppState& state);
+void setup_payment_actions(CLI::App& payments, AppState& state);
 
 } // namespace payrecon::cli

@@ -32,6 +32,7 @@ struct NightlyCliOptions {
     bool no_statement = false;
     std::string statement_date; // UTC day; default yesterday
     std::string margin = "1h";
+    std::string stuck_after = "1h";
     PolicyCliOptions policy;
     ReportOutputOptions report;
 };
@@ -78,6 +79,45 @@ struct Tally {
     std::map<std::string, long long> amounts;
 };
 
+// Why a run needs an operator, each with the command that starts the work; empty when clean.
+std::vector<std::string> attention_reasons(const engine::NightlyReport& r) {
+    std::vector<std::string> out;
+    if (r.in_review() > 0) {
+        out.push_back(std::to_string(r.in_review()) +
+                      " payment(s) in review: payrecon review list");
+    }
+    long long stuck = 0;
+    for (const auto& q : r.stuck()) {
+        stuck += q.stuck;
+    }
+    if (stuck > 0) {
+        out.push_back(std::to_string(stuck) + " payment(s) pending or retry_scheduled for more than " +
+                      std::to_string(r.stuck_after.count()) +
+                      " s: is a worker running for their provider? payrecon payments list --state "
+                      "pending; one that must not be sent: payrecon payments cancel <id>");
+    }
+    long long orphaned = 0;
+    for (const auto& q : r.orphaned()) {
+        orphaned += q.payments;
+    }
+    if (orphaned > 0) {
+        out.push_back(std::to_string(orphaned) +
+                      " open payment(s) name a provider the configuration does not have: add it to "
+                      "the --config file, or cancel them (payrecon payments cancel <id>) if never sent");
+    }
+    if (r.lookups_failed() > 0) {
+        out.push_back(std::to_string(r.lookups_failed()) +
+                      " status queries FAILED: check the provider's status page and credentials; "
+                      "they are asked again next run (payrecon review recheck <id> asks now)");
+    }
+    for (const auto& st : r.statements) {
+        if (st.exit_code == static_cast<int>(ExitCode::attention)) {
+            out.push_back(st.title + " has findings: see the report");
+        }
+    }
+    return out;
+}
+
 nlohmann::ordered_json summary_json(const engine::NightlyReport& r) {
     nlohmann::ordered_json j;
     j["started_at"] = reports::format_utc(r.started);
@@ -120,6 +160,9 @@ nlohmann::ordered_json summary_json(const engine::NightlyReport& r) {
         e["currency"] = q.currency;
         e["payments"] = q.payments;
         e["amount"] = q.amount_minor;
+        if (q.state == "pending" || q.state == "retry_scheduled") {
+            e["waiting_too_long"] = q.stuck;
+        }
         j["open"].push_back(e);
     }
     j["statements"] = nlohmann::ordered_json::array();
@@ -137,6 +180,18 @@ nlohmann::ordered_json summary_json(const engine::NightlyReport& r) {
     }
     j["in_review"] = r.in_review();
     j["still_unknown"] = r.still_unknown();
+    j["status_queries_failed"] = r.lookups_failed();
+    long long stuck = 0;
+    for (const auto& q : r.stuck()) {
+        stuck += q.stuck;
+    }
+    j["waiting_too_long"] = stuck;
+    long long orphaned = 0;
+    for (const auto& q : r.orphaned()) {
+        orphaned += q.payments;
+    }
+    j["not_configured"] = orphaned;
+    j["attention"] = attention_reasons(r);
     return j;
 }
 
@@ -156,8 +211,8 @@ void print_summary(std::ostream& out, const engine::NightlyReport& r, int list_r
     }
     out << "  unknown payments reconciled: " << r.reconciled.size();
     if (lookup_failed > 0) {
-        out << " (" << lookup_failed << " status queries FAILED: those are asked again next run, and "
-            << "go to review after --lookup-failures in a row)";
+        out << " (" << lookup_failed << " status queries FAILED: attention; those are asked again next "
+            << "run, and go to review after --lookup-failures in a row)";
     }
     out << "\n";
     std::map<std::string, Tally> by_outcome;
@@ -232,6 +287,32 @@ void print_summary(std::ostream& out, const engine::NightlyReport& r, int list_r
                 << "\n";
         }
     }
+    const auto stuck = r.stuck();
+    if (!stuck.empty()) {
+        out << "  waiting too long (pending or retry_scheduled for more than " << r.stuck_after.count()
+            << " s; no worker sent them):\n";
+        for (const auto& q : stuck) {
+            out << "    " << std::left << std::setw(20) << q.provider << std::right << std::setw(6)
+                << q.stuck << "   " << q.state << "   payrecon payments list --state " << q.state
+                << " --provider " << q.provider << "\n";
+        }
+    }
+    std::map<std::string, Tally> orphaned_by_provider;
+    for (const auto& q : r.orphaned()) {
+        if (q.state != "unknown") { // unknown ones are listed above, marked NOT CONFIGURED
+            Tally& t = orphaned_by_provider[q.provider];
+            t.payments += static_cast<int>(q.payments);
+            t.amounts[q.currency] += q.amount_minor;
+        }
+    }
+    if (!orphaned_by_provider.empty()) {
+        out << "  open payments of providers NOT CONFIGURED (no worker can send them):\n";
+        for (const auto& [provider, t] : orphaned_by_provider) {
+            out << "    " << std::left << std::setw(20) << provider << std::right << std::setw(6)
+                << t.payments << "   " << amounts(t.amounts) << "   payrecon payments list --provider "
+                << provider << "\n";
+        }
+    }
     for (const auto& st : r.statements) {
         out << "  " << st.title << ":";
         for (const auto& c : st.categories) {
@@ -250,7 +331,10 @@ void print_summary(std::ostream& out, const engine::NightlyReport& r, int list_r
         out << "result: the run FAILED " << *r.failure << "\n"
             << "  what was done before is recorded; run payrecon nightly again when it is fixed\n";
     } else if (r.exit_code() != 0) {
-        out << "result: attention needed -- work the queue: payrecon review list\n";
+        out << "result: attention needed\n";
+        for (const auto& reason : attention_reasons(r)) {
+            out << "  - " << reason << "\n";
+        }
     } else {
         out << "result: clean\n";
     }
@@ -270,6 +354,7 @@ void run_nightly_cmd(AppState& state, const NightlyCliOptions& opts) {
     no.send.batch = 8;
     no.send.lease = claim_lease(chosen, "", no.send.call_margin);
     no.send_due = !opts.no_send;
+    no.stuck_after = parse_duration(opts.stuck_after, "--stuck-after");
     for (const auto& [name, p] : config.providers) {
         no.configured.push_back(name);
         no.amount_tolerance_minor[name] = p.amount_tolerance_minor;
@@ -325,6 +410,9 @@ void setup_nightly(CLI::App& app, AppState& state) {
     n->add_option("--statement-date", opts->statement_date,
                   "the UTC day the statement diff covers, e.g. 2026-12-01 (default: yesterday)");
     n->add_option("--margin", opts->margin, "statement: read both sides this much wider than the day")
+        ->capture_default_str();
+    n->add_option("--stuck-after", opts->stuck_after,
+                  "a pending or retry_scheduled payment waiting longer than this needs attention")
         ->capture_default_str();
     add_policy_options(*n, opts->policy);
     add_report_options(*n, opts->report);

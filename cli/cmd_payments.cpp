@@ -142,8 +142,10 @@ void run_show(AppState& state, const std::string& id, bool json) {
 
 void setup_payments(CLI::App& app, AppState& state) {
     CLI::App* payments = app.add_subcommand(
-        "payments", "payments: create one as the API does, list them across tenants, show one");
+        "payments", "payments: create one as the API does, list them across tenants, show one, "
+                    "cancel one that was never sent");
     payments->require_subcommand(1);
+    setup_payment_actions(*payments, state);
 
     struct CreateOptions {
         std::string key;

@@ -1,5 +1,6 @@
-// payrecon review resolve | recheck: an operator's decisions on the review queue (DESIGN section 8).
-// Both are fenced: a payment that changed since it was shown is refused, never overwritten.
+// payrecon review resolve | recheck, and payments cancel: an operator's decisions (DESIGN section
+// 8). All are fenced: a payment that changed since it was shown is refused, never overwritten; each
+// decision is one transaction with its audit row and outbox event.
 #include "cli/app.hpp"
 #include "cli/context.hpp"
 #include "cli/reconcile_view.hpp"
@@ -23,6 +24,13 @@ struct ResolveCliOptions {
     bool json = false;
 };
 
+struct CancelCliOptions {
+    std::string id;
+    long long generation = -1;
+    std::string note;
+    bool json = false;
+};
+
 struct RecheckCliOptions {
     std::string id;
     bool json = false;
@@ -42,6 +50,63 @@ store::PaymentRef find_ref(store::Db& db, const std::string& id) {
         throw Refused("no payment has the ID " + id, "find it with: payrecon review list");
     }
     return *ref;
+}
+
+// Applies `r` (its decision set) to the payment `id` at `generation`, with the operator's note;
+// prints the result, or throws Refused saying why nothing was written.
+void decide(AppState& state, const std::string& id, long long generation, const std::string& note,
+            store::Resolution r, bool json, const std::string& label) {
+    const bool cancel = r.decision == store::OperatorDecision::cancel;
+    const std::string show = cancel ? "payrecon payments show " : "payrecon review show ";
+    r.note = trimmed(note);
+    if (r.note.empty() || r.note.size() > 2000) {
+        throw UsageError("--note must say, in 1..2000 characters, what you checked and why you decided so");
+    }
+    if (generation < 0) {
+        throw UsageError("--generation is the one `" + show + "<id>` printed");
+    }
+    r.generation = generation;
+    r.operator_name = operator_name(state.global);
+
+    OpenDatabase opened = open_database(state.global);
+    const store::PaymentRef ref = find_ref(*opened.db, id);
+    r.tenant_id = ref.tenant_id;
+    r.payment_id = ref.payment_id;
+    const store::ResolveResult result = store::resolve_payment(*opened.db, r);
+    switch (result.status) {
+    case store::ResolveResult::Status::applied:
+        break;
+    case store::ResolveResult::Status::not_found:
+        throw Refused("no payment has the ID " + id, "find it with: payrecon payments list");
+    case store::ResolveResult::Status::changed:
+        throw Refused("payment " + ref.payment_id + " changed since it was shown: generation " +
+                          std::to_string(generation) + " was given, it is now " +
+                          std::to_string(result.generation) + " (" + result.state + "); nothing was written",
+                      "look again with: " + show + ref.payment_id);
+    case store::ResolveResult::Status::not_resolvable:
+        throw Refused("payment " + ref.payment_id + " is " + result.state +
+                          (cancel ? ": only pending and retry_scheduled payments are canceled; a "
+                                    "payment in review is decided with payrecon review resolve"
+                                  : ": only unknown payments and payments in review are resolved by hand"),
+                      "payrecon payments show " + ref.payment_id);
+    case store::ResolveResult::Status::maybe_sent:
+        throw Refused("payment " + ref.payment_id + " has an attempt that may have reached the provider; "
+                          "it cannot be canceled as never sent, and nothing was written",
+                      "let the worker and the reconciler finish it, or check the provider and "
+                      "decide it once it is in review: payrecon payments show " + ref.payment_id);
+    }
+    if (json) {
+        print_json({{"payment_id", ref.payment_id}, {"state", result.state},
+                    {"generation", result.generation}, {"operator", r.operator_name},
+                    {"decision", label}});
+        return;
+    }
+    std::cout << "payment " << ref.payment_id << " is now " << result.state << " (generation "
+              << result.generation << "), " << (cancel ? "canceled" : "decided") << " by "
+              << r.operator_name << "; recorded in the audit log\n";
+    if (r.decision == store::OperatorDecision::retry) {
+        std::cout << "a worker sends it again with the same operation ID\n";
+    }
 }
 
 void run_resolve(AppState& state, const ResolveCliOptions& opts) {
@@ -67,47 +132,13 @@ void run_resolve(AppState& state, const ResolveCliOptions& opts) {
     if (!opts.provider_reference.empty() && r.decision != store::OperatorDecision::succeeded) {
         throw UsageError("--provider-reference goes with --as succeeded only");
     }
-    r.note = trimmed(opts.note);
-    if (r.note.empty() || r.note.size() > 2000) {
-        throw UsageError("--note must say, in 1..2000 characters, what you checked and why you decided so");
-    }
-    if (opts.generation < 0) {
-        throw UsageError("--generation is the one `payrecon review show` printed");
-    }
-    r.generation = opts.generation;
-    r.operator_name = operator_name(state.global);
+    decide(state, opts.id, opts.generation, opts.note, r, opts.json, opts.as);
+}
 
-    OpenDatabase opened = open_database(state.global);
-    const store::PaymentRef ref = find_ref(*opened.db, opts.id);
-    r.tenant_id = ref.tenant_id;
-    r.payment_id = ref.payment_id;
-    const store::ResolveResult result = store::resolve_payment(*opened.db, r);
-    switch (result.status) {
-    case store::ResolveResult::Status::applied:
-        break;
-    case store::ResolveResult::Status::not_found:
-        throw Refused("no payment has the ID " + opts.id, "find it with: payrecon review list");
-    case store::ResolveResult::Status::changed:
-        throw Refused("payment " + ref.payment_id + " changed since it was shown: generation " +
-                          std::to_string(opts.generation) + " was given, it is now " +
-                          std::to_string(result.generation) + " (" + result.state + "); nothing was written",
-                      "look again with: payrecon review show " + ref.payment_id);
-    case store::ResolveResult::Status::not_resolvable:
-        throw Refused("payment " + ref.payment_id + " is " + result.state +
-                          ": only unknown payments and payments in review are resolved by hand",
-                      "payrecon payments show " + ref.payment_id);
-    }
-    if (opts.json) {
-        print_json({{"payment_id", ref.payment_id}, {"state", result.state},
-                    {"generation", result.generation}, {"operator", r.operator_name},
-                    {"decision", opts.as}});
-        return;
-    }
-    std::cout << "payment " << ref.payment_id << " is now " << result.state << " (generation "
-              << result.generation << "), decided by " << r.operator_name << "; recorded in the audit log\n";
-    if (r.decision == store::OperatorDecision::retry) {
-        std::cout << "a worker sends it again with the same operation ID\n";
-    }
+void run_cancel(AppState& state, const CancelCliOptions& opts) {
+    store::Resolution r;
+    r.decision = store::OperatorDecision::cancel;
+    decide(state, opts.id, opts.generation, opts.note, r, opts.json, "cancel");
 }
 
 void run_recheck(AppState& state, const RecheckCliOptions& opts) {
@@ -166,6 +197,20 @@ void setup_review_actions(CLI::App& review, AppState& state) {
     recheck->add_option("id", rc->id, "payment ID or operation ID")->required();
     recheck->add_flag("--json", rc->json, "print JSON");
     recheck->callback([&state, rc] { run_recheck(state, *rc); });
+}
+
+void setup_payment_actions(CLI::App& payments, AppState& state) {
+    auto co = std::make_shared<CancelCliOptions>();
+    CLI::App* cancel = payments.add_subcommand(
+        "cancel", "cancel a payment that was never sent (pending, or retry_scheduled with every "
+                  "attempt not sent): it becomes failed, with an audit row and a payment.failed event");
+    cancel->add_option("id", co->id, "payment ID or operation ID")->required();
+    cancel->add_option("--generation", co->generation,
+                       "the generation `payments show` printed: refused if the payment changed since")
+        ->required();
+    cancel->add_option("--note", co->note, "why (recorded in the audit log)")->required();
+    cancel->add_flag("--json", co->json, "print JSON");
+    cancel->callback([&state, co] { run_cancel(state, *co); });
 }
 
 } // namespace payrecon::cli

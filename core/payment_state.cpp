@@ -13,11 +13,13 @@ using enum PaymentState;
 // died mid-call, so the row becomes unknown (the provider may have charged), never pending.
 constexpr Transition k_transitions[] = {
     {pending, processing, "worker claims the payment and calls the provider"},
+    {pending, failed, "operator canceled a payment that was never sent"},
     {processing, succeeded, "provider confirmed the charge"},
     {processing, failed, "provider declined the payment"},
     {processing, retry_scheduled, "the call was definitely not sent; send again later"},
     {processing, unknown, "outcome unknown: transport failure after sending, or lease expired"},
     {retry_scheduled, processing, "worker claims the payment for another attempt"},
+    {retry_scheduled, failed, "operator canceled a payment none of whose attempts was sent"},
     {unknown, succeeded, "reconciler found the charge at the provider"},
     {unknown, failed, "reconciler found the provider declined the payment"},
     {unknown, retry_scheduled, "reconciler confirmed absence inside the provider's key window"},

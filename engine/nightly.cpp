@@ -9,13 +9,32 @@ namespace payrecon::engine {
 
 std::vector<store::QueueCount> NightlyReport::orphaned() const {
     std::vector<store::QueueCount> out;
+    const auto& known = configured.empty() ? providers : configured;
     for (const auto& q : open) {
-        const auto& known = configured.empty() ? providers : configured;
-        if (q.state == "unknown" && std::find(known.begin(), known.end(), q.provider) == known.end()) {
+        if (std::find(known.begin(), known.end(), q.provider) == known.end()) {
             out.push_back(q);
         }
     }
     return out;
+}
+
+std::vector<store::QueueCount> NightlyReport::stuck() const {
+    std::vector<store::QueueCount> out;
+    const auto& known = configured.empty() ? providers : configured;
+    for (const auto& q : open) {
+        if (q.stuck > 0 && std::find(known.begin(), known.end(), q.provider) != known.end()) {
+            out.push_back(q);
+        }
+    }
+    return out;
+}
+
+long long NightlyReport::lookups_failed() const {
+    long long n = 0;
+    for (const auto& o : reconciled) {
+        n += o.lookup == LookupStatus::failed ? 1 : 0;
+    }
+    return n;
 }
 
 long long NightlyReport::in_review() const {
@@ -47,7 +66,7 @@ int NightlyReport::exit_code() const {
     for (const auto& s : statements) {
         findings = findings || s.exit_code == static_cast<int>(ExitCode::attention);
     }
-    if (in_review() > 0 || !orphaned().empty() || findings) {
+    if (in_review() > 0 || !orphaned().empty() || !stuck().empty() || lookups_failed() > 0 || findings) {
         return static_cast<int>(ExitCode::attention);
     }
     return static_cast<int>(ExitCode::ok);
@@ -82,7 +101,18 @@ reports::Report nightly_report(const NightlyReport& r) {
                  {"unknown payments reconciled", std::to_string(r.reconciled.size())},
                  {"sent", std::to_string(r.sent.attempted)},
                  {"in review after the run", std::to_string(r.in_review())},
-                 {"still unknown after the run", std::to_string(r.still_unknown())}};
+                 {"still unknown after the run", std::to_string(r.still_unknown())},
+                 {"status queries failed", std::to_string(r.lookups_failed())}};
+    long long stuck = 0;
+    for (const auto& q : r.stuck()) {
+        stuck += q.stuck;
+    }
+    long long orphaned = 0;
+    for (const auto& q : r.orphaned()) {
+        orphaned += q.payments;
+    }
+    out.facts.emplace_back("waiting too long (pending or retry_scheduled)", std::to_string(stuck));
+    out.facts.emplace_back("open payments of providers not configured", std::to_string(orphaned));
     for (const auto& o : r.reconciled) {
         out.add(report_finding(o));
     }
@@ -118,6 +148,7 @@ NightlyReport run_nightly(store::Db& db, const std::vector<providers::Provider*>
         report.providers.push_back(p->name());
     }
     report.configured = options.configured;
+    report.stuck_after = options.stuck_after;
     const auto step = [&](const std::string& phase) {
         if (progress) {
             progress(phase, report);
@@ -166,7 +197,7 @@ NightlyReport run_nightly(store::Db& db, const std::vector<providers::Provider*>
             }
         }
         phase = "counting what is left";
-        report.open = store::open_queue_counts(db);
+        report.open = store::open_queue_counts(db, options.stuck_after);
     } catch (const OperatorError& e) {
         report.failure = "while " + phase + ": " + e.what() + (e.hint().empty() ? "" : " (" + e.hint() + ")");
     } catch (const std::exception& e) {

@@ -32,6 +32,9 @@ struct NightlyOptions {
     long long statement_to = 0;
     std::chrono::seconds statement_margin{3600};
     std::map<std::string, long long> amount_tolerance_minor;
+    // A pending or retry_scheduled payment waiting longer than this needs an operator: no worker
+    // is sending it.
+    std::chrono::seconds stuck_after{3600};
 };
 
 struct NightlyReport {
@@ -45,13 +48,19 @@ struct NightlyReport {
     std::vector<store::QueueCount> open;      // after the run
     std::vector<reports::Report> statements;  // one per provider that can list
     std::optional<std::string> failure;       // the run stopped: what happened and what to do
+    std::chrono::seconds stuck_after{3600};   // as in the options
 
-    // Open payments no run can resolve: unknown, of a provider the configuration does not have.
+    // Open payments (any open state) of a provider the configuration does not have: no worker
+    // can send them and no run can reconcile them.
     std::vector<store::QueueCount> orphaned() const;
+    // Pending and retry_scheduled payments of configured providers waiting past stuck_after.
+    std::vector<store::QueueCount> stuck() const;
     long long in_review() const;
     long long still_unknown() const;
-    // 0 clean; 3 something needs an operator (review queue not empty, payments nobody can
-    // reconcile); 1 the run failed.
+    long long lookups_failed() const; // status queries of this run that got no trustworthy answer
+    // 0 clean; 3 something needs an operator (review queue not empty, payments nobody can send or
+    // reconcile, payments waiting too long, status queries that failed, statement findings); 1 the
+    // run failed.
     int exit_code() const;
 };
 

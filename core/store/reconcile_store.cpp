@@ -103,6 +103,11 @@ constexpr const char* k_lock_sql = R"sql(
 SELECT state, generation FROM payments
  WHERE tenant_id = $1::uuid AND payment_id = $2::uuid FOR UPDATE)sql";
 
+constexpr const char* k_maybe_sent = "resolve_maybe_sent";
+constexpr const char* k_maybe_sent_sql = R"sql(
+SELECT count(*) FROM payment_attempts
+ WHERE tenant_id = $1::uuid AND payment_id = $2::uuid AND outcome IS DISTINCT FROM 'not_sent')sql";
+
 constexpr const char* k_resolve = "resolve_apply";
 const std::string k_resolve_sql = R"sql(
 WITH u AS (
@@ -120,7 +125,7 @@ WITH u AS (
       FROM u
 ), audit AS (
     INSERT INTO audit_log (tenant_id, actor, action, subject_type, subject_id, detail)
-    SELECT u.tenant_id, $7, 'review.resolve', 'payment', u.payment_id::text,
+    SELECT u.tenant_id, $7, $11, 'payment', u.payment_id::text,
            jsonb_build_object('from', $8::text, 'to', u.state, 'decision', $9::text,
                               'note', $10::text, 'provider_reference', $6::text,
                               'generation', u.generation)
@@ -130,9 +135,11 @@ SELECT u.state, u.generation FROM u)sql";
 
 constexpr const char* k_queue = "reconcile_queue_counts";
 constexpr const char* k_queue_sql = R"sql(
-SELECT state, provider, coalesce(review_code, ''), currency, count(*), sum(amount_minor)
+SELECT state, provider, coalesce(review_code, ''), currency, count(*), sum(amount_minor),
+       count(*) FILTER (WHERE state IN ('pending', 'retry_scheduled')
+                          AND updated_at < now() - make_interval(secs => $1::double precision))
   FROM payments
- WHERE state IN ('processing', 'unknown', 'needs_review')
+ WHERE state IN ('pending', 'retry_scheduled', 'processing', 'unknown', 'needs_review')
  GROUP BY 1, 2, 3, 4
  ORDER BY 1, 2, 3, 4)sql";
 
@@ -278,11 +285,16 @@ ResolveResult resolve_payment(Db& db, const Resolution& resolution) {
         to = PaymentState::retry_scheduled;
         decision = "retry";
         break;
+    case OperatorDecision::cancel:
+        decision = "cancel";
+        break;
     }
+    const bool cancel = resolution.decision == OperatorDecision::cancel;
     Db::Impl& impl = db.impl();
     return translate_errors(impl, [&] {
         impl.prepare(k_lock, k_lock_sql);
         impl.prepare(k_resolve, k_resolve_sql);
+        impl.prepare(k_maybe_sent, k_maybe_sent_sql);
         pqxx::work tx(impl.connection());
         ResolveResult out;
         const pqxx::result current = tx.exec_prepared(k_lock, resolution.tenant_id, resolution.payment_id);
@@ -296,16 +308,27 @@ ResolveResult resolve_payment(Db& db, const Resolution& resolution) {
             return out;
         }
         const auto from = parse_payment_state(out.state);
-        if (!from || (*from != PaymentState::unknown && *from != PaymentState::needs_review)) {
+        const bool resolvable =
+            from && (cancel ? *from == PaymentState::pending || *from == PaymentState::retry_scheduled
+                            : *from == PaymentState::unknown || *from == PaymentState::needs_review);
+        if (!resolvable) {
             out.status = ResolveResult::Status::not_resolvable;
             return out;
         }
+        // The row lock taken above keeps workers from claiming it meanwhile.
+        if (cancel && tx.exec_prepared1(k_maybe_sent, resolution.tenant_id, resolution.payment_id)[0]
+                              .as<long long>() > 0) {
+            out.status = ResolveResult::Status::maybe_sent;
+            return out;
+        }
         require_transition(*from, to);
-        const std::string reason = "resolved by " + resolution.operator_name + ": " + resolution.note;
+        const std::string reason =
+            (cancel ? "canceled by " : "resolved by ") + resolution.operator_name + ": " + resolution.note;
         const pqxx::row r = tx.exec_prepared1(
             k_resolve, resolution.tenant_id, resolution.payment_id, resolution.generation,
             std::string(to_string(to)), reason, or_null(resolution.provider_reference),
-            resolution.operator_name, out.state, decision, resolution.note);
+            resolution.operator_name, out.state, decision, resolution.note,
+            cancel ? "payment.cancel" : "review.resolve");
         tx.commit();
         out.status = ResolveResult::Status::applied;
         out.state = r[0].as<std::string>();
@@ -314,15 +337,16 @@ ResolveResult resolve_payment(Db& db, const Resolution& resolution) {
     });
 }
 
-std::vector<QueueCount> open_queue_counts(Db& db) {
+std::vector<QueueCount> open_queue_counts(Db& db, std::chrono::seconds stuck_after) {
     Db::Impl& impl = db.impl();
     return translate_errors(impl, [&] {
         impl.prepare(k_queue, k_queue_sql);
         pqxx::read_transaction tx(impl.connection());
         std::vector<QueueCount> out;
-        for (const auto& row : tx.exec_prepared(k_queue)) {
+        for (const auto& row : tx.exec_prepared(k_queue, static_cast<long long>(stuck_after.count()))) {
             out.push_back({row[0].as<std::string>(), row[1].as<std::string>(), row[2].as<std::string>(),
-                           row[3].as<std::string>(), row[4].as<long long>(), row[5].as<long long>()});
+                           row[3].as<std::string>(), row[4].as<long long>(), row[5].as<long long>(),
+                           row[6].as<long long>()});
         }
         return out;
     });

@@ -82,8 +82,10 @@ struct ReconcileWrite {
 bool apply_reconciliation(Db& db, const ReconcileCandidate& candidate, const std::string& actor,
                           const LookupObservation& lookup, const ReconcileWrite& write);
 
-// An operator's decision on a payment that is `unknown` or `needs_review` (DESIGN section 8).
-enum class OperatorDecision { succeeded, failed, retry };
+// An operator's decision on a payment that is `unknown` or `needs_review` (DESIGN section 8), or
+// `cancel`: a payment that is `pending` or `retry_scheduled` and was provably never sent (no
+// attempt, or every attempt `not_sent`) becomes `failed`.
+enum class OperatorDecision { succeeded, failed, retry, cancel };
 
 struct Resolution {
     std::string tenant_id;
@@ -96,20 +98,23 @@ struct Resolution {
 };
 
 struct ResolveResult {
-    enum class Status { applied, not_found, changed, not_resolvable };
+    // maybe_sent: a cancel refused because an attempt of the payment may have reached the provider.
+    enum class Status { applied, not_found, changed, not_resolvable, maybe_sent };
     Status status = Status::not_found;
     std::string state;        // now (after the write, when applied)
     long long generation = 0; // now
 };
 
-// Applies the decision if the payment is still at `generation` and unknown or needs_review:
+// Applies the decision if the payment is still at `generation` and unknown or needs_review (a
+// cancel: pending or retry_scheduled, with no attempt that may have been sent):
 // succeeded / failed / retry_scheduled (due at once, same operation ID), generation + 1, review
 // fields cleared, an audit row with the operator, the note and the decision, and an outbox event,
 // in one transaction. Otherwise changes nothing and says why.
 ResolveResult resolve_payment(Db& db, const Resolution& resolution);
 
-// What is left open (processing, unknown, needs_review), per state, provider, review code and
-// currency, for the nightly summary.
+// What is left open (pending, retry_scheduled, processing, unknown, needs_review), per state,
+// provider, review code and currency, for the nightly summary. `stuck`: the pending and
+// retry_scheduled payments among them that have been in that state longer than `stuck_after`.
 struct QueueCount {
     std::string state;
     std::string provider;
@@ -117,7 +122,8 @@ struct QueueCount {
     std::string currency;
     long long payments = 0;
     long long amount_minor = 0;
+    long long stuck = 0;
 };
-std::vector<QueueCount> open_queue_counts(Db& db);
+std::vector<QueueCount> open_queue_counts(Db& db, std::chrono::seconds stuck_after);
 
 } // namespace payrecon::store

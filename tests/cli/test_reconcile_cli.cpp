@@ -254,8 +254,8 @@ TEST_CASE("operator cli: nightly with the database unreachable exits 5 and says 
     CHECK(r.out.empty()); // no summary of a run that never started
 }
 
-TEST_CASE("operator cli: nightly with the provider unreachable still exits: lookups fail, checked "
-          "later, then review",
+TEST_CASE("operator cli: nightly with the provider unreachable exits 3: failed status queries need "
+          "attention, are checked later, then go to review",
           "[cli][db][reconcile]") {
     MigratedScratch scratch;
     Operated w(scratch.url());
@@ -265,8 +265,13 @@ TEST_CASE("operator cli: nightly with the provider unreachable still exits: look
     // (--no-statement: the statement listing would fail too, and fail the run; that path is
     // tested in tests/execution/test_statement.cpp.)
     const Run first = w.payrecon({"nightly", "--json", "--no-statement"});
-    CHECK(first.exit_code == 0); // nothing in review yet; the payment is checked again later
+    // Nothing in review yet and the payment is checked again later, but a status query that
+    // failed is not "clean": the operator hears about it tonight, not when it reaches review.
+    CHECK(first.exit_code == 3);
     const auto s = nlohmann::json::parse(first.out);
+    CHECK(s["status_queries_failed"] == 1);
+    REQUIRE(s["attention"].size() == 1);
+    CHECK(contains(s["attention"][0].get<std::string>(), "status queries FAILED"));
     CHECK(payments_in(s, "check again later") == 1);
     CHECK(s["still_unknown"] == 1);
     CHECK(s["in_review"] == 0);
@@ -564,4 +569,87 @@ TEST_CASE("operator cli: statement finds a seeded orphan charge, writes every fo
     CHECK(w.payrecon(with({"--format", "pdf"})).exit_code == 2);
     CHECK(w.payrecon({"statement", "--provider", w.config.name, "--from", "2026-13-01"}).exit_code == 2);
     CHECK(w.payrecon(with({"--output", "/nonexistent-dir/report.txt"})).exit_code == 1);
+}
+
+TEST_CASE("operator cli: nightly exits 3 for a payment naming a provider the configuration does not "
+          "have, and for one pending past --stuck-after, naming each and the command",
+          "[cli][db][reconcile][attention]") {
+    MigratedScratch scratch;
+    Operated w(scratch.url());
+    // A payment for a provider nobody configured: no worker will ever send it.
+    {
+        IntakeService intake(*w.db, test_keys());
+        const std::string ref = unique_name("orphan");
+        const std::string body = R"({"amount": 700, "currency": "EUR", "merchant_reference": ")" + ref +
+                                 R"(", "provider": "nosuchpsp", "payment_method": "pm_card_visa"})";
+        REQUIRE(intake.create_payment(w.writer.principal, "k-" + ref, body, "").status == 202);
+    }
+    const Run orphan = w.payrecon({"nightly", "--no-statement", "--no-send"});
+    INFO(orphan.all());
+    CHECK(orphan.exit_code == 3);
+    CHECK(contains(orphan.out, "NOT CONFIGURED"));
+    CHECK(contains(orphan.out, "nosuchpsp"));
+    CHECK(contains(orphan.out, "payrecon payments cancel"));
+    CHECK_FALSE(contains(orphan.out, "result: clean"));
+
+    // A configured provider's payment nobody sent for longer than --stuck-after.
+    MigratedScratch scratch2;
+    Operated v(scratch2.url());
+    const auto refs = v.payments(1);
+    v.exec("UPDATE payments SET updated_at = now() - interval '2 hours', created_at = now() - "
+           "interval '2 hours' WHERE merchant_reference = $1", refs[0]);
+    const Run stuck = v.payrecon({"nightly", "--no-statement", "--no-send", "--json"});
+    INFO(stuck.all());
+    CHECK(stuck.exit_code == 3);
+    const auto j = nlohmann::json::parse(stuck.out);
+    CHECK(j["waiting_too_long"] == 1);
+    CHECK(j["not_configured"] == 0);
+    // Under the threshold it is just in flight: clean.
+    const Run patient = v.payrecon({"nightly", "--no-statement", "--no-send", "--stuck-after", "3h"});
+    CHECK(patient.exit_code == 0);
+    CHECK(v.state_of(refs[0]) == "pending");
+}
+
+TEST_CASE("operator cli: payments cancel fails a payment never sent, fenced by generation, with an "
+          "audit row and a payment.failed event, and refuses one that may have been sent",
+          "[cli][db][cancel]") {
+    Operated w;
+    const auto refs = w.payments(1);
+    const std::string& ref = refs[0];
+    const std::string id = w.payment_id_of(ref);
+    const long long generation = w.generation_of(ref);
+
+    const Run stale = w.payrecon({"payments", "cancel", id, "--generation", std::to_string(generation + 1),
+                                  "--note", "customer withdrew the order"});
+    CHECK(stale.exit_code == 7);
+    CHECK(contains(stale.all(), "changed since it was shown"));
+    CHECK(w.state_of(ref) == "pending");
+
+    const Run done = w.payrecon({"payments", "cancel", id, "--generation", std::to_string(generation),
+                                 "--note", "customer withdrew the order"});
+    INFO(done.all());
+    CHECK(done.exit_code == 0);
+    CHECK(w.state_of(ref) == "failed");
+    CHECK(w.generation_of(ref) == generation + 1);
+    CHECK(w.audits(ref, "action = 'payment.cancel' AND detail->>'note' = 'customer withdrew the order'") == 1);
+    CHECK(w.events(ref, "event_type = 'payment.failed'") == 1);
+    CHECK(w.deliveries(ref) == 0);
+
+    // Canceled twice: refused, nothing more written.
+    const Run again = w.payrecon({"payments", "cancel", id, "--generation", std::to_string(generation + 1),
+                                  "--note", "again"});
+    CHECK(again.exit_code == 7);
+    CHECK(w.audits(ref, "action = 'payment.cancel'") == 1);
+
+    // A payment whose attempt may have reached the provider is never "canceled as never sent",
+    // even back in retry_scheduled.
+    const std::string sent = w.unknown_payment(fake::Fault::execute_then_fin);
+    w.exec("UPDATE payments SET state = 'retry_scheduled', next_attempt_at = now() + interval '1 hour' "
+           "WHERE merchant_reference = $1", sent);
+    const Run refused = w.payrecon({"payments", "cancel", w.payment_id_of(sent), "--generation",
+                                    std::to_string(w.generation_of(sent)), "--note", "try"});
+    CHECK(refused.exit_code == 7);
+    CHECK(contains(refused.all(), "may have reached the provider"));
+    CHECK(w.state_of(sent) == "retry_scheduled");
+    CHECK(w.audits(sent, "action = 'payment.cancel'") == 0);
 }
