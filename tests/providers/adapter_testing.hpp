@@ -1,10 +1,10 @@
 #pragma once
-// Shared by the adapter and wire tests: recorded fixtures, the providers' OpenAPI documents, and
-// an injected send function that records every request and replays canned results.
+// Shared by the adapter and wire tests: recorded fixtures, the providers' contracts (the facts of
+// their OpenAPI documents the tests check), and an injected send function that records every
+// request and replays canned results.
 
 #include "providers/http/transport.hpp"
 
-#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -32,18 +32,20 @@ inline std::string fixture(const std::string& provider, const std::string& name)
                      name);
 }
 
-// A provider's published OpenAPI document: in the shared/ folder beside the checkout (as CI lays
-// it out), or wherever PAYRECON_SPECS_DIR says. Parsed once per file.
-inline const nlohmann::json& provider_spec(const std::string& file) {
+// What a provider's published OpenAPI document says about the calls its adapter makes:
+// tests/providers/contracts/<provider>.json, the document cut down to the facts the wire tests check,
+// each at the same JSON pointer as in the published document (written by scripts/contracts from
+// <provider>.select.json). Read facts with at(), which fails the test on a fact the contract lacks.
+// Parsed once per provider.
+inline const nlohmann::json& provider_contract(const std::string& provider) {
     static std::map<std::string, nlohmann::json> k_cache;
-    const auto it = k_cache.find(file);
+    const auto it = k_cache.find(provider);
     if (it != k_cache.end()) {
         return it->second;
     }
-    const char* env = std::getenv("PAYRECON_SPECS_DIR");
-    const std::string dir = env != nullptr ? env : std::string(PAYRECON_SOURCE_DIR) + "/../shared/specs";
-    INFO("the OpenAPI document is expected at " << dir << "/" << file << " (set PAYRECON_SPECS_DIR)");
-    return k_cache.emplace(file, nlohmann::json::parse(read_file(dir + "/" + file))).first->second;
+    const std::string path =
+        std::string(PAYRECON_SOURCE_DIR) + "/tests/providers/contracts/" + provider + ".json";
+    return k_cache.emplace(provider, nlohmann::json::parse(read_file(path))).first->second;
 }
 
 // The value of header `name` in `request`, or "(absent)".

@@ -1,5 +1,6 @@
-// Adyen's wire format: the request we send and the responses we read, checked against Adyen's
-// published OpenAPI document for Checkout v71 (shared/specs) and recorded fixtures.
+// Adyen's wire format: the request we send and the responses we read, checked against what Adyen's
+// published OpenAPI document for Checkout v71 says of them (tests/providers/contracts/adyen.json)
+// and recorded fixtures.
 #include "providers/adyen/wire.hpp"
 #include "tests/providers/adapter_testing.hpp"
 
@@ -27,10 +28,10 @@ std::string fixture(const std::string& name) {
     return read(fixture_dir() + name);
 }
 
-const nlohmann::json& spec() { return testing::provider_spec("adyen-checkout-v71.json"); }
+const nlohmann::json& spec() { return testing::provider_contract("adyen"); }
 
 const nlohmann::json& schema(const std::string& name) {
-    return spec()["components"]["schemas"][name];
+    return spec().at("components").at("schemas").at(name);
 }
 
 PaymentOrder order() {
@@ -122,10 +123,10 @@ TEST_CASE("adyen wire: metadata stays inside Adyen's limits", "[providers][adyen
 
 TEST_CASE("adyen wire: every field we send is one Adyen's spec defines for POST /payments",
           "[providers][adyen][contract]") {
-    const auto& post = spec()["paths"]["/payments"]["post"];
-    CHECK(post["requestBody"]["content"]["application/json"]["schema"]["$ref"] ==
+    const auto& post = spec().at("paths").at("/payments").at("post");
+    CHECK(post.at("requestBody").at("content").at("application/json").at("schema").at("$ref") ==
           "#/components/schemas/PaymentRequest");
-    const auto& props = schema("PaymentRequest")["properties"];
+    const auto& props = schema("PaymentRequest").at("properties");
     const auto j = nlohmann::json::parse(*payment_body(order(), "AcmeShopECOM"));
     for (const auto& [key, value] : j.items()) {
         INFO(key);
@@ -133,34 +134,34 @@ TEST_CASE("adyen wire: every field we send is one Adyen's spec defines for POST 
     }
     // Every field the spec requires is sent, except returnUrl: a ContAuth charge of a stored card
     // never redirects the shopper.
-    for (const auto& required : schema("PaymentRequest")["required"]) {
+    for (const auto& required : schema("PaymentRequest").at("required")) {
         INFO(required);
         CHECK((j.contains(required.get<std::string>()) || required == "returnUrl"));
     }
     for (const auto& [key, value] : j["amount"].items()) {
-        CHECK(schema("Amount")["properties"].contains(key));
+        CHECK(schema("Amount").at("properties").contains(key));
     }
-    const auto& interaction = props["shopperInteraction"]["enum"];
+    const auto& interaction = props.at("shopperInteraction").at("enum");
     CHECK(std::find(interaction.begin(), interaction.end(), j["shopperInteraction"]) !=
           interaction.end());
-    const auto& model = props["recurringProcessingModel"]["enum"];
+    const auto& model = props.at("recurringProcessingModel").at("enum");
     CHECK(std::find(model.begin(), model.end(), j["recurringProcessingModel"]) != model.end());
-    const auto& card = schema("CardDetails")["properties"];
+    const auto& card = schema("CardDetails").at("properties");
     for (const auto& [key, value] : j["paymentMethod"].items()) {
         INFO(key);
         CHECK(card.contains(key));
     }
-    const auto& types = card["type"]["enum"];
+    const auto& types = card.at("type").at("enum");
     CHECK(std::find(types.begin(), types.end(), "scheme") != types.end());
     // The key header and the credentials header are the spec's.
-    CHECK(spec()["components"]["parameters"]["Idempotency-Key"]["in"] == "header");
-    CHECK(spec()["components"]["securitySchemes"]["ApiKeyAuth"]["name"] == "X-API-Key");
+    CHECK(spec().at("components").at("parameters").at("Idempotency-Key").at("in") == "header");
+    CHECK(spec().at("components").at("securitySchemes").at("ApiKeyAuth").at("name") == "X-API-Key");
 }
 
 TEST_CASE("adyen wire: the fixtures are PaymentResponses and ServiceErrors as the spec describes",
           "[providers][adyen][contract]") {
-    const auto& response = schema("PaymentResponse")["properties"];
-    const auto& codes = response["resultCode"]["enum"];
+    const auto& response = schema("PaymentResponse").at("properties");
+    const auto& codes = response.at("resultCode").at("enum");
     for (const std::string name : {"authorised.json", "refused.json", "received.json"}) {
         const auto j = nlohmann::json::parse(fixture(name));
         for (const auto& [key, value] : j.items()) {
@@ -169,7 +170,7 @@ TEST_CASE("adyen wire: the fixtures are PaymentResponses and ServiceErrors as th
         }
         CHECK(std::find(codes.begin(), codes.end(), j["resultCode"]) != codes.end());
     }
-    const auto& error = schema("ServiceError")["properties"];
+    const auto& error = schema("ServiceError").at("properties");
     for (const std::string name :
          {"idempotency_in_flight.json", "validation_error.json", "unauthorised.json"}) {
         const auto j = nlohmann::json::parse(fixture(name));
@@ -198,7 +199,7 @@ TEST_CASE("adyen wire: every resultCode in the spec has a mapping decided on pur
         {"AuthenticationNotRequired", Outcome::unknown}, // we never ask for
         {"Success", Outcome::unknown},                   // undocumented for /payments
     };
-    const auto& codes = schema("PaymentResponse")["properties"]["resultCode"]["enum"];
+    const auto& codes = schema("PaymentResponse").at("properties").at("resultCode").at("enum");
     for (const auto& c : codes) {
         INFO(c);
         const auto it = decided.find(c.get<std::string>());

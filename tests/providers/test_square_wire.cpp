@@ -1,5 +1,6 @@
-// Square's wire format: the JSON we send and the responses we read, checked against Square's
-// published OpenAPI document (shared/specs) and recorded fixtures.
+// Square's wire format: the JSON we send and the responses we read, checked against what Square's
+// published OpenAPI document says of them (tests/providers/contracts/square.json) and recorded
+// fixtures.
 #include "providers/square/wire.hpp"
 #include "tests/providers/adapter_testing.hpp"
 
@@ -22,14 +23,14 @@ std::string fixture(const std::string& name) {
     return read(std::string(PAYRECON_SOURCE_DIR) + "/tests/providers/fixtures/square/" + name);
 }
 
-const nlohmann::json& spec() { return testing::provider_spec("square-connect-api.json"); }
+const nlohmann::json& spec() { return testing::provider_contract("square"); }
 
 const nlohmann::json& schema(const std::string& name) {
-    return spec()["components"]["schemas"][name];
+    return spec().at("components").at("schemas").at(name);
 }
 
 bool in_enum(const std::string& schema_name, const std::string& value) {
-    for (const auto& v : schema(schema_name)["enum"]) {
+    for (const auto& v : schema(schema_name).at("enum")) {
         if (v == value) {
             return true;
         }
@@ -104,29 +105,29 @@ TEST_CASE("square wire: the create body carries our operation ID as key and refe
 
 TEST_CASE("square wire: every field we send is one Square's spec defines for CreatePayment",
           "[providers][square][contract]") {
-    const auto& post = spec()["paths"]["/v2/payments"]["post"];
-    CHECK(post["requestBody"]["content"]["application/json"]["schema"]["$ref"] ==
+    const auto& post = spec().at("paths").at("/v2/payments").at("post");
+    CHECK(post.at("requestBody").at("content").at("application/json").at("schema").at("$ref") ==
           "#/components/schemas/CreatePaymentRequest");
     const auto& request = schema("CreatePaymentRequest");
-    const auto& props = request["properties"];
+    const auto& props = request.at("properties");
     const auto j = nlohmann::json::parse(*create_body(order()));
     for (const auto& [key, value] : j.items()) {
         INFO(key);
         CHECK(props.contains(key));
     }
-    for (const auto& required : request["required"]) {
+    for (const auto& required : request.at("required")) {
         INFO(required);
         CHECK(j.contains(required.get<std::string>()));
     }
-    CHECK(props["idempotency_key"]["maxLength"] == 45);
-    CHECK(props["reference_id"]["maxLength"] == 40);
+    CHECK(props.at("idempotency_key").at("maxLength") == 45);
+    CHECK(props.at("reference_id").at("maxLength") == 40);
     for (const auto& [key, value] : j["amount_money"].items()) {
-        CHECK(schema("Money")["properties"].contains(key));
+        CHECK(schema("Money").at("properties").contains(key));
     }
     // The list call's query parameters exist too.
     std::vector<std::string> params;
-    for (const auto& p : spec()["paths"]["/v2/payments"]["get"]["parameters"]) {
-        params.push_back(p["name"].get<std::string>());
+    for (const auto& p : spec().at("paths").at("/v2/payments").at("get").at("parameters")) {
+        params.push_back(p.at("name").get<std::string>());
     }
     for (const std::string name : {"begin_time", "end_time", "sort_order", "cursor", "limit"}) {
         INFO(name);
@@ -136,8 +137,8 @@ TEST_CASE("square wire: every field we send is one Square's spec defines for Cre
 
 TEST_CASE("square wire: the fixtures are Payments and Errors as Square's spec describes them",
           "[providers][square][contract]") {
-    const auto& payment = schema("Payment")["properties"];
-    const auto& error = schema("Error")["properties"];
+    const auto& payment = schema("Payment").at("properties");
+    const auto& error = schema("Error").at("properties");
     for (const std::string name :
          {"payment_completed.json", "card_declined.json", "idempotency_key_reused.json",
           "list_page1.json", "list_page2.json", "unauthorized.json"}) {
@@ -180,7 +181,7 @@ TEST_CASE("square wire: the fixtures are Payments and Errors as Square's spec de
 TEST_CASE("square wire: every Payment status is mapped on purpose",
           "[providers][square][contract]") {
     // The spec lists the statuses in prose, not an enum: check our list against it.
-    const std::string described = schema("Payment")["properties"]["status"]["description"];
+    const std::string described = schema("Payment").at("properties").at("status").at("description");
     const std::vector<std::pair<std::string, Outcome>> table = {
         {"COMPLETED", Outcome::succeeded}, {"APPROVED", Outcome::pending},
         {"PENDING", Outcome::pending},     {"FAILED", Outcome::declined},

@@ -1,11 +1,13 @@
-// Stripe's wire format: the request we send and the responses we read, checked against Stripe's
-// published OpenAPI document (shared/specs) and recorded fixtures.
+// Stripe's wire format: the request we send and the responses we read, checked against what Stripe's
+// published OpenAPI document says of them (tests/providers/contracts/stripe.json) and recorded
+// fixtures.
 #include "providers/stripe/wire.hpp"
 #include "tests/providers/adapter_testing.hpp"
 
-#include <cstdlib>
-#include <fstream>
+#include <algorithm>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -22,7 +24,16 @@ std::string fixture(const std::string& name) {
     return read(std::string(PAYRECON_SOURCE_DIR) + "/tests/providers/fixtures/stripe/" + name);
 }
 
-const nlohmann::json& spec() { return testing::provider_spec("stripe-spec3-2020-08-27.json"); }
+const nlohmann::json& spec() { return testing::provider_contract("stripe"); }
+
+// The names of the parameters of `method` on `path`.
+std::vector<std::string> parameter_names(const std::string& path, const std::string& method) {
+    std::vector<std::string> out;
+    for (const auto& p : spec().at("paths").at(path).at(method).at("parameters")) {
+        out.push_back(p.at("name").get<std::string>());
+    }
+    return out;
+}
 
 PaymentOrder order() {
     PaymentOrder o;
@@ -80,22 +91,37 @@ TEST_CASE("stripe wire: the create body is form-encoded create-and-confirm with 
     CHECK(body->find("spoofed") == std::string::npos); // ours win over caller metadata
 }
 
-TEST_CASE("stripe wire: every parameter we send is one Stripe's spec defines for the create call",
+TEST_CASE("stripe wire: every parameter we send to create, search and list is one Stripe's spec defines",
           "[providers][stripe][contract]") {
-    const auto& props = spec()["paths"]["/v1/payment_intents"]["post"]["requestBody"]["content"]
-                              ["application/x-www-form-urlencoded"]["schema"]["properties"];
+    const auto& props = spec()
+                            .at("paths")
+                            .at("/v1/payment_intents")
+                            .at("post")
+                            .at("requestBody")
+                            .at("content")
+                            .at("application/x-www-form-urlencoded")
+                            .at("schema")
+                            .at("properties");
     for (const auto& [key, value] : form_fields(*create_body(order()))) {
         const std::string top = key.substr(0, key.find("%5B"));
         INFO(key);
         CHECK(props.contains(top));
     }
-    CHECK(spec()["paths"].contains("/v1/payment_intents/search"));
+    // The lookup searches with `query`; the list pages through `created` with `limit` and
+    // `starting_after` (test_stripe_adapter.cpp asserts the URLs).
+    const auto search = parameter_names("/v1/payment_intents/search", "get");
+    CHECK(std::find(search.begin(), search.end(), "query") != search.end());
+    const auto list = parameter_names("/v1/payment_intents", "get");
+    for (const std::string name : {"created", "limit", "starting_after"}) {
+        INFO(name);
+        CHECK(std::find(list.begin(), list.end(), name) != list.end());
+    }
 }
 
 TEST_CASE("stripe wire: the fixtures are PaymentIntents as Stripe's spec describes them",
           "[providers][stripe][contract]") {
-    const auto& schema = spec()["components"]["schemas"]["payment_intent"]["properties"];
-    const auto& statuses = schema["status"]["enum"];
+    const auto& schema = spec().at("components").at("schemas").at("payment_intent").at("properties");
+    const auto& statuses = schema.at("status").at("enum");
     for (const std::string name : {"payment_intent_succeeded.json"}) {
         const auto j = nlohmann::json::parse(fixture(name));
         for (const auto& [key, value] : j.items()) {
