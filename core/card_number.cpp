@@ -16,8 +16,8 @@ namespace {
 constexpr std::size_t k_min_card_length = 12;
 constexpr std::size_t k_max_card_length = 19;
 constexpr std::size_t k_min_unseparated_length = 14; // see card_number.hpp: 12-13 only in groups
-constexpr std::size_t k_max_leading_group =
-    2; // digits of a group before a card in its run ("12/30")
+// The most digits of a group that may come before a card number in its run ("12/30 4242 ...").
+constexpr std::size_t k_max_leading_group = 2;
 
 // Lengths as a bit set: bit n set = n digits issued.
 constexpr std::uint32_t lengths(std::size_t first, std::size_t last) {
@@ -40,8 +40,8 @@ struct IinRange {
     CardBrand brand;
 };
 
-// The brands' published IIN ranges and lengths (Wikipedia "Payment card number", 2024; Braintree's
-// credit-card-type table, which a processor keeps current; the networks' test card lists). More
+// The brands' published IIN ranges and lengths (the table of Wikipedia's "Payment card number";
+// Braintree's credit-card-type, which a processor maintains; the providers' test card lists). More
 // specific ranges come first: the first range that admits the number and its length names the
 // brand. Maestro is Mastercard's broad 50 and 56-69 at 16-19 digits (every such number that starts
 // with 6 is refused, whatever its brand); the 12-15 digit Maestro numbers that exist come from the

@@ -34,7 +34,7 @@
 //  - Letters delimit: "card4242424242424242" is refused. But identifiers whose letters and digits
 //    mix at random are skipped whole: a UUID (8-4-4-4-12 hex), a hex token of 16 or more
 //    characters with at least one letter a-f (a UUID without dashes, a hash, an API token; about 1
-//    in 4,000 random ones holds a 14-19 digit stretch that passes as a card), and a valid IBAN (ISO
+//    in 7,000 UUIDs without dashes holds a digit stretch that passes as a card), a valid IBAN (ISO
 //    13616: two letters, two check digits, up to 30 letters and digits, in groups of four or not,
 //    mod-97 check; bank and sort codes often start like card IINs, a UK IBAN holds 14 digits), and
 //    a UPS tracking number ("1Z" and 16 letters and digits).
@@ -63,8 +63,8 @@ struct CardNumberMatch {
 };
 
 // The first card number in `utf8_text` (any bytes; ill-formed UTF-8 is tolerated), or nullopt.
-// Pure; never throws. If ICU cannot normalise the text (out of memory), the text is searched as it
-// is, so ASCII card numbers are still found.
+// Pure; throws nothing but std::bad_alloc. If ICU cannot normalise the text (out of memory), the
+// text is searched as it is, so ASCII card numbers are still found.
 std::optional<CardNumberMatch> find_card_number(std::string_view utf8_text);
 
 inline bool contains_card_number(std::string_view utf8_text) {
