@@ -1,5 +1,7 @@
 #include "core/idempotency_key.hpp"
 
+#include "core/card_number.hpp"
+
 #include <string>
 
 namespace payrecon {
@@ -31,6 +33,13 @@ std::optional<ValidationError> validate_idempotency_key(std::string_view key) {
                              "position " +
                                  std::to_string(i + 1));
         }
+    }
+    if (contains_card_number(key)) {
+        return ValidationError{
+            ValidationKind::card_data, std::string(k_field), "card_number",
+            "Idempotency-Key holds what looks like a card number. Card numbers are never accepted "
+            "or stored: send a key that carries no card data, such as a UUID made for this "
+            "payment, and the same key on each retry."};
     }
     return std::nullopt;
 }

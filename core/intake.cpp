@@ -109,6 +109,9 @@ IntakeResponse IntakeService::create_payment(const Principal& principal,
                        "invalid", std::string_view("Idempotency-Key"));
     }
     if (const auto bad_key = validate_idempotency_key(idempotency_key)) {
+        if (bad_key->kind == ValidationKind::card_data) {
+            return validation_problem(*bad_key); // 422 card_data_refused, like card data in the body
+        }
         return problem(400, "invalid_idempotency_key", "Idempotency-Key is invalid",
                        bad_key->message, "invalid", std::string_view("Idempotency-Key"));
     }

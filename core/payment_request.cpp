@@ -1,5 +1,6 @@
 #include "core/payment_request.hpp"
 
+#include "core/card_number.hpp"
 #include "core/money.hpp"
 
 #include <array>
@@ -21,8 +22,6 @@ constexpr std::size_t k_max_description_length = 1000;
 constexpr std::size_t k_max_metadata_entries = 50;
 constexpr std::size_t k_max_metadata_key_length = 40;
 constexpr std::size_t k_max_metadata_value_length = 500;
-constexpr std::size_t k_min_card_digits = 13;
-constexpr std::size_t k_max_card_digits = 19;
 
 constexpr std::array<std::string_view, 8> k_known_fields = {
     "amount",         "currency", "merchant_reference", "provider",
@@ -75,53 +74,37 @@ std::string join_path(const std::string& parent, std::string_view key) {
     return parent + "." + std::string(key);
 }
 
-ValidationError card_data_error(std::string field, std::string code) {
+enum class CardData {
+    number_in_value, // a string value holds a card number
+    number_in_key,   // an object key holds a card number: `field` names the object
+    field_name,      // a field named like card data ("cvc", "card_number")
+};
+
+// Says where and what to do; never the value, which may be a card number and must not reach a
+// log or a response.
+ValidationError card_data_error(std::string field, CardData what) {
     const std::string where = field.empty() ? std::string("the body") : field;
-    // Never the value: it may be a card number, which must not reach a log or a response.
-    return ValidationError{ValidationKind::card_data, std::move(field), std::move(code),
-                           where + " looks like card data; send the provider's payment method "
-                                   "token instead, never card numbers or security codes."};
+    std::string found;
+    switch (what) {
+    case CardData::number_in_value:
+        found = where + " holds what looks like a card number";
+        break;
+    case CardData::number_in_key:
+        found = "a key in " + where + " holds what looks like a card number";
+        break;
+    case CardData::field_name:
+        found = where + " is a field for card data";
+        break;
+    }
+    return ValidationError{
+        ValidationKind::card_data, std::move(field),
+        what == CardData::field_name ? "card_field" : "card_number",
+        found + ". Card numbers and security codes are never accepted or stored: remove it, and "
+                "send the provider's token for the payment method in payment_method instead."};
 }
 
 bool is_digit(char c) {
     return c >= '0' && c <= '9';
-}
-
-bool luhn_valid(std::string_view digits) {
-    int sum = 0;
-    bool doubled = false;
-    for (auto it = digits.rbegin(); it != digits.rend(); ++it) {
-        int digit = *it - '0';
-        if (doubled) {
-            digit *= 2;
-            if (digit > 9) {
-                digit -= 9;
-            }
-        }
-        sum += digit;
-        doubled = !doubled;
-    }
-    return sum % 10 == 0;
-}
-
-// A run is digit groups separated by spaces or dashes ("4242 4242-4242 4242"). Any span of whole
-// groups holding 13-19 digits is checked, so a card number followed by another group
-// ("4242424242424242 12/30") is still found; a single unbroken group of 20+ digits is not a card.
-bool run_holds_card_number(const std::vector<std::string_view>& groups) {
-    std::string digits;
-    for (std::size_t first = 0; first < groups.size(); ++first) {
-        digits.clear();
-        for (std::size_t last = first; last < groups.size(); ++last) {
-            digits += groups[last];
-            if (digits.size() > k_max_card_digits) {
-                break;
-            }
-            if (digits.size() >= k_min_card_digits && luhn_valid(digits)) {
-                return true;
-            }
-        }
-    }
-    return false;
 }
 
 bool is_card_field_name(std::string_view name) {
@@ -139,18 +122,18 @@ bool is_card_field_name(std::string_view name) {
 // Every string value and every object key, at any depth (the depth is already bounded).
 std::optional<ValidationError> find_card_data(const json& value, const std::string& path) {
     if (value.is_string()) {
-        if (looks_like_card_number(value.get_ref<const std::string&>())) {
-            return card_data_error(path, "card_number");
+        if (contains_card_number(value.get_ref<const std::string&>())) {
+            return card_data_error(path, CardData::number_in_value);
         }
     } else if (value.is_object()) {
         for (auto it = value.begin(); it != value.end(); ++it) {
-            if (looks_like_card_number(it.key())) {
+            if (contains_card_number(it.key())) {
                 // The key itself is the card number: name the enclosing object, not the key.
-                return card_data_error(path, "card_number");
+                return card_data_error(path, CardData::number_in_key);
             }
             const std::string child_path = join_path(path, it.key());
             if (is_card_field_name(it.key())) {
-                return card_data_error(child_path, "card_field");
+                return card_data_error(child_path, CardData::field_name);
             }
             if (auto error = find_card_data(it.value(), child_path)) {
                 return error;
@@ -430,44 +413,13 @@ PaymentRequest parse_fields(const json& body, std::string_view api_version) {
 // A body that does not parse may still carry a card number: then it is card data, so that the
 // caller treats it as such (never logs or stores it), whatever else is wrong with it.
 ValidationError malformed(std::string_view body, ValidationError error) {
-    if (looks_like_card_number(body)) {
-        return card_data_error("", "card_number");
+    if (contains_card_number(body)) {
+        return card_data_error("", CardData::number_in_value);
     }
     return error;
 }
 
 } // namespace
-
-bool looks_like_card_number(std::string_view text) {
-    std::vector<std::string_view> groups;
-    std::size_t i = 0;
-    while (i < text.size()) {
-        if (!is_digit(text[i])) {
-            ++i;
-            continue;
-        }
-        groups.clear();
-        while (true) {
-            const std::size_t start = i;
-            while (i < text.size() && is_digit(text[i])) {
-                ++i;
-            }
-            groups.push_back(text.substr(start, i - start));
-            std::size_t next = i;
-            while (next < text.size() && (text[next] == ' ' || text[next] == '-')) {
-                ++next;
-            }
-            if (next == i || next == text.size() || !is_digit(text[next])) {
-                break;
-            }
-            i = next;
-        }
-        if (run_holds_card_number(groups)) {
-            return true;
-        }
-    }
-    return false;
-}
 
 tl::expected<PaymentRequest, ValidationError> parse_payment_request(std::string_view body,
                                                                     std::string_view api_version) {

@@ -35,9 +35,11 @@ struct PaymentRequest {
 
 // Parses and validates a request body. `api_version` is the Payrecon-Version header ("" = default).
 // Errors: malformed (not JSON, duplicate key at any level, deeper than k_max_request_depth, not an
-// object), unsupported_version, card_data (a string that passes the Luhn check as a 13-19 digit card
-// number, or a field named like card data: number, cvc, cvv, card, card_number, pan, exp_month,
-// exp_year), invalid (missing or unknown field, wrong type, float or out-of-range amount, unknown
+// object), unsupported_version, card_data (any string value or object key, at any depth, holding a
+// card number as core/card_number.hpp finds them -- code "card_number" -- or a field named like
+// card data: number, cvc, cvv, card, card_number, pan, exp_month, exp_year -- code "card_field"; a
+// body that does not parse is searched whole, and its error is card_data if it holds a card
+// number), invalid (missing or unknown field, wrong type, float or out-of-range amount, unknown
 // currency, bad lengths or characters). Fields "trace_id", "traceparent", "tracestate",
 // "request_id" and "correlation_id" are transport fields: accepted (if strings) and ignored.
 // customer, description and metadata may be null, which means the same as absent.
@@ -48,9 +50,5 @@ tl::expected<PaymentRequest, ValidationError> parse_payment_request(std::string_
 // different whenever any field differs (absent optional fields and empty metadata included).
 // Throws nlohmann::json::type_error if a string is not valid UTF-8 (never for a parsed request).
 std::string canonical_bytes(const PaymentRequest& request);
-
-// True if `text` contains a 13-19 digit run (spaces and dashes allowed between digits) that passes
-// the Luhn check. Used to refuse card numbers anywhere in a body.
-bool looks_like_card_number(std::string_view text);
 
 } // namespace payrecon

@@ -138,3 +138,42 @@ TEST_CASE("cli: payments create runs the intake protocol with the key from the e
     CHECK(count_rows("idempotency_records", tenant_id) == 1);
     CHECK(count_rows("outbox", tenant_id) == 1);
 }
+
+TEST_CASE("cli: payments create refuses a card number in the key with exit 2 and stores nothing",
+          "[cli][db][intake][card]") {
+    // Issue 12: such a key was kept in idempotency_records.
+    const std::string name = unique_name("cli-card");
+    run_cli({"tenant", "create", name});
+    const auto principal = nlohmann::json::parse(run_cli(
+        {"principal", "create", "--tenant", name, "--name", "shop", "--role", "writer", "--json"}));
+    const std::string tenant_id = principal["tenant_id"];
+    char secret_path[] = "/tmp/payrecon-secret-XXXXXX";
+    const int fd = ::mkstemp(secret_path);
+    REQUIRE(fd >= 0);
+    const std::string secret = std::string(44, 's') + "\n";
+    REQUIRE(::write(fd, secret.data(), secret.size()) == static_cast<ssize_t>(secret.size()));
+    ::close(fd);
+    char body_path[] = "/tmp/payrecon-body-XXXXXX";
+    const int body_fd = ::mkstemp(body_path);
+    const std::string body = payment_body("cli-card-ref");
+    REQUIRE(::write(body_fd, body.data(), body.size()) == static_cast<ssize_t>(body.size()));
+    ::close(body_fd);
+    const std::string env = "PAYRECON_DATABASE_URL='" + database_url() + "' PAYRECON_API_KEY='" +
+                            principal["api_key"].get<std::string>() +
+                            "' PAYRECON_FINGERPRINT_SECRET_FILE=" + secret_path;
+
+    const auto r = run_binary(env, std::string("payments create --json --idempotency-key ") +
+                                       "4242.4242.4242.4242 --body-file " + body_path);
+    ::unlink(secret_path);
+    ::unlink(body_path);
+    CHECK(r.exit_code == 2);
+    const auto j = nlohmann::json::parse(r.output);
+    CHECK(j["status"] == 422);
+    CHECK(j["body"]["type"] == "card_data_refused");
+    CHECK(j["body"]["field"] == "Idempotency-Key");
+    CHECK(r.output.find("4242") == std::string::npos);
+    CHECK(count_rows("payments", tenant_id) == 0);
+    CHECK(count_rows("idempotency_records", tenant_id) == 0);
+    CHECK(query_value("SELECT count(*) FROM idempotency_records WHERE idempotency_key = $1",
+                      "4242.4242.4242.4242") == "0");
+}

@@ -1,4 +1,5 @@
 #include "core/idempotency_key.hpp"
+#include "tests/core/reference_generator.hpp"
 
 #include <catch2/catch.hpp>
 #include <string>
@@ -70,4 +71,46 @@ TEST_CASE("idempotency key: every byte outside 0x21-0x7E is rejected", "[core][k
         REQUIRE(error);
         CHECK(error->code == "invalid_character");
     }
+}
+
+TEST_CASE("idempotency key: a key holding a card number is card data, never echoed",
+          "[core][key][card]") {
+    // Issue 12: such a key was stored in idempotency_records.
+    for (const std::string key :
+         {"4242424242424242", "4242-4242-4242-4242", "4242.4242.4242.4242", "4242/4242/4242/4242",
+          "order-4242424242424242", "card:378282246310005", "5555-5555-5555-4444-12/30"}) {
+        INFO(key);
+        const auto error = validate_idempotency_key(key);
+        REQUIRE(error);
+        CHECK(error->kind == ValidationKind::card_data);
+        CHECK(error->field == "Idempotency-Key");
+        CHECK(error->code == "card_number");
+        CHECK(error->message.find("4242") == std::string::npos);
+        CHECK(error->message.find("3782") == std::string::npos);
+        CHECK(error->message.find("5555") == std::string::npos);
+    }
+}
+
+TEST_CASE("idempotency key: digit-rich keys that are not card numbers are accepted",
+          "[core][key][card]") {
+    for (const std::string key :
+         {"order-2026-1202-000125", "1764670797123-44", "1764670797123000002",
+          "550e8400-e29b-41d4-a716-446655440000", "01c11313e55471e38088054737581ca0",
+          "INV-2026-000123", "4242424242424241"}) {
+        INFO(key);
+        CHECK_FALSE(validate_idempotency_key(key));
+    }
+    // Every generated reference that fits the key grammar (no space, ASCII).
+    payrecon::testing::ReferenceGenerator generator(12);
+    int tried = 0;
+    for (int i = 0; i < 10'000; ++i) {
+        const std::string key = generator.next().text;
+        if (key.find_first_of(" \t\n") != std::string::npos) {
+            continue;
+        }
+        ++tried;
+        INFO(key);
+        CHECK_FALSE(validate_idempotency_key(key));
+    }
+    CHECK(tried > 5'000);
 }

@@ -1,5 +1,6 @@
 #include "core/fingerprint.hpp"
 #include "core/payment_request.hpp"
+#include "tests/core/reference_generator.hpp"
 
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -9,6 +10,7 @@
 
 using namespace payrecon;
 using json = nlohmann::json;
+using payrecon::testing::ReferenceGenerator;
 
 namespace {
 
@@ -705,38 +707,82 @@ TEST_CASE("payment request: digit strings that are not card numbers are accepted
     CHECK(parse_ok_doc(with("amount", 4242424242424)).amount_minor == 4242424242424); // a number
 }
 
-TEST_CASE("luhn: valid test card numbers of 13 to 19 digits are found", "[core][card]") {
-    for (const char* text :
-         {"4242424242424242", "4111111111111111", "5555555555554444", "378282246310005",
-          "6011111111111117", "4222222222222", "6011000000000000001"}) {
-        INFO(text);
-        CHECK(looks_like_card_number(text));
+// core/card_number has the detector's own tests; these check that the request applies it to every
+// string it stores.
+
+TEST_CASE("payment request: issue 12's bypasses are card data in every field that is stored",
+          "[core][request][card]") {
+    const std::vector<std::string> bypasses = {
+        "4242.4242.4242.4242",
+        "4242/4242/4242/4242",
+        "\xEF\xBC\x94\xEF\xBC\x92\xEF\xBC\x94\xEF\xBC\x92\xEF\xBC\x94\xEF\xBC\x92\xEF\xBC\x94\xEF"
+        "\xBC\x92"
+        "\xEF\xBC\x94\xEF\xBC\x92\xEF\xBC\x94\xEF\xBC\x92\xEF\xBC\x94\xEF\xBC\x92\xEF\xBC\x94\xEF"
+        "\xBC\x92", // full-width
+        "card 3782.822463.10005 thanks",
+        "5555 5555 5555 4444 12/30",
+    };
+    for (const std::string& bypass : bypasses) {
+        const auto card = ValidationKind::card_data;
+        check_rejections({
+            {"merchant_reference", with("merchant_reference", bypass).dump(), card,
+             "merchant_reference", "card_number"},
+            {"description", with("description", bypass).dump(), card, "description", "card_number"},
+            {"customer", with("customer", bypass).dump(), card, "customer", "card_number"},
+            {"payment_method", with("payment_method", bypass).dump(), card, "payment_method",
+             "card_number"},
+            {"metadata value", with_metadata("note", bypass).dump(), card, "metadata.note",
+             "card_number"},
+            {"metadata key", with_metadata(bypass, "x").dump(), card, "metadata", "card_number"},
+            {"transport field", with("correlation_id", bypass).dump(), card, "correlation_id",
+             "card_number"},
+        });
     }
 }
 
-TEST_CASE("luhn: card numbers inside text, with spaces or dashes, are found", "[core][card]") {
-    CHECK(looks_like_card_number("card: 4242424242424242, thanks"));
-    CHECK(looks_like_card_number("4242 4242 4242 4242"));
-    CHECK(looks_like_card_number("4242-4242-4242-4242"));
-    CHECK(looks_like_card_number("3782 822463 10005"));
-    CHECK(looks_like_card_number("x4242424242424242y"));
-    // Followed by another group (expiry, CVC): the card number alone is still found.
-    CHECK(looks_like_card_number("4242424242424242 12/30"));
-    CHECK(looks_like_card_number("4242 4242 4242 4242 123"));
-    CHECK(looks_like_card_number("ref 12 4242424242424242"));
+TEST_CASE("payment request: a card number in full-width digits is never echoed",
+          "[core][request][card]") {
+    const std::string full_width_four = "\xEF\xBC\x94";
+    std::string number;
+    for (int i = 0; i < 8; ++i) {
+        number += full_width_four + "\xEF\xBC\x92"; // "42"
+    }
+    const ValidationError error = parse_error(with("description", number).dump());
+    CHECK(error.kind == ValidationKind::card_data);
+    CHECK(error.message.find(full_width_four) == std::string::npos);
+    CHECK(error.message.find("description") != std::string::npos);    // says where
+    CHECK(error.message.find("payment_method") != std::string::npos); // and what to do
 }
 
-TEST_CASE("luhn: numbers failing the check, and 12 or 20 digit runs, are not card numbers",
-          "[core][card]") {
-    CHECK_FALSE(looks_like_card_number(""));
-    CHECK_FALSE(looks_like_card_number("no digits here"));
-    CHECK_FALSE(looks_like_card_number("4242424242424241"));     // Luhn fails
-    CHECK_FALSE(looks_like_card_number("4242 4242 4242 4241"));  // Luhn fails
-    CHECK_FALSE(looks_like_card_number("424242424242"));         // 12 digits, Luhn passes
-    CHECK_FALSE(looks_like_card_number("000000000000"));         // 12 digits, Luhn passes
-    CHECK_FALSE(looks_like_card_number("42424242424242424242")); // 20 digits, Luhn passes
-    CHECK_FALSE(looks_like_card_number("order 2024-0001"));
-    CHECK_FALSE(looks_like_card_number("4242.4242.4242.4242")); // dots separate runs
-    // One unbroken run of 20 digits is not a card, even when its first 16 would be.
-    CHECK_FALSE(looks_like_card_number("42424242424242421111"));
+TEST_CASE("payment request: issue 12's false alarms are accepted in every field",
+          "[core][request][card]") {
+    // Each passed the old check (13-19 digits joined across '-', Luhn) and was refused with 422.
+    for (const std::string reference :
+         {"order-2026-1202-000125", "order-2026-1202-000133", "1764670797123-44",
+          "1764670797123-51", "1764670797123000002", "1764670797123000010"}) {
+        INFO(reference);
+        CHECK(parse_ok_doc(with("merchant_reference", reference)).merchant_reference == reference);
+        CHECK(parse_ok_doc(with("description", "Order " + reference)).description ==
+              "Order " + reference);
+        CHECK(parse_ok_doc(with("customer", reference)).customer == reference);
+        CHECK(parse_ok_doc(with("payment_method", reference)).payment_method == reference);
+        CHECK(parse_ok_doc(with_metadata("order", reference)).metadata.at("order") == reference);
+        CHECK(parse_ok_doc(with_metadata(reference, "x")).metadata.at(reference) == "x");
+    }
+}
+
+TEST_CASE("payment request: 2,000 generated realistic references are accepted as reference, "
+          "description and metadata",
+          "[core][request][card]") {
+    ReferenceGenerator generator(7);
+    for (int i = 0; i < 2'000; ++i) {
+        const std::string reference = generator.next().text;
+        INFO(reference);
+        json body = with("merchant_reference", reference);
+        body["description"] = "Thanks for order " + reference;
+        body["metadata"]["ref"] = reference;
+        const auto parsed = parse_payment_request(body.dump(), "");
+        REQUIRE(parsed);
+        CHECK(parsed->merchant_reference == reference);
+    }
 }

@@ -5,6 +5,7 @@
 #include "core/intake.hpp"
 #include "core/store/admin_store.hpp"
 #include "core/store/intake_store.hpp"
+#include "tests/core/reference_generator.hpp"
 #include "tests/support/test_db.hpp"
 
 #include <latch>
@@ -478,4 +479,111 @@ TEST_CASE("intake: a response over 64 KiB is never stored", "[intake][db]") {
                     std::length_error);
     CHECK(payments(s.tenant) == 0);
     CHECK(records(s.tenant) == 0);
+}
+
+// ---- card data (issue 12) ---------------------------------------------------------------------
+
+TEST_CASE("intake: a card number in the Idempotency-Key gets 422 and is stored nowhere",
+          "[intake][db][card]") {
+    Scope s;
+    // Issue 12: such a key was accepted and kept in idempotency_records.
+    const std::vector<std::string> keys = {"4242424242424242",       "4242-4242-4242-4242",
+                                           "4242.4242.4242.4242",    "4242/4242/4242/4242",
+                                           "order-5555555555554444", "amex:378282246310005"};
+    int n = 0;
+    for (const std::string& key : keys) {
+        INFO(key);
+        const auto r = create(*s.db, s.writer.principal, key,
+                              payment_body("ref-cardkey-" + std::to_string(++n)));
+        CHECK(r.status == 422);
+        CHECK(problem_type(r) == "card_data_refused");
+        CHECK(nlohmann::json::parse(r.body)["field"] == "Idempotency-Key");
+        CHECK(r.body.find("4242") == std::string::npos);
+        CHECK(r.body.find("5555") == std::string::npos);
+        CHECK(r.body.find("3782") == std::string::npos);
+        // Not under this tenant, nor under any other.
+        CHECK(query_value("SELECT count(*) FROM idempotency_records WHERE idempotency_key = $1",
+                          key) == "0");
+    }
+    CHECK(payments(s.tenant) == 0);
+    CHECK(records(s.tenant) == 0);
+    CHECK(events(s.tenant) == 0);
+}
+
+TEST_CASE("intake: issue 12's card number bypasses in the body get 422 and store nothing",
+          "[intake][db][card]") {
+    Scope s;
+    const std::string full_width = "\xEF\xBC\x94\xEF\xBC\x92\xEF\xBC\x94\xEF\xBC\x92"; // "4242"
+    const std::vector<std::pair<std::string, std::string>> bypasses = {
+        {"description", "4242.4242.4242.4242"},
+        {"merchant_reference", "4242/4242/4242/4242"},
+        {"customer", full_width + full_width + full_width + full_width},
+        {"description",
+         "card " + full_width + " " + full_width + " " + full_width + " " + full_width},
+        {"metadata.note", "5555 5555 5555 4444 12/30"},
+    };
+    int n = 0;
+    for (const auto& [field, value] : bypasses) {
+        INFO(field);
+        nlohmann::json body = nlohmann::json::parse(payment_body("ref-bypass"));
+        if (field == "metadata.note") {
+            body["metadata"]["note"] = value;
+        } else {
+            body[field] = value;
+        }
+        const auto r =
+            create(*s.db, s.writer.principal, "k-bypass-" + std::to_string(++n), body.dump());
+        CHECK(r.status == 422);
+        CHECK(problem_type(r) == "card_data_refused");
+        CHECK(nlohmann::json::parse(r.body)["field"] == field);
+        CHECK(r.body.find("4242") == std::string::npos);
+        CHECK(r.body.find(full_width) == std::string::npos);
+    }
+    CHECK(payments(s.tenant) == 0);
+    CHECK(records(s.tenant) == 0);
+    CHECK(events(s.tenant) == 0);
+}
+
+TEST_CASE("intake: references the old card check refused are accepted as reference and key",
+          "[intake][db][card]") {
+    Scope s;
+    // Each passed the old check (13-19 digits joined across '-', Luhn) and got 422.
+    const std::vector<std::string> references = {"order-2026-1202-000125", "order-2026-1202-000133",
+                                                 "1764670797123-44",       "1764670797123-51",
+                                                 "1764670797123000002",    "1764670797123000010"};
+    for (const std::string& reference : references) {
+        INFO(reference);
+        const auto r = create(*s.db, s.writer.principal, reference, payment_body(reference));
+        CHECK(r.status == 202);
+        CHECK(query_value("SELECT merchant_reference FROM payments WHERE tenant_id = $1::uuid AND "
+                          "merchant_reference = '" +
+                              reference + "'",
+                          s.tenant.tenant_id) == reference);
+    }
+    CHECK(payments(s.tenant) == static_cast<long long>(references.size()));
+    CHECK(records(s.tenant) == static_cast<long long>(references.size()));
+    CHECK(events(s.tenant) == static_cast<long long>(references.size()));
+}
+
+TEST_CASE("intake: 300 generated realistic references are accepted as reference and key",
+          "[intake][db][card]") {
+    Scope s;
+    testing::ReferenceGenerator generator(20261203);
+    std::set<std::string> seen;
+    long long accepted = 0;
+    for (int i = 0; i < 300; ++i) {
+        const std::string reference = generator.next().text;
+        if (!seen.insert(reference).second) {
+            continue; // merchant_reference is unique per tenant
+        }
+        INFO(reference);
+        // A reference with a space is no valid key: a UUID then, as clients do.
+        const std::string key = reference.find(' ') == std::string::npos ? reference : new_uuid();
+        const auto r = create(*s.db, s.writer.principal, key, payment_body(reference));
+        CHECK(r.status == 202);
+        accepted += r.status == 202 ? 1 : 0;
+    }
+    CHECK(accepted > 290);
+    CHECK(payments(s.tenant) == accepted);
+    CHECK(records(s.tenant) == accepted);
 }
