@@ -1,6 +1,7 @@
 #include "providers/config.hpp"
 
 #include "core/errors.hpp"
+#include "core/external_json.hpp"
 
 #include <cstdlib>
 #include <fstream>
@@ -65,6 +66,11 @@ Config parse_config(std::string_view text, const std::filesystem::path& source,
                     const char* (*environment)(const char*)) {
     if (environment == nullptr) {
         environment = [](const char* name) -> const char* { return std::getenv(name); };
+    }
+    if (json_nesting_depth(text) > k_max_external_json_depth) {
+        bad(source, "(file)",
+            "nests deeper than " + std::to_string(k_max_external_json_depth) + " levels",
+            "a provider configuration is a few levels deep: check what wrote this file");
     }
     const json root = json::parse(text, nullptr, false);
     if (root.is_discarded()) {

@@ -1,5 +1,7 @@
 #include "providers/adyen/wire.hpp"
 
+#include "core/external_json.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <limits>
@@ -152,8 +154,12 @@ Outcome map_result_code(std::string_view result_code) {
 }
 
 std::optional<PaymentResponse> parse_payment_response(std::string_view json_text) {
-    const json j = json::parse(json_text, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) {
+    const auto parsed = parse_external_json(json_text);
+    if (!parsed) {
+        return std::nullopt;
+    }
+    const json& j = *parsed;
+    if (!j.is_object()) {
         return std::nullopt;
     }
     const auto result_code = string_field(j, "resultCode");
@@ -181,8 +187,12 @@ std::optional<PaymentResponse> parse_payment_response(std::string_view json_text
 }
 
 std::optional<ServiceError> parse_service_error(std::string_view json_text) {
-    const json j = json::parse(json_text, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) {
+    const auto parsed = parse_external_json(json_text);
+    if (!parsed) {
+        return std::nullopt;
+    }
+    const json& j = *parsed;
+    if (!j.is_object()) {
         return std::nullopt;
     }
     ServiceError out;

@@ -1,5 +1,7 @@
 #include "providers/square/wire.hpp"
 
+#include "core/external_json.hpp"
+
 #include <cctype>
 #include <ctime>
 #include <nlohmann/json.hpp>
@@ -191,16 +193,21 @@ Outcome map_status(std::string_view status) {
 }
 
 std::optional<RemotePayment> parse_payment(std::string_view json_text) {
-    const json j = json::parse(json_text, nullptr, false);
-    if (j.is_discarded()) {
+    const auto parsed = parse_external_json(json_text);
+    if (!parsed) {
         return std::nullopt;
     }
+    const json& j = *parsed;
     return payment_from(j);
 }
 
 std::optional<Envelope> parse_envelope(std::string_view json_text) {
-    const json j = json::parse(json_text, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) {
+    const auto parsed = parse_external_json(json_text);
+    if (!parsed) {
+        return std::nullopt;
+    }
+    const json& j = *parsed;
+    if (!j.is_object()) {
         return std::nullopt;
     }
     Envelope out;

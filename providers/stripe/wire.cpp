@@ -1,6 +1,7 @@
 #include "providers/stripe/wire.hpp"
 
 #include "core/encoding.hpp"
+#include "core/external_json.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -223,16 +224,21 @@ std::optional<RemotePayment> payment_from(const json& j) {
 } // namespace
 
 std::optional<RemotePayment> parse_payment_intent(std::string_view json_text) {
-    const json j = json::parse(json_text, nullptr, false);
-    if (j.is_discarded()) {
+    const auto parsed = parse_external_json(json_text);
+    if (!parsed) {
         return std::nullopt;
     }
+    const json& j = *parsed;
     return payment_from(j);
 }
 
 std::optional<StripeError> parse_error(std::string_view json_text) {
-    const json j = json::parse(json_text, nullptr, false);
-    if (j.is_discarded() || !j.is_object() || !j.contains("error") || !j["error"].is_object()) {
+    const auto parsed = parse_external_json(json_text);
+    if (!parsed) {
+        return std::nullopt;
+    }
+    const json& j = *parsed;
+    if (!j.is_object() || !j.contains("error") || !j["error"].is_object()) {
         return std::nullopt;
     }
     const json& e = j["error"];
@@ -307,8 +313,12 @@ std::string search_query(std::string_view operation_id) {
 }
 
 std::optional<ListEnvelope> parse_list(std::string_view json_text) {
-    const json j = json::parse(json_text, nullptr, false);
-    if (j.is_discarded() || !j.is_object() || !j.contains("data") || !j["data"].is_array()) {
+    const auto parsed = parse_external_json(json_text);
+    if (!parsed) {
+        return std::nullopt;
+    }
+    const json& j = *parsed;
+    if (!j.is_object() || !j.contains("data") || !j["data"].is_array()) {
         return std::nullopt;
     }
     const std::string object = string_field(j, "object");
