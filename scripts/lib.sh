@@ -4,11 +4,12 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${PAYRECON_BUILD_DIR:-$root/build}
 jobs=${PAYRECON_JOBS:-$(nproc 2>/dev/null || echo 2)}
 
+# Extra arguments go to cmake's configure step (-DPAYRECON_SANITIZE=ON).
 payrecon_build() {
   "$root/scripts/bootstrap"
   local werror=ON
   [ "${PAYRECON_WERROR:-}" = "OFF" ] && werror=OFF
-  cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPAYRECON_WERROR=$werror >/dev/null
+  cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPAYRECON_WERROR=$werror "$@" >/dev/null
   cmake --build "$build" -j"$jobs"
 }
 

@@ -195,7 +195,13 @@ TEST_CASE("statement: 1,000,000 records on each side diff with a peak resident s
     WARN("seeded " << k_records << " records per side in " << seconds(diffing - seeding) << " s; diffed in "
                    << seconds(done - diffing) << " s with a peak RSS of " << r.max_rss_kib / 1024
                    << " MiB (the test process held " << self.ru_maxrss / 1024 << " MiB when it forked)");
+#if defined(__SANITIZE_ADDRESS__)
+    // Under AddressSanitizer the shadow memory and quarantine inflate the resident set (484 MiB
+    // measured): the bound is the normal build's to check; here the diff's findings still are.
+    static_cast<void>(k_limit_kib);
+#else
     CHECK(r.max_rss_kib < k_limit_kib);
+#endif
 
     const long long per = k_records / 10000;
     const std::map<std::string, long long> want = {
