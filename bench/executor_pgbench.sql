@@ -1,5 +1,7 @@
 -- The SQL the executor runs for one payment with --batch 1, as pgbench runs it: the claim
--- transaction (FOR UPDATE SKIP LOCKED, lease, generation + 1, attempt opened), then the settle
+-- transaction (FOR UPDATE SKIP LOCKED, lease, generation + 1, attempt opened), then the pre-call
+-- fence (the claim proved still current and its lease renewed, immediately before the provider
+-- call: store::renew_claims), then the settle
 -- transaction (attempt finished, payment succeeded fenced by generation, outbox event). No provider
 -- call in between: this is the database's own limit. Claims only provider 'pgbench' rows, which
 -- bench/executor inserts for it. A client that finds nothing to claim aborts (\gset wants a row).
@@ -30,6 +32,13 @@ SELECT tenant_id::text AS t, payment_id::text AS p, generation AS g, attempt_cou
        customer, description, metadata::text
   FROM claimed \gset
 END;
+UPDATE payments p
+   SET lease_expires_at = clock_timestamp() + make_interval(secs => 20000::double precision / 1000)
+  FROM unnest(ARRAY[:t::uuid], ARRAY[:p::uuid], ARRAY[:g::bigint]) AS c(tenant_id, payment_id, generation)
+ WHERE p.tenant_id = c.tenant_id AND p.payment_id = c.payment_id AND p.generation = c.generation
+   AND p.state = 'processing' AND p.lease_owner = 'pgbench' AND p.lease_expires_at > clock_timestamp()
+RETURNING p.payment_id::text,
+          floor(extract(epoch FROM p.lease_expires_at - clock_timestamp()) * 1000)::bigint;
 BEGIN;
 UPDATE payment_attempts
    SET finished_at = now(), outcome = 'succeeded', http_status = 200, error_class = nullif('', ''),
