@@ -294,13 +294,13 @@ void Server::create_payment(const httplib::Request& req, httplib::Response& res,
         ctx.outcome = "invalid";
         return;
     }
-    if (req.has_header("Content-Type")) {
-        if (!is_json_media_type(header_value(req, "Content-Type"))) {
-            send_problem(res, 415, "unsupported_media_type", "Unsupported media type",
-                         "Send the body as application/json.");
-            ctx.outcome = "invalid";
-            return;
-        }
+    // A body without a Content-Type is not JSON by declaration: refused like any other type.
+    if (!is_json_media_type(header_value(req, "Content-Type"))) {
+        send_problem(res, 415, "unsupported_media_type", "Unsupported media type",
+                     "Send the body as application/json, with the header Content-Type: "
+                     "application/json.");
+        ctx.outcome = "invalid";
+        return;
     }
     IntakeService intake(db, m_keys, m_options.intake);
     const IntakeResponse r = intake.create_payment(*principal, header_value(req, "Idempotency-Key"),
