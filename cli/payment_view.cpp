@@ -106,10 +106,7 @@ std::optional<std::string> tenant_id_or_refuse(store::Db& db,
 }
 
 std::string amount_text(long long amount_minor, const std::string& currency) {
-    if (!find_currency(currency)) {
-        return std::to_string(amount_minor) + " " + currency + " (minor units)";
-    }
-    return format_money(Money{amount_minor, currency});
+    return describe_money(amount_minor, currency);
 }
 
 nlohmann::json to_json(const store::PaymentRow& p) {

@@ -79,12 +79,7 @@ nlohmann::ordered_json outcome_json(const engine::ReconcileOutcome& o) {
 }
 
 std::string outcome_line(const engine::ReconcileOutcome& o) {
-    std::string amount;
-    try {
-        amount = format_money(Money{o.amount_minor, o.currency});
-    } catch (const std::exception&) {
-        amount = std::to_string(o.amount_minor) + " " + o.currency;
-    }
+    const std::string amount = describe_money(o.amount_minor, o.currency);
     std::string line = o.payment_id + "  " + o.provider + "  " + amount + "  " +
                        std::string(to_string(o.from)) + " -> " + std::string(to_string(o.to));
     line += "  (" + std::string(to_string(o.lookup));
