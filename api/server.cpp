@@ -32,9 +32,14 @@ void send_problem(httplib::Response& res, int status, std::string_view type, std
                     std::string(k_problem_content_type).c_str());
 }
 
-void send_unavailable(httplib::Response& res) {
+// Outside the intake (authentication, reads) nothing is written, but say it right whatever threw.
+void send_unavailable(httplib::Response& res, const DatabaseUnavailable& e) {
     send_problem(res, 503, "service_unavailable", "The payment store is unavailable",
-                 "Nothing was stored. Retry the same request with the same Idempotency-Key.");
+                 e.commit_outcome_unknown()
+                     ? "The outcome is unknown: the database connection was lost during a commit. "
+                       "Retry the same request with the same Idempotency-Key: it returns the stored "
+                       "result if it was committed, and is a fresh attempt if it was not."
+                     : "Nothing was stored. Retry the same request with the same Idempotency-Key.");
     res.set_header("Retry-After", "1");
 }
 
@@ -189,8 +194,8 @@ void Server::install_routes() {
                 handler(req, res, ctx);
             } catch (const DatabaseUnavailable& e) {
                 t_db.reset();
-                send_unavailable(res);
-                ctx.outcome = "unavailable";
+                send_unavailable(res, e);
+                ctx.outcome = e.commit_outcome_unknown() ? "in_doubt" : "unavailable";
             } catch (const std::exception& e) {
                 send_problem(res, 500, "internal_error", "Internal error",
                              "The request failed; it was logged. Retry it with the same "

@@ -47,13 +47,23 @@ IntakeResponse validation_problem(const ValidationError& e) {
                    "invalid", e.field.empty() ? std::nullopt : std::optional<std::string_view>(e.field));
 }
 
-IntakeResponse unavailable(const std::string& why) {
-    IntakeResponse r = problem(503, "service_unavailable", "The payment store is unavailable",
-                               "Nothing was stored. Retry the same request with the same "
-                               "Idempotency-Key.",
-                               "unavailable");
+IntakeResponse unavailable(const DatabaseUnavailable& e) {
+    // A lost COMMIT acknowledgement: the payment may exist. The record under this key holds the
+    // answer if it committed; if it did not, the key is free. Either way the same request with
+    // the same key is what settles it.
+    const bool in_doubt = e.commit_outcome_unknown();
+    IntakeResponse r = problem(
+        503, "service_unavailable", "The payment store is unavailable",
+        in_doubt ? "The outcome is unknown: the connection to the database was lost while the "
+                   "payment was being committed, so it may or may not have been stored. Retry "
+                   "the same request with the same Idempotency-Key: it returns the stored result "
+                   "if it was committed, and is a fresh attempt if it was not. Do not use a new key."
+                 : "Nothing was stored. Retry the same request with the same Idempotency-Key.",
+        in_doubt ? "in_doubt" : "unavailable");
     r.retry_after = 1;
-    std::cerr << "payrecon: intake: database unavailable: " << why << "\n";
+    std::cerr << "payrecon: intake: "
+              << (in_doubt ? "commit outcome unknown: " : "database unavailable: ") << e.what()
+              << "\n";
     return r;
 }
 
@@ -160,7 +170,7 @@ IntakeResponse IntakeService::create_payment(const Principal& principal,
     try {
         write = store::write_intake(m_db, claim, payment, make_bodies);
     } catch (const DatabaseUnavailable& e) {
-        return unavailable(e.what());
+        return unavailable(e);
     }
 
     IntakeResponse response;

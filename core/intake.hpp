@@ -41,7 +41,8 @@ public:
 
     // `principal` is already authenticated (its tenant and role come from its credential).
     // Never throws for bad input: every outcome is a response. Database failures before commit
-    // become 503 with Retry-After (nothing stored; retry with the same key).
+    // become 503 with Retry-After (nothing stored; retry with the same key); a connection lost
+    // during COMMIT is a 503 too, whose detail says the outcome is unknown (outcome "in_doubt").
     IntakeResponse create_payment(const Principal& principal, std::string_view idempotency_key,
                                   std::string_view body, std::string_view api_version);
 

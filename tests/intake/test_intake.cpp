@@ -447,6 +447,92 @@ TEST_CASE("intake: the database connection lost before commit gives 503 and stor
     CHECK(payments(s.tenant) == 2);
 }
 
+namespace {
+
+// A connection of its own that names itself, so a test can find its server process.
+std::string named_url(const std::string& app) {
+    return database_url() + (database_url().find('?') == std::string::npos ? "?" : "&") +
+           "application_name=" + app;
+}
+
+// Terminates the server process of the connection named `app` and waits until it is gone.
+void terminate_backend(const std::string& app) {
+    REQUIRE(query_value("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                        "WHERE application_name = $1",
+                        app) == "1");
+    for (int i = 0; i < 500 && query_value("SELECT count(*) FROM pg_stat_activity WHERE "
+                                           "application_name = $1",
+                                           app) != "0";
+         ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+}
+
+} // namespace
+
+TEST_CASE("intake: a COMMIT whose outcome was lost says so in the 503, and the retry settles it",
+          "[intake][db][fault][regression]") {
+    // The 503 after pqxx::in_doubt_error said "Nothing was stored", which may be false: the
+    // transaction may have committed. It must say the outcome is unknown and that a retry with the
+    // same key returns it.
+    Scope s;
+    const auto says_unknown = [](const IntakeResponse& r) {
+        const auto j = nlohmann::json::parse(r.body);
+        const std::string detail = j.value("detail", "");
+        INFO(detail);
+        CHECK(j.value("type", "") == "service_unavailable");
+        CHECK(detail.find("Nothing was stored") == std::string::npos);
+        CHECK(detail.find("unknown") != std::string::npos);
+        CHECK(detail.find("same Idempotency-Key") != std::string::npos);
+        CHECK(r.outcome == "in_doubt");
+        CHECK(r.retry_after == 1);
+    };
+
+    SECTION("the connection dies while COMMIT is on its way: not committed, the retry creates it") {
+        const std::string app = unique_name("in-doubt");
+        store::Db db(named_url(app));
+        // The server process goes away between the last statement and COMMIT, as in a failover:
+        // libpqxx cannot tell whether COMMIT arrived and throws in_doubt_error.
+        arm_crash_point("intake.before_commit", [&] { terminate_backend(app); });
+        const auto r = create(db, s.writer.principal, "k-doubt", payment_body("ref-doubt"));
+        arm_crash_point("");
+        CHECK(r.status == 503);
+        says_unknown(r);
+        CHECK(payments(s.tenant) == 0);
+        CHECK(records(s.tenant) == 0);
+        CHECK(events(s.tenant) == 0);
+        const auto retry = create(db, s.writer.principal, "k-doubt", payment_body("ref-doubt"));
+        CHECK(retry.status == 202);
+        CHECK_FALSE(retry.replayed);
+        CHECK(payments(s.tenant) == 1);
+        CHECK(records(s.tenant) == 1);
+        CHECK(events(s.tenant) == 1);
+    }
+
+    SECTION("COMMIT succeeded but its acknowledgement was lost: the retry returns the stored 202") {
+        store::Db db(database_url());
+        // What libpqxx throws when the connection breaks after the server committed.
+        arm_crash_point("intake.after_commit", [] {
+            throw pqxx::in_doubt_error("WARNING: Connection lost while committing transaction");
+        });
+        const auto r = create(db, s.writer.principal, "k-doubt", payment_body("ref-doubt"));
+        arm_crash_point("");
+        CHECK(r.status == 503);
+        says_unknown(r);
+        CHECK(payments(s.tenant) == 1); // it did commit
+        const std::string stored = query_value(
+            "SELECT response_body FROM idempotency_records WHERE tenant_id = $1::uuid",
+            s.tenant.tenant_id);
+        const auto retry = create(db, s.writer.principal, "k-doubt", payment_body("ref-doubt"));
+        CHECK(retry.status == 202);
+        CHECK(retry.replayed);
+        CHECK(retry.body == stored);
+        CHECK(payments(s.tenant) == 1);
+        CHECK(records(s.tenant) == 1);
+        CHECK(events(s.tenant) == 1);
+    }
+}
+
 TEST_CASE("intake: after a fingerprint secret rotation, replays still match", "[intake][db]") {
     Scope s;
     const FingerprintKeys old_keys(test_secret('a'));
