@@ -27,7 +27,8 @@ enum class SchemaCheck { require_current, migrate_embedded, none };
 std::filesystem::path home_dir(const GlobalOptions& g);
 store::LocalCluster local_cluster(const GlobalOptions& g);
 
-// Throws UsageError for a password in --database (it would show in the process list),
+// Throws UsageError for a password in --database (password, sslpassword or any other libpq
+// secret: it would show in the process list),
 // DatabaseUnavailable, SchemaMismatch.
 OpenDatabase open_database(const GlobalOptions& g, SchemaCheck check = SchemaCheck::migrate_embedded);
 

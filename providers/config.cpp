@@ -49,6 +49,15 @@ std::optional<bool> bool_field(const json& obj, const std::filesystem::path& sou
     return obj.at(key).get<bool>();
 }
 
+// True if the URL's authority (between "://" and the first '/', '?' or '#') holds an '@': user
+// information, which is credentials or a host in disguise ("https://api.stripe.com@evil.example").
+bool has_userinfo(const std::string& url) {
+    const auto scheme_end = url.find("://");
+    const std::size_t start = scheme_end == std::string::npos ? 0 : scheme_end + 3;
+    const std::size_t end = url.find_first_of("/?#", start);
+    return url.find('@', start) < end;
+}
+
 bool loopback_host(const std::string& url) {
     static const std::regex k_loopback(R"(^http://(127\.[0-9.]+|localhost|\[::1\])(:[0-9]+)?(/.*)?$)");
     return std::regex_match(url, k_loopback);
@@ -124,6 +133,18 @@ Config parse_config(std::string_view text, const std::filesystem::path& source,
         c.base_url = p.at("base_url").get<std::string>();
         while (!c.base_url.empty() && c.base_url.back() == '/') {
             c.base_url.pop_back();
+        }
+        if (has_userinfo(c.base_url)) {
+            // Never echo the URL: what precedes the '@' is a secret.
+            const std::string env =
+                p.contains("api_key_env") && p.at("api_key_env").is_string() &&
+                        std::regex_match(p.at("api_key_env").get<std::string>(), k_env)
+                    ? " (" + p.at("api_key_env").get<std::string>() + ")"
+                    : std::string();
+            bad(source, path + ".base_url",
+                "carries credentials (user:password@ before the host), which never go in the file",
+                "give the bare URL (e.g. https://api.stripe.com) and keep the credential in the "
+                "environment variable that api_key_env names" + env);
         }
         if (c.base_url.rfind("https://", 0) != 0 && !loopback_host(c.base_url)) {
             bad(source, path + ".base_url", "must be https:// (plain http only for loopback test servers)");

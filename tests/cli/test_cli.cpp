@@ -69,6 +69,17 @@ TEST_CASE("cli: the binary maps errors to documented exit codes and clear messag
         CHECK(r.output.find("password") != std::string::npos);
         CHECK(r.output.find("hunter2") == std::string::npos);
     }
+    SECTION("an sslpassword on the command line: usage, 2, and never echoed") {
+        for (const std::string url : {"'postgresql:///x?sslpassword=hunter2'",
+                                      "'host=/tmp dbname=x sslpassword=hunter2'",
+                                      "'postgresql:///x?ssl%70assword=hunter2'"}) {
+            INFO(url);
+            const auto r = run_binary("-u PAYRECON_DATABASE_URL", "--database " + url + " tenant list");
+            CHECK(r.exit_code == 2);
+            CHECK(r.output.find("sslpassword") != std::string::npos);
+            CHECK(r.output.find("hunter2") == std::string::npos);
+        }
+    }
     SECTION("an unreachable database: 5") {
         const auto r = run_binary(
             "PAYRECON_DATABASE_URL='postgresql:///x?host=/nonexistent-dir&connect_timeout=2'", "tenant list");
