@@ -3,6 +3,7 @@
 #include "cli/app.hpp"
 #include "cli/context.hpp"
 #include "cli/reconcile_view.hpp"
+#include "cli/table.hpp"
 #include "core/errors.hpp"
 #include "core/store/inspect_store.hpp"
 #include "core/store/reconcile_store.hpp"
@@ -104,7 +105,8 @@ void run_resolve(AppState& state, const ResolveCliOptions& opts) {
         return;
     }
     std::cout << "payment " << ref.payment_id << " is now " << result.state << " (generation "
-              << result.generation << "), decided by " << r.operator_name << "; recorded in the audit log\n";
+              << result.generation << "), decided by " << printable(r.operator_name)
+              << "; recorded in the audit log\n";
     if (r.decision == store::OperatorDecision::retry) {
         std::cout << "a worker sends it again with the same operation ID\n";
     }

@@ -99,7 +99,7 @@ std::optional<std::string> tenant_id_or_refuse(store::Db& db,
     }
     const auto t = store::find_tenant(db, *tenant);
     if (!t) {
-        throw Refused("there is no tenant '" + *tenant + "'",
+        throw Refused("there is no tenant '" + printable(*tenant) + "'",
                       "`payrecon tenant list` shows the tenants");
     }
     return t->tenant_id;

@@ -1,5 +1,7 @@
 #include "cli/reconcile_view.hpp"
 
+#include "cli/table.hpp"
+
 #include "core/errors.hpp"
 #include "core/money.hpp"
 #include "core/settings.hpp"
@@ -94,7 +96,7 @@ std::string outcome_line(const engine::ReconcileOutcome& o) {
     if (o.fenced_out) {
         line += "  -- NOT APPLIED: the payment changed meanwhile (another reconciler or an operator)";
     }
-    return line;
+    return printable(line); // the lookup's detail is the provider's text
 }
 
 } // namespace payrecon::cli
