@@ -93,6 +93,13 @@ providers::Config load_provider_config(const GlobalOptions& g) {
     return providers::load_config(g.config_file);
 }
 
+std::optional<ProviderCatalog> intake_provider_catalog(const GlobalOptions& g) {
+    if (g.config_file.empty()) {
+        return std::nullopt;
+    }
+    return providers::provider_catalog(providers::load_config(g.config_file, providers::ApiKeys::not_read));
+}
+
 std::vector<const providers::ProviderConfig*> choose_providers(const providers::Config& config,
                                                                const std::vector<std::string>& only) {
     for (const auto& name : only) {

@@ -47,6 +47,24 @@ IntakeResponse validation_problem(const ValidationError& e) {
                    "invalid", e.field.empty() ? std::nullopt : std::optional<std::string_view>(e.field));
 }
 
+// The provider a first request names must be one the deployment sends to: otherwise no worker
+// ever claims the payment and it stays pending for good.
+std::optional<ValidationError> unknown_provider(const PaymentRequest& request,
+                                                const std::optional<ProviderCatalog>& catalog) {
+    if (!catalog || catalog->providers.count(request.provider) != 0) {
+        return std::nullopt;
+    }
+    ValidationError e;
+    e.kind = ValidationKind::invalid;
+    e.field = "provider";
+    e.code = "unknown_provider";
+    e.message = "provider '" + request.provider + "' is not configured in this deployment, so no "
+                "payment to it could ever be sent; the configured providers are: " +
+                catalog->names() + ". Name one of them, or ask the operator to add '" +
+                request.provider + "' to the provider configuration first.";
+    return e;
+}
+
 IntakeResponse unavailable(const DatabaseUnavailable& e) {
     // A lost COMMIT acknowledgement: the payment may exist. The record under this key holds the
     // answer if it committed; if it did not, the key is free. Either way the same request with
@@ -68,6 +86,14 @@ IntakeResponse unavailable(const DatabaseUnavailable& e) {
 }
 
 } // namespace
+
+std::string ProviderCatalog::names() const {
+    std::string out;
+    for (const auto& [name, provider] : providers) {
+        out += (out.empty() ? "" : ", ") + name;
+    }
+    return out.empty() ? std::string("(none)") : out;
+}
 
 std::string IntakeResponse::content_type() const {
     return status >= 400 ? std::string(k_problem_content_type) : std::string("application/json");
@@ -143,6 +169,12 @@ IntakeResponse IntakeService::create_payment(const Principal& principal,
 
     auto make_bodies = [&](const std::string& created_at) {
         store::IntakeBodies bodies;
+        // Checked here, once the key is known to be new: a retry of a request stored before the
+        // configuration changed still gets its stored answer.
+        if (const auto refusal = unknown_provider(*request, m_settings.providers)) {
+            bodies.refused = validation_problem(*refusal).body;
+            return bodies;
+        }
         bodies.accepted = payment_resource_json(PaymentView{
             payment.payment_id, std::string(to_string(PaymentState::pending)),
             request->amount_minor, request->currency, request->merchant_reference,
@@ -182,6 +214,9 @@ IntakeResponse IntakeService::create_payment(const Principal& principal,
         break;
     case store::IntakeWrite::Kind::duplicate_reference:
         response.outcome = "duplicate_reference";
+        break;
+    case store::IntakeWrite::Kind::refused:
+        response.outcome = "invalid";
         break;
     case store::IntakeWrite::Kind::existing:
         if (!m_keys.matches(canonical, write.stored_hash)) {

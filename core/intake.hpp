@@ -6,9 +6,11 @@
 #include "core/principal.hpp"
 
 #include <chrono>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace payrecon {
 
@@ -16,12 +18,30 @@ namespace store {
 class Db;
 }
 
+// A provider this deployment is configured to send to (a key of the provider configuration).
+struct KnownProvider {
+    std::string name; // what payments name: "stripe", "stripe-eu"
+    std::string kind; // its adapter: stripe, adyen, square
+};
+
+// The providers of the deployment's provider configuration. A payment naming any other provider
+// would be accepted and never sent: no worker could claim it.
+struct ProviderCatalog {
+    std::map<std::string, KnownProvider> providers; // by name
+
+    // The names, comma-separated, for messages: "stripe, stripe-eu".
+    std::string names() const;
+};
+
 struct IntakeSettings {
     // How long a key is remembered (expires_at = created_at + retention). Must exceed the longest
     // client retry window.
     std::chrono::seconds retention{std::chrono::hours(24 * 7)};
     // How often a client should poll the payment resource (Retry-After on 202).
     std::chrono::seconds poll_interval{2};
+    // The configured providers. With them, a new request naming another provider is refused (422,
+    // field `provider`, nothing stored, the key left free); nullopt: provider names are not checked.
+    std::optional<ProviderCatalog> providers;
 };
 
 struct IntakeResponse {

@@ -71,7 +71,7 @@ const std::vector<std::string_view>& known_kinds() {
 }
 
 Config parse_config(std::string_view text, const std::filesystem::path& source,
-                    const char* (*environment)(const char*)) {
+                    const char* (*environment)(const char*), ApiKeys keys) {
     if (environment == nullptr) {
         environment = [](const char* name) -> const char* { return std::getenv(name); };
     }
@@ -155,12 +155,14 @@ Config parse_config(std::string_view text, const std::filesystem::path& source,
                 "is required: the NAME of the environment variable that holds the API key");
         }
         c.api_key_env = p.at("api_key_env").get<std::string>();
-        const char* key = environment(c.api_key_env.c_str());
-        if (key == nullptr || *key == '\0') {
-            bad(source, path + ".api_key_env", "the environment variable " + c.api_key_env + " is not set",
-                "export " + c.api_key_env + " with the provider's secret key (never put it in the file)");
+        if (keys == ApiKeys::read) {
+            const char* key = environment(c.api_key_env.c_str());
+            if (key == nullptr || *key == '\0') {
+                bad(source, path + ".api_key_env", "the environment variable " + c.api_key_env + " is not set",
+                    "export " + c.api_key_env + " with the provider's secret key (never put it in the file)");
+            }
+            c.api_key = Secret(key);
         }
-        c.api_key = Secret(key);
         c.connect_timeout = std::chrono::milliseconds(
             integer_field(p, source, path, "connect_timeout_ms", 2000, 50, 60000));
         c.timeout = std::chrono::milliseconds(integer_field(p, source, path, "timeout_ms", 10000, 100, 300000));
@@ -205,7 +207,7 @@ Config parse_config(std::string_view text, const std::filesystem::path& source,
     return config;
 }
 
-Config load_config(const std::filesystem::path& path) {
+Config load_config(const std::filesystem::path& path, ApiKeys keys) {
     std::ifstream in(path);
     if (!in) {
         throw ConfigError("cannot read the config file " + path.string(),
@@ -213,7 +215,7 @@ Config load_config(const std::filesystem::path& path) {
     }
     std::ostringstream text;
     text << in.rdbuf();
-    return parse_config(text.str(), path);
+    return parse_config(text.str(), path, nullptr, keys);
 }
 
 Capabilities configured_capabilities(const ProviderConfig& config, std::size_t max_key_length,

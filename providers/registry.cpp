@@ -6,6 +6,8 @@
 #include "providers/square/adapter.hpp"
 #include "providers/stripe/adapter.hpp"
 
+#include <algorithm>
+
 namespace payrecon::providers {
 namespace {
 
@@ -35,6 +37,17 @@ std::unique_ptr<Provider> create_provider(const ProviderConfig& config) {
     throw ConfigError("provider " + config.name + ": no adapter of kind '" + config.kind +
                           "' in this build",
                       "use one of the kinds docs/adding-a-provider.md lists");
+}
+
+ProviderCatalog provider_catalog(const Config& config) {
+    ProviderCatalog catalog;
+    for (const auto& [name, p] : config.providers) {
+        if (std::find(known_kinds().begin(), known_kinds().end(), p.kind) == known_kinds().end()) {
+            throw ConfigError("provider " + name + ": no adapter of kind '" + p.kind + "' in this build");
+        }
+        catalog.providers.emplace(name, KnownProvider{name, p.kind});
+    }
+    return catalog;
 }
 
 } // namespace payrecon::providers

@@ -954,6 +954,90 @@ TEST_CASE("api: a request without Content-Type gets 415 and stores nothing",
     check_exited_cleanly(server.terminate());
 }
 
+namespace {
+
+// A provider configuration file, removed on destruction. Its api_key_env names a variable that is
+// not set: serve reads the provider names, never the keys.
+class ConfigFile {
+public:
+    explicit ConfigFile(const std::string& json) {
+        char path[] = "/tmp/payrecon-config-XXXXXX";
+        const int fd = ::mkstemp(path);
+        REQUIRE(fd >= 0);
+        const bool written = ::write(fd, json.data(), json.size()) == static_cast<ssize_t>(json.size());
+        ::close(fd);
+        m_path = path;
+        REQUIRE(written);
+    }
+    ~ConfigFile() { ::unlink(m_path.c_str()); }
+    ConfigFile(const ConfigFile&) = delete;
+    ConfigFile& operator=(const ConfigFile&) = delete;
+    const std::string& path() const { return m_path; }
+
+private:
+    std::string m_path;
+};
+
+const char* const k_two_stripes =
+    R"({"providers": {"stripe": {"kind": "stripe", "base_url": "https://api.stripe.com",
+        "api_key_env": "PAYRECON_TEST_UNSET_KEY"},
+        "stripe-eu": {"kind": "stripe", "base_url": "https://api.stripe.com",
+        "api_key_env": "PAYRECON_TEST_UNSET_KEY"}}})";
+
+std::string with_provider(const std::string& provider, const std::string& reference) {
+    std::string body = payment_body(reference);
+    const std::string stripe = R"("provider": "stripe")";
+    body.replace(body.find(stripe), stripe.size(), R"("provider": ")" + provider + "\"");
+    return body;
+}
+
+} // namespace
+
+TEST_CASE("api: serve with the provider configuration refuses a provider it does not know",
+          "[api][db][validation][regression]") {
+    // A payment to an unconfigured provider was accepted (202) and stayed pending forever.
+    Scope s;
+    SecretFile secret;
+    ConfigFile config(k_two_stripes);
+    ServeProcess server(secret, 4, {"PAYRECON_CONFIG=" + config.path()});
+    HttpClient http;
+    const auto r = http.send(server.port(), create_request(s.key(), "k-pp", with_provider("paypal", "ref-pp")));
+    CHECK(r.status == 422);
+    CHECK(r.header("Content-Type") == "application/problem+json");
+    const auto j = r.json();
+    CHECK(j["type"] == "invalid_request");
+    CHECK(j["field"] == "provider");
+    CHECK(j.value("detail", "").find("stripe, stripe-eu") != std::string::npos);
+    CHECK(payments(s.tenant) == 0);
+    CHECK(records(s.tenant) == 0);
+    CHECK(events(s.tenant) == 0);
+    const auto ok = http.send(server.port(), create_request(s.key(), "k-pp", with_provider("stripe-eu", "ref-pp")));
+    CHECK(ok.status == 202);
+    CHECK_FALSE(ok.replayed());
+    CHECK(payments(s.tenant) == 1);
+    http.disconnect();
+    check_exited_cleanly(server.terminate());
+    CHECK(server.stderr_text().find("not checked") == std::string::npos);
+}
+
+TEST_CASE("api: serve without a provider configuration warns that provider names are not checked",
+          "[api][db]") {
+    Scope s;
+    SecretFile secret;
+    ServeProcess server(secret, 4, {"PAYRECON_CONFIG="});
+    CHECK(send_once(server.port(), create_request(s.key(), "k-any", with_provider("anything", "ref-any")))
+              .status == 202);
+    check_exited_cleanly(server.terminate());
+    CHECK(server.stderr_text().find("warning: no provider configuration") != std::string::npos);
+    CHECK(server.stderr_text().find("provider names are not checked") != std::string::npos);
+    bool logged = false;
+    for (const auto& line : server.stdout_lines()) {
+        const auto j = nlohmann::json::parse(line, nullptr, false);
+        logged = logged || (j.is_object() && j.value("warning", "") == "provider_names_not_checked");
+    }
+    CHECK(logged);
+}
+
 TEST_CASE("api: an Idempotency-Key is taken byte for byte, percent sequences included",
           "[api][db][validation][!mayfail]") {
     // Known gap: cpp-httplib 0.11 (and later releases) URL-decode every request header value

@@ -216,3 +216,61 @@ TEST_CASE("cli: payments create runs the intake protocol with the key from the e
     CHECK(count_rows("idempotency_records", tenant_id) == 1);
     CHECK(count_rows("outbox", tenant_id) == 1);
 }
+
+namespace {
+
+// A file of its own under /tmp holding `text`, removed on destruction.
+struct TempFile {
+    explicit TempFile(const std::string& text) {
+        char path_template[] = "/tmp/payrecon-cli-XXXXXX";
+        const int fd = ::mkstemp(path_template);
+        REQUIRE(fd >= 0);
+        const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+        ::close(fd);
+        path = path_template;
+        REQUIRE(written);
+    }
+    ~TempFile() { ::unlink(path.c_str()); }
+    TempFile(const TempFile&) = delete;
+    TempFile& operator=(const TempFile&) = delete;
+    std::string path;
+};
+
+} // namespace
+
+TEST_CASE("cli: payments create with a provider configuration refuses a provider it does not know",
+          "[cli][db][intake][regression]") {
+    const std::string name = unique_name("cli-prov");
+    run_cli({"tenant", "create", name});
+    const auto principal = nlohmann::json::parse(
+        run_cli({"principal", "create", "--tenant", name, "--name", "shop", "--role", "writer", "--json"}));
+    const std::string tenant_id = principal["tenant_id"];
+    const TempFile secret(std::string(44, 's') + "\n");
+    // The API key variable is not set: payments create reads provider names only.
+    const TempFile config(R"({"providers": {"stripe": {"kind": "stripe", "base_url": "https://api.stripe.com",
+        "api_key_env": "PAYRECON_TEST_UNSET_KEY"}}})");
+    std::string body = payment_body("cli-prov-ref");
+    body.replace(body.find("\"stripe\""), 8, "\"paypal\"");
+    const TempFile paypal(body);
+    const std::string env = "-u PAYRECON_TEST_UNSET_KEY PAYRECON_DATABASE_URL='" + database_url() +
+                            "' PAYRECON_API_KEY='" + principal["api_key"].get<std::string>() +
+                            "' PAYRECON_FINGERPRINT_SECRET_FILE=" + secret.path +
+                            " PAYRECON_CONFIG=" + config.path;
+    const auto r = run_binary(env, "payments create --json --idempotency-key k1 --body-file " + paypal.path);
+    CHECK(r.exit_code == 2);
+    const auto j = nlohmann::json::parse(r.output);
+    CHECK(j["status"] == 422);
+    CHECK(j["body"]["field"] == "provider");
+    CHECK(count_rows("payments", tenant_id) == 0);
+    CHECK(count_rows("idempotency_records", tenant_id) == 0);
+    CHECK(count_rows("outbox", tenant_id) == 0);
+
+    const TempFile stripe(payment_body("cli-prov-ref"));
+    const auto ok = run_binary(env, "payments create --json --idempotency-key k1 --body-file " + stripe.path);
+    CHECK(ok.exit_code == 0);
+    CHECK(count_rows("payments", tenant_id) == 1);
+    // A configuration that cannot be read is a configuration error, not a silent pass.
+    const auto bad = run_binary(env + " PAYRECON_CONFIG=/nonexistent/payrecon.json",
+                                "payments create --idempotency-key k2 --body-file " + stripe.path);
+    CHECK(bad.exit_code == 4);
+}

@@ -533,6 +533,79 @@ TEST_CASE("intake: a COMMIT whose outcome was lost says so in the 503, and the r
     }
 }
 
+namespace {
+
+// payment_body() naming another provider.
+std::string body_for(const std::string& provider, const std::string& reference) {
+    std::string body = payment_body(reference);
+    const std::string stripe = R"("provider": "stripe")";
+    body.replace(body.find(stripe), stripe.size(), R"("provider": ")" + provider + "\"");
+    return body;
+}
+
+ProviderCatalog stripe_catalog() {
+    ProviderCatalog c;
+    c.providers.emplace("stripe", KnownProvider{"stripe", "stripe"});
+    c.providers.emplace("stripe-eu", KnownProvider{"stripe-eu", "stripe"});
+    return c;
+}
+
+} // namespace
+
+TEST_CASE("intake: with the provider configuration, a provider it does not know gets 422 and "
+          "nothing is stored",
+          "[intake][db][validation][regression]") {
+    // A payment naming a provider no worker is configured for was accepted (202) and stayed
+    // pending forever.
+    Scope s;
+    IntakeSettings settings;
+    settings.providers = stripe_catalog();
+    IntakeService intake(*s.db, test_keys(), settings);
+
+    const auto r = intake.create_payment(s.writer.principal, "k-paypal", body_for("paypal", "ref-pp"), "");
+    CHECK(r.status == 422);
+    CHECK(r.content_type() == "application/problem+json");
+    const auto j = nlohmann::json::parse(r.body);
+    CHECK(j["type"] == "invalid_request");
+    CHECK(j["field"] == "provider");
+    const std::string detail = j["detail"];
+    CHECK(detail.find("'paypal' is not configured") != std::string::npos);
+    CHECK(detail.find("stripe, stripe-eu") != std::string::npos);
+    CHECK(detail.find("operator") != std::string::npos);
+    CHECK(r.outcome == "invalid");
+    CHECK(payments(s.tenant) == 0);
+    CHECK(records(s.tenant) == 0);
+    CHECK(events(s.tenant) == 0);
+
+    // The key stayed free: the corrected request is a first request.
+    const auto ok = intake.create_payment(s.writer.principal, "k-paypal", body_for("stripe-eu", "ref-pp"), "");
+    CHECK(ok.status == 202);
+    CHECK_FALSE(ok.replayed);
+    CHECK(payments(s.tenant) == 1);
+    CHECK(records(s.tenant) == 1);
+    CHECK(events(s.tenant) == 1);
+}
+
+TEST_CASE("intake: a request stored before the provider configuration changed is still replayed",
+          "[intake][db]") {
+    Scope s;
+    // Accepted while provider names were not checked ...
+    const auto first = create(*s.db, s.writer.principal, "k-old", body_for("adyen", "ref-old"));
+    REQUIRE(first.status == 202);
+    // ... its retry gets the stored answer, not a refusal: the payment exists.
+    IntakeSettings settings;
+    settings.providers = stripe_catalog();
+    IntakeService intake(*s.db, test_keys(), settings);
+    const auto retry = intake.create_payment(s.writer.principal, "k-old", body_for("adyen", "ref-old"), "");
+    CHECK(retry.status == 202);
+    CHECK(retry.replayed);
+    CHECK(retry.body == first.body);
+    CHECK(payments(s.tenant) == 1);
+    // Without a configuration nothing is checked, as before.
+    CHECK(create(*s.db, s.writer.principal, "k-any", body_for("anything", "ref-any")).status == 202);
+    CHECK(payments(s.tenant) == 2);
+}
+
 TEST_CASE("intake: after a fingerprint secret rotation, replays still match", "[intake][db]") {
     Scope s;
     const FingerprintKeys old_keys(test_secret('a'));
@@ -559,7 +632,7 @@ TEST_CASE("intake: a response over 64 KiB is never stored", "[intake][db]") {
     CHECK_THROWS_AS(store::write_intake(*s.db, claim, payment,
                                         [](const std::string&) {
                                             return store::IntakeBodies{std::string(65 * 1024, 'x'),
-                                                                       "{}", "{}"};
+                                                                       "{}", "{}", std::nullopt};
                                         }),
                     std::length_error);
     CHECK(payments(s.tenant) == 0);

@@ -149,3 +149,15 @@ TEST_CASE("config: an adyen provider names its merchant account", "[providers][c
 TEST_CASE("config: a missing file is a clear error", "[providers][config]") {
     CHECK_THROWS_AS(load_config("/nonexistent/payrecon.json"), ConfigError);
 }
+
+TEST_CASE("config: the provider names can be read without the API keys", "[providers][config]") {
+    const std::string text = R"({"providers": {"s": {"kind": "stripe", "base_url": "https://api.stripe.com",
+        "api_key_env": "UNSET_KEY"}}})";
+    CHECK_THROWS_AS(parse_config(text, "payrecon.json", fake_env), ConfigError);
+    const auto c = parse_config(text, "payrecon.json", fake_env, ApiKeys::not_read);
+    CHECK(c.providers.at("s").api_key.empty());
+    CHECK(c.providers.at("s").api_key_env == "UNSET_KEY");
+    // Everything else is still checked.
+    CHECK_THROWS_AS(parse_config(R"({"providers": {"s": {"kind": "stripe", "base_url": "https://api.stripe.com",
+        "api_key_env": "not a name"}}})", "payrecon.json", fake_env, ApiKeys::not_read), ConfigError);
+}
