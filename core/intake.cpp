@@ -49,10 +49,26 @@ IntakeResponse validation_problem(const ValidationError& e) {
 
 // The provider a first request names must be one the deployment sends to: otherwise no worker
 // ever claims the payment and it stays pending for good.
-std::optional<ValidationError> unknown_provider(const PaymentRequest& request,
+// And what it names must reach that provider whole: nothing is dropped on the way.
+std::optional<ValidationError> provider_refusal(const PaymentRequest& request,
                                                 const std::optional<ProviderCatalog>& catalog) {
-    if (!catalog || catalog->providers.count(request.provider) != 0) {
+    if (!catalog) {
         return std::nullopt;
+    }
+    const auto known = catalog->providers.find(request.provider);
+    if (known != catalog->providers.end()) {
+        const auto problem =
+            carry_problem(known->second.limits, request.merchant_reference, request.metadata);
+        if (!problem) {
+            return std::nullopt;
+        }
+        ValidationError e;
+        e.kind = ValidationKind::invalid;
+        e.field = problem->field;
+        e.code = "not_carried";
+        e.message = "provider '" + request.provider + "' cannot carry this payment whole: " +
+                    problem->message;
+        return e;
     }
     ValidationError e;
     e.kind = ValidationKind::invalid;
@@ -171,7 +187,7 @@ IntakeResponse IntakeService::create_payment(const Principal& principal,
         store::IntakeBodies bodies;
         // Checked here, once the key is known to be new: a retry of a request stored before the
         // configuration changed still gets its stored answer.
-        if (const auto refusal = unknown_provider(*request, m_settings.providers)) {
+        if (const auto refusal = provider_refusal(*request, m_settings.providers)) {
             bodies.refused = validation_problem(*refusal).body;
             return bodies;
         }

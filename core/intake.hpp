@@ -2,6 +2,7 @@
 // The intake protocol (DESIGN section 4): "create payment" accepted exactly once per
 // (tenant, principal, operation, idempotency key), however often a client retries.
 
+#include "core/carry_limits.hpp"
 #include "core/fingerprint.hpp"
 #include "core/principal.hpp"
 
@@ -20,8 +21,9 @@ class Db;
 
 // A provider this deployment is configured to send to (a key of the provider configuration).
 struct KnownProvider {
-    std::string name; // what payments name: "stripe", "stripe-eu"
-    std::string kind; // its adapter: stripe, adyen, square
+    std::string name;   // what payments name: "stripe", "stripe-eu"
+    std::string kind;   // its adapter: stripe, adyen, square
+    CarryLimits limits; // what its adapter can carry of a payment
 };
 
 // The providers of the deployment's provider configuration. A payment naming any other provider
@@ -39,8 +41,9 @@ struct IntakeSettings {
     std::chrono::seconds retention{std::chrono::hours(24 * 7)};
     // How often a client should poll the payment resource (Retry-After on 202).
     std::chrono::seconds poll_interval{2};
-    // The configured providers. With them, a new request naming another provider is refused (422,
-    // field `provider`, nothing stored, the key left free); nullopt: provider names are not checked.
+    // The configured providers. With them, a new request naming another provider, or holding what
+    // its provider cannot carry (carry_problem), is refused (422, the field named, nothing stored,
+    // the key left free); nullopt: neither is checked.
     std::optional<ProviderCatalog> providers;
 };
 

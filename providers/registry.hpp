@@ -13,8 +13,12 @@ namespace payrecon::providers {
 // Throws ConfigError for a kind this build does not have.
 std::unique_ptr<Provider> create_provider(const ProviderConfig& config);
 
-// The configured providers as the intake checks requests against them. Throws ConfigError for a
-// kind this build does not have.
+// What an adapter kind can carry of a payment (each adapter declares its own). Throws ConfigError
+// for a kind this build does not have.
+const CarryLimits& carry_limits_of(std::string_view kind);
+
+// The configured providers as the intake checks requests against them, each with its kind's
+// limits. Throws ConfigError for a kind this build does not have.
 ProviderCatalog provider_catalog(const Config& config);
 
 } // namespace payrecon::providers

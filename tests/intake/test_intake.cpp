@@ -543,11 +543,27 @@ std::string body_for(const std::string& provider, const std::string& reference) 
     return body;
 }
 
+// What the stripe, adyen and square adapters declare (providers/<kind>/wire.cpp), written out.
+const CarryLimits k_stripe{"Stripe", {50, {"operation_id", "merchant_reference"}, 40, 500, "Stripe: 50 keys"}};
+const CarryLimits k_adyen{"Adyen", {20, {"operation_id", "merchant_reference"}, 20, 80, "Adyen: 20 entries"}};
+const CarryLimits k_square{"Square", {0, {}, 0, 0, "Square: no metadata"}};
+
 ProviderCatalog stripe_catalog() {
     ProviderCatalog c;
-    c.providers.emplace("stripe", KnownProvider{"stripe", "stripe"});
-    c.providers.emplace("stripe-eu", KnownProvider{"stripe-eu", "stripe"});
+    c.providers.emplace("stripe", KnownProvider{"stripe", "stripe", k_stripe});
+    c.providers.emplace("stripe-eu", KnownProvider{"stripe-eu", "stripe", k_stripe});
     return c;
+}
+
+// A valid body for `provider` with `n` metadata entries, and the given merchant reference.
+std::string body_with_metadata(const std::string& provider, const std::string& reference, int n,
+                               const std::string& first_key = "k0") {
+    auto j = nlohmann::json::parse(body_for(provider, reference));
+    j["metadata"] = nlohmann::json::object();
+    for (int i = 0; i < n; ++i) {
+        j["metadata"][i == 0 ? first_key : "k" + std::to_string(i)] = "v" + std::to_string(i);
+    }
+    return j.dump();
 }
 
 } // namespace
@@ -584,6 +600,52 @@ TEST_CASE("intake: with the provider configuration, a provider it does not know 
     CHECK(payments(s.tenant) == 1);
     CHECK(records(s.tenant) == 1);
     CHECK(events(s.tenant) == 1);
+}
+
+TEST_CASE("intake: with the provider configuration, what the provider cannot carry gets 422 naming "
+          "the limit, and nothing is stored",
+          "[intake][db][validation][regression]") {
+    // A payment with 50 metadata keys was stored, and only 48 of them reached Stripe.
+    Scope s;
+    IntakeSettings settings;
+    settings.providers = stripe_catalog();
+    settings.providers->providers.emplace("adyen", KnownProvider{"adyen", "adyen", k_adyen});
+    settings.providers->providers.emplace("square", KnownProvider{"square", "square", k_square});
+    IntakeService intake(*s.db, test_keys(), settings);
+    const auto refused = [&](const std::string& key, const std::string& body, const std::string& field,
+                             const std::vector<std::string>& says) {
+        INFO(key);
+        const auto r = intake.create_payment(s.writer.principal, key, body, "");
+        CHECK(r.status == 422);
+        const auto j = nlohmann::json::parse(r.body);
+        CHECK(j["type"] == "invalid_request");
+        CHECK(j["field"] == field);
+        for (const auto& text : says) {
+            CHECK(j.value("detail", "").find(text) != std::string::npos);
+        }
+    };
+    refused("k-50", body_with_metadata("stripe", "ref-50", 50), "metadata",
+            {"Stripe", "at most 48", "50 entries", "operation_id, merchant_reference"});
+    refused("k-own", body_with_metadata("stripe", "ref-own", 1, "operation_id"), "metadata.operation_id",
+            {"payrecon's own"});
+    refused("k-adyen", body_with_metadata("adyen", "ref-adyen", 19), "metadata", {"Adyen", "at most 18"});
+    refused("k-adyen-ref", body_with_metadata("adyen", std::string(81, 'r'), 0), "merchant_reference",
+            {"80 characters"});
+    refused("k-square", body_with_metadata("square", "ref-square", 1), "metadata", {"Square", "no metadata"});
+    CHECK(payments(s.tenant) == 0);
+    CHECK(records(s.tenant) == 0);
+    CHECK(events(s.tenant) == 0);
+
+    // 48 fit, and all 48 are stored for the adapter to send.
+    const auto ok = intake.create_payment(s.writer.principal, "k-50", body_with_metadata("stripe", "ref-50", 48), "");
+    CHECK(ok.status == 202);
+    CHECK(payments(s.tenant) == 1);
+    CHECK(query_value("SELECT count(*) FROM payments p, jsonb_object_keys(p.metadata) "
+                      "WHERE p.tenant_id = $1::uuid",
+                      s.tenant.tenant_id) == "48");
+    // The same request to a provider with no limit in the way: 50 entries are fine without a
+    // configuration (nothing to check against) -- the adapter then refuses to send it cut short.
+    CHECK(create(*s.db, s.writer.principal, "k-50b", body_with_metadata("stripe", "ref-50b", 50)).status == 202);
 }
 
 TEST_CASE("intake: a request stored before the provider configuration changed is still replayed",
