@@ -32,9 +32,14 @@ void send_problem(httplib::Response& res, int status, std::string_view type, std
                     std::string(k_problem_content_type).c_str());
 }
 
-void send_unavailable(httplib::Response& res) {
+// Outside the intake (authentication, reads) nothing is written, but say it right whatever threw.
+void send_unavailable(httplib::Response& res, const DatabaseUnavailable& e) {
     send_problem(res, 503, "service_unavailable", "The payment store is unavailable",
-                 "Nothing was stored. Retry the same request with the same Idempotency-Key.");
+                 e.commit_outcome_unknown()
+                     ? "The outcome is unknown: the database connection was lost during a commit. "
+                       "Retry the same request with the same Idempotency-Key: it returns the stored "
+                       "result if it was committed, and is a fresh attempt if it was not."
+                     : "Nothing was stored. Retry the same request with the same Idempotency-Key.");
     res.set_header("Retry-After", "1");
 }
 
@@ -189,8 +194,8 @@ void Server::install_routes() {
                 handler(req, res, ctx);
             } catch (const DatabaseUnavailable& e) {
                 t_db.reset();
-                send_unavailable(res);
-                ctx.outcome = "unavailable";
+                send_unavailable(res, e);
+                ctx.outcome = e.commit_outcome_unknown() ? "in_doubt" : "unavailable";
             } catch (const std::exception& e) {
                 send_problem(res, 500, "internal_error", "Internal error",
                              "The request failed; it was logged. Retry it with the same "
@@ -294,13 +299,13 @@ void Server::create_payment(const httplib::Request& req, httplib::Response& res,
         ctx.outcome = "invalid";
         return;
     }
-    if (req.has_header("Content-Type")) {
-        if (!is_json_media_type(header_value(req, "Content-Type"))) {
-            send_problem(res, 415, "unsupported_media_type", "Unsupported media type",
-                         "Send the body as application/json.");
-            ctx.outcome = "invalid";
-            return;
-        }
+    // A body without a Content-Type is not JSON by declaration: refused like any other type.
+    if (!is_json_media_type(header_value(req, "Content-Type"))) {
+        send_problem(res, 415, "unsupported_media_type", "Unsupported media type",
+                     "Send the body as application/json, with the header Content-Type: "
+                     "application/json.");
+        ctx.outcome = "invalid";
+        return;
     }
     IntakeService intake(db, m_keys, m_options.intake);
     const IntakeResponse r = intake.create_payment(*principal, header_value(req, "Idempotency-Key"),

@@ -156,7 +156,8 @@ void setup_payments(CLI::App& app, AppState& state) {
     auto opts = std::make_shared<CreateOptions>();
     CLI::App* c = payments->add_subcommand(
         "create", "create a payment exactly once per idempotency key, as POST /v1/payments does; "
-                  "the credential comes from PAYRECON_API_KEY");
+                  "the credential comes from PAYRECON_API_KEY; with --config (PAYRECON_CONFIG), a "
+                  "provider it does not configure is refused");
     c->add_option("--idempotency-key", opts->key, "the key; reuse it, unchanged, on every retry")
         ->required();
     c->add_option("--body-file", opts->body_file, "JSON request body (default: standard input)");
@@ -184,6 +185,7 @@ void setup_payments(CLI::App& app, AppState& state) {
         } else {
             IntakeSettings settings;
             settings.retention = idempotency_retention();
+            settings.providers = intake_provider_catalog(state.global);
             IntakeService intake(*opened.db, keys, settings);
             response = intake.create_payment(*principal, opts->key, body, opts->api_version);
         }

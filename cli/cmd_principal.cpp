@@ -1,6 +1,7 @@
 // payrecon principal create|revoke|list
 #include "cli/app.hpp"
 #include "cli/context.hpp"
+#include "cli/table.hpp"
 #include "core/errors.hpp"
 #include "core/store/admin_store.hpp"
 
@@ -22,7 +23,8 @@ nlohmann::json to_json(const store::PrincipalRecord& p) {
 store::TenantRecord require_tenant(store::Db& db, const std::string& tenant) {
     auto t = store::find_tenant(db, tenant);
     if (!t) {
-        throw Refused("there is no tenant '" + tenant + "'", "`payrecon tenant list` shows them");
+        throw Refused("there is no tenant '" + printable(tenant) + "'",
+                      "`payrecon tenant list` shows them");
     }
     return *t;
 }
@@ -61,7 +63,7 @@ void setup_principal(CLI::App& app, AppState& state) {
             print_json(j);
             return;
         }
-        std::cout << "principal " << p.name << " (" << to_string(p.role) << ") created: "
+        std::cout << "principal " << printable(p.name) << " (" << to_string(p.role) << ") created: "
                   << p.principal_id << "\n"
                   << "API key (shown once; store it now -- only its digest is kept):\n"
                   << key.reveal() << "\n";
@@ -74,7 +76,7 @@ void setup_principal(CLI::App& app, AppState& state) {
     r->callback([&state, revoke_id] {
         OpenDatabase opened = open_database(state.global);
         const auto p = store::revoke_principal(*opened.db, *revoke_id, operator_name(state.global));
-        std::cout << "principal " << p.name << " (" << p.principal_id << ") revoked at "
+        std::cout << "principal " << printable(p.name) << " (" << p.principal_id << ") revoked at "
                   << p.revoked_at.value_or("?") << "\n";
     });
 
@@ -98,9 +100,11 @@ void setup_principal(CLI::App& app, AppState& state) {
             print_json(arr);
             return;
         }
+        // Names stored before they were checked may hold control characters: escaped.
         for (const auto& p : all) {
-            std::cout << p.principal_id << "  " << p.name << "  " << to_string(p.role) << "  "
-                      << (p.revoked_at ? "revoked " + *p.revoked_at : std::string("active")) << "\n";
+            std::cout << p.principal_id << "  " << printable(p.name) << "  " << to_string(p.role)
+                      << "  " << (p.revoked_at ? "revoked " + *p.revoked_at : std::string("active"))
+                      << "\n";
         }
     });
 }

@@ -4,6 +4,7 @@
 #include "cli/app.hpp"
 #include "cli/context.hpp"
 #include "cli/reconcile_view.hpp"
+#include "cli/table.hpp"
 #include "core/errors.hpp"
 #include "core/store/inspect_store.hpp"
 #include "core/store/reconcile_store.hpp"
@@ -103,7 +104,7 @@ void decide(AppState& state, const std::string& id, long long generation, const 
     }
     std::cout << "payment " << ref.payment_id << " is now " << result.state << " (generation "
               << result.generation << "), " << (cancel ? "canceled" : "decided") << " by "
-              << r.operator_name << "; recorded in the audit log\n";
+              << printable(r.operator_name) << "; recorded in the audit log\n";
     if (r.decision == store::OperatorDecision::retry) {
         std::cout << "a worker sends it again with the same operation ID\n";
     }

@@ -52,6 +52,7 @@ void run_serve(AppState& state, const ServeOptions& opts) {
     server_options.threads = opts.threads;
     server_options.database_url = opened.db->url();
     server_options.intake.retention = idempotency_retention();
+    server_options.intake.providers = intake_provider_catalog(state.global);
     server_options.read_timeout = parse_duration(opts.read_timeout, "--read-timeout");
     FingerprintKeys keys = fingerprint_keys(state.global, opened.embedded);
     opened.db.reset(); // the workers open their own
@@ -73,6 +74,18 @@ void run_serve(AppState& state, const ServeOptions& opts) {
         listening["port"] = bound;
         listening["threads"] = opts.threads;
         log_event(listening);
+        if (!server_options.intake.providers) {
+            const std::string message =
+                "no provider configuration (--config or PAYRECON_CONFIG): provider names are not "
+                "checked, so a payment naming a provider that no worker sends to is accepted and "
+                "stays pending; give serve the workers' configuration file";
+            std::cerr << "payrecon serve: warning: " << message << std::endl;
+            nlohmann::ordered_json warning;
+            warning["event"] = "warning";
+            warning["warning"] = "provider_names_not_checked";
+            warning["message"] = message;
+            log_event(warning);
+        }
         server.run();
     }
     log_event(nlohmann::ordered_json{{"event", "stopped"}});
@@ -84,7 +97,8 @@ void setup_serve(CLI::App& app, AppState& state) {
     auto opts = std::make_shared<ServeOptions>();
     CLI::App* s = app.add_subcommand(
         "serve", "serve the HTTP intake API (POST /v1/payments, GET /v1/payments/{id}, /healthz, "
-                 "/readyz, /metrics); SIGTERM drains and exits 0");
+                 "/readyz, /metrics); SIGTERM drains and exits 0. Give it the workers' --config "
+                 "(PAYRECON_CONFIG) so that it refuses payments to providers they do not know");
     s->add_option("--listen", opts->listen, "HOST:PORT to listen on (port 0: any free port)")
         ->capture_default_str();
     s->add_option("--threads", opts->threads,

@@ -1,6 +1,7 @@
 // payrecon tenant create|list
 #include "cli/app.hpp"
 #include "cli/context.hpp"
+#include "cli/table.hpp"
 #include "core/store/admin_store.hpp"
 
 #include <iostream>
@@ -32,7 +33,7 @@ void setup_tenant(CLI::App& app, AppState& state) {
         if (create->json) {
             print_json(to_json(t));
         } else {
-            std::cout << "tenant " << t.name << " created: " << t.tenant_id << "\n";
+            std::cout << "tenant " << printable(t.name) << " created: " << t.tenant_id << "\n";
         }
     });
 
@@ -51,7 +52,7 @@ void setup_tenant(CLI::App& app, AppState& state) {
             return;
         }
         for (const auto& t : all) {
-            std::cout << t.tenant_id << "  " << t.name << "  " << t.created_at << "\n";
+            std::cout << t.tenant_id << "  " << printable(t.name) << "  " << t.created_at << "\n";
         }
     });
 }

@@ -40,9 +40,18 @@ OpenDatabase open_database(const GlobalOptions& g, SchemaCheck check) {
     }
     const char* env = std::getenv("PAYRECON_DATABASE_URL");
     const bool from_argv = env == nullptr || g.database_url != env;
-    if (from_argv && store::redact_url(g.database_url) != g.database_url) {
-        throw UsageError("--database carries a password, which would show in the process list",
-                         "put the URL in PAYRECON_DATABASE_URL, or the password in ~/.pgpass");
+    if (from_argv) {
+        if (const auto secrets = store::url_secret_names(g.database_url); !secrets.empty()) {
+            std::string names;
+            for (const auto& name : secrets) {
+                names += (names.empty() ? "" : ", ") + name;
+            }
+            throw UsageError("--database carries a password (" + names +
+                                 "), which would show in the process list",
+                             "put the URL in PAYRECON_DATABASE_URL, or the password in ~/.pgpass "
+                             "(sslpassword: in PAYRECON_DATABASE_URL, or a client key without a "
+                             "passphrase)");
+        }
     }
     out.db = std::make_unique<store::Db>(g.database_url);
     if (check != SchemaCheck::none) {
@@ -82,6 +91,13 @@ providers::Config load_provider_config(const GlobalOptions& g) {
                           "docs/operations.md shows a configuration file");
     }
     return providers::load_config(g.config_file);
+}
+
+std::optional<ProviderCatalog> intake_provider_catalog(const GlobalOptions& g) {
+    if (g.config_file.empty()) {
+        return std::nullopt;
+    }
+    return providers::provider_catalog(providers::load_config(g.config_file, providers::ApiKeys::not_read));
 }
 
 std::vector<const providers::ProviderConfig*> choose_providers(const providers::Config& config,

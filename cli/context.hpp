@@ -4,6 +4,7 @@
 
 #include "cli/app.hpp"
 #include "core/fingerprint.hpp"
+#include "core/intake.hpp"
 #include "core/store/cluster.hpp"
 #include "core/store/db.hpp"
 #include "providers/config.hpp"
@@ -11,6 +12,7 @@
 #include <filesystem>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 #include <nlohmann/json.hpp>
@@ -27,7 +29,8 @@ enum class SchemaCheck { require_current, migrate_embedded, none };
 std::filesystem::path home_dir(const GlobalOptions& g);
 store::LocalCluster local_cluster(const GlobalOptions& g);
 
-// Throws UsageError for a password in --database (it would show in the process list),
+// Throws UsageError for a password in --database (password, sslpassword or any other libpq
+// secret: it would show in the process list),
 // DatabaseUnavailable, SchemaMismatch.
 OpenDatabase open_database(const GlobalOptions& g, SchemaCheck check = SchemaCheck::migrate_embedded);
 
@@ -43,6 +46,11 @@ void print_json(const nlohmann::json& j);
 // The provider configuration from --config / PAYRECON_CONFIG. Throws ConfigError if neither is
 // given or the file is bad.
 providers::Config load_provider_config(const GlobalOptions& g);
+
+// The providers of --config / PAYRECON_CONFIG for the intake (`serve`, `payments create`): names
+// and kinds only, the API keys are not read. nullopt if no configuration is given (then provider
+// names are not checked). Throws ConfigError if the file is bad.
+std::optional<ProviderCatalog> intake_provider_catalog(const GlobalOptions& g);
 
 // The configured providers named in `only` (all of them if empty), each checked to have an adapter
 // in this build. Throws UsageError for a name the configuration does not have.

@@ -99,17 +99,14 @@ std::optional<std::string> tenant_id_or_refuse(store::Db& db,
     }
     const auto t = store::find_tenant(db, *tenant);
     if (!t) {
-        throw Refused("there is no tenant '" + *tenant + "'",
+        throw Refused("there is no tenant '" + printable(*tenant) + "'",
                       "`payrecon tenant list` shows the tenants");
     }
     return t->tenant_id;
 }
 
 std::string amount_text(long long amount_minor, const std::string& currency) {
-    if (!find_currency(currency)) {
-        return std::to_string(amount_minor) + " " + currency + " (minor units)";
-    }
-    return format_money(Money{amount_minor, currency});
+    return describe_money(amount_minor, currency);
 }
 
 nlohmann::json to_json(const store::PaymentRow& p) {

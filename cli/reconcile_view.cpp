@@ -1,5 +1,7 @@
 #include "cli/reconcile_view.hpp"
 
+#include "cli/table.hpp"
+
 #include "core/errors.hpp"
 #include "core/money.hpp"
 #include "core/settings.hpp"
@@ -79,12 +81,7 @@ nlohmann::ordered_json outcome_json(const engine::ReconcileOutcome& o) {
 }
 
 std::string outcome_line(const engine::ReconcileOutcome& o) {
-    std::string amount;
-    try {
-        amount = format_money(Money{o.amount_minor, o.currency});
-    } catch (const std::exception&) {
-        amount = std::to_string(o.amount_minor) + " " + o.currency;
-    }
+    const std::string amount = describe_money(o.amount_minor, o.currency);
     std::string line = o.payment_id + "  " + o.provider + "  " + amount + "  " +
                        std::string(to_string(o.from)) + " -> " + std::string(to_string(o.to));
     line += "  (" + std::string(to_string(o.lookup));
@@ -99,7 +96,7 @@ std::string outcome_line(const engine::ReconcileOutcome& o) {
     if (o.fenced_out) {
         line += "  -- NOT APPLIED: the payment changed meanwhile (another reconciler or an operator)";
     }
-    return line;
+    return printable(line); // the lookup's detail is the provider's text
 }
 
 } // namespace payrecon::cli

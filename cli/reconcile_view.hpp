@@ -35,6 +35,6 @@ ProviderSet make_providers(const std::vector<const providers::ProviderConfig*>& 
 
 nlohmann::ordered_json outcome_json(const engine::ReconcileOutcome& o);
 // "<payment_id>  stripe  49.99 EUR  unknown -> succeeded  (found: succeeded)  reason"
-std::string outcome_line(const engine::ReconcileOutcome& o);
+std::string outcome_line(const engine::ReconcileOutcome& o); // control characters escaped
 
 } // namespace payrecon::cli

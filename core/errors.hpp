@@ -48,6 +48,9 @@ class DatabaseUnavailable : public OperatorError {
 public:
     explicit DatabaseUnavailable(const std::string& what, std::string hint = {})
         : OperatorError(ExitCode::database_unavailable, what, std::move(hint)) {}
+    // True if the connection was lost while a COMMIT was on its way: the transaction may or may
+    // not have committed, so "nothing was changed" cannot be said.
+    virtual bool commit_outcome_unknown() const noexcept { return false; }
 };
 
 class SchemaMismatch : public OperatorError {

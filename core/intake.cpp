@@ -47,17 +47,69 @@ IntakeResponse validation_problem(const ValidationError& e) {
                    "invalid", e.field.empty() ? std::nullopt : std::optional<std::string_view>(e.field));
 }
 
-IntakeResponse unavailable(const std::string& why) {
-    IntakeResponse r = problem(503, "service_unavailable", "The payment store is unavailable",
-                               "Nothing was stored. Retry the same request with the same "
-                               "Idempotency-Key.",
-                               "unavailable");
+// The provider a first request names must be one the deployment sends to: otherwise no worker
+// ever claims the payment and it stays pending for good.
+// And what it names must reach that provider whole: nothing is dropped on the way.
+std::optional<ValidationError> provider_refusal(const PaymentRequest& request,
+                                                const std::optional<ProviderCatalog>& catalog) {
+    if (!catalog) {
+        return std::nullopt;
+    }
+    const auto known = catalog->providers.find(request.provider);
+    if (known != catalog->providers.end()) {
+        const auto problem =
+            carry_problem(known->second.limits, request.merchant_reference, request.metadata);
+        if (!problem) {
+            return std::nullopt;
+        }
+        ValidationError e;
+        e.kind = ValidationKind::invalid;
+        e.field = problem->field;
+        e.code = "not_carried";
+        e.message = "provider '" + request.provider + "' cannot carry this payment whole: " +
+                    problem->message;
+        return e;
+    }
+    ValidationError e;
+    e.kind = ValidationKind::invalid;
+    e.field = "provider";
+    e.code = "unknown_provider";
+    e.message = "provider '" + request.provider + "' is not configured in this deployment, so no "
+                "payment to it could ever be sent; the configured providers are: " +
+                catalog->names() + ". Name one of them, or ask the operator to add '" +
+                request.provider + "' to the provider configuration first.";
+    return e;
+}
+
+IntakeResponse unavailable(const DatabaseUnavailable& e) {
+    // A lost COMMIT acknowledgement: the payment may exist. The record under this key holds the
+    // answer if it committed; if it did not, the key is free. Either way the same request with
+    // the same key is what settles it.
+    const bool in_doubt = e.commit_outcome_unknown();
+    IntakeResponse r = problem(
+        503, "service_unavailable", "The payment store is unavailable",
+        in_doubt ? "The outcome is unknown: the connection to the database was lost while the "
+                   "payment was being committed, so it may or may not have been stored. Retry "
+                   "the same request with the same Idempotency-Key: it returns the stored result "
+                   "if it was committed, and is a fresh attempt if it was not. Do not use a new key."
+                 : "Nothing was stored. Retry the same request with the same Idempotency-Key.",
+        in_doubt ? "in_doubt" : "unavailable");
     r.retry_after = 1;
-    std::cerr << "payrecon: intake: database unavailable: " << why << "\n";
+    std::cerr << "payrecon: intake: "
+              << (in_doubt ? "commit outcome unknown: " : "database unavailable: ") << e.what()
+              << "\n";
     return r;
 }
 
 } // namespace
+
+std::string ProviderCatalog::names() const {
+    std::string out;
+    for (const auto& [name, provider] : providers) {
+        out += (out.empty() ? "" : ", ") + name;
+    }
+    return out.empty() ? std::string("(none)") : out;
+}
 
 std::string IntakeResponse::content_type() const {
     return status >= 400 ? std::string(k_problem_content_type) : std::string("application/json");
@@ -136,6 +188,12 @@ IntakeResponse IntakeService::create_payment(const Principal& principal,
 
     auto make_bodies = [&](const std::string& created_at) {
         store::IntakeBodies bodies;
+        // Checked here, once the key is known to be new: a retry of a request stored before the
+        // configuration changed still gets its stored answer.
+        if (const auto refusal = provider_refusal(*request, m_settings.providers)) {
+            bodies.refused = validation_problem(*refusal).body;
+            return bodies;
+        }
         bodies.accepted = payment_resource_json(PaymentView{
             payment.payment_id, std::string(to_string(PaymentState::pending)),
             request->amount_minor, request->currency, request->merchant_reference,
@@ -163,7 +221,7 @@ IntakeResponse IntakeService::create_payment(const Principal& principal,
     try {
         write = store::write_intake(m_db, claim, payment, make_bodies);
     } catch (const DatabaseUnavailable& e) {
-        return unavailable(e.what());
+        return unavailable(e);
     }
 
     IntakeResponse response;
@@ -175,6 +233,9 @@ IntakeResponse IntakeService::create_payment(const Principal& principal,
         break;
     case store::IntakeWrite::Kind::duplicate_reference:
         response.outcome = "duplicate_reference";
+        break;
+    case store::IntakeWrite::Kind::refused:
+        response.outcome = "invalid";
         break;
     case store::IntakeWrite::Kind::existing:
         if (!m_keys.matches(canonical, write.stored_hash)) {

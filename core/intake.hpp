@@ -2,13 +2,16 @@
 // The intake protocol (DESIGN section 4): "create payment" accepted exactly once per
 // (tenant, principal, operation, idempotency key), however often a client retries.
 
+#include "core/carry_limits.hpp"
 #include "core/fingerprint.hpp"
 #include "core/principal.hpp"
 
 #include <chrono>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace payrecon {
 
@@ -16,12 +19,32 @@ namespace store {
 class Db;
 }
 
+// A provider this deployment is configured to send to (a key of the provider configuration).
+struct KnownProvider {
+    std::string name;   // what payments name: "stripe", "stripe-eu"
+    std::string kind;   // its adapter: stripe, adyen, square
+    CarryLimits limits; // what its adapter can carry of a payment
+};
+
+// The providers of the deployment's provider configuration. A payment naming any other provider
+// would be accepted and never sent: no worker could claim it.
+struct ProviderCatalog {
+    std::map<std::string, KnownProvider> providers; // by name
+
+    // The names, comma-separated, for messages: "stripe, stripe-eu".
+    std::string names() const;
+};
+
 struct IntakeSettings {
     // How long a key is remembered (expires_at = created_at + retention). Must exceed the longest
     // client retry window.
     std::chrono::seconds retention{std::chrono::hours(24 * 7)};
     // How often a client should poll the payment resource (Retry-After on 202).
     std::chrono::seconds poll_interval{2};
+    // The configured providers. With them, a new request naming another provider, or holding what
+    // its provider cannot carry (carry_problem), is refused (422, the field named, nothing stored,
+    // the key left free); nullopt: neither is checked.
+    std::optional<ProviderCatalog> providers;
 };
 
 struct IntakeResponse {
@@ -41,7 +64,8 @@ public:
 
     // `principal` is already authenticated (its tenant and role come from its credential).
     // Never throws for bad input: every outcome is a response. Database failures before commit
-    // become 503 with Retry-After (nothing stored; retry with the same key).
+    // become 503 with Retry-After (nothing stored; retry with the same key); a connection lost
+    // during COMMIT is a 503 too, whose detail says the outcome is unknown (outcome "in_doubt").
     IntakeResponse create_payment(const Principal& principal, std::string_view idempotency_key,
                                   std::string_view body, std::string_view api_version);
 

@@ -92,4 +92,15 @@ std::string format_money(const Money& money) {
     return out;
 }
 
+std::string describe_money(std::int64_t minor, std::string_view currency) {
+    std::string code(currency);
+    for (char& c : code) {
+        c = (c >= 'a' && c <= 'z') ? static_cast<char>(c - 'a' + 'A') : c;
+    }
+    if (!find_currency(code)) {
+        return std::to_string(minor) + " " + code + " (minor units)";
+    }
+    return format_money(Money{minor, code});
+}
+
 } // namespace payrecon

@@ -28,4 +28,10 @@ struct Money {
 // "12.34 EUR", "1000 JPY", "-0.005 KWD". Throws std::invalid_argument for an unknown currency.
 std::string format_money(const Money& money);
 
+// For messages about amounts from anywhere (a provider's included): format_money() of `minor` in
+// `currency` taken in upper case ("0.01 EUR" for 1 "eur"); for a currency ISO 4217 does not know,
+// which has no exponent to scale by, the minor units as they are, said so ("1500 XYZ (minor
+// units)"). Never throws.
+std::string describe_money(std::int64_t minor, std::string_view currency);
+
 } // namespace payrecon

@@ -1,5 +1,7 @@
 #include "core/reconcile_policy.hpp"
 
+#include "core/money.hpp"
+
 #include <algorithm>
 #include <cctype>
 
@@ -35,10 +37,6 @@ ReconcileDecision check_later(std::chrono::seconds in, std::string reason) {
     d.check_in = std::max(in, std::chrono::seconds(1));
     d.reason = std::move(reason);
     return d;
-}
-
-std::string amount_text(long long minor, std::string_view currency) {
-    return std::to_string(minor) + " " + std::string(currency);
 }
 
 } // namespace
@@ -153,8 +151,8 @@ ReconcileDecision decide_reconciliation(const ReconcileInput& in, const Reconcil
         }
         if (in.remote_amount_minor != in.amount_minor || !same_currency(in.remote_currency, in.currency)) {
             return review(ReviewCode::remote_mismatch,
-                          "the provider's payment is " + amount_text(in.remote_amount_minor, in.remote_currency) +
-                              ", ours is " + amount_text(in.amount_minor, in.currency));
+                          "the provider's payment is " + describe_money(in.remote_amount_minor, in.remote_currency) +
+                              ", ours is " + describe_money(in.amount_minor, in.currency));
         }
         ReconcileDecision d;
         d.provider_reference = in.remote_reference;

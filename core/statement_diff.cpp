@@ -28,18 +28,6 @@ constexpr std::string_view k_matched = "matched";
 
 Verdict verdict(std::string_view category, std::string detail) { return Verdict{category, std::move(detail)}; }
 
-std::string amount_text(long long minor, const std::string& currency) {
-    std::string upper = currency;
-    for (auto& c : upper) {
-        c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    }
-    try {
-        return format_money(Money{minor, upper});
-    } catch (const std::exception&) {
-        return std::to_string(minor) + " " + upper + " (minor units)";
-    }
-}
-
 } // namespace
 
 std::string_view to_string(RemoteStatus status) {
@@ -84,7 +72,7 @@ std::optional<Verdict> classify(const LocalRecord* local, std::span<const Remote
         }
         const RemoteRecord& r = *std::find_if(remote.begin(), remote.end(), [](const auto& x) { return is_charge(x.status); });
         return verdict("missing_local",
-                       "the provider charged " + amount_text(r.amount_minor, r.currency) + " (" + r.provider_reference +
+                       "the provider charged " + describe_money(r.amount_minor, r.currency) + " (" + r.provider_reference +
                            ") and payrecon has no record of it");
     }
     if (remote.empty() || charges == 0) {
@@ -107,15 +95,15 @@ std::optional<Verdict> classify(const LocalRecord* local, std::span<const Remote
     }
     if (!same_currency(local->currency, r.currency)) {
         return verdict("currency_mismatch",
-                       "ours is " + amount_text(local->amount_minor, local->currency) + ", the provider's " +
-                           amount_text(r.amount_minor, r.currency));
+                       "ours is " + describe_money(local->amount_minor, local->currency) + ", the provider's " +
+                           describe_money(r.amount_minor, r.currency));
     }
     const long long difference = local->amount_minor > r.amount_minor ? local->amount_minor - r.amount_minor
                                                                        : r.amount_minor - local->amount_minor;
     if (difference > rules.amount_tolerance_minor) {
         return verdict("amount_mismatch",
-                       "ours is " + amount_text(local->amount_minor, local->currency) + ", the provider's " +
-                           amount_text(r.amount_minor, r.currency));
+                       "ours is " + describe_money(local->amount_minor, local->currency) + ", the provider's " +
+                           describe_money(r.amount_minor, r.currency));
     }
     if (local->state == "succeeded" && r.status == RemoteStatus::succeeded) {
         return verdict(k_matched, "");

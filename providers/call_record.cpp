@@ -33,4 +33,12 @@ std::optional<std::chrono::seconds> retry_after_of(const http::HttpResult& r) {
     return r.http_status == 429 ? std::optional(std::chrono::seconds(1)) : std::nullopt;
 }
 
+SubmitResult not_carried(const CarryProblem& problem) {
+    SubmitResult r;
+    r.outcome = Outcome::declined;
+    r.call.error_class = "not_carried";
+    r.call.detail = problem.field + ": " + problem.message + " Nothing was sent.";
+    return r;
+}
+
 } // namespace payrecon::providers

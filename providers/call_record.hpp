@@ -2,6 +2,7 @@
 // What every adapter records of a transport call, shared so that attempt records and rate-limit
 // handling read the same for every provider.
 
+#include "core/carry_limits.hpp"
 #include "providers/http/transport.hpp"
 #include "providers/provider.hpp"
 
@@ -17,5 +18,10 @@ CallRecord call_record_of(const http::HttpResult& result);
 // How long a provider asked us to wait: its Retry-After header (seconds), else 1 s for a 429,
 // else nullopt.
 std::optional<std::chrono::seconds> retry_after_of(const http::HttpResult& result);
+
+// The result of a payment an adapter will not send because the provider cannot carry all of it
+// (carry_problem): nothing was sent, and sending again cannot help, so declined -- loudly, with
+// error class "not_carried" and the problem as the detail -- rather than sent with parts left out.
+SubmitResult not_carried(const CarryProblem& problem);
 
 } // namespace payrecon::providers

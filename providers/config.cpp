@@ -50,6 +50,15 @@ std::optional<bool> bool_field(const json& obj, const std::filesystem::path& sou
     return obj.at(key).get<bool>();
 }
 
+// True if the URL's authority (between "://" and the first '/', '?' or '#') holds an '@': user
+// information, which is credentials or a host in disguise ("https://api.stripe.com@evil.example").
+bool has_userinfo(const std::string& url) {
+    const auto scheme_end = url.find("://");
+    const std::size_t start = scheme_end == std::string::npos ? 0 : scheme_end + 3;
+    const std::size_t end = url.find_first_of("/?#", start);
+    return url.find('@', start) < end;
+}
+
 bool loopback_host(const std::string& url) {
     static const std::regex k_loopback(R"(^http://(127\.[0-9.]+|localhost|\[::1\])(:[0-9]+)?(/.*)?$)");
     return std::regex_match(url, k_loopback);
@@ -63,7 +72,7 @@ const std::vector<std::string_view>& known_kinds() {
 }
 
 Config parse_config(std::string_view text, const std::filesystem::path& source,
-                    const char* (*environment)(const char*)) {
+                    const char* (*environment)(const char*), ApiKeys keys) {
     if (environment == nullptr) {
         environment = [](const char* name) -> const char* { return std::getenv(name); };
     }
@@ -131,6 +140,18 @@ Config parse_config(std::string_view text, const std::filesystem::path& source,
         while (!c.base_url.empty() && c.base_url.back() == '/') {
             c.base_url.pop_back();
         }
+        if (has_userinfo(c.base_url)) {
+            // Never echo the URL: what precedes the '@' is a secret.
+            const std::string env =
+                p.contains("api_key_env") && p.at("api_key_env").is_string() &&
+                        std::regex_match(p.at("api_key_env").get<std::string>(), k_env)
+                    ? " (" + p.at("api_key_env").get<std::string>() + ")"
+                    : std::string();
+            bad(source, path + ".base_url",
+                "carries credentials (user:password@ before the host), which never go in the file",
+                "give the bare URL (e.g. https://api.stripe.com) and keep the credential in the "
+                "environment variable that api_key_env names" + env);
+        }
         if (c.base_url.rfind("https://", 0) != 0 && !loopback_host(c.base_url)) {
             bad(source, path + ".base_url", "must be https:// (plain http only for loopback test servers)");
         }
@@ -140,12 +161,14 @@ Config parse_config(std::string_view text, const std::filesystem::path& source,
                 "is required: the NAME of the environment variable that holds the API key");
         }
         c.api_key_env = p.at("api_key_env").get<std::string>();
-        const char* key = environment(c.api_key_env.c_str());
-        if (key == nullptr || *key == '\0') {
-            bad(source, path + ".api_key_env", "the environment variable " + c.api_key_env + " is not set",
-                "export " + c.api_key_env + " with the provider's secret key (never put it in the file)");
+        if (keys == ApiKeys::read) {
+            const char* key = environment(c.api_key_env.c_str());
+            if (key == nullptr || *key == '\0') {
+                bad(source, path + ".api_key_env", "the environment variable " + c.api_key_env + " is not set",
+                    "export " + c.api_key_env + " with the provider's secret key (never put it in the file)");
+            }
+            c.api_key = Secret(key);
         }
-        c.api_key = Secret(key);
         c.connect_timeout = std::chrono::milliseconds(
             integer_field(p, source, path, "connect_timeout_ms", 2000, 50, 60000));
         c.timeout = std::chrono::milliseconds(integer_field(p, source, path, "timeout_ms", 10000, 100, 300000));
@@ -190,7 +213,7 @@ Config parse_config(std::string_view text, const std::filesystem::path& source,
     return config;
 }
 
-Config load_config(const std::filesystem::path& path) {
+Config load_config(const std::filesystem::path& path, ApiKeys keys) {
     std::ifstream in(path);
     if (!in) {
         throw ConfigError("cannot read the config file " + path.string(),
@@ -198,7 +221,7 @@ Config load_config(const std::filesystem::path& path) {
     }
     std::ostringstream text;
     text << in.rdbuf();
-    return parse_config(text.str(), path);
+    return parse_config(text.str(), path, nullptr, keys);
 }
 
 std::chrono::milliseconds worst_case_call(const ProviderConfig& config) {

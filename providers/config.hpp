@@ -67,12 +67,18 @@ std::chrono::milliseconds worst_case_call(const ProviderConfig& config);
 // The adapter kinds this build has, for validation and messages.
 const std::vector<std::string_view>& known_kinds();
 
+// Whether loading a configuration reads the API keys. A process that never calls a provider
+// (`serve`, `payments create`: they only need the provider names) does not hold them.
+enum class ApiKeys { read, not_read };
+
 // Parses `text` (from `source`, for messages). `environment` looks up api_key_env (nullptr if the
-// variable is unset). Throws ConfigError naming the field ("providers.stripe.timeout_ms: ...").
+// variable is unset); with ApiKeys::not_read the variable is neither read nor required (api_key
+// stays empty), its name is still checked. Throws ConfigError naming the field
+// ("providers.stripe.timeout_ms: ...").
 Config parse_config(std::string_view text, const std::filesystem::path& source,
-                    const char* (*environment)(const char*) = nullptr);
+                    const char* (*environment)(const char*) = nullptr, ApiKeys keys = ApiKeys::read);
 
 // Reads and parses the file at `path`. Throws ConfigError if it cannot be read or is invalid.
-Config load_config(const std::filesystem::path& path);
+Config load_config(const std::filesystem::path& path, ApiKeys keys = ApiKeys::read);
 
 } // namespace payrecon::providers

@@ -2,9 +2,12 @@
 
 #include "core/errors.hpp"
 #include "providers/adyen/adapter.hpp"
+#include "providers/adyen/wire.hpp"
 #include "providers/http/transport.hpp"
 #include "providers/square/adapter.hpp"
+#include "providers/square/wire.hpp"
 #include "providers/stripe/adapter.hpp"
+#include "providers/stripe/wire.hpp"
 
 namespace payrecon::providers {
 namespace {
@@ -35,6 +38,28 @@ std::unique_ptr<Provider> create_provider(const ProviderConfig& config) {
     throw ConfigError("provider " + config.name + ": no adapter of kind '" + config.kind +
                           "' in this build",
                       "use one of the kinds docs/adding-a-provider.md lists");
+}
+
+const CarryLimits& carry_limits_of(std::string_view kind) {
+    if (kind == "stripe") {
+        return stripe::carry_limits();
+    }
+    if (kind == "adyen") {
+        return adyen::carry_limits();
+    }
+    if (kind == "square") {
+        return square::carry_limits();
+    }
+    throw ConfigError("no adapter of kind '" + std::string(kind) + "' in this build",
+                      "use one of the kinds docs/adding-a-provider.md lists");
+}
+
+ProviderCatalog provider_catalog(const Config& config) {
+    ProviderCatalog catalog;
+    for (const auto& [name, p] : config.providers) {
+        catalog.providers.emplace(name, KnownProvider{name, p.kind, carry_limits_of(p.kind)});
+    }
+    return catalog;
 }
 
 } // namespace payrecon::providers

@@ -95,39 +95,6 @@ std::string display_amount(const std::optional<long long>& minor,
     return format_amount(*minor, *currency);
 }
 
-std::string printable(std::string_view text) {
-    static constexpr const char* k_hex = "0123456789abcdef";
-    std::string out;
-    out.reserve(text.size());
-    for (std::size_t i = 0; i < text.size(); ++i) {
-        const char ch = text[i];
-        const auto c = static_cast<unsigned char>(ch);
-        const auto next = i + 1 < text.size() ? static_cast<unsigned char>(text[i + 1]) : 0U;
-        if (c == 0xc2 && next >= 0x80 && next <= 0x9f) {
-            // A C1 control (U+0080..U+009F, e.g. CSI) in UTF-8: terminals act on these too.
-            out += "\\u00";
-            out += k_hex[next >> 4];
-            out += k_hex[next & 0x0f];
-            ++i;
-        } else if (ch == '\\') {
-            out += "\\\\";
-        } else if (ch == '\n') {
-            out += "\\n";
-        } else if (ch == '\t') {
-            out += "\\t";
-        } else if (ch == '\r') {
-            out += "\\r";
-        } else if (c < 0x20 || c == 0x7f) {
-            out += "\\x";
-            out += k_hex[c >> 4];
-            out += k_hex[c & 0x0f];
-        } else {
-            out += ch;
-        }
-    }
-    return out;
-}
-
 std::size_t display_width(std::string_view text) {
     return static_cast<std::size_t>(std::count_if(text.begin(), text.end(), [](char c) {
         return (static_cast<unsigned char>(c) & 0xC0) != 0x80;

@@ -6,6 +6,7 @@
 // control characters, CSV defends against formula injection, HTML escapes & < > " ' and forbids
 // everything but its own inline style and script with a Content-Security-Policy.
 
+#include "core/encoding.hpp"
 #include "reports/report.hpp"
 
 #include <istream>
@@ -67,10 +68,9 @@ std::vector<Finding> parse_findings_csv(std::istream& in);
 std::string display_amount(const std::optional<long long>& minor,
                            const std::optional<std::string>& currency);
 
-// `text` with control characters written as \n, \t, \r, \xNN (C0 and DEL), \u00NN (C1, in UTF-8)
-// and backslashes doubled, so that one value stays one line and cannot move the cursor or recolour
-// a terminal.
-std::string printable(std::string_view text);
+// `text` with control characters escaped (core/encoding.hpp), so that one value stays one line and
+// cannot move the cursor or recolour a terminal.
+using payrecon::printable;
 
 // Terminal columns of UTF-8 `text`, counted in code points (continuation bytes start none).
 std::size_t display_width(std::string_view text);

@@ -66,7 +66,7 @@ void audit(pqxx::work& tx, const std::string& tenant_id, const std::string& acto
 TenantRecord create_tenant(Db& db, const std::string& name, const std::string& actor) {
     static const std::regex k_name("^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$");
     if (!std::regex_match(name, k_name)) {
-        throw UsageError("tenant name '" + name + "' is not allowed",
+        throw UsageError("tenant name '" + printable(name) + "' is not allowed",
                          "use 1 to 64 characters: letters, digits, '.', '_' and '-', starting with a "
                          "letter or digit");
     }
@@ -115,8 +115,12 @@ std::optional<TenantRecord> find_tenant(Db& db, const std::string& id_or_name) {
 
 PrincipalRecord create_principal(Db& db, const std::string& tenant_id, const std::string& name, Role role,
                                  const std::string& api_key_digest_hex, const std::string& actor) {
-    if (name.empty() || name.size() > 128) {
-        throw UsageError("a principal name must have 1 to 128 characters");
+    if (const auto problem = display_name_problem(name, k_max_principal_name)) {
+        // Never echo it: the name is printed in operators' terminals, which is why it is checked.
+        throw UsageError("the principal name " + *problem,
+                         "use 1 to " + std::to_string(k_max_principal_name) +
+                             " bytes of printable text (letters, digits, punctuation, spaces "
+                             "inside), e.g. web-shop");
     }
     Db::Impl& impl = db.impl();
     return translate_errors(impl, [&] {
@@ -124,7 +128,7 @@ PrincipalRecord create_principal(Db& db, const std::string& tenant_id, const std
         const pqxx::result r = tx.exec_params(k_insert_principal, tenant_id, name,
                                               std::string(to_string(role)), api_key_digest_hex);
         if (r.empty()) {
-            throw Refused("the tenant has a principal named '" + name + "' already",
+            throw Refused("the tenant has a principal named '" + printable(name) + "' already",
                           "choose another name, or revoke the old one and create a new one");
         }
         PrincipalRecord p = principal_from(r[0]);

@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace payrecon::store {
 
@@ -26,7 +27,15 @@ private:
     std::unique_ptr<Impl> m_impl;
 };
 
-// `url` with any password replaced by "***", for messages and logs.
+// `url` with the value of every secret libpq parameter -- password (also as the URI's
+// user:password@), sslpassword, and whatever else libpq marks as a secret -- replaced by "***", in
+// the URI form (parameter names percent-decoded as libpq does) and the keyword/value form. For
+// messages and logs. A URL whose secrets cannot be told apart safely is not shown at all.
 std::string redact_url(const std::string& url);
+
+// The names of the secret parameters `url` gives a value ("password", "sslpassword"), in libpq's
+// order; empty if it carries none. Refuse such a URL on the command line (the process list shows
+// it).
+std::vector<std::string> url_secret_names(const std::string& url);
 
 } // namespace payrecon::store

@@ -77,6 +77,13 @@ IntakeWrite write_intake(Db& db, const IntakeClaim& claim, const NewPayment& pay
             if (!claimed.empty()) {
                 crash_point("intake.after_key_claim");
                 const IntakeBodies bodies = make_bodies(claimed[0][0].as<std::string>());
+                if (bodies.refused) {
+                    tx.abort(); // the key claim goes with it
+                    out.kind = IntakeWrite::Kind::refused;
+                    out.status = 422;
+                    out.body = *bodies.refused;
+                    return out;
+                }
                 if (bodies.accepted.size() > k_max_stored_response ||
                     bodies.duplicate_reference.size() > k_max_stored_response) {
                     throw std::length_error("a response to store exceeds 64 KiB");

@@ -35,6 +35,9 @@ struct IntakeBodies {
     std::string accepted;            // stored with 202 when the payment row is inserted
     std::string duplicate_reference; // stored with 409 when the merchant reference is taken
     std::string created_event;       // the outbox payload of payment.created
+    // A 422 body instead: the request is refused now that it is known to be a first request (a
+    // stored answer is replayed before anything is checked). Nothing is stored; the key stays free.
+    std::optional<std::string> refused;
 };
 
 struct IntakeWrite {
@@ -42,6 +45,7 @@ struct IntakeWrite {
         created,             // key claimed, payment inserted, 202 stored: committed
         duplicate_reference, // key claimed, merchant reference taken, 409 stored: committed
         existing,            // the key had a record already: nothing written
+        refused,             // make_bodies refused the first request: rolled back, 422 `body`
     };
     Kind kind = Kind::existing;
     int status = 0;    // the stored status (for existing: 0 if the record has no response)
@@ -53,8 +57,9 @@ struct IntakeWrite {
 };
 
 // BEGIN; INSERT the idempotency row ON CONFLICT DO NOTHING;
-//   inserted: INSERT the payment (ON CONFLICT on the merchant reference DO NOTHING) and its outbox
-//             row, store the response, COMMIT.
+//   inserted: make_bodies; if it refuses, ROLLBACK (the key stays free). Otherwise INSERT the
+//             payment (ON CONFLICT on the merchant reference DO NOTHING) and its outbox row, store
+//             the response, COMMIT.
 //   not inserted: SELECT the record (a new statement) and the principal's revocation; COMMIT.
 // `make_bodies` gets the creation time (ISO 8601, UTC). Crash points: intake.after_key_claim,
 // intake.before_commit, intake.after_commit.

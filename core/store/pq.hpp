@@ -20,8 +20,12 @@ namespace payrecon::store {
 class TransientStoreError : public DatabaseUnavailable {
 public:
     TransientStoreError(const std::string& what, bool in_doubt)
-        : DatabaseUnavailable(what, "retry the same request; nothing is lost"), m_in_doubt(in_doubt) {}
+        : DatabaseUnavailable(what, in_doubt ? "the last change may or may not have been made: look "
+                                               "before you repeat it (an idempotent retry is safe)"
+                                             : "retry the same request; nothing is lost"),
+          m_in_doubt(in_doubt) {}
     bool in_doubt() const noexcept { return m_in_doubt; }
+    bool commit_outcome_unknown() const noexcept override { return m_in_doubt; }
 
 private:
     bool m_in_doubt;

@@ -13,6 +13,9 @@ AdyenAdapter::AdyenAdapter(const ProviderConfig& config, SendFunction send)
 }
 
 SubmitResult AdyenAdapter::submit(const PaymentOrder& order) {
+    if (const auto problem = carry_problem(carry_limits(), order.merchant_reference, order.metadata)) {
+        return not_carried(*problem);
+    }
     const auto body = payment_body(order, m_merchant_account);
     if (!body ||
         (m_caps.honours_idempotency_keys && order.operation_id.size() > k_max_key_length)) {

@@ -8,7 +8,8 @@
 //   errorCode "704" (HTTP 422 or 409): the first may be charging -- unknown, never declined.
 // - `reference` is our operation ID and is echoed as `merchantReference`; our merchant reference
 //   and operation ID also go in `metadata` (at most 20 entries, keys <= 20 and values <= 80
-//   characters). The body needs `merchantAccount`, so an adyen provider's config names one.
+//   characters: wire.hpp carry_limits(); so a merchant reference over 80 cannot be carried). A
+//   payment that does not fit is never sent with entries left out: not_carried, declined. The body needs `merchantAccount`, so an adyen provider's config names one.
 // - We charge a stored card merchant-initiated: paymentMethod {type scheme,
 //   storedPaymentMethodId}, shopperInteraction ContAuth, recurringProcessingModel
 //   UnscheduledCardOnFile, shopperReference = our customer.

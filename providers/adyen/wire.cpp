@@ -103,22 +103,25 @@ std::optional<Money> from_adyen_amount(std::int64_t value, std::string_view curr
     return Money{*minor, code};
 }
 
+const CarryLimits& carry_limits() {
+    static const CarryLimits k_limits{
+        "Adyen",
+        MetadataLimits{k_max_metadata_entries, {"operation_id", "merchant_reference"},
+                       k_max_metadata_key, k_max_metadata_value,
+                       "Adyen's Checkout API: at most 20 metadata entries, keys up to 20 and values "
+                       "up to 80 characters; more is its error 177"}};
+    return k_limits;
+}
+
 std::optional<std::string> payment_body(const PaymentOrder& order,
                                         std::string_view merchant_account) {
     const auto value = to_adyen_amount(order.amount);
-    if (!value) {
+    if (!value || carry_problem(carry_limits(), order.merchant_reference, order.metadata)) {
         return std::nullopt;
     }
     json metadata = json::object();
-    std::size_t sent = 0;
     for (const auto& [k, v] : order.metadata) {
-        if (k == "operation_id" || k == "merchant_reference" || k.empty() ||
-            k.size() > k_max_metadata_key || v.size() > k_max_metadata_value ||
-            sent >= k_max_metadata_entries - 2) {
-            continue;
-        }
         metadata[k] = v;
-        ++sent;
     }
     metadata["operation_id"] = order.operation_id;
     metadata["merchant_reference"] = order.merchant_reference;

@@ -3,6 +3,7 @@
 // and ServiceError objects, amount units and resultCode mapping. Pure functions: no I/O. See
 // adapter.hpp for the provider's quirks.
 
+#include "core/carry_limits.hpp"
 #include "providers/provider.hpp"
 
 #include <cstddef>
@@ -30,12 +31,16 @@ inline constexpr std::size_t k_max_metadata_entries = 20;
 inline constexpr std::size_t k_max_metadata_key = 20;
 inline constexpr std::size_t k_max_metadata_value = 80;
 
+// What Adyen carries of a payment: the metadata limits above, two entries of them ours
+// (operation_id, merchant_reference: so the merchant reference must fit in 80 characters).
+const CarryLimits& carry_limits();
+
 // The JSON body of POST /v71/payments: a merchant-initiated charge of a stored card
 // (`paymentMethod` {type scheme, storedPaymentMethodId}, shopperInteraction ContAuth,
-// recurringProcessingModel UnscheduledCardOnFile), `reference` = our operation ID, our operation ID
-// and merchant reference in `metadata` (which win over caller metadata of the same key; caller
-// entries that break Adyen's limits are left out, at most 18 are sent). nullopt if the amount is
-// not expressible in Adyen's units.
+// recurringProcessingModel UnscheduledCardOnFile), `reference` = our operation ID, every caller
+// metadata entry and our operation ID and merchant reference in `metadata`. nullopt if the amount
+// is not expressible in Adyen's units or carry_problem(carry_limits(), ...) finds something Adyen
+// cannot carry: nothing is ever left out.
 std::optional<std::string> payment_body(const PaymentOrder& order,
                                         std::string_view merchant_account);
 

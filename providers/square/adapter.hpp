@@ -16,6 +16,8 @@
 //   How soon a new payment shows in the list is not published: "not found" means nothing within
 //   the settle delay.
 // - Amounts are in the currency's smallest ISO 4217 unit (USD cents, JPY yen): no exceptions.
+// - CreatePayment has no metadata: a payment with metadata is never sent without it (not_carried,
+//   declined); the intake refuses it up front when it knows the provider is a Square one.
 // - Declines are 400 (some integrations see 402) with category PAYMENT_METHOD_ERROR, often with
 //   the FAILED Payment attached; other INVALID_REQUEST_ERRORs are declined too (the request is
 //   wrong; sending it again gives the same answer). 401/403 (AUTHENTICATION_ERROR) and 429

@@ -158,9 +158,16 @@ std::optional<std::chrono::system_clock::time_point> parse_rfc3339(std::string_v
            std::chrono::microseconds(micros);
 }
 
+const CarryLimits& carry_limits() {
+    static const CarryLimits k_limits{
+        "Square", MetadataLimits{0, {}, 0, 0, "Square's CreatePayment has no metadata field"}};
+    return k_limits;
+}
+
 std::optional<std::string> create_body(const PaymentOrder& order) {
     const auto money = to_square_money(order.amount);
-    if (!money || order.operation_id.empty() || order.operation_id.size() > k_max_reference_id) {
+    if (!money || order.operation_id.empty() || order.operation_id.size() > k_max_reference_id ||
+        carry_problem(carry_limits(), order.merchant_reference, order.metadata)) {
         return std::nullopt;
     }
     json body = {

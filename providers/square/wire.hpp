@@ -3,6 +3,7 @@
 // CreatePayment request, the Payment, Error and ListPayments shapes, amounts and status mapping.
 // Pure functions: no I/O. See adapter.hpp for the provider's quirks.
 
+#include "core/carry_limits.hpp"
 #include "providers/provider.hpp"
 
 #include <chrono>
@@ -26,10 +27,13 @@ std::string format_rfc3339(std::chrono::system_clock::time_point t);
 // nullopt if it is not one.
 std::optional<std::chrono::system_clock::time_point> parse_rfc3339(std::string_view text);
 
+// What Square carries of a payment: no metadata at all (CreatePayment has no metadata field).
+const CarryLimits& carry_limits();
+
 // The JSON body of POST /v2/payments: idempotency_key and reference_id are our operation ID,
 // source_id the payment method token, amount_money, customer_id and note when present, and
-// autocomplete true. nullopt if the amount is not expressible or the operation ID is longer than
-// reference_id allows (40).
+// autocomplete true. nullopt if the amount is not expressible, the operation ID is longer than
+// reference_id allows (40), or the payment has metadata (it would be left out).
 std::optional<std::string> create_body(const PaymentOrder& order);
 
 // A Payment's status mapped to an outcome: COMPLETED -> succeeded; APPROVED (authorised, not

@@ -26,6 +26,9 @@ http::HttpRequest StripeAdapter::request(std::string method, std::string path_an
 }
 
 SubmitResult StripeAdapter::submit(const PaymentOrder& order) {
+    if (const auto problem = carry_problem(carry_limits(), order.merchant_reference, order.metadata)) {
+        return not_carried(*problem);
+    }
     const auto body = create_body(order);
     if (!body) {
         // Nothing was sent, and sending again cannot help: the amount has no Stripe form.

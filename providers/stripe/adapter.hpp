@@ -8,7 +8,9 @@
 //   while the first request is still running, 409 `idempotency_key_in_use`. Both mean "the first
 //   may have charged": unknown, never declined.
 // - We create and confirm in one call (`confirm=true`, `off_session=true`) with our operation ID
-//   and merchant reference in `metadata`, so the charge can be found again.
+//   and merchant reference in `metadata`, so the charge can be found again. Metadata holds at most
+//   50 keys (ours included), keys <= 40 and values <= 500 characters (wire.hpp: carry_limits()); a
+//   payment that does not fit is never sent with entries left out: not_carried, declined.
 // - Lookup: Search (`metadata['operation_id']:'...'`) lags behind writes -- under a minute
 //   normally, up to an hour in incidents -- so "not found" means nothing within the settle delay.
 //   Listing by `created` window does not lag and drives the statement reconciliation.

@@ -126,9 +126,18 @@ std::string form_encode(const std::vector<std::pair<std::string, std::string>>& 
     return out;
 }
 
+const CarryLimits& carry_limits() {
+    static const CarryLimits k_limits{
+        "Stripe",
+        MetadataLimits{50, {"operation_id", "merchant_reference"}, 40, 500,
+                       "Stripe's metadata: at most 50 keys, keys up to 40 and values up to 500 "
+                       "characters"}};
+    return k_limits;
+}
+
 std::optional<std::string> create_body(const PaymentOrder& order) {
     const auto amount = to_stripe_amount(order.amount);
-    if (!amount) {
+    if (!amount || carry_problem(carry_limits(), order.merchant_reference, order.metadata)) {
         return std::nullopt;
     }
     std::vector<std::pair<std::string, std::string>> f = {
@@ -144,13 +153,8 @@ std::optional<std::string> create_body(const PaymentOrder& order) {
     if (order.description) {
         f.emplace_back("description", *order.description);
     }
-    std::size_t sent = 0;
     for (const auto& [k, v] : order.metadata) {
-        if (k == "operation_id" || k == "merchant_reference" || sent >= 48) {
-            continue;
-        }
         f.emplace_back("metadata[" + k + "]", v);
-        ++sent;
     }
     f.emplace_back("metadata[operation_id]", order.operation_id);
     f.emplace_back("metadata[merchant_reference]", order.merchant_reference);

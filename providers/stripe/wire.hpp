@@ -3,6 +3,7 @@
 // request, the PaymentIntent and error objects, amount units and status mapping. Pure functions:
 // no I/O. See adapter.hpp for the provider's quirks.
 
+#include "core/carry_limits.hpp"
 #include "providers/provider.hpp"
 
 #include <optional>
@@ -26,9 +27,14 @@ std::optional<Money> from_stripe_amount(long long amount, std::string_view curre
 // application/x-www-form-urlencoded, keys and values percent-encoded, in the given order.
 std::string form_encode(const std::vector<std::pair<std::string, std::string>>& fields);
 
-// The body of POST /v1/payment_intents: create and confirm off-session, with our operation ID and
-// merchant reference in metadata (which win over caller metadata of the same key; at most 48
-// caller keys are sent, Stripe's limit being 50). nullopt if the amount is not expressible.
+// What Stripe carries of a payment: 50 metadata keys per object (two of them ours: operation_id and
+// merchant_reference), keys up to 40 and values up to 500 characters.
+const CarryLimits& carry_limits();
+
+// The body of POST /v1/payment_intents: create and confirm off-session, with every caller metadata
+// entry and our operation ID and merchant reference in metadata. nullopt if the amount is not
+// expressible or carry_problem(carry_limits(), ...) finds something Stripe cannot carry: nothing is
+// ever left out.
 std::optional<std::string> create_body(const PaymentOrder& order);
 
 // A PaymentIntent's status mapped to an outcome: succeeded -> succeeded; processing,

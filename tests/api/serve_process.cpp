@@ -3,6 +3,7 @@
 #include "core/fingerprint.hpp"
 #include "tests/support/test_db.hpp"
 
+#include <algorithm>
 #include <array>
 #include <catch2/catch.hpp>
 #include <cerrno>
@@ -37,7 +38,8 @@ SecretFile::~SecretFile() {
     ::unlink(m_path.c_str());
 }
 
-ServeProcess::ServeProcess(const SecretFile& secret, int threads) {
+ServeProcess::ServeProcess(const SecretFile& secret, int threads,
+                           const std::vector<std::string>& extra_env) {
     const char* bin = std::getenv("PAYRECON_BIN");
     if (bin == nullptr) {
         FAIL("PAYRECON_BIN is not set: run the tests through ctest (or scripts/test), which sets "
@@ -48,7 +50,10 @@ ServeProcess::ServeProcess(const SecretFile& secret, int threads) {
     std::vector<std::string> env;
     for (char** e = environ; *e != nullptr; ++e) {
         const std::string_view entry(*e);
-        if (entry.starts_with("PAYRECON_DATABASE_URL=") ||
+        const bool replaced = std::any_of(extra_env.begin(), extra_env.end(), [&](const std::string& extra) {
+            return entry.starts_with(extra.substr(0, extra.find('=') + 1));
+        });
+        if (replaced || entry.starts_with("PAYRECON_DATABASE_URL=") ||
             entry.starts_with("PAYRECON_FINGERPRINT_SECRET_FILE=")) {
             continue;
         }
@@ -56,6 +61,7 @@ ServeProcess::ServeProcess(const SecretFile& secret, int threads) {
     }
     env.push_back("PAYRECON_DATABASE_URL=" + database_url());
     env.push_back("PAYRECON_FINGERPRINT_SECRET_FILE=" + secret.path());
+    env.insert(env.end(), extra_env.begin(), extra_env.end());
     std::vector<char*> argv;
     for (const auto& a : args) {
         argv.push_back(const_cast<char*>(a.c_str()));

@@ -34,9 +34,11 @@ class ServeProcess {
 public:
     // Starts `$PAYRECON_BIN serve --listen 127.0.0.1:0 --threads <threads>` with
     // PAYRECON_DATABASE_URL = database_url() and PAYRECON_FINGERPRINT_SECRET_FILE = `secret`, and
-    // returns once its first stdout line, the listening event, has named the port. Fails the test
-    // if PAYRECON_BIN is unset, or if the process exits or stays silent for 20 s first.
-    explicit ServeProcess(const SecretFile& secret, int threads = 16);
+    // returns once its first stdout line, the listening event, has named the port. `env` adds or
+    // replaces environment variables ("PAYRECON_CONFIG=/path"). Fails the test if PAYRECON_BIN is
+    // unset, or if the process exits or stays silent for 20 s first.
+    explicit ServeProcess(const SecretFile& secret, int threads = 16,
+                          const std::vector<std::string>& env = {});
     // SIGKILL if still running.
     ~ServeProcess();
     ServeProcess(const ServeProcess&) = delete;

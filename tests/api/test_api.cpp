@@ -899,11 +899,11 @@ TEST_CASE("api: Content-Type application/json is matched in any case and with pa
     HttpClient http;
     int n = 0;
     for (const std::string type : {"application/json; charset=utf-8", "Application/JSON",
-                                   "application/json ; charset=UTF-8", "Content-Type:"}) {
+                                   "application/json ; charset=UTF-8"}) {
         INFO(type);
         const std::string ref = "ref-ct-" + std::to_string(++n);
         Request req = create_request(s.key(), ref, payment_body(ref));
-        req.headers.push_back(type == "Content-Type:" ? type : "Content-Type: " + type);
+        req.headers.push_back("Content-Type: " + type);
         CHECK(http.send(server.port(), req).status == 202);
     }
     for (const std::string type : {"application/jsonx", "text/json", "application/problem+json"}) {
@@ -915,6 +915,137 @@ TEST_CASE("api: Content-Type application/json is matched in any case and with pa
     CHECK(payments(s.tenant) == n);
     http.disconnect();
     check_exited_cleanly(server.terminate());
+}
+
+TEST_CASE("api: a request without Content-Type gets 415 and stores nothing",
+          "[api][db][validation][regression]") {
+    // A POST with no Content-Type at all was read as JSON and created a payment (202), while
+    // docs/http-api.md promises 415 for anything that is not application/json.
+    Scope s;
+    SecretFile secret;
+    ServeProcess server(secret);
+    HttpClient http;
+    const std::string body = payment_body("ref-no-ct");
+    Request none = create_request(s.key(), "k-no-ct", body);
+    none.headers.push_back("Content-Type:"); // curl then sends no Content-Type header at all
+    const auto r = http.send(server.port(), none);
+    CHECK(r.status == 415);
+    CHECK(r.header("Content-Type") == "application/problem+json");
+    CHECK(r.problem_type() == "unsupported_media_type");
+    // The same bytes on a raw socket, so no client library adds a header of its own.
+    const auto raw = raw_exchange(server.port(),
+                                  "POST /v1/payments HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                                  "Authorization: Bearer " + s.key() +
+                                      "\r\nIdempotency-Key: k-no-ct\r\nContent-Length: " +
+                                      std::to_string(body.size()) +
+                                      "\r\nConnection: close\r\n\r\n" + body);
+    CHECK(raw.status == 415);
+    CHECK(nlohmann::json::parse(raw.body, nullptr, false).value("type", "") ==
+          "unsupported_media_type");
+    // An empty Content-Type is no media type either.
+    const auto empty = raw_exchange(server.port(),
+                                    "POST /v1/payments HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                                    "Authorization: Bearer " + s.key() +
+                                        "\r\nIdempotency-Key: k-no-ct\r\nContent-Type: \r\n"
+                                        "Content-Length: " + std::to_string(body.size()) +
+                                        "\r\nConnection: close\r\n\r\n" + body);
+    CHECK(empty.status == 415);
+    CHECK(payments(s.tenant) == 0);
+    CHECK(records(s.tenant) == 0);
+    CHECK(events(s.tenant) == 0);
+    // The key stayed free: with the header, the same request is a first request.
+    Request ok = create_request(s.key(), "k-no-ct", body);
+    const auto created = http.send(server.port(), ok);
+    CHECK(created.status == 202);
+    CHECK_FALSE(created.replayed());
+    CHECK(payments(s.tenant) == 1);
+    CHECK(records(s.tenant) == 1);
+    http.disconnect();
+    check_exited_cleanly(server.terminate());
+}
+
+namespace {
+
+// A provider configuration file, removed on destruction. Its api_key_env names a variable that is
+// not set: serve reads the provider names, never the keys.
+class ConfigFile {
+public:
+    explicit ConfigFile(const std::string& json) {
+        char path[] = "/tmp/payrecon-config-XXXXXX";
+        const int fd = ::mkstemp(path);
+        REQUIRE(fd >= 0);
+        const bool written = ::write(fd, json.data(), json.size()) == static_cast<ssize_t>(json.size());
+        ::close(fd);
+        m_path = path;
+        REQUIRE(written);
+    }
+    ~ConfigFile() { ::unlink(m_path.c_str()); }
+    ConfigFile(const ConfigFile&) = delete;
+    ConfigFile& operator=(const ConfigFile&) = delete;
+    const std::string& path() const { return m_path; }
+
+private:
+    std::string m_path;
+};
+
+const char* const k_two_stripes =
+    R"({"providers": {"stripe": {"kind": "stripe", "base_url": "https://api.stripe.com",
+        "api_key_env": "PAYRECON_TEST_UNSET_KEY"},
+        "stripe-eu": {"kind": "stripe", "base_url": "https://api.stripe.com",
+        "api_key_env": "PAYRECON_TEST_UNSET_KEY"}}})";
+
+std::string with_provider(const std::string& provider, const std::string& reference) {
+    std::string body = payment_body(reference);
+    const std::string stripe = R"("provider": "stripe")";
+    body.replace(body.find(stripe), stripe.size(), R"("provider": ")" + provider + "\"");
+    return body;
+}
+
+} // namespace
+
+TEST_CASE("api: serve with the provider configuration refuses a provider it does not know",
+          "[api][db][validation][regression]") {
+    // A payment to an unconfigured provider was accepted (202) and stayed pending forever.
+    Scope s;
+    SecretFile secret;
+    ConfigFile config(k_two_stripes);
+    ServeProcess server(secret, 4, {"PAYRECON_CONFIG=" + config.path()});
+    HttpClient http;
+    const auto r = http.send(server.port(), create_request(s.key(), "k-pp", with_provider("paypal", "ref-pp")));
+    CHECK(r.status == 422);
+    CHECK(r.header("Content-Type") == "application/problem+json");
+    const auto j = r.json();
+    CHECK(j["type"] == "invalid_request");
+    CHECK(j["field"] == "provider");
+    CHECK(j.value("detail", "").find("stripe, stripe-eu") != std::string::npos);
+    CHECK(payments(s.tenant) == 0);
+    CHECK(records(s.tenant) == 0);
+    CHECK(events(s.tenant) == 0);
+    const auto ok = http.send(server.port(), create_request(s.key(), "k-pp", with_provider("stripe-eu", "ref-pp")));
+    CHECK(ok.status == 202);
+    CHECK_FALSE(ok.replayed());
+    CHECK(payments(s.tenant) == 1);
+    http.disconnect();
+    check_exited_cleanly(server.terminate());
+    CHECK(server.stderr_text().find("not checked") == std::string::npos);
+}
+
+TEST_CASE("api: serve without a provider configuration warns that provider names are not checked",
+          "[api][db]") {
+    Scope s;
+    SecretFile secret;
+    ServeProcess server(secret, 4, {"PAYRECON_CONFIG="});
+    CHECK(send_once(server.port(), create_request(s.key(), "k-any", with_provider("anything", "ref-any")))
+              .status == 202);
+    check_exited_cleanly(server.terminate());
+    CHECK(server.stderr_text().find("warning: no provider configuration") != std::string::npos);
+    CHECK(server.stderr_text().find("provider names are not checked") != std::string::npos);
+    bool logged = false;
+    for (const auto& line : server.stdout_lines()) {
+        const auto j = nlohmann::json::parse(line, nullptr, false);
+        logged = logged || (j.is_object() && j.value("warning", "") == "provider_names_not_checked");
+    }
+    CHECK(logged);
 }
 
 TEST_CASE("api: an Idempotency-Key is taken byte for byte, percent sequences included",

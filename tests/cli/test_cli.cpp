@@ -1,13 +1,16 @@
 // The command line, parsed in-process with build_app(), and the binary's exit codes.
 #include "core/auth.hpp"
+#include "core/encoding.hpp"
 #include "core/errors.hpp"
 #include "tests/cli/cli_runner.hpp"
 #include "tests/support/test_db.hpp"
 
+#include <algorithm>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
+#include <pqxx/pqxx>
 
 using namespace payrecon;
 using namespace payrecon::testing;
@@ -43,6 +46,70 @@ TEST_CASE("cli: tenant and principal create, the key printed once and only its d
     CHECK(count_rows("audit_log", tenant_id) == 3); // tenant.create, principal.create, principal.revoke
 }
 
+TEST_CASE("cli: principal names that could drive a terminal are refused, and stored ones print "
+          "escaped",
+          "[cli][db][regression]") {
+    // Principal names were stored and printed raw: "ESC[2J" cleared the operator's screen and a
+    // newline forged a line of `principal list` output.
+    const std::string name = unique_name("esc");
+    const auto tenant = nlohmann::json::parse(run_cli({"tenant", "create", name, "--json"}));
+    const std::string tenant_id = tenant["tenant_id"];
+    for (const std::string& bad :
+         {std::string("evil\x1b[2J"), std::string("two\nlines"), std::string("tab\there"),
+          std::string("bell\x07"), std::string("csi \xc2\x9b" "31m"),
+          std::string("rtl \xe2\x80\xae" "exe.pdf"), std::string("zero\xe2\x80\x8bwidth"),
+          std::string(" padded"), std::string(129, 'x'), std::string("bad utf8 \xff")}) {
+        INFO(printable(bad));
+        CHECK_THROWS_AS(run_cli({"principal", "create", "--tenant", name, "--name", bad, "--role",
+                                 "reader"}),
+                        UsageError);
+    }
+    CHECK(count_rows("principals", tenant_id) == 0);
+    CHECK(count_rows("audit_log", tenant_id) == 1); // tenant.create only
+    run_cli({"principal", "create", "--tenant", name, "--name", "Caf\xc3\xa9 shop #2", "--role", "reader"});
+    CHECK(count_rows("principals", tenant_id) == 1);
+
+    // A name stored before names were checked is printed escaped wherever it appears.
+    const std::string evil = "evil\x1b[2J\nFAKE: all principals revoked";
+    std::string evil_id;
+    {
+        pqxx::connection c(database_url());
+        pqxx::work tx(c);
+        evil_id = tx.exec_params1("INSERT INTO principals (tenant_id, name, role, api_key_hash) "
+                                  "VALUES ($1::uuid, $2, 'reader', sha256(convert_to('x' || $1::text, 'UTF8'))) "
+                                  "RETURNING principal_id::text",
+                                  tenant_id, evil)[0]
+                      .as<std::string>();
+        tx.exec_params0("INSERT INTO audit_log (tenant_id, actor, action, subject_type, subject_id, "
+                        "detail) VALUES ($1::uuid, $2, 'principal.create', 'principal', $3, "
+                        "jsonb_build_object('name', $2::text))",
+                        tenant_id, evil, evil_id);
+        tx.commit();
+    }
+    const auto clean = [](const std::string& out) {
+        INFO(printable(out));
+        CHECK(out.find('\x1b') == std::string::npos);
+        CHECK(out.find("\nFAKE") == std::string::npos);
+    };
+    const std::string listed = run_cli({"principal", "list", "--tenant", name});
+    clean(listed);
+    CHECK(listed.find("evil\\x1b[2J\\nFAKE: all principals revoked") != std::string::npos);
+    CHECK(std::count(listed.begin(), listed.end(), '\n') == 2); // one line per principal
+    clean(run_cli({"audit", "--tenant", name}));
+    clean(run_cli({"principal", "revoke", evil_id}));
+
+    // Through the binary: what reaches stderr is escaped too.
+    const std::string db = "PAYRECON_DATABASE_URL='" + database_url() + "'";
+    const auto missing = run_binary(db, "principal list --tenant \"$(printf 'no\\033[2Jsuch\\nFAKE')\"");
+    CHECK(missing.exit_code == 7);
+    clean(missing.output);
+    CHECK(missing.output.find("no\\x1b[2Jsuch\\nFAKE") != std::string::npos);
+    const auto refused = run_binary(db, "principal create --tenant " + name +
+                                            " --role reader --name \"$(printf 'a\\033[2Jb')\"");
+    CHECK(refused.exit_code == 2);
+    clean(refused.output);
+}
+
 TEST_CASE("cli: a tenant name taken twice is refused", "[cli][db]") {
     const std::string name = unique_name("dup");
     run_cli({"tenant", "create", name});
@@ -68,6 +135,17 @@ TEST_CASE("cli: the binary maps errors to documented exit codes and clear messag
         CHECK(r.exit_code == 2);
         CHECK(r.output.find("password") != std::string::npos);
         CHECK(r.output.find("hunter2") == std::string::npos);
+    }
+    SECTION("an sslpassword on the command line: usage, 2, and never echoed") {
+        for (const std::string url : {"'postgresql:///x?sslpassword=hunter2'",
+                                      "'host=/tmp dbname=x sslpassword=hunter2'",
+                                      "'postgresql:///x?ssl%70assword=hunter2'"}) {
+            INFO(url);
+            const auto r = run_binary("-u PAYRECON_DATABASE_URL", "--database " + url + " tenant list");
+            CHECK(r.exit_code == 2);
+            CHECK(r.output.find("sslpassword") != std::string::npos);
+            CHECK(r.output.find("hunter2") == std::string::npos);
+        }
     }
     SECTION("an unreachable database: 5") {
         const auto r = run_binary(
@@ -176,4 +254,61 @@ TEST_CASE("cli: payments create refuses a card number in the key with exit 2 and
     CHECK(count_rows("idempotency_records", tenant_id) == 0);
     CHECK(query_value("SELECT count(*) FROM idempotency_records WHERE idempotency_key = $1",
                       "4242.4242.4242.4242") == "0");
+
+namespace {
+
+// A file of its own under /tmp holding `text`, removed on destruction.
+struct TempFile {
+    explicit TempFile(const std::string& text) {
+        char path_template[] = "/tmp/payrecon-cli-XXXXXX";
+        const int fd = ::mkstemp(path_template);
+        REQUIRE(fd >= 0);
+        const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+        ::close(fd);
+        path = path_template;
+        REQUIRE(written);
+    }
+    ~TempFile() { ::unlink(path.c_str()); }
+    TempFile(const TempFile&) = delete;
+    TempFile& operator=(const TempFile&) = delete;
+    std::string path;
+};
+
+} // namespace
+
+TEST_CASE("cli: payments create with a provider configuration refuses a provider it does not know",
+          "[cli][db][intake][regression]") {
+    const std::string name = unique_name("cli-prov");
+    run_cli({"tenant", "create", name});
+    const auto principal = nlohmann::json::parse(
+        run_cli({"principal", "create", "--tenant", name, "--name", "shop", "--role", "writer", "--json"}));
+    const std::string tenant_id = principal["tenant_id"];
+    const TempFile secret(std::string(44, 's') + "\n");
+    // The API key variable is not set: payments create reads provider names only.
+    const TempFile config(R"({"providers": {"stripe": {"kind": "stripe", "base_url": "https://api.stripe.com",
+        "api_key_env": "PAYRECON_TEST_UNSET_KEY"}}})");
+    std::string body = payment_body("cli-prov-ref");
+    body.replace(body.find("\"stripe\""), 8, "\"paypal\"");
+    const TempFile paypal(body);
+    const std::string env = "-u PAYRECON_TEST_UNSET_KEY PAYRECON_DATABASE_URL='" + database_url() +
+                            "' PAYRECON_API_KEY='" + principal["api_key"].get<std::string>() +
+                            "' PAYRECON_FINGERPRINT_SECRET_FILE=" + secret.path +
+                            " PAYRECON_CONFIG=" + config.path;
+    const auto r = run_binary(env, "payments create --json --idempotency-key k1 --body-file " + paypal.path);
+    CHECK(r.exit_code == 2);
+    const auto j = nlohmann::json::parse(r.output);
+    CHECK(j["status"] == 422);
+    CHECK(j["body"]["field"] == "provider");
+    CHECK(count_rows("payments", tenant_id) == 0);
+    CHECK(count_rows("idempotency_records", tenant_id) == 0);
+    CHECK(count_rows("outbox", tenant_id) == 0);
+
+    const TempFile stripe(payment_body("cli-prov-ref"));
+    const auto ok = run_binary(env, "payments create --json --idempotency-key k1 --body-file " + stripe.path);
+    CHECK(ok.exit_code == 0);
+    CHECK(count_rows("payments", tenant_id) == 1);
+    // A configuration that cannot be read is a configuration error, not a silent pass.
+    const auto bad = run_binary(env + " PAYRECON_CONFIG=/nonexistent/payrecon.json",
+                                "payments create --idempotency-key k2 --body-file " + stripe.path);
+    CHECK(bad.exit_code == 4);
 }

@@ -6,6 +6,7 @@
 #include <string>
 
 using payrecon::find_currency;
+using payrecon::describe_money;
 using payrecon::format_money;
 using payrecon::Money;
 
@@ -95,4 +96,14 @@ TEST_CASE("money: format_money throws for an unknown currency", "[core][money]")
     CHECK_THROWS_AS(format_money(Money{100, "XAU"}), std::invalid_argument);
     CHECK_THROWS_AS(format_money(Money{100, "eur"}), std::invalid_argument);
     CHECK_THROWS_AS(format_money(Money{100, ""}), std::invalid_argument);
+}
+
+TEST_CASE("money: describe_money scales by the exponent, and says minor units where it cannot",
+          "[core][money]") {
+    CHECK(describe_money(1, "EUR") == "0.01 EUR");
+    CHECK(describe_money(1001, "eur") == "10.01 EUR");
+    CHECK(describe_money(1500, "JPY") == "1500 JPY");
+    CHECK(describe_money(1500, "KWD") == "1.500 KWD");
+    CHECK(describe_money(1500, "XYZ") == "1500 XYZ (minor units)");
+    CHECK(describe_money(7, "") == "7  (minor units)");
 }

@@ -705,6 +705,35 @@ TEST_CASE("reconcile policy: a lower-case remote currency matches, a different o
     }
 }
 
+TEST_CASE("reconcile policy: a mismatch reason gives amounts in major units with the currency's "
+          "exponent",
+          "[core][reconcile][regression]") {
+    // The reason printed minor units as if they were major ones: "the provider's payment is
+    // 1 EUR, ours is 1001 EUR" for 0.01 EUR against 10.01 EUR.
+    const ReconcilePolicy policy;
+    ReconcileInput in = found(RemoteState::succeeded);
+    in.amount_minor = 1001;
+    in.currency = "EUR";
+    in.remote_amount_minor = 1;
+    in.remote_currency = "eur";
+    ReconcileDecision d = decide_reconciliation(in, policy);
+    REQUIRE(d.review == ReviewCode::remote_mismatch);
+    CHECK(d.reason == "the provider's payment is 0.01 EUR, ours is 10.01 EUR");
+
+    in.amount_minor = 1500; // JPY has no minor unit, KWD three
+    in.currency = "JPY";
+    in.remote_amount_minor = 1500;
+    in.remote_currency = "KWD";
+    d = decide_reconciliation(in, policy);
+    REQUIRE(d.review == ReviewCode::remote_mismatch);
+    CHECK(d.reason == "the provider's payment is 1.500 KWD, ours is 1500 JPY");
+
+    // A currency ISO 4217 does not know cannot be scaled: its minor units, said so.
+    in.remote_currency = "XYZ";
+    d = decide_reconciliation(in, policy);
+    CHECK(d.reason == "the provider's payment is 1500 XYZ (minor units), ours is 1500 JPY");
+}
+
 TEST_CASE("reconcile policy: every review code round-trips through its name", "[core][reconcile]") {
     std::set<std::string> names;
     for (const ReviewCode code : k_all_review_codes) {

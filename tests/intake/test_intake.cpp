@@ -448,6 +448,227 @@ TEST_CASE("intake: the database connection lost before commit gives 503 and stor
     CHECK(payments(s.tenant) == 2);
 }
 
+namespace {
+
+// A connection of its own that names itself, so a test can find its server process.
+std::string named_url(const std::string& app) {
+    return database_url() + (database_url().find('?') == std::string::npos ? "?" : "&") +
+           "application_name=" + app;
+}
+
+// Terminates the server process of the connection named `app` and waits until it is gone.
+void terminate_backend(const std::string& app) {
+    REQUIRE(query_value("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                        "WHERE application_name = $1",
+                        app) == "1");
+    for (int i = 0; i < 500 && query_value("SELECT count(*) FROM pg_stat_activity WHERE "
+                                           "application_name = $1",
+                                           app) != "0";
+         ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+}
+
+} // namespace
+
+TEST_CASE("intake: a COMMIT whose outcome was lost says so in the 503, and the retry settles it",
+          "[intake][db][fault][regression]") {
+    // The 503 after pqxx::in_doubt_error said "Nothing was stored", which may be false: the
+    // transaction may have committed. It must say the outcome is unknown and that a retry with the
+    // same key returns it.
+    Scope s;
+    const auto says_unknown = [](const IntakeResponse& r) {
+        const auto j = nlohmann::json::parse(r.body);
+        const std::string detail = j.value("detail", "");
+        INFO(detail);
+        CHECK(j.value("type", "") == "service_unavailable");
+        CHECK(detail.find("Nothing was stored") == std::string::npos);
+        CHECK(detail.find("unknown") != std::string::npos);
+        CHECK(detail.find("same Idempotency-Key") != std::string::npos);
+        CHECK(r.outcome == "in_doubt");
+        CHECK(r.retry_after == 1);
+    };
+
+    SECTION("the connection dies while COMMIT is on its way: not committed, the retry creates it") {
+        const std::string app = unique_name("in-doubt");
+        store::Db db(named_url(app));
+        // The server process goes away between the last statement and COMMIT, as in a failover:
+        // libpqxx cannot tell whether COMMIT arrived and throws in_doubt_error.
+        arm_crash_point("intake.before_commit", [&] { terminate_backend(app); });
+        const auto r = create(db, s.writer.principal, "k-doubt", payment_body("ref-doubt"));
+        arm_crash_point("");
+        CHECK(r.status == 503);
+        says_unknown(r);
+        CHECK(payments(s.tenant) == 0);
+        CHECK(records(s.tenant) == 0);
+        CHECK(events(s.tenant) == 0);
+        const auto retry = create(db, s.writer.principal, "k-doubt", payment_body("ref-doubt"));
+        CHECK(retry.status == 202);
+        CHECK_FALSE(retry.replayed);
+        CHECK(payments(s.tenant) == 1);
+        CHECK(records(s.tenant) == 1);
+        CHECK(events(s.tenant) == 1);
+    }
+
+    SECTION("COMMIT succeeded but its acknowledgement was lost: the retry returns the stored 202") {
+        store::Db db(database_url());
+        // What libpqxx throws when the connection breaks after the server committed.
+        arm_crash_point("intake.after_commit", [] {
+            throw pqxx::in_doubt_error("WARNING: Connection lost while committing transaction");
+        });
+        const auto r = create(db, s.writer.principal, "k-doubt", payment_body("ref-doubt"));
+        arm_crash_point("");
+        CHECK(r.status == 503);
+        says_unknown(r);
+        CHECK(payments(s.tenant) == 1); // it did commit
+        const std::string stored = query_value(
+            "SELECT response_body FROM idempotency_records WHERE tenant_id = $1::uuid",
+            s.tenant.tenant_id);
+        const auto retry = create(db, s.writer.principal, "k-doubt", payment_body("ref-doubt"));
+        CHECK(retry.status == 202);
+        CHECK(retry.replayed);
+        CHECK(retry.body == stored);
+        CHECK(payments(s.tenant) == 1);
+        CHECK(records(s.tenant) == 1);
+        CHECK(events(s.tenant) == 1);
+    }
+}
+
+namespace {
+
+// payment_body() naming another provider.
+std::string body_for(const std::string& provider, const std::string& reference) {
+    std::string body = payment_body(reference);
+    const std::string stripe = R"("provider": "stripe")";
+    body.replace(body.find(stripe), stripe.size(), R"("provider": ")" + provider + "\"");
+    return body;
+}
+
+// What the stripe, adyen and square adapters declare (providers/<kind>/wire.cpp), written out.
+const CarryLimits k_stripe{"Stripe", {50, {"operation_id", "merchant_reference"}, 40, 500, "Stripe: 50 keys"}};
+const CarryLimits k_adyen{"Adyen", {20, {"operation_id", "merchant_reference"}, 20, 80, "Adyen: 20 entries"}};
+const CarryLimits k_square{"Square", {0, {}, 0, 0, "Square: no metadata"}};
+
+ProviderCatalog stripe_catalog() {
+    ProviderCatalog c;
+    c.providers.emplace("stripe", KnownProvider{"stripe", "stripe", k_stripe});
+    c.providers.emplace("stripe-eu", KnownProvider{"stripe-eu", "stripe", k_stripe});
+    return c;
+}
+
+// A valid body for `provider` with `n` metadata entries, and the given merchant reference.
+std::string body_with_metadata(const std::string& provider, const std::string& reference, int n,
+                               const std::string& first_key = "k0") {
+    auto j = nlohmann::json::parse(body_for(provider, reference));
+    j["metadata"] = nlohmann::json::object();
+    for (int i = 0; i < n; ++i) {
+        j["metadata"][i == 0 ? first_key : "k" + std::to_string(i)] = "v" + std::to_string(i);
+    }
+    return j.dump();
+}
+
+} // namespace
+
+TEST_CASE("intake: with the provider configuration, a provider it does not know gets 422 and "
+          "nothing is stored",
+          "[intake][db][validation][regression]") {
+    // A payment naming a provider no worker is configured for was accepted (202) and stayed
+    // pending forever.
+    Scope s;
+    IntakeSettings settings;
+    settings.providers = stripe_catalog();
+    IntakeService intake(*s.db, test_keys(), settings);
+
+    const auto r = intake.create_payment(s.writer.principal, "k-paypal", body_for("paypal", "ref-pp"), "");
+    CHECK(r.status == 422);
+    CHECK(r.content_type() == "application/problem+json");
+    const auto j = nlohmann::json::parse(r.body);
+    CHECK(j["type"] == "invalid_request");
+    CHECK(j["field"] == "provider");
+    const std::string detail = j["detail"];
+    CHECK(detail.find("'paypal' is not configured") != std::string::npos);
+    CHECK(detail.find("stripe, stripe-eu") != std::string::npos);
+    CHECK(detail.find("operator") != std::string::npos);
+    CHECK(r.outcome == "invalid");
+    CHECK(payments(s.tenant) == 0);
+    CHECK(records(s.tenant) == 0);
+    CHECK(events(s.tenant) == 0);
+
+    // The key stayed free: the corrected request is a first request.
+    const auto ok = intake.create_payment(s.writer.principal, "k-paypal", body_for("stripe-eu", "ref-pp"), "");
+    CHECK(ok.status == 202);
+    CHECK_FALSE(ok.replayed);
+    CHECK(payments(s.tenant) == 1);
+    CHECK(records(s.tenant) == 1);
+    CHECK(events(s.tenant) == 1);
+}
+
+TEST_CASE("intake: with the provider configuration, what the provider cannot carry gets 422 naming "
+          "the limit, and nothing is stored",
+          "[intake][db][validation][regression]") {
+    // A payment with 50 metadata keys was stored, and only 48 of them reached Stripe.
+    Scope s;
+    IntakeSettings settings;
+    settings.providers = stripe_catalog();
+    settings.providers->providers.emplace("adyen", KnownProvider{"adyen", "adyen", k_adyen});
+    settings.providers->providers.emplace("square", KnownProvider{"square", "square", k_square});
+    IntakeService intake(*s.db, test_keys(), settings);
+    const auto refused = [&](const std::string& key, const std::string& body, const std::string& field,
+                             const std::vector<std::string>& says) {
+        INFO(key);
+        const auto r = intake.create_payment(s.writer.principal, key, body, "");
+        CHECK(r.status == 422);
+        const auto j = nlohmann::json::parse(r.body);
+        CHECK(j["type"] == "invalid_request");
+        CHECK(j["field"] == field);
+        for (const auto& text : says) {
+            CHECK(j.value("detail", "").find(text) != std::string::npos);
+        }
+    };
+    refused("k-50", body_with_metadata("stripe", "ref-50", 50), "metadata",
+            {"Stripe", "at most 48", "50 entries", "operation_id, merchant_reference"});
+    refused("k-own", body_with_metadata("stripe", "ref-own", 1, "operation_id"), "metadata.operation_id",
+            {"payrecon's own"});
+    refused("k-adyen", body_with_metadata("adyen", "ref-adyen", 19), "metadata", {"Adyen", "at most 18"});
+    refused("k-adyen-ref", body_with_metadata("adyen", std::string(81, 'r'), 0), "merchant_reference",
+            {"80 characters"});
+    refused("k-square", body_with_metadata("square", "ref-square", 1), "metadata", {"Square", "no metadata"});
+    CHECK(payments(s.tenant) == 0);
+    CHECK(records(s.tenant) == 0);
+    CHECK(events(s.tenant) == 0);
+
+    // 48 fit, and all 48 are stored for the adapter to send.
+    const auto ok = intake.create_payment(s.writer.principal, "k-50", body_with_metadata("stripe", "ref-50", 48), "");
+    CHECK(ok.status == 202);
+    CHECK(payments(s.tenant) == 1);
+    CHECK(query_value("SELECT count(*) FROM payments p, jsonb_object_keys(p.metadata) "
+                      "WHERE p.tenant_id = $1::uuid",
+                      s.tenant.tenant_id) == "48");
+    // The same request to a provider with no limit in the way: 50 entries are fine without a
+    // configuration (nothing to check against) -- the adapter then refuses to send it cut short.
+    CHECK(create(*s.db, s.writer.principal, "k-50b", body_with_metadata("stripe", "ref-50b", 50)).status == 202);
+}
+
+TEST_CASE("intake: a request stored before the provider configuration changed is still replayed",
+          "[intake][db]") {
+    Scope s;
+    // Accepted while provider names were not checked ...
+    const auto first = create(*s.db, s.writer.principal, "k-old", body_for("adyen", "ref-old"));
+    REQUIRE(first.status == 202);
+    // ... its retry gets the stored answer, not a refusal: the payment exists.
+    IntakeSettings settings;
+    settings.providers = stripe_catalog();
+    IntakeService intake(*s.db, test_keys(), settings);
+    const auto retry = intake.create_payment(s.writer.principal, "k-old", body_for("adyen", "ref-old"), "");
+    CHECK(retry.status == 202);
+    CHECK(retry.replayed);
+    CHECK(retry.body == first.body);
+    CHECK(payments(s.tenant) == 1);
+    // Without a configuration nothing is checked, as before.
+    CHECK(create(*s.db, s.writer.principal, "k-any", body_for("anything", "ref-any")).status == 202);
+    CHECK(payments(s.tenant) == 2);
+}
+
 TEST_CASE("intake: after a fingerprint secret rotation, replays still match", "[intake][db]") {
     Scope s;
     const FingerprintKeys old_keys(test_secret('a'));
@@ -474,7 +695,7 @@ TEST_CASE("intake: a response over 64 KiB is never stored", "[intake][db]") {
     CHECK_THROWS_AS(store::write_intake(*s.db, claim, payment,
                                         [](const std::string&) {
                                             return store::IntakeBodies{std::string(65 * 1024, 'x'),
-                                                                       "{}", "{}"};
+                                                                       "{}", "{}", std::nullopt};
                                         }),
                     std::length_error);
     CHECK(payments(s.tenant) == 0);

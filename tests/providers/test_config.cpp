@@ -93,6 +93,35 @@ TEST_CASE("config: each bad field is one clear error naming it", "[providers][co
     }
 }
 
+TEST_CASE("config: a base_url carrying credentials is refused, naming api_key_env",
+          "[providers][config][regression]") {
+    // "https://user:password@host" was accepted: a secret in the file (and in every message that
+    // prints the URL), where only the name of its environment variable belongs.
+    for (const std::string url : {"https://user:sk_live_secret@api.stripe.com",
+                                  "https://sk_live_secret@api.stripe.com",
+                                  "https://sk_live_secret:@api.stripe.com/v1",
+                                  "https://api.stripe.com@evil.example",
+                                  "http://u:sk_live_secret@127.0.0.1:9999"}) {
+        INFO(url);
+        const std::string text = R"({"providers": {"s": {"kind": "stripe", "base_url": ")" + url +
+                                 R"(", "api_key_env": "STRIPE_API_KEY"}}})";
+        try {
+            parse(text);
+            FAIL("accepted");
+        } catch (const ConfigError& e) {
+            const std::string what = e.what();
+            CHECK(e.code() == ExitCode::config);
+            CHECK(what.find("providers.s.base_url") != std::string::npos);
+            CHECK(what.find("sk_live_secret") == std::string::npos);
+            CHECK(e.hint().find("STRIPE_API_KEY") != std::string::npos);
+            CHECK(e.hint().find("api_key_env") != std::string::npos);
+        }
+    }
+    // An '@' after the host is part of the path, not credentials.
+    CHECK(parse(R"({"providers": {"s": {"kind": "stripe", "base_url": "https://api.stripe.com/a@b",
+        "api_key_env": "STRIPE_API_KEY"}}})").providers.at("s").base_url == "https://api.stripe.com/a@b");
+}
+
 TEST_CASE("config: an adyen provider names its merchant account", "[providers][config][adyen]") {
     const auto c = parse(R"({"providers": {"adyen": {"kind": "adyen", "base_url": "https://checkout-test.adyen.com",
         "api_key_env": "ADYEN_API_KEY", "merchant_account": "AcmeShopECOM", "key_retention_h": 168}}})");
@@ -119,4 +148,16 @@ TEST_CASE("config: an adyen provider names its merchant account", "[providers][c
 
 TEST_CASE("config: a missing file is a clear error", "[providers][config]") {
     CHECK_THROWS_AS(load_config("/nonexistent/payrecon.json"), ConfigError);
+}
+
+TEST_CASE("config: the provider names can be read without the API keys", "[providers][config]") {
+    const std::string text = R"({"providers": {"s": {"kind": "stripe", "base_url": "https://api.stripe.com",
+        "api_key_env": "UNSET_KEY"}}})";
+    CHECK_THROWS_AS(parse_config(text, "payrecon.json", fake_env), ConfigError);
+    const auto c = parse_config(text, "payrecon.json", fake_env, ApiKeys::not_read);
+    CHECK(c.providers.at("s").api_key.empty());
+    CHECK(c.providers.at("s").api_key_env == "UNSET_KEY");
+    // Everything else is still checked.
+    CHECK_THROWS_AS(parse_config(R"({"providers": {"s": {"kind": "stripe", "base_url": "https://api.stripe.com",
+        "api_key_env": "not a name"}}})", "payrecon.json", fake_env, ApiKeys::not_read), ConfigError);
 }

@@ -47,7 +47,6 @@ PaymentOrder order() {
     o.payment_method = "cnon:card-nonce-ok";
     o.customer = "W92WH6P11H4Z77CTET0RNTGFW8";
     o.description = "2 concert tickets & more";
-    o.metadata = {{"cart", "c-77"}};
     return o;
 }
 
@@ -101,6 +100,10 @@ TEST_CASE("square wire: the create body carries our operation ID as key and refe
     PaymentOrder long_id = order();
     long_id.operation_id = std::string(41, 'a'); // fits the key (45), not reference_id (40)
     CHECK_FALSE(create_body(long_id).has_value());
+
+    PaymentOrder with_metadata = order(); // CreatePayment has nowhere to put it
+    with_metadata.metadata = {{"cart", "c-77"}};
+    CHECK_FALSE(create_body(with_metadata).has_value());
 }
 
 TEST_CASE("square wire: every field we send is one Square's spec defines for CreatePayment",

@@ -148,3 +148,41 @@ TEST_CASE("db: redact_url hides passwords in every URL form", "[store]") {
           "postgresql:///db?host=/tmp&password=***");
     CHECK(store::redact_url("postgresql:///db?host=%2Ftmp") == "postgresql:///db?host=%2Ftmp");
 }
+
+TEST_CASE("db: sslpassword and every other libpq secret are hidden like password",
+          "[store][regression]") {
+    // sslpassword (the client key's passphrase) was printed as it was, and was let through
+    // --database, where it shows in the process list.
+    CHECK(store::redact_url("host=h sslpassword=secret dbname=d") == "host=h sslpassword=*** dbname=d");
+    CHECK(store::redact_url("sslpassword='a b\\' c' host=h") == "sslpassword=*** host=h");
+    CHECK(store::redact_url("postgresql:///db?host=/tmp&sslpassword=secret") ==
+          "postgresql:///db?host=/tmp&sslpassword=***");
+    CHECK(store::redact_url("postgresql:///db?sslpassword=secret&host=/tmp") ==
+          "postgresql:///db?sslpassword=***&host=/tmp");
+    // libpq percent-decodes parameter names too.
+    CHECK(store::redact_url("postgresql:///db?ssl%70assword=secret") ==
+          "postgresql:///db?ssl%70assword=***");
+    // A password holding '?' or '/'... the user information runs to the '@'.
+    CHECK(store::redact_url("postgresql://u:pa?ss@host/db") == "postgresql://u:***@host/db");
+    CHECK(store::redact_url("postgres://u:p%40ss@h1,h2:5433/db?sslpassword=x") ==
+          "postgres://u:***@h1,h2:5433/db?sslpassword=***");
+    // Names that merely end like a secret are not secrets.
+    CHECK(store::redact_url("host=h mypassword_file=x") == "host=h mypassword_file=x");
+    CHECK(store::redact_url("postgresql:///db?passfile=/home/u/.pgpass") ==
+          "postgresql:///db?passfile=/home/u/.pgpass");
+
+    for (const char* url : {"postgresql://u:hunter2@/x", "host=h password=hunter2",
+                            "postgresql:///x?sslpassword=hunter2", "sslpassword=hunter2 dbname=x",
+                            "postgresql:///x?ssl%70assword=hunter2", "postgresql://u:hun?ter2@h/x"}) {
+        INFO(url);
+        CHECK(store::url_secret_names(url).size() == 1);
+        CHECK(store::redact_url(url).find("hunter2") == std::string::npos);
+    }
+    CHECK(store::url_secret_names("postgresql://u:a@h/x?sslpassword=b") ==
+          std::vector<std::string>{"password", "sslpassword"});
+    for (const char* url : {"postgresql:///x?host=/tmp", "host=h dbname=x user=u", "postgresql://u@h/x",
+                            "postgresql:///x?passfile=/p&sslkey=/k"}) {
+        INFO(url);
+        CHECK(store::url_secret_names(url).empty());
+    }
+}
