@@ -254,6 +254,7 @@ TEST_CASE("cli: payments create refuses a card number in the key with exit 2 and
     CHECK(count_rows("idempotency_records", tenant_id) == 0);
     CHECK(query_value("SELECT count(*) FROM idempotency_records WHERE idempotency_key = $1",
                       "4242.4242.4242.4242") == "0");
+}
 
 namespace {
 
