@@ -19,8 +19,11 @@ namespace {
 // provider configuration (so nothing checks it before the worker).
 std::string accept_with_metadata(World& w, int n) {
     const std::string ref = unique_name("meta");
-    nlohmann::json body = {{"amount", 2500}, {"currency", "EUR"}, {"merchant_reference", ref},
-                           {"provider", w.config.name}, {"payment_method", "pm_card_visa"}};
+    nlohmann::json body = {{"amount", 2500},
+                           {"currency", "EUR"},
+                           {"merchant_reference", ref},
+                           {"provider", w.config.name},
+                           {"payment_method", "pm_card_visa"}};
     for (int i = 0; i < n; ++i) {
         body["metadata"]["k" + std::to_string(i)] = "v" + std::to_string(i);
     }
