@@ -7,9 +7,11 @@ INSERT INTO idempotency_records (tenant_id, principal_id, operation, idempotency
           decode(md5(:n::text) || md5(:n::text), 'hex'), now() + interval '7 days')
   ON CONFLICT DO NOTHING RETURNING created_at;
 INSERT INTO payments (tenant_id, payment_id, merchant_reference, amount_minor, currency, provider,
-                      payment_method, customer, metadata, operation_id, state, created_by)
+                      payment_method, customer, metadata, operation_id, state, created_by,
+                      idempotency_key_hash)
   VALUES (:tenant::uuid, md5(:n::text)::uuid, 'pgb-' || :n, 1999, 'EUR', 'stripe', 'pm_card_visa',
-          'cus_bench', '{"bench": "pgbench"}', 'pr_' || md5(:n::text), 'pending', :principal::uuid)
+          'cus_bench', '{"bench": "pgbench"}', 'pr_' || md5(:n::text), 'pending', :principal::uuid,
+          decode(md5('k' || :n::text) || md5(:n::text), 'hex'))
   ON CONFLICT (tenant_id, merchant_reference) DO NOTHING;
 INSERT INTO outbox (tenant_id, aggregate_type, aggregate_id, event_type, payload)
   VALUES (:tenant::uuid, 'payment', md5(:n::text)::uuid, 'payment.created',

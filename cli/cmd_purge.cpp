@@ -1,6 +1,7 @@
 // payrecon purge: delete expired idempotency records, never one whose payment is unfinished.
 #include "cli/app.hpp"
 #include "cli/context.hpp"
+#include "cli/table.hpp"
 #include "core/errors.hpp"
 #include "core/settings.hpp"
 #include "core/store/intake_store.hpp"
@@ -25,9 +26,9 @@ void setup_purge(CLI::App& app, AppState& state) {
     p->add_flag("--json", opts->json, "print JSON");
     p->callback([&state, opts] {
         std::optional<std::chrono::seconds> retention;
+        const auto minimum = minimum_idempotency_retention();
         if (!opts->retention.empty()) {
             retention = parse_duration(opts->retention, "--retention");
-            const auto minimum = minimum_idempotency_retention();
             if (*retention < minimum) {
                 throw UsageError("--retention " + opts->retention + " is shorter than the minimum of " +
                                      std::to_string(minimum.count() / 3600) + "h",
@@ -35,19 +36,45 @@ void setup_purge(CLI::App& app, AppState& state) {
                                  "the minimum is PAYRECON_MIN_IDEMPOTENCY_RETENTION");
             }
         }
+        store::PurgeAudit audit;
+        audit.actor = operator_name(state.global);
+        audit.minimum_retention = minimum;
+        audit.default_minimum_retention = k_default_minimum_idempotency_retention;
+        const bool lowered = minimum < k_default_minimum_idempotency_retention;
+        if (lowered && !opts->dry_run) {
+            std::cerr << "payrecon purge: the minimum retention is lowered to " << minimum.count()
+                      << "s by PAYRECON_MIN_IDEMPOTENCY_RETENTION (default "
+                      << k_default_minimum_idempotency_retention.count()
+                      << "s); this run records that in the audit log\n";
+        }
         OpenDatabase opened = open_database(state.global);
         const auto result =
-            store::purge_idempotency_records(*opened.db, retention, opts->dry_run);
+            store::purge_idempotency_records(*opened.db, retention, opts->dry_run, audit);
         if (opts->json) {
             print_json({{"deleted", opts->dry_run ? 0 : result.deleted},
                         {"would_delete", opts->dry_run ? result.deleted : 0},
                         {"kept_unfinished", result.kept_unfinished},
-                        {"dry_run", opts->dry_run}});
+                        {"tenants", result.tenants},
+                        {"dry_run", opts->dry_run},
+                        {"by", retention ? "age" : "expiry"},
+                        {"retention_s", retention ? nlohmann::json(retention->count()) : nlohmann::json()},
+                        {"minimum_retention_s", minimum.count()},
+                        {"minimum_lowered", lowered},
+                        {"operator", audit.actor},
+                        {"run_id", opts->dry_run ? nlohmann::json() : nlohmann::json(result.run_id)}});
             return;
         }
         std::cout << (opts->dry_run ? "would delete " : "deleted ") << result.deleted
                   << " idempotency record(s); kept " << result.kept_unfinished
                   << " expired one(s) whose payment is not finished\n";
+        std::cout << (retention ? "retention " + std::to_string(retention->count()) + "s (by age)"
+                                : std::string("each record's own expiry"))
+                  << "; minimum " << minimum.count() << "s" << (lowered ? " (lowered)" : "")
+                  << "; operator " << printable(audit.actor) << "\n";
+        if (!opts->dry_run) {
+            std::cout << "recorded in the audit log as purge run " << result.run_id << " ("
+                      << result.tenants << " tenant(s)): payrecon audit\n";
+        }
     });
 }
 

@@ -1,5 +1,6 @@
 #include "cli/context.hpp"
 
+#include "core/encoding.hpp"
 #include "core/errors.hpp"
 #include "core/settings.hpp"
 #include "core/store/migrations.hpp"
@@ -60,9 +61,32 @@ OpenDatabase open_database(const GlobalOptions& g, SchemaCheck check) {
     return out;
 }
 
+namespace {
+
+// The operator's name goes into audit rows (at most 128 characters, with "reconcile:" and the like
+// before it) and operators' terminals: printable, and short enough for both.
+std::string checked_operator(std::string name, const char* source, bool from_environment) {
+    if (const auto problem = display_name_problem(name, k_max_operator_name)) {
+        const std::string what = "the operator name from " + std::string(source) + " " + *problem;
+        const std::string hint = "set it to who is acting: 1 to " + std::to_string(k_max_operator_name) +
+                                 " bytes of printable text with no control character, e.g. "
+                                 "alice@example.com";
+        if (from_environment) {
+            throw ConfigError(what, hint);
+        }
+        throw UsageError(what, hint);
+    }
+    return name;
+}
+
+} // namespace
+
 std::string operator_name(const GlobalOptions& g) {
     if (!g.operator_name.empty()) {
-        return g.operator_name;
+        const char* env = std::getenv("PAYRECON_OPERATOR");
+        const bool from_environment = env != nullptr && g.operator_name == env;
+        return checked_operator(g.operator_name, from_environment ? "PAYRECON_OPERATOR" : "--operator",
+                                from_environment);
     }
     std::string user;
     if (const passwd* pw = ::getpwuid(::geteuid()); pw != nullptr && pw->pw_name != nullptr) {
@@ -71,9 +95,9 @@ std::string operator_name(const GlobalOptions& g) {
         user = "uid " + std::to_string(::geteuid());
     }
     if (const char* sudo = std::getenv("SUDO_USER"); sudo != nullptr && *sudo != '\0') {
-        return std::string(sudo) + " via sudo";
+        return checked_operator(std::string(sudo) + " via sudo", "SUDO_USER", true);
     }
-    return user;
+    return checked_operator(user, "the OS user name", true);
 }
 
 FingerprintKeys fingerprint_keys(const GlobalOptions& g, bool embedded) {

@@ -34,7 +34,12 @@ store::LocalCluster local_cluster(const GlobalOptions& g);
 // DatabaseUnavailable, SchemaMismatch.
 OpenDatabase open_database(const GlobalOptions& g, SchemaCheck check = SchemaCheck::migrate_embedded);
 
-// --operator, PAYRECON_OPERATOR, else the OS user ("alice", "alice via sudo").
+// Operator names: at most this many bytes, printable (display_name_problem in core/encoding.hpp).
+inline constexpr std::size_t k_max_operator_name = 100;
+
+// --operator, PAYRECON_OPERATOR, else the OS user ("alice", "alice via sudo"). Throws UsageError
+// (exit 2) for a bad --operator and ConfigError (exit 4) for a bad PAYRECON_OPERATOR or SUDO_USER:
+// empty, over k_max_operator_name bytes, or holding a control or invisible character.
 std::string operator_name(const GlobalOptions& g);
 
 // PAYRECON_FINGERPRINT_SECRET_FILE, else $PAYRECON_HOME/fingerprint.secret (created on first use

@@ -25,32 +25,33 @@ std::optional<CarryProblem> carry_problem(const CarryLimits& limits,
     const MetadataLimits& m = limits.metadata;
     const std::string why = m.source.empty() ? std::string() : " (" + m.source + ")";
     if (is_own(m, "merchant_reference") && merchant_reference.size() > m.max_value_bytes) {
-        return CarryProblem{
-            "merchant_reference",
-            limits.provider + " receives the merchant reference as a metadata value, and carries "
-                "metadata values of at most " + std::to_string(m.max_value_bytes) +
-                " characters" + why + "; this one has " + std::to_string(merchant_reference.size()) +
-                " bytes. Use a shorter merchant_reference for this provider."};
+        return CarryProblem{"merchant_reference",
+                            limits.provider +
+                                " receives the merchant reference as a metadata value, and carries "
+                                "metadata values of at most " +
+                                std::to_string(m.max_value_bytes) + " characters" + why +
+                                "; this one has " + std::to_string(merchant_reference.size()) +
+                                " bytes. Use a shorter merchant_reference for this provider."};
     }
     if (metadata.empty()) {
         return std::nullopt;
     }
     if (m.max_entries <= m.own_keys.size()) {
-        return CarryProblem{"metadata", limits.provider +
-                                            " payments carry no metadata of yours" + why +
+        return CarryProblem{"metadata", limits.provider + " payments carry no metadata of yours" +
+                                            why +
                                             ": it would not reach the provider. Send the payment "
                                             "without metadata and keep that data on your side."};
     }
     const std::size_t room = m.max_entries - m.own_keys.size();
     if (metadata.size() > room) {
-        return CarryProblem{
-            "metadata",
-            "metadata has " + std::to_string(metadata.size()) + " entries; " + limits.provider +
-                " carries at most " + std::to_string(room) + " of yours: its limit is " +
-                std::to_string(m.max_entries) + " entries per payment" + why + ", and payrecon adds " +
-                std::to_string(m.own_keys.size()) + " (" + own_keys_text(m) +
-                ") so that the payment can be found there. Send at most " + std::to_string(room) +
-                " entries; none is ever dropped."};
+        return CarryProblem{"metadata",
+                            "metadata has " + std::to_string(metadata.size()) + " entries; " +
+                                limits.provider + " carries at most " + std::to_string(room) +
+                                " of yours: its limit is " + std::to_string(m.max_entries) +
+                                " entries per payment" + why + ", and payrecon adds " +
+                                std::to_string(m.own_keys.size()) + " (" + own_keys_text(m) +
+                                ") so that the payment can be found there. Send at most " +
+                                std::to_string(room) + " entries; none is ever dropped."};
     }
     for (const auto& [key, value] : metadata) {
         if (is_own(m, key)) {

@@ -81,6 +81,34 @@ std::optional<ValidationError> provider_refusal(const PaymentRequest& request,
     return e;
 }
 
+// What the keyed digest of an Idempotency-Key kept with its payment is taken over: the key, set
+// apart from canonical request bytes, which are fingerprinted under the same secrets.
+std::string key_digest_input(std::string_view idempotency_key) {
+    return "payrecon.idempotency_key:" + std::string(idempotency_key);
+}
+
+// "7 days", "36 hours", "90 seconds".
+std::string duration_text(std::chrono::seconds d) {
+    const long long s = d.count();
+    if (s % 86400 == 0) {
+        return std::to_string(s / 86400) + (s == 86400 ? " day" : " days");
+    }
+    if (s % 3600 == 0) {
+        return std::to_string(s / 3600) + (s == 3600 ? " hour" : " hours");
+    }
+    return std::to_string(s) + " seconds";
+}
+
+// A problem body that also names the payment: {..., "payment_id", "payment"}.
+std::string problem_with_payment(int status, std::string_view type, std::string_view title,
+                                 std::string_view detail, std::string_view field,
+                                 const std::string& payment_id) {
+    auto j = nlohmann::ordered_json::parse(problem_json(status, type, title, detail, field));
+    j["payment_id"] = payment_id;
+    j["payment"] = "/v1/payments/" + payment_id;
+    return j.dump();
+}
+
 IntakeResponse unavailable(const DatabaseUnavailable& e) {
     // A lost COMMIT acknowledgement: the payment may exist. The record under this key holds the
     // answer if it committed; if it did not, the key is free. Either way the same request with
@@ -185,6 +213,9 @@ IntakeResponse IntakeService::create_payment(const Principal& principal,
     payment.payment_id = new_uuid();
     payment.operation_id = new_operation_id();
     payment.request = &*request;
+    const std::string key_input = key_digest_input(idempotency_key);
+    payment.idempotency_key_hash = m_keys.fingerprint(key_input);
+    bool key_expired = false;
 
     auto make_bodies = [&](const std::string& created_at) {
         store::IntakeBodies bodies;
@@ -198,11 +229,35 @@ IntakeResponse IntakeService::create_payment(const Principal& principal,
             payment.payment_id, std::string(to_string(PaymentState::pending)),
             request->amount_minor, request->currency, request->merchant_reference,
             request->provider, created_at});
-        bodies.duplicate_reference =
-            problem_json(409, "duplicate_merchant_reference", "Duplicate merchant reference",
-                         "A payment with this merchant_reference exists already under another "
-                         "Idempotency-Key; it was not created again.",
-                         std::string_view("merchant_reference"));
+        bodies.duplicate_reference = [&](const store::ExistingPayment& holder) {
+            const bool ours = holder.created_by == principal.principal_id;
+            // The payment was made under this very key, whose record purge has deleted since.
+            if (ours && holder.idempotency_key_hash &&
+                m_keys.matches(key_input, *holder.idempotency_key_hash)) {
+                key_expired = true;
+                return problem_with_payment(
+                    409, "idempotency_key_expired", "Idempotency-Key record expired",
+                    "The record of this Idempotency-Key has expired (keys are remembered for " +
+                        duration_text(m_settings.retention) +
+                        "), so its first answer cannot be replayed. The payment it created "
+                        "exists: " + holder.payment_id + " (GET /v1/payments/" + holder.payment_id +
+                        "); it was not created again. Use a new key for a new payment.",
+                    "Idempotency-Key", holder.payment_id);
+            }
+            if (ours && !holder.idempotency_key_hash) {
+                // Made before payments kept their key's digest: which key it was is unknown.
+                return problem_with_payment(
+                    409, "duplicate_merchant_reference", "Duplicate merchant reference",
+                    "A payment with this merchant_reference exists already: " + holder.payment_id +
+                        ", created under another Idempotency-Key or under this one before its "
+                        "record expired; it was not created again.",
+                    "merchant_reference", holder.payment_id);
+            }
+            return problem_json(409, "duplicate_merchant_reference", "Duplicate merchant reference",
+                                "A payment with this merchant_reference exists already under another "
+                                "Idempotency-Key; it was not created again.",
+                                std::string_view("merchant_reference"));
+        };
         nlohmann::ordered_json event;
         event["payment_id"] = payment.payment_id;
         event["tenant_id"] = principal.tenant_id;
@@ -232,7 +287,7 @@ IntakeResponse IntakeService::create_payment(const Principal& principal,
         response.outcome = "created";
         break;
     case store::IntakeWrite::Kind::duplicate_reference:
-        response.outcome = "duplicate_reference";
+        response.outcome = key_expired ? "key_expired" : "duplicate_reference";
         break;
     case store::IntakeWrite::Kind::refused:
         response.outcome = "invalid";

@@ -108,7 +108,7 @@ std::chrono::seconds duration_from_env(const char* name, std::chrono::seconds fa
 }
 
 std::chrono::seconds minimum_idempotency_retention() {
-    return duration_from_env("PAYRECON_MIN_IDEMPOTENCY_RETENTION", std::chrono::hours(24));
+    return duration_from_env("PAYRECON_MIN_IDEMPOTENCY_RETENTION", k_default_minimum_idempotency_retention);
 }
 
 std::chrono::seconds idempotency_retention() {

@@ -25,6 +25,10 @@ long long utc_day_start(long long unix_seconds);
 // A duration from environment variable `name`, or `fallback` if it is unset or empty.
 std::chrono::seconds duration_from_env(const char* name, std::chrono::seconds fallback);
 
+// The minimum retention without PAYRECON_MIN_IDEMPOTENCY_RETENTION; a lower setting is recorded
+// in the audit log by every purge run under it.
+inline constexpr std::chrono::seconds k_default_minimum_idempotency_retention{24 * 3600};
+
 // Idempotency records are kept at least this long; shorter retentions are refused.
 // PAYRECON_MIN_IDEMPOTENCY_RETENTION, default 24h.
 std::chrono::seconds minimum_idempotency_retention();

@@ -25,7 +25,10 @@ const std::string k_record_columns =
     iso("p.first_attempt_at") + ", " + iso("p.last_attempt_at") +
     ", p.lookup_count, p.lookup_failures";
 
-const std::string k_audit_columns = "a.audit_id, a.tenant_id::text, coalesce(t.name, ''), " +
+// Rows about the whole deployment (a purge run) carry the nil UUID as their tenant.
+const std::string k_audit_columns = "a.audit_id, a.tenant_id::text, "
+                                    "CASE WHEN a.tenant_id = '00000000-0000-0000-0000-000000000000' "
+                                    "THEN '(all tenants)' ELSE coalesce(t.name, '') END, " +
                                     iso("a.at") +
                                     " AS at, a.actor, a.action, a.subject_type, a.subject_id, "
                                     "a.detail::text";

@@ -3,6 +3,8 @@
 #include "core/crash_point.hpp"
 #include "core/store/pq.hpp"
 
+#include <algorithm>
+#include <set>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
@@ -19,14 +21,15 @@ ON CONFLICT DO NOTHING
 RETURNING to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))sql";
 
 // One statement: the payment (unless the merchant reference is taken), its outbox event, and the
-// response that goes with whichever happened. Every part sees the same snapshot.
+// 202 that goes with it. Every part sees the same snapshot. One row: whether the payment was made.
 constexpr const char* k_create_payment = "intake_create_payment";
 const std::string k_create_payment_sql = R"sql(
 WITH p AS (
     INSERT INTO payments (tenant_id, payment_id, merchant_reference, amount_minor, currency, provider,
                           payment_method, customer, description, metadata, operation_id, state,
-                          created_by)
-    VALUES ($1::uuid, $5::uuid, $6, $7, $8, $9, $10, $11, $12, $13::jsonb, $14, 'pending', $2::uuid)
+                          created_by, idempotency_key_hash)
+    VALUES ($1::uuid, $5::uuid, $6, $7, $8, $9, $10, $11, $12, $13::jsonb, $14, 'pending', $2::uuid,
+            decode($17, 'hex'))
     ON CONFLICT (tenant_id, merchant_reference) DO NOTHING
     RETURNING tenant_id, payment_id
 ), o AS (
@@ -34,15 +37,25 @@ WITH p AS (
     SELECT tenant_id, 'payment', payment_id, 'payment.created', $15::jsonb FROM p
 ), r AS (
     UPDATE idempotency_records
-       SET response_status = CASE WHEN EXISTS (SELECT 1 FROM p) THEN 202 ELSE 409 END,
-           response_body   = CASE WHEN EXISTS (SELECT 1 FROM p) THEN $16 ELSE $17 END,
-           resource_type   = CASE WHEN EXISTS (SELECT 1 FROM p) THEN 'payment' END,
-           resource_id     = (SELECT payment_id FROM p)
-     WHERE tenant_id = $1::uuid AND principal_id = $2::uuid AND operation = $3
+       SET response_status = 202, response_body = $16, resource_type = 'payment',
+           resource_id = p.payment_id
+      FROM p
+     WHERE idempotency_records.tenant_id = $1::uuid AND principal_id = $2::uuid AND operation = $3
        AND idempotency_key = $4
-    RETURNING response_status
 )
-SELECT response_status FROM r)sql";
+SELECT EXISTS (SELECT 1 FROM p))sql";
+
+// The payment that holds the merchant reference. A statement of its own: it must see the row the
+// INSERT above conflicted with, committed by another transaction after this one's snapshot.
+constexpr const char* k_holder = "intake_reference_holder";
+const std::string k_holder_sql = R"sql(
+SELECT payment_id::text, created_by::text, encode(idempotency_key_hash, 'hex')
+  FROM payments WHERE tenant_id = $1::uuid AND merchant_reference = $2)sql";
+
+constexpr const char* k_store_conflict = "intake_store_conflict";
+const std::string k_store_conflict_sql = R"sql(
+UPDATE idempotency_records SET response_status = 409, response_body = $5
+ WHERE tenant_id = $1::uuid AND principal_id = $2::uuid AND operation = $3 AND idempotency_key = $4)sql";
 
 constexpr const char* k_read_record = "intake_read_record";
 const std::string k_read_record_sql = R"sql(
@@ -67,6 +80,8 @@ IntakeWrite write_intake(Db& db, const IntakeClaim& claim, const NewPayment& pay
         auto result = translate_errors(impl, [&]() -> std::optional<IntakeWrite> {
             impl.prepare(k_claim_key, k_claim_key_sql);
             impl.prepare(k_create_payment, k_create_payment_sql);
+            impl.prepare(k_holder, k_holder_sql);
+            impl.prepare(k_store_conflict, k_store_conflict_sql);
             impl.prepare(k_read_record, k_read_record_sql);
             pqxx::work tx(impl.connection());
             const pqxx::result claimed =
@@ -84,26 +99,40 @@ IntakeWrite write_intake(Db& db, const IntakeClaim& claim, const NewPayment& pay
                     out.body = *bodies.refused;
                     return out;
                 }
-                if (bodies.accepted.size() > k_max_stored_response ||
-                    bodies.duplicate_reference.size() > k_max_stored_response) {
+                if (bodies.accepted.size() > k_max_stored_response) {
                     throw std::length_error("a response to store exceeds 64 KiB");
                 }
                 const nlohmann::json metadata(req.metadata);
+                const char* key_hash =
+                    payment.idempotency_key_hash.empty() ? nullptr : payment.idempotency_key_hash.c_str();
                 const pqxx::row r = tx.exec_prepared1(
                     k_create_payment, claim.tenant_id, claim.principal_id, claim.operation,
                     claim.idempotency_key, payment.payment_id, req.merchant_reference,
                     req.amount_minor, req.currency, req.provider, req.payment_method,
                     or_null(req.customer), or_null(req.description), metadata.dump(),
-                    payment.operation_id, bodies.created_event, bodies.accepted,
-                    bodies.duplicate_reference);
-                out.status = r[0].as<int>();
-                if (out.status == 202) {
+                    payment.operation_id, bodies.created_event, bodies.accepted, key_hash);
+                if (r[0].as<bool>()) {
                     out.kind = IntakeWrite::Kind::created;
+                    out.status = 202;
                     out.body = bodies.accepted;
                     out.resource_id = payment.payment_id;
                 } else {
+                    const pqxx::row holder =
+                        tx.exec_prepared1(k_holder, claim.tenant_id, req.merchant_reference);
+                    ExistingPayment existing;
+                    existing.payment_id = holder[0].as<std::string>();
+                    existing.created_by = holder[1].as<std::string>();
+                    if (!holder[2].is_null()) {
+                        existing.idempotency_key_hash = holder[2].as<std::string>();
+                    }
                     out.kind = IntakeWrite::Kind::duplicate_reference;
-                    out.body = bodies.duplicate_reference;
+                    out.status = 409;
+                    out.body = bodies.duplicate_reference(existing);
+                    if (out.body.size() > k_max_stored_response) {
+                        throw std::length_error("a response to store exceeds 64 KiB");
+                    }
+                    tx.exec_prepared0(k_store_conflict, claim.tenant_id, claim.principal_id,
+                                      claim.operation, claim.idempotency_key, out.body);
                 }
                 crash_point("intake.before_commit");
                 tx.commit();
@@ -138,7 +167,7 @@ IntakeWrite write_intake(Db& db, const IntakeClaim& claim, const NewPayment& pay
 }
 
 PurgeResult purge_idempotency_records(Db& db, std::optional<std::chrono::seconds> retention,
-                                      bool dry_run, int batch_size) {
+                                      bool dry_run, const PurgeAudit& audit, int batch_size) {
     Db::Impl& impl = db.impl();
     const std::string expired =
         retention ? "r.created_at <= now() - make_interval(secs => $1)" : "r.expires_at <= now() AND $1::bigint IS NULL";
@@ -152,6 +181,13 @@ PurgeResult purge_idempotency_records(Db& db, std::optional<std::chrono::seconds
     if (secs) {
         secs_param = secs_text.c_str();
     }
+    // What every audit row of the run says of it.
+    nlohmann::json run;
+    run["by"] = retention ? "age" : "expiry";
+    run["retention_s"] = secs ? nlohmann::json(*secs) : nlohmann::json();
+    run["minimum_retention_s"] = audit.minimum_retention.count();
+    run["default_minimum_retention_s"] = audit.default_minimum_retention.count();
+    run["minimum_lowered"] = audit.minimum_retention < audit.default_minimum_retention;
     return translate_errors(impl, [&] {
         PurgeResult out;
         {
@@ -167,24 +203,54 @@ PurgeResult purge_idempotency_records(Db& db, std::optional<std::chrono::seconds
                                   .as<long long>();
                 return out;
             }
+            out.run_id = tx.exec1("SELECT gen_random_uuid()::text")[0].as<std::string>();
         }
-        // Batches keep each transaction short; SKIP LOCKED lets intake and other purges go on.
+        run["run_id"] = out.run_id;
+        // Batches keep each transaction short; SKIP LOCKED lets intake and other purges go on. Each
+        // batch's deletions and their audit rows (one per tenant) commit together.
         const std::string del =
             "WITH doomed AS (SELECT r.tenant_id, r.principal_id, r.operation, r.idempotency_key "
             "FROM idempotency_records r WHERE " + expired + " AND NOT " + unfinished +
-            " LIMIT $2 FOR UPDATE SKIP LOCKED) "
-            "DELETE FROM idempotency_records x USING doomed d "
+            " LIMIT $2 FOR UPDATE SKIP LOCKED), "
+            "gone AS (DELETE FROM idempotency_records x USING doomed d "
             "WHERE x.tenant_id = d.tenant_id AND x.principal_id = d.principal_id "
-            "AND x.operation = d.operation AND x.idempotency_key = d.idempotency_key";
+            "AND x.operation = d.operation AND x.idempotency_key = d.idempotency_key "
+            "RETURNING x.tenant_id), "
+            "per_tenant AS (SELECT tenant_id, count(*) AS n FROM gone GROUP BY tenant_id), "
+            "audited AS (INSERT INTO audit_log (tenant_id, actor, action, subject_type, subject_id, detail) "
+            "SELECT tenant_id, $3, 'idempotency.purge', 'purge_run', $4, "
+            "$5::jsonb || jsonb_build_object('deleted', n) FROM per_tenant) "
+            "SELECT coalesce(sum(n), 0)::bigint, coalesce(string_agg(tenant_id::text, ','), '') "
+            "FROM per_tenant";
+        std::set<std::string> tenants;
         for (;;) {
             pqxx::work tx(impl.connection());
-            const pqxx::result r = tx.exec_params(del, secs_param, batch_size);
+            const pqxx::row r =
+                tx.exec_params1(del, secs_param, batch_size, audit.actor, out.run_id, run.dump());
             tx.commit();
-            out.deleted += static_cast<long long>(r.affected_rows());
-            if (r.affected_rows() < static_cast<std::size_t>(batch_size)) {
+            const long long n = r[0].as<long long>();
+            out.deleted += n;
+            const std::string ids = r[1].as<std::string>();
+            for (std::size_t at = 0; at < ids.size();) {
+                const std::size_t comma = std::min(ids.find(',', at), ids.size());
+                tenants.insert(ids.substr(at, comma - at));
+                at = comma + 1;
+            }
+            if (n < batch_size) {
                 break;
             }
         }
+        out.tenants = static_cast<long long>(tenants.size());
+        nlohmann::json totals = run;
+        totals["deleted"] = out.deleted;
+        totals["kept_unfinished"] = out.kept_unfinished;
+        totals["tenants"] = out.tenants;
+        pqxx::work tx(impl.connection());
+        tx.exec_params0("INSERT INTO audit_log (tenant_id, actor, action, subject_type, subject_id, "
+                        "detail) VALUES ($1::uuid, $2, 'idempotency.purge_run', 'purge_run', $3, "
+                        "$4::jsonb)",
+                        k_deployment_tenant, audit.actor, out.run_id, totals.dump());
+        tx.commit();
         return out;
     });
 }

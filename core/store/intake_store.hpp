@@ -28,13 +28,22 @@ struct NewPayment {
     std::string payment_id;   // uuid, made by the caller
     std::string operation_id; // the provider idempotency key, made by the caller
     const PaymentRequest* request = nullptr;
+    std::string idempotency_key_hash; // hex keyed digest of the Idempotency-Key, kept with the payment
+};
+
+// The payment that holds a merchant reference already.
+struct ExistingPayment {
+    std::string payment_id;
+    std::string created_by; // the principal
+    std::optional<std::string> idempotency_key_hash; // hex; none for payments from before schema 7
 };
 
 // The responses to store, made once the database has given the creation time.
 struct IntakeBodies {
-    std::string accepted;            // stored with 202 when the payment row is inserted
-    std::string duplicate_reference; // stored with 409 when the merchant reference is taken
-    std::string created_event;       // the outbox payload of payment.created
+    std::string accepted;      // stored with 202 when the payment row is inserted
+    // The 409 stored when the merchant reference is taken, made from the payment that holds it.
+    std::function<std::string(const ExistingPayment&)> duplicate_reference;
+    std::string created_event; // the outbox payload of payment.created
     // A 422 body instead: the request is refused now that it is known to be a first request (a
     // stored answer is replayed before anything is checked). Nothing is stored; the key stays free.
     std::optional<std::string> refused;
@@ -58,8 +67,9 @@ struct IntakeWrite {
 
 // BEGIN; INSERT the idempotency row ON CONFLICT DO NOTHING;
 //   inserted: make_bodies; if it refuses, ROLLBACK (the key stays free). Otherwise INSERT the
-//             payment (ON CONFLICT on the merchant reference DO NOTHING) and its outbox row, store
-//             the response, COMMIT.
+//             payment (ON CONFLICT on the merchant reference DO NOTHING), its outbox row and the
+//             202; if the reference was taken, SELECT the payment holding it (a new statement) and
+//             store duplicate_reference(it) with 409. COMMIT.
 //   not inserted: SELECT the record (a new statement) and the principal's revocation; COMMIT.
 // `make_bodies` gets the creation time (ISO 8601, UTC). Crash points: intake.after_key_claim,
 // intake.before_commit, intake.after_commit.
@@ -68,14 +78,28 @@ struct IntakeWrite {
 IntakeWrite write_intake(Db& db, const IntakeClaim& claim, const NewPayment& payment,
                          const std::function<IntakeBodies(const std::string& created_at)>& make_bodies);
 
+// Who purges, under which minimum: what the audit log keeps of a purge run.
+struct PurgeAudit {
+    std::string actor;
+    std::chrono::seconds minimum_retention{0};         // in force (PAYRECON_MIN_IDEMPOTENCY_RETENTION)
+    std::chrono::seconds default_minimum_retention{0}; // without the setting; lower is "lowered"
+};
+
+inline constexpr const char* k_deployment_tenant = "00000000-0000-0000-0000-000000000000";
+
 struct PurgeResult {
     long long deleted = 0;
     long long kept_unfinished = 0; // expired, but their payment is not terminal yet
+    long long tenants = 0;         // tenants whose records were deleted
+    std::string run_id;            // the audit log's subject_id for this run; empty for a dry run
 };
 
 // Deletes idempotency records past their expiry -- or, with `retention`, created longer ago than
-// that -- except those whose payment is not terminal. In batches; `dry_run` only counts.
+// that -- except those whose payment is not terminal. In batches, each in one transaction with an
+// audit row per tenant it deleted from (action idempotency.purge: the run, the count, retention and
+// minimum); then one row for the whole run under k_deployment_tenant (idempotency.purge_run: the
+// totals, written even when nothing was deleted). `dry_run` only counts and writes nothing.
 PurgeResult purge_idempotency_records(Db& db, std::optional<std::chrono::seconds> retention,
-                                      bool dry_run, int batch_size = 5000);
+                                      bool dry_run, const PurgeAudit& audit, int batch_size = 5000);
 
 } // namespace payrecon::store

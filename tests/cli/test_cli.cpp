@@ -2,6 +2,8 @@
 #include "core/auth.hpp"
 #include "core/encoding.hpp"
 #include "core/errors.hpp"
+#include "core/intake.hpp"
+#include "core/store/migrations.hpp"
 #include "tests/cli/cli_runner.hpp"
 #include "tests/support/test_db.hpp"
 
@@ -312,4 +314,97 @@ TEST_CASE("cli: payments create with a provider configuration refuses a provider
     const auto bad = run_binary(env + " PAYRECON_CONFIG=/nonexistent/payrecon.json",
                                 "payments create --idempotency-key k2 --body-file " + stripe.path);
     CHECK(bad.exit_code == 4);
+}
+
+TEST_CASE("cli: a bad PAYRECON_OPERATOR or --operator is a clear error, not a CHECK failure",
+          "[cli][db][regression]") {
+    // A 200-character PAYRECON_OPERATOR reached the audit log's CHECK and failed the command with
+    // PostgreSQL's raw "violates check constraint" (exit 1); control characters went in as they were.
+    const std::string db = "PAYRECON_DATABASE_URL='" + database_url() + "'";
+    const std::string name = unique_name("op");
+    const auto tenants = [&] { return query_value("SELECT count(*) FROM tenants WHERE name = $1", name); };
+    for (const std::string& bad : {std::string(200, 'o'), std::string("\"$(printf 'eve\\033[2J')\""),
+                                   std::string("\"$(printf 'two\\nlines')\"")}) {
+        INFO(bad);
+        const auto r = run_binary(db + " PAYRECON_OPERATOR=" + bad, "tenant create " + name);
+        CHECK(r.exit_code == 4);
+        CHECK(r.output.find("PAYRECON_OPERATOR") != std::string::npos);
+        CHECK(r.output.find("check constraint") == std::string::npos);
+        CHECK(r.output.find('\x1b') == std::string::npos);
+        CHECK(tenants() == "0");
+    }
+    const auto flag = run_binary(db, "--operator " + std::string(101, 'o') + " tenant create " + name);
+    CHECK(flag.exit_code == 2);
+    CHECK(flag.output.find("--operator") != std::string::npos);
+    CHECK(tenants() == "0");
+
+    const auto ok = run_binary(db + " PAYRECON_OPERATOR='Alice Ops'", "tenant create " + name);
+    CHECK(ok.exit_code == 0);
+    CHECK(tenants() == "1");
+    CHECK(query_value("SELECT actor FROM audit_log a JOIN tenants t USING (tenant_id) WHERE t.name = $1",
+                      name) == "Alice Ops");
+}
+
+TEST_CASE("cli: purge says what it did and leaves it in the audit log, and --dry-run records nothing",
+          "[cli][db][purge][regression]") {
+    // A database of its own: a purge run is global.
+    ScratchDatabase scratch;
+    store::Db db(scratch.url());
+    store::migrate(db);
+    const auto tenant = make_tenant(db);
+    const auto writer = make_principal(db, tenant);
+    IntakeService intake(db, test_keys());
+    for (const char* key : {"k-1", "k-2"}) {
+        REQUIRE(intake.create_payment(writer.principal, key, payment_body(std::string("ref-") + key), "")
+                    .status == 202);
+    }
+    pqxx::connection c(scratch.url());
+    const auto sql = [&](const std::string& text) {
+        pqxx::work tx(c);
+        const pqxx::result r = tx.exec(text);
+        tx.commit();
+        return r.empty() || r[0][0].is_null() ? std::string() : r[0][0].as<std::string>();
+    };
+    sql("UPDATE idempotency_records SET created_at = now() - interval '3 hours'");
+    sql("UPDATE payments SET state = 'failed'");
+    const std::string audit_rows = "SELECT count(*) FROM audit_log";
+    const std::string before = sql(audit_rows);
+    const std::string env = "PAYRECON_DATABASE_URL='" + scratch.url() +
+                            "' PAYRECON_OPERATOR=alice PAYRECON_MIN_IDEMPOTENCY_RETENTION=1h";
+    const auto json_of = [](const std::string& output) { // stderr comes first, then the JSON
+        return nlohmann::json::parse(output.substr(output.find('{')));
+    };
+
+    const auto dry = run_binary(env, "purge --retention 2h --dry-run --json");
+    REQUIRE(dry.exit_code == 0);
+    CHECK(json_of(dry.output)["would_delete"] == 2);
+    CHECK(json_of(dry.output)["run_id"].is_null());
+    CHECK(sql(audit_rows) == before);
+    CHECK(sql("SELECT count(*) FROM idempotency_records") == "2");
+
+    const auto run = run_binary(env, "purge --retention 2h --json");
+    REQUIRE(run.exit_code == 0);
+    CHECK(run.output.find("minimum retention is lowered") != std::string::npos);
+    const auto j = json_of(run.output);
+    CHECK(j["deleted"] == 2);
+    CHECK(j["tenants"] == 1);
+    CHECK(j["operator"] == "alice");
+    CHECK(j["minimum_retention_s"] == 3600);
+    CHECK(j["minimum_lowered"] == true);
+    CHECK(j["retention_s"] == 7200);
+    const std::string run_id = j["run_id"];
+    CHECK(sql("SELECT count(*) FROM idempotency_records") == "0");
+    CHECK(sql("SELECT count(*) FROM audit_log WHERE subject_id = '" + run_id + "' AND actor = 'alice'") == "2");
+    CHECK(sql("SELECT detail->>'deleted' FROM audit_log WHERE action = 'idempotency.purge_run' AND "
+              "subject_id = '" + run_id + "'") == "2");
+    CHECK(std::stoll(sql(audit_rows)) == std::stoll(before) + 2);
+
+    // The text output says the same, and `audit` shows the run as the deployment's.
+    const auto text = run_binary(env, "purge --retention 2h");
+    CHECK(text.output.find("deleted 0 idempotency record(s)") != std::string::npos);
+    CHECK(text.output.find("minimum 3600s (lowered); operator alice") != std::string::npos);
+    CHECK(text.output.find("recorded in the audit log as purge run") != std::string::npos);
+    const auto shown = run_binary(env, "audit");
+    CHECK(shown.output.find("(all tenants)") != std::string::npos);
+    CHECK(shown.output.find("idempotency.purge_run") != std::string::npos);
 }

@@ -5,6 +5,7 @@
 #include "core/intake.hpp"
 #include "core/store/admin_store.hpp"
 #include "core/store/intake_store.hpp"
+#include "core/store/migrations.hpp"
 #include "tests/core/reference_generator.hpp"
 #include "tests/support/test_db.hpp"
 
@@ -669,6 +670,79 @@ TEST_CASE("intake: a request stored before the provider configuration changed is
     CHECK(payments(s.tenant) == 2);
 }
 
+TEST_CASE("intake: a retry after purge deleted its key's record is told the record expired and "
+          "where the payment is",
+          "[intake][db][purge][regression]") {
+    // After purge deleted a key's record, a retry with that same key was told its payment exists
+    // "under another Idempotency-Key", which is false. A database of its own: purge is global.
+    ScratchDatabase scratch;
+    store::Db db(scratch.url());
+    store::migrate(db);
+    const auto tenant = make_tenant(db);
+    const auto writer = make_principal(db, tenant);
+    pqxx::connection c(scratch.url());
+    const auto sql = [&](const std::string& text) {
+        pqxx::work tx(c);
+        const pqxx::result r = tx.exec(text);
+        tx.commit();
+        return r.empty() || r[0][0].is_null() ? std::string() : r[0][0].as<std::string>();
+    };
+    const std::string body = payment_body("ref-expired");
+    const auto first = create(db, writer.principal, "k-expired", body);
+    REQUIRE(first.status == 202);
+    const std::string payment_id = nlohmann::json::parse(first.body)["id"];
+    CHECK(sql("SELECT count(*) FROM payments WHERE idempotency_key_hash IS NOT NULL") == "1");
+
+    // The payment is finished and its key's record expires; purge deletes it.
+    sql("UPDATE payments SET state = 'succeeded'");
+    sql("UPDATE idempotency_records SET created_at = now() - interval '8 days', "
+        "expires_at = now() - interval '1 day'");
+    const auto purged = store::purge_idempotency_records(
+        db, std::nullopt, false, store::PurgeAudit{"ops", std::chrono::hours(24), std::chrono::hours(24)});
+    REQUIRE(purged.deleted == 1);
+    REQUIRE(sql("SELECT count(*) FROM idempotency_records") == "0");
+
+    const auto retry = create(db, writer.principal, "k-expired", body);
+    CHECK(retry.status == 409);
+    CHECK(retry.outcome == "key_expired");
+    const auto j = nlohmann::json::parse(retry.body);
+    CHECK(j["type"] == "idempotency_key_expired");
+    CHECK(j["field"] == "Idempotency-Key");
+    CHECK(j["payment_id"] == payment_id);
+    CHECK(j["payment"] == "/v1/payments/" + payment_id);
+    const std::string detail = j["detail"];
+    CHECK(detail.find("has expired") != std::string::npos);
+    CHECK(detail.find(payment_id) != std::string::npos);
+    CHECK(detail.find("another Idempotency-Key") == std::string::npos);
+    CHECK(sql("SELECT count(*) FROM payments") == "1");
+    CHECK(sql("SELECT count(*) FROM outbox") == "1");
+    CHECK(sql("SELECT count(*) FROM idempotency_records WHERE response_status = 409") == "1");
+    // From now on that answer is the key's, replayed byte for byte.
+    const auto again = create(db, writer.principal, "k-expired", body);
+    CHECK(again.replayed);
+    CHECK(again.body == retry.body);
+
+    // Another key, or the same key string of another principal (its keys are its own): truly
+    // another Idempotency-Key.
+    const auto other = create(db, writer.principal, "k-other", body);
+    CHECK(nlohmann::json::parse(other.body)["type"] == "duplicate_merchant_reference");
+    CHECK(other.body.find("under another Idempotency-Key") != std::string::npos);
+    const auto colleague = make_principal(db, tenant);
+    const auto theirs = create(db, colleague.principal, "k-expired", body);
+    CHECK(nlohmann::json::parse(theirs.body)["type"] == "duplicate_merchant_reference");
+    CHECK(theirs.body.find(payment_id) == std::string::npos);
+
+    // A payment made before payments kept their key's digest: which key made it is unknown.
+    sql("UPDATE payments SET idempotency_key_hash = NULL");
+    sql("DELETE FROM idempotency_records WHERE idempotency_key = 'k-expired'");
+    const auto unknown = create(db, writer.principal, "k-expired", body);
+    const auto u = nlohmann::json::parse(unknown.body);
+    CHECK(u["type"] == "duplicate_merchant_reference");
+    CHECK(u["payment_id"] == payment_id);
+    CHECK(u.value("detail", "").find("or under this one before its record expired") != std::string::npos);
+    CHECK(sql("SELECT count(*) FROM payments") == "1");
+}
+
 TEST_CASE("intake: after a fingerprint secret rotation, replays still match", "[intake][db]") {
     Scope s;
     const FingerprintKeys old_keys(test_secret('a'));
@@ -691,11 +765,13 @@ TEST_CASE("intake: a response over 64 KiB is never stored", "[intake][db]") {
     REQUIRE(request);
     store::IntakeClaim claim{s.tenant.tenant_id, s.writer.principal.principal_id, "create_payment",
                              "k-big", std::string(64, 'a'), std::chrono::hours(24)};
-    store::NewPayment payment{new_uuid(), new_operation_id(), &*request};
+    store::NewPayment payment{new_uuid(), new_operation_id(), &*request, ""};
     CHECK_THROWS_AS(store::write_intake(*s.db, claim, payment,
                                         [](const std::string&) {
-                                            return store::IntakeBodies{std::string(65 * 1024, 'x'),
-                                                                       "{}", "{}", std::nullopt};
+                                            return store::IntakeBodies{
+                                                std::string(65 * 1024, 'x'),
+                                                [](const store::ExistingPayment&) { return std::string("{}"); },
+                                                "{}", std::nullopt};
                                         }),
                     std::length_error);
     CHECK(payments(s.tenant) == 0);

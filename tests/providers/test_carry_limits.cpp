@@ -11,10 +11,9 @@
 #include "tests/providers/adapter_testing.hpp"
 
 #include <algorithm>
-#include <string>
-
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
+#include <string>
 
 using namespace payrecon;
 using namespace payrecon::providers;
@@ -99,7 +98,8 @@ TEST_CASE("carry limits: Adyen's metadata limits refuse instead of leaving entri
     Recorder rec;
     rec.replies.push_back(response(200, fixture("adyen", "authorised.json")));
     adyen::AdyenAdapter a(config("adyen", "https://checkout-test.adyen.test"), rec.fn());
-    for (const auto& [name, metadata] : std::vector<std::pair<std::string, std::map<std::string, std::string>>>{
+    for (const auto& [name, metadata] :
+         std::vector<std::pair<std::string, std::map<std::string, std::string>>>{
              {"19 entries (18 fit)", entries(19)},
              {"a key over 20 characters", {{"a_key_longer_than_twenty", "v"}}},
              {"a value over 80 characters", {{"long_value", std::string(81, 'x')}}},

@@ -1,11 +1,22 @@
 #include "core/intake.hpp"
 #include "core/store/intake_store.hpp"
+#include "core/store/db.hpp"
+#include "core/store/migrations.hpp"
 #include "tests/support/test_db.hpp"
+
+#include <nlohmann/json.hpp>
+#include <pqxx/pqxx>
 
 #include <catch2/catch.hpp>
 
 using namespace payrecon;
 using namespace payrecon::testing;
+
+namespace {
+
+const store::PurgeAudit k_audit{"purge-test", std::chrono::hours(24), std::chrono::hours(24)};
+
+} // namespace
 
 TEST_CASE("purge: expired records of finished payments go, unfinished ones stay", "[store][db][purge]") {
     auto db = connect();
@@ -24,11 +35,11 @@ TEST_CASE("purge: expired records of finished payments go, unfinished ones stay"
     exec_sql("UPDATE payments SET state = 'succeeded' WHERE tenant_id = '" + tenant.tenant_id +
              "' AND merchant_reference = 'ref-k-done'");
 
-    const auto dry = store::purge_idempotency_records(*db, std::nullopt, true);
+    const auto dry = store::purge_idempotency_records(*db, std::nullopt, true, k_audit);
     CHECK(dry.deleted >= 2);
     CHECK(count_rows("idempotency_records", tenant.tenant_id) == 4);
 
-    const auto result = store::purge_idempotency_records(*db, std::nullopt, false, 1);
+    const auto result = store::purge_idempotency_records(*db, std::nullopt, false, k_audit, 1);
     CHECK(result.deleted >= 2); // k-done and k-dup (other tests' rows may expire too)
     CHECK(result.kept_unfinished >= 1);
     CHECK(count_rows("idempotency_records", tenant.tenant_id) == 2);
@@ -50,7 +61,85 @@ TEST_CASE("purge: an explicit retention deletes by age, still never an unfinishe
              tenant.tenant_id + "'");
     exec_sql("UPDATE payments SET state = 'failed' WHERE tenant_id = '" + tenant.tenant_id +
              "' AND merchant_reference = 'ref-old'");
-    store::purge_idempotency_records(*db, std::chrono::hours(48), false);
+    store::purge_idempotency_records(*db, std::chrono::hours(48), false, k_audit);
     CHECK(count_rows("idempotency_records", tenant.tenant_id) == 1);
     CHECK(count_rows("idempotency_records", tenant.tenant_id, "idempotency_key = 'k-old-open'") == 1);
+}
+
+TEST_CASE("purge: every run is audited -- who, retention, minimum in force, counts -- and a dry run "
+          "writes nothing",
+          "[store][db][purge][regression]") {
+    // purge deleted 8,812 idempotency records and left no audit row; a lowered minimum retention
+    // was recorded nowhere. A database of its own: a purge run is global, and other tests' records
+    // must not be its business.
+    ScratchDatabase scratch;
+    store::Db db(scratch.url());
+    store::migrate(db);
+    const auto tenant = make_tenant(db);
+    const auto writer = make_principal(db, tenant);
+    IntakeService intake(db, test_keys());
+    for (const char* key : {"k-1", "k-2", "k-3", "k-open"}) {
+        REQUIRE(intake.create_payment(writer.principal, key, payment_body(std::string("ref-") + key), "")
+                    .status == 202);
+    }
+    pqxx::connection c(scratch.url());
+    const auto sql = [&](const std::string& text, const std::string& param = "") {
+        pqxx::work tx(c);
+        const pqxx::result r = param.empty() ? tx.exec(text) : tx.exec_params(text, param);
+        tx.commit();
+        return r.empty() || r[0][0].is_null() ? std::string() : r[0][0].as<std::string>();
+    };
+    sql("UPDATE idempotency_records SET created_at = now() - interval '3 hours'");
+    sql("UPDATE payments SET state = 'succeeded' WHERE merchant_reference <> 'ref-k-open'");
+    const auto count = [&](const std::string& where) {
+        return std::stoll(sql("SELECT count(*) FROM audit_log WHERE " + where));
+    };
+    const long long before = count("true"); // tenant.create, principal.create
+
+    const store::PurgeAudit lowered{"alice", std::chrono::hours(1), std::chrono::hours(24)};
+    const auto dry = store::purge_idempotency_records(db, std::chrono::hours(2), true, lowered);
+    CHECK(dry.deleted == 3);
+    CHECK(dry.kept_unfinished == 1);
+    CHECK(dry.run_id.empty());
+    CHECK(count("true") == before); // a dry run writes nothing
+    CHECK(sql("SELECT count(*) FROM idempotency_records") == "4");
+
+    const auto run = store::purge_idempotency_records(db, std::chrono::hours(2), false, lowered, 2);
+    CHECK(run.deleted == 3);
+    CHECK(run.kept_unfinished == 1);
+    CHECK(run.tenants == 1);
+    REQUIRE_FALSE(run.run_id.empty());
+    CHECK(sql("SELECT count(*) FROM idempotency_records") == "1");
+    // The tenant's rows: one per batch (of 2) that deleted from it, 3 records in all, each saying
+    // who, the retention and the minimum in force.
+    CHECK(count("tenant_id = '" + tenant.tenant_id + "' AND action = 'idempotency.purge'") == 2);
+    CHECK(sql("SELECT sum((detail->>'deleted')::bigint) FROM audit_log WHERE action = 'idempotency.purge' "
+              "AND subject_id = $1",
+              run.run_id) == "3");
+    CHECK(count("action = 'idempotency.purge' AND actor = 'alice' AND detail->>'by' = 'age' "
+                "AND (detail->>'retention_s')::bigint = 7200 "
+                "AND (detail->>'minimum_retention_s')::bigint = 3600 "
+                "AND (detail->>'minimum_lowered')::boolean AND detail->>'run_id' = '" + run.run_id + "'") == 2);
+    // The run as a whole, under the deployment, with its totals -- the numbers the command prints.
+    const std::string summary = sql(
+        "SELECT detail::text FROM audit_log WHERE tenant_id = '00000000-0000-0000-0000-000000000000' "
+        "AND action = 'idempotency.purge_run' AND subject_id = $1 AND actor = 'alice'",
+        run.run_id);
+    REQUIRE_FALSE(summary.empty());
+    const auto j = nlohmann::json::parse(summary);
+    CHECK(j["deleted"] == 3);
+    CHECK(j["kept_unfinished"] == 1);
+    CHECK(j["tenants"] == 1);
+    CHECK(j["minimum_lowered"] == true);
+    CHECK(j["minimum_retention_s"] == 3600);
+    CHECK(j["default_minimum_retention_s"] == 86400);
+    CHECK(count("true") == before + 3);
+
+    // A run that deletes nothing is recorded too: its minimum was in force all the same.
+    const auto empty = store::purge_idempotency_records(db, std::chrono::hours(2), false, lowered);
+    CHECK(empty.deleted == 0);
+    CHECK(count("action = 'idempotency.purge_run' AND subject_id = '" + empty.run_id +
+                "' AND (detail->>'minimum_lowered')::boolean") == 1);
+    CHECK(count("true") == before + 4);
+    CHECK(sql("SELECT count(*) FROM payments") == "4"); // payments never expire
 }
