@@ -34,7 +34,7 @@ namespace payrecon::chaos {
 
 struct ChaosOptions {
     std::uint64_t seed = 0;
-    std::chrono::seconds duration{40}; // the chaos phase; about 15 s of set-up and quiescing follow
+    std::chrono::seconds duration{35}; // the chaos phase; set-up and quiescing take 10 to 20 s more
     int workers = 3;
     int clients = 3;
     std::chrono::milliseconds client_gap{300}; // mean pause between one client's payments
@@ -49,6 +49,7 @@ ChaosOptions options_from_environment(ChaosOptions defaults);
 struct ChaosReport {
     ChaosOptions options;
     std::map<std::string, int> events; // what the schedule did, by kind (see k_event_names)
+    std::map<std::string, long long> faults_applied; // the provider's, by fault mode
     std::vector<InvariantResult> invariants;
     bool all_held() const;
 };

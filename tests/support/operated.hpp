@@ -4,7 +4,7 @@
 // environment without any PAYRECON_* variable of the developer's), `Operated` is one test's world
 // (a database, a tenant with a writer, the fake provider, the provider configuration file naming a
 // provider of the test's own, "st" + 16 hex, so reconcilers and workers touch only that test's
-// payments). Shared by the operator CLI tests and the multi-process fencing tests.
+// payments). Shared by the operator CLI tests, the multi-process fencing tests and the chaos run.
 #include "core/intake.hpp"
 #include "core/store/migrations.hpp"
 #include "engine/executor.hpp"
