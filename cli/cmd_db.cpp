@@ -5,6 +5,7 @@
 #include "core/store/migrations.hpp"
 
 #include <iostream>
+#include <memory>
 
 namespace payrecon::cli {
 namespace {
@@ -30,10 +31,15 @@ void run_start(AppState& state) {
               << (applied.empty() ? "" : " (just migrated)") << "\n";
 }
 
-void run_stop(AppState& state) {
+void run_stop(AppState& state, bool immediate) {
     require_private(state, "stop");
     store::LocalCluster cluster = local_cluster(state.global);
-    std::cout << (cluster.stop() ? "PostgreSQL stopped\n" : "PostgreSQL was not running\n");
+    const bool stopped = cluster.stop(immediate ? store::LocalCluster::StopMode::immediate
+                                                : store::LocalCluster::StopMode::fast);
+    std::cout << (!stopped ? "PostgreSQL was not running\n"
+                  : immediate
+                      ? "PostgreSQL stopped immediately (the next start runs crash recovery)\n"
+                      : "PostgreSQL stopped\n");
 }
 
 void run_status(AppState& state, bool json) {
@@ -109,8 +115,13 @@ void setup_db(CLI::App& app, AppState& state) {
     db->require_subcommand(1);
     db->add_subcommand("start", "create (first time) and start the private PostgreSQL, and migrate")
         ->callback([&state] { run_start(state); });
-    db->add_subcommand("stop", "stop the private PostgreSQL (open transactions roll back)")
-        ->callback([&state] { run_stop(state); });
+    auto immediate = std::make_shared<bool>(false);
+    CLI::App* stop =
+        db->add_subcommand("stop", "stop the private PostgreSQL (open transactions roll back)");
+    stop->add_flag("--immediate", *immediate,
+                   "stop every server process at once, without a checkpoint: the next start runs "
+                   "crash recovery (for crash drills)");
+    stop->callback([&state, immediate] { run_stop(state, *immediate); });
     auto json = std::make_shared<bool>(false);
     CLI::App* status = db->add_subcommand("status", "where the database is, and whether it runs");
     status->add_flag("--json", *json, "print JSON");

@@ -463,7 +463,7 @@ void LocalCluster::ensure_started() {
     }
 }
 
-bool LocalCluster::stop() {
+bool LocalCluster::stop(StopMode mode) {
     if (!status().running) {
         return false;
     }
@@ -471,7 +471,8 @@ bool LocalCluster::stop() {
     const fs::path pg_dir = m_home / "postgres";
     LockFile lock(m_home / "postgres.lock");
     const int rc = run_program({(find_bindir() / "pg_ctl").string(), "-D", data_dir().string(), "-m",
-                                "fast", "-w", "-t", "120", "-s", "stop"},
+                                mode == StopMode::immediate ? "immediate" : "fast", "-w", "-t", "120",
+                                "-s", "stop"},
                                user, pg_dir, pg_dir / "pg_ctl.log");
     if (rc != 0) {
         throw DatabaseUnavailable("the private PostgreSQL did not stop:" +

@@ -45,9 +45,15 @@ public:
     // DatabaseUnavailable (with the tail of the server log) if the server does not start.
     void ensure_started();
 
-    // Stops the server (fast shutdown: open transactions roll back). Returns false if it was not
-    // running. Throws DatabaseUnavailable if it does not stop.
-    bool stop();
+    // How stop() ends the server. fast: open transactions roll back and a checkpoint is written.
+    // immediate: every server process quits at once without a checkpoint, and the next start runs
+    // crash recovery from the WAL, as after a power loss (for crash drills; committed transactions
+    // survive, since synchronous_commit is on).
+    enum class StopMode { fast, immediate };
+
+    // Stops the server (pg_ctl -m fast or -m immediate). Returns false if it was not running.
+    // Throws DatabaseUnavailable if it does not stop.
+    bool stop(StopMode mode = StopMode::fast);
 
 private:
     void initialize();

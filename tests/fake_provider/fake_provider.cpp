@@ -415,12 +415,13 @@ void FakeProvider::serve(Connection& connection) {
                 break;
             }
             const auto started = SteadyClock::now();
+            const auto received = std::chrono::system_clock::now();
             const http::Request& request = read.request;
             Reply reply;
             if (read.status == http::ReadStatus::invalid) {
                 reply.response = admin_error(read.error_status, read.error);
                 conn.write_all(http::serialize(reply.response, false));
-                log_request(connection.admin, request, read.error_status, reply,
+                log_request(connection.admin, request, read.error_status, reply, received,
                             SteadyClock::now() - started);
                 linger_close(connection.fd);
                 break;
@@ -469,7 +470,8 @@ void FakeProvider::serve(Connection& connection) {
                 break;
             }
             }
-            log_request(connection.admin, request, status, reply, SteadyClock::now() - started);
+            log_request(connection.admin, request, status, reply, received,
+                        SteadyClock::now() - started);
             if (!keep) {
                 break;
             }
@@ -587,9 +589,12 @@ http::Response FakeProvider::admin(const http::Request& request) {
 }
 
 void FakeProvider::log_request(bool admin, const http::Request& request, int status,
-                               const Reply& reply, SteadyClock::duration took) {
+                               const Reply& reply, std::chrono::system_clock::time_point received,
+                               SteadyClock::duration took) {
     Json line;
     line["ts"] = iso_now();
+    line["received_us"] =
+        std::chrono::duration_cast<std::chrono::microseconds>(received.time_since_epoch()).count();
     line["listener"] = admin ? "admin" : "main";
     line["method"] = request.method;
     line["path"] = request.path;

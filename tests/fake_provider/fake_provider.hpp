@@ -99,7 +99,11 @@ private:
     void reopen_listener();
     void reap(bool all);
     void wake();
+    // One line per request: `received_us` is when it had been read in full (unix microseconds,
+    // the system clock: comparable with PostgreSQL's timestamps on this host), `ms` how long it
+    // took from there.
     void log_request(bool admin, const http::Request& request, int status, const Reply& reply,
+                     std::chrono::system_clock::time_point received,
                      std::chrono::steady_clock::duration took);
     void log_event(const nlohmann::ordered_json& event);
 

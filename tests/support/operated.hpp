@@ -4,7 +4,7 @@
 // environment without any PAYRECON_* variable of the developer's), `Operated` is one test's world
 // (a database, a tenant with a writer, the fake provider, the provider configuration file naming a
 // provider of the test's own, "st" + 16 hex, so reconcilers and workers touch only that test's
-// payments). Shared by the operator CLI tests and the multi-process fencing tests.
+// payments). Shared by the operator CLI tests, the multi-process fencing tests and the chaos run.
 #include "core/intake.hpp"
 #include "core/store/migrations.hpp"
 #include "engine/executor.hpp"
@@ -52,9 +52,9 @@ inline bool contains(const std::string& haystack, const std::string& needle) {
 // A directory of its own under the system's temporary directory, removed with its contents.
 class TempDir {
 public:
-    TempDir() {
+    explicit TempDir(const std::string& prefix = "payrecon-clitest") {
         std::string pattern =
-            (std::filesystem::temp_directory_path() / "payrecon-clitest-XXXXXX").string();
+            (std::filesystem::temp_directory_path() / (prefix + "-XXXXXX")).string();
         REQUIRE(::mkdtemp(pattern.data()) != nullptr);
         m_path = pattern;
     }
@@ -153,6 +153,34 @@ public:
     }
     Payrecon& operator=(const Payrecon&) = delete;
 
+    // The process ID while it has not been reaped; -1 after.
+    pid_t pid() const { return m_pid; }
+    const std::string& command() const { return m_command; }
+
+    // Without waiting: the run if the process has ended (reaped here; a death by signal N has
+    // exit_code 128 + N), nullopt while it runs or is stopped.
+    std::optional<Run> poll() {
+        REQUIRE(m_pid > 0);
+        int status = 0;
+        const pid_t r = ::waitpid(m_pid, &status, WNOHANG);
+        REQUIRE(r >= 0);
+        if (r == 0) {
+            return std::nullopt;
+        }
+        m_pid = -1;
+        return finished(status);
+    }
+
+    // SIGKILL (a stopped process dies too) and reap; the run, exit_code 128 + 9.
+    Run kill() {
+        REQUIRE(m_pid > 0);
+        ::kill(m_pid, SIGKILL);
+        int status = 0;
+        REQUIRE(::waitpid(m_pid, &status, 0) == m_pid);
+        m_pid = -1;
+        return finished(status);
+    }
+
     // Waits for the exit (on a pidfd, no polling). A process still running at `deadline` is a
     // hang: it is killed and the test fails.
     Run wait(std::chrono::seconds deadline = std::chrono::seconds(120)) {
@@ -184,6 +212,14 @@ public:
     }
 
 private:
+    Run finished(int status) const {
+        Run r;
+        r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        r.out = read_file(m_out);
+        r.err = read_file(m_err);
+        return r;
+    }
+
     pid_t m_pid = -1;
     std::filesystem::path m_out;
     std::filesystem::path m_err;
