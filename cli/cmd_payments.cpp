@@ -45,7 +45,12 @@ std::string status_text(int status) {
     }
 }
 
-ExitCode exit_code_for(int status) {
+ExitCode exit_code_for(const IntakeResponse& response) {
+    const int status = response.status;
+    if (response.outcome == "in_doubt") {
+        // Not 5: that says nothing was changed, and here the payment may have been stored.
+        return ExitCode::failure;
+    }
     if (status < 300) {
         return ExitCode::ok;
     }
@@ -202,7 +207,7 @@ void setup_payments(CLI::App& app, AppState& state) {
             }
             std::cout << response.body << "\n";
         }
-        state.exit_code = static_cast<int>(exit_code_for(response.status));
+        state.exit_code = static_cast<int>(exit_code_for(response));
     });
 
     auto list = std::make_shared<ListOptions>();

@@ -1,5 +1,6 @@
 // The command line, parsed in-process with build_app(), and the binary's exit codes.
 #include "core/auth.hpp"
+#include "core/crash_point.hpp"
 #include "core/encoding.hpp"
 #include "core/errors.hpp"
 #include "core/intake.hpp"
@@ -8,6 +9,7 @@
 #include "tests/support/test_db.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -407,4 +409,38 @@ TEST_CASE("cli: purge says what it did and leaves it in the audit log, and --dry
     const auto shown = run_binary(env, "audit");
     CHECK(shown.output.find("(all tenants)") != std::string::npos);
     CHECK(shown.output.find("idempotency.purge_run") != std::string::npos);
+}
+
+TEST_CASE("cli: payments create after a lost COMMIT exits 1 and says the outcome is unknown, not 5",
+          "[cli][db][intake][fault][regression]") {
+    // Exit 5 means "the database cannot be reached; nothing was changed", which a lost COMMIT
+    // cannot promise: the payment may have been stored.
+    const std::string name = unique_name("cli-doubt");
+    run_cli({"tenant", "create", name});
+    const auto principal = nlohmann::json::parse(
+        run_cli({"principal", "create", "--tenant", name, "--name", "shop", "--role", "writer", "--json"}));
+    const std::string tenant_id = principal["tenant_id"];
+    const TempFile secret(std::string(44, 's') + "\n");
+    const TempFile body(payment_body("cli-doubt-ref"));
+    ::setenv("PAYRECON_API_KEY", principal["api_key"].get<std::string>().c_str(), 1);
+    ::setenv("PAYRECON_FINGERPRINT_SECRET_FILE", secret.path.c_str(), 1);
+    arm_crash_point("intake.after_commit", [] {
+        throw pqxx::in_doubt_error("WARNING: Connection lost while committing transaction");
+    });
+    int exit_code = -1;
+    const std::string out = run_cli(
+        {"payments", "create", "--json", "--idempotency-key", "k1", "--body-file", body.path}, &exit_code);
+    arm_crash_point("");
+    const auto retry = nlohmann::json::parse(run_cli(
+        {"payments", "create", "--json", "--idempotency-key", "k1", "--body-file", body.path}));
+    ::unsetenv("PAYRECON_API_KEY");
+    ::unsetenv("PAYRECON_FINGERPRINT_SECRET_FILE");
+    CHECK(exit_code == 1);
+    const auto j = nlohmann::json::parse(out);
+    CHECK(j["status"] == 503);
+    CHECK(j["body"].value("detail", "").find("outcome is unknown") != std::string::npos);
+    CHECK(count_rows("payments", tenant_id) == 1); // it did commit
+    CHECK(retry["status"] == 202);
+    CHECK(retry["replayed"] == true);
+    CHECK(count_rows("payments", tenant_id) == 1);
 }
