@@ -339,6 +339,7 @@ std::map<pid_t, int> Chaos::claims() {
 }
 
 void Chaos::tick() {
+    m_out << std::flush; // the timeline as it happens, also into a file
     const auto now = Clock::now();
     const auto replace = [&](Managed& m, const Run& r) {
         m_process_failures.push_back(m.name + " exited on its own (" + std::to_string(r.exit_code) +
@@ -614,10 +615,8 @@ void Chaos::quiesce() {
     calm.lookup_down = false;
     m_world->fake->set_faults(calm);
     m_lookup_up_at.reset();
-    for (auto* m : {&m_serve}) {
-        if (m->resume_at) {
-            resume(*m);
-        }
+    if (m_serve.resume_at) {
+        resume(m_serve);
     }
     for (auto& w : m_workers) {
         if (w.resume_at) {

@@ -167,6 +167,7 @@ void Clients::client_main(int index) {
         const Acknowledged& first = record.acknowledged[i];
         Answer again;
         if (!send_until_answered(curl, first.key, bodies[i], record, again)) {
+            record.unanswered.push_back(first.key + " (its replay)");
             return;
         }
         ++record.replays;
@@ -232,7 +233,7 @@ void Clients::client_main(int index) {
         }
     }
     // Every acknowledged key once more, now that the chaos is over.
-    for (std::size_t i = 0; i < record.acknowledged.size() && !m_abort; ++i) {
+    for (std::size_t i = 0; i < record.acknowledged.size(); ++i) {
         replay(i);
     }
     curl_easy_cleanup(curl);

@@ -19,9 +19,10 @@
 // delivery -- whether or not the provider executed it. The check needs no tolerance: a legitimate
 // call is read by the provider before its lease's end less the 1 s margin (DESIGN section 6), and a
 // lease expiry happens after the lease's end. The log's deliveries must match the ledger's count
-// per operation ID, or the evidence is incomplete and the check fails. The one thing it cannot
-// tell from a fenced-out call: a worker stopped between libcurl's pre-request callback and its
-// write() of the request, microseconds of a call, which no client-side fence can close.
+// per operation ID, or the evidence is incomplete and the check fails. What it cannot tell from a
+// fenced-out call: a worker stopped between libcurl's pre-request callback and its write() of the
+// request (microseconds of a call, which no client-side fence can close), and a provider thread
+// that reads a request more than the 1 s margin after it was written (it reads on loopback).
 
 #include "tests/chaos/clients.hpp"
 

@@ -1,7 +1,25 @@
 // The chaos run (tests/chaos/chaos.hpp) in the suite: about 35 s of chaos on a private PostgreSQL
-// of its own, then quiescing and DESIGN section 12's invariants, each a CHECK. The seed is printed
-// first; PAYRECON_CHAOS_SEED=<seed> repeats the schedule. bench/chaos runs the hidden long case.
-// The checks themselves are tested here too, on rows made up to break each one: a check that cannot
+// of its own, then quiescing and DESIGN section 12's invariants, each a CHECK, and a check that
+// every kind of event and every fault mode happened. The seed is printed first;
+// PAYRECON_CHAOS_SEED=<seed> repeats the schedule. bench/chaos runs the hidden long case.
+//
+// "No call from a fenced-out worker" is proved delivery by delivery (invariants.hpp), not by
+// counting. Deliveries per operation ID against the attempts that passed the fence cannot see a
+// stale call: the stale worker's attempt row was opened by its claim and counts among them. At most
+// one execution per operation ID sees one only if the provider executes it again -- so the provider
+// forgets every idempotency key before a worker paused past its lease resumes -- and still misses a
+// stale call that lands before the takeover's re-send, which then replays it. With the pre-call
+// check taken out of engine/executor.cpp, both runs tried failed the delivery row (4 and 8 stale
+// calls) while the execution count held. So the provider's log says when it read each request,
+// and each delivery must lie inside the live claim of one attempt of its payment -- from the claim
+// until the first record of a newer generation (a lease expiry, a reconciler's decision or lookup,
+// a newer claim) -- at most one per attempt, none for an attempt the fence stopped. A legitimate
+// call is read before its lease's end less the 1 s margin and a lease expires after that end: no
+// tolerance is needed. What it cannot tell from a fenced-out call is a worker stopped between
+// libcurl's pre-request callback and its write of the request, microseconds of a call that no
+// client-side fence can close.
+//
+// The checks themselves are tested too, on rows made up to break each one: a check that cannot
 // fail proves nothing.
 #include "tests/chaos/chaos.hpp"
 #include "tests/fake_provider/faults.hpp"
