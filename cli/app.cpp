@@ -1,8 +1,20 @@
 #include "cli/app.hpp"
 
+#include <string>
+
 namespace payrecon::cli {
 
 namespace {
+// Every subcommand's --help lists these: they work before or after the subcommand.
+constexpr const char* k_global_options = R"(
+Global options (before or after the subcommand):
+  --config FILE      provider configuration (JSON)                 [env PAYRECON_CONFIG]
+  --database URL     libpq URL (default: the private PostgreSQL)   [env PAYRECON_DATABASE_URL]
+  --home DIR         payrecon's data directory                     [env PAYRECON_HOME]
+  --operator NAME    who is acting, for the audit log              [env PAYRECON_OPERATOR]
+  --version          print payrecon's version and exit
+)";
+
 constexpr const char* k_footer = R"(
 Exit codes:
   0  success
@@ -16,7 +28,15 @@ Exit codes:
 
 Without --database or PAYRECON_DATABASE_URL, payrecon uses its private PostgreSQL under
 $PAYRECON_HOME (default ~/.local/share/payrecon), created and started on first use.)";
+
+// Subcommands and theirs, depth first: each gets the global options in its help.
+void add_global_footer(CLI::App& app) {
+    for (CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+        sub->footer(std::string(k_global_options) + k_footer);
+        add_global_footer(*sub);
+    }
 }
+} // namespace
 
 std::unique_ptr<CLI::App> build_app(AppState& state) {
     auto app = std::make_unique<CLI::App>(
@@ -25,6 +45,10 @@ std::unique_ptr<CLI::App> build_app(AppState& state) {
         "payrecon");
     app->footer(k_footer);
     app->require_subcommand(1);
+    // `payrecon worker --config FILE` as well as `payrecon --config FILE worker`: an option a
+    // subcommand does not know is tried on its parents.
+    app->fallthrough();
+    app->set_version_flag("--version", std::string("payrecon ") + PAYRECON_VERSION);
     app->option_defaults()->always_capture_default(false);
     app->add_option("--database", state.global.database_url,
                     "libpq URL of the database (default: the private PostgreSQL); put passwords "
@@ -53,6 +77,7 @@ std::unique_ptr<CLI::App> build_app(AppState& state) {
     setup_reconcile(*app, state);
     setup_nightly(*app, state);
     setup_statement(*app, state);
+    add_global_footer(*app);
     return app;
 }
 

@@ -281,6 +281,40 @@ struct TempFile {
 
 } // namespace
 
+TEST_CASE("cli: global options work after the subcommand too, every help lists them, --version",
+          "[cli][db][regression]") {
+    // The README writes `payrecon worker --config payrecon.json`: it used to exit 2.
+    const std::string url = "'" + database_url() + "'";
+    const auto listed = run_binary("-u PAYRECON_DATABASE_URL", "tenant list --database " + url);
+    CHECK(listed.exit_code == 0);
+    const auto nested = run_binary("-u PAYRECON_DATABASE_URL",
+                                   "review list --database " + url + " --operator night-shift");
+    CHECK(nested.exit_code == 0);
+    // The option reached the parser: the missing file is a configuration error (4), not usage (2).
+    const auto worker = run_binary("-u PAYRECON_CONFIG PAYRECON_DATABASE_URL=" + url,
+                                   "worker --once --config /nonexistent/payrecon.json");
+    CHECK(worker.exit_code == 4);
+    CHECK(worker.output.find("/nonexistent/payrecon.json") != std::string::npos);
+    const auto before = run_binary("-u PAYRECON_CONFIG PAYRECON_DATABASE_URL=" + url,
+                                   "--config /nonexistent/payrecon.json worker --once");
+    CHECK(before.exit_code == 4);
+    for (const std::string help : {"worker --help", "review resolve --help", "db start --help",
+                                   "nightly --help"}) {
+        INFO(help);
+        const auto r = run_binary("", help);
+        CHECK(r.exit_code == 0);
+        CHECK(r.output.find("Global options (before or after the subcommand)") != std::string::npos);
+        CHECK(r.output.find("--config FILE") != std::string::npos);
+        CHECK(r.output.find("Exit codes") != std::string::npos);
+    }
+    const auto version = run_binary("", "--version");
+    CHECK(version.exit_code == 0);
+    CHECK(version.output.rfind("payrecon ", 0) == 0);
+    CHECK(version.output.find('.') != std::string::npos);
+    // An option no command knows is still a usage error.
+    CHECK(run_binary("", "worker --colour red").exit_code == 2);
+}
+
 TEST_CASE("cli: payments create with a provider configuration refuses a provider it does not know",
           "[cli][db][intake][regression]") {
     const std::string name = unique_name("cli-prov");
