@@ -358,6 +358,7 @@ void run_nightly_cmd(AppState& state, const NightlyCliOptions& opts) {
     for (const auto& [name, p] : config.providers) {
         no.configured.push_back(name);
         no.amount_tolerance_minor[name] = p.amount_tolerance_minor;
+        no.credentials[name] = credentials_hint(p);
     }
     if (!opts.no_statement) {
         const long long today = utc_day_start(

@@ -39,6 +39,7 @@ void run_statement_cmd(AppState& state, const StatementCliOptions& opts) {
     const providers::Config config = load_provider_config(state.global);
     const auto chosen = choose_providers(config, {opts.provider});
     so.amount_tolerance_minor = chosen.front()->amount_tolerance_minor;
+    so.credentials = credentials_hint(*chosen.front());
     ProviderSet set = make_providers(chosen);
     OpenDatabase opened = open_database(state.global);
     const bool tty = ::isatty(STDERR_FILENO) == 1;

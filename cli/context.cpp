@@ -165,4 +165,8 @@ std::chrono::milliseconds claim_lease(const std::vector<const providers::Provide
     return lease;
 }
 
+std::string credentials_hint(const providers::ProviderConfig& p) {
+    return "the API key in " + p.api_key_env + " (provider " + p.name + ")";
+}
+
 } // namespace payrecon::cli

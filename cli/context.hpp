@@ -70,4 +70,8 @@ std::chrono::milliseconds claim_lease(const std::vector<const providers::Provide
                                       const std::string& requested,
                                       std::chrono::milliseconds call_margin);
 
+// What an operator checks when the provider refuses our credentials: "the API key in
+// STRIPE_API_KEY (provider stripe)".
+std::string credentials_hint(const providers::ProviderConfig& p);
+
 } // namespace payrecon::cli

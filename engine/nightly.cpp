@@ -57,10 +57,16 @@ int NightlyReport::exit_code() const {
     if (failure) {
         return static_cast<int>(ExitCode::failure);
     }
+    // A statement refused our credentials: a configuration error (4), unless another failed too.
+    bool config = false;
     for (const auto& s : statements) {
-        if (s.failure) {
+        if (s.failure && s.exit_code != static_cast<int>(ExitCode::config)) {
             return static_cast<int>(ExitCode::failure);
         }
+        config = config || s.failure.has_value();
+    }
+    if (config) {
+        return static_cast<int>(ExitCode::config);
     }
     bool findings = false;
     for (const auto& s : statements) {
@@ -193,6 +199,8 @@ NightlyReport run_nightly(store::Db& db, const std::vector<providers::Provider*>
                 so.margin = options.statement_margin;
                 const auto t = options.amount_tolerance_minor.find(p->name());
                 so.amount_tolerance_minor = t == options.amount_tolerance_minor.end() ? 0 : t->second;
+                const auto c = options.credentials.find(p->name());
+                so.credentials = c == options.credentials.end() ? "" : c->second;
                 report.statements.push_back(run_statement(db, *p, so));
             }
         }

@@ -32,6 +32,8 @@ struct NightlyOptions {
     long long statement_to = 0;
     std::chrono::seconds statement_margin{3600};
     std::map<std::string, long long> amount_tolerance_minor;
+    // What to check when a provider refuses our credentials, by provider name ("STRIPE_API_KEY").
+    std::map<std::string, std::string> credentials;
     // A pending or retry_scheduled payment waiting longer than this needs an operator: no worker
     // is sending it.
     std::chrono::seconds stuck_after{3600};

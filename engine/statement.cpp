@@ -107,6 +107,24 @@ reports::Report run_statement(store::Db& db, providers::Provider& provider, cons
     while (run.status == "listing") {
         const providers::ListPage page = provider.list(window, run.list_cursor);
         if (!page.ok) {
+            const int status = page.call.http_status;
+            if (status == 401 || status == 403) {
+                // Credentials or permissions: asking again cannot help, and the operator must act.
+                const std::string error =
+                    "the provider refused our " +
+                    std::string(status == 401 ? "credentials (HTTP 401)" : "request as not permitted (HTTP 403)") +
+                    " listing page " + std::to_string(run.pages + 1) +
+                    (page.call.detail.empty() ? "" : ": " + page.call.detail);
+                store::fail_statement_run(db, run, error);
+                report.failure = error + "; not retried. Check " +
+                                 (options.credentials.empty() ? "the provider's API key"
+                                                              : options.credentials) +
+                                 " and that the key may list payments, then run the same window again" +
+                                 (run.runs > 1 ? " (its last complete result is kept until then)" : "");
+                report.exit_code = static_cast<int>(ExitCode::config);
+                report.facts.emplace_back("pages read", std::to_string(run.pages));
+                return report;
+            }
             ++failures;
             const std::string why = page.call.error_class.empty() ? "no answer" : page.call.error_class;
             if (failures > options.max_page_retries) {

@@ -25,6 +25,8 @@ struct StatementOptions {
     std::chrono::seconds max_wait{120};     // longest wait for a rate limit or a retry
     std::size_t listed_findings = 10000;    // findings listed in the report (all are counted and stored)
     store::DiffSorting sorting;             // memory per side and where what does not fit is written
+    // What an operator checks when the provider refuses our credentials ("STRIPE_API_KEY").
+    std::string credentials;
     // How to wait (tests pass a recorder); the default sleeps.
     std::function<void(std::chrono::milliseconds)> wait;
 };
@@ -36,8 +38,9 @@ store::StatementRecord statement_record_of(const providers::RemotePayment& p);
 reports::Finding report_finding(const DiffFinding& f, const std::string& provider);
 
 // Runs the statement for `provider` and returns its report (exit code 0 clean, 3 findings need
-// attention, 1 the run failed -- `failure` says why; a run whose listing failed resumes where it
-// stopped when started again). Throws Refused if the provider cannot list transactions, and
+// attention, 1 the run failed, 4 the provider refused our credentials -- not retried -- and
+// `failure` says why; a run whose listing failed resumes where it stopped when started again; the
+// window's last complete result stays stored until a new run of it is complete). Throws Refused if the provider cannot list transactions, and
 // DatabaseUnavailable if the database went away.
 reports::Report run_statement(store::Db& db, providers::Provider& provider, const StatementOptions& options,
                               const std::function<void(const std::string&)>& progress = {});

@@ -4,6 +4,7 @@
 #include "core/store/copy_out.hpp"
 #include "core/store/pq.hpp"
 
+#include <algorithm>
 #include <array>
 #include <exception>
 #include <map>
@@ -22,13 +23,14 @@ constexpr const char* k_find_run_sql = R"sql(
 SELECT run_id::text, status, margin_s, list_cursor, pages, remote_records, runs
   FROM recon_runs
  WHERE provider = $1 AND window_from = to_timestamp($2) AND window_to = to_timestamp($3)
+ ORDER BY status = 'done'
    FOR UPDATE)sql";
 
 constexpr const char* k_new_run = "statement_new_run";
 constexpr const char* k_new_run_sql = R"sql(
-INSERT INTO recon_runs (provider, window_from, window_to, margin_s, status)
-VALUES ($1, to_timestamp($2), to_timestamp($3), $4, 'listing')
-ON CONFLICT (provider, window_from, window_to) DO NOTHING
+INSERT INTO recon_runs (provider, window_from, window_to, margin_s, status, runs)
+VALUES ($1, to_timestamp($2), to_timestamp($3), $4, 'listing', $5)
+ON CONFLICT (provider, window_from, window_to) WHERE status <> 'done' DO NOTHING
 RETURNING run_id::text)sql";
 
 constexpr const char* k_reset_run = "statement_reset_run";
@@ -77,6 +79,15 @@ UPDATE recon_runs
    SET status = 'done', local_records = $2, remote_records = $3, counts = $4::jsonb,
        finished_at = now(), error = NULL
  WHERE run_id = $1::uuid)sql";
+
+// The window's previous complete run, replaced by the one now done (its records and findings go
+// with it, ON DELETE CASCADE), in the transaction that marks the new one done.
+constexpr const char* k_replace_done = "statement_replace_done";
+constexpr const char* k_replace_done_sql = R"sql(
+DELETE FROM recon_runs o
+ USING recon_runs n
+ WHERE n.run_id = $1::uuid AND o.provider = n.provider AND o.window_from = n.window_from
+   AND o.window_to = n.window_to AND o.status = 'done' AND o.run_id <> n.run_id)sql";
 
 const char* or_null(const std::optional<std::string>& s) { return s ? s->c_str() : nullptr; }
 
@@ -339,44 +350,56 @@ StatementRun open_statement_run(Db& db, const std::string& provider, long long w
         run.window_from = window_from;
         run.window_to = window_to;
         run.margin_s = margin_s;
+        // Up to two rows: the unfinished run first (resumed or restarted), then the complete one
+        // (kept until a new run replaces it; only its count of runs is carried on).
         pqxx::result found = tx.exec_prepared(k_find_run, provider, window_from, window_to);
-        if (found.empty()) {
-            const pqxx::result created = tx.exec_prepared(k_new_run, provider, window_from, window_to, margin_s);
+        const auto runs_so_far = [&found] {
+            int runs = 0;
+            for (const pqxx::row& r : found) {
+                runs = std::max(runs, r[6].as<int>());
+            }
+            return runs;
+        };
+        if (found.empty() || found[0][1].as<std::string>() == "done") {
+            const pqxx::result created = tx.exec_prepared(k_new_run, provider, window_from, window_to,
+                                                          margin_s, runs_so_far() + 1);
             if (created.empty()) {
                 // Another process (two nightly jobs at once) created it meanwhile and committed:
                 // carry on with that run as with any existing one.
                 found = tx.exec_prepared(k_find_run, provider, window_from, window_to);
-                if (found.empty()) {
+                if (found.empty() || found[0][1].as<std::string>() == "done") {
                     throw std::logic_error("open_statement_run: the run of this window was created and is gone");
                 }
             } else {
                 run.run_id = created[0][0].as<std::string>();
                 run.status = "listing";
+                run.runs = runs_so_far() + 1;
+                tx.commit();
+                return run;
             }
         }
-        if (!found.empty()) {
-            const pqxx::row r = found[0];
-            run.run_id = r[0].as<std::string>();
-            run.status = r[1].as<std::string>();
-            if (run.status == "listing" || run.status == "listed") {
-                if (r[2].as<long long>() != margin_s) {
-                    throw UsageError("an unfinished statement run of this window used a margin of " +
-                                         r[2].as<std::string>() + " s",
-                                     "run it again with that margin to resume it");
-                }
-                run.resumed = true;
-                if (!r[3].is_null()) {
-                    run.list_cursor = r[3].as<std::string>();
-                }
-                run.pages = r[4].as<int>();
-                run.remote_records = r[5].as<long long>();
-                run.runs = r[6].as<int>();
-            } else {
-                tx.exec_params0("DELETE FROM statement_records WHERE run_id = $1::uuid", run.run_id);
-                tx.exec_params0("DELETE FROM recon_findings WHERE run_id = $1::uuid", run.run_id);
-                run.runs = tx.exec_prepared1(k_reset_run, run.run_id, margin_s)[0].as<int>();
-                run.status = "listing";
+        const pqxx::row r = found[0];
+        run.run_id = r[0].as<std::string>();
+        run.status = r[1].as<std::string>();
+        if (run.status == "listing" || run.status == "listed") {
+            if (r[2].as<long long>() != margin_s) {
+                throw UsageError("an unfinished statement run of this window used a margin of " +
+                                     r[2].as<std::string>() + " s",
+                                 "run it again with that margin to resume it");
             }
+            run.resumed = true;
+            if (!r[3].is_null()) {
+                run.list_cursor = r[3].as<std::string>();
+            }
+            run.pages = r[4].as<int>();
+            run.remote_records = r[5].as<long long>();
+            run.runs = r[6].as<int>();
+        } else {
+            // A run that failed after its listing: listed again from the start.
+            tx.exec_params0("DELETE FROM statement_records WHERE run_id = $1::uuid", run.run_id);
+            tx.exec_params0("DELETE FROM recon_findings WHERE run_id = $1::uuid", run.run_id);
+            run.runs = tx.exec_prepared1(k_reset_run, run.run_id, margin_s)[0].as<int>();
+            run.status = "listing";
         }
         tx.commit();
         return run;
@@ -427,6 +450,7 @@ StatementTotals diff_statement_run(Db& db, StatementRun& run, long long amount_t
     return translate_errors(impl, [&] {
         impl.prepare(k_pair_by_reference, k_pair_by_reference_sql);
         impl.prepare(k_run_done, k_run_done_sql);
+        impl.prepare(k_replace_done, k_replace_done_sql);
         {
             // Normalisation of the provider's records, committed on its own (running it again
             // changes nothing), so that the snapshot the sides are read in below includes it.
@@ -556,6 +580,7 @@ StatementTotals diff_statement_run(Db& db, StatementRun& run, long long amount_t
         resolve();
         findings.complete();
         nlohmann::json counts = totals.by_category;
+        tx.exec_prepared0(k_replace_done, run.run_id);
         tx.exec_prepared0(k_run_done, run.run_id, totals.counts.local_records, totals.counts.remote_records,
                           counts.dump());
         tx.commit();

@@ -571,6 +571,43 @@ TEST_CASE("operator cli: statement finds a seeded orphan charge, writes every fo
     CHECK(w.payrecon(with({"--output", "/nonexistent-dir/report.txt"})).exit_code == 1);
 }
 
+TEST_CASE("operator cli: statement and nightly with a wrong API key exit 4 naming the key variable, "
+          "retry nothing, and keep the window's stored findings",
+          "[cli][db][statement][regression]") {
+    Operated w;
+    fake::OrphanCharge orphan;
+    orphan.amount = 880;
+    orphan.currency = "eur";
+    w.fake->seed_orphan_charge(orphan);
+    const std::string today = reports::format_utc(std::chrono::system_clock::now()).substr(0, 10);
+    const std::vector<std::string> statement = {"statement", "--provider", w.config.name, "--from", today};
+    REQUIRE(w.payrecon(statement).exit_code == 3);
+    const auto findings = [&w] {
+        return w.value("SELECT count(*) FROM recon_findings f JOIN recon_runs r USING (run_id) "
+                       "WHERE r.provider = $1 AND r.status = 'done'",
+                       w.config.name);
+    };
+    REQUIRE(findings() == "1");
+    const Env wrong_key = {{k_key_env, "sk_test_rotated_away"}};
+    std::vector<std::string> args = {"--database", w.url, "--config", w.config_file.string()};
+    args.insert(args.end(), statement.begin(), statement.end());
+    const Run refused = w.payrecon_raw(args, wrong_key);
+    CHECK(refused.exit_code == 4);
+    const std::string said = refused.out + refused.err;
+    CHECK(contains(said, "HTTP 401"));
+    CHECK(contains(said, k_key_env));
+    CHECK_FALSE(contains(said, "resume"));
+    CHECK_FALSE(contains(said, "sk_test_rotated_away"));
+    CHECK(findings() == "1");
+
+    const Run nightly = w.payrecon_raw({"--database", w.url, "--config", w.config_file.string(),
+                                        "nightly", "--statement-date", today},
+                                       wrong_key);
+    CHECK(nightly.exit_code == 4);
+    CHECK(contains(nightly.out + nightly.err, k_key_env));
+    CHECK(findings() == "1");
+}
+
 TEST_CASE("operator cli: nightly exits 3 for a payment naming a provider the configuration does not "
           "have, and for one pending past --stuck-after, naming each and the command",
           "[cli][db][reconcile][attention]") {

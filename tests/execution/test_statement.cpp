@@ -111,12 +111,15 @@ TEST_CASE("statement: a seeded ledger with one discrepancy of each category: eac
     CHECK(query_value("SELECT count(*) FROM statement_records WHERE run_id = $1::uuid AND status = 'refunded' "
                       "AND amount_refunded = 2500", run) == "1");
 
-    // The same window again replaces its findings instead of adding to them.
+    // The same window again replaces its run and findings instead of adding to them.
     const reports::Report again = engine::run_statement(*w.db, *provider, window);
     CHECK(counts_of(again) == want);
-    CHECK(query_value("SELECT count(*) FROM recon_findings WHERE run_id = $1::uuid", run) == "7");
+    CHECK(query_value("SELECT count(*) FROM recon_findings WHERE run_id = $1::uuid", run) == "0");
+    CHECK(query_value("SELECT count(*) FROM recon_findings f JOIN recon_runs r USING (run_id) "
+                      "WHERE r.provider = $1",
+                      w.config.name) == "7");
     CHECK(query_value("SELECT count(*) FROM recon_runs WHERE provider = $1", w.config.name) == "1");
-    CHECK(query_value("SELECT runs FROM recon_runs WHERE run_id = $1::uuid", run) == "2");
+    CHECK(query_value("SELECT runs FROM recon_runs WHERE provider = $1", w.config.name) == "2");
 }
 
 TEST_CASE("statement: a listing that fails stops with exit 1 and resumes where it stopped",
@@ -145,6 +148,92 @@ TEST_CASE("statement: a listing that fails stops with exit 1 and resumes where i
     CHECK(resumed.exit_code == 0);
     CHECK(resumed.totals.at("matched").count == 3);
     CHECK(query_value("SELECT status FROM recon_runs WHERE provider = $1", w.config.name) == "done");
+}
+
+TEST_CASE("statement: a wrong API key is a configuration error, not retried, and the window's "
+          "last complete result is kept until a run of it completes",
+          "[statement][db][fault][regression]") {
+    World w(next({}));
+    auto provider = providers::create_provider(w.config);
+    w.payments(2);
+    send_all(w, *provider);
+    fake::OrphanCharge orphan;
+    orphan.amount = 1200;
+    orphan.currency = "eur";
+    const std::string orphan_id = w.fake->seed_orphan_charge(orphan).front();
+    const auto window = window_around_now();
+    const reports::Report first = engine::run_statement(*w.db, *provider, window);
+    REQUIRE(first.exit_code == 3);
+    const auto stored_findings = [&w] {
+        return query_value("SELECT count(*) FROM recon_findings f JOIN recon_runs r USING (run_id) "
+                           "WHERE r.provider = $1 AND r.status = 'done'",
+                           w.config.name);
+    };
+    REQUIRE(stored_findings() == "1");
+    const std::string done_run =
+        query_value("SELECT run_id::text FROM recon_runs WHERE provider = $1", w.config.name);
+
+    // The key was rotated and the configuration not: every listing answers 401.
+    providers::ProviderConfig wrong = w.config;
+    wrong.api_key = Secret("sk_test_rotated_away");
+    auto refused_provider = providers::create_provider(wrong);
+    std::vector<std::chrono::milliseconds> waits;
+    auto options = window;
+    options.credentials = "the API key in STRIPE_API_KEY (provider " + w.config.name + ")";
+    options.wait = [&](std::chrono::milliseconds d) { waits.push_back(d); };
+    const reports::Report refused = engine::run_statement(*w.db, *refused_provider, options);
+    REQUIRE(refused.failure);
+    CHECK(refused.exit_code == 4);
+    CHECK(waits.empty()); // not retried
+    CHECK(refused.failure->find("HTTP 401") != std::string::npos);
+    CHECK(refused.failure->find("STRIPE_API_KEY") != std::string::npos);
+    CHECK(refused.failure->find("resume") == std::string::npos);
+    CHECK(refused.failure->find("last complete result is kept") != std::string::npos);
+    // What the last complete run found is still there: its run, its records and its finding.
+    CHECK(stored_findings() == "1");
+    CHECK(query_value("SELECT status FROM recon_runs WHERE run_id = $1::uuid", done_run) == "done");
+    CHECK(query_value("SELECT count(*) FROM statement_records WHERE run_id = $1::uuid", done_run) == "3");
+    CHECK(query_value("SELECT count(*) FROM recon_runs WHERE provider = $1", w.config.name) == "2");
+
+    // Fixed: the next run completes and replaces the last result whole (one run row again).
+    w.fake->seed_orphan_charge(orphan);
+    const reports::Report fixed = engine::run_statement(*w.db, *provider, window);
+    CHECK_FALSE(fixed.failure);
+    CHECK(fixed.totals.at("missing_local").count == 2);
+    CHECK(stored_findings() == "2");
+    CHECK(query_value("SELECT count(*) FROM recon_runs WHERE provider = $1", w.config.name) == "1");
+    // The refused run was resumed and completed: two runs of this window.
+    CHECK(query_value("SELECT runs FROM recon_runs WHERE provider = $1", w.config.name) == "2");
+    CHECK(query_value("SELECT count(*) FROM recon_runs WHERE run_id = $1::uuid", done_run) == "0");
+    CHECK(query_value("SELECT count(*) FROM statement_records WHERE run_id = $1::uuid", done_run) == "0");
+    CHECK(query_value("SELECT count(*) FROM recon_findings WHERE provider_reference = $1", orphan_id) == "1");
+}
+
+TEST_CASE("statement: a re-run that fails at a later page keeps the last complete result",
+          "[statement][db][fault][regression]") {
+    World w(next({}));
+    auto provider = providers::create_provider(w.config);
+    w.payments(3);
+    send_all(w, *provider);
+    fake::OrphanCharge orphan;
+    orphan.amount = 500;
+    orphan.currency = "eur";
+    w.fake->seed_orphan_charge(orphan);
+    const auto window = window_around_now();
+    REQUIRE(engine::run_statement(*w.db, *provider, window).exit_code == 3);
+    auto faults = w.fake->faults();
+    faults.lookup_down = true;
+    w.fake->set_faults(faults);
+    auto options = window;
+    options.max_page_retries = 1;
+    const reports::Report failed = engine::run_statement(*w.db, *provider, options);
+    REQUIRE(failed.failure);
+    CHECK(failed.exit_code == 1);
+    CHECK(query_value("SELECT count(*) FROM recon_findings f JOIN recon_runs r USING (run_id) "
+                      "WHERE r.provider = $1 AND r.status = 'done'",
+                      w.config.name) == "1");
+    CHECK(query_value("SELECT string_agg(status, ',' ORDER BY status) FROM recon_runs WHERE provider = $1",
+                      w.config.name) == "done,listing");
 }
 
 TEST_CASE("statement: a provider that cannot list is refused", "[statement][db]") {
@@ -252,8 +341,10 @@ TEST_CASE("statement: sides larger than the sort memory spill sorted runs and fi
         CHECK_THAT(message, Catch::Contains("/nonexistent/payrecon-statement-spill") &&
                                 Catch::Contains("No such file or directory") && Catch::Contains("TMPDIR"));
     }
-    // Nothing half-done: the run is still listed, for a diff to try again.
-    CHECK(query_value("SELECT status FROM recon_runs WHERE provider = $1", w.config.name) == "listed");
+    // Nothing half-done: the new run is still listed, for a diff to try again, and the last
+    // complete one is kept beside it.
+    CHECK(query_value("SELECT string_agg(status, ',' ORDER BY status) FROM recon_runs WHERE provider = $1",
+                      w.config.name) == "done,listed");
 
     char dir[] = "/tmp/payrecon-statement-spill-XXXXXX";
     REQUIRE(::mkdtemp(dir) != nullptr);
