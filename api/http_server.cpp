@@ -191,28 +191,36 @@ private:
                                 });
     }
 
+    // A read of the request that failed: cut at its deadline, refused with an answer, or gone.
+    void on_read_error(beast::error_code ec, bool in_header) {
+        if (ec == beast::error::timeout) {
+            count([in_header](HttpStats& s) { ++(in_header ? s.header_timeouts : s.body_timeouts); });
+            close();
+        } else if (ec == http::error::header_limit ||
+                   (in_header && ec == http::error::buffer_overflow)) { // trailers count too
+            refuse({431, "header_too_large", ""});
+        } else if (ec == http::error::body_limit) {
+            refuse({413, "body_too_large", ""});
+        } else if (ec == http::error::end_of_stream || ec == net::error::operation_aborted ||
+                   ec == net::error::connection_reset || ec == net::error::eof) {
+            close();
+        } else if (in_header) {
+            // Beast consumes the request line and each field it accepts, and stops at the first
+            // it refuses.
+            const auto data = m_buffer.data();
+            const bool line_consumed = !m_parser->get().target().empty();
+            refuse({400, "malformed",
+                    field_with_control_character(
+                        std::string_view(static_cast<const char*>(data.data()), data.size()),
+                        !line_consumed)});
+        } else {
+            refuse({400, "malformed", ""});
+        }
+    }
+
     void on_header(beast::error_code ec) {
         if (ec) {
-            if (ec == beast::error::timeout) {
-                count([](HttpStats& s) { ++s.header_timeouts; });
-                close();
-            } else if (ec == http::error::header_limit || ec == http::error::buffer_overflow) {
-                refuse({431, "header_too_large", ""});
-            } else if (ec == http::error::body_limit) {
-                refuse({413, "body_too_large", ""});
-            } else if (ec == http::error::end_of_stream || ec == net::error::operation_aborted ||
-                       ec == net::error::connection_reset || ec == net::error::eof) {
-                close();
-            } else {
-                const auto data = m_buffer.data();
-                // Beast consumes the request line and each field it accepts, and stops at the first
-                // it refuses.
-                const bool line_consumed = !m_parser->get().target().empty();
-                const std::string field = field_with_control_character(
-                    std::string_view(static_cast<const char*>(data.data()), data.size()),
-                    !line_consumed);
-                refuse({400, "malformed", field});
-            }
+            on_read_error(ec, true);
             return;
         }
         const auto& req = m_parser->get();
@@ -246,19 +254,7 @@ private:
 
     void on_body(beast::error_code ec) {
         if (ec) {
-            if (ec == beast::error::timeout) {
-                count([](HttpStats& s) { ++s.body_timeouts; });
-                close();
-            } else if (ec == http::error::body_limit) {
-                refuse({413, "body_too_large", ""});
-            } else if (ec == http::error::header_limit) { // trailers
-                refuse({431, "header_too_large", ""});
-            } else if (ec == http::error::end_of_stream || ec == net::error::operation_aborted ||
-                       ec == net::error::connection_reset || ec == net::error::eof) {
-                close();
-            } else {
-                refuse({400, "malformed", ""});
-            }
+            on_read_error(ec, false);
             return;
         }
         m_phase = Phase::processing;

@@ -137,6 +137,7 @@ struct Server::Context {
     std::string route = "other";
     std::string tenant;
     std::string outcome;
+    std::string refused; // why the transport refused the request, if it did
     bool holds_connection = false;
     DbSlot* slot = nullptr; // the worker's connection, on a worker thread
 };
@@ -189,6 +190,9 @@ void Server::log_line(const Context& ctx, const HttpRequest& req, int status) {
     }
     if (!ctx.outcome.empty()) {
         line["outcome"] = ctx.outcome;
+    }
+    if (!ctx.refused.empty()) {
+        line["refused"] = ctx.refused;
     }
     line["remote"] = req.remote;
     const std::string text = line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
@@ -298,6 +302,7 @@ HttpResponse Server::refused(const HttpRequest& req, const HttpRefusal& refusal)
     Context ctx;
     ctx.route = route_of(req.method, path_of(req.target));
     ctx.outcome = "invalid";
+    ctx.refused = refusal.reason;
     HttpResponse res;
     switch (refusal.status) {
     case 413:
