@@ -17,7 +17,7 @@ void Metrics::observe_request(const std::string& route, int status, double secon
     h.sum += seconds;
 }
 
-std::string Metrics::render() const {
+std::string Metrics::render(const HttpStats& http, std::size_t queue_waiting) const {
     std::ostringstream out;
     std::lock_guard lock(m_mutex);
     out << "# HELP payrecon_http_requests_total HTTP requests by route and status.\n"
@@ -49,12 +49,31 @@ std::string Metrics::render() const {
         << "# HELP payrecon_db_connections_in_use Database connections serving a request now.\n"
         << "# TYPE payrecon_db_connections_in_use gauge\n"
         << "payrecon_db_connections_in_use " << m_db_in_use.load() << "\n"
-        << "# HELP payrecon_db_connections_open Database connections opened (one per worker thread).\n"
+        << "# HELP payrecon_db_connections_open Database connections opened (one per database worker).\n"
         << "# TYPE payrecon_db_connections_open gauge\n"
         << "payrecon_db_connections_open " << m_db_open.load() << "\n"
-        << "# HELP payrecon_db_pool_size Worker threads, each with its own database connection.\n"
+        << "# HELP payrecon_db_pool_size Database workers, each with its own database connection.\n"
         << "# TYPE payrecon_db_pool_size gauge\n"
-        << "payrecon_db_pool_size " << m_pool_size << "\n";
+        << "payrecon_db_pool_size " << m_pool_size << "\n"
+        << "# HELP payrecon_db_queue_waiting Requests waiting for a database worker now.\n"
+        << "# TYPE payrecon_db_queue_waiting gauge\n"
+        << "payrecon_db_queue_waiting " << queue_waiting << "\n"
+        << "# HELP payrecon_db_queue_rejected_total Requests answered 503 because no database worker "
+           "was free in time or the queue was full.\n"
+        << "# TYPE payrecon_db_queue_rejected_total counter\n"
+        << "payrecon_db_queue_rejected_total " << m_overloaded.load() << "\n"
+        << "# HELP payrecon_http_connections_open Client connections open now.\n"
+        << "# TYPE payrecon_http_connections_open gauge\n"
+        << "payrecon_http_connections_open " << http.connections_open << "\n"
+        << "# HELP payrecon_http_connections_refused_total Connections refused at accept, by cap.\n"
+        << "# TYPE payrecon_http_connections_refused_total counter\n"
+        << "payrecon_http_connections_refused_total{cap=\"total\"} " << http.refused_total << "\n"
+        << "payrecon_http_connections_refused_total{cap=\"per_peer\"} " << http.refused_per_peer
+        << "\n"
+        << "# HELP payrecon_http_deadlines_total Connections closed at a deadline, by phase.\n"
+        << "# TYPE payrecon_http_deadlines_total counter\n"
+        << "payrecon_http_deadlines_total{phase=\"header\"} " << http.header_timeouts << "\n"
+        << "payrecon_http_deadlines_total{phase=\"body\"} " << http.body_timeouts << "\n";
     return out.str();
 }
 

@@ -1,6 +1,8 @@
 #pragma once
 // The server's metrics, rendered in the Prometheus text format (version 0.0.4).
 
+#include "api/http_server.hpp"
+
 #include <array>
 #include <atomic>
 #include <cstdint>
@@ -19,9 +21,11 @@ public:
     void connection_acquired() { m_db_in_use.fetch_add(1, std::memory_order_relaxed); }
     void connection_released() { m_db_in_use.fetch_sub(1, std::memory_order_relaxed); }
     void connection_opened() { m_db_open.fetch_add(1, std::memory_order_relaxed); }
+    void count_overloaded() { m_overloaded.fetch_add(1, std::memory_order_relaxed); }
     void set_pool_size(int size) { m_pool_size = size; }
 
-    std::string render() const;
+    // Everything, with the transport's counters and the requests waiting for a worker now.
+    std::string render(const HttpStats& http, std::size_t queue_waiting) const;
 
     static constexpr std::array<double, 12> k_buckets = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
                                                          0.1,   0.25,   0.5,   1.0,  2.5,   5.0};
@@ -37,6 +41,7 @@ private:
     std::map<std::string, Histogram> m_latency;
     std::atomic<std::uint64_t> m_replays{0};
     std::atomic<std::uint64_t> m_conflicts{0};
+    std::atomic<std::uint64_t> m_overloaded{0};
     std::atomic<int> m_db_in_use{0};
     std::atomic<int> m_db_open{0};
     int m_pool_size = 0;

@@ -1,54 +1,91 @@
 #include "api/server.hpp"
 
+#include "api/db_workers.hpp"
 #include "core/auth.hpp"
 #include "core/errors.hpp"
 #include "core/problem.hpp"
 #include "core/store/db.hpp"
 #include "core/store/payment_store.hpp"
 
-#include <cerrno>
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstring>
 #include <iomanip>
 #include <regex>
 #include <sstream>
 
-#include <httplib.h>
 #include <nlohmann/json.hpp>
-#include <sys/socket.h>
 
 namespace payrecon::api {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Each worker thread keeps one connection, made on its first request and remade after a failure.
-thread_local std::unique_ptr<store::Db> t_db;
+void set_content(HttpResponse& res, std::string body, std::string_view content_type) {
+    res.body = std::move(body);
+    res.content_type = std::string(content_type);
+}
 
-void send_problem(httplib::Response& res, int status, std::string_view type, std::string_view title,
+void set_header(HttpResponse& res, std::string name, std::string value) {
+    res.headers.emplace_back(std::move(name), std::move(value));
+}
+
+void send_problem(HttpResponse& res, int status, std::string_view type, std::string_view title,
                   std::string_view detail, std::optional<std::string_view> field = std::nullopt) {
     res.status = status;
-    res.set_content(problem_json(status, type, title, detail, field),
-                    std::string(k_problem_content_type).c_str());
+    set_content(res, problem_json(status, type, title, detail, field), k_problem_content_type);
 }
 
 // Outside the intake (authentication, reads) nothing is written, but say it right whatever threw.
-void send_unavailable(httplib::Response& res, const DatabaseUnavailable& e) {
+void send_unavailable(HttpResponse& res, const DatabaseUnavailable& e) {
     send_problem(res, 503, "service_unavailable", "The payment store is unavailable",
                  e.commit_outcome_unknown()
                      ? "The outcome is unknown: the database connection was lost during a commit. "
                        "Retry the same request with the same Idempotency-Key: it returns the stored "
                        "result if it was committed, and is a fresh attempt if it was not."
                      : "Nothing was stored. Retry the same request with the same Idempotency-Key.");
-    res.set_header("Retry-After", "1");
+    set_header(res, "Retry-After", "1");
 }
 
-// The whole value of header `name`, "" if absent. Request::get_header_value in cpp-httplib 0.11
-// hands the value over as a C string, so a NUL byte (sent raw, or as %00, which 0.11 decodes in
-// header values) would silently cut it short: "ab\0cd" would become the valid key "ab".
-std::string header_value(const httplib::Request& req, const char* name) {
-    const auto it = req.headers.find(name);
-    return it == req.headers.end() ? std::string() : it->second;
+// Every database worker stayed busy for the whole queue timeout, or too many requests waited.
+void send_busy(HttpResponse& res, std::chrono::milliseconds queue_timeout, bool queue_full) {
+    send_problem(res, 503, "service_unavailable", "The payment service is busy",
+                 (queue_full ? std::string("Too many requests are waiting for a database worker")
+                             : "No database worker was free within " +
+                                   std::to_string(queue_timeout.count()) + " ms") +
+                     ". Nothing was stored. Retry the same request with the same Idempotency-Key.");
+    set_header(res, "Retry-After", "1");
+}
+
+std::string header_value(const HttpRequest& req, const char* name) { return req.header(name); }
+
+bool iequals(std::string_view a, std::string_view b) {
+    return a.size() == b.size() &&
+           std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+               return std::tolower(static_cast<unsigned char>(x)) ==
+                      std::tolower(static_cast<unsigned char>(y));
+           });
+}
+
+constexpr std::string_view k_payments = "/v1/payments";
+constexpr std::string_view k_payment_prefix = "/v1/payments/";
+
+std::string path_of(const std::string& target) { return target.substr(0, target.find('?')); }
+
+// The route pattern a request's method and path match, "other" if none (never the raw path).
+std::string route_of(const std::string& method, const std::string& path) {
+    if (method == "POST" && path == k_payments) {
+        return "POST /v1/payments";
+    }
+    if (method == "GET" && path.starts_with(k_payment_prefix) && path.size() > k_payment_prefix.size() &&
+        path.find('/', k_payment_prefix.size()) == std::string::npos) {
+        return "GET /v1/payments/{id}";
+    }
+    if (method == "GET" && (path == "/healthz" || path == "/readyz" || path == "/metrics")) {
+        return "GET " + path;
+    }
+    return "other";
 }
 
 // "application/json", "Application/JSON ; charset=utf-8": media types compare case-insensitively
@@ -64,7 +101,7 @@ bool is_json_media_type(const std::string& content_type) {
     return base == "application/json";
 }
 
-std::string bearer_token(const httplib::Request& req) {
+std::string bearer_token(const HttpRequest& req) {
     const std::string value = header_value(req, "Authorization");
     static const std::regex k_bearer(R"(^[Bb][Ee][Aa][Rr][Ee][Rr] +([!-~]+) *$)");
     std::smatch m;
@@ -100,67 +137,45 @@ struct Server::Context {
     std::string route = "other";
     std::string tenant;
     std::string outcome;
+    std::string refused; // why the transport refused the request, if it did
     bool holds_connection = false;
+    DbSlot* slot = nullptr; // the worker's connection, on a worker thread
 };
 
 Server::Server(ServerOptions options, FingerprintKeys keys, std::ostream& log)
     : m_options(std::move(options)), m_keys(std::move(keys)), m_log(log),
-      m_http(std::make_unique<httplib::Server>()) {
-    const int threads = m_options.threads;
-    m_http->new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
-    m_metrics.set_pool_size(threads);
-    m_http->set_payload_max_length(m_options.max_body);
-    m_http->set_read_timeout(static_cast<time_t>(m_options.read_timeout.count()), 0);
-    m_http->set_write_timeout(static_cast<time_t>(m_options.write_timeout.count()), 0);
-    m_http->set_keep_alive_timeout(static_cast<time_t>(m_options.keep_alive_timeout.count()));
-    m_http->set_tcp_nodelay(true);
-    // cpp-httplib 0.11's default socket options set SO_REUSEPORT, so a second server could bind a
-    // port that is in use and silently take a share of its connections. SO_REUSEADDR alone still allows
-    // a quick restart. The socket is kept to enlarge the listen backlog in bind().
-    m_http->set_socket_options([this](int sock) {
-        const int yes = 1;
-        ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-        m_listen_socket = sock;
-    });
-    install_routes();
+      m_http(std::make_unique<HttpServer>(m_options.http, static_cast<HttpHandler&>(*this))) {
+    m_metrics.set_pool_size(m_options.db_workers);
 }
 
 Server::~Server() = default;
 
-int Server::bind() {
-    const int port = m_options.port == 0 ? m_http->bind_to_any_port(m_options.host)
-                                         : (m_http->bind_to_port(m_options.host, m_options.port)
-                                                ? m_options.port
-                                                : -1);
-    if (port < 0) {
-        throw ConfigError("cannot listen on " + m_options.host + ":" + std::to_string(m_options.port),
-                          "is another process using the port? choose another with --listen");
-    }
-    // cpp-httplib 0.11 listens with a backlog of 5: a burst of concurrent connects overflowed it,
-    // and clients whose SYN the kernel dropped retried only after 1, 3, 7 and 15 s. Listening again
-    // on the bound socket enlarges the queue.
-    if (::listen(m_listen_socket, SOMAXCONN) != 0) {
-        throw ConfigError("cannot listen on " + m_options.host + ":" + std::to_string(port) + ": " +
-                          std::strerror(errno));
-    }
-    return port;
-}
+int Server::bind() { return m_http->bind(m_options.host, m_options.port); }
 
-void Server::run() { m_http->listen_after_bind(); }
+void Server::run() {
+    // The threads start here, so that they inherit the caller's signal mask (cli/signals.hpp).
+    m_workers = std::make_unique<DbWorkers>(m_options.db_workers, m_options.queue_length,
+                                            m_options.queue_timeout);
+    m_http->run(m_options.io_threads);
+    m_workers->stop(); // every request was answered: nothing is queued
+}
 
 void Server::stop() { m_http->stop(); }
 
 store::Db& Server::connection(Context& ctx) {
-    if (!t_db) {
-        t_db = std::make_unique<store::Db>(m_options.database_url);
+    std::unique_ptr<store::Db>& db = ctx.slot->db;
+    if (!db) {
+        db = std::make_unique<store::Db>(m_options.database_url);
         m_metrics.connection_opened();
     }
-    m_metrics.connection_acquired();
-    ctx.holds_connection = true;
-    return *t_db;
+    if (!ctx.holds_connection) {
+        m_metrics.connection_acquired();
+        ctx.holds_connection = true;
+    }
+    return *db;
 }
 
-void Server::log_line(const Context& ctx, const httplib::Request& req, int status) {
+void Server::log_line(const Context& ctx, const HttpRequest& req, int status) {
     const double seconds = std::chrono::duration<double>(Clock::now() - ctx.started).count();
     m_metrics.observe_request(ctx.route, status, seconds);
     nlohmann::ordered_json line;
@@ -176,102 +191,154 @@ void Server::log_line(const Context& ctx, const httplib::Request& req, int statu
     if (!ctx.outcome.empty()) {
         line["outcome"] = ctx.outcome;
     }
-    line["remote"] = req.remote_addr;
+    if (!ctx.refused.empty()) {
+        line["refused"] = ctx.refused;
+    }
+    line["remote"] = req.remote;
     const std::string text = line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     std::lock_guard lock(m_log_mutex);
     m_log << text << '\n' << std::flush;
 }
 
-void Server::install_routes() {
-    // Every handler runs inside this wrapper: timing, the log line, the connection, and the
-    // translation of a lost database into 503 (nothing stored) and of a bug into 500.
-    auto wrap = [this](std::string route, auto handler) {
-        return [this, route = std::move(route), handler](const httplib::Request& req,
-                                                         httplib::Response& res) {
-            Context ctx;
-            ctx.route = route;
-            try {
-                handler(req, res, ctx);
-            } catch (const DatabaseUnavailable& e) {
-                t_db.reset();
-                send_unavailable(res, e);
-                ctx.outcome = e.commit_outcome_unknown() ? "in_doubt" : "unavailable";
-            } catch (const std::exception& e) {
-                send_problem(res, 500, "internal_error", "Internal error",
-                             "The request failed; it was logged. Retry it with the same "
-                             "Idempotency-Key.");
-                ctx.outcome = "error";
-                std::lock_guard lock(m_log_mutex);
-                m_log << nlohmann::json{{"ts", iso_now()}, {"event", "error"}, {"route", ctx.route},
-                                        {"error", e.what()}}
-                             .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
-                      << '\n';
-            }
-            if (ctx.holds_connection) {
-                m_metrics.connection_released();
-            }
-            if (res.status == -1) {
-                res.status = 200;
-            }
-            log_line(ctx, req, res.status);
-        };
-    };
-
-    m_http->Post("/v1/payments", wrap("POST /v1/payments", [this](const auto& req, auto& res, Context& ctx) {
-        create_payment(req, res, ctx);
-    }));
-    m_http->Get(R"(/v1/payments/([^/]+))",
-                wrap("GET /v1/payments/{id}", [this](const auto& req, auto& res, Context& ctx) {
-                    get_payment(req, res, ctx);
-                }));
-    m_http->Get("/healthz", wrap("GET /healthz", [](const auto&, auto& res, Context&) {
-                    res.set_content(R"({"status":"alive"})", "application/json");
-                }));
-    m_http->Get("/readyz", wrap("GET /readyz", [this](const auto&, auto& res, Context& ctx) {
-                    readyz(res, ctx);
-                }));
-    m_http->Get("/metrics", wrap("GET /metrics", [this](const auto&, auto& res, Context&) {
-                    res.set_content(m_metrics.render(), "text/plain; version=0.0.4");
-                }));
-    // Unknown routes, oversize bodies (413), malformed HTTP (400): problem+json too.
-    m_http->set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
-        if (!res.body.empty()) {
-            return;
-        }
-        Context ctx;
-        switch (res.status) {
-        case 404:
-            send_problem(res, 404, "not_found", "Not found", "No such resource.");
-            break;
-        case 413:
-            send_problem(res, 413, "request_too_large", "Request body too large",
-                         "The body exceeds " + std::to_string(m_options.max_body) + " bytes.");
-            break;
-        case 405:
-            send_problem(res, 405, "method_not_allowed", "Method not allowed",
-                         "This route does not take that method.");
-            break;
-        default:
-            send_problem(res, res.status, "bad_request", "Bad request",
-                         "The HTTP request could not be read.");
-            break;
-        }
-        log_line(ctx, req, res.status);
-    });
+std::string Server::render_metrics() {
+    return m_metrics.render(m_http->stats(), m_workers->waiting());
 }
 
-void Server::create_payment(const httplib::Request& req, httplib::Response& res, Context& ctx) {
-    // cpp-httplib 0.11 enforces its payload limit only on a Content-Length; a chunked body of any
-    // size reaches the handler. 413 before authentication, as for an oversize Content-Length.
-    if (req.body.size() > m_options.max_body) {
-        send_problem(res, 413, "request_too_large", "Request body too large",
-                     "The body exceeds " + std::to_string(m_options.max_body) + " bytes.");
-        ctx.outcome = "invalid";
-        return;
+// On an I/O thread: what needs no database is answered here; the rest is queued for a worker.
+void Server::handle(HttpRequest request, Respond respond) {
+    Context ctx;
+    const std::string path = path_of(request.target);
+    ctx.route = route_of(request.method, path);
+    HttpResponse res;
+    try {
+        if (ctx.route == "GET /healthz") {
+            set_content(res, R"({"status":"alive"})", "application/json");
+        } else if (ctx.route == "GET /metrics") {
+            set_content(res, render_metrics(), "text/plain; version=0.0.4");
+        } else if (ctx.route != "other") {
+            on_worker(ctx.route, std::move(request), std::move(respond));
+            return;
+        } else if (path == k_payments || path == "/healthz" || path == "/readyz" ||
+                   path == "/metrics" || route_of("GET", path) != "other") {
+            send_problem(res, 405, "method_not_allowed", "Method not allowed",
+                         "This route does not take that method.");
+            set_header(res, "Allow", path == k_payments ? "POST" : "GET");
+        } else {
+            send_problem(res, 404, "not_found", "Not found", "No such resource.");
+        }
+    } catch (const std::exception&) {
+        res = {};
+        send_problem(res, 500, "internal_error", "Internal error", "The request failed.");
+        ctx.outcome = "error";
     }
+    log_line(ctx, request, res.status);
+    respond(std::move(res));
+}
+
+void Server::on_worker(const std::string& route, HttpRequest request, Respond respond) {
+    struct Pending {
+        Context ctx;
+        HttpRequest request;
+        Respond respond;
+    };
+    auto pending = std::make_shared<Pending>();
+    pending->ctx.route = route;
+    pending->request = std::move(request);
+    pending->respond = std::move(respond);
+    const auto answer_busy = [this, pending](bool queue_full) {
+        HttpResponse res;
+        send_busy(res, m_options.queue_timeout, queue_full);
+        pending->ctx.outcome = "overloaded";
+        m_metrics.count_overloaded();
+        log_line(pending->ctx, pending->request, res.status);
+        pending->respond(std::move(res));
+    };
+    // Every handler runs inside this: the connection, the translation of a lost database into 503
+    // and of a bug into 500, the log line.
+    auto job = [this, pending](DbSlot& slot) {
+        Context& ctx = pending->ctx;
+        const HttpRequest& req = pending->request;
+        ctx.slot = &slot;
+        HttpResponse res;
+        try {
+            if (ctx.route == "POST /v1/payments") {
+                create_payment(req, res, ctx);
+            } else if (ctx.route == "GET /v1/payments/{id}") {
+                get_payment(req, res, ctx);
+            } else {
+                readyz(res, ctx);
+            }
+        } catch (const DatabaseUnavailable& e) {
+            slot.db.reset();
+            res = {};
+            send_unavailable(res, e);
+            ctx.outcome = e.commit_outcome_unknown() ? "in_doubt" : "unavailable";
+        } catch (const std::exception& e) {
+            res = {};
+            send_problem(res, 500, "internal_error", "Internal error",
+                         "The request failed; it was logged. Retry it with the same "
+                         "Idempotency-Key.");
+            ctx.outcome = "error";
+            std::lock_guard lock(m_log_mutex);
+            m_log << nlohmann::json{{"ts", iso_now()}, {"event", "error"}, {"route", ctx.route},
+                                    {"error", e.what()}}
+                         .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+                  << '\n';
+        }
+        if (ctx.holds_connection) {
+            m_metrics.connection_released();
+        }
+        ctx.slot = nullptr;
+        log_line(ctx, req, res.status);
+        pending->respond(std::move(res));
+    };
+    if (!m_workers->submit(job, [answer_busy] { answer_busy(false); })) {
+        answer_busy(true);
+    }
+}
+
+// Requests the transport refused: unreadable, header fields or body too large. problem+json too.
+HttpResponse Server::refused(const HttpRequest& req, const HttpRefusal& refusal) {
+    Context ctx;
+    ctx.route = route_of(req.method, path_of(req.target));
+    ctx.outcome = "invalid";
+    ctx.refused = refusal.reason;
+    HttpResponse res;
+    switch (refusal.status) {
+    case 413:
+        send_problem(res, 413, "request_too_large", "Request body too large",
+                     "The body exceeds " + std::to_string(m_options.http.max_body) + " bytes.");
+        break;
+    case 431:
+        send_problem(res, 431, "request_header_fields_too_large", "Request header fields too large",
+                     "The request line and headers must fit in " +
+                         std::to_string(m_options.http.max_header_bytes) + " bytes and " +
+                         std::to_string(m_options.http.max_header_fields) + " fields.");
+        break;
+    default:
+        if (iequals(refusal.field, "Idempotency-Key")) {
+            send_problem(res, 400, "invalid_idempotency_key", "Idempotency-Key is invalid",
+                         "The Idempotency-Key holds a control character; send 1 to 255 visible "
+                         "ASCII characters.",
+                         std::string_view("Idempotency-Key"));
+        } else if (!refusal.field.empty()) {
+            send_problem(res, 400, "bad_request", "Bad request",
+                         "A header value holds a control character.", refusal.field);
+        } else {
+            send_problem(res, 400, "bad_request", "Bad request",
+                         "The HTTP request could not be read.");
+        }
+        break;
+    }
+    log_line(ctx, req, res.status);
+    return res;
+}
+
+void Server::create_payment(const HttpRequest& req, HttpResponse& res, Context& ctx) {
+    // The transport refused bodies over the cap (413) as they arrived, before authentication.
     const std::string token = bearer_token(req);
     if (token.empty()) {
-        res.set_header("WWW-Authenticate", "Bearer");
+        set_header(res, "WWW-Authenticate", "Bearer");
         send_problem(res, 401, "unauthorized", "Authentication required",
                      "Send Authorization: Bearer <API key>.");
         ctx.outcome = "unauthorized";
@@ -285,7 +352,7 @@ void Server::create_payment(const httplib::Request& req, httplib::Response& res,
                          "This API key was revoked.");
             ctx.outcome = "forbidden";
         } else {
-            res.set_header("WWW-Authenticate", "Bearer");
+            set_header(res, "WWW-Authenticate", "Bearer");
             send_problem(res, 401, "unauthorized", "Unknown credential",
                          "No principal has this API key.");
             ctx.outcome = "unauthorized";
@@ -293,7 +360,7 @@ void Server::create_payment(const httplib::Request& req, httplib::Response& res,
         return;
     }
     ctx.tenant = principal->tenant_id;
-    if (req.get_header_value_count("Idempotency-Key") > 1) {
+    if (req.header_count("Idempotency-Key") > 1) {
         send_problem(res, 400, "invalid_idempotency_key", "Idempotency-Key is invalid",
                      "Send Idempotency-Key exactly once.", std::string_view("Idempotency-Key"));
         ctx.outcome = "invalid";
@@ -311,15 +378,15 @@ void Server::create_payment(const httplib::Request& req, httplib::Response& res,
     const IntakeResponse r = intake.create_payment(*principal, header_value(req, "Idempotency-Key"),
                                                    req.body, header_value(req, "Payrecon-Version"));
     res.status = r.status;
-    res.set_content(r.body, r.content_type().c_str());
+    set_content(res, r.body, r.content_type());
     if (r.location) {
-        res.set_header("Location", *r.location);
+        set_header(res, "Location", *r.location);
     }
     if (r.retry_after) {
-        res.set_header("Retry-After", std::to_string(*r.retry_after));
+        set_header(res, "Retry-After", std::to_string(*r.retry_after));
     }
     if (r.replayed) {
-        res.set_header("Idempotent-Replayed", "true");
+        set_header(res, "Idempotent-Replayed", "true");
         m_metrics.count_replay();
     }
     if (r.outcome == "conflict") {
@@ -328,10 +395,10 @@ void Server::create_payment(const httplib::Request& req, httplib::Response& res,
     ctx.outcome = r.outcome;
 }
 
-void Server::get_payment(const httplib::Request& req, httplib::Response& res, Context& ctx) {
+void Server::get_payment(const HttpRequest& req, HttpResponse& res, Context& ctx) {
     const std::string token = bearer_token(req);
     if (token.empty()) {
-        res.set_header("WWW-Authenticate", "Bearer");
+        set_header(res, "WWW-Authenticate", "Bearer");
         send_problem(res, 401, "unauthorized", "Authentication required",
                      "Send Authorization: Bearer <API key>.");
         return;
@@ -346,7 +413,7 @@ void Server::get_payment(const httplib::Request& req, httplib::Response& res, Co
         return;
     }
     ctx.tenant = principal->tenant_id;
-    const std::string id = req.matches[1].str();
+    const std::string id = path_of(req.target).substr(k_payment_prefix.size());
     // Another tenant's payment and a malformed ID are both simply not found: nothing leaks.
     const auto payment = is_uuid(id) ? store::find_payment(db, principal->tenant_id, id) : std::nullopt;
     if (!payment) {
@@ -372,18 +439,18 @@ void Server::get_payment(const httplib::Request& req, httplib::Response& res, Co
     body["attempt_count"] = payment->attempts.size();
     body["attempts"] = std::move(attempts);
     res.status = 200;
-    res.set_content(body.dump(), "application/json");
+    set_content(res, body.dump(), "application/json");
 }
 
-void Server::readyz(httplib::Response& res, Context& ctx) {
+void Server::readyz(HttpResponse& res, Context& ctx) {
     bool ready = false;
     try {
         ready = store::database_ready(connection(ctx));
     } catch (const DatabaseUnavailable&) {
-        t_db.reset();
+        ctx.slot->db.reset();
     }
     if (ready) {
-        res.set_content(R"({"status":"ready"})", "application/json");
+        set_content(res, R"({"status":"ready"})", "application/json");
     } else {
         send_problem(res, 503, "not_ready", "Not ready",
                      "The database is unreachable or its schema is not the one this server knows.");

@@ -1,7 +1,11 @@
 #pragma once
-// `payrecon serve`: the HTTP intake API over cpp-httplib. Each worker thread has its own database
-// connection (the pool is the thread pool). One JSON log line per request, never the credential.
+// `payrecon serve`: the HTTP intake API. The transport (`http_server`, Boost.Beast on 1-2 I/O
+// threads) reads and bounds requests; database work runs on a fixed pool of workers, each with its
+// own connection (`db_workers`), never on an I/O thread; /healthz and /metrics are answered on the
+// I/O thread, so they answer while every worker is busy. One JSON log line per request, never the
+// credential.
 
+#include "api/http_server.hpp"
 #include "api/metrics.hpp"
 #include "core/fingerprint.hpp"
 #include "core/intake.hpp"
@@ -12,40 +16,37 @@
 #include <ostream>
 #include <string>
 
-namespace httplib {
-class Server;
-struct Request;
-struct Response;
-} // namespace httplib
-
 namespace payrecon::store {
 class Db;
 }
 
 namespace payrecon::api {
 
+class DbWorkers;
+struct DbSlot;
+
 struct ServerOptions {
     std::string host = "127.0.0.1";
     int port = 8080; // 0: any free port (bind() returns it)
-    int threads = 16;
+    int db_workers = 16;      // threads, each with its own database connection
+    int io_threads = 2;       // threads that run the network I/O
+    std::size_t queue_length = 1024;           // requests waiting for a worker; beyond: 503
+    std::chrono::milliseconds queue_timeout{2000}; // longest wait for a worker; beyond: 503
     std::string database_url;
     IntakeSettings intake;
-    std::chrono::seconds read_timeout{5};       // a slow client's headers and body
-    std::chrono::seconds write_timeout{5};
-    std::chrono::seconds keep_alive_timeout{5}; // an idle keep-alive connection
-    std::size_t max_body = 64 * 1024;           // larger bodies get 413
+    HttpLimits http;
 };
 
-class Server {
+class Server final : private HttpHandler {
 public:
     Server(ServerOptions options, FingerprintKeys keys, std::ostream& log);
-    ~Server();
+    ~Server() override;
     Server(const Server&) = delete;
     Server& operator=(const Server&) = delete;
 
     // Binds the listening socket; returns the port. Throws ConfigError if it cannot.
     int bind();
-    // Serves until stop(); in-flight requests finish before it returns.
+    // Serves until stop(); requests already received are answered before it returns.
     void run();
     // Stops accepting; safe from another thread.
     void stop();
@@ -54,20 +55,23 @@ public:
 
 private:
     struct Context;
-    void install_routes();
-    void create_payment(const httplib::Request& req, httplib::Response& res, Context& ctx);
-    void get_payment(const httplib::Request& req, httplib::Response& res, Context& ctx);
-    void readyz(httplib::Response& res, Context& ctx);
+    void handle(HttpRequest request, Respond respond) override;
+    HttpResponse refused(const HttpRequest& request, const HttpRefusal& refusal) override;
+    void on_worker(const std::string& route, HttpRequest request, Respond respond);
+    void create_payment(const HttpRequest& req, HttpResponse& res, Context& ctx);
+    void get_payment(const HttpRequest& req, HttpResponse& res, Context& ctx);
+    void readyz(HttpResponse& res, Context& ctx);
     store::Db& connection(Context& ctx);
-    void log_line(const Context& ctx, const httplib::Request& req, int status);
+    void log_line(const Context& ctx, const HttpRequest& req, int status);
+    std::string render_metrics();
 
     ServerOptions m_options;
     FingerprintKeys m_keys;
     std::ostream& m_log;
     std::mutex m_log_mutex;
     Metrics m_metrics;
-    std::unique_ptr<httplib::Server> m_http;
-    int m_listen_socket = -1;
+    std::unique_ptr<DbWorkers> m_workers;
+    std::unique_ptr<HttpServer> m_http;
 };
 
 } // namespace payrecon::api

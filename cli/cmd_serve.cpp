@@ -8,15 +8,67 @@
 
 #include <csignal>
 #include <iostream>
+#include <sys/resource.h>
 
 namespace payrecon::cli {
 namespace {
 
 struct ServeOptions {
     std::string listen = "127.0.0.1:8080";
-    int threads = 16;
-    std::string read_timeout = "5s";
+    int db_workers = 16;
+    int io_threads = 2;
+    std::string read_timeout; // the older name: sets the header and body timeouts not given
+    std::string header_timeout;
+    std::string body_timeout;
+    std::string idle_timeout = "5s";
+    int max_connections = 4096;
+    int max_connections_per_peer = 256;
+    int queue_length = 1024;
+    std::string queue_timeout = "2s";
 };
+
+std::chrono::milliseconds bounded_duration(const std::string& text, const char* option,
+                                           std::chrono::milliseconds min,
+                                           std::chrono::milliseconds max) {
+    const auto d = parse_duration_ms(text, option);
+    if (d < min || d > max) {
+        throw UsageError(std::string(option) + " " + text + " is out of range",
+                         "give between " + std::to_string(min.count()) + "ms and " +
+                             std::to_string(max.count() / 1000) + "s");
+    }
+    return d;
+}
+
+void check_range(int value, const char* option, int min, int max) {
+    if (value < min || value > max) {
+        throw UsageError(std::string(option) + " must be between " + std::to_string(min) + " and " +
+                         std::to_string(max));
+    }
+}
+
+// Each client connection is a descriptor, and so is each database connection: raise the soft
+// RLIMIT_NOFILE as far as that needs (up to the hard limit), and refuse to start if it cannot be.
+void ensure_descriptors(const api::ServerOptions& options) {
+    const rlim_t needed = static_cast<rlim_t>(options.http.max_connections) +
+                          static_cast<rlim_t>(options.db_workers) + 64;
+    rlimit limit{};
+    if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= needed) {
+        return;
+    }
+    if (limit.rlim_max != RLIM_INFINITY && limit.rlim_max < needed) {
+        throw ConfigError("--max-connections " + std::to_string(options.http.max_connections) +
+                              " needs " + std::to_string(needed) +
+                              " file descriptors, and the hard limit is " +
+                              std::to_string(limit.rlim_max),
+                          "lower --max-connections, or raise the limit (ulimit -Hn, LimitNOFILE= "
+                          "in a systemd unit)");
+    }
+    limit.rlim_cur = needed;
+    if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) {
+        throw ConfigError("cannot raise the open file limit to " + std::to_string(needed),
+                          "lower --max-connections, or raise ulimit -n");
+    }
+}
 
 std::pair<std::string, int> parse_listen(const std::string& listen) {
     const auto colon = listen.rfind(':');
@@ -42,25 +94,46 @@ void log_event(const nlohmann::ordered_json& j) { std::cout << j.dump() << std::
 
 void run_serve(AppState& state, const ServeOptions& opts) {
     const auto [host, port] = parse_listen(opts.listen);
-    if (opts.threads < 1 || opts.threads > 256) {
-        throw UsageError("--threads must be between 1 and 256");
-    }
-    OpenDatabase opened = open_database(state.global);
+    check_range(opts.db_workers, "--db-workers (--threads)", 1, 256);
+    check_range(opts.io_threads, "--io-threads", 1, 4);
+    check_range(opts.max_connections, "--max-connections", 1, 1'000'000);
+    check_range(opts.max_connections_per_peer, "--max-connections-per-peer", 1,
+                opts.max_connections);
+    check_range(opts.queue_length, "--queue-length", 1, 1'000'000);
+    using std::chrono::milliseconds;
+    using std::chrono::minutes;
+    const std::string fallback = opts.read_timeout.empty() ? "5s" : opts.read_timeout;
     api::ServerOptions server_options;
+    server_options.http.header_timeout =
+        bounded_duration(opts.header_timeout.empty() ? fallback : opts.header_timeout,
+                         "--header-timeout", milliseconds(100), minutes(10));
+    server_options.http.body_timeout =
+        bounded_duration(opts.body_timeout.empty() ? fallback : opts.body_timeout,
+                         "--body-timeout", milliseconds(100), minutes(10));
+    server_options.http.idle_timeout =
+        bounded_duration(opts.idle_timeout, "--idle-timeout", milliseconds(100), minutes(10));
+    server_options.http.max_connections = opts.max_connections;
+    server_options.http.max_connections_per_peer = opts.max_connections_per_peer;
+    server_options.queue_timeout =
+        bounded_duration(opts.queue_timeout, "--queue-timeout", milliseconds(1), minutes(10));
+    server_options.queue_length = static_cast<std::size_t>(opts.queue_length);
+    server_options.db_workers = opts.db_workers;
+    server_options.io_threads = opts.io_threads;
+    ensure_descriptors(server_options);
+    OpenDatabase opened = open_database(state.global);
     server_options.host = host;
     server_options.port = port;
-    server_options.threads = opts.threads;
     server_options.database_url = opened.db->url();
     server_options.intake.retention = idempotency_retention();
     server_options.intake.providers = intake_provider_catalog(state.global);
-    server_options.read_timeout = parse_duration(opts.read_timeout, "--read-timeout");
     FingerprintKeys keys = fingerprint_keys(state.global, opened.embedded);
     opened.db.reset(); // the workers open their own
 
     api::Server server(server_options, std::move(keys), std::cout);
     const int bound = server.bind();
     {
-        // Signals go to one thread that stops the server; the worker threads inherit the mask.
+        // Signals go to one thread that stops the server; the I/O and database threads, started in
+        // run(), inherit the mask.
         StopOnSignal stop_on_signal([&server](int sig) {
             nlohmann::ordered_json draining;
             draining["event"] = "draining";
@@ -72,7 +145,10 @@ void run_serve(AppState& state, const ServeOptions& opts) {
         listening["event"] = "listening";
         listening["address"] = host;
         listening["port"] = bound;
-        listening["threads"] = opts.threads;
+        listening["threads"] = opts.db_workers;
+        listening["io_threads"] = opts.io_threads;
+        listening["max_connections"] = opts.max_connections;
+        listening["max_connections_per_peer"] = opts.max_connections_per_peer;
         log_event(listening);
         if (!server_options.intake.providers) {
             const std::string message =
@@ -101,11 +177,32 @@ void setup_serve(CLI::App& app, AppState& state) {
                  "(PAYRECON_CONFIG) so that it refuses payments to providers they do not know");
     s->add_option("--listen", opts->listen, "HOST:PORT to listen on (port 0: any free port)")
         ->capture_default_str();
-    s->add_option("--threads", opts->threads,
-                  "worker threads, each with its own database connection")
+    s->add_option("--db-workers,--threads", opts->db_workers,
+                  "database workers, each with its own database connection")
         ->capture_default_str();
+    s->add_option("--io-threads", opts->io_threads, "threads that run the network I/O (1-4)")
+        ->capture_default_str();
+    s->add_option("--header-timeout", opts->header_timeout,
+                  "total time a client has to send the request line and headers [5s]");
+    s->add_option("--body-timeout", opts->body_timeout,
+                  "total time a client has to send the body, once the headers are in [5s]");
     s->add_option("--read-timeout", opts->read_timeout,
-                  "how long a slow client may take to send a request")
+                  "sets --header-timeout and --body-timeout where they are not given");
+    s->add_option("--idle-timeout", opts->idle_timeout,
+                  "how long a kept-alive connection may wait for its next request")
+        ->capture_default_str();
+    s->add_option("--max-connections", opts->max_connections,
+                  "client connections open at once; more are answered 503 and closed")
+        ->capture_default_str();
+    s->add_option("--max-connections-per-peer", opts->max_connections_per_peer,
+                  "client connections open at once from one IP address; more are answered 503 "
+                  "and closed")
+        ->capture_default_str();
+    s->add_option("--queue-length", opts->queue_length,
+                  "requests that may wait for a database worker; more get 503 at once")
+        ->capture_default_str();
+    s->add_option("--queue-timeout", opts->queue_timeout,
+                  "longest wait for a database worker; then 503 with Retry-After")
         ->capture_default_str();
     s->callback([&state, opts] { run_serve(state, *opts); });
 }

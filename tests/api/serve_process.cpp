@@ -39,14 +39,16 @@ SecretFile::~SecretFile() {
 }
 
 ServeProcess::ServeProcess(const SecretFile& secret, int threads,
-                           const std::vector<std::string>& extra_env) {
+                           const std::vector<std::string>& extra_env,
+                           const std::vector<std::string>& extra_args) {
     const char* bin = std::getenv("PAYRECON_BIN");
     if (bin == nullptr) {
         FAIL("PAYRECON_BIN is not set: run the tests through ctest (or scripts/test), which sets "
              "it");
     }
-    const std::vector<std::string> args = {bin,           "serve",     "--listen",
-                                           "127.0.0.1:0", "--threads", std::to_string(threads)};
+    std::vector<std::string> args = {bin,           "serve",     "--listen",
+                                     "127.0.0.1:0", "--threads", std::to_string(threads)};
+    args.insert(args.end(), extra_args.begin(), extra_args.end());
     std::vector<std::string> env;
     for (char** e = environ; *e != nullptr; ++e) {
         const std::string_view entry(*e);

@@ -32,19 +32,21 @@ private:
 
 class ServeProcess {
 public:
-    // Starts `$PAYRECON_BIN serve --listen 127.0.0.1:0 --threads <threads>` with
+    // Starts `$PAYRECON_BIN serve --listen 127.0.0.1:0 --threads <threads> <args...>` with
     // PAYRECON_DATABASE_URL = database_url() and PAYRECON_FINGERPRINT_SECRET_FILE = `secret`, and
     // returns once its first stdout line, the listening event, has named the port. `env` adds or
     // replaces environment variables ("PAYRECON_CONFIG=/path"). Fails the test if PAYRECON_BIN is
     // unset, or if the process exits or stays silent for 20 s first.
     explicit ServeProcess(const SecretFile& secret, int threads = 16,
-                          const std::vector<std::string>& env = {});
+                          const std::vector<std::string>& env = {},
+                          const std::vector<std::string>& args = {});
     // SIGKILL if still running.
     ~ServeProcess();
     ServeProcess(const ServeProcess&) = delete;
     ServeProcess& operator=(const ServeProcess&) = delete;
 
     int port() const { return m_port; }
+    pid_t pid() const { return m_pid; }
     bool running() const { return m_pid > 0; }
 
     void send_signal(int signal);
