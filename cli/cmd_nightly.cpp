@@ -386,7 +386,7 @@ void run_nightly_cmd(AppState& state, const NightlyCliOptions& opts) {
     }
     if (opts.json) {
         std::cout << summary_json(report).dump(2) << std::endl;
-    } else if (!opts.report.wanted() || !opts.report.output.empty()) {
+    } else if (!opts.report.wanted() || !opts.report.outputs.empty()) {
         print_summary(std::cout, report, opts.list_review);
     }
     state.exit_code = report.exit_code();

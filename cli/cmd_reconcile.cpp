@@ -38,7 +38,7 @@ void run_reconcile(AppState& state, const ReconcileCliOptions& opts) {
     if (opts.dry_run && !opts.json) {
         std::cout << "dry run: every decision below is shown, none is written\n";
     }
-    const bool lines = !opts.json && !(opts.report.wanted() && opts.report.output.empty());
+    const bool lines = !opts.json && !(opts.report.wanted() && opts.report.outputs.empty());
     const auto outcomes = reconciler.run([&](const engine::ReconcileOutcome& o) {
         if (lines) {
             std::cout << outcome_line(o) << std::endl;
@@ -63,7 +63,7 @@ void run_reconcile(AppState& state, const ReconcileCliOptions& opts) {
                         {"changed meanwhile", std::to_string(fenced)}};
         report.exit_code = to_review > 0 ? static_cast<int>(ExitCode::attention) : 0;
         emit_report(report, opts.report);
-        if (opts.report.output.empty()) {
+        if (opts.report.outputs.empty()) {
             state.exit_code = report.exit_code;
             return;
         }

@@ -22,9 +22,25 @@ void Report::add(const Finding& f, bool list) {
     } else if (f.remote_amount && f.remote_currency) {
         t.amounts[*f.remote_currency] += *f.remote_amount;
     }
+    needing_attention += f.needs_attention ? 1 : 0;
     if (list) {
         findings.push_back(f);
     }
+}
+
+std::string summary_line(const Report& report) {
+    if (report.failure) {
+        return "the run FAILED: " + *report.failure;
+    }
+    if (report.needing_attention > 0) {
+        return std::to_string(report.needing_attention) +
+               (report.needing_attention == 1 ? " finding needs" : " findings need") + " attention";
+    }
+    long long records = 0;
+    for (const auto& [category, total] : report.totals) {
+        records += total.count;
+    }
+    return "clean, " + std::to_string(records) + (records == 1 ? " record" : " records");
 }
 
 void Report::add_counted(const std::string& category, long long count,

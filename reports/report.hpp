@@ -58,6 +58,7 @@ struct Report {
     std::vector<Finding> findings;
     bool findings_truncated = false; // more findings exist than are listed (see totals)
     int exit_code = 0;               // 0 clean, 3 attention needed, 1 the run failed
+    long long needing_attention = 0; // findings added with needs_attention, listed or not
     std::optional<std::string> failure;
 
     // Adds `f` to the totals, and to `findings` if `list` is true.
@@ -67,6 +68,10 @@ struct Report {
     // The totals of `category`, which is listed in `categories` from then on.
     CategoryTotal& total_of(const std::string& category);
 };
+
+// One line for a terminal or a cron mail: "the run FAILED: ...", "8 findings need attention",
+// "clean, 0 records".
+std::string summary_line(const Report& report);
 
 // Amount formatting shared by the writers: "49.99 EUR" via the ISO 4217 table; unknown currencies
 // fall back to "<minor> <CUR>".

@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace payrecon::reports {
@@ -69,6 +71,16 @@ void write_report_file(const std::string& path, const Report& report, Format for
         throw std::runtime_error("cannot write the report to " + path + ": " + why);
     };
     {
+        // Created 0600 before a byte is written: a report names payments, references and amounts.
+        const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        if (fd < 0 || ::fchmod(fd, 0600) != 0) {
+            const int err = errno;
+            if (fd >= 0) {
+                ::close(fd);
+            }
+            fail(std::strerror(err));
+        }
+        ::close(fd);
         std::ofstream file(tmp, std::ios::binary | std::ios::trunc);
         if (!file) {
             fail(std::strerror(errno));

@@ -553,7 +553,7 @@ TEST_CASE("operator cli: statement finds a seeded orphan charge, writes every fo
     const auto html = w.dir.path() / "report.html";
     const Run file = w.payrecon(with({"--format", "html", "--output", html.string()}));
     CHECK(file.exit_code == 3);
-    CHECK(file.out.empty());
+    CHECK(file.out == "wrote " + html.string() + ": 1 finding needs attention\n");
     std::ifstream in(html);
     const std::string page((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     CHECK(contains(page, "<!doctype html>"));
@@ -569,6 +569,57 @@ TEST_CASE("operator cli: statement finds a seeded orphan charge, writes every fo
     CHECK(w.payrecon(with({"--format", "pdf"})).exit_code == 2);
     CHECK(w.payrecon({"statement", "--provider", w.config.name, "--from", "2026-13-01"}).exit_code == 2);
     CHECK(w.payrecon(with({"--output", "/nonexistent-dir/report.txt"})).exit_code == 1);
+}
+
+TEST_CASE("operator cli: one run writes several report files, each in its extension's format, 0600, "
+          "with one line each, and a quiet window says clean",
+          "[cli][db][statement][report]") {
+    Operated w;
+    // A window with nothing in it: yesterday of a fresh provider account.
+    const std::string day = reports::format_utc(std::chrono::system_clock::now() -
+                                                std::chrono::hours(24 * 400))
+                                .substr(0, 10);
+    const std::vector<std::string> base = {"statement", "--provider", w.config.name, "--from", day};
+    const Run quiet = w.payrecon(base);
+    CHECK(quiet.exit_code == 0);
+    const auto dir = w.dir.path();
+    const auto html = dir / "Report.HTML";
+    const auto csv = dir / "report.csv";
+    const auto json = dir / "report.json";
+    const auto plain = dir / "report.txt";
+    const Run several = w.payrecon([&] {
+        auto args = base;
+        for (const auto& p : {html, csv, json, plain}) {
+            args.insert(args.end(), {"--output", p.string()});
+        }
+        return args;
+    }());
+    CHECK(several.exit_code == 0);
+    for (const auto& p : {html, csv, json, plain}) {
+        INFO(p.string());
+        CHECK(contains(several.out, "wrote " + p.string() + ": clean, 0 records\n"));
+        const auto perms = std::filesystem::status(p).permissions();
+        CHECK((perms & std::filesystem::perms::all) ==
+              (std::filesystem::perms::owner_read | std::filesystem::perms::owner_write));
+    }
+    const auto read = [](const std::filesystem::path& p) {
+        std::ifstream in(p);
+        return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    };
+    CHECK(contains(read(html), "<!doctype html>"));
+    CHECK(nlohmann::json::parse(read(json))["schema"] == "payrecon.report/1");
+    CHECK(read(csv).rfind("category,", 0) == 0);
+    CHECK(contains(read(plain), "payrecon statement"));
+    // A --format that contradicts a file's extension is refused before anything is written.
+    const auto refused = dir / "refused.csv";
+    const Run contradicted = w.payrecon([&] {
+        auto args = base;
+        args.insert(args.end(), {"--format", "html", "--output", refused.string()});
+        return args;
+    }());
+    CHECK(contradicted.exit_code == 2);
+    CHECK(contains(contradicted.err, "extension"));
+    CHECK_FALSE(std::filesystem::exists(refused));
 }
 
 TEST_CASE("operator cli: statement and nightly with a wrong API key exit 4 naming the key variable, "
