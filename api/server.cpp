@@ -5,6 +5,7 @@
 #include "core/problem.hpp"
 #include "core/store/db.hpp"
 #include "core/store/payment_store.hpp"
+#include "core/store/reconcile_store.hpp"
 
 #include <cerrno>
 #include <cmath>
@@ -230,8 +231,20 @@ void Server::install_routes() {
     m_http->Get("/readyz", wrap("GET /readyz", [this](const auto&, auto& res, Context& ctx) {
                     readyz(res, ctx);
                 }));
-    m_http->Get("/metrics", wrap("GET /metrics", [this](const auto&, auto& res, Context&) {
-                    res.set_content(m_metrics.render(), "text/plain; version=0.0.4");
+    m_http->Get("/metrics", wrap("GET /metrics", [this](const auto&, auto& res, Context& ctx) {
+                    // The rejected requests are the workers' observations, in the database: read
+                    // them now. A database that cannot be read still leaves the rest to scrape.
+                    Metrics::Rejected rejected;
+                    try {
+                        store::Db& db = connection(ctx);
+                        rejected.attempts = store::rejected_attempt_counts(db);
+                        rejected.in_review = store::rejected_in_review(db);
+                        rejected.readable = true;
+                    } catch (const DatabaseUnavailable&) {
+                        t_db.reset();
+                    }
+                    res.set_content(m_metrics.render() + Metrics::render_rejected(rejected),
+                                    "text/plain; version=0.0.4");
                 }));
     // Unknown routes, oversize bodies (413), malformed HTTP (400): problem+json too.
     m_http->set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
