@@ -234,6 +234,7 @@ void Server::install_routes() {
     m_http->Get("/metrics", wrap("GET /metrics", [this](const auto&, auto& res, Context& ctx) {
                     // The rejected requests are the workers' observations, in the database: read
                     // them now. A database that cannot be read still leaves the rest to scrape.
+                    const std::string own = m_metrics.render(); // before this scrape takes a connection
                     Metrics::Rejected rejected;
                     try {
                         store::Db& db = connection(ctx);
@@ -243,7 +244,7 @@ void Server::install_routes() {
                     } catch (const DatabaseUnavailable&) {
                         t_db.reset();
                     }
-                    res.set_content(m_metrics.render() + Metrics::render_rejected(rejected),
+                    res.set_content(own + Metrics::render_rejected(rejected),
                                     "text/plain; version=0.0.4");
                 }));
     // Unknown routes, oversize bodies (413), malformed HTTP (400): problem+json too.
