@@ -151,8 +151,8 @@ struct AdyenWorld {
 } // namespace
 
 TEST_CASE("rejected requests: adyen without a return URL refuses every payment before executing "
-          "it; review request_rejected, nightly exit 3 with 14_030, and once configured a retry "
-          "charges each once",
+          "it -- review request_rejected, nightly exit 3 with 14_030 -- and once configured a "
+          "retry charges each once",
           "[execution][db][rejected][adyen]") {
     // The configuration file can no longer say it: an adyen provider without return_url is refused.
     const char* without = R"({"providers": {"a": {"kind": "adyen", "base_url": "https://checkout-test.adyen.com", "api_key_env": "ADYEN_KEY", "merchant_account": "AcmeShopECOM"}}})";
