@@ -3,6 +3,52 @@
 #include <sstream>
 
 namespace payrecon::api {
+namespace {
+
+// A Prometheus label value: backslash, double quote and line feed escaped (the exposition format);
+// other control characters, which a provider's error code should not hold, become '?'.
+std::string label_value(const std::string& text) {
+    std::string out;
+    for (const char c : text) {
+        if (c == '\\' || c == '"') {
+            out += '\\';
+            out += c;
+        } else if (c == '\n') {
+            out += "\\n";
+        } else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+            out += '?';
+        } else {
+            out += c;
+        }
+    }
+    return out;
+}
+
+} // namespace
+
+std::string Metrics::render_rejected(const Rejected& rejected) {
+    std::ostringstream out;
+    out << "# HELP payrecon_rejected_requests_readable 1 if the database answered this scrape's "
+           "count of rejected requests, else 0.\n"
+        << "# TYPE payrecon_rejected_requests_readable gauge\n"
+        << "payrecon_rejected_requests_readable " << (rejected.readable ? 1 : 0) << "\n"
+        << "# HELP payrecon_provider_rejected_attempts_total Provider calls the provider refused "
+           "before executing anything (an integration or configuration fault), by provider and "
+           "the provider's error code; counted from the database at scrape time.\n"
+        << "# TYPE payrecon_provider_rejected_attempts_total counter\n";
+    for (const auto& r : rejected.attempts) {
+        out << "payrecon_provider_rejected_attempts_total{provider=\"" << label_value(r.provider)
+            << "\",code=\"" << label_value(r.code) << "\"} " << r.attempts << "\n";
+    }
+    out << "# HELP payrecon_review_request_rejected Payments in review now because their provider "
+           "rejected the request (request_rejected), by provider and the provider's error code.\n"
+        << "# TYPE payrecon_review_request_rejected gauge\n";
+    for (const auto& r : rejected.in_review) {
+        out << "payrecon_review_request_rejected{provider=\"" << label_value(r.provider)
+            << "\",code=\"" << label_value(r.code) << "\"} " << r.payments << "\n";
+    }
+    return out.str();
+}
 
 void Metrics::observe_request(const std::string& route, int status, double seconds) {
     std::lock_guard lock(m_mutex);

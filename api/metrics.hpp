@@ -2,6 +2,7 @@
 // The server's metrics, rendered in the Prometheus text format (version 0.0.4).
 
 #include "api/http_server.hpp"
+#include "core/store/reconcile_store.hpp"
 
 #include <array>
 #include <atomic>
@@ -9,6 +10,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <vector>
 
 namespace payrecon::api {
 
@@ -26,6 +28,17 @@ public:
 
     // Everything, with the transport's counters and the requests waiting for a worker now.
     std::string render(const HttpStats& http, std::size_t queue_waiting) const;
+
+    // What the workers' provider calls came to is not this process's to see (workers are other
+    // processes, on other hosts): the requests providers rejected are read from the database at
+    // each scrape and rendered here. `readable` false: the database could not be read this time
+    // (payrecon_rejected_requests_readable 0, no series).
+    struct Rejected {
+        bool readable = false;
+        std::vector<store::RejectedAttempts> attempts;
+        std::vector<store::RejectedInReview> in_review;
+    };
+    static std::string render_rejected(const Rejected& rejected);
 
     static constexpr std::array<double, 12> k_buckets = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
                                                          0.1,   0.25,   0.5,   1.0,  2.5,   5.0};

@@ -6,6 +6,7 @@
 #include "core/problem.hpp"
 #include "core/store/db.hpp"
 #include "core/store/payment_store.hpp"
+#include "core/store/reconcile_store.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -214,7 +215,8 @@ void Server::handle(HttpRequest request, Respond respond) {
         if (ctx.route == "GET /healthz") {
             set_content(res, R"({"status":"alive"})", "application/json");
         } else if (ctx.route == "GET /metrics") {
-            set_content(res, render_metrics(), "text/plain; version=0.0.4");
+            scrape(std::move(request), std::move(respond));
+            return;
         } else if (ctx.route != "other") {
             on_worker(ctx.route, std::move(request), std::move(respond));
             return;
@@ -233,6 +235,55 @@ void Server::handle(HttpRequest request, Respond respond) {
     }
     log_line(ctx, request, res.status);
     respond(std::move(res));
+}
+
+// /metrics: this process's own counters are rendered here, on the I/O thread, before anything
+// waits; the requests providers rejected are the workers' observations, in the database, read by
+// a database worker. When no worker takes the job in time (or the database cannot be read) the
+// scrape still gets everything else, with payrecon_rejected_requests_readable 0: a saturated
+// server stays observable.
+void Server::scrape(HttpRequest request, Respond respond) {
+    struct Pending {
+        Context ctx;
+        HttpRequest request;
+        Respond respond;
+        std::string own;
+    };
+    auto pending = std::make_shared<Pending>();
+    pending->ctx.route = "GET /metrics";
+    pending->own = render_metrics();
+    pending->request = std::move(request);
+    pending->respond = std::move(respond);
+    const auto answer = [this, pending](const Metrics::Rejected& rejected) {
+        HttpResponse res;
+        set_content(res, pending->own + Metrics::render_rejected(rejected),
+                    "text/plain; version=0.0.4");
+        log_line(pending->ctx, pending->request, res.status);
+        pending->respond(std::move(res));
+    };
+    auto job = [this, pending, answer](DbSlot& slot) {
+        Metrics::Rejected rejected;
+        pending->ctx.slot = &slot;
+        try {
+            store::Db& db = connection(pending->ctx);
+            rejected.attempts = store::rejected_attempt_counts(db);
+            rejected.in_review = store::rejected_in_review(db);
+            rejected.readable = true;
+        } catch (const std::exception&) {
+            // DatabaseUnavailable or anything else: the series are left out, readable 0.
+            slot.db.reset();
+            pending->ctx.outcome = "unavailable";
+        }
+        if (pending->ctx.holds_connection) {
+            m_metrics.connection_released();
+            pending->ctx.holds_connection = false;
+        }
+        pending->ctx.slot = nullptr;
+        answer(rejected);
+    };
+    if (!m_workers->submit(job, [answer] { answer({}); })) {
+        answer({});
+    }
 }
 
 void Server::on_worker(const std::string& route, HttpRequest request, Respond respond) {

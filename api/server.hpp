@@ -58,6 +58,8 @@ private:
     void handle(HttpRequest request, Respond respond) override;
     HttpResponse refused(const HttpRequest& request, const HttpRefusal& refusal) override;
     void on_worker(const std::string& route, HttpRequest request, Respond respond);
+    // GET /metrics: own counters now, the rejected requests from the database through a worker.
+    void scrape(HttpRequest request, Respond respond);
     void create_payment(const HttpRequest& req, HttpResponse& res, Context& ctx);
     void get_payment(const HttpRequest& req, HttpResponse& res, Context& ctx);
     void readyz(HttpResponse& res, Context& ctx);

@@ -6,6 +6,7 @@
 #include "cli/context.hpp"
 #include "cli/reconcile_view.hpp"
 #include "cli/report_output.hpp"
+#include "cli/table.hpp"
 #include "core/settings.hpp"
 #include "core/errors.hpp"
 #include "core/money.hpp"
@@ -82,6 +83,13 @@ struct Tally {
 // Why a run needs an operator, each with the command that starts the work; empty when clean.
 std::vector<std::string> attention_reasons(const engine::NightlyReport& r) {
     std::vector<std::string> out;
+    for (const auto& g : r.rejected) {
+        out.push_back(std::to_string(g.payments) + " payment(s) of " + g.provider +
+                      " REJECTED by the provider (" + g.code +
+                      "): an integration or configuration fault, nothing was charged; fix it "
+                      "(docs/operations.md, request_rejected), then: payrecon review resolve <id> "
+                      "--as retry --confirm-no-charge");
+    }
     if (r.in_review() > 0) {
         out.push_back(std::to_string(r.in_review()) +
                       " payment(s) in review: payrecon review list");
@@ -178,6 +186,15 @@ nlohmann::ordered_json summary_json(const engine::NightlyReport& r) {
         }
         j["statements"].push_back(e);
     }
+    j["rejected_requests"] = nlohmann::ordered_json::array();
+    for (const auto& g : r.rejected) {
+        j["rejected_requests"].push_back({{"provider", g.provider},
+                                          {"code", g.code},
+                                          {"payments", g.payments},
+                                          {"latest_payment_id", g.latest_payment_id},
+                                          {"latest_reason", g.latest_reason},
+                                          {"runbook", "docs/operations.md#request_rejected"}});
+    }
     j["in_review"] = r.in_review();
     j["still_unknown"] = r.still_unknown();
     j["status_queries_failed"] = r.lookups_failed();
@@ -271,6 +288,15 @@ void print_summary(std::ostream& out, const engine::NightlyReport& r, int list_r
                 << money(o->amount_minor, o->currency) << "  "
                 << (o->decision.review ? std::string(to_string(*o->decision.review)) : "") << ": "
                 << o->decision.reason << "\n";
+        }
+    }
+    if (!r.rejected.empty()) {
+        out << "  REJECTED by the provider (our request refused before anything was executed: an "
+               "integration or configuration fault; runbook: docs/operations.md, request_rejected):\n";
+        for (const auto& g : r.rejected) {
+            out << "    " << std::left << std::setw(20) << g.provider << " " << std::setw(28)
+                << printable(g.code) << std::right << std::setw(6) << g.payments << "   latest "
+                << g.latest_payment_id << ": " << printable(g.latest_reason) << "\n";
         }
     }
     if (!unknown_by_provider.empty()) {

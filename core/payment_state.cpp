@@ -18,6 +18,7 @@ constexpr Transition k_transitions[] = {
     {processing, failed, "provider declined the payment"},
     {processing, retry_scheduled, "the call was definitely not sent; send again later"},
     {processing, unknown, "outcome unknown: transport failure after sending, or lease expired"},
+    {processing, needs_review, "provider refused the request before executing it; an operator must fix the integration"},
     {retry_scheduled, processing, "worker claims the payment for another attempt"},
     {retry_scheduled, failed, "operator canceled a payment none of whose attempts was sent"},
     {unknown, succeeded, "reconciler found the charge at the provider"},

@@ -61,6 +61,8 @@ std::string_view to_string(ReviewCode code) {
         return "requires_action";
     case ReviewCode::remote_unrecognised:
         return "remote_unrecognised";
+    case ReviewCode::request_rejected:
+        return "request_rejected";
     }
     return "remote_unrecognised";
 }

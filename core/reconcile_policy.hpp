@@ -17,7 +17,8 @@
 //      the same operation ID only if the provider honours idempotency keys (else no_idempotency),
 //      the first attempt is younger than the key retention minus a margin (else outside_key_window)
 //      and the reconciler has not already sent it again max_resends times (else schedule_exhausted).
-// Nothing is ever failed automatically and nothing is dropped.
+// Nothing is ever failed automatically and nothing is dropped. decide_reconciliation never answers
+// request_rejected: that code is the executor's (engine/executor decide_settlement).
 
 #include <chrono>
 #include <optional>
@@ -38,12 +39,16 @@ enum class ReviewCode {
     remote_duplicate,    // the provider holds more than one payment for our operation ID
     requires_action,     // the provider waits for the customer (3-D Secure): cannot finish off-session
     remote_unrecognised, // the provider answered a state payrecon does not know
+    // Not the policy's: the executor's, when the provider refused our request before executing it
+    // (providers::Outcome::rejected). Nothing was charged; an integration or configuration fault.
+    request_rejected,
 };
 
 inline constexpr ReviewCode k_all_review_codes[] = {
     ReviewCode::no_lookup,          ReviewCode::lookup_failing,   ReviewCode::outside_key_window,
     ReviewCode::no_idempotency,     ReviewCode::schedule_exhausted, ReviewCode::remote_mismatch,
-    ReviewCode::remote_duplicate,   ReviewCode::requires_action,  ReviewCode::remote_unrecognised};
+    ReviewCode::remote_duplicate,   ReviewCode::requires_action,  ReviewCode::remote_unrecognised,
+    ReviewCode::request_rejected};
 
 std::string_view to_string(ReviewCode code);
 // Returns nullopt if `name` is not one of the names to_string() gives.

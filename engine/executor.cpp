@@ -3,6 +3,7 @@
 #include "core/crash_point.hpp"
 #include "core/errors.hpp"
 #include "core/fingerprint.hpp"
+#include "core/reconcile_policy.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -37,7 +38,8 @@ providers::PaymentOrder order_for(const store::ClaimedPayment& payment) {
 }
 
 store::Settlement decide_settlement(providers::Outcome outcome, int attempt_no,
-                                    const BackoffPolicy& backoff, double jitter01) {
+                                    const BackoffPolicy& backoff, double jitter01,
+                                    const std::optional<providers::Rejection>& rejection) {
     using providers::Outcome;
     store::Settlement s;
     switch (outcome) {
@@ -61,6 +63,17 @@ store::Settlement decide_settlement(providers::Outcome outcome, int attempt_no,
         s.to = PaymentState::unknown;
         s.reason = "the provider has not finished the payment; the reconciler will look again";
         return s;
+    case Outcome::rejected: {
+        s.to = PaymentState::needs_review;
+        s.review_code = std::string(to_string(ReviewCode::request_rejected));
+        const std::string said =
+            rejection ? rejection->code + (rejection->message.empty() ? "" : ": " + rejection->message)
+                      : "no code given";
+        s.reason = "the provider refused the request before executing it (" + said +
+                   "); nothing was charged. Fix the integration or configuration, then: payrecon "
+                   "review resolve <id> --as retry --confirm-no-charge (same operation ID)";
+        return s;
+    }
     case Outcome::unknown:
         break;
     }
@@ -169,13 +182,19 @@ void Executor::execute(const std::vector<store::ClaimedPayment>& batch, std::siz
     attempt.error_class = result.call.error_class;
     attempt.provider_reference = result.provider_reference;
     attempt.detail = result.call.detail;
-    const store::Settlement settlement =
-        decide_settlement(result.outcome, claim.attempt_no, m_options.backoff, jitter());
+    const store::Settlement settlement = decide_settlement(
+        result.outcome, claim.attempt_no, m_options.backoff, jitter(), result.rejection);
     ++m_counts.attempted;
     if (!store::settle_attempt(m_db, claim, attempt, settlement)) {
         ++m_counts.fenced_out; // a newer generation owns the payment; our observation is recorded
     } else {
         ++m_counts.settled_as[std::string(to_string(settlement.to))];
+    }
+    if (result.outcome == providers::Outcome::rejected) {
+        ++m_counts.rejected;
+        if (m_options.on_rejected) {
+            m_options.on_rejected(claim, result.rejection.value_or(providers::Rejection{}));
+        }
     }
 }
 

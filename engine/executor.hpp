@@ -8,6 +8,7 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,9 +28,14 @@ struct BackoffPolicy {
 //   not_sent  -> retry_scheduled after base * 2^(attempt-1), capped, times a jitter in [0.5, 1.0)
 //                (`jitter01` in [0, 1) picks it);
 //   pending   -> unknown (the reconciler looks again later);
-//   unknown   -> unknown (never re-sent blindly).
+//   unknown   -> unknown (never re-sent blindly);
+//   rejected  -> needs_review with review code request_rejected, the reason naming the provider's
+//                code and message (`rejection`) -- never failed: the provider executed nothing and
+//                the customer refused nothing; an operator fixes the integration and resolves it
+//                with --as retry (the same operation ID).
 store::Settlement decide_settlement(providers::Outcome outcome, int attempt_no,
-                                    const BackoffPolicy& backoff, double jitter01);
+                                    const BackoffPolicy& backoff, double jitter01,
+                                    const std::optional<providers::Rejection>& rejection = std::nullopt);
 
 // The order a provider is sent (or asked about) for a claimed payment.
 providers::PaymentOrder order_for(const store::ClaimedPayment& payment);
@@ -45,6 +51,9 @@ struct ExecutorOptions {
     std::chrono::milliseconds call_margin{1000};
     int batch = 8;
     BackoffPolicy backoff;
+    // Called for every attempt the provider rejected (Outcome::rejected) after it was settled or
+    // fenced out, with the provider's code and message: `payrecon worker` logs it at error level.
+    std::function<void(const store::ClaimedPayment&, const providers::Rejection&)> on_rejected;
 };
 
 // The shortest lease under which `providers` can be called: the slowest worst-case call
@@ -73,6 +82,7 @@ public:
         int attempted = 0;  // provider calls made
         int not_called = 0; // claims found no longer held (or out of time) just before the call
         int fenced_out = 0;
+        int rejected = 0; // calls the provider refused before executing anything
         std::map<std::string, int> settled_as; // by the state each attempt settled the payment in
     };
     const Counts& counts() const { return m_counts; }

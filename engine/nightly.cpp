@@ -45,6 +45,14 @@ long long NightlyReport::in_review() const {
     return n;
 }
 
+long long NightlyReport::rejected_requests() const {
+    long long n = 0;
+    for (const auto& r : rejected) {
+        n += r.payments;
+    }
+    return n;
+}
+
 long long NightlyReport::still_unknown() const {
     long long n = 0;
     for (const auto& q : open) {
@@ -72,7 +80,8 @@ int NightlyReport::exit_code() const {
     for (const auto& s : statements) {
         findings = findings || s.exit_code == static_cast<int>(ExitCode::attention);
     }
-    if (in_review() > 0 || !orphaned().empty() || !stuck().empty() || lookups_failed() > 0 || findings) {
+    if (in_review() > 0 || rejected_requests() > 0 || !orphaned().empty() || !stuck().empty() ||
+        lookups_failed() > 0 || findings) {
         return static_cast<int>(ExitCode::attention);
     }
     return static_cast<int>(ExitCode::ok);
@@ -108,7 +117,13 @@ reports::Report nightly_report(const NightlyReport& r) {
                  {"sent", std::to_string(r.sent.attempted)},
                  {"in review after the run", std::to_string(r.in_review())},
                  {"still unknown after the run", std::to_string(r.still_unknown())},
-                 {"status queries failed", std::to_string(r.lookups_failed())}};
+                 {"status queries failed", std::to_string(r.lookups_failed())},
+                 {"requests the provider rejected (in review)", std::to_string(r.rejected_requests())}};
+    for (const auto& g : r.rejected) {
+        out.facts.emplace_back("rejected by " + g.provider,
+                               g.code + ": " + std::to_string(g.payments) +
+                                   " payment(s), e.g. " + g.latest_payment_id + ": " + g.latest_reason);
+    }
     long long stuck = 0;
     for (const auto& q : r.stuck()) {
         stuck += q.stuck;
@@ -206,6 +221,7 @@ NightlyReport run_nightly(store::Db& db, const std::vector<providers::Provider*>
         }
         phase = "counting what is left";
         report.open = store::open_queue_counts(db, options.stuck_after);
+        report.rejected = store::rejected_in_review(db);
     } catch (const OperatorError& e) {
         report.failure = "while " + phase + ": " + e.what() + (e.hint().empty() ? "" : " (" + e.hint() + ")");
     } catch (const std::exception& e) {

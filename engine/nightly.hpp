@@ -48,6 +48,9 @@ struct NightlyReport {
     std::vector<ReconcileOutcome> reconciled;
     Executor::Counts sent;
     std::vector<store::QueueCount> open;      // after the run
+    // Payments in review because their provider refused our request (request_rejected), per
+    // provider and the provider's code, after the run: an integration fault, always attention.
+    std::vector<store::RejectedInReview> rejected;
     std::vector<reports::Report> statements;  // one per provider that can list
     std::optional<std::string> failure;       // the run stopped: what happened and what to do
     std::chrono::seconds stuck_after{3600};   // as in the options
@@ -60,9 +63,10 @@ struct NightlyReport {
     long long in_review() const;
     long long still_unknown() const;
     long long lookups_failed() const; // status queries of this run that got no trustworthy answer
-    // 0 clean; 3 something needs an operator (review queue not empty, payments nobody can send or
-    // reconcile, payments waiting too long, status queries that failed, statement findings); 1 the
-    // run failed.
+    long long rejected_requests() const; // payments in review as request_rejected
+    // 0 clean; 3 something needs an operator (review queue not empty -- rejected requests among
+    // it --, payments nobody can send or reconcile, payments waiting too long, status queries that
+    // failed, statement findings); 1 the run failed.
     int exit_code() const;
 };
 

@@ -20,6 +20,7 @@ RemoteState remote_state_of(const providers::RemotePayment& remote) {
         return remote.raw_status == "requires_action" ? RemoteState::requires_action
                                                       : RemoteState::pending;
     case providers::Outcome::not_sent:
+    case providers::Outcome::rejected:
     case providers::Outcome::unknown:
         break;
     }

@@ -26,6 +26,7 @@ store::StatementRecord statement_record_of(const providers::RemotePayment& p) {
         r.status = RemoteStatus::pending;
         break;
     case providers::Outcome::not_sent:
+    case providers::Outcome::rejected:
     case providers::Outcome::unknown:
         r.status = RemoteStatus::other;
         break;

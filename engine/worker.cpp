@@ -57,6 +57,24 @@ void Worker::thread_main(int index) {
     eo.lease = m_options.lease;
     eo.batch = m_options.batch;
     eo.backoff = m_options.backoff;
+    eo.on_rejected = [this](const store::ClaimedPayment& claim, const providers::Rejection& rejection) {
+        // An integration or configuration fault: every payment to this provider may be refused
+        // alike. The message is the provider's, already redacted and made printable; JSON escapes
+        // whatever else it holds.
+        nlohmann::ordered_json line;
+        line["level"] = "error";
+        line["event"] = "request_rejected";
+        line["provider"] = claim.provider;
+        line["code"] = rejection.code;
+        line["message"] = rejection.message;
+        line["payment_id"] = claim.payment_id;
+        line["operation_id"] = claim.operation_id;
+        line["became"] = "needs_review";
+        line["next"] = "fix the integration or configuration, then: payrecon review resolve " +
+                       claim.payment_id + " --as retry --confirm-no-charge (docs/operations.md, "
+                       "request_rejected)";
+        log_event(line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    };
     auto last_expiry = std::chrono::steady_clock::now() - std::chrono::hours(1);
     std::chrono::milliseconds db_backoff{200};
     while (!m_stop) {

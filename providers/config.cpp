@@ -100,7 +100,7 @@ Config parse_config(std::string_view text, const std::filesystem::path& source,
     static const std::regex k_env("^[A-Za-z_][A-Za-z0-9_]*$");
     static const std::vector<std::string> k_allowed = {
         "kind", "base_url", "api_key_env", "connect_timeout_ms", "timeout_ms", "settle_delay_s",
-        "key_retention_h", "capabilities", "merchant_account", "amount_tolerance_minor"};
+        "key_retention_h", "capabilities", "merchant_account", "return_url", "amount_tolerance_minor"};
     Config config;
     config.source = source;
     for (const auto& [name, p] : root.at("providers").items()) {
@@ -120,7 +120,7 @@ Config parse_config(std::string_view text, const std::filesystem::path& source,
                 bad(source, path + "." + field, "is not a known setting",
                     "known: kind, base_url, api_key_env, connect_timeout_ms, timeout_ms, "
                     "settle_delay_s, key_retention_h, amount_tolerance_minor, capabilities, "
-                    "merchant_account (adyen)");
+                    "merchant_account and return_url (adyen)");
             }
         }
         ProviderConfig c;
@@ -190,6 +190,23 @@ Config parse_config(std::string_view text, const std::filesystem::path& source,
             c.merchant_account = p.at("merchant_account").get<std::string>();
         } else if (p.contains("merchant_account")) {
             bad(source, path + ".merchant_account", "is only used by kind adyen",
+                "remove it from this provider");
+        }
+        // Adyen's schema: "The URL to return to in case of a redirection", required on every
+        // /payments request; it recommends at most 1024 characters, URL-encoded.
+        static const std::regex k_return_url("^[A-Za-z][A-Za-z0-9+.-]*://[\\x21-\\x7e]{1,1000}$");
+        if (c.kind == "adyen") {
+            if (!p.contains("return_url") || !p.at("return_url").is_string() ||
+                !std::regex_match(p.at("return_url").get<std::string>(), k_return_url)) {
+                bad(source, path + ".return_url",
+                    "is required for kind adyen: the URL a redirected shopper returns to (Adyen "
+                    "requires returnUrl on every payment, and refuses one without it with 422 "
+                    "14_030), a scheme:// URL of visible ASCII, at most 1024 characters",
+                    "e.g. \"return_url\": \"https://shop.example.com/checkout/return\"");
+            }
+            c.return_url = p.at("return_url").get<std::string>();
+        } else if (p.contains("return_url")) {
+            bad(source, path + ".return_url", "is only used by kind adyen",
                 "remove it from this provider");
         }
         if (p.contains("capabilities")) {

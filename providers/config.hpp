@@ -8,7 +8,8 @@
 //   "settle_delay_s": 120, "key_retention_h": 24, "amount_tolerance_minor": 0,
 //   "capabilities": {"lookup": false}},
 //   "adyen": {"kind": "adyen", "base_url": "https://checkout-test.adyen.com",
-//   "api_key_env": "ADYEN_API_KEY", "merchant_account": "AcmeShopECOM"}}}
+//   "api_key_env": "ADYEN_API_KEY", "merchant_account": "AcmeShopECOM",
+//   "return_url": "https://shop.example.com/checkout/return"}}}
 
 #include "core/secret.hpp"
 #include "providers/provider.hpp"
@@ -47,6 +48,9 @@ struct ProviderConfig {
     // Adyen's merchantAccount, sent in every payment body: required for kind adyen, refused for
     // other kinds; empty otherwise.
     std::string merchant_account;
+    // Adyen's returnUrl, sent in every payment body (the v71 schema requires it even when the
+    // shopper is never redirected): required for kind adyen, refused for other kinds.
+    std::string return_url;
     CapabilityOverrides overrides;
 };
 

@@ -14,18 +14,43 @@ std::string_view to_string(Outcome outcome) {
         return "pending";
     case Outcome::not_sent:
         return "not_sent";
+    case Outcome::rejected:
+        return "rejected";
     }
     return "unknown";
 }
 
 std::optional<Outcome> parse_outcome(std::string_view name) {
     for (const Outcome o : {Outcome::unknown, Outcome::succeeded, Outcome::declined,
-                            Outcome::pending, Outcome::not_sent}) {
+                            Outcome::pending, Outcome::not_sent, Outcome::rejected}) {
         if (to_string(o) == name) {
             return o;
         }
     }
     return std::nullopt;
+}
+
+SubmitResult rejected_request(int http_status, std::string code, std::string_view message,
+                              std::string detail) {
+    constexpr std::size_t k_max_message = 300;
+    std::string printable;
+    for (const char c : message.substr(0, k_max_message)) {
+        const auto u = static_cast<unsigned char>(c);
+        printable += u < 0x20 || u == 0x7f ? ' ' : c;
+    }
+    if (message.size() > k_max_message) {
+        printable += "...";
+    }
+    if (code.empty()) {
+        code = "http_" + std::to_string(http_status);
+    }
+    SubmitResult r;
+    r.outcome = Outcome::rejected;
+    r.call.http_status = http_status;
+    r.call.error_class = "request_rejected:" + code;
+    r.call.detail = std::move(detail);
+    r.rejection = Rejection{std::move(code), std::move(printable)};
+    return r;
 }
 
 } // namespace payrecon::providers

@@ -22,6 +22,10 @@ enum class Outcome {
     declined,  // the provider refused; no charge
     pending,   // accepted, not final (3-D Secure, processing): look again later
     not_sent,  // definitely never reached the provider: safe to send again, same operation ID
+    rejected,  // the provider refused our request before executing anything (malformed, missing or
+               // unknown parameters, bad configuration or credentials): no charge, and not the
+               // customer's outcome -- an integration fault for an operator (review:
+               // request_rejected), never `failed`
 };
 
 std::string_view to_string(Outcome outcome);
@@ -73,11 +77,26 @@ struct CallRecord {
     std::chrono::microseconds duration{0};
 };
 
+// What the provider said when it refused our request (Outcome::rejected): its own error code
+// (Stripe `error.code`, Adyen `errorCode`, Square `errors[0].code`) and message, made printable
+// (control characters replaced) and cut to a few hundred bytes; never a secret (the transport
+// redacts the response before an adapter reads it).
+struct Rejection {
+    std::string code;
+    std::string message;
+};
+
 struct SubmitResult {
     Outcome outcome = Outcome::unknown;
     std::optional<std::string> provider_reference; // e.g. Stripe's pi_...
     CallRecord call;
+    std::optional<Rejection> rejection; // with Outcome::rejected
 };
+
+// A rejected result: outcome rejected, error class "request_rejected:<code>", the provider's code
+// and message (sanitised as Rejection says). For adapters.
+SubmitResult rejected_request(int http_status, std::string code, std::string_view message,
+                              std::string detail);
 
 // A payment as the provider has it.
 struct RemotePayment {

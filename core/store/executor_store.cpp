@@ -60,7 +60,7 @@ WITH settled AS (
            next_attempt_at = CASE WHEN $5::bigint IS NULL THEN NULL
                                   ELSE now() + make_interval(secs => $5::double precision / 1000) END,
            provider_reference = coalesce($6, provider_reference),
-           review_reason = $7, review_code = NULL, lookup_count = 0, lookup_failures = 0,
+           review_reason = $7, review_code = $8, lookup_count = 0, lookup_failures = 0,
            updated_at = now()
      WHERE tenant_id = $1::uuid AND payment_id = $2::uuid AND generation = $3
        AND state = 'processing'
@@ -210,6 +210,9 @@ bool settle_attempt(Db& db, const ClaimedPayment& claim, const AttemptResult& re
     if ((settlement.to == PaymentState::retry_scheduled) != settlement.retry_in.has_value()) {
         throw std::logic_error("settle_attempt: retry_in goes with retry_scheduled, and only with it");
     }
+    if ((settlement.to == PaymentState::needs_review) != settlement.review_code.has_value()) {
+        throw std::logic_error("settle_attempt: review_code goes with needs_review, and only with it");
+    }
     Db::Impl& impl = db.impl();
     return translate_errors(impl, [&] {
         impl.prepare(k_finish_attempt, k_finish_attempt_sql);
@@ -223,7 +226,8 @@ bool settle_attempt(Db& db, const ClaimedPayment& claim, const AttemptResult& re
         const pqxx::row r = tx.exec_prepared1(
             k_settle, claim.tenant_id, claim.payment_id, claim.generation,
             std::string(to_string(settlement.to)), settlement.retry_in ? retry.c_str() : nullptr,
-            or_null(result.provider_reference), or_null(settlement.reason));
+            or_null(result.provider_reference), or_null(settlement.reason),
+            or_null(settlement.review_code));
         tx.commit();
         return r[0].as<long long>() == 1;
     });

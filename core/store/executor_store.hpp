@@ -63,12 +63,14 @@ struct Settlement {
     PaymentState to = PaymentState::unknown; // from processing
     std::optional<std::chrono::milliseconds> retry_in; // with retry_scheduled
     std::optional<std::string> reason;      // review or unknown reason, for operators
+    std::optional<std::string> review_code; // with needs_review (request_rejected), and only with it
 };
 
 // Records the attempt (always: the observation is kept even when fenced out) and, if the payment
 // is still `processing` at `claim.generation`, applies `settlement` with its outbox event in the
 // same transaction. Returns false if the worker was fenced out (another generation owns it now).
-// Throws std::logic_error if the transition is not processing -> settlement.to.
+// Throws std::logic_error if the transition is not processing -> settlement.to, or retry_in or
+// review_code does not go with settlement.to.
 bool settle_attempt(Db& db, const ClaimedPayment& claim, const AttemptResult& result,
                     const Settlement& settlement);
 

@@ -143,6 +143,30 @@ SELECT state, provider, coalesce(review_code, ''), currency, count(*), sum(amoun
  GROUP BY 1, 2, 3, 4
  ORDER BY 1, 2, 3, 4)sql";
 
+// The rejected attempt is the payment's latest (attempt_no = attempt_count): nothing claims a
+// payment in review. "request_rejected:" is 17 characters.
+constexpr const char* k_rejected_review = "reconcile_rejected_in_review";
+constexpr const char* k_rejected_review_sql = R"sql(
+SELECT p.provider, coalesce(substr(a.error_class, 18), '') AS code, count(*),
+       (array_agg(p.payment_id::text ORDER BY p.updated_at DESC, p.payment_id))[1],
+       (array_agg(coalesce(p.review_reason, '') ORDER BY p.updated_at DESC, p.payment_id))[1]
+  FROM payments p
+  LEFT JOIN payment_attempts a
+    ON a.tenant_id = p.tenant_id AND a.payment_id = p.payment_id AND a.attempt_no = p.attempt_count
+       AND a.outcome = 'rejected'
+ WHERE p.state = 'needs_review' AND p.review_code = 'request_rejected'
+ GROUP BY 1, 2
+ ORDER BY 1, 2)sql";
+
+constexpr const char* k_rejected_attempts = "reconcile_rejected_attempts";
+constexpr const char* k_rejected_attempts_sql = R"sql(
+SELECT p.provider, coalesce(substr(a.error_class, 18), '') AS code, count(*)
+  FROM payment_attempts a
+  JOIN payments p ON p.tenant_id = a.tenant_id AND p.payment_id = a.payment_id
+ WHERE a.outcome = 'rejected'
+ GROUP BY 1, 2
+ ORDER BY 1, 2)sql";
+
 const char* or_null(const std::optional<std::string>& s) { return s ? s->c_str() : nullptr; }
 
 ReconcileCandidate candidate_from_row(const pqxx::row& row) {
@@ -347,6 +371,33 @@ std::vector<QueueCount> open_queue_counts(Db& db, std::chrono::seconds stuck_aft
             out.push_back({row[0].as<std::string>(), row[1].as<std::string>(), row[2].as<std::string>(),
                            row[3].as<std::string>(), row[4].as<long long>(), row[5].as<long long>(),
                            row[6].as<long long>()});
+        }
+        return out;
+    });
+}
+
+std::vector<RejectedInReview> rejected_in_review(Db& db) {
+    Db::Impl& impl = db.impl();
+    return translate_errors(impl, [&] {
+        impl.prepare(k_rejected_review, k_rejected_review_sql);
+        pqxx::read_transaction tx(impl.connection());
+        std::vector<RejectedInReview> out;
+        for (const auto& row : tx.exec_prepared(k_rejected_review)) {
+            out.push_back({row[0].as<std::string>(), row[1].as<std::string>(), row[2].as<long long>(),
+                           row[3].as<std::string>(), row[4].as<std::string>()});
+        }
+        return out;
+    });
+}
+
+std::vector<RejectedAttempts> rejected_attempt_counts(Db& db) {
+    Db::Impl& impl = db.impl();
+    return translate_errors(impl, [&] {
+        impl.prepare(k_rejected_attempts, k_rejected_attempts_sql);
+        pqxx::read_transaction tx(impl.connection());
+        std::vector<RejectedAttempts> out;
+        for (const auto& row : tx.exec_prepared(k_rejected_attempts)) {
+            out.push_back({row[0].as<std::string>(), row[1].as<std::string>(), row[2].as<long long>()});
         }
         return out;
     });

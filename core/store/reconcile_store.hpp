@@ -126,4 +126,26 @@ struct QueueCount {
 };
 std::vector<QueueCount> open_queue_counts(Db& db, std::chrono::seconds stuck_after);
 
+// Payments in review because their provider refused the request (review code request_rejected),
+// per provider and the provider's error code -- the rejected attempt's error class
+// "request_rejected:<code>" -- with the most recent one's payment ID and review reason (which
+// holds the provider's message). For nightly: an integration fault, loud.
+struct RejectedInReview {
+    std::string provider;
+    std::string code;
+    long long payments = 0;
+    std::string latest_payment_id;
+    std::string latest_reason;
+};
+std::vector<RejectedInReview> rejected_in_review(Db& db);
+
+// Every attempt a provider rejected, ever (attempts are never deleted), per provider and code:
+// what `payrecon serve` exports on /metrics, counted at scrape time.
+struct RejectedAttempts {
+    std::string provider;
+    std::string code;
+    long long attempts = 0;
+};
+std::vector<RejectedAttempts> rejected_attempt_counts(Db& db);
+
 } // namespace payrecon::store

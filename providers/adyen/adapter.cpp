@@ -7,6 +7,7 @@ namespace payrecon::providers::adyen {
 
 AdyenAdapter::AdyenAdapter(const ProviderConfig& config, SendFunction send)
     : m_name(config.name), m_base_url(config.base_url), m_merchant_account(config.merchant_account),
+      m_return_url(config.return_url),
       m_api_key(config.api_key), m_send(std::move(send)) {
     // The Checkout API can neither look a payment up nor list them; an override cannot add it.
     m_caps = configured_capabilities(config, k_max_key_length, false, false);
@@ -16,7 +17,7 @@ SubmitResult AdyenAdapter::submit(const PaymentOrder& order) {
     if (const auto problem = carry_problem(carry_limits(), order.merchant_reference, order.metadata)) {
         return not_carried(*problem);
     }
-    const auto body = payment_body(order, m_merchant_account);
+    const auto body = payment_body(order, m_merchant_account, m_return_url);
     if (!body ||
         (m_caps.honours_idempotency_keys && order.operation_id.size() > k_max_key_length)) {
         // Nothing was sent, and sending again cannot help.

@@ -9,7 +9,10 @@
 // - `reference` is our operation ID and is echoed as `merchantReference`; our merchant reference
 //   and operation ID also go in `metadata` (at most 20 entries, keys <= 20 and values <= 80
 //   characters: wire.hpp carry_limits(); so a merchant reference over 80 cannot be carried). A
-//   payment that does not fit is never sent with entries left out: not_carried, declined. The body needs `merchantAccount`, so an adyen provider's config names one.
+//   payment that does not fit is never sent with entries left out: not_carried, declined. The
+//   body needs `merchantAccount` and `returnUrl` (required by the v71 schema even for a charge
+//   that never redirects the shopper; without it Adyen answers 422 14_030 "Return URL is
+//   missing."), so an adyen provider's config names both.
 // - We charge a stored card merchant-initiated: paymentMethod {type scheme,
 //   storedPaymentMethodId}, shopperInteraction ContAuth, recurringProcessingModel
 //   UnscheduledCardOnFile, shopperReference = our customer.
@@ -20,8 +23,11 @@
 //   so every unknown Adyen payment goes to review (no_lookup): absence can never be confirmed.
 // - Amounts are in Adyen's minor units, which differ from ISO 4217 for CLP and ISK (2 vs 0) and
 //   CVE and IDR (0 vs 2); see wire.hpp.
-// - 401/403/429 are not executed (safe to send again); a 4xx validation error is declined; 5xx,
-//   other errors and anything unrecognised are unknown.
+// - A refused card is a 200 with resultCode Refused (declined). A 4xx ServiceError of errorType
+//   validation, configuration or security, and 401/403, mean Adyen attempted nothing: rejected
+//   (an integration fault, the payment goes to review). 429 is not executed (sent again); 5xx,
+//   other errors and anything unrecognised are unknown. Whether Adyen keeps a rejected request's
+//   response under its Idempotency-Key is not documented: see docs/adding-a-provider.md.
 
 #include "providers/config.hpp"
 #include "providers/http/transport.hpp"
@@ -56,6 +62,7 @@ private:
     std::string m_name;
     std::string m_base_url;
     std::string m_merchant_account;
+    std::string m_return_url;
     Secret m_api_key;
     Capabilities m_caps;
     SendFunction m_send;

@@ -113,8 +113,8 @@ const CarryLimits& carry_limits() {
     return k_limits;
 }
 
-std::optional<std::string> payment_body(const PaymentOrder& order,
-                                        std::string_view merchant_account) {
+std::optional<std::string> payment_body(const PaymentOrder& order, std::string_view merchant_account,
+                                        std::string_view return_url) {
     const auto value = to_adyen_amount(order.amount);
     if (!value || carry_problem(carry_limits(), order.merchant_reference, order.metadata)) {
         return std::nullopt;
@@ -133,6 +133,7 @@ std::optional<std::string> payment_body(const PaymentOrder& order,
         {"paymentMethod", {{"type", "scheme"}, {"storedPaymentMethodId", order.payment_method}}},
         {"shopperInteraction", "ContAuth"},
         {"recurringProcessingModel", "UnscheduledCardOnFile"},
+        {"returnUrl", std::string(return_url)},
         {"metadata", metadata},
     };
     if (order.customer) {
@@ -237,12 +238,21 @@ SubmitResult interpret_payment(const PaymentOrder& order, int http_status, std::
         }
         return r;
     }
-    if (http_status == 401 || http_status == 403 || http_status == 429) {
+    const auto error = parse_service_error(body);
+    if (http_status == 429) {
         r.outcome = Outcome::not_sent;
-        r.call.error_class = http_status == 429 ? "rate_limited" : "authentication";
+        r.call.error_class = "rate_limited";
         return r;
     }
-    const auto error = parse_service_error(body);
+    if (http_status == 401 || http_status == 403) {
+        // The API key, or the merchant account it may use (901 Invalid Merchant Account, 010 Not
+        // allowed): Adyen executed nothing, and nothing changes until the configuration does.
+        return rejected_request(http_status,
+                                error && !error->error_code.empty() ? error->error_code
+                                : http_status == 401                ? "authentication"
+                                                                    : "permission",
+                                error ? error->message : std::string_view(), excerpt(body));
+    }
     if (http_status >= 500 || !error) {
         r.call.error_class =
             http_status >= 500 ? "http_" + std::to_string(http_status) : "unrecognised_response";
@@ -253,10 +263,11 @@ SubmitResult interpret_payment(const PaymentOrder& order, int http_status, std::
         return r; // the first request with this key may be charging: the reconciler decides
     }
     if (http_status >= 400 && http_status < 500 && http_status != 409 &&
-        error->error_type == "validation") {
-        r.outcome = Outcome::declined;
-        r.call.error_class = "validation:" + error->error_code;
-        return r;
+        (error->error_type == "validation" || error->error_type == "configuration" ||
+         error->error_type == "security")) {
+        // Adyen refused the request itself (missing or invalid fields, the account's set-up): no
+        // payment was attempted. A refused card is a 200 with resultCode Refused instead.
+        return rejected_request(http_status, error->error_code, error->message, excerpt(body));
     }
     r.call.error_class = "http_" + std::to_string(http_status) +
                          (error->error_code.empty() ? "" : ":" + error->error_code);

@@ -37,12 +37,14 @@ const CarryLimits& carry_limits();
 
 // The JSON body of POST /v71/payments: a merchant-initiated charge of a stored card
 // (`paymentMethod` {type scheme, storedPaymentMethodId}, shopperInteraction ContAuth,
-// recurringProcessingModel UnscheduledCardOnFile), `reference` = our operation ID, every caller
+// recurringProcessingModel UnscheduledCardOnFile), `returnUrl` (required by the schema even when
+// no shopper is redirected: the provider configuration's return_url), `reference` = our operation
+// ID, every caller
 // metadata entry and our operation ID and merchant reference in `metadata`. nullopt if the amount
 // is not expressible in Adyen's units or carry_problem(carry_limits(), ...) finds something Adyen
 // cannot carry: nothing is ever left out.
-std::optional<std::string> payment_body(const PaymentOrder& order,
-                                        std::string_view merchant_account);
+std::optional<std::string> payment_body(const PaymentOrder& order, std::string_view merchant_account,
+                                        std::string_view return_url);
 
 // A PaymentResponse's resultCode mapped to an outcome: Authorised -> succeeded; Refused, Cancelled,
 // Error (all three final, non-authorised states by the spec; Error is a refusal category with a
@@ -78,11 +80,12 @@ inline constexpr std::string_view k_idempotency_in_flight = "704";
 
 // Decides the outcome of a /payments call from its HTTP status and body (DESIGN section 5: unknown
 // unless positively recognised). A 2xx must be a PaymentResponse whose merchantReference and
-// amount, when present, equal our operation ID and amount; 401, 403, 429 -> not_sent (Adyen
-// executes nothing); 409 or 422 with errorCode 704 (the first request with our key is still
-// running) -> unknown; another 4xx ServiceError of errorType "validation" -> declined (the request
-// itself is wrong; sending it again gives the same answer); 5xx, other 4xx, anything unparseable ->
-// unknown.
+// amount, when present, equal our operation ID and amount (a resultCode Refused is the decline:
+// Adyen attempted the payment); 429 -> not_sent (rate limited: Adyen executes nothing); 409 or 422
+// with errorCode 704 (the first request with our key is still running) -> unknown; 401, 403 and
+// another 4xx ServiceError of errorType validation, configuration or security (missing or invalid
+// fields, the account's set-up: Adyen attempted nothing) -> rejected with Adyen's errorCode and
+// message; 5xx, other 4xx, anything unparseable -> unknown.
 SubmitResult interpret_payment(const PaymentOrder& order, int http_status, std::string_view body);
 
 } // namespace payrecon::providers::adyen

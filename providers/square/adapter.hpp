@@ -19,9 +19,12 @@
 // - CreatePayment has no metadata: a payment with metadata is never sent without it (not_carried,
 //   declined); the intake refuses it up front when it knows the provider is a Square one.
 // - Declines are 400 (some integrations see 402) with category PAYMENT_METHOD_ERROR, often with
-//   the FAILED Payment attached; other INVALID_REQUEST_ERRORs are declined too (the request is
-//   wrong; sending it again gives the same answer). 401/403 (AUTHENTICATION_ERROR) and 429
-//   (RATE_LIMIT_ERROR) are not executed; 5xx and anything unrecognised are unknown.
+//   the FAILED Payment attached. An INVALID_REQUEST_ERROR (missing, unknown or invalid
+//   parameters) and 401/403 (AUTHENTICATION_ERROR) mean Square executed nothing: rejected (an
+//   integration fault, the payment goes to review), except UNSUPPORTED_CURRENCY, final: declined.
+//   429 (RATE_LIMIT_ERROR) is not executed (sent again); 5xx and anything unrecognised are
+//   unknown. Square documents replaying the first *successful* response for a key; whether a
+//   rejected request holds its key is not documented (docs/adding-a-provider.md).
 
 #include "providers/config.hpp"
 #include "providers/http/transport.hpp"

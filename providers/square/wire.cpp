@@ -279,10 +279,21 @@ SubmitResult interpret_create(const PaymentOrder& order, int http_status, std::s
             r.outcome == Outcome::unknown ? "unexpected_status_" + env->payment->raw_status : "";
         return r;
     }
-    if (http_status == 401 || http_status == 403 || http_status == 429) {
+    if (http_status == 429) {
         r.outcome = Outcome::not_sent;
-        r.call.error_class = http_status == 429 ? "rate_limited" : "authentication";
+        r.call.error_class = "rate_limited";
         return r;
+    }
+    if (http_status == 401 || http_status == 403) {
+        // AUTHENTICATION_ERROR (UNAUTHORIZED, FORBIDDEN...): the access token or its permissions.
+        // Square executed nothing, and nothing changes until the configuration does.
+        const bool parsed = env && !env->errors.empty();
+        return rejected_request(http_status,
+                                parsed && !env->errors.front().code.empty() ? env->errors.front().code
+                                : http_status == 401 ? "UNAUTHORIZED"
+                                                     : "FORBIDDEN",
+                                parsed ? env->errors.front().detail : std::string_view(),
+                                excerpt(body));
     }
     if (http_status >= 500 || !env || env->errors.empty()) {
         r.call.error_class =
@@ -309,12 +320,19 @@ SubmitResult interpret_create(const PaymentOrder& order, int http_status, std::s
         return r;
     }
     if (http_status == 400 && first.category == "INVALID_REQUEST_ERROR") {
-        r.outcome = Outcome::declined;
-        r.call.error_class = "invalid_request:" + first.code;
-        return r;
+        if (final_invalid_request(first.code)) {
+            r.outcome = Outcome::declined; // no fix of the integration makes this currency chargeable
+            r.call.error_class = "invalid_request:" + first.code;
+            return r;
+        }
+        return rejected_request(http_status, first.code, first.detail, excerpt(body));
     }
     r.call.error_class = "http_" + std::to_string(http_status);
     return r;
+}
+
+bool final_invalid_request(std::string_view code) {
+    return code == "UNSUPPORTED_CURRENCY";
 }
 
 } // namespace payrecon::providers::square

@@ -63,11 +63,19 @@ struct Envelope {
 };
 std::optional<Envelope> parse_envelope(std::string_view json_text);
 
+// The INVALID_REQUEST_ERROR codes that are final for the payment as it is, whatever the
+// integration does: UNSUPPORTED_CURRENCY ("The API request references an unsupported currency",
+// the spec's ErrorCode). Declined, not rejected.
+bool final_invalid_request(std::string_view code);
+
 // Decides the outcome of a create call from its HTTP status and body (DESIGN section 5: unknown
-// unless positively recognised). A 2xx must carry a Payment echoing our amount and reference_id;
-// 400 PAYMENT_METHOD_ERROR -> declined (a Payment it carries must echo us); 400
-// IDEMPOTENCY_KEY_REUSED -> unknown; 401, 403, 429 -> not_sent (Square executes nothing); another
-// 400 INVALID_REQUEST_ERROR -> declined; 5xx and anything unparseable -> unknown.
+// unless positively recognised; docs/adding-a-provider.md has the table). A 2xx must carry a
+// Payment echoing our amount and reference_id; 400/402 PAYMENT_METHOD_ERROR -> declined (the card
+// was tried and refused; a Payment it carries must echo us); IDEMPOTENCY_KEY_REUSED -> unknown;
+// 429 -> not_sent (rate limited: Square executes nothing); 401, 403 (AUTHENTICATION_ERROR) and
+// another 400 INVALID_REQUEST_ERROR (a missing, unknown or invalid parameter: Square executed
+// nothing) -> rejected with Square's code and detail, except final_invalid_request codes ->
+// declined; 5xx, other 4xx (a 404, a 409 CONFLICT) and anything unparseable -> unknown.
 SubmitResult interpret_create(const PaymentOrder& order, int http_status, std::string_view body);
 
 } // namespace payrecon::providers::square

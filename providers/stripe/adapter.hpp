@@ -16,7 +16,12 @@
 //   Listing by `created` window does not lag and drives the statement reconciliation.
 // - Amounts are in Stripe's minor units, which differ from ISO 4217 for ISK (2 vs 0) and MGA
 //   (0 vs 2); see wire.hpp.
-// - 401/403/429 are not executed (safe to send again); 5xx and anything unrecognised are unknown.
+// - A refused card is 402 card_error (declined). An invalid_request_error (unknown, missing or
+//   invalid parameters) and 401/403 (the API key) mean Stripe executed nothing, and it saves no
+//   idempotent result for them ("If incoming parameters fail validation ... we don't save the
+//   idempotent result", docs.stripe.com/idempotency): rejected, an integration fault for review,
+//   sent again with the same key once fixed. amount_too_small/amount_too_large are final:
+//   declined. 429 is not executed (sent again); 5xx and anything unrecognised are unknown.
 
 #include "providers/config.hpp"
 #include "providers/http/transport.hpp"

@@ -250,6 +250,7 @@ std::optional<StripeError> parse_error(std::string_view json_text) {
     out.type = string_field(e, "type");
     out.code = string_field(e, "code");
     out.decline_code = string_field(e, "decline_code");
+    out.message = string_field(e, "message");
     if (e.contains("payment_intent")) {
         out.payment_intent = payment_from(e["payment_intent"]);
     }
@@ -278,10 +279,18 @@ SubmitResult interpret_create(const PaymentOrder& order, int http_status, std::s
         return r;
     }
     const auto error = parse_error(body);
-    if (http_status == 401 || http_status == 403 || http_status == 429) {
+    if (http_status == 429) {
         r.outcome = Outcome::not_sent;
-        r.call.error_class = http_status == 429 ? "rate_limited" : "authentication";
+        r.call.error_class = "rate_limited";
         return r;
+    }
+    if (http_status == 401 || http_status == 403) {
+        // The API key is wrong or lacks the permission: Stripe executed nothing, and nothing will
+        // change until an operator fixes the configuration.
+        const std::string fallback = http_status == 401 ? "authentication" : "permission";
+        return rejected_request(http_status,
+                                error && !error->code.empty() ? error->code : fallback,
+                                error ? error->message : std::string_view(), excerpt(body));
     }
     if (http_status >= 500 || !error) {
         r.call.error_class = http_status >= 500 ? "http_" + std::to_string(http_status) : "unrecognised_response";
@@ -303,13 +312,21 @@ SubmitResult interpret_create(const PaymentOrder& order, int http_status, std::s
         r.call.error_class = "card_declined" + (error->decline_code.empty() ? "" : ":" + error->decline_code);
         return r;
     }
-    if (http_status == 400 && error->type == "invalid_request_error") {
-        r.outcome = Outcome::declined;
-        r.call.error_class = "invalid_request" + (error->code.empty() ? "" : ":" + error->code);
-        return r;
+    if ((http_status == 400 || http_status == 404) && error->type == "invalid_request_error") {
+        if (final_invalid_request(error->code)) {
+            r.outcome = Outcome::declined; // no fix of the integration makes this amount chargeable
+            r.call.error_class = "invalid_request:" + error->code;
+            return r;
+        }
+        return rejected_request(http_status, error->code.empty() ? error->type : error->code,
+                                error->message, excerpt(body));
     }
     r.call.error_class = "http_" + std::to_string(http_status);
     return r;
+}
+
+bool final_invalid_request(std::string_view code) {
+    return code == "amount_too_small" || code == "amount_too_large";
 }
 
 std::string search_query(std::string_view operation_id) {

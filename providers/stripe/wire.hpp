@@ -50,16 +50,24 @@ struct StripeError {
     std::string type;
     std::string code;
     std::string decline_code;
+    std::string message;
     std::optional<RemotePayment> payment_intent; // a card_error carries the PaymentIntent
 };
 std::optional<StripeError> parse_error(std::string_view json_text);
 
+// The invalid_request_error codes that are final for the payment as it is, whatever the
+// integration does: the amount is outside what Stripe charges (docs.stripe.com/error-codes:
+// amount_too_small, amount_too_large). Declined, not rejected.
+bool final_invalid_request(std::string_view code);
+
 // Decides the outcome of a create call from its HTTP status and body (DESIGN section 5: unknown
-// unless positively recognised). A 2xx must be a PaymentIntent echoing our amount, currency and
-// operation ID; 402 card_error -> declined; 401, 403, 429 -> not_sent (Stripe executes nothing);
-// 400 idempotency_error, 409 idempotency_key_in_use, 5xx, anything unparseable -> unknown;
-// another 400 invalid_request_error -> declined (the request itself is wrong; sending it again
-// gives the same answer).
+// unless positively recognised; docs/adding-a-provider.md has the table). A 2xx must be a
+// PaymentIntent echoing our amount, currency and operation ID; 402 card_error -> declined (Stripe
+// executed the charge attempt and the card was refused); 429 -> not_sent (rate limited, nothing
+// executed); 401, 403 (the API key: bad configuration) and a 400 or 404 invalid_request_error
+// (unknown, missing or invalid parameters: Stripe executed nothing) -> rejected, with Stripe's code
+// and message -- except final_invalid_request codes -> declined; 400 idempotency_error, 409
+// idempotency_key_in_use, 5xx, anything unparseable -> unknown.
 SubmitResult interpret_create(const PaymentOrder& order, int http_status, std::string_view body);
 
 // The Search query that finds our payment: metadata['operation_id']:'<op>'.

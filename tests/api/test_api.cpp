@@ -2,6 +2,9 @@
 // libcurl (and a plain TCP socket for bytes curl will not send) is the client, and every
 // assertion that matters counts rows in the real PostgreSQL, not only status codes.
 #include "core/store/admin_store.hpp"
+#include "core/store/executor_store.hpp"
+#include "core/store/reconcile_store.hpp"
+#include "core/fingerprint.hpp"
 #include "tests/api/serve_process.hpp"
 #include "tests/support/test_db.hpp"
 
@@ -1295,4 +1298,70 @@ TEST_CASE("api: a second server on a port in use fails with exit 4 instead of sh
     // The first server still has the port to itself.
     CHECK(send_once(first.port(), get_request("/healthz")).status == 200);
     check_exited_cleanly(first.terminate());
+}
+
+TEST_CASE("api: /metrics counts the requests providers rejected, per provider and code, read from "
+          "the database at each scrape",
+          "[api][db][observability]") {
+    // Workers are other processes: what they settled reaches serve only through the database.
+    Scope s;
+    SecretFile secret;
+    ServeProcess server(secret);
+    HttpClient http;
+    const std::string provider = "rj" + to_hex(random_bytes(8));
+    for (int i = 0; i < 2; ++i) {
+        auto body = nlohmann::json::parse(payment_body("ref-rejected-" + std::to_string(i)));
+        body["provider"] = provider;
+        REQUIRE(http.send(server.port(),
+                          create_request(s.key(), "k-rejected-" + std::to_string(i), body.dump()))
+                    .status == 202);
+    }
+    const auto scrape = [&] {
+        const auto m = http.send(server.port(), get_request("/metrics"));
+        REQUIRE(m.status == 200);
+        return m.body;
+    };
+    const std::string attempts_series =
+        R"(payrecon_provider_rejected_attempts_total{provider=")" + provider +
+        R"(",code="parameter_unknown"})";
+    const std::string review_series = R"(payrecon_review_request_rejected{provider=")" + provider +
+                                      R"(",code="parameter_unknown"})";
+    const std::string before = scrape();
+    CHECK(metric(before, "payrecon_rejected_requests_readable") == 1);
+    CHECK(before.find("# TYPE payrecon_provider_rejected_attempts_total counter") !=
+          std::string::npos);
+    CHECK(metric(before, attempts_series) == -1); // no series yet
+
+    // A worker's two attempts, refused by the provider, settled as the executor settles them.
+    const auto claims = store::claim_payments(*s.db, "metrics-test", std::chrono::seconds(30), 10,
+                                              {provider});
+    REQUIRE(claims.size() == 2);
+    for (const auto& claim : claims) {
+        const store::AttemptResult attempt{"rejected", 400, "request_rejected:parameter_unknown",
+                                           std::nullopt,
+                                           "Received unknown parameter: off_session"};
+        const store::Settlement settlement{PaymentState::needs_review, std::nullopt,
+                                           std::string("the provider refused the request"),
+                                           std::string("request_rejected")};
+        REQUIRE(store::settle_attempt(*s.db, claim, attempt, settlement));
+    }
+    const std::string after = scrape();
+    CHECK(metric(after, attempts_series) == 2);
+    CHECK(metric(after, review_series) == 2);
+
+    // One resolved as retry: it leaves review; the counter keeps what happened.
+    store::Resolution r;
+    r.tenant_id = claims[0].tenant_id;
+    r.payment_id = claims[0].payment_id;
+    r.generation = claims[0].generation;
+    r.decision = store::OperatorDecision::retry;
+    r.note = "fixed the configuration";
+    r.operator_name = "metrics-test";
+    REQUIRE(store::resolve_payment(*s.db, r).status == store::ResolveResult::Status::applied);
+    const std::string resolved = scrape();
+    CHECK(metric(resolved, attempts_series) == 2);
+    CHECK(metric(resolved, review_series) == 1);
+    CHECK(metric(resolved, "payrecon_db_connections_in_use") == 0);
+    http.disconnect();
+    check_exited_cleanly(server.terminate());
 }

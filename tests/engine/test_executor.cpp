@@ -89,13 +89,25 @@ TEST_CASE("executor: the settlement decision for every outcome", "[engine][execu
                            Row{Outcome::declined, PaymentState::failed},
                            Row{Outcome::not_sent, PaymentState::retry_scheduled},
                            Row{Outcome::pending, PaymentState::unknown},
-                           Row{Outcome::unknown, PaymentState::unknown}}) {
+                           Row{Outcome::unknown, PaymentState::unknown},
+                           Row{Outcome::rejected, PaymentState::needs_review}}) {
         const auto s = engine::decide_settlement(row.outcome, 1, backoff, 0.0);
         INFO(providers::to_string(row.outcome));
         CHECK(s.to == row.to);
         CHECK(s.retry_in.has_value() == (row.to == PaymentState::retry_scheduled));
+        CHECK(s.review_code.has_value() == (row.to == PaymentState::needs_review));
         CHECK(find_transition(PaymentState::processing, s.to).has_value());
     }
+    // A rejected request is never failed: review request_rejected, with the provider's words.
+    const auto rejected = engine::decide_settlement(
+        Outcome::rejected, 1, backoff, 0.0,
+        providers::Rejection{"parameter_unknown", "Received unknown parameter: off_session"});
+    CHECK(rejected.to == PaymentState::needs_review);
+    CHECK(rejected.review_code == "request_rejected");
+    REQUIRE(rejected.reason);
+    CHECK(rejected.reason->find("parameter_unknown: Received unknown parameter: off_session") !=
+          std::string::npos);
+    CHECK(rejected.reason->find("--as retry --confirm-no-charge") != std::string::npos);
     // Exponential, jittered into [0.5, 1.0) of the step, capped.
     CHECK(engine::decide_settlement(Outcome::not_sent, 1, backoff, 0.0).retry_in == std::chrono::milliseconds(500));
     CHECK(engine::decide_settlement(Outcome::not_sent, 3, backoff, 0.0).retry_in == std::chrono::milliseconds(2000));
@@ -171,7 +183,7 @@ TEST_CASE("fencing: a worker paused past its lease cannot overwrite the takeover
     CHECK(std::stoll(generation) == claims[0].generation + 1);
     // The paused worker wakes up with a success: its write affects nothing.
     store::AttemptResult seen{"succeeded", 200, "", std::string("pi_late"), "late answer"};
-    CHECK_FALSE(store::settle_attempt(*w.db, claims[0], seen, store::Settlement{PaymentState::succeeded, {}, {}}));
+    CHECK_FALSE(store::settle_attempt(*w.db, claims[0], seen, store::Settlement{PaymentState::succeeded, {}, {}, {}}));
     CHECK(w.state_of(ops[0]) == "unknown");
     CHECK(query_value("SELECT generation::text FROM payments WHERE operation_id = $1", ops[0]) == generation);
     // ... but what it saw is on record for the reconciler and the operators.

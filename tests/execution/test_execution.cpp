@@ -126,7 +126,7 @@ TEST_CASE("execution: a fenced-out worker's late send is absorbed by the provide
     CHECK(provider->submit(order).outcome == providers::Outcome::succeeded);
     CHECK(provider->submit(order).outcome == providers::Outcome::succeeded);
     CHECK_FALSE(store::settle_attempt(*w.db, a[0], store::AttemptResult{"succeeded", 200, "", std::nullopt, ""},
-                                      store::Settlement{PaymentState::succeeded, {}, {}}));
+                                      store::Settlement{PaymentState::succeeded, {}, {}, {}}));
     CHECK(w.state_of(refs[0]) == "unknown"); // its write affected 0 rows
     CHECK(w.executions(op) == 1);
     CHECK(w.deliveries(op) <= 2);

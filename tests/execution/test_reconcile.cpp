@@ -231,6 +231,7 @@ TEST_CASE("reconcile: a provider without lookup (adyen): needs_review at once, n
     adyen.kind = "adyen";
     adyen.base_url = "http://127.0.0.1:9"; // never called
     adyen.merchant_account = "TestMerchant";
+    adyen.return_url = "https://shop.example.com/checkout/return";
     adyen.api_key = Secret("test_adyen_key");
     auto provider = providers::create_provider(adyen);
     w.config.name = adyen.name;

@@ -121,6 +121,16 @@ FaultConfig FaultConfig::from_json(const nlohmann::json& j) {
                 throw std::invalid_argument("lookup_down: must be true or false");
             }
             c.lookup_down = value.get<bool>();
+        } else if (key == "unknown_parameters") {
+            if (!value.is_array()) {
+                throw std::invalid_argument("unknown_parameters: must be an array of parameter names");
+            }
+            for (const auto& item : value) {
+                if (!item.is_string() || item.get<std::string>().empty()) {
+                    throw std::invalid_argument("unknown_parameters: each must be a parameter name");
+                }
+                c.unknown_parameters.push_back(item.get<std::string>());
+            }
         } else {
             throw std::invalid_argument("unknown field '" + key + "'");
         }
@@ -144,6 +154,7 @@ nlohmann::json FaultConfig::to_json() const {
     j["refuse_ms"] = refuse.count();
     j["lookup_stale_s"] = lookup_stale.count();
     j["lookup_down"] = lookup_down;
+    j["unknown_parameters"] = unknown_parameters;
     return j;
 }
 

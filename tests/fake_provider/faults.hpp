@@ -8,6 +8,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -42,6 +43,11 @@ struct FaultConfig {
     std::chrono::milliseconds refuse{1000};
     std::chrono::seconds lookup_stale{0}; // search misses a PaymentIntent this long after creation
     bool lookup_down = false;             // search and list answer 503
+    // Create parameters this account does not know (as if its API version or feature set lacked
+    // them): a POST /v1/payment_intents carrying one (`name` or `name[...]`) gets Stripe's 400
+    // invalid_request_error parameter_unknown before anything executes; the key stays free. What
+    // a provider-side configuration mistake looks like to payrecon: every request rejected.
+    std::vector<std::string> unknown_parameters;
 
     // Parses the admin JSON; omitted fields keep their defaults. Throws std::invalid_argument
     // naming the field on an unknown field, an unknown fault, a negative duration, or rates that

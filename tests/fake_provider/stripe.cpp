@@ -171,7 +171,9 @@ struct CreateParams {
     std::map<std::string, std::string> metadata;
 };
 
-std::variant<CreateParams, http::Response> validate_create(const http::Fields& form) {
+// `unknown`: parameters this account does not know on top of the spec's (FaultConfig).
+std::variant<CreateParams, http::Response> validate_create(const http::Fields& form,
+                                                           const std::vector<std::string>& unknown) {
     CreateParams p;
     std::set<std::string> seen;
     const std::string* amount = nullptr;
@@ -180,7 +182,8 @@ std::variant<CreateParams, http::Response> validate_create(const http::Fields& f
     const std::string* capture_method = nullptr;
     for (const auto& [name, value] : form) {
         const std::string base = name.substr(0, name.find('['));
-        if (k_create_params.count(base) == 0) {
+        if (k_create_params.count(base) == 0 ||
+            std::find(unknown.begin(), unknown.end(), base) != unknown.end()) {
             return invalid_request("Received unknown parameter: " + name, "parameter_unknown",
                                    name);
         }
@@ -666,7 +669,7 @@ Reply StripeApi::create(const http::Request& request, const Wait& wait) {
         after(reply);
         return answer(std::move(reply));
     }
-    auto validated = validate_create(*form);
+    auto validated = validate_create(*form, m_faults.unknown_parameters);
     if (auto* rejected = std::get_if<http::Response>(&validated)) {
         reply.response = std::move(*rejected);
         after(reply);

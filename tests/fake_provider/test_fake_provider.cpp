@@ -703,6 +703,30 @@ TEST_CASE("fake provider: lookup_down makes search and list answer 503",
     CHECK(search_operation(r, "op-1").json()["data"].size() == 1);
 }
 
+TEST_CASE("fake provider: unknown_parameters rejects every create naming one, executes nothing and "
+          "keeps no key",
+          "[fake_provider][faults]") {
+    Running r(options_with(faults_from(R"({"unknown_parameters": ["off_session"]})")));
+    CHECK(r.server.faults().to_json()["unknown_parameters"] == Json::array({"off_session"}));
+    for (int i = 0; i < 2; ++i) {
+        const HttpResult refused = post_charge(r, "key-1", charge_form("op-1"));
+        CHECK(refused.status == 400);
+        CHECK(refused.json()["error"]["type"] == "invalid_request_error");
+        CHECK(refused.json()["error"]["code"] == "parameter_unknown");
+        CHECK(refused.json()["error"]["message"] == "Received unknown parameter: off_session");
+    }
+    CHECK(r.deliveries() == 2);
+    CHECK(r.executions("op-1") == 0);
+    // The configuration fixed, the same key executes once: the rejections saved nothing under it.
+    r.server.set_faults({});
+    const HttpResult charged = post_charge(r, "key-1", charge_form("op-1"));
+    CHECK(charged.status == 200);
+    CHECK(charged.header("idempotent-replayed").empty());
+    CHECK(r.executions("op-1") == 1);
+    CHECK_THROWS_AS(faults_from(R"({"unknown_parameters": "off_session"})"), std::invalid_argument);
+    CHECK_THROWS_AS(faults_from(R"({"unknown_parameters": [""]})"), std::invalid_argument);
+}
+
 TEST_CASE("fake provider: with --no-lookup search answers 404 resource_missing",
           "[fake_provider][lookup]") {
     auto options = options_with();

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -46,6 +47,36 @@ inline const nlohmann::json& provider_contract(const std::string& provider) {
     const std::string path =
         std::string(PAYRECON_SOURCE_DIR) + "/tests/providers/contracts/" + provider + ".json";
     return k_cache.emplace(provider, nlohmann::json::parse(read_file(path))).first->second;
+}
+
+// The fields a provider's contract requires (`required`: the schema's JSON array of names) that a
+// request of ours lacks (`sent`: the top-level fields or form parameters it carries), in the
+// contract's order.
+inline std::vector<std::string> missing_required(const nlohmann::json& required,
+                                                 const std::set<std::string>& sent) {
+    std::vector<std::string> missing;
+    for (const auto& name : required) {
+        if (sent.count(name.get<std::string>()) == 0) {
+            missing.push_back(name.get<std::string>());
+        }
+    }
+    return missing;
+}
+
+// The required-field contract check (docs/adding-a-provider.md section 7): `sent` carries every
+// field `required` names, with no exception -- and the check is no formality: with any one
+// required field taken out of `sent`, it names exactly that field.
+inline void check_required_fields_sent(const nlohmann::json& required,
+                                       const std::set<std::string>& sent) {
+    REQUIRE(required.is_array());
+    REQUIRE_FALSE(required.empty());
+    CHECK(missing_required(required, sent) == std::vector<std::string>{});
+    for (const auto& name : required) {
+        std::set<std::string> dropped = sent;
+        dropped.erase(name.get<std::string>());
+        INFO("dropping " << name);
+        CHECK(missing_required(required, dropped) == std::vector<std::string>{name.get<std::string>()});
+    }
 }
 
 // The value of header `name` in `request`, or "(absent)".

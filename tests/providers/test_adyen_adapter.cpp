@@ -26,6 +26,7 @@ ProviderConfig config() {
     c.base_url = "https://checkout-test.adyen.test";
     c.api_key = Secret(k_key);
     c.merchant_account = "AcmeShopECOM";
+    c.return_url = "https://shop.example.com/checkout/return";
     c.settle_delay = std::chrono::seconds(90);
     c.key_retention = std::chrono::hours(168);
     return c;
@@ -74,6 +75,7 @@ TEST_CASE("adyen adapter: submit sends one JSON POST with the operation ID as Id
         "shopperReference": "cus_8Hx2",
         "shopperInteraction": "ContAuth",
         "recurringProcessingModel": "UnscheduledCardOnFile",
+        "returnUrl": "https://shop.example.com/checkout/return",
         "metadata": {"operation_id": "pr_0123456789abcdef0123456789abcdef",
                      "merchant_reference": "order-1001"}})"));
     CHECK(req.body.find(k_key) == std::string::npos);
@@ -102,8 +104,10 @@ TEST_CASE("adyen adapter: transport classes and responses become outcomes", "[pr
     CHECK(a.submit(order()).outcome == Outcome::declined);
     CHECK(a.submit(order()).outcome == Outcome::pending);
     CHECK(a.submit(order()).outcome == Outcome::unknown);
-    CHECK(a.submit(order()).outcome == Outcome::declined);
-    CHECK(a.submit(order()).outcome == Outcome::not_sent);
+    const auto invalid = a.submit(order());
+    CHECK(invalid.outcome == Outcome::rejected); // the request, not the card: 14_030
+    CHECK(invalid.call.error_class == "request_rejected:14_030");
+    CHECK(a.submit(order()).outcome == Outcome::rejected); // 401: the API key
     CHECK(a.submit(order()).outcome == Outcome::not_sent);
     CHECK(a.submit(order()).outcome == Outcome::unknown);
     REQUIRE(rec.sent.size() == 10);

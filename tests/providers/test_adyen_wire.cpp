@@ -10,6 +10,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <set>
 #include <sstream>
 
 using namespace payrecon;
@@ -33,6 +34,8 @@ const nlohmann::json& spec() { return testing::provider_contract("adyen"); }
 const nlohmann::json& schema(const std::string& name) {
     return spec().at("components").at("schemas").at(name);
 }
+
+constexpr const char* k_return_url = "https://shop.example.com/checkout/return";
 
 PaymentOrder order() {
     PaymentOrder o;
@@ -73,7 +76,7 @@ TEST_CASE("adyen wire: amounts convert through Adyen's own exponents", "[provide
 
 TEST_CASE("adyen wire: the body is a stored-card ContAuth charge with our IDs",
           "[providers][adyen]") {
-    const auto body = payment_body(order(), "AcmeShopECOM");
+    const auto body = payment_body(order(), "AcmeShopECOM", k_return_url);
     REQUIRE(body);
     const auto j = nlohmann::json::parse(*body);
     CHECK(j["amount"] == nlohmann::json({{"currency", "EUR"}, {"value", 4999}}));
@@ -84,22 +87,23 @@ TEST_CASE("adyen wire: the body is a stored-card ContAuth charge with our IDs",
     CHECK(j["shopperReference"] == "cus_8Hx2");
     CHECK(j["shopperInteraction"] == "ContAuth");
     CHECK(j["recurringProcessingModel"] == "UnscheduledCardOnFile");
+    CHECK(j["returnUrl"] == k_return_url);
     CHECK(j["metadata"] == nlohmann::json({{"cart", "c-77"},
                                            {"operation_id", "pr_0123456789abcdef0123456789abcdef"},
                                            {"merchant_reference", "order-1001"}}));
-    CHECK(j.size() == 8);
+    CHECK(j.size() == 9);
 
     PaymentOrder anonymous = order();
     anonymous.customer.reset();
-    CHECK_FALSE(nlohmann::json::parse(*payment_body(anonymous, "AcmeShopECOM"))
+    CHECK_FALSE(nlohmann::json::parse(*payment_body(anonymous, "AcmeShopECOM", k_return_url))
                     .contains("shopperReference"));
 
     PaymentOrder clp = order();
     clp.amount = Money{1000, "CLP"};
-    CHECK(nlohmann::json::parse(*payment_body(clp, "AcmeShopECOM"))["amount"]["value"] == 100000);
+    CHECK(nlohmann::json::parse(*payment_body(clp, "AcmeShopECOM", k_return_url))["amount"]["value"] == 100000);
     PaymentOrder cve = order();
     cve.amount = Money{1250, "CVE"};
-    CHECK_FALSE(payment_body(cve, "AcmeShopECOM").has_value());
+    CHECK_FALSE(payment_body(cve, "AcmeShopECOM", k_return_url).has_value());
 }
 
 TEST_CASE("adyen wire: metadata beyond Adyen's limits is refused, never left out", "[providers][adyen]") {
@@ -107,12 +111,12 @@ TEST_CASE("adyen wire: metadata beyond Adyen's limits is refused, never left out
     for (int i = 0; i < 30; ++i) {
         o.metadata["k" + std::to_string(i)] = "v";
     }
-    CHECK_FALSE(payment_body(o, "AcmeShopECOM").has_value()); // 30 + ours > 20
+    CHECK_FALSE(payment_body(o, "AcmeShopECOM", k_return_url).has_value()); // 30 + ours > 20
     o.metadata.clear();
     for (int i = 0; i < 18; ++i) {
         o.metadata["k" + std::to_string(i)] = "v";
     }
-    const auto j = nlohmann::json::parse(*payment_body(o, "AcmeShopECOM"));
+    const auto j = nlohmann::json::parse(*payment_body(o, "AcmeShopECOM", k_return_url));
     CHECK(j["metadata"].size() == k_max_metadata_entries);
     CHECK(j["metadata"]["operation_id"] == o.operation_id);
     CHECK(j["metadata"]["merchant_reference"] == "order-1001");
@@ -121,7 +125,7 @@ TEST_CASE("adyen wire: metadata beyond Adyen's limits is refused, never left out
              {{"a_key_longer_than_twenty", "v"}},
              {{"long_value", std::string(81, 'x')}}}) {
         o.metadata = bad;
-        CHECK_FALSE(payment_body(o, "AcmeShopECOM").has_value());
+        CHECK_FALSE(payment_body(o, "AcmeShopECOM", k_return_url).has_value());
     }
 }
 
@@ -131,17 +135,20 @@ TEST_CASE("adyen wire: every field we send is one Adyen's spec defines for POST 
     CHECK(post.at("requestBody").at("content").at("application/json").at("schema").at("$ref") ==
           "#/components/schemas/PaymentRequest");
     const auto& props = schema("PaymentRequest").at("properties");
-    const auto j = nlohmann::json::parse(*payment_body(order(), "AcmeShopECOM"));
+    const auto j = nlohmann::json::parse(*payment_body(order(), "AcmeShopECOM", k_return_url));
     for (const auto& [key, value] : j.items()) {
         INFO(key);
         CHECK(props.contains(key));
     }
-    // Every field the spec requires is sent, except returnUrl: a ContAuth charge of a stored card
-    // never redirects the shopper.
-    for (const auto& required : schema("PaymentRequest").at("required")) {
-        INFO(required);
-        CHECK((j.contains(required.get<std::string>()) || required == "returnUrl"));
+    // Every field the spec requires is sent, returnUrl included: Adyen refuses a request without
+    // it (422 14_030 "Return URL is missing.") even for a ContAuth charge that never redirects.
+    std::set<std::string> sent;
+    for (const auto& [key, value] : j.items()) {
+        sent.insert(key);
     }
+    testing::check_required_fields_sent(schema("PaymentRequest").at("required"), sent);
+    const auto& required = schema("PaymentRequest").at("required");
+    CHECK(std::find(required.begin(), required.end(), "returnUrl") != required.end());
     for (const auto& [key, value] : j["amount"].items()) {
         CHECK(schema("Amount").at("properties").contains(key));
     }
@@ -279,28 +286,48 @@ TEST_CASE("adyen wire: payment responses map to outcomes, unknown unless recogni
                                 R"({"status":409,"errorCode":"704","errorType":"validation"})")
                   .outcome == Outcome::unknown);
     }
-    SECTION("a 4xx validation error is declined") {
+    SECTION("a 4xx validation error is a rejected request, never a decline") {
         const auto r = interpret_payment(o, 422, fixture("validation_error.json"));
-        CHECK(r.outcome == Outcome::declined);
-        CHECK(r.call.error_class == "validation:14_030");
+        CHECK(r.outcome == Outcome::rejected);
+        CHECK(r.call.error_class == "request_rejected:14_030");
+        REQUIRE(r.rejection);
+        CHECK(r.rejection->code == "14_030");
+        CHECK(r.rejection->message == "Return URL is missing.");
         CHECK(interpret_payment(o, 400,
                                 R"({"status":400,"errorCode":"702","errorType":"validation"})")
-                  .outcome == Outcome::declined);
+                  .outcome == Outcome::rejected);
     }
-    SECTION("a 4xx that is not a validation error is unknown") {
-        CHECK(interpret_payment(o, 422,
-                                R"({"status":422,"errorCode":"905_1","errorType":"configuration"})")
-                  .outcome == Outcome::unknown);
+    SECTION("a configuration error is rejected; a 409 or an unknown errorType is unknown") {
+        const auto r = interpret_payment(
+            o, 422, R"({"status":422,"errorCode":"905_1","errorType":"configuration","message":"Could not find an acquirer account for the provided currency (EUR)."})");
+        CHECK(r.outcome == Outcome::rejected);
+        CHECK(r.call.error_class == "request_rejected:905_1");
         CHECK(interpret_payment(o, 409,
                                 R"({"status":409,"errorCode":"999","errorType":"validation"})")
                   .outcome == Outcome::unknown);
+        CHECK(interpret_payment(o, 422, R"({"status":422,"errorCode":"999","errorType":"internal"})")
+                  .outcome == Outcome::unknown);
     }
-    SECTION("401, 403 and 429 executed nothing") {
-        CHECK(interpret_payment(o, 401, fixture("unauthorised.json")).outcome == Outcome::not_sent);
-        CHECK(
-            interpret_payment(o, 403, R"({"status":403,"errorCode":"010","errorType":"security"})")
-                .outcome == Outcome::not_sent);
+    SECTION("401 and 403 (credentials, merchant account) are rejected; 429 executed nothing") {
+        const auto unauthorised = interpret_payment(o, 401, fixture("unauthorised.json"));
+        CHECK(unauthorised.outcome == Outcome::rejected);
+        CHECK(unauthorised.call.error_class.rfind("request_rejected:", 0) == 0);
+        const auto forbidden = interpret_payment(
+            o, 403, R"({"status":403,"errorCode":"901","errorType":"security","message":"Invalid Merchant Account"})");
+        CHECK(forbidden.outcome == Outcome::rejected);
+        CHECK(forbidden.call.error_class == "request_rejected:901");
+        CHECK(interpret_payment(o, 403, "").call.error_class == "request_rejected:permission");
         CHECK(interpret_payment(o, 429, "").outcome == Outcome::not_sent);
+    }
+    SECTION("the provider's message is kept printable and short") {
+        const auto r = interpret_payment(
+            o, 422,
+            R"({"status":422,"errorCode":"702","errorType":"validation","message":"bad\u001b[31m\nfield )" +
+                std::string(400, 'x') + R"("})");
+        REQUIRE(r.rejection);
+        CHECK(r.rejection->message.find('\x1b') == std::string::npos);
+        CHECK(r.rejection->message.find('\n') == std::string::npos);
+        CHECK(r.rejection->message.size() <= 303);
     }
     SECTION("5xx, garbage, empty, truncated") {
         CHECK(

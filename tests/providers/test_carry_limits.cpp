@@ -28,6 +28,7 @@ ProviderConfig config(const std::string& kind, const std::string& base_url) {
     c.base_url = base_url;
     c.api_key = Secret("not_a_real_key_0000");
     c.merchant_account = kind == "adyen" ? "AcmeShopECOM" : "";
+    c.return_url = kind == "adyen" ? "https://shop.example.com/checkout/return" : "";
     return c;
 }
 
@@ -110,7 +111,7 @@ TEST_CASE("carry limits: Adyen's metadata limits refuse instead of leaving entri
         const auto r = a.submit(o);
         CHECK(r.outcome == Outcome::declined);
         CHECK(r.call.error_class == "not_carried");
-        CHECK_FALSE(adyen::payment_body(o, "AcmeShopECOM").has_value());
+        CHECK_FALSE(adyen::payment_body(o, "AcmeShopECOM", "https://shop.example.com/checkout/return").has_value());
     }
     // The merchant reference travels as a metadata value: over 80 characters it cannot.
     PaymentOrder long_reference = order("8415718415172204");

@@ -124,10 +124,12 @@ TEST_CASE("config: a base_url carrying credentials is refused, naming api_key_en
 
 TEST_CASE("config: an adyen provider names its merchant account", "[providers][config][adyen]") {
     const auto c = parse(R"({"providers": {"adyen": {"kind": "adyen", "base_url": "https://checkout-test.adyen.com",
-        "api_key_env": "ADYEN_API_KEY", "merchant_account": "AcmeShopECOM", "key_retention_h": 168}}})");
+        "api_key_env": "ADYEN_API_KEY", "merchant_account": "AcmeShopECOM", "key_retention_h": 168,
+        "return_url": "https://shop.example.com/checkout/return"}}})");
     const ProviderConfig& p = c.providers.at("adyen");
     CHECK(p.kind == "adyen");
     CHECK(p.merchant_account == "AcmeShopECOM");
+    CHECK(p.return_url == "https://shop.example.com/checkout/return");
     CHECK(p.api_key.reveal() == "AQE_test_abcdefghijklmnop");
     CHECK(p.key_retention == std::chrono::hours(168));
     CHECK(parse(R"({"providers": {"s": {"kind": "stripe", "base_url": "https://api.stripe.com",
@@ -143,6 +145,26 @@ TEST_CASE("config: an adyen provider names its merchant account", "[providers][c
          }) {
         INFO(text);
         CHECK(error_of(text).find("providers.a.merchant_account") != std::string::npos);
+    }
+}
+
+TEST_CASE("config: an adyen provider names the returnUrl Adyen requires on every payment",
+          "[providers][config][adyen]") {
+    const std::string adyen = R"("kind": "adyen", "base_url": "https://checkout-test.adyen.com", "api_key_env": "ADYEN_API_KEY", "merchant_account": "AcmeShopECOM")";
+    CHECK(parse(R"({"providers": {"a": {)" + adyen + R"(, "return_url": "my-app://checkout"}}})")
+              .providers.at("a")
+              .return_url == "my-app://checkout");
+    for (const std::string& text : std::vector<std::string>{
+             R"({"providers": {"a": {)" + adyen + R"(}}})", // Adyen would answer 422 14_030
+             R"({"providers": {"a": {)" + adyen + R"(, "return_url": ""}}})",
+             R"({"providers": {"a": {)" + adyen + R"(, "return_url": 42}}})",
+             R"({"providers": {"a": {)" + adyen + R"(, "return_url": "shop.example.com/return"}}})",
+             R"({"providers": {"a": {)" + adyen + R"(, "return_url": "https://shop.example.com/a b"}}})",
+             R"({"providers": {"a": {)" + adyen + R"(, "return_url": "https://x/)" + std::string(1024, 'a') + R"("}}})",
+             std::string(R"({"providers": {"a": {"kind": "stripe", "base_url": "https://api.stripe.com", "api_key_env": "STRIPE_API_KEY", "return_url": "https://shop.example.com/r"}}})"),
+         }) {
+        INFO(text);
+        CHECK(error_of(text).find("providers.a.return_url") != std::string::npos);
     }
 }
 

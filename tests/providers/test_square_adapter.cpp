@@ -106,7 +106,7 @@ TEST_CASE("square adapter: transport classes and error responses become outcomes
     CHECK(a.submit(order()).outcome == Outcome::unknown);
     CHECK(a.submit(order()).outcome == Outcome::declined);
     CHECK(a.submit(order()).outcome == Outcome::unknown);
-    CHECK(a.submit(order()).outcome == Outcome::not_sent);
+    CHECK(a.submit(order()).outcome == Outcome::rejected); // 401: the access token
     CHECK(a.submit(order()).outcome == Outcome::not_sent);
     CHECK(a.submit(order()).outcome == Outcome::unknown);
     REQUIRE(rec.sent.size() == 8);

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <set>
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -118,10 +119,11 @@ TEST_CASE("square wire: every field we send is one Square's spec defines for Cre
         INFO(key);
         CHECK(props.contains(key));
     }
-    for (const auto& required : request.at("required")) {
-        INFO(required);
-        CHECK(j.contains(required.get<std::string>()));
+    std::set<std::string> sent;
+    for (const auto& [key, value] : j.items()) {
+        sent.insert(key);
     }
+    testing::check_required_fields_sent(request.at("required"), sent);
     CHECK(props.at("idempotency_key").at("maxLength") == 45);
     CHECK(props.at("reference_id").at("maxLength") == 40);
     for (const auto& [key, value] : j["amount_money"].items()) {
@@ -270,18 +272,33 @@ TEST_CASE("square wire: create responses map to outcomes, unknown unless recogni
         CHECK(r.outcome == Outcome::unknown);
         CHECK(r.call.error_class == "IDEMPOTENCY_KEY_REUSED");
     }
-    SECTION("another 400 INVALID_REQUEST_ERROR: declined") {
+    SECTION("another INVALID_REQUEST_ERROR is a rejected request, never a decline") {
         const auto r = interpret_create(
             o, 400,
-            R"({"errors":[{"category":"INVALID_REQUEST_ERROR","code":"INVALID_VALUE","field":"source_id"}]})");
-        CHECK(r.outcome == Outcome::declined);
-        CHECK(r.call.error_class == "invalid_request:INVALID_VALUE");
+            R"({"errors":[{"category":"INVALID_REQUEST_ERROR","code":"MISSING_REQUIRED_PARAMETER","detail":"Missing required parameter.","field":"source_id"}]})");
+        CHECK(r.outcome == Outcome::rejected);
+        CHECK(r.call.error_class == "request_rejected:MISSING_REQUIRED_PARAMETER");
+        REQUIRE(r.rejection);
+        CHECK(r.rejection->message == "Missing required parameter.");
+        CHECK(interpret_create(
+                  o, 400,
+                  R"({"errors":[{"category":"INVALID_REQUEST_ERROR","code":"UNKNOWN_BODY_PARAMETER","field":"autocomplete"}]})")
+                  .outcome == Outcome::rejected);
     }
-    SECTION("401, 403 and 429 executed nothing") {
-        CHECK(interpret_create(o, 401, fixture("unauthorized.json")).outcome == Outcome::not_sent);
+    SECTION("UNSUPPORTED_CURRENCY is final: declined with its code") {
+        const auto r = interpret_create(
+            o, 400,
+            R"({"errors":[{"category":"INVALID_REQUEST_ERROR","code":"UNSUPPORTED_CURRENCY","field":"amount_money.currency"}]})");
+        CHECK(r.outcome == Outcome::declined);
+        CHECK(r.call.error_class == "invalid_request:UNSUPPORTED_CURRENCY");
+    }
+    SECTION("401 and 403 (the access token) are rejected; 429 executed nothing") {
+        const auto unauthorized = interpret_create(o, 401, fixture("unauthorized.json"));
+        CHECK(unauthorized.outcome == Outcome::rejected);
+        CHECK(unauthorized.call.error_class.rfind("request_rejected:", 0) == 0);
         CHECK(interpret_create(
                   o, 403, R"({"errors":[{"category":"AUTHENTICATION_ERROR","code":"FORBIDDEN"}]})")
-                  .outcome == Outcome::not_sent);
+                  .call.error_class == "request_rejected:FORBIDDEN");
         const auto limited = interpret_create(
             o, 429, R"({"errors":[{"category":"RATE_LIMIT_ERROR","code":"RATE_LIMITED"}]})");
         CHECK(limited.outcome == Outcome::not_sent);

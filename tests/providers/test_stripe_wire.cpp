@@ -10,6 +10,7 @@
 #include <vector>
 
 #include <catch2/catch.hpp>
+#include <set>
 #include <nlohmann/json.hpp>
 
 using namespace payrecon;
@@ -105,11 +106,24 @@ TEST_CASE("stripe wire: every parameter we send to create, search and list is on
                             .at("application/x-www-form-urlencoded")
                             .at("schema")
                             .at("properties");
+    std::set<std::string> sent;
     for (const auto& [key, value] : form_fields(*create_body(order()))) {
         const std::string top = key.substr(0, key.find("%5B"));
         INFO(key);
         CHECK(props.contains(top));
+        sent.insert(top);
     }
+    // Every parameter the spec requires is sent (amount, currency), with no exception.
+    testing::check_required_fields_sent(spec()
+                                            .at("paths")
+                                            .at("/v1/payment_intents")
+                                            .at("post")
+                                            .at("requestBody")
+                                            .at("content")
+                                            .at("application/x-www-form-urlencoded")
+                                            .at("schema")
+                                            .at("required"),
+                                        sent);
     // The lookup searches with `query`; the list pages through `created` with `limit` and
     // `starting_after` (test_stripe_adapter.cpp asserts the URLs).
     const auto search = parameter_names("/v1/payment_intents/search", "get");
@@ -163,6 +177,7 @@ TEST_CASE("stripe wire: create responses map to outcomes, unknown unless recogni
         const auto r = interpret_create(o, 402, fixture("card_declined.json"));
         CHECK(r.outcome == Outcome::declined);
         CHECK(r.call.error_class == "card_declined:insufficient_funds");
+        CHECK_FALSE(r.rejection);
     }
     SECTION("409 idempotency_key_in_use: the first request may be charging") {
         CHECK(interpret_create(o, 409, fixture("idempotency_key_in_use.json")).outcome == Outcome::unknown);
@@ -171,9 +186,34 @@ TEST_CASE("stripe wire: create responses map to outcomes, unknown unless recogni
         CHECK(interpret_create(o, 400, R"({"error":{"type":"idempotency_error","message":"Keys for idempotent requests can only be used with the same parameters"}})")
                   .outcome == Outcome::unknown);
     }
-    SECTION("429 and 401 executed nothing") {
+    SECTION("429 executed nothing: sent again") {
         CHECK(interpret_create(o, 429, R"({"error":{"type":"rate_limit_error"}})").outcome == Outcome::not_sent);
-        CHECK(interpret_create(o, 401, R"({"error":{"type":"invalid_request_error"}})").outcome == Outcome::not_sent);
+    }
+    SECTION("400 invalid_request_error is a rejected request, never a decline") {
+        const auto r = interpret_create(o, 400, fixture("parameter_unknown.json"));
+        CHECK(r.outcome == Outcome::rejected);
+        CHECK(r.call.error_class == "request_rejected:parameter_unknown");
+        REQUIRE(r.rejection);
+        CHECK(r.rejection->code == "parameter_unknown");
+        CHECK(r.rejection->message == "Received unknown parameter: off_session");
+        CHECK_FALSE(r.provider_reference);
+        CHECK(interpret_create(o, 400, R"({"error":{"type":"invalid_request_error","code":"parameter_missing","message":"Missing required param: currency."}})")
+                  .call.error_class == "request_rejected:parameter_missing");
+        CHECK(interpret_create(o, 404, R"({"error":{"type":"invalid_request_error","message":"Unrecognized request URL (POST: /v1/payment_intent)."}})")
+                  .call.error_class == "request_rejected:invalid_request_error");
+    }
+    SECTION("401 and 403 (the API key) are rejected: nothing executed, and a retry cannot help") {
+        const auto r = interpret_create(o, 401, R"({"error":{"type":"invalid_request_error","message":"Invalid API Key provided: sk_test_****1234"}})");
+        CHECK(r.outcome == Outcome::rejected);
+        CHECK(r.call.error_class == "request_rejected:authentication");
+        CHECK(interpret_create(o, 403, "").call.error_class == "request_rejected:permission");
+    }
+    SECTION("an amount Stripe never charges is final: declined with its code") {
+        const auto r = interpret_create(o, 400, R"({"error":{"type":"invalid_request_error","code":"amount_too_small","message":"Amount must be at least €0.50 eur"}})");
+        CHECK(r.outcome == Outcome::declined);
+        CHECK(r.call.error_class == "invalid_request:amount_too_small");
+        CHECK(interpret_create(o, 400, R"({"error":{"type":"invalid_request_error","code":"amount_too_large"}})")
+                  .outcome == Outcome::declined);
     }
     SECTION("5xx, garbage, empty, truncated") {
         CHECK(interpret_create(o, 500, R"({"error":{"type":"api_error"}})").outcome == Outcome::unknown);
