@@ -78,6 +78,11 @@ void run_worker(AppState& state, const WorkerCliOptions& opts) {
                                   "payments it had claimed turn unknown when their lease expires; "
                                   "the reconciler resolves them");
     }
+    if (worker.failed()) {
+        throw OperatorError(ExitCode::failure, "the worker stopped on an error (see its worker_error log line)",
+                            "payments it had claimed turn unknown when their lease expires; the "
+                            "reconciler resolves them");
+    }
 }
 
 } // namespace

@@ -120,6 +120,26 @@ void Worker::thread_main(int index) {
                 return;
             }
             db_backoff = std::min(db_backoff * 2, std::chrono::milliseconds(10000));
+        } catch (const std::exception& e) {
+            // Anything else (a driver error without an SQLSTATE as the server goes down, a bug):
+            // never std::terminate with claims held. The connection is dropped, the error logged,
+            // and the thread goes on after a pause; what it had claimed is fenced by its
+            // generation and taken over when the lease ends.
+            db.reset();
+            nlohmann::ordered_json line;
+            line["level"] = "error";
+            line["event"] = "worker_error";
+            line["error"] = e.what();
+            line["retry_in_ms"] = db_backoff.count();
+            log_event(line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+            if (m_options.once) {
+                m_failed = true;
+                return;
+            }
+            if (wait_or_stop(db_backoff)) {
+                return;
+            }
+            db_backoff = std::min(db_backoff * 2, std::chrono::milliseconds(10000));
         }
     }
 }

@@ -43,6 +43,8 @@ public:
 
     // True if a run with `once` ended because the database could not be reached.
     bool database_failed() const { return m_db_failed.load(); }
+    // True if a run with `once` ended on another error (logged as worker_error).
+    bool failed() const { return m_failed.load(); }
 
 private:
     void thread_main(int index);
@@ -59,6 +61,7 @@ private:
     std::atomic<long> m_fenced{0};
     std::atomic<long> m_not_called{0}; // claims found lost just before the call, and not sent
     std::atomic<bool> m_db_failed{false};
+    std::atomic<bool> m_failed{false};
 };
 
 } // namespace payrecon::engine

@@ -1,3 +1,4 @@
+#include "core/crash_point.hpp"
 #include "core/intake.hpp"
 #include "engine/worker.hpp"
 #include "tests/support/scripted_provider.hpp"
@@ -88,4 +89,40 @@ TEST_CASE("worker: with --once and no database it reports the failure", "[engine
     CHECK(worker.run() == 0);
     CHECK(worker.database_failed());
     CHECK(log.str().find("database_unavailable") != std::string::npos);
+}
+
+TEST_CASE("worker: an unexpected error in a thread is logged and the thread goes on, instead of "
+          "std::terminate with claims held",
+          "[engine][worker][db][regression]") {
+    auto db = connect();
+    const auto tenant = make_tenant(*db);
+    const auto writer = make_principal(*db, tenant);
+    ScriptedProvider provider("s" + to_hex(random_bytes(8)));
+    create_payments(*db, writer, provider.name(), 3);
+    // What libpq reports as the server goes down, thrown where no store call translates it.
+    arm_crash_point("executor.before_fence", [] {
+        throw std::runtime_error("server closed the connection unexpectedly");
+    });
+    engine::WorkerOptions o;
+    o.database_url = database_url();
+    o.worker_id = "erring-worker";
+    o.concurrency = 1;
+    o.batch = 1;
+    o.idle_poll = std::chrono::milliseconds(20);
+    std::ostringstream log;
+    engine::Worker worker(o, factory_for(provider), log);
+    std::thread runner([&] { worker.run(); });
+    for (int i = 0; i < 1500 && count_rows("payments", tenant.tenant_id, "state = 'succeeded'") < 2; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    worker.stop();
+    runner.join();
+    arm_crash_point("");
+    // The erring claim waits for its lease to end (then the reconciler has it); the others were sent.
+    CHECK(count_rows("payments", tenant.tenant_id, "state = 'succeeded'") == 2);
+    CHECK(count_rows("payments", tenant.tenant_id, "state = 'processing'") == 1);
+    CHECK(provider.total_submits() == 2);
+    CHECK(log.str().find("\"event\":\"worker_error\"") != std::string::npos);
+    CHECK(log.str().find("server closed the connection unexpectedly") != std::string::npos);
+    CHECK(log.str().find("worker_stopped") != std::string::npos);
 }
