@@ -239,9 +239,9 @@ void Server::handle(HttpRequest request, Respond respond) {
 
 // /metrics: this process's own counters are rendered here, on the I/O thread, before anything
 // waits; the requests providers rejected are the workers' observations, in the database, read by
-// a database worker. When no worker takes the job in time (or the database cannot be read) the
-// scrape still gets everything else, with payrecon_rejected_requests_readable 0: a saturated
-// server stays observable.
+// a database worker that is idle at the time. When none is (or the database cannot be read) the
+// scrape still gets everything else at once, with payrecon_rejected_requests_readable 0: a
+// saturated server stays observable, and scrapes never compete with clients for workers.
 void Server::scrape(HttpRequest request, Respond respond) {
     struct Pending {
         Context ctx;
@@ -281,7 +281,10 @@ void Server::scrape(HttpRequest request, Respond respond) {
         pending->ctx.slot = nullptr;
         answer(rejected);
     };
-    if (!m_workers->submit(job, [answer] { answer({}); })) {
+    // Only a worker idle now reads them: a scrape never takes a queue place from a client, nor
+    // waits behind one.
+    if (m_workers->busy() >= m_workers->workers() || m_workers->waiting() > 0 ||
+        !m_workers->submit(job, [answer] { answer({}); })) {
         answer({});
     }
 }

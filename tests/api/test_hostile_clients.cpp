@@ -507,10 +507,17 @@ TEST_CASE("api: with every database worker busy, a request waits a bounded time 
     Scope s;
     SecretFile secret;
     ServeProcess server(secret, 1, {}, {"--queue-length", "1", "--queue-timeout", "1s"});
-    // The only worker blocks on a lock the test holds.
+    // The only worker blocks on a row the test holds: this tenant's record of key k-held, inserted
+    // and not committed, so the worker's insert of that key waits for this transaction. (A lock of
+    // the whole table would stall every other test that runs alongside on the same database.)
     pqxx::connection locker(database_url());
     pqxx::work lock_tx(locker);
-    lock_tx.exec0("LOCK TABLE idempotency_records IN ACCESS EXCLUSIVE MODE");
+    const std::string xid = lock_tx.exec1("SELECT mod(txid_current(), 4294967296)::text")[0].as<std::string>();
+    lock_tx.exec_params0(
+        "INSERT INTO idempotency_records (tenant_id, principal_id, operation, idempotency_key, "
+        "request_hash, expires_at) VALUES ($1::uuid, $2::uuid, 'create_payment', 'k-held', "
+        "decode(repeat('00', 32), 'hex'), now() + interval '1 hour')",
+        s.tenant.tenant_id, s.writer.principal.principal_id);
     Answer held;
     std::thread holder([&] {
         held = round_trip(server.port(), create_bytes(s.key(), "k-held", payment_body("ref-held")), 60s);
@@ -519,8 +526,9 @@ TEST_CASE("api: with every database worker busy, a request waits a bounded time 
     const bool blocked = wait_until(
         [&] {
             pqxx::read_transaction tx(watcher);
-            return tx.exec1("SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation "
-                            "WHERE NOT l.granted AND c.relname = 'idempotency_records'")[0]
+            return tx.exec_params1("SELECT count(*) FROM pg_locks WHERE NOT granted AND "
+                                   "locktype = 'transactionid' AND transactionid::text = $1",
+                                   xid)[0]
                        .as<long>() > 0;
         },
         30s);
