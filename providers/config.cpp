@@ -81,9 +81,17 @@ Config parse_config(std::string_view text, const std::filesystem::path& source,
             "nests deeper than " + std::to_string(k_max_external_json_depth) + " levels",
             "a provider configuration is a few levels deep: check what wrote this file");
     }
-    const json root = json::parse(text, nullptr, false);
-    if (root.is_discarded()) {
-        bad(source, "(file)", "is not valid JSON", "check it with: python3 -m json.tool FILE");
+    json root;
+    try {
+        root = json::parse(text);
+    } catch (const json::parse_error& e) {
+        // Where: nlohmann counts lines and columns (its message reads "... at line 3, column 14:
+        // syntax error while parsing object key - ..."); the part after the prefix is kept.
+        std::string where = e.what();
+        const std::size_t at = where.find(" at line ");
+        where = at == std::string::npos ? "at byte " + std::to_string(e.byte) : where.substr(at + 1);
+        bad(source, "(file)", "is not valid JSON " + where,
+            "check it with: python3 -m json.tool FILE");
     }
     if (!root.is_object()) {
         bad(source, "(file)", "must be a JSON object with a \"providers\" object");
@@ -164,7 +172,9 @@ Config parse_config(std::string_view text, const std::filesystem::path& source,
         if (keys == ApiKeys::read) {
             const char* key = environment(c.api_key_env.c_str());
             if (key == nullptr || *key == '\0') {
-                bad(source, path + ".api_key_env", "the environment variable " + c.api_key_env + " is not set",
+                bad(source, path + ".api_key_env",
+                    "the environment variable " + c.api_key_env +
+                        (key == nullptr ? " is not set" : " is set but empty"),
                     "export " + c.api_key_env + " with the provider's secret key (never put it in the file)");
             }
             c.api_key = Secret(key);

@@ -17,6 +17,9 @@ const char* fake_env(const char* name) {
     if (std::strcmp(name, "ADYEN_API_KEY") == 0) {
         return "AQE_test_abcdefghijklmnop";
     }
+    if (std::strcmp(name, "EMPTY_KEY") == 0) {
+        return "";
+    }
     return nullptr;
 }
 
@@ -67,6 +70,7 @@ TEST_CASE("config: each bad field is one clear error naming it", "[providers][co
     };
     const std::vector<Case> cases = {
         {"not json", "(file)"},
+        {"{\"providers\": {\n  \"s\": {\"kind\": \"stripe\",}\n}}", "is not valid JSON at line 2, column"},
         {R"([])", "(file)"},
         {R"({"providers": {}})", "providers"},
         {R"({"providers": {"s": {)" + base + R"(}}, "extra": 1})", "extra"},
@@ -76,6 +80,7 @@ TEST_CASE("config: each bad field is one clear error naming it", "[providers][co
         {R"({"providers": {"s": {"kind": "stripe", "base_url": "http://api.stripe.com", "api_key_env": "STRIPE_API_KEY"}}})", "providers.s.base_url"},
         {R"({"providers": {"s": {"kind": "stripe", "base_url": "https://x"}}})", "providers.s.api_key_env"},
         {R"({"providers": {"s": {"kind": "stripe", "base_url": "https://x", "api_key_env": "MISSING_KEY"}}})", "MISSING_KEY is not set"},
+        {R"({"providers": {"s": {"kind": "stripe", "base_url": "https://x", "api_key_env": "EMPTY_KEY"}}})", "EMPTY_KEY is set but empty"},
         {R"({"providers": {"s": {)" + base + R"(, "api_key": "sk_live_x"}}})", "API keys never go in the file"},
         {R"({"providers": {"s": {)" + base + R"(, "timeout_ms": "fast"}}})", "providers.s.timeout_ms"},
         {R"({"providers": {"s": {)" + base + R"(, "timeout_ms": 5}}})", "providers.s.timeout_ms"},
