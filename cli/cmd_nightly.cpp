@@ -30,6 +30,7 @@ struct NightlyCliOptions {
     bool json = false;
     bool no_send = false;
     int list_review = 20;
+    int list_findings = 5;
     bool no_statement = false;
     std::string statement_date; // UTC day; default yesterday
     std::string margin = "1h";
@@ -120,7 +121,9 @@ std::vector<std::string> attention_reasons(const engine::NightlyReport& r) {
     }
     for (const auto& st : r.statements) {
         if (st.exit_code == static_cast<int>(ExitCode::attention)) {
-            out.push_back(st.title + " has findings: see the report");
+            out.push_back(st.title + " has " + std::to_string(st.needing_attention) +
+                          " finding(s) in the provider's books (listed above; all of them in the "
+                          "report: --output report.html)");
         }
     }
     return out;
@@ -132,7 +135,10 @@ nlohmann::ordered_json summary_json(const engine::NightlyReport& r) {
     j["finished_at"] = reports::format_utc(r.finished);
     j["providers"] = r.providers;
     j["exit_code"] = r.exit_code();
-    j["result"] = r.failure ? "failed" : r.exit_code() == 0 ? "clean" : "attention";
+    j["result"] = r.exit_code() == 0                                     ? "clean"
+                  : r.exit_code() == static_cast<int>(ExitCode::attention) ? "attention"
+                  : r.exit_code() == static_cast<int>(ExitCode::config)    ? "configuration_error"
+                                                                           : "failed";
     if (r.failure) {
         j["failure"] = *r.failure;
     }
@@ -212,7 +218,42 @@ nlohmann::ordered_json summary_json(const engine::NightlyReport& r) {
     return j;
 }
 
-void print_summary(std::ostream& out, const engine::NightlyReport& r, int list_review) {
+// The last lines of the summary: what the exit code says, and where to look.
+std::string result_line(const engine::NightlyReport& r, const std::vector<std::string>& report_files) {
+    std::ostringstream out;
+    const int code = r.exit_code();
+    if (r.failure) {
+        out << "result: FAILED (exit " << code << ") " << printable(*r.failure) << "\n"
+            << "  what was done before is recorded; run payrecon nightly again when it is fixed\n";
+        return out.str();
+    }
+    if (code == static_cast<int>(ExitCode::failure) || code == static_cast<int>(ExitCode::config)) {
+        out << "result: " << (code == static_cast<int>(ExitCode::config) ? "CONFIGURATION ERROR" : "FAILED")
+            << " (exit " << code << "): a statement did not complete; the rest of the run did\n";
+        for (const auto& st : r.statements) {
+            if (st.failure) {
+                out << "  - " << st.title << ": " << printable(*st.failure) << "\n";
+            }
+        }
+    }
+    const auto reasons = attention_reasons(r);
+    if (code == static_cast<int>(ExitCode::attention)) {
+        out << "result: attention needed (exit 3)";
+        out << (report_files.empty() ? "" : "; the report: " + report_files.front()) << "\n";
+    } else if (!reasons.empty()) {
+        out << "  also needing attention:\n";
+    }
+    for (const auto& reason : reasons) {
+        out << "  - " << reason << "\n";
+    }
+    if (code == 0) {
+        out << "result: clean (exit 0)\n";
+    }
+    return out.str();
+}
+
+void print_summary(std::ostream& out, const engine::NightlyReport& r, int list_review,
+                   int list_findings, const std::vector<std::string>& report_files) {
     const auto seconds = std::chrono::duration<double>(r.finished - r.started).count();
     out << "payrecon nightly " << reports::format_utc(r.started) << " (" << std::fixed << std::setprecision(1)
         << seconds << " s)\n";
@@ -347,28 +388,38 @@ void print_summary(std::ostream& out, const engine::NightlyReport& r, int list_r
                 out << " " << c << " " << t.count;
             }
         }
-        out << (st.failure ? "  FAILED: " + *st.failure : "") << "\n";
+        out << (st.failure ? "  FAILED: " + printable(*st.failure) : "") << "\n";
+        // The first few of each category (the cron mail stays readable); the report has them all.
+        std::map<std::string, long long> shown;
+        long long left_out = 0;
         for (const auto& f : st.findings) {
-            out << "    " << f.category << "  " << f.provider_reference.value_or("-") << "  "
-                << f.payment_id.value_or("(no payment of ours)") << "  " << f.detail << "\n";
+            if (shown[f.category]++ >= list_findings) {
+                ++left_out;
+                continue;
+            }
+            out << "    " << f.category << "  " << printable(f.provider_reference.value_or("-")) << "  "
+                << f.payment_id.value_or("(no payment of ours)") << "  " << printable(f.detail) << "\n";
+        }
+        long long counted = 0;
+        for (const auto& c : st.categories) {
+            counted += c == "matched" ? 0 : st.totals.at(c).count;
+        }
+        // And those the statement counted but did not list at all.
+        left_out += std::max<long long>(0, counted - static_cast<long long>(st.findings.size()));
+        if (left_out > 0) {
+            out << "    ... and " << left_out << " more finding(s), at most " << list_findings
+                << " of each category listed here (--list-findings): "
+                << (report_files.empty() ? "write them all with --output report.html"
+                                         : "all of them are in " + report_files.front())
+                << "\n";
         }
     }
-    if (r.failure) {
-        out << "result: the run FAILED " << *r.failure << "\n"
-            << "  what was done before is recorded; run payrecon nightly again when it is fixed\n";
-    } else if (r.exit_code() != 0) {
-        out << "result: attention needed\n";
-        for (const auto& reason : attention_reasons(r)) {
-            out << "  - " << reason << "\n";
-        }
-    } else {
-        out << "result: clean\n";
-    }
+    out << result_line(r, report_files);
 }
 
 void run_nightly_cmd(AppState& state, const NightlyCliOptions& opts) {
-    if (opts.limit < 1 || opts.list_review < 0) {
-        throw UsageError("--limit must be at least 1 and --list-review at least 0");
+    if (opts.limit < 1 || opts.list_review < 0 || opts.list_findings < 0) {
+        throw UsageError("--limit must be at least 1, --list-review and --list-findings at least 0");
     }
     const providers::Config config = load_provider_config(state.global);
     const auto chosen = choose_providers(config, opts.only);
@@ -413,7 +464,7 @@ void run_nightly_cmd(AppState& state, const NightlyCliOptions& opts) {
     if (opts.json) {
         std::cout << summary_json(report).dump(2) << std::endl;
     } else if (!opts.report.wanted() || !opts.report.outputs.empty()) {
-        print_summary(std::cout, report, opts.list_review);
+        print_summary(std::cout, report, opts.list_review, opts.list_findings, opts.report.outputs);
     }
     state.exit_code = report.exit_code();
 }
@@ -430,6 +481,10 @@ void setup_nightly(CLI::App& app, AppState& state) {
     n->add_flag("--no-send", opts->no_send, "schedule re-sends but leave the sending to workers");
     n->add_option("--list-review", opts->list_review,
                   "payments sent to review listed in the summary at most")
+        ->capture_default_str();
+    n->add_option("--list-findings", opts->list_findings,
+                  "statement findings listed in the summary at most, per category (the report "
+                  "written with --output has them all)")
         ->capture_default_str();
     n->add_flag("--json", opts->json, "print the summary as JSON");
     n->add_flag("--no-statement", opts->no_statement,

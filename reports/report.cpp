@@ -36,6 +36,12 @@ std::string summary_line(const Report& report) {
         return std::to_string(report.needing_attention) +
                (report.needing_attention == 1 ? " finding needs" : " findings need") + " attention";
     }
+    if (report.exit_code == 3) {
+        return "attention needed";
+    }
+    if (report.exit_code != 0) {
+        return "exit " + std::to_string(report.exit_code);
+    }
     long long records = 0;
     for (const auto& [category, total] : report.totals) {
         records += total.count;

@@ -656,7 +656,40 @@ TEST_CASE("operator cli: statement and nightly with a wrong API key exit 4 namin
                                        wrong_key);
     CHECK(nightly.exit_code == 4);
     CHECK(contains(nightly.out + nightly.err, k_key_env));
+    // The last line agrees with the exit code (it said "attention needed -- work the queue").
+    CHECK(contains(nightly.out, "result: CONFIGURATION ERROR (exit 4)"));
+    CHECK_FALSE(contains(nightly.out, "attention needed"));
     CHECK(findings() == "1");
+}
+
+TEST_CASE("operator cli: nightly lists the first findings of each category, points to the report "
+          "for the rest, and its last line says attention with the report",
+          "[cli][db][statement][regression]") {
+    Operated w;
+    fake::OrphanCharge orphan;
+    orphan.amount = 1000;
+    orphan.currency = "eur";
+    for (int i = 0; i < 12; ++i) {
+        w.fake->seed_orphan_charge(orphan);
+    }
+    const std::string today = reports::format_utc(std::chrono::system_clock::now()).substr(0, 10);
+    const auto html = w.dir.path() / "nightly.html";
+    const Run r = w.payrecon({"nightly", "--statement-date", today, "--list-findings", "3",
+                              "--output", html.string()});
+    CHECK(r.exit_code == 3);
+    std::size_t listed = 0;
+    for (std::size_t at = r.out.find("\n    missing_local  "); at != std::string::npos;
+         at = r.out.find("\n    missing_local  ", at + 1)) {
+        ++listed;
+    }
+    CHECK(listed == 3);
+    CHECK(contains(r.out, "... and 9 more finding(s)"));
+    CHECK(contains(r.out, "all of them are in " + html.string()));
+    CHECK(contains(r.out, "result: attention needed (exit 3); the report: " + html.string()));
+    CHECK(contains(r.out, "12 finding(s) in the provider's books"));
+    CHECK(std::filesystem::exists(html));
+    CHECK(contains(r.out, "wrote " + html.string() + ": "));
+    CHECK_FALSE(contains(r.out, "wrote " + html.string() + ": clean"));
 }
 
 TEST_CASE("operator cli: nightly exits 3 for a payment naming a provider the configuration does not "
