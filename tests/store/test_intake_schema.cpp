@@ -159,6 +159,39 @@ TEST_CASE("migrations: schema 8 to 9 over 200,000 payments keeps every row and d
     CHECK(tx.exec1("SELECT count(*) FROM pg_constraint WHERE conrelid = 'payments'::regclass "
                    "AND contype = 'f' AND confrelid = 'principals'::regclass")[0]
               .as<int>() == 1);
+    // The CHECKs rewritten without bounded repetition allow exactly what they did (each probe in a
+    // transaction of its own, never committed).
+    const auto allowed = [&](const std::string& sql, const std::string& value) {
+        pqxx::connection probe(scratch.url());
+        pqxx::work w(probe);
+        try {
+            w.exec_params0(sql, value);
+            return true;
+        } catch (const pqxx::check_violation&) {
+            return false;
+        }
+    };
+    const auto key_allowed = [&](const std::string& key) {
+        return allowed("INSERT INTO idempotency_records (tenant_id, principal_id, operation, "
+                       "idempotency_key, request_hash, expires_at) SELECT tenant_id, "
+                       "principal_id, 'create_payment', $1, sha256('x'), now() + interval '1 day' "
+                       "FROM principals LIMIT 1",
+                       key);
+    };
+    CHECK(key_allowed("!"));
+    CHECK(key_allowed(std::string(255, '~')));
+    CHECK_FALSE(key_allowed(""));
+    CHECK_FALSE(key_allowed(std::string(256, 'k')));
+    CHECK_FALSE(key_allowed("a b"));
+    CHECK_FALSE(key_allowed("caf\xc3\xa9"));
+    const auto operation_id_allowed = [&](const std::string& id) {
+        return allowed("UPDATE payments SET operation_id = $1 WHERE payment_id = "
+                       "(SELECT payment_id FROM payments LIMIT 1)",
+                       id);
+    };
+    CHECK(operation_id_allowed("pr_" + std::string(42, 'f')));
+    CHECK_FALSE(operation_id_allowed("pr_" + std::string(43, 'f')));
+    CHECK_FALSE(operation_id_allowed("pr 1"));
     // New outbox events get time-ordered IDs from the database.
     const std::string event_id =
         tx.exec1("INSERT INTO outbox (tenant_id, aggregate_type, aggregate_id, event_type, payload) "
