@@ -18,7 +18,8 @@ WITH due AS (
     UPDATE payments p
        SET state = 'processing', generation = p.generation + 1, lease_owner = 'pgbench',
            lease_expires_at = now() + make_interval(secs => 20000::double precision / 1000),
-           attempt_count = p.attempt_count + 1, next_attempt_at = NULL, updated_at = now()
+           attempt_count = p.attempt_count + 1, next_attempt_at = NULL, updated_at = now(),
+           first_attempt_at = coalesce(p.first_attempt_at, now()), last_attempt_at = now()
       FROM due
      WHERE p.tenant_id = due.tenant_id AND p.payment_id = due.payment_id
  RETURNING p.*
@@ -27,10 +28,10 @@ WITH due AS (
                                   operation_id, started_at)
     SELECT tenant_id, payment_id, attempt_count, generation, 'pgbench', operation_id, now() FROM claimed
 )
-SELECT tenant_id::text AS t, payment_id::text AS p, generation AS g, attempt_count AS a,
-       operation_id, merchant_reference, amount_minor, currency, provider, payment_method,
-       customer, description, metadata::text
-  FROM claimed \gset
+SELECT p.tenant_id::text AS t, p.payment_id::text AS p, p.generation AS g, p.attempt_count AS a,
+       p.operation_id, p.merchant_reference, p.amount_minor, p.currency, p.provider, p.payment_method,
+       p.customer, p.description, p.metadata::text, (extract(epoch FROM p.created_at) * 1000000)::bigint
+  FROM claimed p \gset
 END;
 UPDATE payments p
    SET lease_expires_at = clock_timestamp() + make_interval(secs => 20000::double precision / 1000)
@@ -48,7 +49,8 @@ WITH settled AS (
     UPDATE payments
        SET state = 'succeeded', lease_owner = NULL, lease_expires_at = NULL,
            next_attempt_at = NULL, provider_reference = coalesce('pi_pgbench', provider_reference),
-           review_reason = NULL, updated_at = now()
+           review_reason = NULL, review_code = NULL, lookup_count = 0, lookup_failures = 0,
+           updated_at = now()
      WHERE tenant_id = :t::uuid AND payment_id = :p::uuid AND generation = :g
        AND state = 'processing'
  RETURNING tenant_id, payment_id, operation_id, amount_minor, currency, merchant_reference,

@@ -6,6 +6,7 @@
 #include "core/payment_state.hpp"
 #include "core/problem.hpp"
 #include "core/store/intake_store.hpp"
+#include "core/uuid.hpp"
 
 #include <iostream>
 
@@ -159,16 +160,12 @@ std::string payment_resource_json(const PaymentView& v) {
     return j.dump();
 }
 
-std::string new_operation_id() { return "pr_" + to_hex(random_bytes(16)); }
-
-std::string new_uuid() {
-    std::string b = random_bytes(16);
-    b[6] = static_cast<char>((static_cast<unsigned char>(b[6]) & 0x0F) | 0x40);
-    b[8] = static_cast<char>((static_cast<unsigned char>(b[8]) & 0x3F) | 0x80);
-    const std::string h = to_hex(b);
-    return h.substr(0, 8) + "-" + h.substr(8, 4) + "-" + h.substr(12, 4) + "-" + h.substr(16, 4) +
-           "-" + h.substr(20);
+std::string new_operation_id() {
+    const auto b = uuid_v7_bytes(std::chrono::system_clock::now());
+    return "pr_" + to_hex(std::string(reinterpret_cast<const char*>(b.data()), b.size()));
 }
+
+std::string new_uuid() { return uuid_v7(); }
 
 IntakeService::IntakeService(store::Db& db, const FingerprintKeys& keys, IntakeSettings settings)
     : m_db(db), m_keys(keys), m_settings(settings) {}

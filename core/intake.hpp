@@ -87,9 +87,10 @@ struct PaymentView {
 };
 std::string payment_resource_json(const PaymentView& view);
 
-// A new operation ID: "pr_" + 32 hex characters (35 in all, within every provider's key limit).
+// A new operation ID: "pr_" + 32 hex characters (35 in all, within every provider's key limit), the
+// bytes of a time-ordered UUID (core/uuid): payments_operation_id grows at its right edge.
 std::string new_operation_id();
-// A new random (version 4) UUID in canonical text form.
+// A new payment ID: a time-ordered (version 7) UUID in canonical text form (core/uuid).
 std::string new_uuid();
 
 } // namespace payrecon

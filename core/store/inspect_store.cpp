@@ -33,9 +33,12 @@ const std::string k_audit_columns = "a.audit_id, a.tenant_id::text, "
                                     " AS at, a.actor, a.action, a.subject_type, a.subject_id, "
                                     "a.detail::text";
 
+// By ID alone: one probe of the primary key (tenant_id, payment_id) per tenant, through the small
+// tenants table; no index of its own on payment_id (migration 0009).
 constexpr const char* k_ref_by_payment_id = "inspect_ref_by_payment_id";
 const std::string k_ref_by_payment_id_sql =
-    "SELECT tenant_id::text, payment_id::text FROM payments WHERE payment_id = $1::uuid LIMIT 2";
+    "SELECT p.tenant_id::text, p.payment_id::text FROM tenants t"
+    " JOIN payments p ON p.tenant_id = t.tenant_id AND p.payment_id = $1::uuid LIMIT 2";
 
 constexpr const char* k_ref_by_operation_id = "inspect_ref_by_operation_id";
 const std::string k_ref_by_operation_id_sql =

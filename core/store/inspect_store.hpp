@@ -21,8 +21,8 @@ struct PaymentRef {
 
 // `id` is a payment ID (a UUID, any case) or an operation ID ("pr_..."). Returns nullopt if no
 // payment has it; never throws for malformed text (it is simply not found). Throws Refused if a
-// UUID names payments of more than one tenant (payment IDs are random UUIDs: it would take a
-// hand-made row), DatabaseUnavailable.
+// UUID names payments of more than one tenant (a payment ID holds 74 random bits besides its
+// millisecond: it would take a hand-made row), DatabaseUnavailable.
 std::optional<PaymentRef> resolve_payment_ref(Db& db, const std::string& id);
 
 // Which end of the list is "oldest": by when the payment was accepted, or by when it last changed

@@ -1,0 +1,27 @@
+-- bench/intake's lean baseline: tables of the bench's own, in a schema of its own, holding the
+-- same columns as payrecon's intake tables (LIKE ... INCLUDING DEFAULTS IDENTITY) but only the keys
+-- and unique constraints intake needs: the idempotency key, the payment's key and its business
+-- identities (merchant reference per tenant, operation ID), the outbox event's key. No other
+-- index, no foreign key, no CHECK. IDs are time-ordered (UUIDv7 layout), so every key that can
+-- grow at its B-tree's right edge does. Created after `payrecon db migrate`; dropped with the
+-- bench's throwaway database.
+DROP SCHEMA IF EXISTS lean CASCADE;
+CREATE SCHEMA lean;
+
+-- 48-bit Unix milliseconds, version 7, variant 10, the rest random (from a v4 UUID).
+CREATE FUNCTION lean.uuid_v7() RETURNS uuid LANGUAGE sql VOLATILE AS $$
+    SELECT encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid()) PLACING
+               substring(int8send(floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint) FROM 3)
+               FROM 1 FOR 6), 52, 1), 53, 1), 'hex')::uuid
+$$;
+CREATE SEQUENCE lean.n;
+
+CREATE TABLE lean.idempotency_records (LIKE public.idempotency_records INCLUDING DEFAULTS,
+    PRIMARY KEY (tenant_id, principal_id, operation, idempotency_key));
+CREATE TABLE lean.payments (LIKE public.payments INCLUDING DEFAULTS,
+    PRIMARY KEY (tenant_id, payment_id),
+    UNIQUE (tenant_id, merchant_reference),
+    UNIQUE (operation_id));
+CREATE TABLE lean.outbox (LIKE public.outbox INCLUDING DEFAULTS INCLUDING IDENTITY,
+    PRIMARY KEY (tenant_id, event_id));
+ALTER TABLE lean.outbox ALTER COLUMN event_id SET DEFAULT lean.uuid_v7();
