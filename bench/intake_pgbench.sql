@@ -1,7 +1,7 @@
 -- The SQL of one fresh intake request, as pgbench runs it on payrecon's tables: claim the key,
 -- insert the payment and its outbox event, store the response. Variables: tenant, principal (set
 -- with -D). The payment's ID and operation ID are time-ordered, as core/uuid makes them for serve
--- (here from migration 0009's uuid_generate_v7()); keys and merchant references are random.
+-- (here from migration 0010's uuid_generate_v7()); keys and merchant references are random.
 \set n random(1, 9000000000000000)
 BEGIN;
 INSERT INTO idempotency_records (tenant_id, principal_id, operation, idempotency_key, request_hash, expires_at)

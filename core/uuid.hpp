@@ -3,7 +3,7 @@
 // UUID lands on a random leaf of every B-tree that holds it, so at intake rates each insert dirties
 // (and at checkpoints writes out in full) pages all over the index; a time-ordered one lands at the
 // right edge, on the few pages that are already hot. PostgreSQL 15 has no version 7 generator;
-// migration 0009 adds uuid_generate_v7() for IDs made in SQL (outbox events).
+// migration 0010 adds uuid_generate_v7() for IDs made in SQL (outbox events).
 
 #include <array>
 #include <chrono>

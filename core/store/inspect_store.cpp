@@ -34,7 +34,7 @@ const std::string k_audit_columns = "a.audit_id, a.tenant_id::text, "
                                     "a.detail::text";
 
 // By ID alone: one probe of the primary key (tenant_id, payment_id) per tenant, through the small
-// tenants table; no index of its own on payment_id (migration 0009).
+// tenants table; no index of its own on payment_id (migration 0010).
 constexpr const char* k_ref_by_payment_id = "inspect_ref_by_payment_id";
 const std::string k_ref_by_payment_id_sql =
     "SELECT p.tenant_id::text, p.payment_id::text FROM tenants t"

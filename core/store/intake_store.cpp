@@ -73,7 +73,7 @@ const char* or_null(const std::optional<std::string>& s) { return s ? s->c_str()
 // Round trips (bench/README.md): a fresh key is BEGIN, the claim, the create statement, COMMIT --
 // four, five with the credential lookup before it; a replay is BEGIN, the claim, the read, COMMIT.
 // The IDs cost none: the caller makes the payment and operation IDs (core/uuid), the outbox
-// event ID is the column's default (uuid_generate_v7(), migration 0009).
+// event ID is the column's default (uuid_generate_v7(), migration 0010).
 IntakeWrite write_intake(Db& db, const IntakeClaim& claim, const NewPayment& payment,
                          const std::function<IntakeBodies(const std::string&)>& make_bodies) {
     Db::Impl& impl = db.impl();

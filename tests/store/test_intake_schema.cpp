@@ -1,4 +1,4 @@
-// Migration 0009 (issue 14): a database holding payments at schema 8 keeps every row, loses only the
+// Migration 0010 (issue 14): a database holding payments at schema 9 keeps every row, loses only the
 // indexes no query needs, and every hot query of the claim, expiry, reconcile, review, inspect and
 // intake paths still finds its rows through an index over 200,000 payments.
 
@@ -125,11 +125,11 @@ std::set<std::string> indexes_of(pqxx::transaction_base& tx, const std::string& 
 
 } // namespace
 
-TEST_CASE("migrations: schema 8 to 9 over 200,000 payments keeps every row and drops only the "
+TEST_CASE("migrations: schema 9 to 10 over 200,000 payments keeps every row and drops only the "
           "indexes no query needs",
           "[store][db][migrations][schema]") {
     ScratchDatabase scratch;
-    migrate_to(scratch.url(), 8);
+    migrate_to(scratch.url(), 9);
     exec_on(scratch.url(), k_seed);
     const auto before = table_digests(scratch.url());
     REQUIRE(before.at("payments").rfind("200000 ", 0) == 0);
