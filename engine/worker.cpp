@@ -77,6 +77,28 @@ void Worker::thread_main(int index) {
     };
     auto last_expiry = std::chrono::steady_clock::now() - std::chrono::hours(1);
     std::chrono::milliseconds db_backoff{200};
+    // Drops the connection, logs why, and waits (doubling up to 10 s); false: the thread ends
+    // (a stop, or a run with `once`, which records the failure).
+    const auto after_failure = [&](bool unexpected, const char* what) {
+        db.reset();
+        nlohmann::ordered_json line;
+        if (unexpected) {
+            line["level"] = "error";
+        }
+        line["event"] = unexpected ? "worker_error" : "database_unavailable";
+        line["error"] = what;
+        line["retry_in_ms"] = db_backoff.count();
+        log_event(line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+        if (m_options.once) {
+            (unexpected ? m_failed : m_db_failed) = true;
+            return false;
+        }
+        if (wait_or_stop(db_backoff)) {
+            return false;
+        }
+        db_backoff = std::min(db_backoff * 2, std::chrono::milliseconds(10000));
+        return true;
+    };
     while (!m_stop) {
         try {
             if (!db) {
@@ -106,40 +128,17 @@ void Worker::thread_main(int index) {
                 }
             }
         } catch (const DatabaseUnavailable& e) {
-            db.reset();
-            nlohmann::ordered_json line;
-            line["event"] = "database_unavailable";
-            line["error"] = e.what();
-            line["retry_in_ms"] = db_backoff.count();
-            log_event(line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-            if (m_options.once) {
-                m_db_failed = true;
+            if (!after_failure(false, e.what())) {
                 return;
             }
-            if (wait_or_stop(db_backoff)) {
-                return;
-            }
-            db_backoff = std::min(db_backoff * 2, std::chrono::milliseconds(10000));
         } catch (const std::exception& e) {
             // Anything else (a driver error without an SQLSTATE as the server goes down, a bug):
             // never std::terminate with claims held. The connection is dropped, the error logged,
             // and the thread goes on after a pause; what it had claimed is fenced by its
             // generation and taken over when the lease ends.
-            db.reset();
-            nlohmann::ordered_json line;
-            line["level"] = "error";
-            line["event"] = "worker_error";
-            line["error"] = e.what();
-            line["retry_in_ms"] = db_backoff.count();
-            log_event(line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-            if (m_options.once) {
-                m_failed = true;
+            if (!after_failure(true, e.what())) {
                 return;
             }
-            if (wait_or_stop(db_backoff)) {
-                return;
-            }
-            db_backoff = std::min(db_backoff * 2, std::chrono::milliseconds(10000));
         }
     }
 }
