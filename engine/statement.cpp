@@ -104,6 +104,14 @@ reports::Report run_statement(store::Db& db, providers::Provider& provider, cons
     providers::TimeWindow window;
     window.from = std::chrono::system_clock::time_point(std::chrono::seconds(options.window_from - options.margin.count()));
     window.to = std::chrono::system_clock::time_point(std::chrono::seconds(options.window_to + options.margin.count()));
+    // The listing stops for good: recorded on the run (which stays resumable) and in the report.
+    const auto stop_listing = [&](const std::string& error, const std::string& next, ExitCode code) {
+        store::fail_statement_run(db, run, error);
+        report.failure = error + "; " + next;
+        report.exit_code = static_cast<int>(code);
+        report.facts.emplace_back("pages read", std::to_string(run.pages));
+        return report;
+    };
     int failures = 0;
     while (run.status == "listing") {
         const providers::ListPage page = provider.list(window, run.list_cursor);
@@ -116,26 +124,21 @@ reports::Report run_statement(store::Db& db, providers::Provider& provider, cons
                     std::string(status == 401 ? "credentials (HTTP 401)" : "request as not permitted (HTTP 403)") +
                     " listing page " + std::to_string(run.pages + 1) +
                     (page.call.detail.empty() ? "" : ": " + page.call.detail);
-                store::fail_statement_run(db, run, error);
-                report.failure = error + "; not retried. Check " +
-                                 (options.credentials.empty() ? "the provider's API key"
-                                                              : options.credentials) +
-                                 " and that the key may list payments, then run the same window again" +
-                                 (run.runs > 1 ? " (its last complete result is kept until then)" : "");
-                report.exit_code = static_cast<int>(ExitCode::config);
-                report.facts.emplace_back("pages read", std::to_string(run.pages));
-                return report;
+                return stop_listing(
+                    error,
+                    "not retried. Check " +
+                        (options.credentials.empty() ? "the provider's API key" : options.credentials) +
+                        " and that the key may list payments, then run the same window again" +
+                        (run.runs > 1 ? " (its last complete result is kept until then)" : ""),
+                    ExitCode::config);
             }
             ++failures;
             const std::string why = page.call.error_class.empty() ? "no answer" : page.call.error_class;
             if (failures > options.max_page_retries) {
                 const std::string error = "the provider's listing failed " + std::to_string(failures) +
                                           " times in a row at page " + std::to_string(run.pages + 1) + " (" + why + ")";
-                store::fail_statement_run(db, run, error);
-                report.failure = error + "; run the same window again to resume where it stopped";
-                report.exit_code = static_cast<int>(ExitCode::failure);
-                report.facts.emplace_back("pages read", std::to_string(run.pages));
-                return report;
+                return stop_listing(error, "run the same window again to resume where it stopped",
+                                    ExitCode::failure);
             }
             std::chrono::seconds delay = page.retry_after ? *page.retry_after
                                                           : std::chrono::seconds(1LL << std::min(failures - 1, 6));

@@ -50,6 +50,21 @@ void send_all(World& w, providers::Provider& p) {
     }
 }
 
+// An orphan charge (one missing_local finding) seeded at the fake provider; its reference.
+std::string seed_orphan(World& w, long long amount) {
+    fake::OrphanCharge orphan;
+    orphan.amount = amount;
+    orphan.currency = "eur";
+    return w.fake->seed_orphan_charge(orphan).front();
+}
+
+// The findings stored for the provider's last complete run of a window.
+std::string complete_findings(const World& w) {
+    return query_value("SELECT count(*) FROM recon_findings f JOIN recon_runs r USING (run_id) "
+                       "WHERE r.provider = $1 AND r.status = 'done'",
+                       w.config.name);
+}
+
 } // namespace
 
 TEST_CASE("statement: a seeded ledger with one discrepancy of each category: each found exactly "
@@ -157,19 +172,11 @@ TEST_CASE("statement: a wrong API key is a configuration error, not retried, and
     auto provider = providers::create_provider(w.config);
     w.payments(2);
     send_all(w, *provider);
-    fake::OrphanCharge orphan;
-    orphan.amount = 1200;
-    orphan.currency = "eur";
-    const std::string orphan_id = w.fake->seed_orphan_charge(orphan).front();
+    const std::string orphan_id = seed_orphan(w, 1200);
     const auto window = window_around_now();
     const reports::Report first = engine::run_statement(*w.db, *provider, window);
     REQUIRE(first.exit_code == 3);
-    const auto stored_findings = [&w] {
-        return query_value("SELECT count(*) FROM recon_findings f JOIN recon_runs r USING (run_id) "
-                           "WHERE r.provider = $1 AND r.status = 'done'",
-                           w.config.name);
-    };
-    REQUIRE(stored_findings() == "1");
+    REQUIRE(complete_findings(w) == "1");
     const std::string done_run =
         query_value("SELECT run_id::text FROM recon_runs WHERE provider = $1", w.config.name);
 
@@ -190,17 +197,17 @@ TEST_CASE("statement: a wrong API key is a configuration error, not retried, and
     CHECK(refused.failure->find("resume") == std::string::npos);
     CHECK(refused.failure->find("last complete result is kept") != std::string::npos);
     // What the last complete run found is still there: its run, its records and its finding.
-    CHECK(stored_findings() == "1");
+    CHECK(complete_findings(w) == "1");
     CHECK(query_value("SELECT status FROM recon_runs WHERE run_id = $1::uuid", done_run) == "done");
     CHECK(query_value("SELECT count(*) FROM statement_records WHERE run_id = $1::uuid", done_run) == "3");
     CHECK(query_value("SELECT count(*) FROM recon_runs WHERE provider = $1", w.config.name) == "2");
 
     // Fixed: the next run completes and replaces the last result whole (one run row again).
-    w.fake->seed_orphan_charge(orphan);
+    seed_orphan(w, 1200);
     const reports::Report fixed = engine::run_statement(*w.db, *provider, window);
     CHECK_FALSE(fixed.failure);
     CHECK(fixed.totals.at("missing_local").count == 2);
-    CHECK(stored_findings() == "2");
+    CHECK(complete_findings(w) == "2");
     CHECK(query_value("SELECT count(*) FROM recon_runs WHERE provider = $1", w.config.name) == "1");
     // The refused run was resumed and completed: two runs of this window.
     CHECK(query_value("SELECT runs FROM recon_runs WHERE provider = $1", w.config.name) == "2");
@@ -209,16 +216,13 @@ TEST_CASE("statement: a wrong API key is a configuration error, not retried, and
     CHECK(query_value("SELECT count(*) FROM recon_findings WHERE provider_reference = $1", orphan_id) == "1");
 }
 
-TEST_CASE("statement: a re-run that fails at a later page keeps the last complete result",
+TEST_CASE("statement: a re-run whose listing fails keeps the last complete result",
           "[statement][db][fault][regression]") {
     World w(next({}));
     auto provider = providers::create_provider(w.config);
     w.payments(3);
     send_all(w, *provider);
-    fake::OrphanCharge orphan;
-    orphan.amount = 500;
-    orphan.currency = "eur";
-    w.fake->seed_orphan_charge(orphan);
+    seed_orphan(w, 500);
     const auto window = window_around_now();
     REQUIRE(engine::run_statement(*w.db, *provider, window).exit_code == 3);
     auto faults = w.fake->faults();
@@ -229,9 +233,7 @@ TEST_CASE("statement: a re-run that fails at a later page keeps the last complet
     const reports::Report failed = engine::run_statement(*w.db, *provider, options);
     REQUIRE(failed.failure);
     CHECK(failed.exit_code == 1);
-    CHECK(query_value("SELECT count(*) FROM recon_findings f JOIN recon_runs r USING (run_id) "
-                      "WHERE r.provider = $1 AND r.status = 'done'",
-                      w.config.name) == "1");
+    CHECK(complete_findings(w) == "1");
     CHECK(query_value("SELECT string_agg(status, ',' ORDER BY status) FROM recon_runs WHERE provider = $1",
                       w.config.name) == "done,listing");
 }
