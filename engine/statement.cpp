@@ -129,7 +129,7 @@ reports::Report run_statement(store::Db& db, providers::Provider& provider, cons
                     "not retried. Check " +
                         (options.credentials.empty() ? "the provider's API key" : options.credentials) +
                         " and that the key may list payments, then run the same window again" +
-                        (run.runs > 1 ? " (its last complete result is kept until then)" : ""),
+                        (run.complete_kept ? " (its last complete result is kept until then)" : ""),
                     ExitCode::config);
             }
             ++failures;

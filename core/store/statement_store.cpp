@@ -353,6 +353,9 @@ StatementRun open_statement_run(Db& db, const std::string& provider, long long w
         // Up to two rows: the unfinished run first (resumed or restarted), then the complete one
         // (kept until a new run replaces it; only its count of runs is carried on).
         pqxx::result found = tx.exec_prepared(k_find_run, provider, window_from, window_to);
+        for (const pqxx::row& r : found) {
+            run.complete_kept = run.complete_kept || r[1].as<std::string>() == "done";
+        }
         const auto runs_so_far = [&found] {
             int runs = 0;
             for (const pqxx::row& r : found) {

@@ -30,6 +30,7 @@ struct StatementRun {
     long long remote_records = 0;
     int runs = 1;
     bool resumed = false;      // an unfinished listing of this window is carried on
+    bool complete_kept = false; // the window has a complete run, kept until this one completes
 };
 
 // The run of (provider, window): a new one; the unfinished one, resumed where its listing stopped
