@@ -280,16 +280,6 @@ std::map<std::string, std::string> query_pairs(const std::string& sql, const std
     return out;
 }
 
-// Waits, polling every 2 ms, until `done()` or the deadline; returns done().
-template <typename F>
-bool wait_until(F done, std::chrono::milliseconds deadline) {
-    const auto until = Clock::now() + deadline;
-    while (!done() && Clock::now() < until) {
-        std::this_thread::sleep_for(2ms);
-    }
-    return done();
-}
-
 // The value of the Prometheus sample `series` (name and labels, exactly as rendered), or -1.
 double metric(const std::string& text, const std::string& series) {
     std::istringstream in(text);
