@@ -14,7 +14,9 @@ DbWorkers::DbWorkers(int workers, std::size_t queue_length, std::chrono::millise
     m_timekeeper = std::thread([this] { keep_time(); });
 }
 
-DbWorkers::~DbWorkers() { stop(); }
+DbWorkers::~DbWorkers() {
+    stop();
+}
 
 bool DbWorkers::submit(Job job, Expired expired) {
     {
@@ -22,7 +24,8 @@ bool DbWorkers::submit(Job job, Expired expired) {
         if (m_stopping || m_queue.size() >= m_queue_length) {
             return false;
         }
-        m_queue.push_back(Entry{Clock::now() + m_queue_timeout, std::move(job), std::move(expired)});
+        m_queue.push_back(
+            Entry{Clock::now() + m_queue_timeout, std::move(job), std::move(expired)});
         if (m_queue.size() == 1) {
             m_time_changed.notify_one();
         }

@@ -3,6 +3,9 @@
 
 #include "core/errors.hpp"
 
+#include <algorithm>
+#include <array>
+#include <atomic>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
@@ -13,15 +16,10 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-
-#include <sys/socket.h>
-
-#include <algorithm>
-#include <array>
-#include <atomic>
 #include <map>
 #include <mutex>
 #include <optional>
+#include <sys/socket.h>
 #include <thread>
 
 namespace payrecon::api {
@@ -35,7 +33,9 @@ namespace {
 
 bool iequals(std::string_view a, std::string_view b) {
     return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-               auto lower = [](char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; };
+               auto lower = [](char c) {
+                   return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+               };
                return lower(x) == lower(y);
            });
 }
@@ -58,8 +58,8 @@ std::string field_with_control_character(std::string_view head, bool starts_with
     }
     while (begin != std::string_view::npos && begin < head.size()) {
         const std::size_t end = head.find("\r\n", begin);
-        const std::string_view line =
-            head.substr(begin, end == std::string_view::npos ? std::string_view::npos : end - begin);
+        const std::string_view line = head.substr(
+            begin, end == std::string_view::npos ? std::string_view::npos : end - begin);
         if (line.empty()) {
             break;
         }
@@ -162,22 +162,21 @@ private:
         if (kept_alive) {
             m_stream.expires_after(m_server.limits.idle_timeout);
         }
-        m_stream.async_read_some(
-            m_buffer.prepare(4096), [self = shared_from_this(), kept_alive](beast::error_code ec,
-                                                                             std::size_t n) {
-                if (ec) {
-                    if (ec == beast::error::timeout) {
-                        self->count([](HttpStats& s) { ++s.header_timeouts; });
-                    }
-                    self->close();
-                    return;
+        m_stream.async_read_some(m_buffer.prepare(4096), [self = shared_from_this(), kept_alive](
+                                                             beast::error_code ec, std::size_t n) {
+            if (ec) {
+                if (ec == beast::error::timeout) {
+                    self->count([](HttpStats& s) { ++s.header_timeouts; });
                 }
-                self->m_buffer.commit(n);
-                if (kept_alive) {
-                    self->m_stream.expires_after(self->m_server.limits.header_timeout);
-                }
-                self->read_header();
-            });
+                self->close();
+                return;
+            }
+            self->m_buffer.commit(n);
+            if (kept_alive) {
+                self->m_stream.expires_after(self->m_server.limits.header_timeout);
+            }
+            self->read_header();
+        });
     }
 
     void read_header() {
@@ -194,7 +193,8 @@ private:
     // A read of the request that failed: cut at its deadline, refused with an answer, or gone.
     void on_read_error(beast::error_code ec, bool in_header) {
         if (ec == beast::error::timeout) {
-            count([in_header](HttpStats& s) { ++(in_header ? s.header_timeouts : s.body_timeouts); });
+            count(
+                [in_header](HttpStats& s) { ++(in_header ? s.header_timeouts : s.body_timeouts); });
             close();
         } else if (ec == http::error::header_limit ||
                    (in_header && ec == http::error::buffer_overflow)) { // trailers count too
@@ -246,10 +246,9 @@ private:
     }
 
     void read_body() {
-        http::async_read(m_stream, m_buffer, *m_parser,
-                         [self = shared_from_this()](beast::error_code ec, std::size_t) {
-                             self->on_body(ec);
-                         });
+        http::async_read(
+            m_stream, m_buffer, *m_parser,
+            [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_body(ec); });
     }
 
     void on_body(beast::error_code ec) {
@@ -311,20 +310,20 @@ private:
         m_response.keep_alive(keep);
         m_response.prepare_payload();
         m_stream.expires_after(m_server.limits.write_timeout);
-        http::async_write(m_stream, m_response,
-                          [self = shared_from_this(), keep, linger](beast::error_code ec,
-                                                                   std::size_t) {
-                              if (ec) {
-                                  self->close();
-                              } else if (linger) {
-                                  self->linger();
-                              } else if (!keep) {
-                                  self->shutdown_and_close();
-                              } else {
-                                  self->m_parser.reset();
-                                  self->wait_for_request(true);
-                              }
-                          });
+        http::async_write(
+            m_stream, m_response,
+            [self = shared_from_this(), keep, linger](beast::error_code ec, std::size_t) {
+                if (ec) {
+                    self->close();
+                } else if (linger) {
+                    self->linger();
+                } else if (!keep) {
+                    self->shutdown_and_close();
+                } else {
+                    self->m_parser.reset();
+                    self->wait_for_request(true);
+                }
+            });
     }
 
     // Stop sending, then read and discard what the client still sends, for k_linger at most.
@@ -420,15 +419,16 @@ void HttpServer::Impl::on_accept(beast::error_code ec, tcp::socket socket) {
     if (over_total || over_peer) {
         // Refused without reading: one non-blocking send of a canned answer, then close.
         const std::string body =
-            std::string(R"({"type":"too_many_connections","title":"Too many connections","status":503,)") +
+            std::string(
+                R"({"type":"too_many_connections","title":"Too many connections","status":503,)") +
             R"("detail":")" + (over_total ? "The server" : "This client address") +
             R"( has as many connections open as it may. Reuse a kept-alive connection, or retry later."})";
         const std::string answer =
             "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/problem+json\r\n"
             "Retry-After: 1\r\nConnection: close\r\nContent-Length: " +
             std::to_string(body.size()) + "\r\n\r\n" + body;
-        [[maybe_unused]] const auto sent =
-            ::send(socket.native_handle(), answer.data(), answer.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+        [[maybe_unused]] const auto sent = ::send(socket.native_handle(), answer.data(),
+                                                  answer.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
         beast::error_code close_ec;
         socket.close(close_ec);
         accept();

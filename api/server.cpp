@@ -13,10 +13,9 @@
 #include <cmath>
 #include <cstring>
 #include <iomanip>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
-
-#include <nlohmann/json.hpp>
 
 namespace payrecon::api {
 namespace {
@@ -40,12 +39,13 @@ void send_problem(HttpResponse& res, int status, std::string_view type, std::str
 
 // Outside the intake (authentication, reads) nothing is written, but say it right whatever threw.
 void send_unavailable(HttpResponse& res, const DatabaseUnavailable& e) {
-    send_problem(res, 503, "service_unavailable", "The payment store is unavailable",
-                 e.commit_outcome_unknown()
-                     ? "The outcome is unknown: the database connection was lost during a commit. "
-                       "Retry the same request with the same Idempotency-Key: it returns the stored "
-                       "result if it was committed, and is a fresh attempt if it was not."
-                     : "Nothing was stored. Retry the same request with the same Idempotency-Key.");
+    send_problem(
+        res, 503, "service_unavailable", "The payment store is unavailable",
+        e.commit_outcome_unknown()
+            ? "The outcome is unknown: the database connection was lost during a commit. "
+              "Retry the same request with the same Idempotency-Key: it returns the stored "
+              "result if it was committed, and is a fresh attempt if it was not."
+            : "Nothing was stored. Retry the same request with the same Idempotency-Key.");
     set_header(res, "Retry-After", "1");
 }
 
@@ -59,11 +59,12 @@ void send_busy(HttpResponse& res, std::chrono::milliseconds queue_timeout, bool 
     set_header(res, "Retry-After", "1");
 }
 
-std::string header_value(const HttpRequest& req, const char* name) { return req.header(name); }
+std::string header_value(const HttpRequest& req, const char* name) {
+    return req.header(name);
+}
 
 bool iequals(std::string_view a, std::string_view b) {
-    return a.size() == b.size() &&
-           std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
                return std::tolower(static_cast<unsigned char>(x)) ==
                       std::tolower(static_cast<unsigned char>(y));
            });
@@ -72,14 +73,17 @@ bool iequals(std::string_view a, std::string_view b) {
 constexpr std::string_view k_payments = "/v1/payments";
 constexpr std::string_view k_payment_prefix = "/v1/payments/";
 
-std::string path_of(const std::string& target) { return target.substr(0, target.find('?')); }
+std::string path_of(const std::string& target) {
+    return target.substr(0, target.find('?'));
+}
 
 // The route pattern a request's method and path match, "other" if none (never the raw path).
 std::string route_of(const std::string& method, const std::string& path) {
     if (method == "POST" && path == k_payments) {
         return "POST /v1/payments";
     }
-    if (method == "GET" && path.starts_with(k_payment_prefix) && path.size() > k_payment_prefix.size() &&
+    if (method == "GET" && path.starts_with(k_payment_prefix) &&
+        path.size() > k_payment_prefix.size() &&
         path.find('/', k_payment_prefix.size()) == std::string::npos) {
         return "GET /v1/payments/{id}";
     }
@@ -121,7 +125,8 @@ bool is_uuid(const std::string& s) {
 std::string iso_now() {
     const auto now = std::chrono::system_clock::now();
     const auto t = std::chrono::system_clock::to_time_t(now);
-    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()) % 1000;
+    const auto ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()) % 1000;
     std::tm tm{};
     ::gmtime_r(&t, &tm);
     char buf[32];
@@ -151,7 +156,9 @@ Server::Server(ServerOptions options, FingerprintKeys keys, std::ostream& log)
 
 Server::~Server() = default;
 
-int Server::bind() { return m_http->bind(m_options.host, m_options.port); }
+int Server::bind() {
+    return m_http->bind(m_options.host, m_options.port);
+}
 
 void Server::run() {
     // The threads start here, so that they inherit the caller's signal mask (cli/signals.hpp).
@@ -161,7 +168,9 @@ void Server::run() {
     m_workers->stop(); // every request was answered: nothing is queued
 }
 
-void Server::stop() { m_http->stop(); }
+void Server::stop() {
+    m_http->stop();
+}
 
 store::Db& Server::connection(Context& ctx) {
     std::unique_ptr<store::Db>& db = ctx.slot->db;
@@ -334,7 +343,9 @@ void Server::on_worker(const std::string& route, HttpRequest request, Respond re
                          "Idempotency-Key.");
             ctx.outcome = "error";
             std::lock_guard lock(m_log_mutex);
-            m_log << nlohmann::json{{"ts", iso_now()}, {"event", "error"}, {"route", ctx.route},
+            m_log << nlohmann::json{{"ts", iso_now()},
+                                    {"event", "error"},
+                                    {"route", ctx.route},
                                     {"error", e.what()}}
                          .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
                   << '\n';
@@ -469,17 +480,19 @@ void Server::get_payment(const HttpRequest& req, HttpResponse& res, Context& ctx
     ctx.tenant = principal->tenant_id;
     const std::string id = path_of(req.target).substr(k_payment_prefix.size());
     // Another tenant's payment and a malformed ID are both simply not found: nothing leaks.
-    const auto payment = is_uuid(id) ? store::find_payment(db, principal->tenant_id, id) : std::nullopt;
+    const auto payment =
+        is_uuid(id) ? store::find_payment(db, principal->tenant_id, id) : std::nullopt;
     if (!payment) {
         send_problem(res, 404, "not_found", "Not found", "No payment with this ID.");
         return;
     }
-    nlohmann::ordered_json body = nlohmann::ordered_json::parse(payment_resource_json(PaymentView{
-        payment->payment_id, payment->state, payment->amount_minor, payment->currency,
-        payment->merchant_reference, payment->provider, payment->created_at}));
+    nlohmann::ordered_json body = nlohmann::ordered_json::parse(payment_resource_json(
+        PaymentView{payment->payment_id, payment->state, payment->amount_minor, payment->currency,
+                    payment->merchant_reference, payment->provider, payment->created_at}));
     body["updated_at"] = payment->updated_at;
-    body["provider_reference"] =
-        payment->provider_reference ? nlohmann::ordered_json(*payment->provider_reference) : nullptr;
+    body["provider_reference"] = payment->provider_reference
+                                     ? nlohmann::ordered_json(*payment->provider_reference)
+                                     : nullptr;
     nlohmann::ordered_json attempts = nlohmann::ordered_json::array();
     for (const auto& a : payment->attempts) {
         nlohmann::ordered_json j;

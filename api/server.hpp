@@ -27,10 +27,10 @@ struct DbSlot;
 
 struct ServerOptions {
     std::string host = "127.0.0.1";
-    int port = 8080; // 0: any free port (bind() returns it)
-    int db_workers = 16;      // threads, each with its own database connection
-    int io_threads = 2;       // threads that run the network I/O
-    std::size_t queue_length = 1024;           // requests waiting for a worker; beyond: 503
+    int port = 8080;                               // 0: any free port (bind() returns it)
+    int db_workers = 16;                           // threads, each with its own database connection
+    int io_threads = 2;                            // threads that run the network I/O
+    std::size_t queue_length = 1024;               // requests waiting for a worker; beyond: 503
     std::chrono::milliseconds queue_timeout{2000}; // longest wait for a worker; beyond: 503
     std::string database_url;
     IntakeSettings intake;

@@ -4,15 +4,14 @@
 // and leave the work to the libraries.
 
 #include <CLI/CLI.hpp>
-
 #include <memory>
 #include <string>
 
 namespace payrecon::cli {
 
 struct GlobalOptions {
-    std::string database_url; // --database / PAYRECON_DATABASE_URL; empty: the private cluster
-    std::string home;         // --home / PAYRECON_HOME
+    std::string database_url;  // --database / PAYRECON_DATABASE_URL; empty: the private cluster
+    std::string home;          // --home / PAYRECON_HOME
     std::string operator_name; // --operator / PAYRECON_OPERATOR; empty: the OS user
     std::string config_file;   // --config / PAYRECON_CONFIG: the provider configuration
 };

@@ -12,9 +12,10 @@ namespace {
 
 void require_private(const AppState& state, const char* verb) {
     if (!state.global.database_url.empty()) {
-        throw UsageError(std::string("`payrecon db ") + verb +
-                             "` manages payrecon's private PostgreSQL, and a database URL was given",
-                         "unset PAYRECON_DATABASE_URL / drop --database, or manage that server yourself");
+        throw UsageError(
+            std::string("`payrecon db ") + verb +
+                "` manages payrecon's private PostgreSQL, and a database URL was given",
+            "unset PAYRECON_DATABASE_URL / drop --database, or manage that server yourself");
     }
 }
 
@@ -26,8 +27,8 @@ void run_start(AppState& state) {
     const auto applied = store::migrate(db);
     const auto st = cluster.status();
     std::cout << "PostgreSQL " << st.server_version << " is running (pid "
-              << (st.pid ? std::to_string(*st.pid) : "?") << ") on " << cluster.socket_dir().string()
-              << "\nschema version " << store::schema_version(db)
+              << (st.pid ? std::to_string(*st.pid) : "?") << ") on "
+              << cluster.socket_dir().string() << "\nschema version " << store::schema_version(db)
               << (applied.empty() ? "" : " (just migrated)") << "\n";
 }
 
@@ -80,11 +81,12 @@ void run_status(AppState& state, bool json) {
         print_json(out);
     } else {
         for (const auto& [key, value] : out.items()) {
-            std::cout << key << ": " << (value.is_string() ? value.get<std::string>() : value.dump())
-                      << "\n";
+            std::cout << key << ": "
+                      << (value.is_string() ? value.get<std::string>() : value.dump()) << "\n";
         }
     }
-    state.exit_code = out["reachable"].get<bool>() ? 0 : static_cast<int>(ExitCode::database_unavailable);
+    state.exit_code =
+        out["reachable"].get<bool>() ? 0 : static_cast<int>(ExitCode::database_unavailable);
 }
 
 void run_migrate(AppState& state) {
@@ -126,7 +128,8 @@ void setup_db(CLI::App& app, AppState& state) {
     CLI::App* status = db->add_subcommand("status", "where the database is, and whether it runs");
     status->add_flag("--json", *json, "print JSON");
     status->callback([&state, json] { run_status(state, *json); });
-    db->add_subcommand("migrate", "apply pending schema migrations (idempotent, safe to run at once)")
+    db->add_subcommand("migrate",
+                       "apply pending schema migrations (idempotent, safe to run at once)")
         ->callback([&state] { run_migrate(state); });
     db->add_subcommand("url", "print the libpq URL of the private PostgreSQL (passwords hidden)")
         ->callback([&state] { run_url(state); });

@@ -7,9 +7,9 @@
 #include "cli/reconcile_view.hpp"
 #include "cli/report_output.hpp"
 #include "cli/table.hpp"
-#include "core/settings.hpp"
 #include "core/errors.hpp"
 #include "core/money.hpp"
+#include "core/settings.hpp"
 #include "engine/nightly.hpp"
 
 #include <algorithm>
@@ -18,7 +18,6 @@
 #include <iostream>
 #include <map>
 #include <sstream>
-
 #include <unistd.h>
 
 namespace payrecon::cli {
@@ -100,7 +99,8 @@ std::vector<std::string> attention_reasons(const engine::NightlyReport& r) {
         stuck += q.stuck;
     }
     if (stuck > 0) {
-        out.push_back(std::to_string(stuck) + " payment(s) pending or retry_scheduled for more than " +
+        out.push_back(std::to_string(stuck) +
+                      " payment(s) pending or retry_scheduled for more than " +
                       std::to_string(r.stuck_after.count()) +
                       " s: is a worker running for their provider? payrecon payments list --state "
                       "pending; one that must not be sent: payrecon payments cancel <id>");
@@ -110,9 +110,10 @@ std::vector<std::string> attention_reasons(const engine::NightlyReport& r) {
         orphaned += q.payments;
     }
     if (orphaned > 0) {
-        out.push_back(std::to_string(orphaned) +
-                      " open payment(s) name a provider the configuration does not have: add it to "
-                      "the --config file, or cancel them (payrecon payments cancel <id>) if never sent");
+        out.push_back(
+            std::to_string(orphaned) +
+            " open payment(s) name a provider the configuration does not have: add it to "
+            "the --config file, or cancel them (payrecon payments cancel <id>) if never sent");
     }
     if (r.lookups_failed() > 0) {
         out.push_back(std::to_string(r.lookups_failed()) +
@@ -135,7 +136,7 @@ nlohmann::ordered_json summary_json(const engine::NightlyReport& r) {
     j["finished_at"] = reports::format_utc(r.finished);
     j["providers"] = r.providers;
     j["exit_code"] = r.exit_code();
-    j["result"] = r.exit_code() == 0                                     ? "clean"
+    j["result"] = r.exit_code() == 0                                       ? "clean"
                   : r.exit_code() == static_cast<int>(ExitCode::attention) ? "attention"
                   : r.exit_code() == static_cast<int>(ExitCode::config)    ? "configuration_error"
                                                                            : "failed";
@@ -143,8 +144,9 @@ nlohmann::ordered_json summary_json(const engine::NightlyReport& r) {
         j["failure"] = *r.failure;
     }
     j["leases_expired"] = r.leases_expired;
-    j["lookups_failed"] = std::count_if(r.reconciled.begin(), r.reconciled.end(),
-                                        [](const auto& o) { return o.lookup == LookupStatus::failed; });
+    j["lookups_failed"] =
+        std::count_if(r.reconciled.begin(), r.reconciled.end(),
+                      [](const auto& o) { return o.lookup == LookupStatus::failed; });
     std::map<std::string, Tally> by_outcome;
     for (const auto& o : r.reconciled) {
         Tally& t = by_outcome[bucket(o)];
@@ -155,11 +157,13 @@ nlohmann::ordered_json summary_json(const engine::NightlyReport& r) {
     for (const auto& [name, t] : by_outcome) {
         j["reconciled"][name] = {{"payments", t.payments}, {"amounts", t.amounts}};
     }
-    j["sent"] = {{"attempted", r.sent.attempted}, {"fenced_out", r.sent.fenced_out},
+    j["sent"] = {{"attempted", r.sent.attempted},
+                 {"fenced_out", r.sent.fenced_out},
                  {"settled_as", r.sent.settled_as}};
     j["to_review"] = nlohmann::ordered_json::array();
     for (const auto& o : r.reconciled) {
-        if (o.applied && o.to == PaymentState::needs_review && o.from != PaymentState::needs_review) {
+        if (o.applied && o.to == PaymentState::needs_review &&
+            o.from != PaymentState::needs_review) {
             j["to_review"].push_back(outcome_json(o));
         }
     }
@@ -219,7 +223,8 @@ nlohmann::ordered_json summary_json(const engine::NightlyReport& r) {
 }
 
 // The last lines of the summary: what the exit code says, and where to look.
-std::string result_line(const engine::NightlyReport& r, const std::vector<std::string>& report_files) {
+std::string result_line(const engine::NightlyReport& r,
+                        const std::vector<std::string>& report_files) {
     std::ostringstream out;
     const int code = r.exit_code();
     if (r.failure) {
@@ -228,7 +233,8 @@ std::string result_line(const engine::NightlyReport& r, const std::vector<std::s
         return out.str();
     }
     if (code == static_cast<int>(ExitCode::failure) || code == static_cast<int>(ExitCode::config)) {
-        out << "result: " << (code == static_cast<int>(ExitCode::config) ? "CONFIGURATION ERROR" : "FAILED")
+        out << "result: "
+            << (code == static_cast<int>(ExitCode::config) ? "CONFIGURATION ERROR" : "FAILED")
             << " (exit " << code << "): a statement did not complete; the rest of the run did\n";
         for (const auto& st : r.statements) {
             if (st.failure) {
@@ -255,8 +261,8 @@ std::string result_line(const engine::NightlyReport& r, const std::vector<std::s
 void print_summary(std::ostream& out, const engine::NightlyReport& r, int list_review,
                    int list_findings, const std::vector<std::string>& report_files) {
     const auto seconds = std::chrono::duration<double>(r.finished - r.started).count();
-    out << "payrecon nightly " << reports::format_utc(r.started) << " (" << std::fixed << std::setprecision(1)
-        << seconds << " s)\n";
+    out << "payrecon nightly " << reports::format_utc(r.started) << " (" << std::fixed
+        << std::setprecision(1) << seconds << " s)\n";
     std::string names;
     for (const auto& p : r.providers) {
         names += (names.empty() ? "" : ", ") + p;
@@ -269,7 +275,8 @@ void print_summary(std::ostream& out, const engine::NightlyReport& r, int list_r
     }
     out << "  unknown payments reconciled: " << r.reconciled.size();
     if (lookup_failed > 0) {
-        out << " (" << lookup_failed << " status queries FAILED: attention; those are asked again next "
+        out << " (" << lookup_failed
+            << " status queries FAILED: attention; those are asked again next "
             << "run, and go to review after --lookup-failures in a row)";
     }
     out << "\n";
@@ -280,8 +287,8 @@ void print_summary(std::ostream& out, const engine::NightlyReport& r, int list_r
         t.amounts[o.currency] += o.amount_minor;
     }
     for (const auto& [name, t] : by_outcome) {
-        out << "    " << std::left << std::setw(20) << name << std::right << std::setw(6) << t.payments
-            << "   " << amounts(t.amounts) << "\n";
+        out << "    " << std::left << std::setw(20) << name << std::right << std::setw(6)
+            << t.payments << "   " << amounts(t.amounts) << "\n";
     }
     out << "  sent (re-sends and payments left due): " << r.sent.attempted;
     if (!r.sent.settled_as.empty()) {
@@ -295,7 +302,8 @@ void print_summary(std::ostream& out, const engine::NightlyReport& r, int list_r
 
     std::vector<const engine::ReconcileOutcome*> new_review;
     for (const auto& o : r.reconciled) {
-        if (o.applied && o.to == PaymentState::needs_review && o.from != PaymentState::needs_review) {
+        if (o.applied && o.to == PaymentState::needs_review &&
+            o.from != PaymentState::needs_review) {
             new_review.push_back(&o);
         }
     }
@@ -303,7 +311,7 @@ void print_summary(std::ostream& out, const engine::NightlyReport& r, int list_r
     std::map<std::string, Tally> unknown_by_provider;
     for (const auto& q : r.open) {
         Tally* t = q.state == "needs_review" ? &review_by_code[q.review_code]
-                 : q.state == "unknown"      ? &unknown_by_provider[q.provider]
+                   : q.state == "unknown"    ? &unknown_by_provider[q.provider]
                                              : nullptr;
         if (t != nullptr) {
             t->payments += static_cast<int>(q.payments);
@@ -333,7 +341,8 @@ void print_summary(std::ostream& out, const engine::NightlyReport& r, int list_r
     }
     if (!r.rejected.empty()) {
         out << "  REJECTED by the provider (our request refused before anything was executed: an "
-               "integration or configuration fault; runbook: docs/operations.md, request_rejected):\n";
+               "integration or configuration fault; runbook: docs/operations.md, "
+               "request_rejected):\n";
         for (const auto& g : r.rejected) {
             out << "    " << std::left << std::setw(20) << g.provider << " " << std::setw(28)
                 << printable(g.code) << std::right << std::setw(6) << g.payments << "   latest "
@@ -345,7 +354,8 @@ void print_summary(std::ostream& out, const engine::NightlyReport& r, int list_r
         for (const auto& [provider, t] : unknown_by_provider) {
             const auto& known = r.configured.empty() ? r.providers : r.configured;
             const bool configured = std::find(known.begin(), known.end(), provider) != known.end();
-            const bool covered = std::find(r.providers.begin(), r.providers.end(), provider) != r.providers.end();
+            const bool covered =
+                std::find(r.providers.begin(), r.providers.end(), provider) != r.providers.end();
             out << "    " << std::left << std::setw(20) << provider << std::right << std::setw(6)
                 << t.payments << "   " << amounts(t.amounts)
                 << (!configured ? "   NOT CONFIGURED: no run can resolve these"
@@ -356,8 +366,8 @@ void print_summary(std::ostream& out, const engine::NightlyReport& r, int list_r
     }
     const auto stuck = r.stuck();
     if (!stuck.empty()) {
-        out << "  waiting too long (pending or retry_scheduled for more than " << r.stuck_after.count()
-            << " s; no worker sent them):\n";
+        out << "  waiting too long (pending or retry_scheduled for more than "
+            << r.stuck_after.count() << " s; no worker sent them):\n";
         for (const auto& q : stuck) {
             out << "    " << std::left << std::setw(20) << q.provider << std::right << std::setw(6)
                 << q.stuck << "   " << q.state << "   payrecon payments list --state " << q.state
@@ -376,8 +386,8 @@ void print_summary(std::ostream& out, const engine::NightlyReport& r, int list_r
         out << "  open payments of providers NOT CONFIGURED (no worker can send them):\n";
         for (const auto& [provider, t] : orphaned_by_provider) {
             out << "    " << std::left << std::setw(20) << provider << std::right << std::setw(6)
-                << t.payments << "   " << amounts(t.amounts) << "   payrecon payments list --provider "
-                << provider << "\n";
+                << t.payments << "   " << amounts(t.amounts)
+                << "   payrecon payments list --provider " << provider << "\n";
         }
     }
     for (const auto& st : r.statements) {
@@ -397,8 +407,9 @@ void print_summary(std::ostream& out, const engine::NightlyReport& r, int list_r
                 ++left_out;
                 continue;
             }
-            out << "    " << f.category << "  " << printable(f.provider_reference.value_or("-")) << "  "
-                << f.payment_id.value_or("(no payment of ours)") << "  " << printable(f.detail) << "\n";
+            out << "    " << f.category << "  " << printable(f.provider_reference.value_or("-"))
+                << "  " << f.payment_id.value_or("(no payment of ours)") << "  "
+                << printable(f.detail) << "\n";
         }
         long long counted = 0;
         for (const auto& c : st.categories) {
@@ -419,7 +430,8 @@ void print_summary(std::ostream& out, const engine::NightlyReport& r, int list_r
 
 void run_nightly_cmd(AppState& state, const NightlyCliOptions& opts) {
     if (opts.limit < 1 || opts.list_review < 0 || opts.list_findings < 0) {
-        throw UsageError("--limit must be at least 1, --list-review and --list-findings at least 0");
+        throw UsageError(
+            "--limit must be at least 1, --list-review and --list-findings at least 0");
     }
     const providers::Config config = load_provider_config(state.global);
     const auto chosen = choose_providers(config, opts.only);
@@ -438,9 +450,13 @@ void run_nightly_cmd(AppState& state, const NightlyCliOptions& opts) {
         no.credentials[name] = credentials_hint(p);
     }
     if (!opts.no_statement) {
-        const long long today = utc_day_start(
-            std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count());
-        no.statement_from = opts.statement_date.empty() ? today - 86400 : parse_utc_time(opts.statement_date, "--statement-date");
+        const long long today =
+            utc_day_start(std::chrono::duration_cast<std::chrono::seconds>(
+                              std::chrono::system_clock::now().time_since_epoch())
+                              .count());
+        no.statement_from = opts.statement_date.empty()
+                                ? today - 86400
+                                : parse_utc_time(opts.statement_date, "--statement-date");
         no.statement_to = no.statement_from + 86400;
         no.statement_margin = parse_duration(opts.margin, "--margin");
     }
@@ -457,7 +473,8 @@ void run_nightly_cmd(AppState& state, const NightlyCliOptions& opts) {
         };
     }
     OpenDatabase opened = open_database(state.global);
-    const engine::NightlyReport report = engine::run_nightly(*opened.db, set.pointers, no, progress);
+    const engine::NightlyReport report =
+        engine::run_nightly(*opened.db, set.pointers, no, progress);
     if (opts.report.wanted()) {
         emit_report(engine::nightly_report(report), opts.report);
     }
@@ -491,7 +508,8 @@ void setup_nightly(CLI::App& app, AppState& state) {
                 "skip the statement diff of the providers that can list their transactions");
     n->add_option("--statement-date", opts->statement_date,
                   "the UTC day the statement diff covers, e.g. 2026-12-01 (default: yesterday)");
-    n->add_option("--margin", opts->margin, "statement: read both sides this much wider than the day")
+    n->add_option("--margin", opts->margin,
+                  "statement: read both sides this much wider than the day")
         ->capture_default_str();
     n->add_option("--stuck-after", opts->stuck_after,
                   "a pending or retry_scheduled payment waiting longer than this needs attention")

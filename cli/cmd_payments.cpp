@@ -166,7 +166,8 @@ void setup_payments(CLI::App& app, AppState& state) {
     c->add_option("--idempotency-key", opts->key, "the key; reuse it, unchanged, on every retry")
         ->required();
     c->add_option("--body-file", opts->body_file, "JSON request body (default: standard input)");
-    c->add_option("--api-version", opts->api_version, "Payrecon-Version (default: the current one)");
+    c->add_option("--api-version", opts->api_version,
+                  "Payrecon-Version (default: the current one)");
     c->add_flag("--json", opts->json, "print {status, replayed, location, body} as JSON");
     c->callback([&state, opts] {
         const char* key_env = std::getenv("PAYRECON_API_KEY");
@@ -196,7 +197,8 @@ void setup_payments(CLI::App& app, AppState& state) {
         }
         if (opts->json) {
             nlohmann::json j = {{"status", response.status}, {"replayed", response.replayed}};
-            j["location"] = response.location ? nlohmann::json(*response.location) : nlohmann::json();
+            j["location"] =
+                response.location ? nlohmann::json(*response.location) : nlohmann::json();
             j["body"] = nlohmann::json::parse(response.body, nullptr, false);
             print_json(j);
         } else {

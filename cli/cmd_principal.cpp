@@ -11,9 +11,12 @@ namespace payrecon::cli {
 namespace {
 
 nlohmann::json to_json(const store::PrincipalRecord& p) {
-    nlohmann::json j = {{"principal_id", p.principal_id}, {"tenant_id", p.tenant_id},
-                        {"name", p.name},                 {"role", std::string(to_string(p.role))},
-                        {"created_at", p.created_at},     {"revoked_at", nullptr}};
+    nlohmann::json j = {{"principal_id", p.principal_id},
+                        {"tenant_id", p.tenant_id},
+                        {"name", p.name},
+                        {"role", std::string(to_string(p.role))},
+                        {"created_at", p.created_at},
+                        {"revoked_at", nullptr}};
     if (p.revoked_at) {
         j["revoked_at"] = *p.revoked_at;
     }
@@ -63,8 +66,8 @@ void setup_principal(CLI::App& app, AppState& state) {
             print_json(j);
             return;
         }
-        std::cout << "principal " << printable(p.name) << " (" << to_string(p.role) << ") created: "
-                  << p.principal_id << "\n"
+        std::cout << "principal " << printable(p.name) << " (" << to_string(p.role)
+                  << ") created: " << p.principal_id << "\n"
                   << "API key (shown once; store it now -- only its digest is kept):\n"
                   << key.reveal() << "\n";
     });

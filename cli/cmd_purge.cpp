@@ -19,9 +19,10 @@ void setup_purge(CLI::App& app, AppState& state) {
     auto opts = std::make_shared<Options>();
     CLI::App* p = app.add_subcommand(
         "purge", "delete expired idempotency records (never one whose payment is not terminal)");
-    p->add_option("--retention", opts->retention,
-                  "delete records created longer ago than this (30s, 15m, 36h, 7d) instead of those "
-                  "past their own expiry; refused under PAYRECON_MIN_IDEMPOTENCY_RETENTION (24h)");
+    p->add_option(
+        "--retention", opts->retention,
+        "delete records created longer ago than this (30s, 15m, 36h, 7d) instead of those "
+        "past their own expiry; refused under PAYRECON_MIN_IDEMPOTENCY_RETENTION (24h)");
     p->add_flag("--dry-run", opts->dry_run, "count what would be deleted, delete nothing");
     p->add_flag("--json", opts->json, "print JSON");
     p->callback([&state, opts] {
@@ -30,7 +31,8 @@ void setup_purge(CLI::App& app, AppState& state) {
         if (!opts->retention.empty()) {
             retention = parse_duration(opts->retention, "--retention");
             if (*retention < minimum) {
-                throw UsageError("--retention " + opts->retention + " is shorter than the minimum of " +
+                throw UsageError("--retention " + opts->retention +
+                                     " is shorter than the minimum of " +
                                      std::to_string(minimum.count() / 3600) + "h",
                                  "a key must be remembered longer than any client retries it; "
                                  "the minimum is PAYRECON_MIN_IDEMPOTENCY_RETENTION");
@@ -51,17 +53,18 @@ void setup_purge(CLI::App& app, AppState& state) {
         const auto result =
             store::purge_idempotency_records(*opened.db, retention, opts->dry_run, audit);
         if (opts->json) {
-            print_json({{"deleted", opts->dry_run ? 0 : result.deleted},
-                        {"would_delete", opts->dry_run ? result.deleted : 0},
-                        {"kept_unfinished", result.kept_unfinished},
-                        {"tenants", result.tenants},
-                        {"dry_run", opts->dry_run},
-                        {"by", retention ? "age" : "expiry"},
-                        {"retention_s", retention ? nlohmann::json(retention->count()) : nlohmann::json()},
-                        {"minimum_retention_s", minimum.count()},
-                        {"minimum_lowered", lowered},
-                        {"operator", audit.actor},
-                        {"run_id", opts->dry_run ? nlohmann::json() : nlohmann::json(result.run_id)}});
+            print_json(
+                {{"deleted", opts->dry_run ? 0 : result.deleted},
+                 {"would_delete", opts->dry_run ? result.deleted : 0},
+                 {"kept_unfinished", result.kept_unfinished},
+                 {"tenants", result.tenants},
+                 {"dry_run", opts->dry_run},
+                 {"by", retention ? "age" : "expiry"},
+                 {"retention_s", retention ? nlohmann::json(retention->count()) : nlohmann::json()},
+                 {"minimum_retention_s", minimum.count()},
+                 {"minimum_lowered", lowered},
+                 {"operator", audit.actor},
+                 {"run_id", opts->dry_run ? nlohmann::json() : nlohmann::json(result.run_id)}});
             return;
         }
         std::cout << (opts->dry_run ? "would delete " : "deleted ") << result.deleted

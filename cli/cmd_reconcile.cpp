@@ -4,8 +4,8 @@
 #include "cli/context.hpp"
 #include "cli/reconcile_view.hpp"
 #include "cli/report_output.hpp"
-#include "engine/nightly.hpp"
 #include "core/errors.hpp"
+#include "engine/nightly.hpp"
 #include "engine/reconciler.hpp"
 
 #include <iostream>
@@ -54,7 +54,8 @@ void run_reconcile(AppState& state, const ReconcileCliOptions& opts) {
         reports::Report report;
         report.kind = "reconcile";
         report.generated_at = reports::format_utc(std::chrono::system_clock::now());
-        report.title = std::string("payrecon reconcile") + (opts.dry_run ? " (dry run: nothing written)" : "");
+        report.title =
+            std::string("payrecon reconcile") + (opts.dry_run ? " (dry run: nothing written)" : "");
         for (const auto& o : outcomes) {
             report.add(engine::report_finding(o));
         }
@@ -98,8 +99,9 @@ void run_reconcile(AppState& state, const ReconcileCliOptions& opts) {
 void setup_reconcile(CLI::App& app, AppState& state) {
     auto opts = std::make_shared<ReconcileCliOptions>();
     CLI::App* r = app.add_subcommand(
-        "reconcile", "ask providers about unknown payments and settle them: adopt what the provider "
-                     "has, re-send only after a confirmed absence inside its key window, else review");
+        "reconcile",
+        "ask providers about unknown payments and settle them: adopt what the provider "
+        "has, re-send only after a confirmed absence inside its key window, else review");
     r->add_option("--provider", opts->only, "only these configured providers (repeatable)");
     r->add_option("--limit", opts->limit, "payments handled at most")->capture_default_str();
     r->add_flag("--dry-run", opts->dry_run, "ask and decide, but write nothing");

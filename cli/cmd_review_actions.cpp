@@ -61,7 +61,8 @@ void decide(AppState& state, const std::string& id, long long generation, const 
     const std::string show = cancel ? "payrecon payments show " : "payrecon review show ";
     r.note = trimmed(note);
     if (r.note.empty() || r.note.size() > 2000) {
-        throw UsageError("--note must say, in 1..2000 characters, what you checked and why you decided so");
+        throw UsageError(
+            "--note must say, in 1..2000 characters, what you checked and why you decided so");
     }
     if (generation < 0) {
         throw UsageError("--generation is the one `" + show + "<id>` printed");
@@ -82,23 +83,29 @@ void decide(AppState& state, const std::string& id, long long generation, const 
     case store::ResolveResult::Status::changed:
         throw Refused("payment " + ref.payment_id + " changed since it was shown: generation " +
                           std::to_string(generation) + " was given, it is now " +
-                          std::to_string(result.generation) + " (" + result.state + "); nothing was written",
+                          std::to_string(result.generation) + " (" + result.state +
+                          "); nothing was written",
                       "look again with: " + show + ref.payment_id);
     case store::ResolveResult::Status::not_resolvable:
-        throw Refused("payment " + ref.payment_id + " is " + result.state +
-                          (cancel ? ": only pending and retry_scheduled payments are canceled; a "
-                                    "payment in review is decided with payrecon review resolve"
-                                  : ": only unknown payments and payments in review are resolved by hand"),
-                      "payrecon payments show " + ref.payment_id);
+        throw Refused(
+            "payment " + ref.payment_id + " is " + result.state +
+                (cancel ? ": only pending and retry_scheduled payments are canceled; a "
+                          "payment in review is decided with payrecon review resolve"
+                        : ": only unknown payments and payments in review are resolved by hand"),
+            "payrecon payments show " + ref.payment_id);
     case store::ResolveResult::Status::maybe_sent:
-        throw Refused("payment " + ref.payment_id + " has an attempt that may have reached the provider; "
+        throw Refused("payment " + ref.payment_id +
+                          " has an attempt that may have reached the provider; "
                           "it cannot be canceled as never sent, and nothing was written",
                       "let the worker and the reconciler finish it, or check the provider and "
-                      "decide it once it is in review: payrecon payments show " + ref.payment_id);
+                      "decide it once it is in review: payrecon payments show " +
+                          ref.payment_id);
     }
     if (json) {
-        print_json({{"payment_id", ref.payment_id}, {"state", result.state},
-                    {"generation", result.generation}, {"operator", r.operator_name},
+        print_json({{"payment_id", ref.payment_id},
+                    {"state", result.state},
+                    {"generation", result.generation},
+                    {"operator", r.operator_name},
                     {"decision", label}});
         return;
     }
@@ -115,8 +122,9 @@ void run_resolve(AppState& state, const ResolveCliOptions& opts) {
     if (opts.as == "succeeded") {
         r.decision = store::OperatorDecision::succeeded;
         if (opts.provider_reference.empty()) {
-            throw UsageError("--as succeeded needs --provider-reference: the provider's ID of the charge "
-                             "(Stripe pi_..., Adyen pspReference, Square payment ID)");
+            throw UsageError(
+                "--as succeeded needs --provider-reference: the provider's ID of the charge "
+                "(Stripe pi_..., Adyen pspReference, Square payment ID)");
         }
         r.provider_reference = opts.provider_reference;
     } else if (opts.as == "failed") {
@@ -124,8 +132,9 @@ void run_resolve(AppState& state, const ResolveCliOptions& opts) {
     } else if (opts.as == "retry") {
         r.decision = store::OperatorDecision::retry;
         if (!opts.confirm_no_charge) {
-            throw UsageError("--as retry sends the payment again: confirm that the provider holds no "
-                             "charge for it with --confirm-no-charge, and say how you checked in --note");
+            throw UsageError(
+                "--as retry sends the payment again: confirm that the provider holds no "
+                "charge for it with --confirm-no-charge, and say how you checked in --note");
         }
     } else {
         throw UsageError("--as must be succeeded, failed or retry");
@@ -160,7 +169,8 @@ void run_recheck(AppState& state, const RecheckCliOptions& opts) {
         std::cout << outcome_line(*outcome) << "\n";
     }
     if (outcome->fenced_out) {
-        throw Refused("payment " + ref.payment_id + " changed while it was being rechecked; nothing was written",
+        throw Refused("payment " + ref.payment_id +
+                          " changed while it was being rechecked; nothing was written",
                       "look again with: payrecon review show " + ref.payment_id);
     }
     if (outcome->to == PaymentState::needs_review) {
@@ -176,8 +186,9 @@ void setup_review_actions(CLI::App& review, AppState& state) {
         "resolve", "decide an unknown or in-review payment: succeeded (with the provider's "
                    "reference), failed, or retry (send again: only when no charge exists)");
     resolve->add_option("id", ro->id, "payment ID or operation ID")->required();
-    resolve->add_option("--generation", ro->generation,
-                        "the generation `review show` printed: refused if the payment changed since")
+    resolve
+        ->add_option("--generation", ro->generation,
+                     "the generation `review show` printed: refused if the payment changed since")
         ->required();
     resolve->add_option("--as", ro->as, "succeeded | failed | retry")
         ->required()
@@ -186,8 +197,9 @@ void setup_review_actions(CLI::App& review, AppState& state) {
         ->required();
     resolve->add_option("--provider-reference", ro->provider_reference,
                         "the provider's ID of the charge (with --as succeeded)");
-    resolve->add_flag("--confirm-no-charge", ro->confirm_no_charge,
-                      "with --as retry: you confirmed the provider holds no charge for this payment");
+    resolve->add_flag(
+        "--confirm-no-charge", ro->confirm_no_charge,
+        "with --as retry: you confirmed the provider holds no charge for this payment");
     resolve->add_flag("--json", ro->json, "print JSON");
     resolve->callback([&state, ro] { run_resolve(state, *ro); });
 
@@ -203,11 +215,13 @@ void setup_review_actions(CLI::App& review, AppState& state) {
 void setup_payment_actions(CLI::App& payments, AppState& state) {
     auto co = std::make_shared<CancelCliOptions>();
     CLI::App* cancel = payments.add_subcommand(
-        "cancel", "cancel a payment that was never sent (pending, or retry_scheduled with every "
-                  "attempt not sent): it becomes failed, with an audit row and a payment.failed event");
+        "cancel",
+        "cancel a payment that was never sent (pending, or retry_scheduled with every "
+        "attempt not sent): it becomes failed, with an audit row and a payment.failed event");
     cancel->add_option("id", co->id, "payment ID or operation ID")->required();
-    cancel->add_option("--generation", co->generation,
-                       "the generation `payments show` printed: refused if the payment changed since")
+    cancel
+        ->add_option("--generation", co->generation,
+                     "the generation `payments show` printed: refused if the payment changed since")
         ->required();
     cancel->add_option("--note", co->note, "why (recorded in the audit log)")->required();
     cancel->add_flag("--json", co->json, "print JSON");

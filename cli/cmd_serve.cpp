@@ -90,7 +90,9 @@ std::pair<std::string, int> parse_listen(const std::string& listen) {
     return {listen.substr(0, colon), port};
 }
 
-void log_event(const nlohmann::ordered_json& j) { std::cout << j.dump() << std::endl; }
+void log_event(const nlohmann::ordered_json& j) {
+    std::cout << j.dump() << std::endl;
+}
 
 void run_serve(AppState& state, const ServeOptions& opts) {
     const auto [host, port] = parse_listen(opts.listen);
@@ -108,8 +110,8 @@ void run_serve(AppState& state, const ServeOptions& opts) {
         bounded_duration(opts.header_timeout.empty() ? fallback : opts.header_timeout,
                          "--header-timeout", milliseconds(100), minutes(10));
     server_options.http.body_timeout =
-        bounded_duration(opts.body_timeout.empty() ? fallback : opts.body_timeout,
-                         "--body-timeout", milliseconds(100), minutes(10));
+        bounded_duration(opts.body_timeout.empty() ? fallback : opts.body_timeout, "--body-timeout",
+                         milliseconds(100), minutes(10));
     server_options.http.idle_timeout =
         bounded_duration(opts.idle_timeout, "--idle-timeout", milliseconds(100), minutes(10));
     server_options.http.max_connections = opts.max_connections;

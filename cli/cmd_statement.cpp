@@ -10,7 +10,6 @@
 #include "engine/statement.hpp"
 
 #include <iostream>
-
 #include <unistd.h>
 
 namespace payrecon::cli {
@@ -26,8 +25,9 @@ struct StatementCliOptions {
 };
 
 void run_statement_cmd(AppState& state, const StatementCliOptions& opts) {
-    const long long today = utc_day_start(
-        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+    const long long today = utc_day_start(std::chrono::duration_cast<std::chrono::seconds>(
+                                              std::chrono::system_clock::now().time_since_epoch())
+                                              .count());
     engine::StatementOptions so;
     so.window_from = opts.from.empty() ? today - 86400 : parse_utc_time(opts.from, "--from");
     so.window_to = opts.to.empty() ? so.window_from + 86400 : parse_utc_time(opts.to, "--to");
@@ -64,12 +64,15 @@ void setup_statement(CLI::App& app, AppState& state) {
         "statement", "diff a provider's transactions for a window against our payments and report "
                      "every discrepancy (exit 0 clean, 3 findings, 1 failed)");
     s->add_option("--provider", opts->provider, "the configured provider")->required();
-    s->add_option("--from", opts->from, "window start, UTC: 2026-12-01 or 2026-12-01T06:00:00Z (default: yesterday)");
+    s->add_option("--from", opts->from,
+                  "window start, UTC: 2026-12-01 or 2026-12-01T06:00:00Z (default: yesterday)");
     s->add_option("--to", opts->to, "window end (exclusive), UTC (default: a day after --from)");
-    s->add_option("--margin", opts->margin,
-                  "read both sides this much wider than the window, so payments near its edges pair up")
+    s->add_option(
+         "--margin", opts->margin,
+         "read both sides this much wider than the window, so payments near its edges pair up")
         ->capture_default_str();
-    s->add_option("--list", opts->list, "findings listed in full at most (all are counted and stored)")
+    s->add_option("--list", opts->list,
+                  "findings listed in full at most (all are counted and stored)")
         ->capture_default_str();
     add_report_options(*s, opts->output);
     s->callback([&state, opts] { run_statement_cmd(state, *opts); });

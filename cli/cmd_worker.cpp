@@ -10,7 +10,6 @@
 #include "providers/registry.hpp"
 
 #include <iostream>
-
 #include <unistd.h>
 
 namespace payrecon::cli {
@@ -37,9 +36,11 @@ void run_worker(AppState& state, const WorkerCliOptions& opts) {
         throw UsageError("--concurrency must be 1..256 and --batch 1..100");
     }
     const providers::Config config = load_provider_config(state.global);
-    const std::vector<const providers::ProviderConfig*> chosen = choose_providers(config, opts.only);
+    const std::vector<const providers::ProviderConfig*> chosen =
+        choose_providers(config, opts.only);
     const engine::ExecutorOptions executor_defaults;
-    const std::chrono::milliseconds lease = claim_lease(chosen, opts.lease, executor_defaults.call_margin);
+    const std::chrono::milliseconds lease =
+        claim_lease(chosen, opts.lease, executor_defaults.call_margin);
     OpenDatabase opened = open_database(state.global);
 
     engine::WorkerOptions wo;
@@ -79,7 +80,8 @@ void run_worker(AppState& state, const WorkerCliOptions& opts) {
                                   "the reconciler resolves them");
     }
     if (worker.failed()) {
-        throw OperatorError(ExitCode::failure, "the worker stopped on an error (see its worker_error log line)",
+        throw OperatorError(ExitCode::failure,
+                            "the worker stopped on an error (see its worker_error log line)",
                             "payments it had claimed turn unknown when their lease expires; the "
                             "reconciler resolves them");
     }
@@ -94,12 +96,14 @@ void setup_worker(CLI::App& app, AppState& state) {
                   "SIGTERM finishes the calls in flight");
     w->add_flag("--once", opts->once, "process what is due now, then exit");
     w->add_option("--concurrency", opts->concurrency, "executor threads")->capture_default_str();
-    w->add_option("--batch", opts->batch, "payments claimed per transaction")->capture_default_str();
+    w->add_option("--batch", opts->batch, "payments claimed per transaction")
+        ->capture_default_str();
     w->add_option("--provider", opts->only, "only these configured providers (repeatable)");
     w->add_option("--retry-base", opts->retry_base,
                   "first wait before sending a not-sent payment again (doubles, jittered)")
         ->capture_default_str();
-    w->add_option("--retry-cap", opts->retry_cap, "longest wait between sends")->capture_default_str();
+    w->add_option("--retry-cap", opts->retry_cap, "longest wait between sends")
+        ->capture_default_str();
     w->add_option("--lease", opts->lease,
                   "how long a claim is held, renewed just before each provider call; at least the "
                   "slowest provider's connect_timeout_ms + timeout_ms + 1s (default: that + 10s)");

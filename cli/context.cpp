@@ -9,9 +9,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <iostream>
-#include <regex>
-
 #include <pwd.h>
+#include <regex>
 #include <unistd.h>
 
 namespace payrecon::cli {
@@ -23,7 +22,9 @@ std::filesystem::path home_dir(const GlobalOptions& g) {
     return store::LocalCluster::default_home();
 }
 
-store::LocalCluster local_cluster(const GlobalOptions& g) { return store::LocalCluster(home_dir(g)); }
+store::LocalCluster local_cluster(const GlobalOptions& g) {
+    return store::LocalCluster(home_dir(g));
+}
 
 OpenDatabase open_database(const GlobalOptions& g, SchemaCheck check) {
     OpenDatabase out;
@@ -68,7 +69,8 @@ namespace {
 std::string checked_operator(std::string name, const char* source, bool from_environment) {
     if (const auto problem = display_name_problem(name, k_max_operator_name)) {
         const std::string what = "the operator name from " + std::string(source) + " " + *problem;
-        const std::string hint = "set it to who is acting: 1 to " + std::to_string(k_max_operator_name) +
+        const std::string hint = "set it to who is acting: 1 to " +
+                                 std::to_string(k_max_operator_name) +
                                  " bytes of printable text with no control character, e.g. "
                                  "alice@example.com";
         if (from_environment) {
@@ -85,7 +87,8 @@ std::string operator_name(const GlobalOptions& g) {
     if (!g.operator_name.empty()) {
         const char* env = std::getenv("PAYRECON_OPERATOR");
         const bool from_environment = env != nullptr && g.operator_name == env;
-        return checked_operator(g.operator_name, from_environment ? "PAYRECON_OPERATOR" : "--operator",
+        return checked_operator(g.operator_name,
+                                from_environment ? "PAYRECON_OPERATOR" : "--operator",
                                 from_environment);
     }
     std::string user;
@@ -101,13 +104,16 @@ std::string operator_name(const GlobalOptions& g) {
 }
 
 FingerprintKeys fingerprint_keys(const GlobalOptions& g, bool embedded) {
-    if (const char* file = std::getenv("PAYRECON_FINGERPRINT_SECRET_FILE"); file != nullptr && *file != '\0') {
+    if (const char* file = std::getenv("PAYRECON_FINGERPRINT_SECRET_FILE");
+        file != nullptr && *file != '\0') {
         return load_fingerprint_keys(file, false);
     }
     return load_fingerprint_keys(home_dir(g) / "fingerprint.secret", embedded);
 }
 
-void print_json(const nlohmann::json& j) { std::cout << j.dump(2) << "\n"; }
+void print_json(const nlohmann::json& j) {
+    std::cout << j.dump(2) << "\n";
+}
 
 providers::Config load_provider_config(const GlobalOptions& g) {
     if (g.config_file.empty()) {
@@ -121,11 +127,12 @@ std::optional<ProviderCatalog> intake_provider_catalog(const GlobalOptions& g) {
     if (g.config_file.empty()) {
         return std::nullopt;
     }
-    return providers::provider_catalog(providers::load_config(g.config_file, providers::ApiKeys::not_read));
+    return providers::provider_catalog(
+        providers::load_config(g.config_file, providers::ApiKeys::not_read));
 }
 
-std::vector<const providers::ProviderConfig*> choose_providers(const providers::Config& config,
-                                                               const std::vector<std::string>& only) {
+std::vector<const providers::ProviderConfig*>
+choose_providers(const providers::Config& config, const std::vector<std::string>& only) {
     for (const auto& name : only) {
         if (config.providers.find(name) == config.providers.end()) {
             throw UsageError("--provider " + name + " is not in " + config.source.string(),
@@ -155,12 +162,14 @@ std::chrono::milliseconds claim_lease(const std::vector<const providers::Provide
     }
     const std::chrono::milliseconds lease = parse_duration_ms(requested, "--lease");
     if (lease <= needed) {
-        throw UsageError("--lease " + requested + " cannot cover the slowest provider call: its "
-                         "connect and total timeouts plus a margin of " +
-                         std::to_string(call_margin.count()) + " ms take " +
-                         std::to_string(needed.count()) + " ms",
+        throw UsageError("--lease " + requested +
+                             " cannot cover the slowest provider call: its "
+                             "connect and total timeouts plus a margin of " +
+                             std::to_string(call_margin.count()) + " ms take " +
+                             std::to_string(needed.count()) + " ms",
                          "give a --lease longer than " + std::to_string(needed.count()) +
-                         "ms (it must also cover the renewal's round trip), or lower the provider's connect_timeout_ms/timeout_ms");
+                             "ms (it must also cover the renewal's round trip), or lower the "
+                             "provider's connect_timeout_ms/timeout_ms");
     }
     return lease;
 }

@@ -9,13 +9,13 @@
 #include "core/store/db.hpp"
 #include "providers/config.hpp"
 
-#include <filesystem>
 #include <chrono>
+#include <filesystem>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-#include <nlohmann/json.hpp>
 
 namespace payrecon::cli {
 
@@ -32,7 +32,8 @@ store::LocalCluster local_cluster(const GlobalOptions& g);
 // Throws UsageError for a password in --database (password, sslpassword or any other libpq
 // secret: it would show in the process list),
 // DatabaseUnavailable, SchemaMismatch.
-OpenDatabase open_database(const GlobalOptions& g, SchemaCheck check = SchemaCheck::migrate_embedded);
+OpenDatabase open_database(const GlobalOptions& g,
+                           SchemaCheck check = SchemaCheck::migrate_embedded);
 
 // Operator names: at most this many bytes, printable (display_name_problem in core/encoding.hpp).
 inline constexpr std::size_t k_max_operator_name = 100;
@@ -59,8 +60,8 @@ std::optional<ProviderCatalog> intake_provider_catalog(const GlobalOptions& g);
 
 // The configured providers named in `only` (all of them if empty), each checked to have an adapter
 // in this build. Throws UsageError for a name the configuration does not have.
-std::vector<const providers::ProviderConfig*> choose_providers(const providers::Config& config,
-                                                               const std::vector<std::string>& only);
+std::vector<const providers::ProviderConfig*>
+choose_providers(const providers::Config& config, const std::vector<std::string>& only);
 
 // The lease a claim of these providers gets: `requested` ("20s", "1500ms"; empty: the slowest
 // provider's worst-case call plus the executor's call margin plus 10 s for the settlement and

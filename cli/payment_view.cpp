@@ -1,7 +1,6 @@
 #include "cli/payment_view.hpp"
 
 #include "cli/context.hpp"
-
 #include "cli/table.hpp"
 #include "core/errors.hpp"
 #include "core/money.hpp"

@@ -1,7 +1,6 @@
 #include "cli/reconcile_view.hpp"
 
 #include "cli/table.hpp"
-
 #include "core/errors.hpp"
 #include "core/money.hpp"
 #include "core/settings.hpp"
@@ -28,7 +27,8 @@ void add_policy_options(CLI::App& cmd, PolicyCliOptions& opts) {
 ReconcilePolicy to_policy(const PolicyCliOptions& opts) {
     if (opts.lookup_failures < 1 || opts.lookup_failures > 100 || opts.max_checks < 1 ||
         opts.max_checks > 1000 || opts.max_resends < 0 || opts.max_resends > 100) {
-        throw UsageError("--lookup-failures must be 1..100, --max-checks 1..1000, --max-resends 0..100");
+        throw UsageError(
+            "--lookup-failures must be 1..100, --max-checks 1..1000, --max-resends 0..100");
     }
     ReconcilePolicy p;
     p.max_lookup_failures = opts.lookup_failures;
@@ -37,7 +37,8 @@ ReconcilePolicy to_policy(const PolicyCliOptions& opts) {
     p.recheck_base = parse_duration(opts.recheck_base, "--recheck-base");
     p.recheck_cap = parse_duration(opts.recheck_cap, "--recheck-cap");
     if (p.recheck_base.count() < 1 || p.recheck_cap < p.recheck_base) {
-        throw UsageError("--recheck-base must be at least 1s and --recheck-cap at least --recheck-base");
+        throw UsageError(
+            "--recheck-base must be at least 1s and --recheck-cap at least --recheck-base");
     }
     return p;
 }
@@ -94,7 +95,8 @@ std::string outcome_line(const engine::ReconcileOutcome& o) {
     }
     line += "  " + o.decision.reason;
     if (o.fenced_out) {
-        line += "  -- NOT APPLIED: the payment changed meanwhile (another reconciler or an operator)";
+        line +=
+            "  -- NOT APPLIED: the payment changed meanwhile (another reconciler or an operator)";
     }
     return printable(line); // the lookup's detail is the provider's text
 }

@@ -6,9 +6,8 @@
 #include "providers/config.hpp"
 
 #include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
-
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 

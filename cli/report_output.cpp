@@ -27,9 +27,10 @@ std::optional<reports::Format> format_of_extension(const std::string& path) {
 } // namespace
 
 void add_report_options(CLI::App& cmd, ReportOutputOptions& opts) {
-    cmd.add_option("--format", opts.format,
-                   "write the report as text, json, csv or html (stdout, or files whose name has no "
-                   "such extension)")
+    cmd.add_option(
+           "--format", opts.format,
+           "write the report as text, json, csv or html (stdout, or files whose name has no "
+           "such extension)")
         ->check(CLI::IsMember({"text", "json", "csv", "html"}));
     cmd.add_option("--output", opts.outputs,
                    "write the report to this file (0600, replaced whole) instead of stdout; may be "

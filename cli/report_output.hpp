@@ -5,7 +5,6 @@
 #include "reports/report.hpp"
 
 #include <CLI/CLI.hpp>
-
 #include <string>
 #include <vector>
 

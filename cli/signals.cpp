@@ -9,13 +9,14 @@ StopOnSignal::StopOnSignal(std::function<void(int signal)> on_signal) {
     sigaddset(&m_signals, SIGTERM);
     sigaddset(&m_signals, SIGINT);
     pthread_sigmask(SIG_BLOCK, &m_signals, nullptr);
-    m_waiter = std::thread([signals = m_signals, closing = m_closing, on_signal = std::move(on_signal)] {
-        int sig = 0;
-        sigwait(&signals, &sig);
-        if (!closing->load()) {
-            on_signal(sig);
-        }
-    });
+    m_waiter =
+        std::thread([signals = m_signals, closing = m_closing, on_signal = std::move(on_signal)] {
+            int sig = 0;
+            sigwait(&signals, &sig);
+            if (!closing->load()) {
+                on_signal(sig);
+            }
+        });
 }
 
 StopOnSignal::~StopOnSignal() {

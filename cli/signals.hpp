@@ -5,11 +5,10 @@
 // came.
 
 #include <atomic>
+#include <csignal>
 #include <functional>
 #include <memory>
 #include <thread>
-
-#include <csignal>
 
 namespace payrecon::cli {
 

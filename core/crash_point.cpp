@@ -3,7 +3,6 @@
 #include <csignal>
 #include <cstdlib>
 #include <mutex>
-
 #include <unistd.h>
 
 namespace payrecon {
@@ -44,7 +43,9 @@ void crash_point(std::string_view name) {
     action(); // outside the lock: it may reach other crash points, or throw
 }
 
-void arm_crash_point(std::string name) { arm_crash_point(std::move(name), nullptr); }
+void arm_crash_point(std::string name) {
+    arm_crash_point(std::move(name), nullptr);
+}
 
 void arm_crash_point(std::string name, std::function<void()> action) {
     std::lock_guard lock(g_mutex);

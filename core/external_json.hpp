@@ -8,10 +8,9 @@
 // bytes (strings and their escapes skipped), before anything is built.
 
 #include <cstddef>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 namespace payrecon {
 
@@ -21,10 +20,11 @@ inline constexpr std::size_t k_max_external_json_depth = 64;
 // The deepest nesting of arrays and objects in `text`, counting brackets outside strings; stops
 // counting once past `stop_after` (so a hostile document costs at most one pass). Not a validator:
 // for text that is not JSON the result means nothing.
-std::size_t json_nesting_depth(std::string_view text, std::size_t stop_after = k_max_external_json_depth);
+std::size_t json_nesting_depth(std::string_view text,
+                               std::size_t stop_after = k_max_external_json_depth);
 
 // `text` as JSON; nullopt if it is not valid JSON or nests deeper than `max_depth`.
-std::optional<nlohmann::json> parse_external_json(std::string_view text,
-                                                  std::size_t max_depth = k_max_external_json_depth);
+std::optional<nlohmann::json>
+parse_external_json(std::string_view text, std::size_t max_depth = k_max_external_json_depth);
 
 } // namespace payrecon

@@ -4,23 +4,24 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <stdexcept>
-
 #include <endian.h>
 #include <fcntl.h>
+#include <stdexcept>
 #include <unistd.h>
 
 namespace payrecon {
 namespace {
 
-constexpr std::size_t k_header = 8;                   // key size and payload size, 4 bytes each
+constexpr std::size_t k_header = 8; // key size and payload size, 4 bytes each
 constexpr std::size_t k_min_memory = 4096;
 constexpr std::size_t k_max_memory = std::size_t{1} << 32; // offsets into the buffer are 32-bit
 constexpr std::size_t k_out_buffer = std::size_t{1} << 20;
 constexpr std::size_t k_min_read_buffer = std::size_t{64} << 10;
 constexpr std::size_t k_max_read_buffer = std::size_t{1} << 20;
 
-void put32(char* p, std::uint32_t v) { std::memcpy(p, &v, 4); }
+void put32(char* p, std::uint32_t v) {
+    std::memcpy(p, &v, 4);
+}
 std::uint32_t get32(const char* p) {
     std::uint32_t v = 0;
     std::memcpy(&v, p, 4);
@@ -88,8 +89,10 @@ private:
             m_buffer.resize(n);
         }
         while (m_len < n && m_next < m_end) {
-            const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(m_buffer.size() - m_len, m_end - m_next));
-            const ssize_t got = ::pread(m_owner.m_fd, m_buffer.data() + m_len, want, static_cast<off_t>(m_next));
+            const std::size_t want = static_cast<std::size_t>(
+                std::min<std::uint64_t>(m_buffer.size() - m_len, m_end - m_next));
+            const ssize_t got =
+                ::pread(m_owner.m_fd, m_buffer.data() + m_len, want, static_cast<off_t>(m_next));
             if (got < 0 && errno == EINTR) {
                 continue;
             }
@@ -141,8 +144,9 @@ bool ExternalSort::less(const Entry& a, const Entry& b) const {
         return a.prefix1 < b.prefix1;
     }
     if (a.key_size > 16 || b.key_size > 16 || a.key_size != b.key_size) {
-        const int c = compare_keys(std::string_view(m_buffer.get() + a.offset + k_header, a.key_size),
-                                   std::string_view(m_buffer.get() + b.offset + k_header, b.key_size));
+        const int c =
+            compare_keys(std::string_view(m_buffer.get() + a.offset + k_header, a.key_size),
+                         std::string_view(m_buffer.get() + b.offset + k_header, b.key_size));
         if (c != 0) {
             return c < 0;
         }
@@ -156,8 +160,9 @@ void ExternalSort::add(std::string_view key, std::string_view payload) {
     }
     const std::size_t size = k_header + key.size() + payload.size();
     if (size > m_capacity) {
-        throw std::invalid_argument("sorting " + m_options.what + ": a record of " + std::to_string(size) +
-                                    " bytes does not fit the sort buffer of " + std::to_string(m_capacity) + " bytes");
+        throw std::invalid_argument(
+            "sorting " + m_options.what + ": a record of " + std::to_string(size) +
+            " bytes does not fit the sort buffer of " + std::to_string(m_capacity) + " bytes");
     }
     if (m_used + size > m_capacity || m_entries.size() == m_max_entries) {
         write_run();
@@ -168,12 +173,14 @@ void ExternalSort::add(std::string_view key, std::string_view payload) {
     std::memcpy(p + k_header, key.data(), key.size());
     std::memcpy(p + k_header + key.size(), payload.data(), payload.size());
     const Entry entry{big_endian(key.data(), key.size()),
-                      big_endian(key.data() + std::min<std::size_t>(8, key.size()), key.size() > 8 ? key.size() - 8 : 0),
+                      big_endian(key.data() + std::min<std::size_t>(8, key.size()),
+                                 key.size() > 8 ? key.size() - 8 : 0),
                       static_cast<std::uint32_t>(m_used), static_cast<std::uint32_t>(key.size())};
     if (m_in_order && !m_entries.empty() && less(entry, m_entries.back())) {
         m_in_order = false;
     }
-    if (m_entries.empty() && m_all_in_order && !m_runs.empty() && compare_keys(key, m_last_written) < 0) {
+    if (m_entries.empty() && m_all_in_order && !m_runs.empty() &&
+        compare_keys(key, m_last_written) < 0) {
         m_all_in_order = false;
     }
     m_entries.push_back(entry);
@@ -183,7 +190,8 @@ void ExternalSort::add(std::string_view key, std::string_view payload) {
 
 void ExternalSort::sort_buffer() {
     if (!m_in_order) {
-        std::sort(m_entries.begin(), m_entries.end(), [this](const Entry& a, const Entry& b) { return less(a, b); });
+        std::sort(m_entries.begin(), m_entries.end(),
+                  [this](const Entry& a, const Entry& b) { return less(a, b); });
         m_in_order = true;
     }
 }
@@ -218,7 +226,8 @@ void ExternalSort::flush_output() {
             continue;
         }
         if (n <= 0) {
-            io_failed("writing a sorted run to a temporary file in " + m_dir, n < 0 ? errno : ENOSPC);
+            io_failed("writing a sorted run to a temporary file in " + m_dir,
+                      n < 0 ? errno : ENOSPC);
         }
         done += static_cast<std::size_t>(n);
     }
@@ -249,10 +258,11 @@ void ExternalSort::write_run() {
 }
 
 void ExternalSort::io_failed(const std::string& doing, int error) const {
-    throw std::runtime_error("sorting " + m_options.what + ": " + doing + " failed" +
-                             (error != 0 ? std::string(": ") + std::strerror(error) : std::string()) +
-                             "; the sort writes what does not fit its memory to $TMPDIR (else /tmp): point TMPDIR "
-                             "at a writable file system with free space");
+    throw std::runtime_error(
+        "sorting " + m_options.what + ": " + doing + " failed" +
+        (error != 0 ? std::string(": ") + std::strerror(error) : std::string()) +
+        "; the sort writes what does not fit its memory to $TMPDIR (else /tmp): point TMPDIR "
+        "at a writable file system with free space");
 }
 
 void ExternalSort::finish() {
@@ -262,14 +272,16 @@ void ExternalSort::finish() {
     m_finished = true;
     m_all_in_order = m_all_in_order && m_in_order;
     sort_buffer();
-    const std::size_t sources = std::max<std::size_t>(1, m_runs.size() + (m_entries.empty() ? 0 : 1));
+    const std::size_t sources =
+        std::max<std::size_t>(1, m_runs.size() + (m_entries.empty() ? 0 : 1));
     const std::size_t read_buffer =
         std::clamp(m_options.memory_bytes / 4 / sources, k_min_read_buffer, k_max_read_buffer);
     for (const Run& run : m_runs) {
         m_readers.push_back(std::make_unique<RunReader>(*this, run, read_buffer));
     }
     m_out = std::vector<char>(); // written: its memory goes back
-    // The buffer is the last source: it holds the last records added, so on equal keys it comes last.
+    // The buffer is the last source: it holds the last records added, so on equal keys it comes
+    // last.
     const std::size_t count = m_readers.size() + (m_entries.empty() ? 0 : 1);
     m_prefix.resize(count);
     for (std::size_t s = 0; s < count; ++s) {
@@ -283,7 +295,8 @@ void ExternalSort::finish() {
         // in m_heap (a stack, then).
         std::reverse(m_heap.begin(), m_heap.end());
     } else {
-        std::make_heap(m_heap.begin(), m_heap.end(), [this](std::size_t a, std::size_t b) { return heap_after(a, b); });
+        std::make_heap(m_heap.begin(), m_heap.end(),
+                       [this](std::size_t a, std::size_t b) { return heap_after(a, b); });
     }
 }
 

@@ -22,9 +22,10 @@ namespace payrecon {
 class ExternalSort {
 public:
     struct Options {
-        std::size_t memory_bytes = std::size_t{64} << 20; // records buffered before a run is written
-        std::string temp_dir;  // where runs are written; empty: $TMPDIR, else /tmp
-        std::string what;      // what is sorted, for messages ("our payments of stripe")
+        std::size_t memory_bytes = std::size_t{64}
+                                   << 20; // records buffered before a run is written
+        std::string temp_dir;             // where runs are written; empty: $TMPDIR, else /tmp
+        std::string what;                 // what is sorted, for messages ("our payments of stripe")
     };
 
     explicit ExternalSort(Options options);
@@ -53,10 +54,10 @@ private:
     struct Entry {             // one buffered record, sorted by (prefix, key, offset)
         std::uint64_t prefix0; // the key's first 16 bytes, big-endian, zero-padded
         std::uint64_t prefix1;
-        std::uint32_t offset;  // of its header in the buffer
+        std::uint32_t offset; // of its header in the buffer
         std::uint32_t key_size;
     };
-    struct Run {               // a sorted run in the file: [begin, end)
+    struct Run { // a sorted run in the file: [begin, end)
         std::uint64_t begin;
         std::uint64_t end;
     };
@@ -64,7 +65,7 @@ private:
 
     bool less(const Entry& a, const Entry& b) const;
     void sort_buffer();
-    void write_run();          // the buffer, sorted, to the file; empties the buffer
+    void write_run(); // the buffer, sorted, to the file; empties the buffer
     void open_file();
     void write_bytes(const char* data, std::size_t size);
     void flush_output();
@@ -77,28 +78,29 @@ private:
     bool heap_after(std::size_t a, std::size_t b) const; // a's record comes after b's
 
     Options m_options;
-    std::string m_dir;         // the directory runs are written to
+    std::string m_dir; // the directory runs are written to
     std::unique_ptr<char[]> m_buffer;
     std::size_t m_capacity = 0; // bytes of m_buffer
     std::size_t m_used = 0;
     std::size_t m_max_entries = 0;
     std::vector<Entry> m_entries;
-    bool m_in_order = true;    // the buffered records arrived in key order (stably sorted as they are)
-    bool m_all_in_order = true; // every record arrived in key order: the runs are concatenated, not merged
+    bool m_in_order = true; // the buffered records arrived in key order (stably sorted as they are)
+    bool m_all_in_order =
+        true; // every record arrived in key order: the runs are concatenated, not merged
     std::string m_last_written; // the largest key of the last run written
     std::uint64_t m_records = 0;
 
     int m_fd = -1;
     std::uint64_t m_file_size = 0;
-    std::vector<char> m_out;   // write buffer
+    std::vector<char> m_out; // write buffer
     std::vector<Run> m_runs;
 
     bool m_finished = false;
-    std::size_t m_memory_pos = 0;                  // the buffer's current entry, as a source
+    std::size_t m_memory_pos = 0; // the buffer's current entry, as a source
     std::vector<std::unique_ptr<RunReader>> m_readers;
-    std::vector<std::size_t> m_heap;               // merge sources, smallest (key, source) first
-    std::vector<std::uint64_t> m_prefix;           // each source's current key's first 8 bytes
-    std::size_t m_current = SIZE_MAX;              // the source of the current record
+    std::vector<std::size_t> m_heap;     // merge sources, smallest (key, source) first
+    std::vector<std::uint64_t> m_prefix; // each source's current key's first 8 bytes
+    std::size_t m_current = SIZE_MAX;    // the source of the current record
     std::string_view m_key;
     std::string_view m_payload;
 };

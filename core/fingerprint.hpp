@@ -38,7 +38,8 @@ public:
     explicit FingerprintKeys(Secret current, std::vector<Secret> previous = {});
 
     std::string fingerprint(std::string_view canonical) const; // with the current secret
-    // True if `stored_hex` is the fingerprint of `canonical` under the current or a previous secret.
+    // True if `stored_hex` is the fingerprint of `canonical` under the current or a previous
+    // secret.
     bool matches(std::string_view canonical, std::string_view stored_hex) const;
 
 private:

@@ -9,7 +9,6 @@
 #include "core/uuid.hpp"
 
 #include <iostream>
-
 #include <nlohmann/json.hpp>
 
 namespace payrecon {
@@ -31,21 +30,21 @@ IntakeResponse validation_problem(const ValidationError& e) {
     switch (e.kind) {
     case ValidationKind::malformed:
         return problem(400, "malformed_request", "The request body is not acceptable JSON",
-                       e.message, "invalid", e.field.empty() ? std::nullopt
-                                                             : std::optional<std::string_view>(e.field));
+                       e.message, "invalid",
+                       e.field.empty() ? std::nullopt : std::optional<std::string_view>(e.field));
     case ValidationKind::unsupported_version:
         return problem(400, "unsupported_api_version", "Unsupported API version", e.message,
                        "invalid", std::string_view("Payrecon-Version"));
     case ValidationKind::card_data:
-        return problem(422, "card_data_refused", "Card data is not accepted",
-                       e.message,
+        return problem(422, "card_data_refused", "Card data is not accepted", e.message,
                        "card_data_refused",
                        e.field.empty() ? std::nullopt : std::optional<std::string_view>(e.field));
     case ValidationKind::invalid:
         break;
     }
     return problem(422, "invalid_request", "A field of the request is invalid", e.message,
-                   "invalid", e.field.empty() ? std::nullopt : std::optional<std::string_view>(e.field));
+                   "invalid",
+                   e.field.empty() ? std::nullopt : std::optional<std::string_view>(e.field));
 }
 
 // The provider a first request names must be one the deployment sends to: otherwise no worker
@@ -67,15 +66,16 @@ std::optional<ValidationError> provider_refusal(const PaymentRequest& request,
         e.kind = ValidationKind::invalid;
         e.field = problem->field;
         e.code = "not_carried";
-        e.message = "provider '" + request.provider + "' cannot carry this payment whole: " +
-                    problem->message;
+        e.message = "provider '" + request.provider +
+                    "' cannot carry this payment whole: " + problem->message;
         return e;
     }
     ValidationError e;
     e.kind = ValidationKind::invalid;
     e.field = "provider";
     e.code = "unknown_provider";
-    e.message = "provider '" + request.provider + "' is not configured in this deployment, so no "
+    e.message = "provider '" + request.provider +
+                "' is not configured in this deployment, so no "
                 "payment to it could ever be sent; the configured providers are: " +
                 catalog->names() + ". Name one of them, or ask the operator to add '" +
                 request.provider + "' to the provider configuration first.";
@@ -117,11 +117,12 @@ IntakeResponse unavailable(const DatabaseUnavailable& e) {
     const bool in_doubt = e.commit_outcome_unknown();
     IntakeResponse r = problem(
         503, "service_unavailable", "The payment store is unavailable",
-        in_doubt ? "The outcome is unknown: the connection to the database was lost while the "
-                   "payment was being committed, so it may or may not have been stored. Retry "
-                   "the same request with the same Idempotency-Key: it returns the stored result "
-                   "if it was committed, and is a fresh attempt if it was not. Do not use a new key."
-                 : "Nothing was stored. Retry the same request with the same Idempotency-Key.",
+        in_doubt
+            ? "The outcome is unknown: the connection to the database was lost while the "
+              "payment was being committed, so it may or may not have been stored. Retry "
+              "the same request with the same Idempotency-Key: it returns the stored result "
+              "if it was committed, and is a fresh attempt if it was not. Do not use a new key."
+            : "Nothing was stored. Retry the same request with the same Idempotency-Key.",
         in_doubt ? "in_doubt" : "unavailable");
     r.retry_after = 1;
     std::cerr << "payrecon: intake: "
@@ -165,7 +166,9 @@ std::string new_operation_id() {
     return "pr_" + to_hex(std::string(reinterpret_cast<const char*>(b.data()), b.size()));
 }
 
-std::string new_uuid() { return uuid_v7(); }
+std::string new_uuid() {
+    return uuid_v7();
+}
 
 IntakeService::IntakeService(store::Db& db, const FingerprintKeys& keys, IntakeSettings settings)
     : m_db(db), m_keys(keys), m_settings(settings) {}
@@ -187,7 +190,8 @@ IntakeResponse IntakeService::create_payment(const Principal& principal,
     }
     if (const auto bad_key = validate_idempotency_key(idempotency_key)) {
         if (bad_key->kind == ValidationKind::card_data) {
-            return validation_problem(*bad_key); // 422 card_data_refused, like card data in the body
+            return validation_problem(
+                *bad_key); // 422 card_data_refused, like card data in the body
         }
         return problem(400, "invalid_idempotency_key", "Idempotency-Key is invalid",
                        bad_key->message, "invalid", std::string_view("Idempotency-Key"));
@@ -222,10 +226,10 @@ IntakeResponse IntakeService::create_payment(const Principal& principal,
             bodies.refused = validation_problem(*refusal).body;
             return bodies;
         }
-        bodies.accepted = payment_resource_json(PaymentView{
-            payment.payment_id, std::string(to_string(PaymentState::pending)),
-            request->amount_minor, request->currency, request->merchant_reference,
-            request->provider, created_at});
+        bodies.accepted = payment_resource_json(
+            PaymentView{payment.payment_id, std::string(to_string(PaymentState::pending)),
+                        request->amount_minor, request->currency, request->merchant_reference,
+                        request->provider, created_at});
         bodies.duplicate_reference = [&](const store::ExistingPayment& holder) {
             const bool ours = holder.created_by == principal.principal_id;
             // The payment was made under this very key, whose record purge has deleted since.
@@ -237,7 +241,8 @@ IntakeResponse IntakeService::create_payment(const Principal& principal,
                     "The record of this Idempotency-Key has expired (keys are remembered for " +
                         duration_text(m_settings.retention) +
                         "), so its first answer cannot be replayed. The payment it created "
-                        "exists: " + holder.payment_id + " (GET /v1/payments/" + holder.payment_id +
+                        "exists: " +
+                        holder.payment_id + " (GET /v1/payments/" + holder.payment_id +
                         "); it was not created again. Use a new key for a new payment.",
                     "Idempotency-Key", holder.payment_id);
             }
@@ -250,10 +255,11 @@ IntakeResponse IntakeService::create_payment(const Principal& principal,
                         "record expired; it was not created again.",
                     "merchant_reference", holder.payment_id);
             }
-            return problem_json(409, "duplicate_merchant_reference", "Duplicate merchant reference",
-                                "A payment with this merchant_reference exists already under another "
-                                "Idempotency-Key; it was not created again.",
-                                std::string_view("merchant_reference"));
+            return problem_json(
+                409, "duplicate_merchant_reference", "Duplicate merchant reference",
+                "A payment with this merchant_reference exists already under another "
+                "Idempotency-Key; it was not created again.",
+                std::string_view("merchant_reference"));
         };
         nlohmann::ordered_json event;
         event["payment_id"] = payment.payment_id;

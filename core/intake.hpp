@@ -49,11 +49,11 @@ struct IntakeSettings {
 
 struct IntakeResponse {
     int status = 500;
-    std::string body;         // JSON; application/problem+json when status >= 400
-    bool replayed = false;    // a stored response, returned again (Idempotent-Replayed: true)
-    std::optional<std::string> location;   // "/v1/payments/{id}" with 202
-    std::optional<int> retry_after;        // seconds, with 202 and 503
-    std::string outcome;      // for logs and metrics: "created", "replayed", "conflict", ...
+    std::string body;      // JSON; application/problem+json when status >= 400
+    bool replayed = false; // a stored response, returned again (Idempotent-Replayed: true)
+    std::optional<std::string> location; // "/v1/payments/{id}" with 202
+    std::optional<int> retry_after;      // seconds, with 202 and 503
+    std::string outcome; // for logs and metrics: "created", "replayed", "conflict", ...
 
     std::string content_type() const;
 };

@@ -10,14 +10,13 @@
 #include <optional>
 #include <string>
 #include <string_view>
-
 #include <tl/expected.hpp>
 
 namespace payrecon {
 
 inline constexpr std::string_view k_api_version = "2026-12-01"; // the one version spoken today
-inline constexpr std::int64_t k_max_amount_minor = 1'000'000'000'000'000;   // 10^15 minor units
-inline constexpr std::size_t k_max_request_depth = 8;           // JSON nesting allowed in a body
+inline constexpr std::int64_t k_max_amount_minor = 1'000'000'000'000'000; // 10^15 minor units
+inline constexpr std::size_t k_max_request_depth = 8; // JSON nesting allowed in a body
 
 struct PaymentRequest {
     std::string api_version;        // k_api_version when the caller sent none
@@ -25,10 +24,12 @@ struct PaymentRequest {
     std::string currency;           // upper case, known to find_currency()
     std::string merchant_reference; // 1..255 bytes, no control characters
     std::string provider;           // [a-z0-9_-]{1,32}
-    std::string payment_method;     // the provider's token for a saved method ("pm_..."), never card data
+    std::string
+        payment_method; // the provider's token for a saved method ("pm_..."), never card data
     std::optional<std::string> customer;    // 1..255 bytes when present
     std::optional<std::string> description; // up to 1000 bytes when present
-    std::map<std::string, std::string> metadata; // up to 50 entries; key 1..40 bytes, value up to 500
+    std::map<std::string, std::string>
+        metadata; // up to 50 entries; key 1..40 bytes, value up to 500
 
     friend bool operator==(const PaymentRequest&, const PaymentRequest&) = default;
 };
@@ -44,7 +45,7 @@ struct PaymentRequest {
 // "request_id" and "correlation_id" are transport fields: accepted (if strings) and ignored.
 // customer, description and metadata may be null, which means the same as absent.
 tl::expected<PaymentRequest, ValidationError> parse_payment_request(std::string_view body,
-                                                                     std::string_view api_version);
+                                                                    std::string_view api_version);
 
 // The canonical bytes that the fingerprint is computed over: deterministic for equal requests,
 // different whenever any field differs (absent optional fields and empty metadata included).

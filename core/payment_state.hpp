@@ -9,18 +9,18 @@
 namespace payrecon {
 
 enum class PaymentState {
-    pending,         // accepted, not yet sent
-    processing,      // a worker holds the lease and is calling the provider
-    succeeded,       // terminal: the provider charged
-    failed,          // terminal: the provider declined, or an operator confirmed no charge and gave up
+    pending,    // accepted, not yet sent
+    processing, // a worker holds the lease and is calling the provider
+    succeeded,  // terminal: the provider charged
+    failed,     // terminal: the provider declined, or an operator confirmed no charge and gave up
     retry_scheduled, // definitely not sent; will be sent again with the same operation ID
-    unknown,         // the provider may or may not have charged; only a lookup or an operator decides
-    needs_review,    // a human must decide; never re-sent without a recorded decision
+    unknown,      // the provider may or may not have charged; only a lookup or an operator decides
+    needs_review, // a human must decide; never re-sent without a recorded decision
 };
 
 inline constexpr PaymentState k_all_payment_states[] = {
-    PaymentState::pending,         PaymentState::processing, PaymentState::succeeded,
-    PaymentState::failed,          PaymentState::retry_scheduled, PaymentState::unknown,
+    PaymentState::pending,     PaymentState::processing,      PaymentState::succeeded,
+    PaymentState::failed,      PaymentState::retry_scheduled, PaymentState::unknown,
     PaymentState::needs_review};
 
 std::string_view to_string(PaymentState state);

@@ -35,8 +35,12 @@ bool role_allows(Role role, Permission permission) {
     return false;
 }
 
-Secret generate_api_key() { return Secret("prk_" + base64url(random_bytes(32))); }
+Secret generate_api_key() {
+    return Secret("prk_" + base64url(random_bytes(32)));
+}
 
-std::string api_key_digest(const Secret& api_key) { return sha256_hex(api_key.reveal()); }
+std::string api_key_digest(const Secret& api_key) {
+    return sha256_hex(api_key.reveal());
+}
 
 } // namespace payrecon

@@ -9,8 +9,7 @@ namespace payrecon {
 namespace {
 
 bool same_currency(std::string_view a, std::string_view b) {
-    return a.size() == b.size() &&
-           std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
                return std::toupper(static_cast<unsigned char>(x)) ==
                       std::toupper(static_cast<unsigned char>(y));
            });
@@ -20,7 +19,8 @@ std::chrono::seconds backoff(int checks_before, const ReconcilePolicy& policy) {
     const int exponent = std::clamp(checks_before, 0, 20);
     const long long base = std::max<long long>(1, policy.recheck_base.count());
     const long long raw = base << exponent;
-    return std::chrono::seconds(std::clamp<long long>(raw, 1, std::max<long long>(1, policy.recheck_cap.count())));
+    return std::chrono::seconds(
+        std::clamp<long long>(raw, 1, std::max<long long>(1, policy.recheck_cap.count())));
 }
 
 ReconcileDecision review(ReviewCode code, std::string reason) {
@@ -134,7 +134,8 @@ ReconcileDecision decide_reconciliation(const ReconcileInput& in, const Reconcil
     const std::chrono::seconds settle_left = in.settle_delay - in.since_last_attempt;
     switch (in.lookup) {
     case LookupStatus::not_asked:
-        return check_later(settle_left > std::chrono::seconds(0) ? settle_left : policy.recheck_base,
+        return check_later(settle_left > std::chrono::seconds(0) ? settle_left
+                                                                 : policy.recheck_base,
                            "waiting for the provider's settle delay before asking it");
     case LookupStatus::failed:
         if (in.lookup_failures_before + 1 >= policy.max_lookup_failures) {
@@ -151,9 +152,11 @@ ReconcileDecision decide_reconciliation(const ReconcileInput& in, const Reconcil
                           "the provider holds " + std::to_string(in.remote_duplicates + 1) +
                               " payments for this operation ID");
         }
-        if (in.remote_amount_minor != in.amount_minor || !same_currency(in.remote_currency, in.currency)) {
+        if (in.remote_amount_minor != in.amount_minor ||
+            !same_currency(in.remote_currency, in.currency)) {
             return review(ReviewCode::remote_mismatch,
-                          "the provider's payment is " + describe_money(in.remote_amount_minor, in.remote_currency) +
+                          "the provider's payment is " +
+                              describe_money(in.remote_amount_minor, in.remote_currency) +
                               ", ours is " + describe_money(in.amount_minor, in.currency));
         }
         ReconcileDecision d;
@@ -198,13 +201,15 @@ ReconcileDecision decide_reconciliation(const ReconcileInput& in, const Reconcil
                       "a re-send could charge twice if the payment surfaces late");
     }
     if (in.since_first_attempt >= in.key_retention - key_window_margin(in.key_retention)) {
-        return review(ReviewCode::outside_key_window,
-                      "the provider has no such payment, but the first attempt is older than its "
-                      "idempotency key window: a re-send would not be recognised as the same payment");
+        return review(
+            ReviewCode::outside_key_window,
+            "the provider has no such payment, but the first attempt is older than its "
+            "idempotency key window: a re-send would not be recognised as the same payment");
     }
     if (in.resends >= policy.max_resends) {
         return review(ReviewCode::schedule_exhausted,
-                      "the provider confirmed the payment absent after " + std::to_string(in.resends) +
+                      "the provider confirmed the payment absent after " +
+                          std::to_string(in.resends) +
                           " re-send(s) already: something keeps losing it");
     }
     ReconcileDecision d;

@@ -13,10 +13,12 @@
 //      still processing -> check later, until the schedule is exhausted -> review.
 //   4. The query failed -> check later, until it failed max_lookup_failures times in a row
 //      -> review (lookup_failing). A failed query never reads as absence.
-//   5. Not found: inside the settle delay it proves nothing -> check later. After it, a re-send with
+//   5. Not found: inside the settle delay it proves nothing -> check later. After it, a re-send
+//   with
 //      the same operation ID only if the provider honours idempotency keys (else no_idempotency),
 //      the first attempt is younger than the key retention minus a margin (else outside_key_window)
-//      and the reconciler has not already sent it again max_resends times (else schedule_exhausted).
+//      and the reconciler has not already sent it again max_resends times (else
+//      schedule_exhausted).
 // Nothing is ever failed automatically and nothing is dropped. decide_reconciliation never answers
 // request_rejected: that code is the executor's (engine/executor decide_settlement).
 
@@ -30,14 +32,15 @@ namespace payrecon {
 // Why a payment sits in the review queue. Stable names: stored, printed, and documented one runbook
 // entry each in docs/operations.md.
 enum class ReviewCode {
-    no_lookup,           // the provider cannot be asked about a payment (Adyen)
-    lookup_failing,      // status queries kept failing
-    outside_key_window,  // not found, but a re-send could charge again: the provider forgot the key
-    no_idempotency,      // not found, but the provider does not honour idempotency keys
-    schedule_exhausted,  // still processing, or sent too often, after every check the schedule allows
-    remote_mismatch,     // the provider's payment differs from ours in amount or currency
-    remote_duplicate,    // the provider holds more than one payment for our operation ID
-    requires_action,     // the provider waits for the customer (3-D Secure): cannot finish off-session
+    no_lookup,          // the provider cannot be asked about a payment (Adyen)
+    lookup_failing,     // status queries kept failing
+    outside_key_window, // not found, but a re-send could charge again: the provider forgot the key
+    no_idempotency,     // not found, but the provider does not honour idempotency keys
+    schedule_exhausted, // still processing, or sent too often, after every check the schedule
+                        // allows
+    remote_mismatch,    // the provider's payment differs from ours in amount or currency
+    remote_duplicate,   // the provider holds more than one payment for our operation ID
+    requires_action, // the provider waits for the customer (3-D Secure): cannot finish off-session
     remote_unrecognised, // the provider answered a state payrecon does not know
     // Not the policy's: the executor's, when the provider refused our request before executing it
     // (providers::Outcome::rejected). Nothing was charged; an integration or configuration fault.
@@ -45,9 +48,9 @@ enum class ReviewCode {
 };
 
 inline constexpr ReviewCode k_all_review_codes[] = {
-    ReviewCode::no_lookup,          ReviewCode::lookup_failing,   ReviewCode::outside_key_window,
-    ReviewCode::no_idempotency,     ReviewCode::schedule_exhausted, ReviewCode::remote_mismatch,
-    ReviewCode::remote_duplicate,   ReviewCode::requires_action,  ReviewCode::remote_unrecognised,
+    ReviewCode::no_lookup,        ReviewCode::lookup_failing,     ReviewCode::outside_key_window,
+    ReviewCode::no_idempotency,   ReviewCode::schedule_exhausted, ReviewCode::remote_mismatch,
+    ReviewCode::remote_duplicate, ReviewCode::requires_action,    ReviewCode::remote_unrecognised,
     ReviewCode::request_rejected};
 
 std::string_view to_string(ReviewCode code);
@@ -71,12 +74,12 @@ struct ReconcileInput {
 
     // The payment, as we have it.
     long long amount_minor = 0;
-    std::string currency;                  // ISO 4217, upper case
+    std::string currency; // ISO 4217, upper case
     std::chrono::seconds since_first_attempt{0};
     std::chrono::seconds since_last_attempt{0};
-    int resends = 0;                       // times the reconciler already sent it again
-    int lookups_before = 0;                // status queries since it became unknown
-    int lookup_failures_before = 0;        // of those, failed in a row just before this one
+    int resends = 0;                // times the reconciler already sent it again
+    int lookups_before = 0;         // status queries since it became unknown
+    int lookup_failures_before = 0; // of those, failed in a row just before this one
 
     // What the status query found.
     LookupStatus lookup = LookupStatus::not_asked;
@@ -88,11 +91,11 @@ struct ReconcileInput {
 };
 
 struct ReconcilePolicy {
-    int max_lookup_failures = 3;                 // failed queries in a row before review
-    int max_checks = 12;                         // queries finding "still processing" before review
-    int max_resends = 3;                         // re-sends after a confirmed absence before review
-    std::chrono::seconds recheck_base{60};       // first "check later" wait; doubles
-    std::chrono::seconds recheck_cap{6 * 3600};  // longest "check later" wait
+    int max_lookup_failures = 3;                // failed queries in a row before review
+    int max_checks = 12;                        // queries finding "still processing" before review
+    int max_resends = 3;                        // re-sends after a confirmed absence before review
+    std::chrono::seconds recheck_base{60};      // first "check later" wait; doubles
+    std::chrono::seconds recheck_cap{6 * 3600}; // longest "check later" wait
 };
 
 // The margin kept inside a provider's key retention: min(1 h, retention / 4). A re-send is allowed
@@ -110,9 +113,9 @@ std::string_view to_string(ReconcileAction action);
 
 struct ReconcileDecision {
     ReconcileAction action = ReconcileAction::review;
-    std::optional<ReviewCode> review;             // with `review`
-    std::string reason;                           // one sentence for the operator, always set
-    std::chrono::seconds check_in{0};             // with `check_later`, at least 1 s
+    std::optional<ReviewCode> review;              // with `review`
+    std::string reason;                            // one sentence for the operator, always set
+    std::chrono::seconds check_in{0};              // with `check_later`, at least 1 s
     std::optional<std::string> provider_reference; // with adopt_*, when the provider gave one
 };
 

@@ -7,11 +7,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <fcntl.h>
 #include <fstream>
 #include <regex>
 #include <string>
-
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -84,8 +83,9 @@ long long parse_utc_time(std::string_view text, std::string_view what) {
     const std::tm given = tm;
     const std::time_t t = timegm(&tm);
     // timegm normalises out-of-range fields (February 30th): refuse instead.
-    if (t == static_cast<std::time_t>(-1) || tm.tm_mday != given.tm_mday || tm.tm_mon != given.tm_mon ||
-        tm.tm_hour != given.tm_hour || tm.tm_min != given.tm_min || tm.tm_sec != given.tm_sec) {
+    if (t == static_cast<std::time_t>(-1) || tm.tm_mday != given.tm_mday ||
+        tm.tm_mon != given.tm_mon || tm.tm_hour != given.tm_hour || tm.tm_min != given.tm_min ||
+        tm.tm_sec != given.tm_sec) {
         throw bad();
     }
     return static_cast<long long>(t);
@@ -108,7 +108,8 @@ std::chrono::seconds duration_from_env(const char* name, std::chrono::seconds fa
 }
 
 std::chrono::seconds minimum_idempotency_retention() {
-    return duration_from_env("PAYRECON_MIN_IDEMPOTENCY_RETENTION", k_default_minimum_idempotency_retention);
+    return duration_from_env("PAYRECON_MIN_IDEMPOTENCY_RETENTION",
+                             k_default_minimum_idempotency_retention);
 }
 
 std::chrono::seconds idempotency_retention() {
@@ -127,17 +128,19 @@ FingerprintKeys load_fingerprint_keys(const std::filesystem::path& file, bool cr
     if (::stat(file.c_str(), &st) != 0) {
         if (errno != ENOENT || !create_if_missing) {
             throw ConfigError(
-                "the fingerprint secret file " + file.string() + " cannot be read: " +
-                    std::strerror(errno),
+                "the fingerprint secret file " + file.string() +
+                    " cannot be read: " + std::strerror(errno),
                 "create it once and share it between every payrecon process of this database: "
-                "(umask 077; head -c 32 /dev/urandom | base64 > " + file.string() +
+                "(umask 077; head -c 32 /dev/urandom | base64 > " +
+                    file.string() +
                     "), or point PAYRECON_FINGERPRINT_SECRET_FILE at the existing one");
         }
         const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
         if (fd >= 0) {
             const std::string line = base64url(random_bytes(32)) + "\n";
-            const bool ok = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()) &&
-                            ::fsync(fd) == 0;
+            const bool ok =
+                ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()) &&
+                ::fsync(fd) == 0;
             ::close(fd);
             if (!ok) {
                 throw ConfigError("cannot write the fingerprint secret file " + file.string());
@@ -163,8 +166,9 @@ FingerprintKeys load_fingerprint_keys(const std::filesystem::path& file, bool cr
             continue;
         }
         if (line.size() < 32) {
-            throw ConfigError("a secret in " + file.string() + " is shorter than 32 bytes",
-                              "use at least 32 random bytes, e.g. head -c 32 /dev/urandom | base64");
+            throw ConfigError(
+                "a secret in " + file.string() + " is shorter than 32 bytes",
+                "use at least 32 random bytes, e.g. head -c 32 /dev/urandom | base64");
         }
         secrets.emplace_back(std::move(line));
     }

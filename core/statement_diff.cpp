@@ -10,12 +10,16 @@ namespace payrecon {
 namespace {
 
 bool same_currency(std::string_view a, std::string_view b) {
-    return a == b || (a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-               return std::toupper(static_cast<unsigned char>(x)) == std::toupper(static_cast<unsigned char>(y));
-           }));
+    return a == b ||
+           (a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+                return std::toupper(static_cast<unsigned char>(x)) ==
+                       std::toupper(static_cast<unsigned char>(y));
+            }));
 }
 
-bool unresolved(const std::string& state) { return state == "unknown" || state == "needs_review"; }
+bool unresolved(const std::string& state) {
+    return state == "unknown" || state == "needs_review";
+}
 
 // A key's category and detail; the records are attached by the caller. The category is one of the
 // literals below (a match costs no string).
@@ -26,7 +30,9 @@ struct Verdict {
 
 constexpr std::string_view k_matched = "matched";
 
-Verdict verdict(std::string_view category, std::string detail) { return Verdict{category, std::move(detail)}; }
+Verdict verdict(std::string_view category, std::string detail) {
+    return Verdict{category, std::move(detail)};
+}
 
 } // namespace
 
@@ -46,7 +52,9 @@ std::string_view to_string(RemoteStatus status) {
     return "other";
 }
 
-bool is_charge(RemoteStatus status) { return status == RemoteStatus::succeeded || status == RemoteStatus::refunded; }
+bool is_charge(RemoteStatus status) {
+    return status == RemoteStatus::succeeded || status == RemoteStatus::refunded;
+}
 
 namespace {
 
@@ -55,64 +63,75 @@ std::optional<Verdict> classify(const LocalRecord* local, std::span<const Remote
     if (!local && remote.empty()) {
         return std::nullopt;
     }
-    const long long anchor = local ? local->at : std::min_element(remote.begin(), remote.end(), [](const auto& a, const auto& b) {
-                                                     return a.at < b.at;
-                                                 })->at;
+    const long long anchor =
+        local ? local->at
+              : std::min_element(remote.begin(), remote.end(), [](const auto& a, const auto& b) {
+                    return a.at < b.at;
+                })->at;
     if (anchor < rules.window_from || anchor >= rules.window_to) {
         return std::nullopt;
     }
-    const auto charges = std::count_if(remote.begin(), remote.end(), [](const auto& r) { return is_charge(r.status); });
+    const auto charges = std::count_if(remote.begin(), remote.end(),
+                                       [](const auto& r) { return is_charge(r.status); });
     if (charges > 1) {
-        return verdict("duplicate_remote",
-                       "the provider holds " + std::to_string(charges) + " charges for one operation ID");
+        return verdict("duplicate_remote", "the provider holds " + std::to_string(charges) +
+                                               " charges for one operation ID");
     }
     if (!local) {
         if (charges == 0) {
             return std::nullopt;
         }
-        const RemoteRecord& r = *std::find_if(remote.begin(), remote.end(), [](const auto& x) { return is_charge(x.status); });
+        const RemoteRecord& r = *std::find_if(remote.begin(), remote.end(),
+                                              [](const auto& x) { return is_charge(x.status); });
         return verdict("missing_local",
-                       "the provider charged " + describe_money(r.amount_minor, r.currency) + " (" + r.provider_reference +
-                           ") and payrecon has no record of it");
+                       "the provider charged " + describe_money(r.amount_minor, r.currency) + " (" +
+                           r.provider_reference + ") and payrecon has no record of it");
     }
     if (remote.empty() || charges == 0) {
         if (unresolved(local->state)) {
             return verdict("unresolved_unknown",
-                           "payrecon does not know yet whether this payment was charged (" + local->state + ")");
+                           "payrecon does not know yet whether this payment was charged (" +
+                               local->state + ")");
         }
         if (local->state == "succeeded") {
             return verdict("missing_remote",
-                           remote.empty() ? "payrecon says succeeded; the provider has no such payment"
-                                          : "payrecon says succeeded; the provider has it as " + remote.front().raw_status);
+                           remote.empty()
+                               ? "payrecon says succeeded; the provider has no such payment"
+                               : "payrecon says succeeded; the provider has it as " +
+                                     remote.front().raw_status);
         }
         return verdict(k_matched, "no charge on either side");
     }
-    const RemoteRecord& r = *std::find_if(remote.begin(), remote.end(), [](const auto& x) { return is_charge(x.status); });
+    const RemoteRecord& r = *std::find_if(remote.begin(), remote.end(),
+                                          [](const auto& x) { return is_charge(x.status); });
     if (unresolved(local->state)) {
-        return verdict("unresolved_unknown",
-                       "the provider has the payment as " + r.raw_status + "; payrecon still has it " + local->state +
-                           ": the reconciler settles it");
+        return verdict("unresolved_unknown", "the provider has the payment as " + r.raw_status +
+                                                 "; payrecon still has it " + local->state +
+                                                 ": the reconciler settles it");
     }
     if (!same_currency(local->currency, r.currency)) {
         return verdict("currency_mismatch",
-                       "ours is " + describe_money(local->amount_minor, local->currency) + ", the provider's " +
-                           describe_money(r.amount_minor, r.currency));
+                       "ours is " + describe_money(local->amount_minor, local->currency) +
+                           ", the provider's " + describe_money(r.amount_minor, r.currency));
     }
-    const long long difference = local->amount_minor > r.amount_minor ? local->amount_minor - r.amount_minor
-                                                                       : r.amount_minor - local->amount_minor;
+    const long long difference = local->amount_minor > r.amount_minor
+                                     ? local->amount_minor - r.amount_minor
+                                     : r.amount_minor - local->amount_minor;
     if (difference > rules.amount_tolerance_minor) {
         return verdict("amount_mismatch",
-                       "ours is " + describe_money(local->amount_minor, local->currency) + ", the provider's " +
-                           describe_money(r.amount_minor, r.currency));
+                       "ours is " + describe_money(local->amount_minor, local->currency) +
+                           ", the provider's " + describe_money(r.amount_minor, r.currency));
     }
     if (local->state == "succeeded" && r.status == RemoteStatus::succeeded) {
         return verdict(k_matched, "");
     }
-    const std::string theirs = r.status == RemoteStatus::refunded ? "refunded it"
-                               : r.raw_status == to_string(r.status) ? "has it " + r.raw_status
-                                                                      : "has it " + std::string(to_string(r.status)) +
-                                                                            " (" + r.raw_status + ")";
-    return verdict("status_mismatch", "payrecon has it " + local->state + "; the provider " + theirs);
+    const std::string theirs =
+        r.status == RemoteStatus::refunded ? "refunded it"
+        : r.raw_status == to_string(r.status)
+            ? "has it " + r.raw_status
+            : "has it " + std::string(to_string(r.status)) + " (" + r.raw_status + ")";
+    return verdict("status_mismatch",
+                   "payrecon has it " + local->state + "; the provider " + theirs);
 }
 
 } // namespace
@@ -127,7 +146,8 @@ const RemoteRecord* shown_remote(const DiffFinding& finding) {
 }
 
 std::optional<DiffFinding> classify_key(const std::optional<LocalRecord>& local,
-                                        const std::vector<RemoteRecord>& remote, const DiffRules& rules) {
+                                        const std::vector<RemoteRecord>& remote,
+                                        const DiffRules& rules) {
     auto v = classify(local ? &*local : nullptr, remote, rules);
     if (!v) {
         return std::nullopt;
@@ -136,8 +156,8 @@ std::optional<DiffFinding> classify_key(const std::optional<LocalRecord>& local,
 }
 
 DiffCounts diff_sorted(const std::function<bool(LocalRecord&)>& next_local,
-                       const std::function<bool(RemoteRecord&)>& next_remote, const DiffRules& rules,
-                       const DiffSink& sink) {
+                       const std::function<bool(RemoteRecord&)>& next_remote,
+                       const DiffRules& rules, const DiffSink& sink) {
     DiffCounts counts;
     // Two records per stream, reused from key to key (a million matches cost no allocation): the
     // look-ahead, and the key's own record, swapped by pointer. A key with more than one provider
@@ -163,7 +183,8 @@ DiffCounts diff_sorted(const std::function<bool(LocalRecord&)>& next_local,
             if (l_more) {
                 ++counts.local_records;
                 if (l->match_key <= ours->match_key) {
-                    throw std::invalid_argument("the local stream is not sorted by a unique key at '" + l->match_key + "'");
+                    throw std::invalid_argument(
+                        "the local stream is not sorted by a unique key at '" + l->match_key + "'");
                 }
             }
         }
@@ -184,7 +205,8 @@ DiffCounts diff_sorted(const std::function<bool(LocalRecord&)>& next_local,
                 theirs = std::span<const RemoteRecord>(first, 1);
             }
             if (r_more && r->match_key < first->match_key) {
-                throw std::invalid_argument("the remote stream is not sorted at '" + r->match_key + "'");
+                throw std::invalid_argument("the remote stream is not sorted at '" + r->match_key +
+                                            "'");
             }
         }
         ++counts.keys;
@@ -194,7 +216,10 @@ DiffCounts diff_sorted(const std::function<bool(LocalRecord&)>& next_local,
                     sink.matched(*ours); // a match always has our record
                 }
             } else if (sink.finding) {
-                DiffFinding f{std::string(v->category), std::nullopt, {theirs.begin(), theirs.end()}, std::move(v->detail)};
+                DiffFinding f{std::string(v->category),
+                              std::nullopt,
+                              {theirs.begin(), theirs.end()},
+                              std::move(v->detail)};
                 if (ours) {
                     f.local = *ours;
                 }

@@ -6,17 +6,20 @@
 //
 // Per key, with L our payment (0 or 1: operation IDs are unique) and R the provider's records:
 //   R has more than one charge                          -> duplicate_remote
-//   L only: succeeded                                   -> missing_remote (we say charged, they have nothing)
+//   L only: succeeded                                   -> missing_remote (we say charged, they
+//   have nothing)
 //           unknown / needs_review                      -> unresolved_unknown
 //           anything else                               -> matched (no charge on either side)
-//   R only: a charge (succeeded or refunded)            -> missing_local (a charge we have no record of)
+//   R only: a charge (succeeded or refunded)            -> missing_local (a charge we have no
+//   record of)
 //           no charge (declined, pending)               -> nothing (no money moved)
 //   both:   L unknown / needs_review                    -> unresolved_unknown
 //           currencies differ                           -> currency_mismatch
 //           amounts differ by more than the tolerance   -> amount_mismatch
 //           L succeeded and R succeeded                 -> matched
 //           any other pair of states                    -> status_mismatch (e.g. refunded at the
-//                                                          provider, or charged there and failed here)
+//                                                          provider, or charged there and failed
+//                                                          here)
 // Only keys whose anchor time (ours when we have the payment, else the provider's) lies inside the
 // window are reported: the caller reads both sides with a margin around the window, so that a
 // payment accepted just before midnight and charged just after is still paired.
@@ -32,15 +35,15 @@
 namespace payrecon {
 
 struct LocalRecord {
-    std::string match_key;                 // operation_id
+    std::string match_key; // operation_id
     std::string payment_id;
     std::string tenant_id;
     std::string operation_id;
     std::optional<std::string> provider_reference;
     long long amount_minor = 0;
-    std::string currency;                  // ISO 4217, upper case
-    std::string state;                     // payment state name
-    long long at = 0;                      // unix seconds: first attempt, else acceptance
+    std::string currency; // ISO 4217, upper case
+    std::string state;    // payment state name
+    long long at = 0;     // unix seconds: first attempt, else acceptance
 };
 
 enum class RemoteStatus { succeeded, refunded, declined, pending, other };
@@ -48,26 +51,26 @@ std::string_view to_string(RemoteStatus status);
 bool is_charge(RemoteStatus status); // succeeded or refunded: money moved at some point
 
 struct RemoteRecord {
-    std::string match_key;                 // operation_id, else "ref:" + provider_reference
+    std::string match_key; // operation_id, else "ref:" + provider_reference
     std::string provider_reference;
     std::optional<std::string> operation_id;
-    long long amount_minor = 0;            // ISO 4217 minor units
-    std::string currency;                  // any case
+    long long amount_minor = 0; // ISO 4217 minor units
+    std::string currency;       // any case
     RemoteStatus status = RemoteStatus::other;
     std::string raw_status;
-    long long at = 0;                      // unix seconds
+    long long at = 0; // unix seconds
 };
 
 struct DiffRules {
-    long long amount_tolerance_minor = 0;  // |ours - theirs| at most this is equal
-    long long window_from = 0;             // unix seconds, inclusive
-    long long window_to = 0;               // unix seconds, exclusive
+    long long amount_tolerance_minor = 0; // |ours - theirs| at most this is equal
+    long long window_from = 0;            // unix seconds, inclusive
+    long long window_to = 0;              // unix seconds, exclusive
 };
 
 struct DiffFinding {
-    std::string category;                  // one of reports::k_statement_categories
+    std::string category; // one of reports::k_statement_categories
     std::optional<LocalRecord> local;
-    std::vector<RemoteRecord> remote;      // every provider record of the key
+    std::vector<RemoteRecord> remote; // every provider record of the key
     std::string detail;
 };
 
@@ -77,7 +80,8 @@ const RemoteRecord* shown_remote(const DiffFinding& finding);
 // One key's findings (at most one), or nullopt if the key's anchor lies outside the window, or
 // there is nothing to say (a provider record without a charge and no payment of ours).
 std::optional<DiffFinding> classify_key(const std::optional<LocalRecord>& local,
-                                        const std::vector<RemoteRecord>& remote, const DiffRules& rules);
+                                        const std::vector<RemoteRecord>& remote,
+                                        const DiffRules& rules);
 
 // Merges two streams sorted by match_key (byte order, as PostgreSQL's COLLATE "C" sorts).
 // `next_*` fill the record they are given with the stream's next one (overwriting every field the
@@ -95,7 +99,7 @@ struct DiffSink {
     std::function<void(const LocalRecord&)> matched;
 };
 DiffCounts diff_sorted(const std::function<bool(LocalRecord&)>& next_local,
-                       const std::function<bool(RemoteRecord&)>& next_remote, const DiffRules& rules,
-                       const DiffSink& sink);
+                       const std::function<bool(RemoteRecord&)>& next_remote,
+                       const DiffRules& rules, const DiffSink& sink);
 
 } // namespace payrecon

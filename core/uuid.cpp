@@ -35,7 +35,8 @@ std::string uuid_v7(std::chrono::system_clock::time_point at) {
 }
 
 std::optional<long long> uuid_v7_unix_ms(const std::string& id) {
-    if (id.size() != 36 || id[14] != '7' || std::string_view("89ab").find(id[19]) == std::string_view::npos) {
+    if (id.size() != 36 || id[14] != '7' ||
+        std::string_view("89ab").find(id[19]) == std::string_view::npos) {
         return std::nullopt;
     }
     long long ms = 0;

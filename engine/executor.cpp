@@ -67,8 +67,9 @@ store::Settlement decide_settlement(providers::Outcome outcome, int attempt_no,
         s.to = PaymentState::needs_review;
         s.review_code = std::string(to_string(ReviewCode::request_rejected));
         const std::string said =
-            rejection ? rejection->code + (rejection->message.empty() ? "" : ": " + rejection->message)
-                      : "no code given";
+            rejection
+                ? rejection->code + (rejection->message.empty() ? "" : ": " + rejection->message)
+                : "no code given";
         s.reason = "the provider refused the request before executing it (" + said +
                    "); nothing was charged. Fix the integration or configuration, then: payrecon "
                    "review resolve <id> --as retry --confirm-no-charge (same operation ID)";
@@ -91,7 +92,8 @@ std::chrono::milliseconds minimum_lease(const std::vector<providers::Provider*>&
     return slowest + call_margin;
 }
 
-Executor::Executor(store::Db& db, std::vector<providers::Provider*> providers, ExecutorOptions options)
+Executor::Executor(store::Db& db, std::vector<providers::Provider*> providers,
+                   ExecutorOptions options)
     : m_db(db), m_providers(std::move(providers)), m_options(std::move(options)) {
     if (m_providers.empty()) {
         throw std::invalid_argument("an executor needs at least one provider");
@@ -107,7 +109,8 @@ Executor::Executor(store::Db& db, std::vector<providers::Provider*> providers, E
                               std::to_string(m_options.call_margin.count()) + " ms take " +
                               std::to_string(needed.count()) + " ms",
                           "give a lease longer than " + std::to_string(needed.count()) +
-                              " ms (it must also cover the renewal's round trip), or lower the provider's connect_timeout_ms/timeout_ms");
+                              " ms (it must also cover the renewal's round trip), or lower the "
+                              "provider's connect_timeout_ms/timeout_ms");
     }
 }
 
@@ -128,8 +131,8 @@ void Executor::release_uncalled(const store::ClaimedPayment& claim, const std::s
     attempt.detail = why;
     // Nothing was sent: if no one else owns the payment now, it is due again; if another
     // generation does, this write affects nothing and only the attempt is recorded.
-    const store::Settlement settlement =
-        decide_settlement(providers::Outcome::not_sent, claim.attempt_no, m_options.backoff, jitter());
+    const store::Settlement settlement = decide_settlement(
+        providers::Outcome::not_sent, claim.attempt_no, m_options.backoff, jitter());
     if (!store::settle_attempt(m_db, claim, attempt, settlement)) {
         ++m_counts.fenced_out;
     }
@@ -153,9 +156,10 @@ void Executor::execute(const std::vector<store::ClaimedPayment>& batch, std::siz
     // when the renewed lease ends, whatever pause comes after.
     crash_point("executor.before_fence");
     const auto asked = std::chrono::steady_clock::now();
-    const auto held = store::renew_claims(
-        m_db, m_options.worker_id, m_options.lease,
-        std::vector<store::ClaimedPayment>(batch.begin() + static_cast<std::ptrdiff_t>(index), batch.end()));
+    const auto held =
+        store::renew_claims(m_db, m_options.worker_id, m_options.lease,
+                            std::vector<store::ClaimedPayment>(
+                                batch.begin() + static_cast<std::ptrdiff_t>(index), batch.end()));
     const auto mine = held.find(claim.payment_id);
     if (mine == held.end()) {
         release_uncalled(claim, "not sent: just before the call the claim was no longer this "
@@ -167,8 +171,9 @@ void Executor::execute(const std::vector<store::ClaimedPayment>& batch, std::siz
     order.deadline = lease_end - m_options.call_margin;
     crash_point("executor.before_submit");
     if (std::chrono::steady_clock::now() + worst_case > *order.deadline) {
-        release_uncalled(claim, "not sent: the claim's lease no longer covered the call's worst case "
-                                "(the worker was paused or slow after renewing it)");
+        release_uncalled(claim,
+                         "not sent: the claim's lease no longer covered the call's worst case "
+                         "(the worker was paused or slow after renewing it)");
         return;
     }
     const providers::SubmitResult result = provider->submit(order);

@@ -33,9 +33,10 @@ struct BackoffPolicy {
 //                code and message (`rejection`) -- never failed: the provider executed nothing and
 //                the customer refused nothing; an operator fixes the integration and resolves it
 //                with --as retry (the same operation ID).
-store::Settlement decide_settlement(providers::Outcome outcome, int attempt_no,
-                                    const BackoffPolicy& backoff, double jitter01,
-                                    const std::optional<providers::Rejection>& rejection = std::nullopt);
+store::Settlement
+decide_settlement(providers::Outcome outcome, int attempt_no, const BackoffPolicy& backoff,
+                  double jitter01,
+                  const std::optional<providers::Rejection>& rejection = std::nullopt);
 
 // The order a provider is sent (or asked about) for a claimed payment.
 providers::PaymentOrder order_for(const store::ClaimedPayment& payment);

@@ -90,15 +90,18 @@ int NightlyReport::exit_code() const {
 reports::Finding report_finding(const ReconcileOutcome& o) {
     reports::Finding f;
     f.category = o.fenced_out ? "changed_meanwhile" : std::string(to_string(o.decision.action));
-    f.needs_attention = o.applied && o.to == PaymentState::needs_review && o.from != PaymentState::needs_review;
+    f.needs_attention =
+        o.applied && o.to == PaymentState::needs_review && o.from != PaymentState::needs_review;
     f.provider = o.provider;
     f.payment_id = o.payment_id;
     f.operation_id = o.operation_id;
     f.local_amount = o.amount_minor;
     f.local_currency = o.currency;
     f.local_state = std::string(to_string(o.from)) + " -> " + std::string(to_string(o.to));
-    f.remote_state = std::string(to_string(o.lookup)) + (o.lookup_detail.empty() ? "" : ": " + o.lookup_detail);
-    f.detail = (o.decision.review ? std::string(to_string(*o.decision.review)) + ": " : "") + o.decision.reason;
+    f.remote_state =
+        std::string(to_string(o.lookup)) + (o.lookup_detail.empty() ? "" : ": " + o.lookup_detail);
+    f.detail = (o.decision.review ? std::string(to_string(*o.decision.review)) + ": " : "") +
+               o.decision.reason;
     return f;
 }
 
@@ -111,18 +114,19 @@ reports::Report nightly_report(const NightlyReport& r) {
     for (const auto& p : r.providers) {
         names += (names.empty() ? "" : ", ") + p;
     }
-    out.facts = {{"providers", names.empty() ? "(none)" : names},
-                 {"expired leases taken over", std::to_string(r.leases_expired)},
-                 {"unknown payments reconciled", std::to_string(r.reconciled.size())},
-                 {"sent", std::to_string(r.sent.attempted)},
-                 {"in review after the run", std::to_string(r.in_review())},
-                 {"still unknown after the run", std::to_string(r.still_unknown())},
-                 {"status queries failed", std::to_string(r.lookups_failed())},
-                 {"requests the provider rejected (in review)", std::to_string(r.rejected_requests())}};
+    out.facts = {
+        {"providers", names.empty() ? "(none)" : names},
+        {"expired leases taken over", std::to_string(r.leases_expired)},
+        {"unknown payments reconciled", std::to_string(r.reconciled.size())},
+        {"sent", std::to_string(r.sent.attempted)},
+        {"in review after the run", std::to_string(r.in_review())},
+        {"still unknown after the run", std::to_string(r.still_unknown())},
+        {"status queries failed", std::to_string(r.lookups_failed())},
+        {"requests the provider rejected (in review)", std::to_string(r.rejected_requests())}};
     for (const auto& g : r.rejected) {
         out.facts.emplace_back("rejected by " + g.provider,
-                               g.code + ": " + std::to_string(g.payments) +
-                                   " payment(s), e.g. " + g.latest_payment_id + ": " + g.latest_reason);
+                               g.code + ": " + std::to_string(g.payments) + " payment(s), e.g. " +
+                                   g.latest_payment_id + ": " + g.latest_reason);
     }
     long long stuck = 0;
     for (const auto& q : r.stuck()) {
@@ -140,7 +144,8 @@ reports::Report nightly_report(const NightlyReport& r) {
     for (const auto& s : r.statements) {
         out.facts.emplace_back("statement", s.title);
         for (const auto& c : s.categories) {
-            if (std::find(out.categories.begin(), out.categories.end(), c) == out.categories.end()) {
+            if (std::find(out.categories.begin(), out.categories.end(), c) ==
+                out.categories.end()) {
                 out.categories.push_back(c);
             }
             auto& total = out.totals[c];
@@ -213,7 +218,8 @@ NightlyReport run_nightly(store::Db& db, const std::vector<providers::Provider*>
                 so.window_to = options.statement_to;
                 so.margin = options.statement_margin;
                 const auto t = options.amount_tolerance_minor.find(p->name());
-                so.amount_tolerance_minor = t == options.amount_tolerance_minor.end() ? 0 : t->second;
+                so.amount_tolerance_minor =
+                    t == options.amount_tolerance_minor.end() ? 0 : t->second;
                 const auto c = options.credentials.find(p->name());
                 so.credentials = c == options.credentials.end() ? "" : c->second;
                 report.statements.push_back(run_statement(db, *p, so));
@@ -223,7 +229,8 @@ NightlyReport run_nightly(store::Db& db, const std::vector<providers::Provider*>
         report.open = store::open_queue_counts(db, options.stuck_after);
         report.rejected = store::rejected_in_review(db);
     } catch (const OperatorError& e) {
-        report.failure = "while " + phase + ": " + e.what() + (e.hint().empty() ? "" : " (" + e.hint() + ")");
+        report.failure =
+            "while " + phase + ": " + e.what() + (e.hint().empty() ? "" : " (" + e.hint() + ")");
     } catch (const std::exception& e) {
         report.failure = "while " + phase + ": " + e.what();
     }

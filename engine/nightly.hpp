@@ -10,10 +10,9 @@
 #include "engine/statement.hpp"
 #include "reports/report.hpp"
 
-#include <map>
-
 #include <chrono>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -47,13 +46,13 @@ struct NightlyReport {
     int leases_expired = 0;
     std::vector<ReconcileOutcome> reconciled;
     Executor::Counts sent;
-    std::vector<store::QueueCount> open;      // after the run
+    std::vector<store::QueueCount> open; // after the run
     // Payments in review because their provider refused our request (request_rejected), per
     // provider and the provider's code, after the run: an integration fault, always attention.
     std::vector<store::RejectedInReview> rejected;
-    std::vector<reports::Report> statements;  // one per provider that can list
-    std::optional<std::string> failure;       // the run stopped: what happened and what to do
-    std::chrono::seconds stuck_after{3600};   // as in the options
+    std::vector<reports::Report> statements; // one per provider that can list
+    std::optional<std::string> failure;      // the run stopped: what happened and what to do
+    std::chrono::seconds stuck_after{3600};  // as in the options
 
     // Open payments (any open state) of a provider the configuration does not have: no worker
     // can send them and no run can reconcile them.

@@ -88,7 +88,8 @@ store::ReconcileWrite write_for(const ReconcileDecision& d, PaymentState from,
     }
     if (from == PaymentState::needs_review) {
         w.to = PaymentState::needs_review;
-        w.review_code = current_code.value_or(std::string(to_string(ReviewCode::remote_unrecognised)));
+        w.review_code =
+            current_code.value_or(std::string(to_string(ReviewCode::remote_unrecognised)));
         w.reason = d.action == ReconcileAction::resend
                        ? "recheck: confirmed absent inside the key window; an operator may resolve "
                          "it with --as retry"
@@ -107,8 +108,10 @@ store::ReconcileWrite write_for(const ReconcileDecision& d, PaymentState from,
 
 } // namespace
 
-ReconcileInput reconcile_input(const store::ReconcileCandidate& c, const providers::Capabilities& caps,
-                               std::chrono::seconds settle_delay, const providers::LookupResult* lookup) {
+ReconcileInput reconcile_input(const store::ReconcileCandidate& c,
+                               const providers::Capabilities& caps,
+                               std::chrono::seconds settle_delay,
+                               const providers::LookupResult* lookup) {
     ReconcileInput in;
     in.can_lookup = caps.lookup_by_operation_id;
     in.honours_idempotency_keys = caps.honours_idempotency_keys;
@@ -139,7 +142,8 @@ ReconcileInput reconcile_input(const store::ReconcileCandidate& c, const provide
     return in;
 }
 
-Reconciler::Reconciler(store::Db& db, std::vector<providers::Provider*> providers, ReconcilerOptions options)
+Reconciler::Reconciler(store::Db& db, std::vector<providers::Provider*> providers,
+                       ReconcilerOptions options)
     : m_db(db), m_providers(std::move(providers)), m_options(std::move(options)) {}
 
 providers::Provider* Reconciler::provider_named(const std::string& name) const {
@@ -185,13 +189,14 @@ ReconcileOutcome Reconciler::handle(const store::ReconcileCandidate& c, bool ope
     if (m_options.dry_run) {
         return out;
     }
-    out.applied = store::apply_reconciliation(m_db, c, m_options.actor,
-                                              record_of(lookup ? &*lookup : nullptr, input.lookup), write);
+    out.applied = store::apply_reconciliation(
+        m_db, c, m_options.actor, record_of(lookup ? &*lookup : nullptr, input.lookup), write);
     out.fenced_out = !out.applied;
     return out;
 }
 
-std::vector<ReconcileOutcome> Reconciler::run(const std::function<void(const ReconcileOutcome&)>& on_outcome) {
+std::vector<ReconcileOutcome>
+Reconciler::run(const std::function<void(const ReconcileOutcome&)>& on_outcome) {
     std::vector<store::ProviderSchedule> schedules;
     for (const auto* p : m_providers) {
         const auto& caps = p->capabilities();
@@ -204,11 +209,13 @@ std::vector<ReconcileOutcome> Reconciler::run(const std::function<void(const Rec
     // A payment this run decides to check again later is the next run's, however short the wait.
     const auto started = std::chrono::system_clock::now();
     while (static_cast<int>(outcomes.size()) < m_options.limit) {
-        const int want = m_options.dry_run
-                             ? m_options.limit
-                             : std::min(m_options.batch, m_options.limit - static_cast<int>(outcomes.size()));
+        const int want =
+            m_options.dry_run
+                ? m_options.limit
+                : std::min(m_options.batch, m_options.limit - static_cast<int>(outcomes.size()));
         const auto batch = m_options.dry_run ? store::peek_unknown(m_db, want, schedules)
-                                             : store::claim_unknown(m_db, m_options.hold, want, schedules, started);
+                                             : store::claim_unknown(m_db, m_options.hold, want,
+                                                                    schedules, started);
         int fresh = 0;
         for (const auto& c : batch) {
             // Cannot happen (claims are due by the run's start); kept as a guard against a loop.
@@ -228,7 +235,8 @@ std::vector<ReconcileOutcome> Reconciler::run(const std::function<void(const Rec
     return outcomes;
 }
 
-std::optional<ReconcileOutcome> Reconciler::recheck(const std::string& tenant_id, const std::string& payment_id) {
+std::optional<ReconcileOutcome> Reconciler::recheck(const std::string& tenant_id,
+                                                    const std::string& payment_id) {
     const auto c = store::load_candidate(m_db, tenant_id, payment_id);
     if (!c) {
         return std::nullopt;

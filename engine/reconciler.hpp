@@ -19,11 +19,11 @@ class Db;
 namespace payrecon::engine {
 
 struct ReconcilerOptions {
-    std::string actor = "reconciler";   // recorded on every lookup and audit row
-    int limit = 100000;                 // payments handled per run at most
-    int batch = 16;                     // payments claimed per transaction
-    bool dry_run = false;               // ask and decide, write nothing
-    std::chrono::seconds hold{300};     // a claimed payment is left alone this long by others
+    std::string actor = "reconciler"; // recorded on every lookup and audit row
+    int limit = 100000;               // payments handled per run at most
+    int batch = 16;                   // payments claimed per transaction
+    bool dry_run = false;             // ask and decide, write nothing
+    std::chrono::seconds hold{300};   // a claimed payment is left alone this long by others
     ReconcilePolicy policy;
 };
 
@@ -38,9 +38,9 @@ struct ReconcileOutcome {
     PaymentState from = PaymentState::unknown;
     PaymentState to = PaymentState::unknown; // what the decision makes of it (dry run: would make)
     LookupStatus lookup = LookupStatus::not_asked;
-    std::string lookup_detail;               // error class or remote status, for operators
+    std::string lookup_detail; // error class or remote status, for operators
     ReconcileDecision decision;
-    bool applied = false;                    // false: dry run, or fenced out
+    bool applied = false; // false: dry run, or fenced out
     bool fenced_out = false;
 };
 
@@ -54,19 +54,22 @@ class Reconciler {
 public:
     // `providers` are the providers this reconciler may ask, by configured name. A provider's
     // settle delay is its capabilities' lookup_staleness.
-    Reconciler(store::Db& db, std::vector<providers::Provider*> providers, ReconcilerOptions options);
+    Reconciler(store::Db& db, std::vector<providers::Provider*> providers,
+               ReconcilerOptions options);
 
     // Handles due unknown payments of its providers until none is due or `limit` is reached,
     // calling `on_outcome` after each. Throws DatabaseUnavailable if the database went away (what
     // was written stays written; a claimed payment is picked up again after `hold`).
-    std::vector<ReconcileOutcome> run(const std::function<void(const ReconcileOutcome&)>& on_outcome = {});
+    std::vector<ReconcileOutcome>
+    run(const std::function<void(const ReconcileOutcome&)>& on_outcome = {});
 
     // An operator's recheck of one payment (unknown or needs_review), now, even inside the settle
     // delay (where "not found" still proves nothing). From needs_review only an answer the
     // provider gives (succeeded, declined) moves it; anything else keeps it in review with the
     // new reason. Returns nullopt if there is no such payment; throws Refused if its state is not
     // unknown or needs_review, or its provider is not one of this reconciler's.
-    std::optional<ReconcileOutcome> recheck(const std::string& tenant_id, const std::string& payment_id);
+    std::optional<ReconcileOutcome> recheck(const std::string& tenant_id,
+                                            const std::string& payment_id);
 
 private:
     ReconcileOutcome handle(const store::ReconcileCandidate& candidate, bool operator_recheck);

@@ -31,7 +31,8 @@ store::StatementRecord statement_record_of(const providers::RemotePayment& p) {
         r.status = RemoteStatus::other;
         break;
     }
-    r.at = std::chrono::duration_cast<std::chrono::seconds>(p.created_at.time_since_epoch()).count();
+    r.at =
+        std::chrono::duration_cast<std::chrono::seconds>(p.created_at.time_since_epoch()).count();
     s.amount_refunded = p.amount_refunded_minor;
     s.raw = p.raw;
     return s;
@@ -66,17 +67,21 @@ reports::Finding report_finding(const DiffFinding& f, const std::string& provide
     return out;
 }
 
-reports::Report run_statement(store::Db& db, providers::Provider& provider, const StatementOptions& options,
+reports::Report run_statement(store::Db& db, providers::Provider& provider,
+                              const StatementOptions& options,
                               const std::function<void(const std::string&)>& progress) {
     if (!provider.capabilities().list_transactions) {
-        throw Refused("provider " + provider.name() + " cannot list its transactions",
-                      "statement reconciliation needs a provider that lists (stripe, square); check its "
-                      "capabilities in the configuration");
+        throw Refused(
+            "provider " + provider.name() + " cannot list its transactions",
+            "statement reconciliation needs a provider that lists (stripe, square); check its "
+            "capabilities in the configuration");
     }
     if (options.window_to <= options.window_from) {
         throw UsageError("the statement window is empty: --to must be after --from");
     }
-    const auto wait = options.wait ? options.wait : [](std::chrono::milliseconds d) { std::this_thread::sleep_for(d); };
+    const auto wait = options.wait ? options.wait : [](std::chrono::milliseconds d) {
+        std::this_thread::sleep_for(d);
+    };
     const auto say = [&](const std::string& s) {
         if (progress) {
             progress(s);
@@ -84,7 +89,8 @@ reports::Report run_statement(store::Db& db, providers::Provider& provider, cons
     };
     reports::Report report;
     report.kind = "statement";
-    report.title = "payrecon statement: " + provider.name() + ", " + reports::format_utc_seconds(options.window_from) + " .. " +
+    report.title = "payrecon statement: " + provider.name() + ", " +
+                   reports::format_utc_seconds(options.window_from) + " .. " +
                    reports::format_utc_seconds(options.window_to);
     report.generated_at = reports::format_utc(std::chrono::system_clock::now());
     for (const auto c : reports::k_statement_categories) {
@@ -92,20 +98,25 @@ reports::Report run_statement(store::Db& db, providers::Provider& provider, cons
         report.totals[std::string(c)];
     }
 
-    store::StatementRun run = store::open_statement_run(db, provider.name(), options.window_from, options.window_to,
-                                                        options.margin.count());
+    store::StatementRun run = store::open_statement_run(db, provider.name(), options.window_from,
+                                                        options.window_to, options.margin.count());
     report.facts = {{"run", run.run_id},
                     {"provider", provider.name()},
-                    {"window", reports::format_utc_seconds(options.window_from) + " .. " + reports::format_utc_seconds(options.window_to)},
+                    {"window", reports::format_utc_seconds(options.window_from) + " .. " +
+                                   reports::format_utc_seconds(options.window_to)},
                     {"margin", std::to_string(options.margin.count()) + " s"}};
     if (run.resumed) {
-        report.facts.emplace_back("resumed", "the listing went on from page " + std::to_string(run.pages + 1));
+        report.facts.emplace_back("resumed",
+                                  "the listing went on from page " + std::to_string(run.pages + 1));
     }
     providers::TimeWindow window;
-    window.from = std::chrono::system_clock::time_point(std::chrono::seconds(options.window_from - options.margin.count()));
-    window.to = std::chrono::system_clock::time_point(std::chrono::seconds(options.window_to + options.margin.count()));
+    window.from = std::chrono::system_clock::time_point(
+        std::chrono::seconds(options.window_from - options.margin.count()));
+    window.to = std::chrono::system_clock::time_point(
+        std::chrono::seconds(options.window_to + options.margin.count()));
     // The listing stops for good: recorded on the run (which stays resumable) and in the report.
-    const auto stop_listing = [&](const std::string& error, const std::string& next, ExitCode code) {
+    const auto stop_listing = [&](const std::string& error, const std::string& next,
+                                  ExitCode code) {
         store::fail_statement_run(db, run, error);
         report.failure = error + "; " + next;
         report.exit_code = static_cast<int>(code);
@@ -121,29 +132,35 @@ reports::Report run_statement(store::Db& db, providers::Provider& provider, cons
                 // Credentials or permissions: asking again cannot help, and the operator must act.
                 const std::string error =
                     "the provider refused our " +
-                    std::string(status == 401 ? "credentials (HTTP 401)" : "request as not permitted (HTTP 403)") +
+                    std::string(status == 401 ? "credentials (HTTP 401)"
+                                              : "request as not permitted (HTTP 403)") +
                     " listing page " + std::to_string(run.pages + 1) +
                     (page.call.detail.empty() ? "" : ": " + page.call.detail);
                 return stop_listing(
                     error,
                     "not retried. Check " +
-                        (options.credentials.empty() ? "the provider's API key" : options.credentials) +
+                        (options.credentials.empty() ? "the provider's API key"
+                                                     : options.credentials) +
                         " and that the key may list payments, then run the same window again" +
                         (run.complete_kept ? " (its last complete result is kept until then)" : ""),
                     ExitCode::config);
             }
             ++failures;
-            const std::string why = page.call.error_class.empty() ? "no answer" : page.call.error_class;
+            const std::string why =
+                page.call.error_class.empty() ? "no answer" : page.call.error_class;
             if (failures > options.max_page_retries) {
-                const std::string error = "the provider's listing failed " + std::to_string(failures) +
-                                          " times in a row at page " + std::to_string(run.pages + 1) + " (" + why + ")";
+                const std::string error = "the provider's listing failed " +
+                                          std::to_string(failures) + " times in a row at page " +
+                                          std::to_string(run.pages + 1) + " (" + why + ")";
                 return stop_listing(error, "run the same window again to resume where it stopped",
                                     ExitCode::failure);
             }
-            std::chrono::seconds delay = page.retry_after ? *page.retry_after
-                                                          : std::chrono::seconds(1LL << std::min(failures - 1, 6));
+            std::chrono::seconds delay =
+                page.retry_after ? *page.retry_after
+                                 : std::chrono::seconds(1LL << std::min(failures - 1, 6));
             delay = std::min(delay, options.max_wait);
-            say("page " + std::to_string(run.pages + 1) + ": " + why + ", waiting " + std::to_string(delay.count()) + " s");
+            say("page " + std::to_string(run.pages + 1) + ": " + why + ", waiting " +
+                std::to_string(delay.count()) + " s");
             wait(std::chrono::duration_cast<std::chrono::milliseconds>(delay));
             continue;
         }
@@ -154,21 +171,24 @@ reports::Report run_statement(store::Db& db, providers::Provider& provider, cons
             records.push_back(statement_record_of(item));
         }
         store::store_statement_page(db, run, records, page.next_cursor);
-        say("listed " + std::to_string(run.remote_records) + " provider records (" + std::to_string(run.pages) +
-            " pages)");
+        say("listed " + std::to_string(run.remote_records) + " provider records (" +
+            std::to_string(run.pages) + " pages)");
     }
     say("diffing");
     std::size_t listed = 0;
-    const store::StatementTotals totals =
-        store::diff_statement_run(db, run, options.amount_tolerance_minor, [&](const DiffFinding& f) {
+    const store::StatementTotals totals = store::diff_statement_run(
+        db, run, options.amount_tolerance_minor,
+        [&](const DiffFinding& f) {
             const bool list = listed < options.listed_findings;
             listed += list;
             report.findings_truncated = report.findings_truncated || !list;
             report.add(report_finding(f, provider.name()), list);
-        }, options.sorting);
+        },
+        options.sorting);
     // Matches are counted, never listed.
     const auto matched = totals.by_category.find("matched");
-    report.add_counted("matched", matched == totals.by_category.end() ? 0 : matched->second, totals.matched_amounts);
+    report.add_counted("matched", matched == totals.by_category.end() ? 0 : matched->second,
+                       totals.matched_amounts);
     report.facts.emplace_back("provider records", std::to_string(totals.counts.remote_records));
     report.facts.emplace_back("our payments", std::to_string(totals.counts.local_records));
     report.facts.emplace_back("pages read", std::to_string(run.pages));
@@ -177,7 +197,8 @@ reports::Report run_statement(store::Db& db, providers::Provider& provider, cons
     for (const auto& [category, n] : totals.by_category) {
         attention += category == "matched" ? 0 : n;
     }
-    report.exit_code = attention > 0 ? static_cast<int>(ExitCode::attention) : static_cast<int>(ExitCode::ok);
+    report.exit_code =
+        attention > 0 ? static_cast<int>(ExitCode::attention) : static_cast<int>(ExitCode::ok);
     return report;
 }
 

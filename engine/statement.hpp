@@ -17,14 +17,15 @@ class Db;
 namespace payrecon::engine {
 
 struct StatementOptions {
-    long long window_from = 0;              // unix seconds, inclusive
-    long long window_to = 0;                // unix seconds, exclusive
-    std::chrono::seconds margin{3600};      // both sides are read this much wider, for pairing
+    long long window_from = 0;         // unix seconds, inclusive
+    long long window_to = 0;           // unix seconds, exclusive
+    std::chrono::seconds margin{3600}; // both sides are read this much wider, for pairing
     long long amount_tolerance_minor = 0;
-    int max_page_retries = 5;               // a page that fails this often in a row stops the run
-    std::chrono::seconds max_wait{120};     // longest wait for a rate limit or a retry
-    std::size_t listed_findings = 10000;    // findings listed in the report (all are counted and stored)
-    store::DiffSorting sorting;             // memory per side and where what does not fit is written
+    int max_page_retries = 5;           // a page that fails this often in a row stops the run
+    std::chrono::seconds max_wait{120}; // longest wait for a rate limit or a retry
+    std::size_t listed_findings =
+        10000;                  // findings listed in the report (all are counted and stored)
+    store::DiffSorting sorting; // memory per side and where what does not fit is written
     // What an operator checks when the provider refuses our credentials ("STRIPE_API_KEY").
     std::string credentials;
     // How to wait (tests pass a recorder); the default sleeps.
@@ -40,9 +41,10 @@ reports::Finding report_finding(const DiffFinding& f, const std::string& provide
 // Runs the statement for `provider` and returns its report (exit code 0 clean, 3 findings need
 // attention, 1 the run failed, 4 the provider refused our credentials -- not retried -- and
 // `failure` says why; a run whose listing failed resumes where it stopped when started again; the
-// window's last complete result stays stored until a new run of it is complete). Throws Refused if the provider cannot list transactions, and
-// DatabaseUnavailable if the database went away.
-reports::Report run_statement(store::Db& db, providers::Provider& provider, const StatementOptions& options,
+// window's last complete result stays stored until a new run of it is complete). Throws Refused if
+// the provider cannot list transactions, and DatabaseUnavailable if the database went away.
+reports::Report run_statement(store::Db& db, providers::Provider& provider,
+                              const StatementOptions& options,
                               const std::function<void(const std::string&)>& progress = {});
 
 } // namespace payrecon::engine

@@ -3,9 +3,8 @@
 #include "core/errors.hpp"
 #include "core/store/db.hpp"
 
-#include <thread>
-
 #include <nlohmann/json.hpp>
+#include <thread>
 
 namespace payrecon::engine {
 
@@ -57,7 +56,8 @@ void Worker::thread_main(int index) {
     eo.lease = m_options.lease;
     eo.batch = m_options.batch;
     eo.backoff = m_options.backoff;
-    eo.on_rejected = [this](const store::ClaimedPayment& claim, const providers::Rejection& rejection) {
+    eo.on_rejected = [this](const store::ClaimedPayment& claim,
+                            const providers::Rejection& rejection) {
         // An integration or configuration fault: every payment to this provider may be refused
         // alike. The message is the provider's, already redacted and made printable; JSON escapes
         // whatever else it holds.
@@ -71,7 +71,8 @@ void Worker::thread_main(int index) {
         line["operation_id"] = claim.operation_id;
         line["became"] = "needs_review";
         line["next"] = "fix the integration or configuration, then: payrecon review resolve " +
-                       claim.payment_id + " --as retry --confirm-no-charge (docs/operations.md, "
+                       claim.payment_id +
+                       " --as retry --confirm-no-charge (docs/operations.md, "
                        "request_rejected)";
         log_event(line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     };
@@ -106,7 +107,8 @@ void Worker::thread_main(int index) {
                 db_backoff = std::chrono::milliseconds(200);
             }
             // One thread takes over what dead workers left behind: processing past the lease.
-            if (index == 0 && std::chrono::steady_clock::now() - last_expiry > m_options.lease / 4) {
+            if (index == 0 &&
+                std::chrono::steady_clock::now() - last_expiry > m_options.lease / 4) {
                 const int expired = store::expire_leases(*db, m_options.worker_id);
                 last_expiry = std::chrono::steady_clock::now();
                 if (expired > 0) {

@@ -20,12 +20,12 @@ using ProviderFactory = std::function<std::vector<std::unique_ptr<providers::Pro
 
 struct WorkerOptions {
     std::string database_url;
-    std::string worker_id;      // host:pid by default; recorded on every claim and attempt
-    int concurrency = 4;        // executor threads
-    int batch = 4;              // payments claimed per transaction; a stop finishes the batch
+    std::string worker_id; // host:pid by default; recorded on every claim and attempt
+    int concurrency = 4;   // executor threads
+    int batch = 4;         // payments claimed per transaction; a stop finishes the batch
     std::chrono::milliseconds lease{60000}; // per claim, renewed before each call (ExecutorOptions)
     std::chrono::milliseconds idle_poll{500}; // wait when nothing was due
-    bool once = false;          // process what is due now, then return
+    bool once = false;                        // process what is due now, then return
     BackoffPolicy backoff;
 };
 

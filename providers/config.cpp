@@ -5,10 +5,9 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
-
-#include <nlohmann/json.hpp>
 
 namespace payrecon::providers {
 namespace {
@@ -21,8 +20,9 @@ using nlohmann::json;
                       hint.empty() ? "fix the field and run again" : hint);
 }
 
-long long integer_field(const json& obj, const std::filesystem::path& source, const std::string& path,
-                        const char* key, long long fallback, long long min, long long max) {
+long long integer_field(const json& obj, const std::filesystem::path& source,
+                        const std::string& path, const char* key, long long fallback, long long min,
+                        long long max) {
     if (!obj.contains(key)) {
         return fallback;
     }
@@ -60,14 +60,16 @@ bool has_userinfo(const std::string& url) {
 }
 
 bool loopback_host(const std::string& url) {
-    static const std::regex k_loopback(R"(^http://(127\.[0-9.]+|localhost|\[::1\])(:[0-9]+)?(/.*)?$)");
+    static const std::regex k_loopback(
+        R"(^http://(127\.[0-9.]+|localhost|\[::1\])(:[0-9]+)?(/.*)?$)");
     return std::regex_match(url, k_loopback);
 }
 
 } // namespace
 
 const std::vector<std::string_view>& known_kinds() {
-    static const std::vector<std::string_view> k_kinds = {"stripe", "adyen", "square"}; // registry.cpp builds each
+    static const std::vector<std::string_view> k_kinds = {"stripe", "adyen",
+                                                          "square"}; // registry.cpp builds each
     return k_kinds;
 }
 
@@ -89,7 +91,8 @@ Config parse_config(std::string_view text, const std::filesystem::path& source,
         // syntax error while parsing object key - ..."); the part after the prefix is kept.
         std::string where = e.what();
         const std::size_t at = where.find(" at line ");
-        where = at == std::string::npos ? "at byte " + std::to_string(e.byte) : where.substr(at + 1);
+        where =
+            at == std::string::npos ? "at byte " + std::to_string(e.byte) : where.substr(at + 1);
         bad(source, "(file)", "is not valid JSON " + where,
             "check it with: python3 -m json.tool FILE");
     }
@@ -101,14 +104,23 @@ Config parse_config(std::string_view text, const std::filesystem::path& source,
             bad(source, key, "is not a known setting", "the file holds \"providers\" only");
         }
     }
-    if (!root.contains("providers") || !root.at("providers").is_object() || root.at("providers").empty()) {
+    if (!root.contains("providers") || !root.at("providers").is_object() ||
+        root.at("providers").empty()) {
         bad(source, "providers", "must be an object naming at least one provider");
     }
     static const std::regex k_name("^[a-z0-9_-]{1,32}$");
     static const std::regex k_env("^[A-Za-z_][A-Za-z0-9_]*$");
-    static const std::vector<std::string> k_allowed = {
-        "kind", "base_url", "api_key_env", "connect_timeout_ms", "timeout_ms", "settle_delay_s",
-        "key_retention_h", "capabilities", "merchant_account", "return_url", "amount_tolerance_minor"};
+    static const std::vector<std::string> k_allowed = {"kind",
+                                                       "base_url",
+                                                       "api_key_env",
+                                                       "connect_timeout_ms",
+                                                       "timeout_ms",
+                                                       "settle_delay_s",
+                                                       "key_retention_h",
+                                                       "capabilities",
+                                                       "merchant_account",
+                                                       "return_url",
+                                                       "amount_tolerance_minor"};
     Config config;
     config.source = source;
     for (const auto& [name, p] : root.at("providers").items()) {
@@ -158,10 +170,12 @@ Config parse_config(std::string_view text, const std::filesystem::path& source,
             bad(source, path + ".base_url",
                 "carries credentials (user:password@ before the host), which never go in the file",
                 "give the bare URL (e.g. https://api.stripe.com) and keep the credential in the "
-                "environment variable that api_key_env names" + env);
+                "environment variable that api_key_env names" +
+                    env);
         }
         if (c.base_url.rfind("https://", 0) != 0 && !loopback_host(c.base_url)) {
-            bad(source, path + ".base_url", "must be https:// (plain http only for loopback test servers)");
+            bad(source, path + ".base_url",
+                "must be https:// (plain http only for loopback test servers)");
         }
         if (!p.contains("api_key_env") || !p.at("api_key_env").is_string() ||
             !std::regex_match(p.at("api_key_env").get<std::string>(), k_env)) {
@@ -175,27 +189,34 @@ Config parse_config(std::string_view text, const std::filesystem::path& source,
                 bad(source, path + ".api_key_env",
                     "the environment variable " + c.api_key_env +
                         (key == nullptr ? " is not set" : " is set but empty"),
-                    "export " + c.api_key_env + " with the provider's secret key (never put it in the file)");
+                    "export " + c.api_key_env +
+                        " with the provider's secret key (never put it in the file)");
             }
             c.api_key = Secret(key);
         }
         c.connect_timeout = std::chrono::milliseconds(
             integer_field(p, source, path, "connect_timeout_ms", 2000, 50, 60000));
-        c.timeout = std::chrono::milliseconds(integer_field(p, source, path, "timeout_ms", 10000, 100, 300000));
+        c.timeout = std::chrono::milliseconds(
+            integer_field(p, source, path, "timeout_ms", 10000, 100, 300000));
         if (c.timeout < c.connect_timeout) {
             bad(source, path + ".timeout_ms", "must not be shorter than connect_timeout_ms");
         }
-        c.settle_delay = std::chrono::seconds(integer_field(p, source, path, "settle_delay_s", 120, 0, 86400));
-        c.key_retention = std::chrono::hours(integer_field(p, source, path, "key_retention_h", 24, 1, 24 * 30));
-        c.amount_tolerance_minor = integer_field(p, source, path, "amount_tolerance_minor", 0, 0, 1000000);
+        c.settle_delay =
+            std::chrono::seconds(integer_field(p, source, path, "settle_delay_s", 120, 0, 86400));
+        c.key_retention =
+            std::chrono::hours(integer_field(p, source, path, "key_retention_h", 24, 1, 24 * 30));
+        c.amount_tolerance_minor =
+            integer_field(p, source, path, "amount_tolerance_minor", 0, 0, 1000000);
         static const std::regex k_merchant_account("^[A-Za-z0-9_.-]{1,80}$");
         if (c.kind == "adyen") {
             if (!p.contains("merchant_account") || !p.at("merchant_account").is_string() ||
-                !std::regex_match(p.at("merchant_account").get<std::string>(), k_merchant_account)) {
+                !std::regex_match(p.at("merchant_account").get<std::string>(),
+                                  k_merchant_account)) {
                 bad(source, path + ".merchant_account",
                     "is required for kind adyen: the merchant account's name (1 to 80 of A-Z, a-z, "
                     "0-9, '_', '.', '-')",
-                    "copy it from Adyen's Customer Area, e.g. \"merchant_account\": \"AcmeShopECOM\"");
+                    "copy it from Adyen's Customer Area, e.g. \"merchant_account\": "
+                    "\"AcmeShopECOM\"");
             }
             c.merchant_account = p.at("merchant_account").get<std::string>();
         } else if (p.contains("merchant_account")) {
@@ -243,8 +264,9 @@ Config parse_config(std::string_view text, const std::filesystem::path& source,
 Config load_config(const std::filesystem::path& path, ApiKeys keys) {
     std::ifstream in(path);
     if (!in) {
-        throw ConfigError("cannot read the config file " + path.string(),
-                          "give it with --config FILE or PAYRECON_CONFIG; docs/operations.md shows one");
+        throw ConfigError(
+            "cannot read the config file " + path.string(),
+            "give it with --config FILE or PAYRECON_CONFIG; docs/operations.md shows one");
     }
     std::ostringstream text;
     text << in.rdbuf();

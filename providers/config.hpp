@@ -37,11 +37,11 @@ struct ProviderConfig {
     std::string kind;     // the adapter: stripe, adyen, square
     std::string base_url; // http(s)://host[:port]; plain http only for loopback
     std::string api_key_env;
-    Secret api_key;       // read from api_key_env when the config is loaded
+    Secret api_key; // read from api_key_env when the config is loaded
     std::chrono::milliseconds connect_timeout{2000};
     std::chrono::milliseconds timeout{10000};
-    std::chrono::seconds settle_delay{120};  // wait this long after an attempt before a lookup
-    std::chrono::hours key_retention{24};    // how long the provider remembers idempotency keys
+    std::chrono::seconds settle_delay{120}; // wait this long after an attempt before a lookup
+    std::chrono::hours key_retention{24};   // how long the provider remembers idempotency keys
     // Statement diff: our amount and the provider's differ by at most this much and still match
     // (a provider that rounds converted amounts); 0 by default.
     long long amount_tolerance_minor = 0;
@@ -80,7 +80,8 @@ enum class ApiKeys { read, not_read };
 // stays empty), its name is still checked. Throws ConfigError naming the field
 // ("providers.stripe.timeout_ms: ...").
 Config parse_config(std::string_view text, const std::filesystem::path& source,
-                    const char* (*environment)(const char*) = nullptr, ApiKeys keys = ApiKeys::read);
+                    const char* (*environment)(const char*) = nullptr,
+                    ApiKeys keys = ApiKeys::read);
 
 // Reads and parses the file at `path`. Throws ConfigError if it cannot be read or is invalid.
 Config load_config(const std::filesystem::path& path, ApiKeys keys = ApiKeys::read);

@@ -40,7 +40,8 @@ struct Capabilities {
     std::size_t max_key_length = 0;
 
     // Can a payment be found by our operation ID, and how long until a new payment is findable
-    // (search index lag)? Within `lookup_staleness` of the last attempt, "not found" proves nothing.
+    // (search index lag)? Within `lookup_staleness` of the last attempt, "not found" proves
+    // nothing.
     bool lookup_by_operation_id = false;
     std::chrono::seconds lookup_staleness{0};
 
@@ -71,9 +72,9 @@ struct PaymentOrder {
 
 // What one call looked like, for the attempt record. `detail` is a redacted excerpt.
 struct CallRecord {
-    int http_status = 0;           // 0: no response
-    std::string error_class;       // "connect_refused", "timeout_after_send", "http_500", ...
-    std::string detail;            // at most a few hundred bytes; never a secret or card data
+    int http_status = 0;     // 0: no response
+    std::string error_class; // "connect_refused", "timeout_after_send", "http_500", ...
+    std::string detail;      // at most a few hundred bytes; never a secret or card data
     std::chrono::microseconds duration{0};
 };
 
@@ -106,8 +107,8 @@ struct RemotePayment {
     Outcome state = Outcome::unknown;        // succeeded, declined, pending (unknown if unmapped)
     std::string raw_status;                  // the provider's own word, for operators
     std::chrono::system_clock::time_point created_at{};
-    long long amount_refunded_minor = 0;     // refunded so far, ISO 4217 minor units
-    std::string raw;                         // the provider's record as it sent it (JSON), if kept
+    long long amount_refunded_minor = 0; // refunded so far, ISO 4217 minor units
+    std::string raw;                     // the provider's record as it sent it (JSON), if kept
 };
 
 struct LookupResult {
@@ -118,7 +119,8 @@ struct LookupResult {
     };
     Status status = Status::failed;
     std::optional<RemotePayment> payment;
-    std::vector<RemotePayment> duplicates; // more than one match: a finding, never resolved silently
+    std::vector<RemotePayment>
+        duplicates; // more than one match: a finding, never resolved silently
     CallRecord call;
 };
 
@@ -130,7 +132,7 @@ struct TimeWindow {
 struct ListPage {
     bool ok = false; // false: the page could not be read; `call` says why
     std::vector<RemotePayment> items;
-    std::optional<std::string> next_cursor; // absent on the last page
+    std::optional<std::string> next_cursor;          // absent on the last page
     std::optional<std::chrono::seconds> retry_after; // rate limited: wait, then ask again
     CallRecord call;
 };

@@ -67,7 +67,8 @@ std::string format_amount(long long minor, const std::string& currency) {
 }
 
 std::string format_utc(std::chrono::system_clock::time_point t) {
-    return format_utc_seconds(std::chrono::duration_cast<std::chrono::seconds>(t.time_since_epoch()).count());
+    return format_utc_seconds(
+        std::chrono::duration_cast<std::chrono::seconds>(t.time_since_epoch()).count());
 }
 
 std::string format_utc_seconds(long long unix_seconds) {

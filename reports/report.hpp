@@ -15,25 +15,25 @@ namespace payrecon::reports {
 
 // The statement diff's finding categories (DESIGN section 9), in report order.
 inline constexpr std::string_view k_statement_categories[] = {
-    "matched",         "missing_remote",   "missing_local",      "amount_mismatch",
-    "currency_mismatch", "status_mismatch", "duplicate_remote",  "unresolved_unknown"};
+    "matched",           "missing_remote",  "missing_local",    "amount_mismatch",
+    "currency_mismatch", "status_mismatch", "duplicate_remote", "unresolved_unknown"};
 
 // One line of the report: a statement finding, or one reconciled payment. Absent values are
 // nullopt (written as empty in CSV, null in JSON, "-" in text and HTML).
 struct Finding {
-    std::string category;                 // e.g. "missing_local"; for reconcile: the decision
-    bool needs_attention = false;         // counts towards the exit code (not `matched`)
+    std::string category;         // e.g. "missing_local"; for reconcile: the decision
+    bool needs_attention = false; // counts towards the exit code (not `matched`)
     std::string provider;
-    std::optional<std::string> payment_id;         // ours
+    std::optional<std::string> payment_id; // ours
     std::optional<std::string> operation_id;
     std::optional<std::string> provider_reference;
-    std::optional<long long> local_amount;         // minor units, ISO 4217
+    std::optional<long long> local_amount; // minor units, ISO 4217
     std::optional<std::string> local_currency;
     std::optional<std::string> local_state;
-    std::optional<long long> remote_amount;        // minor units, ISO 4217
+    std::optional<long long> remote_amount; // minor units, ISO 4217
     std::optional<std::string> remote_currency;
     std::optional<std::string> remote_state;
-    std::string detail;                   // one sentence for the operator
+    std::string detail; // one sentence for the operator
 
     friend bool operator==(const Finding&, const Finding&) = default;
 };
@@ -46,8 +46,8 @@ struct CategoryTotal {
 };
 
 struct Report {
-    std::string kind;         // "statement", "reconcile", "nightly"
-    std::string title;        // "payrecon statement: stripe, 2026-12-01T00:00:00Z .. 2026-12-02T00:00:00Z"
+    std::string kind;  // "statement", "reconcile", "nightly"
+    std::string title; // "payrecon statement: stripe, 2026-12-01T00:00:00Z .. 2026-12-02T00:00:00Z"
     std::string generated_at; // ISO 8601 UTC
     // Ordered facts about the run: run ID, provider, window, records read on each side, ...
     std::vector<std::pair<std::string, std::string>> facts;
@@ -64,7 +64,8 @@ struct Report {
     // Adds `f` to the totals, and to `findings` if `list` is true.
     void add(const Finding& f, bool list = true);
     // Adds `count` findings of `category`, with their amounts per currency, to the totals only.
-    void add_counted(const std::string& category, long long count, const std::map<std::string, long long>& amounts);
+    void add_counted(const std::string& category, long long count,
+                     const std::map<std::string, long long>& amounts);
     // The totals of `category`, which is listed in `categories` from then on.
     CategoryTotal& total_of(const std::string& category);
 };

@@ -1,14 +1,13 @@
 #include "reports/writers.hpp"
 
 #include <algorithm>
-
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 

@@ -4,13 +4,11 @@
 #include "core/fingerprint.hpp"
 #include "core/store/pq.hpp"
 
-#include <regex>
-
 #include <nlohmann/json.hpp>
+#include <regex>
 
 namespace payrecon::store {
 namespace {
-
 
 std::string iso(const std::string& column) {
     return "to_char(" + column + R"( AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))";
@@ -21,22 +19,25 @@ const std::string k_principal_columns = "tenant_id::text, principal_id::text, na
 
 const std::string k_insert_tenant =
     "INSERT INTO tenants (name) VALUES ($1) ON CONFLICT (name) DO NOTHING "
-    "RETURNING tenant_id::text, name, " + iso("created_at");
+    "RETURNING tenant_id::text, name, " +
+    iso("created_at");
 const std::string k_insert_principal =
     "INSERT INTO principals (tenant_id, name, role, api_key_hash) "
     "VALUES ($1::uuid, $2, $3, decode($4, 'hex')) ON CONFLICT (tenant_id, name) DO NOTHING "
-    "RETURNING " + k_principal_columns;
+    "RETURNING " +
+    k_principal_columns;
 const std::string k_insert_audit =
     "INSERT INTO audit_log (tenant_id, actor, action, subject_type, subject_id, detail) "
     "VALUES ($1::uuid, $2, $3, $4, $5, $6::jsonb)";
 const std::string k_revoke_principal =
     "UPDATE principals SET revoked_at = now() WHERE principal_id = $1::uuid AND revoked_at IS NULL "
-    "RETURNING " + k_principal_columns;
+    "RETURNING " +
+    k_principal_columns;
 const std::string k_select_principal_by_id =
     "SELECT " + k_principal_columns + " FROM principals WHERE principal_id = $1::uuid";
-const std::string k_select_principal_by_digest =
-    "SELECT " + k_principal_columns + ", encode(api_key_hash, 'hex') FROM principals "
-    "WHERE api_key_hash = decode($1, 'hex')";
+const std::string k_select_principal_by_digest = "SELECT " + k_principal_columns +
+                                                 ", encode(api_key_hash, 'hex') FROM principals "
+                                                 "WHERE api_key_hash = decode($1, 'hex')";
 
 TenantRecord tenant_from(const pqxx::row& r) {
     return TenantRecord{r[0].as<std::string>(), r[1].as<std::string>(), r[2].as<std::string>()};
@@ -58,7 +59,8 @@ PrincipalRecord principal_from(const pqxx::row& r) {
 void audit(pqxx::work& tx, const std::string& tenant_id, const std::string& actor,
            const std::string& action, const std::string& subject_type,
            const std::string& subject_id, const nlohmann::json& detail) {
-    tx.exec_params0(k_insert_audit, tenant_id, actor, action, subject_type, subject_id, detail.dump());
+    tx.exec_params0(k_insert_audit, tenant_id, actor, action, subject_type, subject_id,
+                    detail.dump());
 }
 
 } // namespace
@@ -66,9 +68,10 @@ void audit(pqxx::work& tx, const std::string& tenant_id, const std::string& acto
 TenantRecord create_tenant(Db& db, const std::string& name, const std::string& actor) {
     static const std::regex k_name("^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$");
     if (!std::regex_match(name, k_name)) {
-        throw UsageError("tenant name '" + printable(name) + "' is not allowed",
-                         "use 1 to 64 characters: letters, digits, '.', '_' and '-', starting with a "
-                         "letter or digit");
+        throw UsageError(
+            "tenant name '" + printable(name) + "' is not allowed",
+            "use 1 to 64 characters: letters, digits, '.', '_' and '-', starting with a "
+            "letter or digit");
     }
     Db::Impl& impl = db.impl();
     return translate_errors(impl, [&] {
@@ -103,9 +106,9 @@ std::optional<TenantRecord> find_tenant(Db& db, const std::string& id_or_name) {
     return translate_errors(impl, [&]() -> std::optional<TenantRecord> {
         pqxx::read_transaction tx(impl.connection());
         const std::string where = is_uuid_text(id_or_name) ? "tenant_id = $1::uuid" : "name = $1";
-        const pqxx::result r = tx.exec_params(
-            "SELECT tenant_id::text, name, " + iso("created_at") + " FROM tenants WHERE " + where,
-            id_or_name);
+        const pqxx::result r = tx.exec_params("SELECT tenant_id::text, name, " + iso("created_at") +
+                                                  " FROM tenants WHERE " + where,
+                                              id_or_name);
         if (r.empty()) {
             return std::nullopt;
         }
@@ -113,8 +116,9 @@ std::optional<TenantRecord> find_tenant(Db& db, const std::string& id_or_name) {
     });
 }
 
-PrincipalRecord create_principal(Db& db, const std::string& tenant_id, const std::string& name, Role role,
-                                 const std::string& api_key_digest_hex, const std::string& actor) {
+PrincipalRecord create_principal(Db& db, const std::string& tenant_id, const std::string& name,
+                                 Role role, const std::string& api_key_digest_hex,
+                                 const std::string& actor) {
     if (const auto problem = display_name_problem(name, k_max_principal_name)) {
         // Never echo it: the name is printed in operators' terminals, which is why it is checked.
         throw UsageError("the principal name " + *problem,
@@ -139,7 +143,8 @@ PrincipalRecord create_principal(Db& db, const std::string& tenant_id, const std
     });
 }
 
-PrincipalRecord revoke_principal(Db& db, const std::string& principal_id, const std::string& actor) {
+PrincipalRecord revoke_principal(Db& db, const std::string& principal_id,
+                                 const std::string& actor) {
     if (!is_uuid_text(principal_id)) {
         throw UsageError("'" + principal_id + "' is not a principal ID",
                          "`payrecon principal list --tenant T` shows the IDs");

@@ -38,8 +38,9 @@ inline constexpr std::size_t k_max_principal_name = 128;
 
 // Throws Refused if the tenant has a principal of that name, UsageError if the name is not
 // printable text of 1 to k_max_principal_name bytes (display_name_problem in core/encoding.hpp).
-PrincipalRecord create_principal(Db& db, const std::string& tenant_id, const std::string& name, Role role,
-                                 const std::string& api_key_digest_hex, const std::string& actor);
+PrincipalRecord create_principal(Db& db, const std::string& tenant_id, const std::string& name,
+                                 Role role, const std::string& api_key_digest_hex,
+                                 const std::string& actor);
 // Returns the principal as it is now. Throws Refused if there is no such principal; revoking a
 // revoked principal changes nothing and is not audited again.
 PrincipalRecord revoke_principal(Db& db, const std::string& principal_id, const std::string& actor);

@@ -9,19 +9,18 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <iostream>
-#include <sstream>
-#include <vector>
-
 #include <fcntl.h>
+#include <fstream>
 #include <grp.h>
+#include <iostream>
 #include <libpq-fe.h>
 #include <pwd.h>
+#include <sstream>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <vector>
 
 namespace fs = std::filesystem;
 
@@ -46,10 +45,11 @@ ServerUser server_user() {
     }
     const passwd* pw = ::getpwnam("postgres");
     if (pw == nullptr) {
-        throw ConfigError("running as root, payrecon starts its private PostgreSQL as the `postgres` "
-                          "system user, and there is none",
-                          "install PostgreSQL with scripts/bootstrap (apt-get install postgresql "
-                          "creates the user), or run payrecon as a normal user");
+        throw ConfigError(
+            "running as root, payrecon starts its private PostgreSQL as the `postgres` "
+            "system user, and there is none",
+            "install PostgreSQL with scripts/bootstrap (apt-get install postgresql "
+            "creates the user), or run payrecon as a normal user");
     }
     user.switch_user = true;
     user.uid = pw->pw_uid;
@@ -87,9 +87,10 @@ fs::path find_bindir() {
     if (best) {
         return best->second;
     }
-    throw ConfigError("the PostgreSQL server programs (initdb, pg_ctl) are not installed",
-                      "run scripts/bootstrap, or apt-get install postgresql, or set PAYRECON_PG_BINDIR; "
-                      "or give an existing database with --database / PAYRECON_DATABASE_URL");
+    throw ConfigError(
+        "the PostgreSQL server programs (initdb, pg_ctl) are not installed",
+        "run scripts/bootstrap, or apt-get install postgresql, or set PAYRECON_PG_BINDIR; "
+        "or give an existing database with --database / PAYRECON_DATABASE_URL");
 }
 
 // Runs `argv` (argv[0] an absolute path) and waits. As root with user.switch_user, the child
@@ -118,12 +119,14 @@ int run_program(const std::vector<std::string>& argv, const ServerUser& user, co
     }
     if (pid == 0) {
         const int devnull = ::open("/dev/null", O_RDONLY);
-        if (devnull < 0 || ::dup2(devnull, 0) < 0 || ::dup2(log_fd, 1) < 0 || ::dup2(log_fd, 2) < 0) {
+        if (devnull < 0 || ::dup2(devnull, 0) < 0 || ::dup2(log_fd, 1) < 0 ||
+            ::dup2(log_fd, 2) < 0) {
             ::_exit(126);
         }
         ::close_range(3, UINT_MAX, 0);
         if (user.switch_user) {
-            if (::setgroups(0, nullptr) != 0 || ::setgid(user.gid) != 0 || ::setuid(user.uid) != 0) {
+            if (::setgroups(0, nullptr) != 0 || ::setgid(user.gid) != 0 ||
+                ::setuid(user.uid) != 0) {
                 ::_exit(126);
             }
         }
@@ -173,7 +176,8 @@ bool server_user_can_search(const fs::path& dir, const ServerUser& user) {
 long long shared_buffers_mb() {
     const long pages = ::sysconf(_SC_PHYS_PAGES);
     const long page_size = ::sysconf(_SC_PAGE_SIZE);
-    const long long total_mb = pages > 0 && page_size > 0 ? static_cast<long long>(pages) * page_size / (1024 * 1024) : 0;
+    const long long total_mb =
+        pages > 0 && page_size > 0 ? static_cast<long long>(pages) * page_size / (1024 * 1024) : 0;
     return std::clamp(total_mb / 4, 128LL, 1024LL);
 }
 
@@ -198,11 +202,12 @@ void make_private_dir(const fs::path& dir, const ServerUser& user, bool owned_by
                           "set PAYRECON_HOME to a directory you can write");
     }
     if (::chmod(dir.c_str(), 0700) != 0) {
-        throw ConfigError("cannot set permissions on " + dir.string() + ": " + std::strerror(errno));
+        throw ConfigError("cannot set permissions on " + dir.string() + ": " +
+                          std::strerror(errno));
     }
     if (owned_by_server && user.switch_user && ::chown(dir.c_str(), user.uid, user.gid) != 0) {
-        throw ConfigError("cannot give " + dir.string() + " to the postgres user: " +
-                          std::strerror(errno));
+        throw ConfigError("cannot give " + dir.string() +
+                          " to the postgres user: " + std::strerror(errno));
     }
 }
 
@@ -224,10 +229,9 @@ bool server_accepting(const fs::path& socket_dir) {
     if (!fs::exists(socket_dir / (".s.PGSQL." + std::to_string(LocalCluster::k_port)))) {
         return false;
     }
-    const std::string conninfo = "host='" + socket_dir.string() +
-                                 "' port=" + std::to_string(LocalCluster::k_port) +
-                                 " dbname=postgres user=" + LocalCluster::k_user +
-                                 " connect_timeout=5";
+    const std::string conninfo =
+        "host='" + socket_dir.string() + "' port=" + std::to_string(LocalCluster::k_port) +
+        " dbname=postgres user=" + LocalCluster::k_user + " connect_timeout=5";
     return PQping(conninfo.c_str()) == PQPING_OK;
 }
 
@@ -248,7 +252,8 @@ void create_database(const fs::path& socket_dir) {
         PQfinish(conn);
         throw DatabaseUnavailable("the private PostgreSQL runs but refuses connections: " + msg);
     }
-    PGresult* res = PQexec(conn, (std::string("CREATE DATABASE ") + LocalCluster::k_database).c_str());
+    PGresult* res =
+        PQexec(conn, (std::string("CREATE DATABASE ") + LocalCluster::k_database).c_str());
     const bool ok = PQresultStatus(res) == PGRES_COMMAND_OK;
     const std::string msg = ok ? "" : PQresultErrorMessage(res);
     PQclear(res);
@@ -289,7 +294,8 @@ LocalCluster::LocalCluster(fs::path home) : m_home(std::move(home)) {
         throw ConfigError("PAYRECON_HOME must be an absolute path, not '" + m_home.string() + "'");
     }
     m_home = m_home.lexically_normal();
-    if (m_home.has_filename() == false && m_home.has_parent_path() && m_home != m_home.root_path()) {
+    if (m_home.has_filename() == false && m_home.has_parent_path() &&
+        m_home != m_home.root_path()) {
         m_home = m_home.parent_path(); // drop a trailing slash
     }
 }
@@ -327,8 +333,9 @@ fs::path LocalCluster::socket_dir() const {
 }
 
 std::string LocalCluster::url() const {
-    return std::string("postgresql:///") + k_database + "?host=" + percent_encode(socket_dir().string()) +
-           "&port=" + std::to_string(k_port) + "&user=" + k_user;
+    return std::string("postgresql:///") + k_database +
+           "?host=" + percent_encode(socket_dir().string()) + "&port=" + std::to_string(k_port) +
+           "&user=" + k_user;
 }
 
 ClusterStatus LocalCluster::status() const {
@@ -356,7 +363,8 @@ void LocalCluster::prepare_server_user_access() {
     }
     // The home itself: searchable, not listable, by others (secrets inside are 0600).
     if (::chmod(m_home.c_str(), 0711) != 0) {
-        throw ConfigError("cannot set permissions on " + m_home.string() + ": " + std::strerror(errno));
+        throw ConfigError("cannot set permissions on " + m_home.string() + ": " +
+                          std::strerror(errno));
     }
     std::vector<fs::path> ancestors;
     for (fs::path p = m_home; p != p.root_path(); p = p.parent_path()) {
@@ -368,16 +376,18 @@ void LocalCluster::prepare_server_user_access() {
         if (server_user_can_search(dir, user)) {
             continue;
         }
-        const bool granted = fs::exists("/usr/bin/setfacl") &&
-                             run_program({"/usr/bin/setfacl", "-m", "u:" + user.name + ":x", dir.string()},
-                                         ServerUser{}, "/", "/dev/null") == 0 &&
-                             server_user_can_search(dir, user);
+        const bool granted =
+            fs::exists("/usr/bin/setfacl") &&
+            run_program({"/usr/bin/setfacl", "-m", "u:" + user.name + ":x", dir.string()},
+                        ServerUser{}, "/", "/dev/null") == 0 &&
+            server_user_can_search(dir, user);
         if (!granted) {
             throw ConfigError(
                 "the private PostgreSQL runs as the postgres user, which cannot reach " +
                     m_home.string() + " (it may not enter " + dir.string() + ")",
                 "set PAYRECON_HOME below a directory the postgres user can enter (for example "
-                "/var/lib/payrecon), or allow it: setfacl -m u:postgres:x " + dir.string());
+                "/var/lib/payrecon), or allow it: setfacl -m u:postgres:x " +
+                    dir.string());
         }
         std::cerr << "payrecon: allowed the postgres user to pass through " << dir.string()
                   << " (setfacl u:postgres:x) so the private PostgreSQL can reach "
@@ -397,11 +407,13 @@ void LocalCluster::initialize() {
         fs::remove_all(data_dir(), ec); // an initdb that was interrupted: start over
     }
     const fs::path log = pg_dir / "initdb.log";
-    const int rc = run_program({(bindir / "initdb").string(), "-D", data_dir().string(), "-U", k_user,
-                                "-E", "UTF8", "--locale=C", "-A", "trust", "--no-instructions"},
-                               user, pg_dir, log);
+    const int rc =
+        run_program({(bindir / "initdb").string(), "-D", data_dir().string(), "-U", k_user, "-E",
+                     "UTF8", "--locale=C", "-A", "trust", "--no-instructions"},
+                    user, pg_dir, log);
     if (rc != 0) {
-        throw DatabaseUnavailable("initdb failed (exit " + std::to_string(rc) + "):" + tail_of(log, 15),
+        throw DatabaseUnavailable("initdb failed (exit " + std::to_string(rc) +
+                                      "):" + tail_of(log, 15),
                                   "see " + log.string());
     }
     // Settings per DESIGN section 4; the socket directory is private to this home.
@@ -434,10 +446,10 @@ void LocalCluster::start() {
                                 log_file().string(), "-w", "-t", "120", "-s", "start"},
                                user, pg_dir, pg_dir / "pg_ctl.log");
     if (rc != 0 || !server_accepting(socket_dir())) {
-        throw DatabaseUnavailable("the private PostgreSQL in " + data_dir().string() +
-                                      " did not start; the end of its log:" + tail_of(log_file(), 20),
-                                  "read " + log_file().string() + " and " +
-                                      (pg_dir / "pg_ctl.log").string());
+        throw DatabaseUnavailable(
+            "the private PostgreSQL in " + data_dir().string() +
+                " did not start; the end of its log:" + tail_of(log_file(), 20),
+            "read " + log_file().string() + " and " + (pg_dir / "pg_ctl.log").string());
     }
 }
 
@@ -470,9 +482,9 @@ bool LocalCluster::stop(StopMode mode) {
     const ServerUser user = server_user();
     const fs::path pg_dir = m_home / "postgres";
     LockFile lock(m_home / "postgres.lock");
-    const int rc = run_program({(find_bindir() / "pg_ctl").string(), "-D", data_dir().string(), "-m",
-                                mode == StopMode::immediate ? "immediate" : "fast", "-w", "-t", "120",
-                                "-s", "stop"},
+    const int rc = run_program({(find_bindir() / "pg_ctl").string(), "-D", data_dir().string(),
+                                "-m", mode == StopMode::immediate ? "immediate" : "fast", "-w",
+                                "-t", "120", "-s", "stop"},
                                user, pg_dir, pg_dir / "pg_ctl.log");
     if (rc != 0) {
         throw DatabaseUnavailable("the private PostgreSQL did not stop:" +

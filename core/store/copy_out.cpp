@@ -4,11 +4,10 @@
 
 #include <cctype>
 #include <cstring>
-#include <limits>
-#include <stdexcept>
-
 #include <endian.h>
 #include <libpq-fe.h>
+#include <limits>
+#include <stdexcept>
 
 namespace payrecon::store {
 namespace {
@@ -18,8 +17,8 @@ constexpr std::size_t k_signature_size = 11;
 
 bool transient(const char* sqlstate) {
     const std::string s = sqlstate ? sqlstate : "";
-    return s.rfind("08", 0) == 0 || s.rfind("40", 0) == 0 || s.rfind("53", 0) == 0 || s.rfind("57P", 0) == 0 ||
-           s == "57014";
+    return s.rfind("08", 0) == 0 || s.rfind("40", 0) == 0 || s.rfind("53", 0) == 0 ||
+           s.rfind("57P", 0) == 0 || s == "57014";
 }
 
 std::string trimmed(const char* message) {
@@ -32,8 +31,10 @@ std::string trimmed(const char* message) {
 
 } // namespace
 
-CopyOutStream::CopyOutStream(std::string url, std::string snapshot, std::string query, std::string what)
-    : m_url(std::move(url)), m_snapshot(std::move(snapshot)), m_query(std::move(query)), m_what(std::move(what)) {
+CopyOutStream::CopyOutStream(std::string url, std::string snapshot, std::string query,
+                             std::string what)
+    : m_url(std::move(url)), m_snapshot(std::move(snapshot)), m_query(std::move(query)),
+      m_what(std::move(what)) {
     for (const char c : m_snapshot) {
         if (!std::isxdigit(static_cast<unsigned char>(c)) && c != '-') {
             throw std::invalid_argument("not a snapshot identifier: " + m_snapshot);
@@ -46,8 +47,8 @@ void CopyOutStream::start() {
     if (PQstatus(conn) != CONNECTION_OK) {
         const std::string message = trimmed(PQerrorMessage(conn));
         PQfinish(conn);
-        throw TransientStoreError("cannot open a connection to read " + m_what + " at " + redact_url(m_url) + ": " +
-                                      message,
+        throw TransientStoreError("cannot open a connection to read " + m_what + " at " +
+                                      redact_url(m_url) + ": " + message,
                                   false);
     }
     {
@@ -104,7 +105,8 @@ void CopyOutStream::refused(const std::string& sqlstate, const std::string& mess
         fail((sqlstate.empty() ? "" : "(SQLSTATE " + sqlstate + ") ") +
              (message.empty() ? trimmed(PQerrorMessage(m_conn)) : message));
     }
-    throw std::runtime_error("reading " + m_what + " failed (SQLSTATE " + sqlstate + "): " + message);
+    throw std::runtime_error("reading " + m_what + " failed (SQLSTATE " + sqlstate +
+                             "): " + message);
 }
 
 void CopyOutStream::release_message() {
@@ -143,7 +145,8 @@ void CopyOutStream::need(std::size_t n) {
         } else if (len == -1) {
             // The server ended the COPY before its trailer: its result says why.
             finish();
-            throw std::runtime_error("reading " + m_what + ": the COPY data ended in the middle of a row");
+            throw std::runtime_error("reading " + m_what +
+                                     ": the COPY data ended in the middle of a row");
         } else {
             fail(trimmed(PQerrorMessage(m_conn)));
         }
@@ -161,7 +164,8 @@ std::uint32_t CopyOutStream::take32() {
     need(4);
     const auto* p = reinterpret_cast<const unsigned char*>(m_data + m_pos);
     m_pos += 4;
-    return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) | p[3];
+    return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) |
+           p[3];
 }
 
 void CopyOutStream::finish() {
@@ -213,7 +217,8 @@ bool CopyOutStream::next() {
         return false;
     }
     if (count < 0) {
-        throw std::runtime_error("reading " + m_what + ": a row of " + std::to_string(count) + " fields");
+        throw std::runtime_error("reading " + m_what + ": a row of " + std::to_string(count) +
+                                 " fields");
     }
     // Offsets from the row's start: reading a field may join the row's bytes somewhere else.
     m_spans.clear();
@@ -237,10 +242,12 @@ bool CopyOutStream::next() {
         if (len < 0) {
             m_row.m_fields.emplace_back(std::nullopt);
         } else {
-            m_row.m_fields.emplace_back(std::string_view(row + offset, static_cast<std::size_t>(len)));
+            m_row.m_fields.emplace_back(
+                std::string_view(row + offset, static_cast<std::size_t>(len)));
         }
     }
-    m_row.m_tail = count > 0 ? std::string_view(row + tail, m_pos - m_row_start - tail) : std::string_view();
+    m_row.m_tail =
+        count > 0 ? std::string_view(row + tail, m_pos - m_row_start - tail) : std::string_view();
     return true;
 }
 
@@ -254,7 +261,8 @@ void CopyRow::assign(std::string_view first, std::string_view tail) {
             throw std::logic_error("CopyRow::assign: a field header cut short");
         }
         const auto* p = reinterpret_cast<const unsigned char*>(tail.data() + pos);
-        const std::uint32_t len = (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) | p[3];
+        const std::uint32_t len = (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) |
+                                  (std::uint32_t{p[2]} << 8) | p[3];
         pos += 4;
         if (len == 0xffffffffu) {
             m_fields.emplace_back(std::nullopt);
@@ -271,7 +279,8 @@ void CopyRow::assign(std::string_view first, std::string_view tail) {
 long long CopyRow::int8(std::size_t i) const {
     const auto& f = m_fields.at(i);
     if (!f || f->size() != 8) {
-        throw std::runtime_error("reading " + *m_what + ": field " + std::to_string(i + 1) + " is not a bigint");
+        throw std::runtime_error("reading " + *m_what + ": field " + std::to_string(i + 1) +
+                                 " is not a bigint");
     }
     std::uint64_t v = 0;
     std::memcpy(&v, f->data(), 8);
@@ -281,7 +290,8 @@ long long CopyRow::int8(std::size_t i) const {
 long long CopyRow::unix_seconds(std::size_t i) const {
     // Binary timestamptz: microseconds since 2000-01-01T00:00:00Z (946684800 in unix seconds).
     const long long us = int8(i);
-    if (us == std::numeric_limits<long long>::max() || us == std::numeric_limits<long long>::min()) {
+    if (us == std::numeric_limits<long long>::max() ||
+        us == std::numeric_limits<long long>::min()) {
         return us;
     }
     const long long s = us / 1000000 - (us % 1000000 < 0 ? 1 : 0);

@@ -30,7 +30,9 @@ public:
     std::size_t fields() const { return m_fields.size(); }
     bool is_null(std::size_t i) const { return !m_fields.at(i).has_value(); }
     // A text (or varchar) column's bytes; empty for NULL.
-    std::string_view text(std::size_t i) const { return m_fields.at(i).value_or(std::string_view{}); }
+    std::string_view text(std::size_t i) const {
+        return m_fields.at(i).value_or(std::string_view{});
+    }
     // A bigint column; throws std::runtime_error for NULL or another width.
     long long int8(std::size_t i) const;
     // A timestamptz column as unix seconds (rounded down); -infinity and infinity are the smallest
@@ -76,11 +78,11 @@ public:
     void cancel();
 
 private:
-    void need(std::size_t n);   // at least n unread bytes buffered, or throws
+    void need(std::size_t n); // at least n unread bytes buffered, or throws
     void release_message();
     std::uint16_t take16();
     std::uint32_t take32();
-    void finish();              // after the end of the COPY data: the COPY's own result
+    void finish(); // after the end of the COPY data: the COPY's own result
     [[noreturn]] void fail(const std::string& what) const;
     // A statement PostgreSQL refused: TransientStoreError if trying again may help, else
     // std::runtime_error.
@@ -89,7 +91,7 @@ private:
     std::string m_url;
     std::string m_snapshot;
     std::string m_query;
-    std::string m_what;        // what is read, for messages
+    std::string m_what; // what is read, for messages
     pg_conn* m_conn = nullptr;
     // The bytes being parsed: libpq's last message (m_message), or, for a row that went on in the
     // next message, its bytes joined (m_joined).
@@ -105,7 +107,7 @@ private:
     CopyRow m_row{&m_what};
     std::mutex m_cancel_mutex;
     pg_cancel* m_cancel = nullptr;
-    bool m_cancelled = false;  // under m_cancel_mutex
+    bool m_cancelled = false; // under m_cancel_mutex
 };
 
 } // namespace payrecon::store

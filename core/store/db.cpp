@@ -5,10 +5,9 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
+#include <libpq-fe.h>
 #include <optional>
 #include <string_view>
-
-#include <libpq-fe.h>
 
 namespace payrecon::store {
 
@@ -21,7 +20,8 @@ const std::vector<std::string>& secret_keywords() {
         std::vector<std::string> out;
         if (PQconninfoOption* options = PQconndefaults()) {
             for (const PQconninfoOption* o = options; o->keyword != nullptr; ++o) {
-                if (o->dispchar != nullptr && std::string_view(o->dispchar).find('*') != std::string_view::npos) {
+                if (o->dispchar != nullptr &&
+                    std::string_view(o->dispchar).find('*') != std::string_view::npos) {
                     out.emplace_back(o->keyword);
                 }
             }
@@ -45,7 +45,8 @@ bool is_secret(std::string_view name) {
 std::string percent_decode(std::string_view text) {
     std::string out;
     for (std::size_t i = 0; i < text.size(); ++i) {
-        if (text[i] == '%' && i + 2 < text.size() && std::isxdigit(static_cast<unsigned char>(text[i + 1])) &&
+        if (text[i] == '%' && i + 2 < text.size() &&
+            std::isxdigit(static_cast<unsigned char>(text[i + 1])) &&
             std::isxdigit(static_cast<unsigned char>(text[i + 2]))) {
             out += static_cast<char>(std::stoi(std::string(text.substr(i + 1, 2)), nullptr, 16));
             i += 2;
@@ -91,13 +92,16 @@ std::vector<Param> params_of(const std::string& url) {
             const std::size_t stop = amp == std::string::npos ? url.size() : amp;
             const std::size_t eq = url.find('=', begin);
             if (eq < stop) {
-                out.push_back({percent_decode(std::string_view(url).substr(begin, eq - begin)), eq + 1, stop});
+                out.push_back({percent_decode(std::string_view(url).substr(begin, eq - begin)),
+                               eq + 1, stop});
             }
             at = amp;
         }
         return out;
     }
-    const auto space = [&](std::size_t i) { return i < url.size() && std::isspace(static_cast<unsigned char>(url[i])); };
+    const auto space = [&](std::size_t i) {
+        return i < url.size() && std::isspace(static_cast<unsigned char>(url[i]));
+    };
     std::size_t i = 0;
     while (i < url.size()) {
         while (space(i)) {
@@ -150,7 +154,8 @@ std::optional<std::vector<std::string>> libpq_secrets(const std::string& url) {
     }
     std::vector<std::string> out;
     for (const PQconninfoOption* o = options; o->keyword != nullptr; ++o) {
-        if (o->val != nullptr && *o->val != '\0' && std::string_view(o->val) != "***" && is_secret(o->keyword)) {
+        if (o->val != nullptr && *o->val != '\0' && std::string_view(o->val) != "***" &&
+            is_secret(o->keyword)) {
             out.emplace_back(o->keyword);
         }
     }
@@ -198,7 +203,8 @@ pqxx::connection& Db::Impl::connection() {
             throw DatabaseUnavailable(
                 "cannot connect to the database at " + redact_url(url) + ": " + e.what(),
                 "check that PostgreSQL is running and the URL is right (--database or "
-                "PAYRECON_DATABASE_URL); without either, `payrecon db start` starts the private one");
+                "PAYRECON_DATABASE_URL); without either, `payrecon db start` starts the private "
+                "one");
         }
         prepared.clear();
     }
@@ -219,6 +225,8 @@ Db::Db(std::string url) : m_url(std::move(url)), m_impl(std::make_unique<Impl>()
 
 Db::~Db() = default;
 
-Db::Impl& Db::impl() { return *m_impl; }
+Db::Impl& Db::impl() {
+    return *m_impl;
+}
 
 } // namespace payrecon::store

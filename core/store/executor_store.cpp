@@ -2,9 +2,8 @@
 
 #include "core/store/pq.hpp"
 
-#include <stdexcept>
-
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 
 namespace payrecon::store {
 namespace {
@@ -33,7 +32,8 @@ WITH due AS (
                                   operation_id, started_at)
     SELECT tenant_id, payment_id, attempt_count, generation, $1, operation_id, now() FROM claimed
 )
-SELECT )sql" + std::string(k_payment_columns) + " FROM claimed p";
+SELECT )sql" + std::string(k_payment_columns) +
+                                " FROM claimed p";
 
 constexpr const char* k_renew = "executor_renew";
 constexpr const char* k_renew_sql = R"sql(
@@ -112,7 +112,9 @@ WITH stale AS (
 )
 SELECT count(*) FROM expired)sql";
 
-const char* or_null(const std::optional<std::string>& s) { return s ? s->c_str() : nullptr; }
+const char* or_null(const std::optional<std::string>& s) {
+    return s ? s->c_str() : nullptr;
+}
 
 } // namespace
 
@@ -161,8 +163,8 @@ std::vector<ClaimedPayment> claim_payments(Db& db, const std::string& worker,
         }
         names += "}";
         pqxx::work tx(impl.connection());
-        const pqxx::result r = tx.exec_prepared(k_claim, worker, static_cast<long long>(lease.count()),
-                                                batch, names);
+        const pqxx::result r =
+            tx.exec_prepared(k_claim, worker, static_cast<long long>(lease.count()), batch, names);
         tx.commit();
         std::vector<ClaimedPayment> out;
         for (const auto& row : r) {
@@ -172,9 +174,9 @@ std::vector<ClaimedPayment> claim_payments(Db& db, const std::string& worker,
     });
 }
 
-std::map<std::string, std::chrono::milliseconds> renew_claims(Db& db, const std::string& worker,
-                                                              std::chrono::milliseconds lease,
-                                                              const std::vector<ClaimedPayment>& claims) {
+std::map<std::string, std::chrono::milliseconds>
+renew_claims(Db& db, const std::string& worker, std::chrono::milliseconds lease,
+             const std::vector<ClaimedPayment>& claims) {
     if (claims.empty()) {
         return {};
     }
@@ -193,12 +195,13 @@ std::map<std::string, std::chrono::milliseconds> renew_claims(Db& db, const std:
     return translate_errors(impl, [&] {
         impl.prepare(k_renew, k_renew_sql);
         pqxx::work tx(impl.connection());
-        const pqxx::result r = tx.exec_prepared(k_renew, worker, static_cast<long long>(lease.count()),
-                                                tenants, payments, generations);
+        const pqxx::result r = tx.exec_prepared(
+            k_renew, worker, static_cast<long long>(lease.count()), tenants, payments, generations);
         tx.commit();
         std::map<std::string, std::chrono::milliseconds> held;
         for (const auto& row : r) {
-            held.emplace(row[0].as<std::string>(), std::chrono::milliseconds(row[1].as<long long>()));
+            held.emplace(row[0].as<std::string>(),
+                         std::chrono::milliseconds(row[1].as<long long>()));
         }
         return held;
     });
@@ -208,10 +211,12 @@ bool settle_attempt(Db& db, const ClaimedPayment& claim, const AttemptResult& re
                     const Settlement& settlement) {
     require_transition(PaymentState::processing, settlement.to);
     if ((settlement.to == PaymentState::retry_scheduled) != settlement.retry_in.has_value()) {
-        throw std::logic_error("settle_attempt: retry_in goes with retry_scheduled, and only with it");
+        throw std::logic_error(
+            "settle_attempt: retry_in goes with retry_scheduled, and only with it");
     }
     if ((settlement.to == PaymentState::needs_review) != settlement.review_code.has_value()) {
-        throw std::logic_error("settle_attempt: review_code goes with needs_review, and only with it");
+        throw std::logic_error(
+            "settle_attempt: review_code goes with needs_review, and only with it");
     }
     Db::Impl& impl = db.impl();
     return translate_errors(impl, [&] {
@@ -222,7 +227,8 @@ bool settle_attempt(Db& db, const ClaimedPayment& claim, const AttemptResult& re
         tx.exec_prepared0(k_finish_attempt, claim.tenant_id, claim.payment_id, claim.attempt_no,
                           result.outcome, result.http_status ? http.c_str() : nullptr,
                           result.error_class, or_null(result.provider_reference), result.detail);
-        const std::string retry = settlement.retry_in ? std::to_string(settlement.retry_in->count()) : "";
+        const std::string retry =
+            settlement.retry_in ? std::to_string(settlement.retry_in->count()) : "";
         const pqxx::row r = tx.exec_prepared1(
             k_settle, claim.tenant_id, claim.payment_id, claim.generation,
             std::string(to_string(settlement.to)), settlement.retry_in ? retry.c_str() : nullptr,

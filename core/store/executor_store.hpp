@@ -46,24 +46,25 @@ std::vector<ClaimedPayment> claim_payments(Db& db, const std::string& worker,
 // the lease left on each claim still held (after renewal, by the database's clock), by payment ID;
 // a claim missing from the result is no longer this worker's and must not be sent. Renewing the
 // rest of a batch with each call keeps a long batch from outliving its leases.
-std::map<std::string, std::chrono::milliseconds> renew_claims(Db& db, const std::string& worker,
-                                                              std::chrono::milliseconds lease,
-                                                              const std::vector<ClaimedPayment>& claims);
+std::map<std::string, std::chrono::milliseconds>
+renew_claims(Db& db, const std::string& worker, std::chrono::milliseconds lease,
+             const std::vector<ClaimedPayment>& claims);
 
 // What a worker observed for one attempt.
 struct AttemptResult {
-    std::string outcome;                // providers::Outcome name
+    std::string outcome; // providers::Outcome name
     std::optional<int> http_status;
     std::string error_class;
     std::optional<std::string> provider_reference;
-    std::string detail;                 // redacted excerpt, at most 4096 bytes
+    std::string detail; // redacted excerpt, at most 4096 bytes
 };
 
 struct Settlement {
-    PaymentState to = PaymentState::unknown; // from processing
+    PaymentState to = PaymentState::unknown;           // from processing
     std::optional<std::chrono::milliseconds> retry_in; // with retry_scheduled
-    std::optional<std::string> reason;      // review or unknown reason, for operators
-    std::optional<std::string> review_code; // with needs_review (request_rejected), and only with it
+    std::optional<std::string> reason;                 // review or unknown reason, for operators
+    std::optional<std::string>
+        review_code; // with needs_review (request_rejected), and only with it
 };
 
 // Records the attempt (always: the observation is kept even when fenced out) and, if the payment

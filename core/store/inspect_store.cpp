@@ -26,12 +26,13 @@ const std::string k_record_columns =
     ", p.lookup_count, p.lookup_failures";
 
 // Rows about the whole deployment (a purge run) carry the nil UUID as their tenant.
-const std::string k_audit_columns = "a.audit_id, a.tenant_id::text, "
-                                    "CASE WHEN a.tenant_id = '00000000-0000-0000-0000-000000000000' "
-                                    "THEN '(all tenants)' ELSE coalesce(t.name, '') END, " +
-                                    iso("a.at") +
-                                    " AS at, a.actor, a.action, a.subject_type, a.subject_id, "
-                                    "a.detail::text";
+const std::string k_audit_columns =
+    "a.audit_id, a.tenant_id::text, "
+    "CASE WHEN a.tenant_id = '00000000-0000-0000-0000-000000000000' "
+    "THEN '(all tenants)' ELSE coalesce(t.name, '') END, " +
+    iso("a.at") +
+    " AS at, a.actor, a.action, a.subject_type, a.subject_id, "
+    "a.detail::text";
 
 // By ID alone: one probe of the primary key (tenant_id, payment_id) per tenant, through the small
 // tenants table; no index of its own on payment_id (migration 0010).

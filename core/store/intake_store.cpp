@@ -4,10 +4,9 @@
 #include "core/store/pq.hpp"
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <stdexcept>
-
-#include <nlohmann/json.hpp>
 
 namespace payrecon::store {
 namespace {
@@ -66,7 +65,9 @@ SELECT encode(r.request_hash, 'hex'), r.response_status, r.response_body, r.reso
  WHERE r.tenant_id = $1::uuid AND r.principal_id = $2::uuid AND r.operation = $3
    AND r.idempotency_key = $4)sql";
 
-const char* or_null(const std::optional<std::string>& s) { return s ? s->c_str() : nullptr; }
+const char* or_null(const std::optional<std::string>& s) {
+    return s ? s->c_str() : nullptr;
+}
 
 } // namespace
 
@@ -107,8 +108,9 @@ IntakeWrite write_intake(Db& db, const IntakeClaim& claim, const NewPayment& pay
                     throw std::length_error("a response to store exceeds 64 KiB");
                 }
                 const nlohmann::json metadata(req.metadata);
-                const char* key_hash =
-                    payment.idempotency_key_hash.empty() ? nullptr : payment.idempotency_key_hash.c_str();
+                const char* key_hash = payment.idempotency_key_hash.empty()
+                                           ? nullptr
+                                           : payment.idempotency_key_hash.c_str();
                 const pqxx::row r = tx.exec_prepared1(
                     k_create_payment, claim.tenant_id, claim.principal_id, claim.operation,
                     claim.idempotency_key, payment.payment_id, req.merchant_reference,
@@ -173,8 +175,8 @@ IntakeWrite write_intake(Db& db, const IntakeClaim& claim, const NewPayment& pay
 PurgeResult purge_idempotency_records(Db& db, std::optional<std::chrono::seconds> retention,
                                       bool dry_run, const PurgeAudit& audit, int batch_size) {
     Db::Impl& impl = db.impl();
-    const std::string expired =
-        retention ? "r.created_at <= now() - make_interval(secs => $1)" : "r.expires_at <= now() AND $1::bigint IS NULL";
+    const std::string expired = retention ? "r.created_at <= now() - make_interval(secs => $1)"
+                                          : "r.expires_at <= now() AND $1::bigint IS NULL";
     const std::string unfinished =
         "EXISTS (SELECT 1 FROM payments p WHERE p.tenant_id = r.tenant_id "
         "AND p.payment_id = r.resource_id AND p.state NOT IN ('succeeded', 'failed'))";
@@ -196,10 +198,11 @@ PurgeResult purge_idempotency_records(Db& db, std::optional<std::chrono::seconds
         PurgeResult out;
         {
             pqxx::read_transaction tx(impl.connection());
-            out.kept_unfinished = tx.exec_params1("SELECT count(*) FROM idempotency_records r WHERE " +
-                                                      expired + " AND " + unfinished,
-                                                  secs_param)[0]
-                                      .as<long long>();
+            out.kept_unfinished =
+                tx.exec_params1("SELECT count(*) FROM idempotency_records r WHERE " + expired +
+                                    " AND " + unfinished,
+                                secs_param)[0]
+                    .as<long long>();
             if (dry_run) {
                 out.deleted = tx.exec_params1("SELECT count(*) FROM idempotency_records r WHERE " +
                                                   expired + " AND NOT " + unfinished,
@@ -214,14 +217,16 @@ PurgeResult purge_idempotency_records(Db& db, std::optional<std::chrono::seconds
         // batch's deletions and their audit rows (one per tenant) commit together.
         const std::string del =
             "WITH doomed AS (SELECT r.tenant_id, r.principal_id, r.operation, r.idempotency_key "
-            "FROM idempotency_records r WHERE " + expired + " AND NOT " + unfinished +
+            "FROM idempotency_records r WHERE " +
+            expired + " AND NOT " + unfinished +
             " LIMIT $2 FOR UPDATE SKIP LOCKED), "
             "gone AS (DELETE FROM idempotency_records x USING doomed d "
             "WHERE x.tenant_id = d.tenant_id AND x.principal_id = d.principal_id "
             "AND x.operation = d.operation AND x.idempotency_key = d.idempotency_key "
             "RETURNING x.tenant_id), "
             "per_tenant AS (SELECT tenant_id, count(*) AS n FROM gone GROUP BY tenant_id), "
-            "audited AS (INSERT INTO audit_log (tenant_id, actor, action, subject_type, subject_id, detail) "
+            "audited AS (INSERT INTO audit_log (tenant_id, actor, action, subject_type, "
+            "subject_id, detail) "
             "SELECT tenant_id, $3, 'idempotency.purge', 'purge_run', $4, "
             "$5::jsonb || jsonb_build_object('deleted', n) FROM per_tenant) "
             "SELECT coalesce(sum(n), 0)::bigint, coalesce(string_agg(tenant_id::text, ','), '') "
@@ -250,10 +255,11 @@ PurgeResult purge_idempotency_records(Db& db, std::optional<std::chrono::seconds
         totals["kept_unfinished"] = out.kept_unfinished;
         totals["tenants"] = out.tenants;
         pqxx::work tx(impl.connection());
-        tx.exec_params0("INSERT INTO audit_log (tenant_id, actor, action, subject_type, subject_id, "
-                        "detail) VALUES ($1::uuid, $2, 'idempotency.purge_run', 'purge_run', $3, "
-                        "$4::jsonb)",
-                        k_deployment_tenant, audit.actor, out.run_id, totals.dump());
+        tx.exec_params0(
+            "INSERT INTO audit_log (tenant_id, actor, action, subject_type, subject_id, "
+            "detail) VALUES ($1::uuid, $2, 'idempotency.purge_run', 'purge_run', $3, "
+            "$4::jsonb)",
+            k_deployment_tenant, audit.actor, out.run_id, totals.dump());
         tx.commit();
         return out;
     });

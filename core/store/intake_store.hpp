@@ -28,19 +28,20 @@ struct NewPayment {
     std::string payment_id;   // uuid, made by the caller
     std::string operation_id; // the provider idempotency key, made by the caller
     const PaymentRequest* request = nullptr;
-    std::string idempotency_key_hash; // hex keyed digest of the Idempotency-Key, kept with the payment
+    std::string
+        idempotency_key_hash; // hex keyed digest of the Idempotency-Key, kept with the payment
 };
 
 // The payment that holds a merchant reference already.
 struct ExistingPayment {
     std::string payment_id;
-    std::string created_by; // the principal
+    std::string created_by;                          // the principal
     std::optional<std::string> idempotency_key_hash; // hex; none for payments from before schema 7
 };
 
 // The responses to store, made once the database has given the creation time.
 struct IntakeBodies {
-    std::string accepted;      // stored with 202 when the payment row is inserted
+    std::string accepted; // stored with 202 when the payment row is inserted
     // The 409 stored when the merchant reference is taken, made from the payment that holds it.
     std::function<std::string(const ExistingPayment&)> duplicate_reference;
     std::string created_event; // the outbox payload of payment.created
@@ -57,8 +58,8 @@ struct IntakeWrite {
         refused,             // make_bodies refused the first request: rolled back, 422 `body`
     };
     Kind kind = Kind::existing;
-    int status = 0;    // the stored status (for existing: 0 if the record has no response)
-    std::string body;  // the stored body
+    int status = 0;   // the stored status (for existing: 0 if the record has no response)
+    std::string body; // the stored body
     std::optional<std::string> resource_id;
     // Only for existing:
     std::string stored_hash;
@@ -75,13 +76,14 @@ struct IntakeWrite {
 // intake.before_commit, intake.after_commit.
 // Throws TransientStoreError (DatabaseUnavailable) when nothing can be said to be stored, and
 // std::length_error if a body exceeds k_max_stored_response (nothing stored).
-IntakeWrite write_intake(Db& db, const IntakeClaim& claim, const NewPayment& payment,
-                         const std::function<IntakeBodies(const std::string& created_at)>& make_bodies);
+IntakeWrite
+write_intake(Db& db, const IntakeClaim& claim, const NewPayment& payment,
+             const std::function<IntakeBodies(const std::string& created_at)>& make_bodies);
 
 // Who purges, under which minimum: what the audit log keeps of a purge run.
 struct PurgeAudit {
     std::string actor;
-    std::chrono::seconds minimum_retention{0};         // in force (PAYRECON_MIN_IDEMPOTENCY_RETENTION)
+    std::chrono::seconds minimum_retention{0}; // in force (PAYRECON_MIN_IDEMPOTENCY_RETENTION)
     std::chrono::seconds default_minimum_retention{0}; // without the setting; lower is "lowered"
 };
 

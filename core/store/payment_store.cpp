@@ -10,15 +10,16 @@ namespace {
 
 constexpr const char* k_find_payment = "find_payment";
 constexpr const char* k_find_payment_sql =
-    "SELECT payment_id::text, state, amount_minor, currency, merchant_reference, provider, "
-    PAYRECON_ISO("created_at") ", " PAYRECON_ISO("updated_at") ", provider_reference "
-    "FROM payments WHERE tenant_id = $1::uuid AND payment_id = $2::uuid";
+    "SELECT payment_id::text, state, amount_minor, currency, merchant_reference, "
+    "provider, " PAYRECON_ISO("created_at") ", " PAYRECON_ISO(
+        "updated_at") ", provider_reference "
+                      "FROM payments WHERE tenant_id = $1::uuid AND payment_id = $2::uuid";
 
 constexpr const char* k_find_attempts = "find_attempts";
 constexpr const char* k_find_attempts_sql =
-    "SELECT attempt_no, outcome, http_status, " PAYRECON_ISO("started_at") ", "
-    PAYRECON_ISO("finished_at") " FROM payment_attempts "
-    "WHERE tenant_id = $1::uuid AND payment_id = $2::uuid ORDER BY attempt_no";
+    "SELECT attempt_no, outcome, http_status, " PAYRECON_ISO("started_at") ", " PAYRECON_ISO(
+        "finished_at") " FROM payment_attempts "
+                       "WHERE tenant_id = $1::uuid AND payment_id = $2::uuid ORDER BY attempt_no";
 
 #undef PAYRECON_ISO
 

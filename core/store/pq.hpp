@@ -7,10 +7,9 @@
 
 #include <functional>
 #include <optional>
+#include <pqxx/pqxx>
 #include <string>
 #include <unordered_set>
-
-#include <pqxx/pqxx>
 
 namespace payrecon::store {
 
@@ -20,9 +19,10 @@ namespace payrecon::store {
 class TransientStoreError : public DatabaseUnavailable {
 public:
     TransientStoreError(const std::string& what, bool in_doubt)
-        : DatabaseUnavailable(what, in_doubt ? "the last change may or may not have been made: look "
-                                               "before you repeat it (an idempotent retry is safe)"
-                                             : "retry the same request; nothing is lost"),
+        : DatabaseUnavailable(what, in_doubt
+                                        ? "the last change may or may not have been made: look "
+                                          "before you repeat it (an idempotent retry is safe)"
+                                        : "retry the same request; nothing is lost"),
           m_in_doubt(in_doubt) {}
     bool in_doubt() const noexcept { return m_in_doubt; }
     bool commit_outcome_unknown() const noexcept override { return m_in_doubt; }
@@ -40,7 +40,10 @@ struct Db::Impl {
     pqxx::connection& connection();
     // Prepares `name` on this connection once; later calls are free.
     void prepare(const std::string& name, const std::string& sql);
-    void mark_broken() { conn.reset(); prepared.clear(); }
+    void mark_broken() {
+        conn.reset();
+        prepared.clear();
+    }
 };
 
 // Runs `body` and translates pqxx failures: connection loss, serialization failure, deadlock,
@@ -54,7 +57,8 @@ auto translate_errors(Db::Impl& db, F&& body) -> decltype(body()) {
     } catch (const pqxx::in_doubt_error& e) {
         db.mark_broken();
         throw TransientStoreError(std::string("the database connection was lost during COMMIT; "
-                                              "the outcome is unknown: ") + e.what(),
+                                              "the outcome is unknown: ") +
+                                      e.what(),
                                   true);
     } catch (const pqxx::broken_connection& e) {
         db.mark_broken();

@@ -2,9 +2,8 @@
 
 #include "core/store/pq.hpp"
 
-#include <stdexcept>
-
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 
 namespace payrecon::store {
 namespace {
@@ -33,14 +32,16 @@ std::string due_sql(const std::string& due_by) {
       JOIN unnest($1::text[], $2::bigint[]) AS cfg(provider, settle_s) ON cfg.provider = p.provider
      WHERE p.state = 'unknown'
        AND coalesce(p.next_attempt_at, coalesce(p.last_attempt_at, p.updated_at)
-                                       + make_interval(secs => cfg.settle_s)) <= )sql" + due_by + R"sql(
+                                       + make_interval(secs => cfg.settle_s)) <= )sql" +
+           due_by + R"sql(
      ORDER BY p.created_at
      LIMIT $3)sql";
 }
 
 constexpr const char* k_claim = "reconcile_claim";
 // Due by the run's start at the latest: a check a decision of this run scheduled is the next run's.
-const std::string k_claim_sql = "WITH due AS (" + due_sql("least(now(), to_timestamp($5::double precision))") + R"sql(
+const std::string k_claim_sql = "WITH due AS (" +
+                                due_sql("least(now(), to_timestamp($5::double precision))") + R"sql(
        FOR UPDATE OF p SKIP LOCKED
 ), claimed AS (
     UPDATE payments p
@@ -50,16 +51,19 @@ const std::string k_claim_sql = "WITH due AS (" + due_sql("least(now(), to_times
      WHERE p.tenant_id = due.tenant_id AND p.payment_id = due.payment_id
  RETURNING p.*
 )
-SELECT )sql" + k_candidate_columns + " FROM claimed p ORDER BY p.created_at";
+SELECT )sql" + k_candidate_columns +
+                                " FROM claimed p ORDER BY p.created_at";
 
 constexpr const char* k_peek = "reconcile_peek";
-const std::string k_peek_sql = "WITH due AS (" + due_sql("now()") + ")\nSELECT " + k_candidate_columns +
+const std::string k_peek_sql = "WITH due AS (" + due_sql("now()") + ")\nSELECT " +
+                               k_candidate_columns +
                                " FROM payments p JOIN due USING (tenant_id, payment_id)"
                                " ORDER BY p.created_at";
 
 constexpr const char* k_load = "reconcile_load";
-const std::string k_load_sql = "SELECT " + k_candidate_columns +
-                               " FROM payments p WHERE p.tenant_id = $1::uuid AND p.payment_id = $2::uuid";
+const std::string k_load_sql =
+    "SELECT " + k_candidate_columns +
+    " FROM payments p WHERE p.tenant_id = $1::uuid AND p.payment_id = $2::uuid";
 
 constexpr const char* k_apply = "reconcile_apply";
 const std::string k_apply_sql = R"sql(
@@ -167,7 +171,9 @@ SELECT p.provider, coalesce(substr(a.error_class, 18), '') AS code, count(*)
  GROUP BY 1, 2
  ORDER BY 1, 2)sql";
 
-const char* or_null(const std::optional<std::string>& s) { return s ? s->c_str() : nullptr; }
+const char* or_null(const std::optional<std::string>& s) {
+    return s ? s->c_str() : nullptr;
+}
 
 ReconcileCandidate candidate_from_row(const pqxx::row& row) {
     ReconcileCandidate c;
@@ -192,12 +198,14 @@ ReconcileCandidate candidate_from_row(const pqxx::row& row) {
 }
 
 // Provider names are [a-z0-9_-]: safe inside an array literal without quoting.
-std::pair<std::string, std::string> schedule_arrays(const std::vector<ProviderSchedule>& providers) {
+std::pair<std::string, std::string>
+schedule_arrays(const std::vector<ProviderSchedule>& providers) {
     std::string names = "{";
     std::string delays = "{";
     for (const auto& p : providers) {
         if (p.provider.empty() ||
-            p.provider.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_-") != std::string::npos) {
+            p.provider.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_-") !=
+                std::string::npos) {
             throw std::logic_error("reconcile: bad provider name '" + p.provider + "'");
         }
         const bool first = names.size() == 1;
@@ -271,14 +279,17 @@ bool apply_reconciliation(Db& db, const ReconcileCandidate& candidate, const std
         require_transition(candidate.state, write.to);
     }
     if ((write.to == PaymentState::needs_review) != write.review_code.has_value()) {
-        throw std::logic_error("apply_reconciliation: a review code goes with needs_review, and only with it");
+        throw std::logic_error(
+            "apply_reconciliation: a review code goes with needs_review, and only with it");
     }
     Db::Impl& impl = db.impl();
     return translate_errors(impl, [&] {
         impl.prepare(k_apply, k_apply_sql);
         pqxx::work tx(impl.connection());
-        const std::string next = write.next_check_in ? std::to_string(write.next_check_in->count()) : "";
-        const std::string amount = lookup.remote_amount ? std::to_string(*lookup.remote_amount) : "";
+        const std::string next =
+            write.next_check_in ? std::to_string(write.next_check_in->count()) : "";
+        const std::string amount =
+            lookup.remote_amount ? std::to_string(*lookup.remote_amount) : "";
         const std::string http = lookup.http_status ? std::to_string(*lookup.http_status) : "";
         const pqxx::row r = tx.exec_prepared1(
             k_apply, candidate.payment.tenant_id, candidate.payment.payment_id,
@@ -321,7 +332,8 @@ ResolveResult resolve_payment(Db& db, const Resolution& resolution) {
         impl.prepare(k_maybe_sent, k_maybe_sent_sql);
         pqxx::work tx(impl.connection());
         ResolveResult out;
-        const pqxx::result current = tx.exec_prepared(k_lock, resolution.tenant_id, resolution.payment_id);
+        const pqxx::result current =
+            tx.exec_prepared(k_lock, resolution.tenant_id, resolution.payment_id);
         if (current.empty()) {
             return out;
         }
@@ -333,21 +345,23 @@ ResolveResult resolve_payment(Db& db, const Resolution& resolution) {
         }
         const auto from = parse_payment_state(out.state);
         const bool resolvable =
-            from && (cancel ? *from == PaymentState::pending || *from == PaymentState::retry_scheduled
-                            : *from == PaymentState::unknown || *from == PaymentState::needs_review);
+            from &&
+            (cancel ? *from == PaymentState::pending || *from == PaymentState::retry_scheduled
+                    : *from == PaymentState::unknown || *from == PaymentState::needs_review);
         if (!resolvable) {
             out.status = ResolveResult::Status::not_resolvable;
             return out;
         }
         // The row lock taken above keeps workers from claiming it meanwhile.
-        if (cancel && tx.exec_prepared1(k_maybe_sent, resolution.tenant_id, resolution.payment_id)[0]
-                              .as<long long>() > 0) {
+        if (cancel &&
+            tx.exec_prepared1(k_maybe_sent, resolution.tenant_id, resolution.payment_id)[0]
+                    .as<long long>() > 0) {
             out.status = ResolveResult::Status::maybe_sent;
             return out;
         }
         require_transition(*from, to);
-        const std::string reason =
-            (cancel ? "canceled by " : "resolved by ") + resolution.operator_name + ": " + resolution.note;
+        const std::string reason = (cancel ? "canceled by " : "resolved by ") +
+                                   resolution.operator_name + ": " + resolution.note;
         const pqxx::row r = tx.exec_prepared1(
             k_resolve, resolution.tenant_id, resolution.payment_id, resolution.generation,
             std::string(to_string(to)), reason, or_null(resolution.provider_reference),
@@ -367,10 +381,11 @@ std::vector<QueueCount> open_queue_counts(Db& db, std::chrono::seconds stuck_aft
         impl.prepare(k_queue, k_queue_sql);
         pqxx::read_transaction tx(impl.connection());
         std::vector<QueueCount> out;
-        for (const auto& row : tx.exec_prepared(k_queue, static_cast<long long>(stuck_after.count()))) {
-            out.push_back({row[0].as<std::string>(), row[1].as<std::string>(), row[2].as<std::string>(),
-                           row[3].as<std::string>(), row[4].as<long long>(), row[5].as<long long>(),
-                           row[6].as<long long>()});
+        for (const auto& row :
+             tx.exec_prepared(k_queue, static_cast<long long>(stuck_after.count()))) {
+            out.push_back({row[0].as<std::string>(), row[1].as<std::string>(),
+                           row[2].as<std::string>(), row[3].as<std::string>(),
+                           row[4].as<long long>(), row[5].as<long long>(), row[6].as<long long>()});
         }
         return out;
     });
@@ -383,8 +398,9 @@ std::vector<RejectedInReview> rejected_in_review(Db& db) {
         pqxx::read_transaction tx(impl.connection());
         std::vector<RejectedInReview> out;
         for (const auto& row : tx.exec_prepared(k_rejected_review)) {
-            out.push_back({row[0].as<std::string>(), row[1].as<std::string>(), row[2].as<long long>(),
-                           row[3].as<std::string>(), row[4].as<std::string>()});
+            out.push_back({row[0].as<std::string>(), row[1].as<std::string>(),
+                           row[2].as<long long>(), row[3].as<std::string>(),
+                           row[4].as<std::string>()});
         }
         return out;
     });
@@ -397,7 +413,8 @@ std::vector<RejectedAttempts> rejected_attempt_counts(Db& db) {
         pqxx::read_transaction tx(impl.connection());
         std::vector<RejectedAttempts> out;
         for (const auto& row : tx.exec_prepared(k_rejected_attempts)) {
-            out.push_back({row[0].as<std::string>(), row[1].as<std::string>(), row[2].as<long long>()});
+            out.push_back(
+                {row[0].as<std::string>(), row[1].as<std::string>(), row[2].as<long long>()});
         }
         return out;
     });

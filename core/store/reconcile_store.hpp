@@ -18,7 +18,7 @@ class Db;
 
 // A provider the reconciler can ask, and how long after an attempt its answers can be trusted.
 struct ProviderSchedule {
-    std::string provider;                 // [a-z0-9_-]{1,32}
+    std::string provider; // [a-z0-9_-]{1,32}
     std::chrono::seconds settle_delay{0};
 };
 
@@ -28,7 +28,7 @@ struct ReconcileCandidate {
     std::chrono::seconds since_first_attempt{0}; // from created_at if it was never sent
     std::chrono::seconds since_last_attempt{0};
     int attempt_count = 0;
-    int resends = 0;                          // times the reconciler sent it again
+    int resends = 0; // times the reconciler sent it again
     int lookup_count = 0;
     int lookup_failures = 0;
     std::optional<std::string> review_code; // in needs_review
@@ -38,10 +38,10 @@ struct ReconcileCandidate {
 // the last attempt plus the provider's settle delay) by `due_by` at the latest, oldest first:
 // generation + 1, and next_attempt_at moved `hold` ahead so that a reconciler that dies mid-lookup
 // leaves the payment to the next one. Rows another transaction holds are skipped.
-std::vector<ReconcileCandidate> claim_unknown(Db& db, std::chrono::seconds hold, int limit,
-                                              const std::vector<ProviderSchedule>& providers,
-                                              std::chrono::system_clock::time_point due_by =
-                                                  std::chrono::system_clock::now());
+std::vector<ReconcileCandidate>
+claim_unknown(Db& db, std::chrono::seconds hold, int limit,
+              const std::vector<ProviderSchedule>& providers,
+              std::chrono::system_clock::time_point due_by = std::chrono::system_clock::now());
 
 // The same selection as claim_unknown, claiming and changing nothing (--dry-run).
 std::vector<ReconcileCandidate> peek_unknown(Db& db, int limit,
@@ -53,7 +53,7 @@ std::optional<ReconcileCandidate> load_candidate(Db& db, const std::string& tena
 
 // What a status query found, for the payment_lookups row.
 struct LookupObservation {
-    std::string status;                    // found, not_found, failed, not_asked
+    std::string status; // found, not_found, failed, not_asked
     std::optional<std::string> remote_state;
     std::optional<std::string> remote_raw_status;
     std::optional<long long> remote_amount;
@@ -62,23 +62,23 @@ struct LookupObservation {
     int duplicates = 0;
     std::optional<int> http_status;
     std::string error_class;
-    std::string detail;                    // redacted excerpt
+    std::string detail; // redacted excerpt
 };
 
 struct ReconcileWrite {
-    PaymentState to = PaymentState::unknown;          // may equal the current state (check later)
+    PaymentState to = PaymentState::unknown;           // may equal the current state (check later)
     std::optional<std::chrono::seconds> next_check_in; // unknown: when to look again
-    bool resend_now = false;                          // retry_scheduled: due at once
-    std::optional<std::string> review_code;           // needs_review only
+    bool resend_now = false;                           // retry_scheduled: due at once
+    std::optional<std::string> review_code;            // needs_review only
     std::string reason;
     std::optional<std::string> provider_reference;
-    std::string decision;                             // ReconcileAction name, for the records
+    std::string decision; // ReconcileAction name, for the records
 };
 
 // Records `lookup` (always: the observation is kept even when fenced out) and, if the payment is
-// still in `candidate.state` at `candidate.payment.generation`, applies `write` with generation + 1,
-// an audit row by `actor`, and an outbox event if the state changed. Returns false if fenced out.
-// Throws std::logic_error if the transition is not allowed.
+// still in `candidate.state` at `candidate.payment.generation`, applies `write` with generation +
+// 1, an audit row by `actor`, and an outbox event if the state changed. Returns false if fenced
+// out. Throws std::logic_error if the transition is not allowed.
 bool apply_reconciliation(Db& db, const ReconcileCandidate& candidate, const std::string& actor,
                           const LookupObservation& lookup, const ReconcileWrite& write);
 

@@ -8,10 +8,9 @@
 #include <array>
 #include <exception>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <thread>
-
-#include <nlohmann/json.hpp>
 
 namespace payrecon::store {
 namespace {
@@ -89,11 +88,13 @@ DELETE FROM recon_runs o
  WHERE n.run_id = $1::uuid AND o.provider = n.provider AND o.window_from = n.window_from
    AND o.window_to = n.window_to AND o.status = 'done' AND o.run_id <> n.run_id)sql";
 
-const char* or_null(const std::optional<std::string>& s) { return s ? s->c_str() : nullptr; }
+const char* or_null(const std::optional<std::string>& s) {
+    return s ? s->c_str() : nullptr;
+}
 
 RemoteStatus parse_remote_status(std::string_view s) {
-    for (const RemoteStatus r : {RemoteStatus::succeeded, RemoteStatus::refunded, RemoteStatus::declined,
-                                 RemoteStatus::pending}) {
+    for (const RemoteStatus r : {RemoteStatus::succeeded, RemoteStatus::refunded,
+                                 RemoteStatus::declined, RemoteStatus::pending}) {
         if (to_string(r) == s) {
             return r;
         }
@@ -112,8 +113,9 @@ RemoteStatus parse_remote_status(std::string_view s) {
 std::string local_keys_query(const std::string& provider_literal, long long from, long long to) {
     return "SELECT operation_id, amount_minor::bigint, currency::text, state::text, "
            "coalesce(first_attempt_at, created_at)::timestamptz "
-           "FROM payments WHERE provider = " + provider_literal +
-           " AND coalesce(first_attempt_at, created_at) >= to_timestamp(" + std::to_string(from) + ")" +
+           "FROM payments WHERE provider = " +
+           provider_literal + " AND coalesce(first_attempt_at, created_at) >= to_timestamp(" +
+           std::to_string(from) + ")" +
            " AND coalesce(first_attempt_at, created_at) < to_timestamp(" + std::to_string(to) + ")";
 }
 
@@ -128,8 +130,10 @@ void local_key_record(const CopyRow& row, LocalRecord& l) {
 // The run's provider records in (match key, provider reference) order -- statement_records_diff --
 // so that a key's records come in a stable order; columns as remote_key_record reads them.
 std::string remote_keys_query(const std::string& run_literal) {
-    return "SELECT match_key::text, amount_minor::bigint, currency::text, status::text, created_at::timestamptz "
-           "FROM statement_records WHERE run_id = " + run_literal +
+    return "SELECT match_key::text, amount_minor::bigint, currency::text, status::text, "
+           "created_at::timestamptz "
+           "FROM statement_records WHERE run_id = " +
+           run_literal +
            "::uuid ORDER BY match_key COLLATE \"C\", provider_reference COLLATE \"C\"";
 }
 
@@ -180,11 +184,10 @@ class SortedSide {
 public:
     using Fill = void (*)(const CopyRow&, Record&);
 
-    SortedSide(const std::string& url, const std::string& snapshot, const std::string& query, std::string what,
-               const DiffSorting& sorting, Fill fill)
+    SortedSide(const std::string& url, const std::string& snapshot, const std::string& query,
+               std::string what, const DiffSorting& sorting, Fill fill)
         : m_what(std::move(what)), m_stream(url, snapshot, query, m_what),
-          m_sorted({sorting.memory_bytes, sorting.temp_dir, m_what}),
-          m_row(&m_what), m_fill(fill) {
+          m_sorted({sorting.memory_bytes, sorting.temp_dir, m_what}), m_row(&m_what), m_fill(fill) {
         m_reader = std::thread([this] {
             try {
                 read();
@@ -235,10 +238,10 @@ private:
     const std::string m_what;
     CopyOutStream m_stream;
     ExternalSort m_sorted;
-    CopyRow m_row;             // the current record, as read back from m_sorted
+    CopyRow m_row; // the current record, as read back from m_sorted
     Fill m_fill;
     std::exception_ptr m_error;
-    std::thread m_reader;      // last: started once everything above is built
+    std::thread m_reader; // last: started once everything above is built
 };
 
 // The second read: every column of the keys that did not match, in a read-only transaction of
@@ -258,7 +261,8 @@ public:
         if (operation_ids.empty()) {
             return out;
         }
-        for (const auto& row : tx().exec_params(k_local_details_sql, m_provider, text_array(operation_ids))) {
+        for (const auto& row :
+             tx().exec_params(k_local_details_sql, m_provider, text_array(operation_ids))) {
             LocalRecord l;
             l.match_key = row[0].as<std::string>();
             l.operation_id = l.match_key;
@@ -364,14 +368,15 @@ StatementRun open_statement_run(Db& db, const std::string& provider, long long w
             return runs;
         };
         if (found.empty() || found[0][1].as<std::string>() == "done") {
-            const pqxx::result created = tx.exec_prepared(k_new_run, provider, window_from, window_to,
-                                                          margin_s, runs_so_far() + 1);
+            const pqxx::result created = tx.exec_prepared(k_new_run, provider, window_from,
+                                                          window_to, margin_s, runs_so_far() + 1);
             if (created.empty()) {
                 // Another process (two nightly jobs at once) created it meanwhile and committed:
                 // carry on with that run as with any existing one.
                 found = tx.exec_prepared(k_find_run, provider, window_from, window_to);
                 if (found.empty() || found[0][1].as<std::string>() == "done") {
-                    throw std::logic_error("open_statement_run: the run of this window was created and is gone");
+                    throw std::logic_error(
+                        "open_statement_run: the run of this window was created and is gone");
                 }
             } else {
                 run.run_id = created[0][0].as<std::string>();
@@ -418,11 +423,13 @@ void store_statement_page(Db& db, StatementRun& run, const std::vector<Statement
         pqxx::work tx(impl.connection());
         for (const auto& s : records) {
             const RemoteRecord& r = s.record;
-            tx.exec_prepared0(k_insert_record, run.run_id, r.provider_reference, r.match_key, or_null(r.operation_id),
-                              r.amount_minor, s.amount_refunded, r.currency, std::string(to_string(r.status)),
-                              r.raw_status, r.at, s.raw.empty() ? nullptr : s.raw.c_str());
+            tx.exec_prepared0(k_insert_record, run.run_id, r.provider_reference, r.match_key,
+                              or_null(r.operation_id), r.amount_minor, s.amount_refunded,
+                              r.currency, std::string(to_string(r.status)), r.raw_status, r.at,
+                              s.raw.empty() ? nullptr : s.raw.c_str());
         }
-        run.remote_records = tx.exec_prepared1(k_page_done, run.run_id, or_null(next_cursor))[0].as<long long>();
+        run.remote_records =
+            tx.exec_prepared1(k_page_done, run.run_id, or_null(next_cursor))[0].as<long long>();
         tx.commit();
         run.list_cursor = next_cursor;
         ++run.pages;
@@ -447,7 +454,8 @@ StatementTotals diff_statement_run(Db& db, StatementRun& run, long long amount_t
                                    const std::function<void(const DiffFinding&)>& on_finding,
                                    const DiffSorting& sorting) {
     if (run.status != "listed" && run.status != "done") {
-        throw std::logic_error("diff_statement_run: the listing of run " + run.run_id + " is not complete");
+        throw std::logic_error("diff_statement_run: the listing of run " + run.run_id +
+                               " is not complete");
     }
     Db::Impl& impl = db.impl();
     return translate_errors(impl, [&] {
@@ -462,7 +470,8 @@ StatementTotals diff_statement_run(Db& db, StatementRun& run, long long amount_t
             tx.commit();
         }
         pqxx::work tx(impl.connection());
-        // Two diffs of one run (two nightly jobs at once) take turns: each replaces the findings whole.
+        // Two diffs of one run (two nightly jobs at once) take turns: each replaces the findings
+        // whole.
         tx.exec_params1("SELECT 1 FROM recon_runs WHERE run_id = $1::uuid FOR UPDATE", run.run_id);
         tx.exec_params0("DELETE FROM recon_findings WHERE run_id = $1::uuid", run.run_id);
         // Every read below sees this transaction's snapshot; the findings stream into
@@ -470,16 +479,19 @@ StatementTotals diff_statement_run(Db& db, StatementRun& run, long long amount_t
         const std::string snapshot = tx.exec1("SELECT pg_export_snapshot()")[0].as<std::string>();
         const long long from = run.window_from - run.margin_s;
         const long long to = run.window_to + run.margin_s;
-        SortedSide<LocalRecord> local(impl.url, snapshot, local_keys_query(tx.quote(run.provider), from, to),
-                                      "our payments of " + run.provider, sorting, &local_key_record);
+        SortedSide<LocalRecord> local(
+            impl.url, snapshot, local_keys_query(tx.quote(run.provider), from, to),
+            "our payments of " + run.provider, sorting, &local_key_record);
         SortedSide<RemoteRecord> remote(impl.url, snapshot, remote_keys_query(tx.quote(run.run_id)),
-                                        "the statement records of run " + run.run_id, sorting, &remote_key_record);
+                                        "the statement records of run " + run.run_id, sorting,
+                                        &remote_key_record);
         DetailReader details(impl.url, snapshot, run.provider, run.run_id);
-        pqxx::stream_to findings(tx, "recon_findings",
-                                 std::vector<std::string>{"run_id", "finding_no", "category", "tenant_id", "payment_id",
-                                                          "operation_id", "provider_reference", "local_amount",
-                                                          "local_currency", "local_state", "remote_amount",
-                                                          "remote_currency", "remote_state", "remote_count", "detail"});
+        pqxx::stream_to findings(
+            tx, "recon_findings",
+            std::vector<std::string>{"run_id", "finding_no", "category", "tenant_id", "payment_id",
+                                     "operation_id", "provider_reference", "local_amount",
+                                     "local_currency", "local_state", "remote_amount",
+                                     "remote_currency", "remote_state", "remote_count", "detail"});
         DiffRules rules;
         rules.amount_tolerance_minor = amount_tolerance_minor;
         rules.window_from = run.window_from;
@@ -500,9 +512,11 @@ StatementTotals diff_statement_run(Db& db, StatementRun& run, long long amount_t
                 f.category.c_str(),
                 f.local ? f.local->tenant_id.c_str() : nullptr,
                 f.local ? f.local->payment_id.c_str() : nullptr,
-                f.local ? f.local->operation_id.c_str() : (r && r->operation_id ? r->operation_id->c_str() : nullptr),
+                f.local ? f.local->operation_id.c_str()
+                        : (r && r->operation_id ? r->operation_id->c_str() : nullptr),
                 r ? r->provider_reference.c_str()
-                  : (f.local && f.local->provider_reference ? f.local->provider_reference->c_str() : nullptr),
+                  : (f.local && f.local->provider_reference ? f.local->provider_reference->c_str()
+                                                            : nullptr),
                 f.local ? local_amount.c_str() : nullptr,
                 f.local ? f.local->currency.c_str() : nullptr,
                 f.local ? f.local->state.c_str() : nullptr,
@@ -538,13 +552,15 @@ StatementTotals diff_statement_run(Db& db, StatementRun& run, long long amount_t
                 if (p.local) {
                     auto found = locals.find(p.key);
                     if (found == locals.end()) {
-                        throw std::logic_error("diff_statement_run: payment " + p.key + " vanished inside one snapshot");
+                        throw std::logic_error("diff_statement_run: payment " + p.key +
+                                               " vanished inside one snapshot");
                     }
                     l = std::move(found->second);
                 }
                 const std::vector<RemoteRecord> none;
                 auto found = remotes.find(p.key);
-                const std::vector<RemoteRecord>& group = found == remotes.end() ? none : found->second;
+                const std::vector<RemoteRecord>& group =
+                    found == remotes.end() ? none : found->second;
                 // The same records as the first read, with every column: the same category.
                 if (auto f = classify_key(l, group, rules)) {
                     ++totals.by_category[f->category];
@@ -557,7 +573,7 @@ StatementTotals diff_statement_run(Db& db, StatementRun& run, long long amount_t
             pending.clear();
         };
         long long matched = 0;
-        std::string matched_currency;      // the currency of the last match, and its sum
+        std::string matched_currency; // the currency of the last match, and its sum
         long long* matched_sum = nullptr;
         DiffSink sink;
         sink.matched = [&](const LocalRecord& l) {
@@ -569,8 +585,8 @@ StatementTotals diff_statement_run(Db& db, StatementRun& run, long long amount_t
             *matched_sum += l.amount_minor;
         };
         sink.finding = [&](DiffFinding&& f) {
-            pending.push_back(Pending{f.local ? f.local->match_key : f.remote.front().match_key, f.local.has_value(),
-                                      !f.remote.empty()});
+            pending.push_back(Pending{f.local ? f.local->match_key : f.remote.front().match_key,
+                                      f.local.has_value(), !f.remote.empty()});
             if (pending.size() >= k_details_batch) {
                 resolve();
             }
@@ -584,8 +600,8 @@ StatementTotals diff_statement_run(Db& db, StatementRun& run, long long amount_t
         findings.complete();
         nlohmann::json counts = totals.by_category;
         tx.exec_prepared0(k_replace_done, run.run_id);
-        tx.exec_prepared0(k_run_done, run.run_id, totals.counts.local_records, totals.counts.remote_records,
-                          counts.dump());
+        tx.exec_prepared0(k_run_done, run.run_id, totals.counts.local_records,
+                          totals.counts.remote_records, counts.dump());
         tx.commit();
         run.status = "done";
         return totals;

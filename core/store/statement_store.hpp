@@ -24,12 +24,12 @@ struct StatementRun {
     long long window_from = 0; // unix seconds
     long long window_to = 0;
     long long margin_s = 0;
-    std::string status;        // listing, listed, done, failed
+    std::string status; // listing, listed, done, failed
     std::optional<std::string> list_cursor;
     int pages = 0;
     long long remote_records = 0;
     int runs = 1;
-    bool resumed = false;      // an unfinished listing of this window is carried on
+    bool resumed = false;       // an unfinished listing of this window is carried on
     bool complete_kept = false; // the window has a complete run, kept until this one completes
 };
 
@@ -40,9 +40,9 @@ StatementRun open_statement_run(Db& db, const std::string& provider, long long w
                                 long long window_to, long long margin_s);
 
 struct StatementRecord {
-    RemoteRecord record;       // match_key: operation_id, else "ref:" + provider_reference
+    RemoteRecord record; // match_key: operation_id, else "ref:" + provider_reference
     long long amount_refunded = 0;
-    std::string raw;           // the provider's JSON, as received (may be empty)
+    std::string raw; // the provider's JSON, as received (may be empty)
 };
 
 // Stores one listed page and where the listing goes on, in one transaction. `next_cursor` nullopt:
@@ -57,8 +57,9 @@ void fail_statement_run(Db& db, const StatementRun& run, const std::string& erro
 
 struct StatementTotals {
     DiffCounts counts;
-    std::map<std::string, long long> by_category;     // matched included
-    std::map<std::string, long long> matched_amounts; // currency -> minor units of our matched payments
+    std::map<std::string, long long> by_category; // matched included
+    std::map<std::string, long long>
+        matched_amounts; // currency -> minor units of our matched payments
 };
 
 // Pairs provider records without our operation ID by provider reference, then merges our payments

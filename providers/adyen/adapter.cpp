@@ -7,14 +7,14 @@ namespace payrecon::providers::adyen {
 
 AdyenAdapter::AdyenAdapter(const ProviderConfig& config, SendFunction send)
     : m_name(config.name), m_base_url(config.base_url), m_merchant_account(config.merchant_account),
-      m_return_url(config.return_url),
-      m_api_key(config.api_key), m_send(std::move(send)) {
+      m_return_url(config.return_url), m_api_key(config.api_key), m_send(std::move(send)) {
     // The Checkout API can neither look a payment up nor list them; an override cannot add it.
     m_caps = configured_capabilities(config, k_max_key_length, false, false);
 }
 
 SubmitResult AdyenAdapter::submit(const PaymentOrder& order) {
-    if (const auto problem = carry_problem(carry_limits(), order.merchant_reference, order.metadata)) {
+    if (const auto problem =
+            carry_problem(carry_limits(), order.merchant_reference, order.metadata)) {
         return not_carried(*problem);
     }
     const auto body = payment_body(order, m_merchant_account, m_return_url);

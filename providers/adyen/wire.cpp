@@ -105,15 +105,18 @@ std::optional<Money> from_adyen_amount(std::int64_t value, std::string_view curr
 
 const CarryLimits& carry_limits() {
     static const CarryLimits k_limits{
-        "Adyen",
-        MetadataLimits{k_max_metadata_entries, {"operation_id", "merchant_reference"},
-                       k_max_metadata_key, k_max_metadata_value,
-                       "Adyen's Checkout API: at most 20 metadata entries, keys up to 20 and values "
-                       "up to 80 characters; more is its error 177"}};
+        "Adyen", MetadataLimits{
+                     k_max_metadata_entries,
+                     {"operation_id", "merchant_reference"},
+                     k_max_metadata_key,
+                     k_max_metadata_value,
+                     "Adyen's Checkout API: at most 20 metadata entries, keys up to 20 and values "
+                     "up to 80 characters; more is its error 177"}};
     return k_limits;
 }
 
-std::optional<std::string> payment_body(const PaymentOrder& order, std::string_view merchant_account,
+std::optional<std::string> payment_body(const PaymentOrder& order,
+                                        std::string_view merchant_account,
                                         std::string_view return_url) {
     const auto value = to_adyen_amount(order.amount);
     if (!value || carry_problem(carry_limits(), order.merchant_reference, order.metadata)) {

@@ -43,7 +43,8 @@ const CarryLimits& carry_limits();
 // metadata entry and our operation ID and merchant reference in `metadata`. nullopt if the amount
 // is not expressible in Adyen's units or carry_problem(carry_limits(), ...) finds something Adyen
 // cannot carry: nothing is ever left out.
-std::optional<std::string> payment_body(const PaymentOrder& order, std::string_view merchant_account,
+std::optional<std::string> payment_body(const PaymentOrder& order,
+                                        std::string_view merchant_account,
                                         std::string_view return_url);
 
 // A PaymentResponse's resultCode mapped to an outcome: Authorised -> succeeded; Refused, Cancelled,

@@ -288,7 +288,8 @@ HttpResult Transport::Impl::send(const HttpRequest& request) {
         if (left < std::chrono::milliseconds(1)) {
             result.cls = SendClass::not_sent;
             result.deadline_passed = true;
-            result.error = "request refused before sending: its deadline (the claim's lease) has passed";
+            result.error =
+                "request refused before sending: its deadline (the claim's lease) has passed";
             return result;
         }
         timeouts.connect = std::min(timeouts.connect, left);

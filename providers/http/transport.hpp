@@ -91,7 +91,8 @@ struct HttpResult {
     std::chrono::microseconds tls_time{};
     std::chrono::microseconds total_time{};
     bool truncated = false; // the response exceeded max_response_bytes and was cut off
-    bool deadline_passed = false; // refused or aborted before sending: the request's deadline passed
+    bool deadline_passed =
+        false; // refused or aborted before sending: the request's deadline passed
 };
 
 class Transport {

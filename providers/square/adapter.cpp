@@ -26,7 +26,8 @@ http::HttpRequest SquareAdapter::request(std::string method, std::string path_an
 }
 
 SubmitResult SquareAdapter::submit(const PaymentOrder& order) {
-    if (const auto problem = carry_problem(carry_limits(), order.merchant_reference, order.metadata)) {
+    if (const auto problem =
+            carry_problem(carry_limits(), order.merchant_reference, order.metadata)) {
         return not_carried(*problem);
     }
     const auto body = create_body(order);

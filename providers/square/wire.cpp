@@ -288,12 +288,12 @@ SubmitResult interpret_create(const PaymentOrder& order, int http_status, std::s
         // AUTHENTICATION_ERROR (UNAUTHORIZED, FORBIDDEN...): the access token or its permissions.
         // Square executed nothing, and nothing changes until the configuration does.
         const bool parsed = env && !env->errors.empty();
-        return rejected_request(http_status,
-                                parsed && !env->errors.front().code.empty() ? env->errors.front().code
-                                : http_status == 401 ? "UNAUTHORIZED"
-                                                     : "FORBIDDEN",
-                                parsed ? env->errors.front().detail : std::string_view(),
-                                excerpt(body));
+        return rejected_request(
+            http_status,
+            parsed && !env->errors.front().code.empty() ? env->errors.front().code
+            : http_status == 401                        ? "UNAUTHORIZED"
+                                                        : "FORBIDDEN",
+            parsed ? env->errors.front().detail : std::string_view(), excerpt(body));
     }
     if (http_status >= 500 || !env || env->errors.empty()) {
         r.call.error_class =
@@ -321,7 +321,8 @@ SubmitResult interpret_create(const PaymentOrder& order, int http_status, std::s
     }
     if (http_status == 400 && first.category == "INVALID_REQUEST_ERROR") {
         if (final_invalid_request(first.code)) {
-            r.outcome = Outcome::declined; // no fix of the integration makes this currency chargeable
+            r.outcome =
+                Outcome::declined; // no fix of the integration makes this currency chargeable
             r.call.error_class = "invalid_request:" + first.code;
             return r;
         }

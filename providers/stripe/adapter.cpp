@@ -26,7 +26,8 @@ http::HttpRequest StripeAdapter::request(std::string method, std::string path_an
 }
 
 SubmitResult StripeAdapter::submit(const PaymentOrder& order) {
-    if (const auto problem = carry_problem(carry_limits(), order.merchant_reference, order.metadata)) {
+    if (const auto problem =
+            carry_problem(carry_limits(), order.merchant_reference, order.metadata)) {
         return not_carried(*problem);
     }
     const auto body = create_body(order);
@@ -35,7 +36,8 @@ SubmitResult StripeAdapter::submit(const PaymentOrder& order) {
         SubmitResult r;
         r.outcome = Outcome::declined;
         r.call.error_class = "amount_not_expressible";
-        r.call.detail = "the amount cannot be expressed in Stripe's units for " + order.amount.currency;
+        r.call.detail =
+            "the amount cannot be expressed in Stripe's units for " + order.amount.currency;
         return r;
     }
     http::HttpRequest req = request("POST", "/v1/payment_intents", true);
@@ -64,7 +66,8 @@ LookupResult StripeAdapter::lookup(const PaymentOrder& order) {
         return out;
     }
     const http::HttpResult res = m_send(request(
-        "GET", "/v1/payment_intents/search?query=" + percent_encode(search_query(order.operation_id)),
+        "GET",
+        "/v1/payment_intents/search?query=" + percent_encode(search_query(order.operation_id)),
         false));
     out.call = call_record_of(res);
     if (res.cls != http::SendClass::response || res.http_status != 200) {
@@ -99,9 +102,9 @@ ListPage StripeAdapter::list(const TimeWindow& window, const std::optional<std::
     using std::chrono::seconds;
     const auto from = duration_cast<seconds>(window.from.time_since_epoch()).count();
     const auto to = duration_cast<seconds>(window.to.time_since_epoch()).count();
-    std::string query = "/v1/payment_intents?limit=100&" +
-                        form_encode({{"created[gte]", std::to_string(from)},
-                                     {"created[lt]", std::to_string(to)}});
+    std::string query =
+        "/v1/payment_intents?limit=100&" +
+        form_encode({{"created[gte]", std::to_string(from)}, {"created[lt]", std::to_string(to)}});
     if (cursor) {
         query += "&" + form_encode({{"starting_after", *cursor}});
     }

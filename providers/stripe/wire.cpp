@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cctype>
 #include <limits>
-
 #include <nlohmann/json.hpp>
 
 namespace payrecon::providers::stripe {
@@ -129,7 +128,10 @@ std::string form_encode(const std::vector<std::pair<std::string, std::string>>& 
 const CarryLimits& carry_limits() {
     static const CarryLimits k_limits{
         "Stripe",
-        MetadataLimits{50, {"operation_id", "merchant_reference"}, 40, 500,
+        MetadataLimits{50,
+                       {"operation_id", "merchant_reference"},
+                       40,
+                       500,
                        "Stripe's metadata: at most 50 keys, keys up to 40 and values up to 500 "
                        "characters"}};
     return k_limits;
@@ -185,7 +187,8 @@ std::optional<RemotePayment> payment_from(const json& j) {
     if (j.contains("object") && j["object"] != "payment_intent") {
         return std::nullopt;
     }
-    const auto money = from_stripe_amount(j["amount"].get<long long>(), j["currency"].get<std::string>());
+    const auto money =
+        from_stripe_amount(j["amount"].get<long long>(), j["currency"].get<std::string>());
     if (!money) {
         return std::nullopt;
     }
@@ -194,17 +197,20 @@ std::optional<RemotePayment> payment_from(const json& j) {
     p.amount = *money;
     p.raw_status = j["status"].get<std::string>();
     p.state = map_status(p.raw_status);
-    if (j.contains("metadata") && j["metadata"].is_object() && j["metadata"].contains("operation_id") &&
-        j["metadata"]["operation_id"].is_string()) {
+    if (j.contains("metadata") && j["metadata"].is_object() &&
+        j["metadata"].contains("operation_id") && j["metadata"]["operation_id"].is_string()) {
         p.operation_id = j["metadata"]["operation_id"].get<std::string>();
     }
     if (j.contains("created") && j["created"].is_number_integer()) {
-        p.created_at = std::chrono::system_clock::time_point(std::chrono::seconds(j["created"].get<long long>()));
+        p.created_at = std::chrono::system_clock::time_point(
+            std::chrono::seconds(j["created"].get<long long>()));
     }
-    // Refunds live on the charge: `charges.data[]` (API 2020-08-27), or an expanded `latest_charge`.
+    // Refunds live on the charge: `charges.data[]` (API 2020-08-27), or an expanded
+    // `latest_charge`.
     long long refunded = 0;
     const auto add_refunded = [&](const json& charge) {
-        if (charge.is_object() && charge.contains("amount_refunded") && charge["amount_refunded"].is_number_integer()) {
+        if (charge.is_object() && charge.contains("amount_refunded") &&
+            charge["amount_refunded"].is_number_integer()) {
             refunded += charge["amount_refunded"].get<long long>();
         }
     };
@@ -275,7 +281,8 @@ SubmitResult interpret_create(const PaymentOrder& order, int http_status, std::s
         }
         r.provider_reference = p->provider_reference;
         r.outcome = p->state;
-        r.call.error_class = p->state == Outcome::unknown ? "unexpected_status_" + p->raw_status : "";
+        r.call.error_class =
+            p->state == Outcome::unknown ? "unexpected_status_" + p->raw_status : "";
         return r;
     }
     const auto error = parse_error(body);
@@ -288,12 +295,12 @@ SubmitResult interpret_create(const PaymentOrder& order, int http_status, std::s
         // The API key is wrong or lacks the permission: Stripe executed nothing, and nothing will
         // change until an operator fixes the configuration.
         const std::string fallback = http_status == 401 ? "authentication" : "permission";
-        return rejected_request(http_status,
-                                error && !error->code.empty() ? error->code : fallback,
+        return rejected_request(http_status, error && !error->code.empty() ? error->code : fallback,
                                 error ? error->message : std::string_view(), excerpt(body));
     }
     if (http_status >= 500 || !error) {
-        r.call.error_class = http_status >= 500 ? "http_" + std::to_string(http_status) : "unrecognised_response";
+        r.call.error_class =
+            http_status >= 500 ? "http_" + std::to_string(http_status) : "unrecognised_response";
         return r;
     }
     if (error->type == "idempotency_error" || http_status == 409) {
@@ -309,7 +316,8 @@ SubmitResult interpret_create(const PaymentOrder& order, int http_status, std::s
         if (error->payment_intent) {
             r.provider_reference = error->payment_intent->provider_reference;
         }
-        r.call.error_class = "card_declined" + (error->decline_code.empty() ? "" : ":" + error->decline_code);
+        r.call.error_class =
+            "card_declined" + (error->decline_code.empty() ? "" : ":" + error->decline_code);
         return r;
     }
     if ((http_status == 400 || http_status == 404) && error->type == "invalid_request_error") {

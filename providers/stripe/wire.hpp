@@ -21,7 +21,8 @@ std::optional<int> stripe_exponent(std::string_view currency);
 // ISO minor units -> Stripe's `amount`. nullopt if the amount cannot be expressed exactly (MGA
 // amounts must be whole ariary) or the currency is unknown.
 std::optional<long long> to_stripe_amount(const Money& money);
-// Stripe's `amount` + `currency` (lower case) -> ISO minor units. nullopt if unknown or overflowing.
+// Stripe's `amount` + `currency` (lower case) -> ISO minor units. nullopt if unknown or
+// overflowing.
 std::optional<Money> from_stripe_amount(long long amount, std::string_view currency);
 
 // application/x-www-form-urlencoded, keys and values percent-encoded, in the given order.

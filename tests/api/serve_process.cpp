@@ -52,9 +52,10 @@ ServeProcess::ServeProcess(const SecretFile& secret, int threads,
     std::vector<std::string> env;
     for (char** e = environ; *e != nullptr; ++e) {
         const std::string_view entry(*e);
-        const bool replaced = std::any_of(extra_env.begin(), extra_env.end(), [&](const std::string& extra) {
-            return entry.starts_with(extra.substr(0, extra.find('=') + 1));
-        });
+        const bool replaced =
+            std::any_of(extra_env.begin(), extra_env.end(), [&](const std::string& extra) {
+                return entry.starts_with(extra.substr(0, extra.find('=') + 1));
+            });
         if (replaced || entry.starts_with("PAYRECON_DATABASE_URL=") ||
             entry.starts_with("PAYRECON_FINGERPRINT_SECRET_FILE=")) {
             continue;

@@ -1,10 +1,10 @@
 // `payrecon serve` over real HTTP: the binary runs as a child process on a free loopback port,
 // libcurl (and a plain TCP socket for bytes curl will not send) is the client, and every
 // assertion that matters counts rows in the real PostgreSQL, not only status codes.
+#include "core/fingerprint.hpp"
 #include "core/store/admin_store.hpp"
 #include "core/store/executor_store.hpp"
 #include "core/store/reconcile_store.hpp"
-#include "core/fingerprint.hpp"
 #include "tests/api/serve_process.hpp"
 #include "tests/support/test_db.hpp"
 
@@ -743,8 +743,8 @@ TEST_CASE("api: bad input gets a clear 4xx problem, stores nothing, and the serv
          create(body("1250", eur, R"(, "description": "4242.4242.4242.4242")")), 422,
          "card_data_refused", "description"},
         {"a card number in full-width digits in metadata",
-         create(body("1250", eur,
-                     R"(, "metadata": {"note": "４２４２ ４２４２ ４２４２ ４２４２"})")),
+         create(
+             body("1250", eur, R"(, "metadata": {"note": "４２４２ ４２４２ ４２４２ ４２４２"})")),
          422, "card_data_refused", "metadata.note"},
         {"an Idempotency-Key holding a card number",
          create_request(s.key(), "4242/4242/4242/4242", good), 422, "card_data_refused",
@@ -932,22 +932,22 @@ TEST_CASE("api: a request without Content-Type gets 415 and stores nothing",
     CHECK(r.header("Content-Type") == "application/problem+json");
     CHECK(r.problem_type() == "unsupported_media_type");
     // The same bytes on a raw socket, so no client library adds a header of its own.
-    const auto raw = raw_exchange(server.port(),
-                                  "POST /v1/payments HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                                  "Authorization: Bearer " + s.key() +
-                                      "\r\nIdempotency-Key: k-no-ct\r\nContent-Length: " +
-                                      std::to_string(body.size()) +
-                                      "\r\nConnection: close\r\n\r\n" + body);
+    const auto raw = raw_exchange(
+        server.port(), "POST /v1/payments HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                       "Authorization: Bearer " +
+                           s.key() + "\r\nIdempotency-Key: k-no-ct\r\nContent-Length: " +
+                           std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body);
     CHECK(raw.status == 415);
     CHECK(nlohmann::json::parse(raw.body, nullptr, false).value("type", "") ==
           "unsupported_media_type");
     // An empty Content-Type is no media type either.
-    const auto empty = raw_exchange(server.port(),
-                                    "POST /v1/payments HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                                    "Authorization: Bearer " + s.key() +
-                                        "\r\nIdempotency-Key: k-no-ct\r\nContent-Type: \r\n"
-                                        "Content-Length: " + std::to_string(body.size()) +
-                                        "\r\nConnection: close\r\n\r\n" + body);
+    const auto empty = raw_exchange(
+        server.port(), "POST /v1/payments HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                       "Authorization: Bearer " +
+                           s.key() +
+                           "\r\nIdempotency-Key: k-no-ct\r\nContent-Type: \r\n"
+                           "Content-Length: " +
+                           std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body);
     CHECK(empty.status == 415);
     CHECK(payments(s.tenant) == 0);
     CHECK(records(s.tenant) == 0);
@@ -973,7 +973,8 @@ public:
         char path[] = "/tmp/payrecon-config-XXXXXX";
         const int fd = ::mkstemp(path);
         REQUIRE(fd >= 0);
-        const bool written = ::write(fd, json.data(), json.size()) == static_cast<ssize_t>(json.size());
+        const bool written =
+            ::write(fd, json.data(), json.size()) == static_cast<ssize_t>(json.size());
         ::close(fd);
         m_path = path;
         REQUIRE(written);
@@ -1010,7 +1011,8 @@ TEST_CASE("api: serve with the provider configuration refuses a provider it does
     ConfigFile config(k_two_stripes);
     ServeProcess server(secret, 4, {"PAYRECON_CONFIG=" + config.path()});
     HttpClient http;
-    const auto r = http.send(server.port(), create_request(s.key(), "k-pp", with_provider("paypal", "ref-pp")));
+    const auto r = http.send(server.port(),
+                             create_request(s.key(), "k-pp", with_provider("paypal", "ref-pp")));
     CHECK(r.status == 422);
     CHECK(r.header("Content-Type") == "application/problem+json");
     const auto j = r.json();
@@ -1020,7 +1022,8 @@ TEST_CASE("api: serve with the provider configuration refuses a provider it does
     CHECK(payments(s.tenant) == 0);
     CHECK(records(s.tenant) == 0);
     CHECK(events(s.tenant) == 0);
-    const auto ok = http.send(server.port(), create_request(s.key(), "k-pp", with_provider("stripe-eu", "ref-pp")));
+    const auto ok = http.send(
+        server.port(), create_request(s.key(), "k-pp", with_provider("stripe-eu", "ref-pp")));
     CHECK(ok.status == 202);
     CHECK_FALSE(ok.replayed());
     CHECK(payments(s.tenant) == 1);
@@ -1034,7 +1037,8 @@ TEST_CASE("api: serve without a provider configuration warns that provider names
     Scope s;
     SecretFile secret;
     ServeProcess server(secret, 4, {"PAYRECON_CONFIG="});
-    CHECK(send_once(server.port(), create_request(s.key(), "k-any", with_provider("anything", "ref-any")))
+    CHECK(send_once(server.port(),
+                    create_request(s.key(), "k-any", with_provider("anything", "ref-any")))
               .status == 202);
     check_exited_cleanly(server.terminate());
     CHECK(server.stderr_text().find("warning: no provider configuration") != std::string::npos);
@@ -1042,7 +1046,8 @@ TEST_CASE("api: serve without a provider configuration warns that provider names
     bool logged = false;
     for (const auto& line : server.stdout_lines()) {
         const auto j = nlohmann::json::parse(line, nullptr, false);
-        logged = logged || (j.is_object() && j.value("warning", "") == "provider_names_not_checked");
+        logged =
+            logged || (j.is_object() && j.value("warning", "") == "provider_names_not_checked");
     }
     CHECK(logged);
 }
@@ -1311,9 +1316,8 @@ TEST_CASE("api: /metrics counts the requests providers rejected, per provider an
         REQUIRE(m.status == 200);
         return m.body;
     };
-    const std::string attempts_series =
-        R"(payrecon_provider_rejected_attempts_total{provider=")" + provider +
-        R"(",code="parameter_unknown"})";
+    const std::string attempts_series = R"(payrecon_provider_rejected_attempts_total{provider=")" +
+                                        provider + R"(",code="parameter_unknown"})";
     const std::string review_series = R"(payrecon_review_request_rejected{provider=")" + provider +
                                       R"(",code="parameter_unknown"})";
     const std::string before = scrape();
@@ -1323,13 +1327,12 @@ TEST_CASE("api: /metrics counts the requests providers rejected, per provider an
     CHECK(metric(before, attempts_series) == -1); // no series yet
 
     // A worker's two attempts, refused by the provider, settled as the executor settles them.
-    const auto claims = store::claim_payments(*s.db, "metrics-test", std::chrono::seconds(30), 10,
-                                              {provider});
+    const auto claims =
+        store::claim_payments(*s.db, "metrics-test", std::chrono::seconds(30), 10, {provider});
     REQUIRE(claims.size() == 2);
     for (const auto& claim : claims) {
         const store::AttemptResult attempt{"rejected", 400, "request_rejected:parameter_unknown",
-                                           std::nullopt,
-                                           "Received unknown parameter: off_session"};
+                                           std::nullopt, "Received unknown parameter: off_session"};
         const store::Settlement settlement{PaymentState::needs_review, std::nullopt,
                                            std::string("the provider refused the request"),
                                            std::string("request_rejected")};

@@ -118,7 +118,8 @@ Answer read_answer(int fd, std::chrono::milliseconds deadline, bool to_close = f
         if (need != std::string::npos && in.size() >= need && !to_close) {
             break;
         }
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now());
+        const auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now());
         pollfd p{fd, POLLIN, 0};
         if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) <= 0) {
             break;
@@ -149,14 +150,16 @@ Answer round_trip(int port, const std::string& bytes, std::chrono::milliseconds 
     return a;
 }
 
-std::string create_bytes(const std::string& api_key, const std::string& key, const std::string& body) {
+std::string create_bytes(const std::string& api_key, const std::string& key,
+                         const std::string& body) {
     return "POST /v1/payments HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + api_key +
            "\r\nIdempotency-Key: " + key +
            "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
            "\r\nConnection: close\r\n\r\n" + body;
 }
 
-const std::string k_healthz = "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+const std::string k_healthz =
+    "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
 
 // VmRSS of process `pid` in KiB.
 long rss_kib(pid_t pid) {
@@ -235,7 +238,8 @@ void drip_and_serve(const Scope& s, int port, std::size_t count, const std::stri
     });
     // A normal client while every dripper is still connected and dripping.
     const auto health = round_trip(port, k_healthz);
-    const auto made = round_trip(port, create_bytes(s.key(), "normal-1", payment_body("ref-normal-1")));
+    const auto made =
+        round_trip(port, create_bytes(s.key(), "normal-1", payment_body("ref-normal-1")));
     dripper.join();
     const auto lasted = Clock::now() - started;
     for (const int fd : fds) {
@@ -245,10 +249,10 @@ void drip_and_serve(const Scope& s, int port, std::size_t count, const std::stri
     CHECK(made.status == 202);
     INFO("drippers lasted " << std::chrono::duration_cast<std::chrono::milliseconds>(lasted).count()
                             << " ms");
-    CHECK(cut.load() == count);        // every dripper was cut while it still dripped
-    CHECK(answered.load() == 0);       // cut, not answered
-    CHECK(lasted < 60s);               // ...before the drip's own end (generous)
-    CHECK(s.payments() == 1);          // only the normal client's payment
+    CHECK(cut.load() == count);  // every dripper was cut while it still dripped
+    CHECK(answered.load() == 0); // cut, not answered
+    CHECK(lasted < 60s);         // ...before the drip's own end (generous)
+    CHECK(s.payments() == 1);    // only the normal client's payment
     CHECK(s.records() == 1);
 }
 
@@ -286,7 +290,8 @@ std::pair<Answer, std::size_t> stream_until_answered(int fd, std::size_t limit, 
 
 // The value of the Prometheus sample `series` in serve's /metrics, or -1.
 double metric(int port, const std::string& series) {
-    const auto m = round_trip(port, "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+    const auto m =
+        round_trip(port, "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
     std::istringstream in(m.body);
     for (std::string line; std::getline(in, line);) {
         if (line.starts_with(series + " ")) {
@@ -323,8 +328,10 @@ TEST_CASE("api: 1,000 connections dripping a body are cut at the body deadline, 
     const std::string body = payment_body("ref-drip");
     drip_and_serve(s, server.port(), 1000,
                    "POST /v1/payments HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " +
-                       s.key() + "\r\nIdempotency-Key: drip\r\nContent-Type: application/json\r\n"
-                       "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n",
+                       s.key() +
+                       "\r\nIdempotency-Key: drip\r\nContent-Type: application/json\r\n"
+                       "Content-Length: " +
+                       std::to_string(body.size()) + "\r\n\r\n",
                    body);
     CHECK(metric(server.port(), R"(payrecon_http_deadlines_total{phase="body"})") >= 1000);
     check_exited_cleanly(server.terminate());
@@ -338,9 +345,9 @@ TEST_CASE("api: a Content-Length over the cap gets 413 before any of the body is
     ServeProcess server(secret, 4, {}, {"--body-timeout", "10m"});
     const int fd = connect_loopback(server.port());
     REQUIRE(send_all(fd, "POST /v1/payments HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " +
-                     s.key() +
-                     "\r\nIdempotency-Key: k-400mib\r\nContent-Type: application/json\r\n"
-                     "Content-Length: 419430400\r\n\r\n"));
+                             s.key() +
+                             "\r\nIdempotency-Key: k-400mib\r\nContent-Type: application/json\r\n"
+                             "Content-Length: 419430400\r\n\r\n"));
     const Answer a = read_answer(fd, 30s, true);
     ::close(fd);
     CHECK(a.status == 413);
@@ -361,8 +368,9 @@ TEST_CASE("api: a 400 MiB chunked body gets 413 once it passes the cap, and serv
     REQUIRE(round_trip(server.port(), k_healthz).status == 200);
     const long before = rss_kib(server.pid());
     const int fd = connect_loopback(server.port());
-    REQUIRE(send_all(fd, "POST /v1/payments HTTP/1.1\r\nHost: 127.0.0.1\r\nIdempotency-Key: k-chunked\r\n"
-                         "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"));
+    REQUIRE(send_all(
+        fd, "POST /v1/payments HTTP/1.1\r\nHost: 127.0.0.1\r\nIdempotency-Key: k-chunked\r\n"
+            "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"));
     const std::string chunk = "10000\r\n" + std::string(0x10000, ' ') + "\r\n";
     const auto [answer, sent] =
         stream_until_answered(fd, std::size_t{400} << 20, [&] { return chunk; });
@@ -395,7 +403,8 @@ TEST_CASE("api: 2,000,000 headers get 431 and a closed connection, and serve's m
     for (int i = 0; i < 10'000; ++i) {
         batch += "X-Flood: " + std::to_string(i) + "\r\n";
     }
-    const auto [answer, sent] = stream_until_answered(fd, batch.size() * 200, [&] { return batch; });
+    const auto [answer, sent] =
+        stream_until_answered(fd, batch.size() * 200, [&] { return batch; });
     const long after = rss_kib(server.pid());
     ::close(fd);
     INFO("RSS " << before << " KiB before, " << after << " KiB after; " << sent
@@ -432,7 +441,8 @@ TEST_CASE("api: connections from one address beyond the per-peer cap are refused
     ::close(ninth);
     CHECK(refused.closed);
     CHECK((refused.status == 503 || refused.status == 0)); // a reset may beat the 503
-    const auto over = round_trip(server.port(), create_bytes(s.key(), "k-peer", payment_body("ref-peer")));
+    const auto over =
+        round_trip(server.port(), create_bytes(s.key(), "k-peer", payment_body("ref-peer")));
     CHECK(over.status != 202);
     CHECK(s.payments() == 0);
     // Another loopback address has its own count.
@@ -449,7 +459,8 @@ TEST_CASE("api: connections from one address beyond the per-peer cap are refused
     int made = 0;
     const bool served = wait_until(
         [&] {
-            made = round_trip(server.port(), create_bytes(s.key(), "k-peer", payment_body("ref-peer")), 5s)
+            made = round_trip(server.port(),
+                              create_bytes(s.key(), "k-peer", payment_body("ref-peer")), 5s)
                        .status;
             return made != 503 && made != 0;
         },
@@ -474,7 +485,8 @@ TEST_CASE("api: 1,000 idle keep-alive connections stay open and a normal client 
     std::vector<int> idle;
     for (int i = 0; i < 1000; ++i) {
         idle.push_back(connect_loopback(server.port()));
-        REQUIRE(send_all(idle.back(), "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")); // kept alive
+        REQUIRE(send_all(idle.back(),
+                         "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")); // kept alive
     }
     int answered = 0;
     for (const int fd : idle) {
@@ -482,7 +494,8 @@ TEST_CASE("api: 1,000 idle keep-alive connections stay open and a normal client 
         answered += a.status == 200 && !a.closed ? 1 : 0;
     }
     CHECK(answered == 1000);
-    const auto made = round_trip(server.port(), create_bytes(s.key(), "k-idle", payment_body("ref-idle")));
+    const auto made =
+        round_trip(server.port(), create_bytes(s.key(), "k-idle", payment_body("ref-idle")));
     CHECK(made.status == 202);
     CHECK(s.payments() == 1);
     CHECK(metric(server.port(), "payrecon_http_connections_open") >= 1000);
@@ -511,7 +524,8 @@ TEST_CASE("api: with every database worker busy, a request waits a bounded time 
     // the whole table would stall every other test that runs alongside on the same database.)
     pqxx::connection locker(database_url());
     pqxx::work lock_tx(locker);
-    const std::string xid = lock_tx.exec1("SELECT mod(txid_current(), 4294967296)::text")[0].as<std::string>();
+    const std::string xid =
+        lock_tx.exec1("SELECT mod(txid_current(), 4294967296)::text")[0].as<std::string>();
     lock_tx.exec_params0(
         "INSERT INTO idempotency_records (tenant_id, principal_id, operation, idempotency_key, "
         "request_hash, expires_at) VALUES ($1::uuid, $2::uuid, 'create_payment', 'k-held', "
@@ -519,7 +533,8 @@ TEST_CASE("api: with every database worker busy, a request waits a bounded time 
         s.tenant.tenant_id, s.writer.principal.principal_id);
     Answer held;
     std::thread holder([&] {
-        held = round_trip(server.port(), create_bytes(s.key(), "k-held", payment_body("ref-held")), 60s);
+        held = round_trip(server.port(), create_bytes(s.key(), "k-held", payment_body("ref-held")),
+                          60s);
     });
     pqxx::connection watcher(database_url());
     const bool blocked = wait_until(
@@ -535,12 +550,15 @@ TEST_CASE("api: with every database worker busy, a request waits a bounded time 
     // One request waits in the queue (its length is 1) ...
     Answer waited;
     std::thread waiter([&] {
-        waited = round_trip(server.port(), create_bytes(s.key(), "k-waits", payment_body("ref-waits")), 60s);
+        waited = round_trip(server.port(),
+                            create_bytes(s.key(), "k-waits", payment_body("ref-waits")), 60s);
     });
     // ... which /metrics shows, answered while no worker is free ...
-    REQUIRE(wait_until([&] { return metric(server.port(), "payrecon_db_queue_waiting") == 1; }, 30s));
+    REQUIRE(
+        wait_until([&] { return metric(server.port(), "payrecon_db_queue_waiting") == 1; }, 30s));
     // ... so a third finds the queue full and is refused at once.
-    const auto full = round_trip(server.port(), create_bytes(s.key(), "k-full", payment_body("ref-full")));
+    const auto full =
+        round_trip(server.port(), create_bytes(s.key(), "k-full", payment_body("ref-full")));
     waiter.join(); // the queue timeout answers it
     CHECK(full.status == 503);
     CHECK(full.head.find("Retry-After: 1") != std::string::npos);
@@ -555,7 +573,8 @@ TEST_CASE("api: with every database worker busy, a request waits a bounded time 
                       "idempotency_key IN ('k-waits', 'k-full')",
                       s.tenant.tenant_id) == "0");
     // The retry with the same key is a first request.
-    const auto retried = round_trip(server.port(), create_bytes(s.key(), "k-waits", payment_body("ref-waits")));
+    const auto retried =
+        round_trip(server.port(), create_bytes(s.key(), "k-waits", payment_body("ref-waits")));
     CHECK(retried.status == 202);
     CHECK(retried.head.find("Idempotent-Replayed") == std::string::npos);
     CHECK(s.payments() == 2);

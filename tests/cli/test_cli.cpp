@@ -9,12 +9,11 @@
 #include "tests/support/test_db.hpp"
 
 #include <algorithm>
-#include <cstdlib>
-#include <unistd.h>
-
 #include <catch2/catch.hpp>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <pqxx/pqxx>
+#include <unistd.h>
 
 using namespace payrecon;
 using namespace payrecon::testing;
@@ -26,16 +25,17 @@ TEST_CASE("cli: tenant and principal create, the key printed once and only its d
     CHECK(tenant["name"] == name);
     const std::string tenant_id = tenant["tenant_id"];
 
-    const auto principal = nlohmann::json::parse(
-        run_cli({"principal", "create", "--tenant", name, "--name", "shop", "--role", "writer", "--json"}));
+    const auto principal = nlohmann::json::parse(run_cli(
+        {"principal", "create", "--tenant", name, "--name", "shop", "--role", "writer", "--json"}));
     const std::string key = principal["api_key"];
     CHECK(key.rfind("prk_", 0) == 0);
     CHECK(key.size() == 47);
     CHECK(count_rows("principals", tenant_id) == 1);
     CHECK(count_rows("principals", tenant_id,
                      "api_key_hash = sha256(convert_to('" + key + "', 'UTF8'))") == 1);
-    CHECK(query_value("SELECT count(*) FROM principals WHERE api_key_hash::text LIKE '%' || $1 || '%'",
-                      key) == "0");
+    CHECK(query_value(
+              "SELECT count(*) FROM principals WHERE api_key_hash::text LIKE '%' || $1 || '%'",
+              key) == "0");
     auto db = connect();
     REQUIRE(authenticate(*db, Secret(key)));
 
@@ -47,7 +47,8 @@ TEST_CASE("cli: tenant and principal create, the key printed once and only its d
     const std::string revoked = run_cli({"principal", "revoke", principal["principal_id"]});
     CHECK(revoked.find("revoked") != std::string::npos);
     CHECK(authenticate(*db, Secret(key)).error() == AuthFailure::revoked);
-    CHECK(count_rows("audit_log", tenant_id) == 3); // tenant.create, principal.create, principal.revoke
+    CHECK(count_rows("audit_log", tenant_id) ==
+          3); // tenant.create, principal.create, principal.revoke
 }
 
 TEST_CASE("cli: principal names that could drive a terminal are refused, and stored ones print "
@@ -58,19 +59,23 @@ TEST_CASE("cli: principal names that could drive a terminal are refused, and sto
     const std::string name = unique_name("esc");
     const auto tenant = nlohmann::json::parse(run_cli({"tenant", "create", name, "--json"}));
     const std::string tenant_id = tenant["tenant_id"];
-    for (const std::string& bad :
-         {std::string("evil\x1b[2J"), std::string("two\nlines"), std::string("tab\there"),
-          std::string("bell\x07"), std::string("csi \xc2\x9b" "31m"),
-          std::string("rtl \xe2\x80\xae" "exe.pdf"), std::string("zero\xe2\x80\x8bwidth"),
-          std::string(" padded"), std::string(129, 'x'), std::string("bad utf8 \xff")}) {
+    for (const std::string& bad : {std::string("evil\x1b[2J"), std::string("two\nlines"),
+                                   std::string("tab\there"), std::string("bell\x07"),
+                                   std::string("csi \xc2\x9b"
+                                               "31m"),
+                                   std::string("rtl \xe2\x80\xae"
+                                               "exe.pdf"),
+                                   std::string("zero\xe2\x80\x8bwidth"), std::string(" padded"),
+                                   std::string(129, 'x'), std::string("bad utf8 \xff")}) {
         INFO(printable(bad));
-        CHECK_THROWS_AS(run_cli({"principal", "create", "--tenant", name, "--name", bad, "--role",
-                                 "reader"}),
-                        UsageError);
+        CHECK_THROWS_AS(
+            run_cli({"principal", "create", "--tenant", name, "--name", bad, "--role", "reader"}),
+            UsageError);
     }
     CHECK(count_rows("principals", tenant_id) == 0);
     CHECK(count_rows("audit_log", tenant_id) == 1); // tenant.create only
-    run_cli({"principal", "create", "--tenant", name, "--name", "Caf\xc3\xa9 shop #2", "--role", "reader"});
+    run_cli({"principal", "create", "--tenant", name, "--name", "Caf\xc3\xa9 shop #2", "--role",
+             "reader"});
     CHECK(count_rows("principals", tenant_id) == 1);
 
     // A name stored before names were checked is printed escaped wherever it appears.
@@ -79,15 +84,18 @@ TEST_CASE("cli: principal names that could drive a terminal are refused, and sto
     {
         pqxx::connection c(database_url());
         pqxx::work tx(c);
-        evil_id = tx.exec_params1("INSERT INTO principals (tenant_id, name, role, api_key_hash) "
-                                  "VALUES ($1::uuid, $2, 'reader', sha256(convert_to('x' || $1::text, 'UTF8'))) "
-                                  "RETURNING principal_id::text",
-                                  tenant_id, evil)[0]
-                      .as<std::string>();
-        tx.exec_params0("INSERT INTO audit_log (tenant_id, actor, action, subject_type, subject_id, "
-                        "detail) VALUES ($1::uuid, $2, 'principal.create', 'principal', $3, "
-                        "jsonb_build_object('name', $2::text))",
-                        tenant_id, evil, evil_id);
+        evil_id =
+            tx.exec_params1(
+                  "INSERT INTO principals (tenant_id, name, role, api_key_hash) "
+                  "VALUES ($1::uuid, $2, 'reader', sha256(convert_to('x' || $1::text, 'UTF8'))) "
+                  "RETURNING principal_id::text",
+                  tenant_id, evil)[0]
+                .as<std::string>();
+        tx.exec_params0(
+            "INSERT INTO audit_log (tenant_id, actor, action, subject_type, subject_id, "
+            "detail) VALUES ($1::uuid, $2, 'principal.create', 'principal', $3, "
+            "jsonb_build_object('name', $2::text))",
+            tenant_id, evil, evil_id);
         tx.commit();
     }
     const auto clean = [](const std::string& out) {
@@ -104,7 +112,8 @@ TEST_CASE("cli: principal names that could drive a terminal are refused, and sto
 
     // Through the binary: what reaches stderr is escaped too.
     const std::string db = "PAYRECON_DATABASE_URL='" + database_url() + "'";
-    const auto missing = run_binary(db, "principal list --tenant \"$(printf 'no\\033[2Jsuch\\nFAKE')\"");
+    const auto missing =
+        run_binary(db, "principal list --tenant \"$(printf 'no\\033[2Jsuch\\nFAKE')\"");
     CHECK(missing.exit_code == 7);
     clean(missing.output);
     CHECK(missing.output.find("no\\x1b[2Jsuch\\nFAKE") != std::string::npos);
@@ -121,7 +130,8 @@ TEST_CASE("cli: a tenant name taken twice is refused", "[cli][db]") {
     CHECK_THROWS_AS(run_cli({"tenant", "create", "bad name!"}), UsageError);
 }
 
-TEST_CASE("cli: purge refuses a retention shorter than the configured minimum", "[cli][db][purge]") {
+TEST_CASE("cli: purge refuses a retention shorter than the configured minimum",
+          "[cli][db][purge]") {
     CHECK_THROWS_AS(run_cli({"purge", "--retention", "1h"}), UsageError);
     CHECK_THROWS_AS(run_cli({"purge", "--retention", "soon"}), UsageError);
     CHECK_NOTHROW(run_cli({"purge", "--retention", "48h", "--dry-run"}));
@@ -135,17 +145,19 @@ TEST_CASE("cli: the binary maps errors to documented exit codes and clear messag
         CHECK(r.output.find("shorter than the minimum") != std::string::npos);
     }
     SECTION("a password on the command line: usage, 2, and the password never echoed") {
-        const auto r = run_binary("-u PAYRECON_DATABASE_URL", "--database postgresql://u:hunter2@/x tenant list");
+        const auto r = run_binary("-u PAYRECON_DATABASE_URL",
+                                  "--database postgresql://u:hunter2@/x tenant list");
         CHECK(r.exit_code == 2);
         CHECK(r.output.find("password") != std::string::npos);
         CHECK(r.output.find("hunter2") == std::string::npos);
     }
     SECTION("an sslpassword on the command line: usage, 2, and never echoed") {
-        for (const std::string url : {"'postgresql:///x?sslpassword=hunter2'",
-                                      "'host=/tmp dbname=x sslpassword=hunter2'",
-                                      "'postgresql:///x?ssl%70assword=hunter2'"}) {
+        for (const std::string url :
+             {"'postgresql:///x?sslpassword=hunter2'", "'host=/tmp dbname=x sslpassword=hunter2'",
+              "'postgresql:///x?ssl%70assword=hunter2'"}) {
             INFO(url);
-            const auto r = run_binary("-u PAYRECON_DATABASE_URL", "--database " + url + " tenant list");
+            const auto r =
+                run_binary("-u PAYRECON_DATABASE_URL", "--database " + url + " tenant list");
             CHECK(r.exit_code == 2);
             CHECK(r.output.find("sslpassword") != std::string::npos);
             CHECK(r.output.find("hunter2") == std::string::npos);
@@ -153,7 +165,8 @@ TEST_CASE("cli: the binary maps errors to documented exit codes and clear messag
     }
     SECTION("an unreachable database: 5") {
         const auto r = run_binary(
-            "PAYRECON_DATABASE_URL='postgresql:///x?host=/nonexistent-dir&connect_timeout=2'", "tenant list");
+            "PAYRECON_DATABASE_URL='postgresql:///x?host=/nonexistent-dir&connect_timeout=2'",
+            "tenant list");
         CHECK(r.exit_code == 5);
         CHECK(r.output.find("cannot connect") != std::string::npos);
     }
@@ -162,7 +175,8 @@ TEST_CASE("cli: the binary maps errors to documented exit codes and clear messag
         CHECK(r.exit_code == 7);
     }
     SECTION("a create with no credential: usage, 2") {
-        const auto r = run_binary("-u PAYRECON_API_KEY " + db, "payments create --idempotency-key k --body-file /dev/null");
+        const auto r = run_binary("-u PAYRECON_API_KEY " + db,
+                                  "payments create --idempotency-key k --body-file /dev/null");
         CHECK(r.exit_code == 2);
         CHECK(r.output.find("PAYRECON_API_KEY") != std::string::npos);
     }
@@ -177,12 +191,14 @@ TEST_CASE("cli: payments create runs the intake protocol with the key from the e
           "[cli][db][intake]") {
     const std::string name = unique_name("cli-pay");
     run_cli({"tenant", "create", name});
-    const auto principal = nlohmann::json::parse(
-        run_cli({"principal", "create", "--tenant", name, "--name", "shop", "--role", "writer", "--json"}));
+    const auto principal = nlohmann::json::parse(run_cli(
+        {"principal", "create", "--tenant", name, "--name", "shop", "--role", "writer", "--json"}));
     const std::string tenant_id = principal["tenant_id"];
-    const std::string base_env = "PAYRECON_DATABASE_URL='" + database_url() + "' PAYRECON_API_KEY='" +
-                                 principal["api_key"].get<std::string>() + "'";
-    // With an external database the fingerprint secret must be configured: /dev/null is no secret file.
+    const std::string base_env = "PAYRECON_DATABASE_URL='" + database_url() +
+                                 "' PAYRECON_API_KEY='" + principal["api_key"].get<std::string>() +
+                                 "'";
+    // With an external database the fingerprint secret must be configured: /dev/null is no secret
+    // file.
     const auto no_secret = run_binary(base_env + " PAYRECON_FINGERPRINT_SECRET_FILE=/dev/null",
                                       "payments create --idempotency-key k1 --body-file /dev/null");
     CHECK(no_secret.exit_code == 4);
@@ -201,7 +217,8 @@ TEST_CASE("cli: payments create runs the intake protocol with the key from the e
     REQUIRE(::write(body_fd, body.data(), body.size()) == static_cast<ssize_t>(body.size()));
     ::close(body_fd);
     const std::string env = base_env + " PAYRECON_FINGERPRINT_SECRET_FILE=" + secret_path;
-    const std::string args = std::string("payments create --json --idempotency-key k1 --body-file ") + body_path;
+    const std::string args =
+        std::string("payments create --json --idempotency-key k1 --body-file ") + body_path;
 
     const auto first = run_binary(env, args);
     const auto second = run_binary(env, args);
@@ -268,7 +285,8 @@ struct TempFile {
         char path_template[] = "/tmp/payrecon-cli-XXXXXX";
         const int fd = ::mkstemp(path_template);
         REQUIRE(fd >= 0);
-        const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+        const bool written =
+            ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
         ::close(fd);
         path = path_template;
         REQUIRE(written);
@@ -298,12 +316,13 @@ TEST_CASE("cli: global options work after the subcommand too, every help lists t
     const auto before = run_binary("-u PAYRECON_CONFIG PAYRECON_DATABASE_URL=" + url,
                                    "--config /nonexistent/payrecon.json worker --once");
     CHECK(before.exit_code == 4);
-    for (const std::string help : {"worker --help", "review resolve --help", "db start --help",
-                                   "nightly --help"}) {
+    for (const std::string help :
+         {"worker --help", "review resolve --help", "db start --help", "nightly --help"}) {
         INFO(help);
         const auto r = run_binary("", help);
         CHECK(r.exit_code == 0);
-        CHECK(r.output.find("Global options (before or after the subcommand)") != std::string::npos);
+        CHECK(r.output.find("Global options (before or after the subcommand)") !=
+              std::string::npos);
         CHECK(r.output.find("--config FILE") != std::string::npos);
         CHECK(r.output.find("Exit codes") != std::string::npos);
     }
@@ -319,12 +338,13 @@ TEST_CASE("cli: payments create with a provider configuration refuses a provider
           "[cli][db][intake][regression]") {
     const std::string name = unique_name("cli-prov");
     run_cli({"tenant", "create", name});
-    const auto principal = nlohmann::json::parse(
-        run_cli({"principal", "create", "--tenant", name, "--name", "shop", "--role", "writer", "--json"}));
+    const auto principal = nlohmann::json::parse(run_cli(
+        {"principal", "create", "--tenant", name, "--name", "shop", "--role", "writer", "--json"}));
     const std::string tenant_id = principal["tenant_id"];
     const TempFile secret(std::string(44, 's') + "\n");
     // The API key variable is not set: payments create reads provider names only.
-    const TempFile config(R"({"providers": {"stripe": {"kind": "stripe", "base_url": "https://api.stripe.com",
+    const TempFile config(
+        R"({"providers": {"stripe": {"kind": "stripe", "base_url": "https://api.stripe.com",
         "api_key_env": "PAYRECON_TEST_UNSET_KEY"}}})");
     std::string body = payment_body("cli-prov-ref");
     body.replace(body.find("\"stripe\""), 8, "\"paypal\"");
@@ -333,7 +353,8 @@ TEST_CASE("cli: payments create with a provider configuration refuses a provider
                             "' PAYRECON_API_KEY='" + principal["api_key"].get<std::string>() +
                             "' PAYRECON_FINGERPRINT_SECRET_FILE=" + secret.path +
                             " PAYRECON_CONFIG=" + config.path;
-    const auto r = run_binary(env, "payments create --json --idempotency-key k1 --body-file " + paypal.path);
+    const auto r =
+        run_binary(env, "payments create --json --idempotency-key k1 --body-file " + paypal.path);
     CHECK(r.exit_code == 2);
     const auto j = nlohmann::json::parse(r.output);
     CHECK(j["status"] == 422);
@@ -343,7 +364,8 @@ TEST_CASE("cli: payments create with a provider configuration refuses a provider
     CHECK(count_rows("outbox", tenant_id) == 0);
 
     const TempFile stripe(payment_body("cli-prov-ref"));
-    const auto ok = run_binary(env, "payments create --json --idempotency-key k1 --body-file " + stripe.path);
+    const auto ok =
+        run_binary(env, "payments create --json --idempotency-key k1 --body-file " + stripe.path);
     CHECK(ok.exit_code == 0);
     CHECK(count_rows("payments", tenant_id) == 1);
     // A configuration that cannot be read is a configuration error, not a silent pass.
@@ -355,12 +377,16 @@ TEST_CASE("cli: payments create with a provider configuration refuses a provider
 TEST_CASE("cli: a bad PAYRECON_OPERATOR or --operator is a clear error, not a CHECK failure",
           "[cli][db][regression]") {
     // A 200-character PAYRECON_OPERATOR reached the audit log's CHECK and failed the command with
-    // PostgreSQL's raw "violates check constraint" (exit 1); control characters went in as they were.
+    // PostgreSQL's raw "violates check constraint" (exit 1); control characters went in as they
+    // were.
     const std::string db = "PAYRECON_DATABASE_URL='" + database_url() + "'";
     const std::string name = unique_name("op");
-    const auto tenants = [&] { return query_value("SELECT count(*) FROM tenants WHERE name = $1", name); };
-    for (const std::string& bad : {std::string(200, 'o'), std::string("\"$(printf 'eve\\033[2J')\""),
-                                   std::string("\"$(printf 'two\\nlines')\"")}) {
+    const auto tenants = [&] {
+        return query_value("SELECT count(*) FROM tenants WHERE name = $1", name);
+    };
+    for (const std::string& bad :
+         {std::string(200, 'o'), std::string("\"$(printf 'eve\\033[2J')\""),
+          std::string("\"$(printf 'two\\nlines')\"")}) {
         INFO(bad);
         const auto r = run_binary(db + " PAYRECON_OPERATOR=" + bad, "tenant create " + name);
         CHECK(r.exit_code == 4);
@@ -369,7 +395,8 @@ TEST_CASE("cli: a bad PAYRECON_OPERATOR or --operator is a clear error, not a CH
         CHECK(r.output.find('\x1b') == std::string::npos);
         CHECK(tenants() == "0");
     }
-    const auto flag = run_binary(db, "--operator " + std::string(101, 'o') + " tenant create " + name);
+    const auto flag =
+        run_binary(db, "--operator " + std::string(101, 'o') + " tenant create " + name);
     CHECK(flag.exit_code == 2);
     CHECK(flag.output.find("--operator") != std::string::npos);
     CHECK(tenants() == "0");
@@ -377,12 +404,14 @@ TEST_CASE("cli: a bad PAYRECON_OPERATOR or --operator is a clear error, not a CH
     const auto ok = run_binary(db + " PAYRECON_OPERATOR='Alice Ops'", "tenant create " + name);
     CHECK(ok.exit_code == 0);
     CHECK(tenants() == "1");
-    CHECK(query_value("SELECT actor FROM audit_log a JOIN tenants t USING (tenant_id) WHERE t.name = $1",
-                      name) == "Alice Ops");
+    CHECK(query_value(
+              "SELECT actor FROM audit_log a JOIN tenants t USING (tenant_id) WHERE t.name = $1",
+              name) == "Alice Ops");
 }
 
-TEST_CASE("cli: purge says what it did and leaves it in the audit log, and --dry-run records nothing",
-          "[cli][db][purge][regression]") {
+TEST_CASE(
+    "cli: purge says what it did and leaves it in the audit log, and --dry-run records nothing",
+    "[cli][db][purge][regression]") {
     // A database of its own: a purge run is global.
     ScratchDatabase scratch;
     store::Db db(scratch.url());
@@ -391,8 +420,10 @@ TEST_CASE("cli: purge says what it did and leaves it in the audit log, and --dry
     const auto writer = make_principal(db, tenant);
     IntakeService intake(db, test_keys());
     for (const char* key : {"k-1", "k-2"}) {
-        REQUIRE(intake.create_payment(writer.principal, key, payment_body(std::string("ref-") + key), "")
-                    .status == 202);
+        REQUIRE(
+            intake
+                .create_payment(writer.principal, key, payment_body(std::string("ref-") + key), "")
+                .status == 202);
     }
     pqxx::connection c(scratch.url());
     const auto sql = [&](const std::string& text) {
@@ -430,9 +461,11 @@ TEST_CASE("cli: purge says what it did and leaves it in the audit log, and --dry
     CHECK(j["retention_s"] == 7200);
     const std::string run_id = j["run_id"];
     CHECK(sql("SELECT count(*) FROM idempotency_records") == "0");
-    CHECK(sql("SELECT count(*) FROM audit_log WHERE subject_id = '" + run_id + "' AND actor = 'alice'") == "2");
+    CHECK(sql("SELECT count(*) FROM audit_log WHERE subject_id = '" + run_id +
+              "' AND actor = 'alice'") == "2");
     CHECK(sql("SELECT detail->>'deleted' FROM audit_log WHERE action = 'idempotency.purge_run' AND "
-              "subject_id = '" + run_id + "'") == "2");
+              "subject_id = '" +
+              run_id + "'") == "2");
     CHECK(std::stoll(sql(audit_rows)) == std::stoll(before) + 2);
 
     // The text output says the same, and `audit` shows the run as the deployment's.
@@ -451,8 +484,8 @@ TEST_CASE("cli: payments create after a lost COMMIT exits 1 and says the outcome
     // cannot promise: the payment may have been stored.
     const std::string name = unique_name("cli-doubt");
     run_cli({"tenant", "create", name});
-    const auto principal = nlohmann::json::parse(
-        run_cli({"principal", "create", "--tenant", name, "--name", "shop", "--role", "writer", "--json"}));
+    const auto principal = nlohmann::json::parse(run_cli(
+        {"principal", "create", "--tenant", name, "--name", "shop", "--role", "writer", "--json"}));
     const std::string tenant_id = principal["tenant_id"];
     const TempFile secret(std::string(44, 's') + "\n");
     const TempFile body(payment_body("cli-doubt-ref"));
@@ -463,7 +496,8 @@ TEST_CASE("cli: payments create after a lost COMMIT exits 1 and says the outcome
     });
     int exit_code = -1;
     const std::string out = run_cli(
-        {"payments", "create", "--json", "--idempotency-key", "k1", "--body-file", body.path}, &exit_code);
+        {"payments", "create", "--json", "--idempotency-key", "k1", "--body-file", body.path},
+        &exit_code);
     arm_crash_point("");
     const auto retry = nlohmann::json::parse(run_cli(
         {"payments", "create", "--json", "--idempotency-key", "k1", "--body-file", body.path}));

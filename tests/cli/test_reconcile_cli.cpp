@@ -529,7 +529,8 @@ TEST_CASE("operator cli: statement finds a seeded orphan charge, writes every fo
     orphan.currency = "usd";
     const std::string orphan_id = w.fake->seed_orphan_charge(orphan).front();
     const std::string today = reports::format_utc(std::chrono::system_clock::now()).substr(0, 10);
-    const std::vector<std::string> base = {"statement", "--provider", w.config.name, "--from", today};
+    const std::vector<std::string> base = {"statement", "--provider", w.config.name, "--from",
+                                           today};
 
     const Run text = w.payrecon(base);
     CHECK(text.exit_code == 3);
@@ -563,22 +564,26 @@ TEST_CASE("operator cli: statement finds a seeded orphan charge, writes every fo
     CHECK(contains(csv.out, orphan_id));
     // Four runs of one window: one run row, its findings replaced each time.
     CHECK(w.value("SELECT runs FROM recon_runs WHERE provider = $1", w.config.name) == "4");
-    CHECK(w.value("SELECT count(*) FROM recon_findings f JOIN recon_runs r USING (run_id) WHERE r.provider = $1",
+    CHECK(w.value("SELECT count(*) FROM recon_findings f JOIN recon_runs r USING (run_id) WHERE "
+                  "r.provider = $1",
                   w.config.name) == "1");
 
     CHECK(w.payrecon(with({"--format", "pdf"})).exit_code == 2);
-    CHECK(w.payrecon({"statement", "--provider", w.config.name, "--from", "2026-13-01"}).exit_code == 2);
+    CHECK(
+        w.payrecon({"statement", "--provider", w.config.name, "--from", "2026-13-01"}).exit_code ==
+        2);
     CHECK(w.payrecon(with({"--output", "/nonexistent-dir/report.txt"})).exit_code == 1);
 }
 
-TEST_CASE("operator cli: one run writes several report files, each in its extension's format, 0600, "
-          "with one line each, and a quiet window says clean",
-          "[cli][db][statement][report]") {
+TEST_CASE(
+    "operator cli: one run writes several report files, each in its extension's format, 0600, "
+    "with one line each, and a quiet window says clean",
+    "[cli][db][statement][report]") {
     Operated w;
     // A window with nothing in it: yesterday of a fresh provider account.
-    const std::string day = reports::format_utc(std::chrono::system_clock::now() -
-                                                std::chrono::hours(24 * 400))
-                                .substr(0, 10);
+    const std::string day =
+        reports::format_utc(std::chrono::system_clock::now() - std::chrono::hours(24 * 400))
+            .substr(0, 10);
     const std::vector<std::string> base = {"statement", "--provider", w.config.name, "--from", day};
     const Run quiet = w.payrecon(base);
     CHECK(quiet.exit_code == 0);
@@ -622,16 +627,18 @@ TEST_CASE("operator cli: one run writes several report files, each in its extens
     CHECK_FALSE(std::filesystem::exists(refused));
 }
 
-TEST_CASE("operator cli: statement and nightly with a wrong API key exit 4 naming the key variable, "
-          "retry nothing, and keep the window's stored findings",
-          "[cli][db][statement][regression]") {
+TEST_CASE(
+    "operator cli: statement and nightly with a wrong API key exit 4 naming the key variable, "
+    "retry nothing, and keep the window's stored findings",
+    "[cli][db][statement][regression]") {
     Operated w;
     fake::OrphanCharge orphan;
     orphan.amount = 880;
     orphan.currency = "eur";
     w.fake->seed_orphan_charge(orphan);
     const std::string today = reports::format_utc(std::chrono::system_clock::now()).substr(0, 10);
-    const std::vector<std::string> statement = {"statement", "--provider", w.config.name, "--from", today};
+    const std::vector<std::string> statement = {"statement", "--provider", w.config.name, "--from",
+                                                today};
     REQUIRE(w.payrecon(statement).exit_code == 3);
     const auto findings = [&w] {
         return w.value("SELECT count(*) FROM recon_findings f JOIN recon_runs r USING (run_id) "
@@ -674,8 +681,8 @@ TEST_CASE("operator cli: nightly lists the first findings of each category, poin
     }
     const std::string today = reports::format_utc(std::chrono::system_clock::now()).substr(0, 10);
     const auto html = w.dir.path() / "nightly.html";
-    const Run r = w.payrecon({"nightly", "--statement-date", today, "--list-findings", "3",
-                              "--output", html.string()});
+    const Run r = w.payrecon(
+        {"nightly", "--statement-date", today, "--list-findings", "3", "--output", html.string()});
     CHECK(r.exit_code == 3);
     std::size_t listed = 0;
     for (std::size_t at = r.out.find("\n    missing_local  "); at != std::string::npos;
@@ -692,16 +699,18 @@ TEST_CASE("operator cli: nightly lists the first findings of each category, poin
     CHECK_FALSE(contains(r.out, "wrote " + html.string() + ": clean"));
 }
 
-TEST_CASE("operator cli: nightly exits 3 for a payment naming a provider the configuration does not "
-          "have, and for one pending past --stuck-after, naming each and the command",
-          "[cli][db][reconcile][attention]") {
+TEST_CASE(
+    "operator cli: nightly exits 3 for a payment naming a provider the configuration does not "
+    "have, and for one pending past --stuck-after, naming each and the command",
+    "[cli][db][reconcile][attention]") {
     MigratedScratch scratch;
     Operated w(scratch.url());
     // A payment for a provider nobody configured: no worker will ever send it.
     {
         IntakeService intake(*w.db, test_keys());
         const std::string ref = unique_name("orphan");
-        const std::string body = R"({"amount": 700, "currency": "EUR", "merchant_reference": ")" + ref +
+        const std::string body = R"({"amount": 700, "currency": "EUR", "merchant_reference": ")" +
+                                 ref +
                                  R"(", "provider": "nosuchpsp", "payment_method": "pm_card_visa"})";
         REQUIRE(intake.create_payment(w.writer.principal, "k-" + ref, body, "").status == 202);
     }
@@ -718,7 +727,8 @@ TEST_CASE("operator cli: nightly exits 3 for a payment naming a provider the con
     Operated v(scratch2.url());
     const auto refs = v.payments(1);
     v.exec("UPDATE payments SET updated_at = now() - interval '2 hours', created_at = now() - "
-           "interval '2 hours' WHERE merchant_reference = $1", refs[0]);
+           "interval '2 hours' WHERE merchant_reference = $1",
+           refs[0]);
     const Run stuck = v.payrecon({"nightly", "--no-statement", "--no-send", "--json"});
     INFO(stuck.all());
     CHECK(stuck.exit_code == 3);
@@ -726,7 +736,8 @@ TEST_CASE("operator cli: nightly exits 3 for a payment naming a provider the con
     CHECK(j["waiting_too_long"] == 1);
     CHECK(j["not_configured"] == 0);
     // Under the threshold it is just in flight: clean.
-    const Run patient = v.payrecon({"nightly", "--no-statement", "--no-send", "--stuck-after", "3h"});
+    const Run patient =
+        v.payrecon({"nightly", "--no-statement", "--no-send", "--stuck-after", "3h"});
     CHECK(patient.exit_code == 0);
     CHECK(v.state_of(refs[0]) == "pending");
 }
@@ -740,33 +751,40 @@ TEST_CASE("operator cli: payments cancel fails a payment never sent, fenced by g
     const std::string id = w.payment_id_of(ref);
     const long long generation = w.generation_of(ref);
 
-    const Run stale = w.payrecon({"payments", "cancel", id, "--generation", std::to_string(generation + 1),
-                                  "--note", "customer withdrew the order"});
+    const Run stale =
+        w.payrecon({"payments", "cancel", id, "--generation", std::to_string(generation + 1),
+                    "--note", "customer withdrew the order"});
     CHECK(stale.exit_code == 7);
     CHECK(contains(stale.all(), "changed since it was shown"));
     CHECK(w.state_of(ref) == "pending");
 
-    const Run done = w.payrecon({"payments", "cancel", id, "--generation", std::to_string(generation),
-                                 "--note", "customer withdrew the order"});
+    const Run done =
+        w.payrecon({"payments", "cancel", id, "--generation", std::to_string(generation), "--note",
+                    "customer withdrew the order"});
     INFO(done.all());
     CHECK(done.exit_code == 0);
     CHECK(w.state_of(ref) == "failed");
     CHECK(w.generation_of(ref) == generation + 1);
-    CHECK(w.audits(ref, "action = 'payment.cancel' AND detail->>'note' = 'customer withdrew the order'") == 1);
+    CHECK(
+        w.audits(ref,
+                 "action = 'payment.cancel' AND detail->>'note' = 'customer withdrew the order'") ==
+        1);
     CHECK(w.events(ref, "event_type = 'payment.failed'") == 1);
     CHECK(w.deliveries(ref) == 0);
 
     // Canceled twice: refused, nothing more written.
-    const Run again = w.payrecon({"payments", "cancel", id, "--generation", std::to_string(generation + 1),
-                                  "--note", "again"});
+    const Run again = w.payrecon({"payments", "cancel", id, "--generation",
+                                  std::to_string(generation + 1), "--note", "again"});
     CHECK(again.exit_code == 7);
     CHECK(w.audits(ref, "action = 'payment.cancel'") == 1);
 
     // A payment whose attempt may have reached the provider is never "canceled as never sent",
     // even back in retry_scheduled.
     const std::string sent = w.unknown_payment(fake::Fault::execute_then_fin);
-    w.exec("UPDATE payments SET state = 'retry_scheduled', next_attempt_at = now() + interval '1 hour' "
-           "WHERE merchant_reference = $1", sent);
+    w.exec("UPDATE payments SET state = 'retry_scheduled', next_attempt_at = now() + interval '1 "
+           "hour' "
+           "WHERE merchant_reference = $1",
+           sent);
     const Run refused = w.payrecon({"payments", "cancel", w.payment_id_of(sent), "--generation",
                                     std::to_string(w.generation_of(sent)), "--note", "try"});
     CHECK(refused.exit_code == 7);

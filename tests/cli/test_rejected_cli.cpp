@@ -19,9 +19,9 @@ namespace {
 std::string payment_with(Operated& w, const std::string& payment_method) {
     IntakeService intake(*w.db, test_keys());
     const std::string ref = unique_name("ord");
-    const std::string body = R"({"amount": 2500, "currency": "EUR", "merchant_reference": ")" + ref +
-                             R"(", "provider": ")" + w.config.name + R"(", "payment_method": ")" +
-                             payment_method + R"("})";
+    const std::string body = R"({"amount": 2500, "currency": "EUR", "merchant_reference": ")" +
+                             ref + R"(", "provider": ")" + w.config.name +
+                             R"(", "payment_method": ")" + payment_method + R"("})";
     REQUIRE(intake.create_payment(w.writer.principal, "k-" + ref, body, "").status == 202);
     return ref;
 }

@@ -24,18 +24,25 @@ TEST_CASE("encoding: display_name_problem accepts printable names and names what
     CHECK_FALSE(display_name_problem("Caf\xc3\xa9 #2 (EU)", 128));
     CHECK_FALSE(display_name_problem(std::string(128, 'x'), 128));
     CHECK(display_name_problem("", 128) == std::optional<std::string>("is empty"));
-    CHECK(display_name_problem(std::string(129, 'x'), 128)->find("longer than 128") != std::string::npos);
+    CHECK(display_name_problem(std::string(129, 'x'), 128)->find("longer than 128") !=
+          std::string::npos);
     for (const std::string bad : {"a\x1b[2J", "a\nb", "a\tb", "a\x7f", "a\xc2\x9b", "a\rb"}) {
         CHECK(display_name_problem(bad, 128)->find("control character") != std::string::npos);
     }
-    for (const std::string bad : {"a\xe2\x80\xae", "a\xe2\x80\x8b", "\xef\xbb\xbf" "a", "a\xe2\x81\xa6"}) {
+    for (const std::string bad : {"a\xe2\x80\xae", "a\xe2\x80\x8b",
+                                  "\xef\xbb\xbf"
+                                  "a",
+                                  "a\xe2\x81\xa6"}) {
         CHECK(display_name_problem(bad, 128)->find("invisible") != std::string::npos);
     }
-    for (const std::string bad : {"a\xff", "a\xc3", "\xc0\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80"}) {
+    for (const std::string bad :
+         {"a\xff", "a\xc3", "\xc0\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80"}) {
         CHECK(display_name_problem(bad, 128) == std::optional<std::string>("is not valid UTF-8"));
     }
-    CHECK(display_name_problem(" a", 128) == std::optional<std::string>("begins or ends with a space"));
-    CHECK(display_name_problem("a ", 128) == std::optional<std::string>("begins or ends with a space"));
+    CHECK(display_name_problem(" a", 128) ==
+          std::optional<std::string>("begins or ends with a space"));
+    CHECK(display_name_problem("a ", 128) ==
+          std::optional<std::string>("begins or ends with a space"));
 }
 
 TEST_CASE("encoding: printable escapes C0, DEL and C1 controls and doubles backslashes",

@@ -1,20 +1,18 @@
 #include "core/external_sort.hpp"
 
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <csignal>
 #include <cstdlib>
+#include <dirent.h>
 #include <random>
 #include <stdexcept>
 #include <string>
-#include <utility>
-#include <vector>
-
-#include <dirent.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <utility>
+#include <vector>
 
 using payrecon::ExternalSort;
 
@@ -26,7 +24,8 @@ using Records = std::vector<std::pair<std::string, std::string>>;
 // bytes above 0x7f and NUL, the empty key, duplicates (for stability), lengths 0..40.
 Records random_records(std::size_t n, unsigned seed) {
     std::mt19937 rng(seed);
-    const std::vector<std::string> stems = {"", "pr_", "pr_0123456789ab", "pr_0123456789abc", "\xff\xfe", std::string("a\0b", 3)};
+    const std::vector<std::string> stems = {
+        "", "pr_", "pr_0123456789ab", "pr_0123456789abc", "\xff\xfe", std::string("a\0b", 3)};
     std::uniform_int_distribution<int> stem(0, static_cast<int>(stems.size()) - 1);
     std::uniform_int_distribution<int> len(0, 24);
     std::uniform_int_distribution<int> byte(0, 255);
@@ -38,14 +37,16 @@ Records random_records(std::size_t n, unsigned seed) {
         for (int j = 0; j < extra; ++j) {
             key += static_cast<char>(small(rng) == 0 ? byte(rng) : '0' + small(rng));
         }
-        out.emplace_back(std::move(key), "#" + std::to_string(i)); // the payload says where it came in
+        out.emplace_back(std::move(key),
+                         "#" + std::to_string(i)); // the payload says where it came in
     }
     return out;
 }
 
 Records sorted(Records records) {
-    std::stable_sort(records.begin(), records.end(),
-                     [](const auto& a, const auto& b) { return a.first < b.first; }); // std::string: byte order
+    std::stable_sort(records.begin(), records.end(), [](const auto& a, const auto& b) {
+        return a.first < b.first;
+    }); // std::string: byte order
     return records;
 }
 
@@ -81,7 +82,9 @@ std::size_t files_in(const std::string& dir) {
 
 } // namespace
 
-TEST_CASE("external sort: records that fit memory come out in byte order, equal keys in input order", "[core][sort]") {
+TEST_CASE(
+    "external sort: records that fit memory come out in byte order, equal keys in input order",
+    "[core][sort]") {
     const Records input = random_records(20000, 1);
     ExternalSort sort({std::size_t{16} << 20, "", "test records"});
     const Records out = run_sort(sort, input);
@@ -91,7 +94,8 @@ TEST_CASE("external sort: records that fit memory come out in byte order, equal 
     CHECK(out == sorted(input));
 }
 
-TEST_CASE("external sort: a small memory spills sorted runs and merges them to the same order", "[core][sort]") {
+TEST_CASE("external sort: a small memory spills sorted runs and merges them to the same order",
+          "[core][sort]") {
     const std::string dir = scratch_dir();
     for (const unsigned seed : {2u, 3u, 4u}) {
         const Records input = random_records(30000, seed);
@@ -118,7 +122,8 @@ TEST_CASE("external sort: input already in order, with runs, stays stable", "[co
     }
 }
 
-TEST_CASE("external sort: runs each in order that overlap are merged, not put one after the other", "[core][sort]") {
+TEST_CASE("external sort: runs each in order that overlap are merged, not put one after the other",
+          "[core][sort]") {
     // Ascending sequences of L keys, each starting below where the one before ended. For some L a
     // run holds whole sequences exactly, so that every run is in order and only the runs' order is
     // wrong; whatever a run holds, the output is the input sorted.
@@ -127,7 +132,8 @@ TEST_CASE("external sort: runs each in order that overlap are merged, not put on
         for (int sequence = 0; sequence < 6; ++sequence) {
             for (int i = 0; i < length; ++i) {
                 const int n = i * 6 + (5 - sequence); // each sequence ascends; sequences descend
-                input.emplace_back("k" + std::string(5 - std::to_string(n).size(), '0') + std::to_string(n),
+                input.emplace_back("k" + std::string(5 - std::to_string(n).size(), '0') +
+                                       std::to_string(n),
                                    std::to_string(sequence));
             }
         }
@@ -148,7 +154,8 @@ TEST_CASE("external sort: misuse and a record larger than its memory are refused
     CHECK_THROWS_AS(ExternalSort({1000, "", "x"}), std::invalid_argument);
     ExternalSort sort({4096, "", "big records"});
     CHECK_THROWS_WITH(sort.add("k", std::string(5000, 'x')),
-                      Catch::Contains("big records") && Catch::Contains("does not fit the sort buffer"));
+                      Catch::Contains("big records") &&
+                          Catch::Contains("does not fit the sort buffer"));
     CHECK_THROWS_AS(sort.next(), std::logic_error);
     sort.add("k", "fits");
     sort.finish();
@@ -157,7 +164,8 @@ TEST_CASE("external sort: misuse and a record larger than its memory are refused
     CHECK(sort.payload() == "fits");
 }
 
-TEST_CASE("external sort: a temporary directory that cannot be written says where and what to do", "[core][sort]") {
+TEST_CASE("external sort: a temporary directory that cannot be written says where and what to do",
+          "[core][sort]") {
     const Records input = random_records(2000, 5);
     ExternalSort sort({4096, "/nonexistent/payrecon-sort", "our payments of stripe"});
     try {
@@ -165,12 +173,15 @@ TEST_CASE("external sort: a temporary directory that cannot be written says wher
         FAIL("the sort spilled into a directory that does not exist");
     } catch (const std::runtime_error& e) {
         const std::string message = e.what();
-        CHECK_THAT(message, Catch::Contains("our payments of stripe") && Catch::Contains("/nonexistent/payrecon-sort") &&
-                                Catch::Contains("No such file or directory") && Catch::Contains("TMPDIR"));
+        CHECK_THAT(message, Catch::Contains("our payments of stripe") &&
+                                Catch::Contains("/nonexistent/payrecon-sort") &&
+                                Catch::Contains("No such file or directory") &&
+                                Catch::Contains("TMPDIR"));
     }
 }
 
-TEST_CASE("external sort: a file system that fills up mid-run is an error, not a short result", "[core][sort]") {
+TEST_CASE("external sort: a file system that fills up mid-run is an error, not a short result",
+          "[core][sort]") {
     // A child whose files may not grow past 64 KiB: the write of a run fails with EFBIG, as it
     // would with ENOSPC on a full disk.
     const pid_t child = ::fork();

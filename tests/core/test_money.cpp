@@ -5,8 +5,8 @@
 #include <stdexcept>
 #include <string>
 
-using payrecon::find_currency;
 using payrecon::describe_money;
+using payrecon::find_currency;
 using payrecon::format_money;
 using payrecon::Money;
 

@@ -103,8 +103,7 @@ ReconcileInput input_for(const Case& c, const ReconcilePolicy& policy) {
     in.since_last_attempt = c.since_last == SinceLast::inside_settle
                                 ? k_since_last_inside
                                 : c.profile->settle_delay + k_after_settle_by;
-    in.resends =
-        c.attempts == Attempts::at_max ? policy.max_resends : policy.max_resends - 1;
+    in.resends = c.attempts == Attempts::at_max ? policy.max_resends : policy.max_resends - 1;
     in.lookups_before = counter_value(c.lookups_before, policy.max_checks);
     in.lookup_failures_before = counter_value(c.failures_before, policy.max_lookup_failures);
     in.lookup = c.lookup;
@@ -643,7 +642,8 @@ TEST_CASE("reconcile policy: the max_checks-th still-processing answer goes to r
     CHECK(d.review == ReviewCode::schedule_exhausted);
 }
 
-TEST_CASE("reconcile policy: a payment the reconciler already sent again max_resends times is not sent again",
+TEST_CASE("reconcile policy: a payment the reconciler already sent again max_resends times is not "
+          "sent again",
           "[core][reconcile]") {
     ReconcilePolicy policy;
     policy.max_resends = 3;

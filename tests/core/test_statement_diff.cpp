@@ -3,7 +3,6 @@
 #include "core/statement_diff.hpp"
 
 #include <catch2/catch.hpp>
-
 #include <map>
 
 using namespace payrecon;
@@ -13,7 +12,9 @@ namespace {
 constexpr long long k_from = 1'000'000;
 constexpr long long k_to = 1'086'400;
 
-DiffRules rules(long long tolerance = 0) { return DiffRules{tolerance, k_from, k_to}; }
+DiffRules rules(long long tolerance = 0) {
+    return DiffRules{tolerance, k_from, k_to};
+}
 
 LocalRecord ours(const std::string& key, const std::string& state, long long amount = 1000,
                  const std::string& currency = "EUR", long long at = k_from + 10) {
@@ -42,7 +43,8 @@ RemoteRecord theirs(const std::string& key, RemoteStatus status, long long amoun
     return r;
 }
 
-std::string category(const std::optional<LocalRecord>& l, const std::vector<RemoteRecord>& r, long long tolerance = 0) {
+std::string category(const std::optional<LocalRecord>& l, const std::vector<RemoteRecord>& r,
+                     long long tolerance = 0) {
     const auto f = classify_key(l, r, rules(tolerance));
     return f ? f->category : "-";
 }
@@ -51,18 +53,34 @@ std::string category(const std::optional<LocalRecord>& l, const std::vector<Remo
 
 TEST_CASE("statement diff: every local state against every provider status", "[core][statement]") {
     // Expected category for (our state, the provider's single record); "none" = no provider record.
-    const std::vector<std::string> states = {"pending", "processing", "succeeded", "failed", "retry_scheduled",
-                                             "unknown", "needs_review"};
+    const std::vector<std::string> states = {"pending",     "processing",      "succeeded",
+                                             "failed",      "retry_scheduled", "unknown",
+                                             "needs_review"};
     const std::map<std::string, std::map<std::string, std::string>> expected = {
-        {"succeeded", {{"none", "missing_remote"}, {"succeeded", "matched"}, {"refunded", "status_mismatch"},
-                       {"declined", "missing_remote"}, {"pending", "missing_remote"}}},
-        {"failed", {{"none", "matched"}, {"succeeded", "status_mismatch"}, {"refunded", "status_mismatch"},
-                    {"declined", "matched"}, {"pending", "matched"}}},
-        {"unknown", {{"none", "unresolved_unknown"}, {"succeeded", "unresolved_unknown"}, {"refunded", "unresolved_unknown"},
-                     {"declined", "unresolved_unknown"}, {"pending", "unresolved_unknown"}}},
-        {"needs_review", {{"none", "unresolved_unknown"}, {"succeeded", "unresolved_unknown"},
-                          {"refunded", "unresolved_unknown"}, {"declined", "unresolved_unknown"},
-                          {"pending", "unresolved_unknown"}}},
+        {"succeeded",
+         {{"none", "missing_remote"},
+          {"succeeded", "matched"},
+          {"refunded", "status_mismatch"},
+          {"declined", "missing_remote"},
+          {"pending", "missing_remote"}}},
+        {"failed",
+         {{"none", "matched"},
+          {"succeeded", "status_mismatch"},
+          {"refunded", "status_mismatch"},
+          {"declined", "matched"},
+          {"pending", "matched"}}},
+        {"unknown",
+         {{"none", "unresolved_unknown"},
+          {"succeeded", "unresolved_unknown"},
+          {"refunded", "unresolved_unknown"},
+          {"declined", "unresolved_unknown"},
+          {"pending", "unresolved_unknown"}}},
+        {"needs_review",
+         {{"none", "unresolved_unknown"},
+          {"succeeded", "unresolved_unknown"},
+          {"refunded", "unresolved_unknown"},
+          {"declined", "unresolved_unknown"},
+          {"pending", "unresolved_unknown"}}},
     };
     const std::map<std::string, RemoteStatus> statuses = {{"succeeded", RemoteStatus::succeeded},
                                                           {"refunded", RemoteStatus::refunded},
@@ -79,8 +97,10 @@ TEST_CASE("statement diff: every local state against every provider status", "[c
             if (expected.count(state) != 0) {
                 want = expected.at(state).at(remote);
             } else {
-                // In flight here (pending, processing, retry_scheduled): a charge there contradicts it.
-                want = (remote == "succeeded" || remote == "refunded") ? "status_mismatch" : "matched";
+                // In flight here (pending, processing, retry_scheduled): a charge there contradicts
+                // it.
+                want =
+                    (remote == "succeeded" || remote == "refunded") ? "status_mismatch" : "matched";
             }
             CHECK(category(ours("op1", state), r) == want);
         }
@@ -92,84 +112,112 @@ TEST_CASE("statement diff: the provider's records alone", "[core][statement]") {
     CHECK(category(std::nullopt, {theirs("ref:pi_x", RemoteStatus::refunded)}) == "missing_local");
     CHECK(category(std::nullopt, {theirs("ref:pi_x", RemoteStatus::declined)}) == "-");
     CHECK(category(std::nullopt, {theirs("ref:pi_x", RemoteStatus::pending)}) == "-");
-    CHECK(category(std::nullopt, {theirs("op", RemoteStatus::succeeded), theirs("op", RemoteStatus::succeeded, 1000, "eur", k_from + 20)}) ==
-          "duplicate_remote");
-    const auto f = classify_key(std::nullopt, {theirs("ref:pi_x", RemoteStatus::succeeded, 4200, "usd")}, rules());
+    CHECK(category(std::nullopt, {theirs("op", RemoteStatus::succeeded),
+                                  theirs("op", RemoteStatus::succeeded, 1000, "eur",
+                                         k_from + 20)}) == "duplicate_remote");
+    const auto f = classify_key(
+        std::nullopt, {theirs("ref:pi_x", RemoteStatus::succeeded, 4200, "usd")}, rules());
     REQUIRE(f);
     CHECK(f->detail.find("42.00 USD") != std::string::npos);
 }
 
-TEST_CASE("statement diff: amounts, currencies, duplicates and the tolerance", "[core][statement]") {
-    CHECK(category(ours("op", "succeeded", 1000, "EUR"), {theirs("op", RemoteStatus::succeeded, 1000, "EUR")}) == "matched");
-    CHECK(category(ours("op", "succeeded", 1000, "EUR"), {theirs("op", RemoteStatus::succeeded, 1001)}) == "amount_mismatch");
-    CHECK(category(ours("op", "succeeded", 1000, "EUR"), {theirs("op", RemoteStatus::succeeded, 1001)}, 1) == "matched");
-    CHECK(category(ours("op", "succeeded", 1000, "EUR"), {theirs("op", RemoteStatus::succeeded, 998)}, 1) == "amount_mismatch");
-    CHECK(category(ours("op", "succeeded", 1000, "EUR"), {theirs("op", RemoteStatus::succeeded, 1000, "usd")}) ==
-          "currency_mismatch");
+TEST_CASE("statement diff: amounts, currencies, duplicates and the tolerance",
+          "[core][statement]") {
+    CHECK(category(ours("op", "succeeded", 1000, "EUR"),
+                   {theirs("op", RemoteStatus::succeeded, 1000, "EUR")}) == "matched");
+    CHECK(category(ours("op", "succeeded", 1000, "EUR"),
+                   {theirs("op", RemoteStatus::succeeded, 1001)}) == "amount_mismatch");
+    CHECK(category(ours("op", "succeeded", 1000, "EUR"),
+                   {theirs("op", RemoteStatus::succeeded, 1001)}, 1) == "matched");
+    CHECK(category(ours("op", "succeeded", 1000, "EUR"),
+                   {theirs("op", RemoteStatus::succeeded, 998)}, 1) == "amount_mismatch");
+    CHECK(category(ours("op", "succeeded", 1000, "EUR"),
+                   {theirs("op", RemoteStatus::succeeded, 1000, "usd")}) == "currency_mismatch");
     // A currency mismatch is reported as such even when the amounts differ too.
-    CHECK(category(ours("op", "succeeded", 1000, "EUR"), {theirs("op", RemoteStatus::succeeded, 5, "jpy")}) ==
-          "currency_mismatch");
-    // Two charges for one operation ID: a duplicate whatever we say; a declined twin is not a charge.
-    CHECK(category(ours("op", "succeeded"), {theirs("op", RemoteStatus::succeeded), theirs("op", RemoteStatus::succeeded, 1000, "eur", k_from + 30)}) ==
-          "duplicate_remote");
-    CHECK(category(ours("op", "succeeded"), {theirs("op", RemoteStatus::declined), theirs("op", RemoteStatus::succeeded, 1000, "eur", k_from + 30)}) ==
-          "matched");
+    CHECK(category(ours("op", "succeeded", 1000, "EUR"),
+                   {theirs("op", RemoteStatus::succeeded, 5, "jpy")}) == "currency_mismatch");
+    // Two charges for one operation ID: a duplicate whatever we say; a declined twin is not a
+    // charge.
+    CHECK(category(ours("op", "succeeded"), {theirs("op", RemoteStatus::succeeded),
+                                             theirs("op", RemoteStatus::succeeded, 1000, "eur",
+                                                    k_from + 30)}) == "duplicate_remote");
+    CHECK(category(ours("op", "succeeded"),
+                   {theirs("op", RemoteStatus::declined),
+                    theirs("op", RemoteStatus::succeeded, 1000, "eur", k_from + 30)}) == "matched");
 }
 
-TEST_CASE("statement diff: only keys anchored inside the window are reported", "[core][statement]") {
+TEST_CASE("statement diff: only keys anchored inside the window are reported",
+          "[core][statement]") {
     // Ours anchors the key: accepted just before the window, charged inside it -> not reported.
-    CHECK(category(ours("op", "succeeded", 1000, "EUR", k_from - 1), {theirs("op", RemoteStatus::succeeded)}) == "-");
+    CHECK(category(ours("op", "succeeded", 1000, "EUR", k_from - 1),
+                   {theirs("op", RemoteStatus::succeeded)}) == "-");
     CHECK(category(ours("op", "succeeded", 1000, "EUR", k_from), {}) == "missing_remote");
     CHECK(category(ours("op", "succeeded", 1000, "EUR", k_to), {}) == "-");
-    CHECK(category(ours("op", "succeeded", 1000, "EUR", k_to - 1), {theirs("op", RemoteStatus::succeeded, 1000, "eur", k_to + 5)}) ==
-          "matched");
+    CHECK(category(ours("op", "succeeded", 1000, "EUR", k_to - 1),
+                   {theirs("op", RemoteStatus::succeeded, 1000, "eur", k_to + 5)}) == "matched");
     // The provider's record anchors a key we do not have.
-    CHECK(category(std::nullopt, {theirs("ref:a", RemoteStatus::succeeded, 1000, "eur", k_from - 1)}) == "-");
-    CHECK(category(std::nullopt, {theirs("ref:a", RemoteStatus::succeeded, 1000, "eur", k_to - 1)}) == "missing_local");
+    CHECK(category(std::nullopt,
+                   {theirs("ref:a", RemoteStatus::succeeded, 1000, "eur", k_from - 1)}) == "-");
+    CHECK(category(std::nullopt, {theirs("ref:a", RemoteStatus::succeeded, 1000, "eur",
+                                         k_to - 1)}) == "missing_local");
 }
 
-TEST_CASE("statement diff: the merge pairs sorted streams and finds each discrepancy once", "[core][statement]") {
-    std::vector<LocalRecord> local = {ours("a", "succeeded"), ours("b", "succeeded"), ours("c", "succeeded", 999),
-                                      ours("e", "unknown"), ours("f", "failed")};
-    std::vector<RemoteRecord> remote = {theirs("a", RemoteStatus::succeeded), theirs("c", RemoteStatus::succeeded),
-                                        theirs("d", RemoteStatus::succeeded), theirs("d", RemoteStatus::succeeded),
-                                        theirs("ref:pi_orphan", RemoteStatus::succeeded)};
+TEST_CASE("statement diff: the merge pairs sorted streams and finds each discrepancy once",
+          "[core][statement]") {
+    std::vector<LocalRecord> local = {ours("a", "succeeded"), ours("b", "succeeded"),
+                                      ours("c", "succeeded", 999), ours("e", "unknown"),
+                                      ours("f", "failed")};
+    std::vector<RemoteRecord> remote = {
+        theirs("a", RemoteStatus::succeeded), theirs("c", RemoteStatus::succeeded),
+        theirs("d", RemoteStatus::succeeded), theirs("d", RemoteStatus::succeeded),
+        theirs("ref:pi_orphan", RemoteStatus::succeeded)};
     std::size_t li = 0;
     std::size_t ri = 0;
     std::map<std::string, std::string> found;
     const DiffCounts counts = diff_sorted(
         [&](LocalRecord& l) { return li < local.size() && (l = local[li++], true); },
         [&](RemoteRecord& r) { return ri < remote.size() && (r = remote[ri++], true); }, rules(),
-        DiffSink{[&](DiffFinding&& f) {
-                     const std::string key = f.local ? f.local->match_key : f.remote.front().match_key;
-                     CHECK(found.emplace(key, f.category).second);
-                 },
-                 [&](const LocalRecord& l) { CHECK(found.emplace(l.match_key, "matched").second); }});
+        DiffSink{
+            [&](DiffFinding&& f) {
+                const std::string key = f.local ? f.local->match_key : f.remote.front().match_key;
+                CHECK(found.emplace(key, f.category).second);
+            },
+            [&](const LocalRecord& l) { CHECK(found.emplace(l.match_key, "matched").second); }});
     CHECK(counts.local_records == 5);
     CHECK(counts.remote_records == 5);
     CHECK(counts.keys == 7);
-    const std::map<std::string, std::string> want = {{"a", "matched"},          {"b", "missing_remote"},
-                                                     {"c", "amount_mismatch"},  {"d", "duplicate_remote"},
-                                                     {"e", "unresolved_unknown"}, {"f", "matched"},
+    const std::map<std::string, std::string> want = {{"a", "matched"},
+                                                     {"b", "missing_remote"},
+                                                     {"c", "amount_mismatch"},
+                                                     {"d", "duplicate_remote"},
+                                                     {"e", "unresolved_unknown"},
+                                                     {"f", "matched"},
                                                      {"ref:pi_orphan", "missing_local"}};
     CHECK(found == want);
 }
 
-TEST_CASE("statement diff: unsorted input is refused, not silently mismatched", "[core][statement]") {
+TEST_CASE("statement diff: unsorted input is refused, not silently mismatched",
+          "[core][statement]") {
     const auto run = [](std::vector<LocalRecord> local, std::vector<RemoteRecord> remote) {
         std::size_t li = 0;
         std::size_t ri = 0;
-        diff_sorted(
-            [&](LocalRecord& l) { return li < local.size() && (l = local[li++], true); },
-            [&](RemoteRecord& r) { return ri < remote.size() && (r = remote[ri++], true); }, rules(), DiffSink{});
+        diff_sorted([&](LocalRecord& l) { return li < local.size() && (l = local[li++], true); },
+                    [&](RemoteRecord& r) { return ri < remote.size() && (r = remote[ri++], true); },
+                    rules(), DiffSink{});
     };
-    CHECK_THROWS_AS(run({ours("b", "succeeded"), ours("a", "succeeded")}, {}), std::invalid_argument);
-    CHECK_THROWS_AS(run({ours("a", "succeeded"), ours("a", "succeeded")}, {}), std::invalid_argument);
-    CHECK_THROWS_AS(run({}, {theirs("b", RemoteStatus::succeeded), theirs("a", RemoteStatus::succeeded)}), std::invalid_argument);
-    CHECK_NOTHROW(run({ours("a", "succeeded")}, {theirs("a", RemoteStatus::succeeded), theirs("a", RemoteStatus::succeeded)}));
+    CHECK_THROWS_AS(run({ours("b", "succeeded"), ours("a", "succeeded")}, {}),
+                    std::invalid_argument);
+    CHECK_THROWS_AS(run({ours("a", "succeeded"), ours("a", "succeeded")}, {}),
+                    std::invalid_argument);
+    CHECK_THROWS_AS(
+        run({}, {theirs("b", RemoteStatus::succeeded), theirs("a", RemoteStatus::succeeded)}),
+        std::invalid_argument);
+    CHECK_NOTHROW(run({ours("a", "succeeded")}, {theirs("a", RemoteStatus::succeeded),
+                                                 theirs("a", RemoteStatus::succeeded)}));
 }
 
-TEST_CASE("statement diff: a million keys stream through with one key's records in memory", "[core][statement]") {
+TEST_CASE("statement diff: a million keys stream through with one key's records in memory",
+          "[core][statement]") {
     // Generated on the fly: nothing but the current key is ever held.
     long long li = 0;
     long long ri = 0;
@@ -180,10 +228,12 @@ TEST_CASE("statement diff: a million keys stream through with one key's records 
     };
     long long matched = 0;
     long long other = 0;
-    diff_sorted(
-        [&](LocalRecord& l) { return li < n && (l = ours(key(li++), "succeeded"), true); },
-        [&](RemoteRecord& r) { return ri < n && (r = theirs(key(ri++), RemoteStatus::succeeded), true); },
-        rules(), DiffSink{[&](DiffFinding&&) { ++other; }, [&](const LocalRecord&) { ++matched; }});
+    diff_sorted([&](LocalRecord& l) { return li < n && (l = ours(key(li++), "succeeded"), true); },
+                [&](RemoteRecord& r) {
+                    return ri < n && (r = theirs(key(ri++), RemoteStatus::succeeded), true);
+                },
+                rules(),
+                DiffSink{[&](DiffFinding&&) { ++other; }, [&](const LocalRecord&) { ++matched; }});
     CHECK(matched == n);
     CHECK(other == 0);
 }

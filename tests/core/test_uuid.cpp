@@ -1,10 +1,9 @@
 #include "core/uuid.hpp"
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <set>
 #include <vector>
-
-#include <catch2/catch.hpp>
 
 using namespace payrecon;
 using namespace std::chrono;
@@ -28,11 +27,13 @@ TEST_CASE("uuid: a version 7 ID carries its millisecond, version 7 and the RFC 9
 
 TEST_CASE("uuid: IDs made later sort after earlier ones, as text and as PostgreSQL compares them",
           "[core][uuid]") {
-    // One ID every 300 ns for 10 ms (past a millisecond boundary 10 times), and 1,000 from the clock.
+    // One ID every 300 ns for 10 ms (past a millisecond boundary 10 times), and 1,000 from the
+    // clock.
     std::vector<std::string> made;
     const system_clock::time_point start{milliseconds(1'767'225'600'999)};
     for (int i = 0; i < 33'000; ++i) {
-        made.push_back(uuid_v7(start + duration_cast<system_clock::duration>(nanoseconds(300LL * i))));
+        made.push_back(
+            uuid_v7(start + duration_cast<system_clock::duration>(nanoseconds(300LL * i))));
     }
     CHECK(std::is_sorted(made.begin(), made.end()));
     CHECK(std::set<std::string>(made.begin(), made.end()).size() == made.size());

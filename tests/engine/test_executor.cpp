@@ -8,13 +8,12 @@
 #include "tests/support/scripted_provider.hpp"
 #include "tests/support/test_db.hpp"
 
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <latch>
 #include <set>
-#include <thread>
-
-#include <catch2/catch.hpp>
 #include <sys/wait.h>
+#include <thread>
 #include <unistd.h>
 
 using namespace payrecon;
@@ -35,16 +34,18 @@ struct World {
         IntakeService intake(*db, test_keys());
         for (int i = 0; i < n; ++i) {
             const std::string ref = unique_name("ord");
-            const std::string body = R"({"amount": 1000, "currency": "EUR", "merchant_reference": ")" +
-                                     ref + R"(", "provider": ")" + provider_name +
-                                     R"(", "payment_method": "pm_card_visa"})";
+            const std::string body =
+                R"({"amount": 1000, "currency": "EUR", "merchant_reference": ")" + ref +
+                R"(", "provider": ")" + provider_name + R"(", "payment_method": "pm_card_visa"})";
             REQUIRE(intake.create_payment(writer.principal, "key-" + ref, body, "").status == 202);
         }
         std::vector<std::string> ops;
         for (int i = 0; i < n; ++i) {
-            ops.push_back(query_value("SELECT operation_id FROM payments WHERE tenant_id = $1::uuid "
-                                      "ORDER BY created_at, payment_id OFFSET " + std::to_string(i) + " LIMIT 1",
-                                      tenant.tenant_id));
+            ops.push_back(
+                query_value("SELECT operation_id FROM payments WHERE tenant_id = $1::uuid "
+                            "ORDER BY created_at, payment_id OFFSET " +
+                                std::to_string(i) + " LIMIT 1",
+                            tenant.tenant_id));
         }
         return ops;
     }
@@ -80,7 +81,8 @@ bool eventually(P predicate, std::chrono::milliseconds limit = std::chrono::seco
 } // namespace
 
 TEST_CASE("executor: the settlement decision for every outcome", "[engine][executor]") {
-    const engine::BackoffPolicy backoff{std::chrono::milliseconds(1000), std::chrono::milliseconds(60000)};
+    const engine::BackoffPolicy backoff{std::chrono::milliseconds(1000),
+                                        std::chrono::milliseconds(60000)};
     struct Row {
         Outcome outcome;
         PaymentState to;
@@ -109,10 +111,14 @@ TEST_CASE("executor: the settlement decision for every outcome", "[engine][execu
           std::string::npos);
     CHECK(rejected.reason->find("--as retry --confirm-no-charge") != std::string::npos);
     // Exponential, jittered into [0.5, 1.0) of the step, capped.
-    CHECK(engine::decide_settlement(Outcome::not_sent, 1, backoff, 0.0).retry_in == std::chrono::milliseconds(500));
-    CHECK(engine::decide_settlement(Outcome::not_sent, 3, backoff, 0.0).retry_in == std::chrono::milliseconds(2000));
-    CHECK(engine::decide_settlement(Outcome::not_sent, 3, backoff, 0.99).retry_in < std::chrono::milliseconds(4000));
-    CHECK(engine::decide_settlement(Outcome::not_sent, 40, backoff, 0.99).retry_in <= std::chrono::milliseconds(60000));
+    CHECK(engine::decide_settlement(Outcome::not_sent, 1, backoff, 0.0).retry_in ==
+          std::chrono::milliseconds(500));
+    CHECK(engine::decide_settlement(Outcome::not_sent, 3, backoff, 0.0).retry_in ==
+          std::chrono::milliseconds(2000));
+    CHECK(engine::decide_settlement(Outcome::not_sent, 3, backoff, 0.99).retry_in <
+          std::chrono::milliseconds(4000));
+    CHECK(engine::decide_settlement(Outcome::not_sent, 40, backoff, 0.99).retry_in <=
+          std::chrono::milliseconds(60000));
 }
 
 TEST_CASE("executor: a succeeded submit settles the payment, closes the attempt, emits an event",
@@ -123,23 +129,30 @@ TEST_CASE("executor: a succeeded submit settles the payment, closes the attempt,
     CHECK(ex.run_once() == 1);
     CHECK(w.state_of(ops[0]) == "succeeded");
     CHECK(w.provider.submits(ops[0]) == 1);
-    CHECK(count_rows("payment_attempts", w.tenant.tenant_id, "outcome = 'succeeded' AND finished_at IS NOT NULL") == 1);
+    CHECK(count_rows("payment_attempts", w.tenant.tenant_id,
+                     "outcome = 'succeeded' AND finished_at IS NOT NULL") == 1);
     CHECK(count_rows("outbox", w.tenant.tenant_id, "event_type = 'payment.succeeded'") == 1);
-    CHECK(query_value("SELECT provider_reference FROM payments WHERE operation_id = $1", ops[0]) == "ref_" + ops[0]);
+    CHECK(query_value("SELECT provider_reference FROM payments WHERE operation_id = $1", ops[0]) ==
+          "ref_" + ops[0]);
     CHECK(ex.run_once() == 0); // nothing left to claim
 }
 
-TEST_CASE("executor: not_sent is sent again later with the same operation ID, once", "[engine][executor][db]") {
+TEST_CASE("executor: not_sent is sent again later with the same operation ID, once",
+          "[engine][executor][db]") {
     World w;
     const auto ops = w.payments(1);
     w.provider.script({Outcome::not_sent, Outcome::not_sent});
     engine::Executor ex(*w.db, {&w.provider}, w.options());
     CHECK(ex.run_once() == 1);
     CHECK(w.state_of(ops[0]) == "retry_scheduled");
-    REQUIRE(eventually([&] { ex.run_once(); return w.state_of(ops[0]) == "succeeded"; }));
+    REQUIRE(eventually([&] {
+        ex.run_once();
+        return w.state_of(ops[0]) == "succeeded";
+    }));
     CHECK(w.provider.submits(ops[0]) == 3);
     CHECK(count_rows("payment_attempts", w.tenant.tenant_id) == 3);
-    CHECK(count_rows("payment_attempts", w.tenant.tenant_id, "operation_id = '" + ops[0] + "'") == 3);
+    CHECK(count_rows("payment_attempts", w.tenant.tenant_id, "operation_id = '" + ops[0] + "'") ==
+          3);
     CHECK(count_rows("outbox", w.tenant.tenant_id, "event_type = 'payment.succeeded'") == 1);
 }
 
@@ -168,7 +181,8 @@ TEST_CASE("executor: declined fails the payment, pending leaves it to the reconc
     CHECK(w.provider.total_submits() == 2);
 }
 
-TEST_CASE("fencing: a worker paused past its lease cannot overwrite the takeover, its observation is kept",
+TEST_CASE("fencing: a worker paused past its lease cannot overwrite the takeover, its observation "
+          "is kept",
           "[engine][fencing][db]") {
     World w;
     const auto ops = w.payments(1);
@@ -176,16 +190,20 @@ TEST_CASE("fencing: a worker paused past its lease cannot overwrite the takeover
                                               {w.provider_name});
     REQUIRE(claims.size() == 1);
     // The lease runs out while the worker is "paused"; the takeover makes the payment unknown.
-    REQUIRE(eventually([&] { return store::expire_leases(*w.db, "test") >= 1 || w.state_of(ops[0]) == "unknown"; }));
+    REQUIRE(eventually([&] {
+        return store::expire_leases(*w.db, "test") >= 1 || w.state_of(ops[0]) == "unknown";
+    }));
     CHECK(w.state_of(ops[0]) == "unknown");
     const std::string generation =
         query_value("SELECT generation::text FROM payments WHERE operation_id = $1", ops[0]);
     CHECK(std::stoll(generation) == claims[0].generation + 1);
     // The paused worker wakes up with a success: its write affects nothing.
     store::AttemptResult seen{"succeeded", 200, "", std::string("pi_late"), "late answer"};
-    CHECK_FALSE(store::settle_attempt(*w.db, claims[0], seen, store::Settlement{PaymentState::succeeded, {}, {}, {}}));
+    CHECK_FALSE(store::settle_attempt(*w.db, claims[0], seen,
+                                      store::Settlement{PaymentState::succeeded, {}, {}, {}}));
     CHECK(w.state_of(ops[0]) == "unknown");
-    CHECK(query_value("SELECT generation::text FROM payments WHERE operation_id = $1", ops[0]) == generation);
+    CHECK(query_value("SELECT generation::text FROM payments WHERE operation_id = $1", ops[0]) ==
+          generation);
     // ... but what it saw is on record for the reconciler and the operators.
     CHECK(count_rows("payment_attempts", w.tenant.tenant_id,
                      "outcome = 'succeeded' AND provider_reference = 'pi_late'") == 1);
@@ -193,14 +211,18 @@ TEST_CASE("fencing: a worker paused past its lease cannot overwrite the takeover
     CHECK(count_rows("audit_log", w.tenant.tenant_id, "action = 'payment.lease_expired'") == 1);
 }
 
-TEST_CASE("leases: an expired processing lease becomes unknown, never pending", "[engine][fencing][db]") {
+TEST_CASE("leases: an expired processing lease becomes unknown, never pending",
+          "[engine][fencing][db]") {
     World w;
     w.payments(3);
-    const auto claims = store::claim_payments(*w.db, "dead-worker", std::chrono::milliseconds(1), 10,
-                                              {w.provider_name});
+    const auto claims = store::claim_payments(*w.db, "dead-worker", std::chrono::milliseconds(1),
+                                              10, {w.provider_name});
     REQUIRE(claims.size() == 3);
     CHECK(w.in_state("processing") == 3);
-    REQUIRE(eventually([&] { store::expire_leases(*w.db, "test"); return w.in_state("unknown") == 3; }));
+    REQUIRE(eventually([&] {
+        store::expire_leases(*w.db, "test");
+        return w.in_state("unknown") == 3;
+    }));
     CHECK(w.in_state("pending") == 0);
     // Unknown payments are not claimable: only a lookup or an operator moves them.
     engine::Executor ex(*w.db, {&w.provider}, w.options());
@@ -208,7 +230,8 @@ TEST_CASE("leases: an expired processing lease becomes unknown, never pending", 
     CHECK(w.provider.total_submits() == 0);
 }
 
-TEST_CASE("claims: workers claiming at once never claim one payment twice", "[engine][concurrency][db]") {
+TEST_CASE("claims: workers claiming at once never claim one payment twice",
+          "[engine][concurrency][db]") {
     World w;
     w.payments(120);
     constexpr int k_workers = 8;
@@ -220,8 +243,8 @@ TEST_CASE("claims: workers claiming at once never claim one payment twice", "[en
             store::Db db(database_url());
             ready.arrive_and_wait();
             for (;;) {
-                auto batch = store::claim_payments(db, "w" + std::to_string(i), std::chrono::seconds(30),
-                                                   7, {w.provider_name});
+                auto batch = store::claim_payments(db, "w" + std::to_string(i),
+                                                   std::chrono::seconds(30), 7, {w.provider_name});
                 if (batch.empty()) {
                     break;
                 }
@@ -269,14 +292,19 @@ TEST_CASE("executor: a worker killed after the provider answered, before the com
     REQUIRE(WIFSIGNALED(status));
     CHECK(WTERMSIG(status) == SIGKILL);
     CHECK(w.state_of(ops[0]) == "processing");
-    REQUIRE(eventually([&] { store::expire_leases(*w.db, "test"); return w.state_of(ops[0]) == "unknown"; }));
+    REQUIRE(eventually([&] {
+        store::expire_leases(*w.db, "test");
+        return w.state_of(ops[0]) == "unknown";
+    }));
     // The attempt row opened by the claim stays: outcome unknown, never finished.
-    CHECK(count_rows("payment_attempts", w.tenant.tenant_id, "outcome = 'unknown' AND finished_at IS NULL") == 1);
+    CHECK(count_rows("payment_attempts", w.tenant.tenant_id,
+                     "outcome = 'unknown' AND finished_at IS NULL") == 1);
 }
 
-TEST_CASE("fencing: a payment of the batch taken over before its call is not sent: no provider call, "
-          "the attempt recorded as not sent, the takeover untouched",
-          "[engine][fencing][db]") {
+TEST_CASE(
+    "fencing: a payment of the batch taken over before its call is not sent: no provider call, "
+    "the attempt recorded as not sent, the takeover untouched",
+    "[engine][fencing][db]") {
     World w;
     const auto ops = w.payments(2);
     // While the first payment is at the provider, the second's lease runs out (the worker was
@@ -284,7 +312,8 @@ TEST_CASE("fencing: a payment of the batch taken over before its call is not sen
     w.provider.on_submit = [&](const providers::PaymentOrder& order) {
         if (order.operation_id == ops[0]) {
             exec_sql("UPDATE payments SET lease_expires_at = now() - interval '1 second' "
-                     "WHERE operation_id = '" + ops[1] + "'");
+                     "WHERE operation_id = '" +
+                     ops[1] + "'");
             store::expire_leases(*connect(), "takeover"); // (another test's expiry may be first)
             REQUIRE(w.state_of(ops[1]) == "unknown");
         }
@@ -310,7 +339,8 @@ TEST_CASE("leases: a claim whose lease ran out before its call, with no takeover
     w.provider.on_submit = [&](const providers::PaymentOrder& order) {
         if (order.operation_id == ops[0]) {
             exec_sql("UPDATE payments SET lease_expires_at = now() - interval '1 second' "
-                     "WHERE operation_id = '" + ops[1] + "'");
+                     "WHERE operation_id = '" +
+                     ops[1] + "'");
         }
     };
     engine::Executor ex(*w.db, {&w.provider}, w.options());
@@ -340,7 +370,8 @@ TEST_CASE("leases: each provider call renews the leases of the rest of its batch
     w.provider.on_submit = [&](const providers::PaymentOrder&) {
         last_lease.push_back(query_value(
             "SELECT (extract(epoch FROM lease_expires_at) * 1000000)::bigint::text FROM payments "
-            "WHERE operation_id = $1", ops[2]));
+            "WHERE operation_id = $1",
+            ops[2]));
     };
     engine::Executor ex(*w.db, {&w.provider}, w.options());
     const auto before = std::chrono::steady_clock::now();

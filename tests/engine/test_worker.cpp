@@ -4,10 +4,9 @@
 #include "tests/support/scripted_provider.hpp"
 #include "tests/support/test_db.hpp"
 
+#include <catch2/catch.hpp>
 #include <sstream>
 #include <thread>
-
-#include <catch2/catch.hpp>
 
 using namespace payrecon;
 using namespace payrecon::testing;
@@ -22,14 +21,17 @@ engine::ProviderFactory factory_for(ScriptedProvider& shared) {
     };
 }
 
-void create_payments(store::Db& db, const TestPrincipal& writer, const std::string& provider, int n) {
+void create_payments(store::Db& db, const TestPrincipal& writer, const std::string& provider,
+                     int n) {
     IntakeService intake(db, test_keys());
     for (int i = 0; i < n; ++i) {
         const std::string ref = unique_name("w");
-        REQUIRE(intake.create_payment(writer.principal, ref,
-                                      R"({"amount": 700, "currency": "USD", "merchant_reference": ")" + ref +
-                                          R"(", "provider": ")" + provider + R"(", "payment_method": "pm_x"})",
-                                      "")
+        REQUIRE(intake
+                    .create_payment(
+                        writer.principal, ref,
+                        R"({"amount": 700, "currency": "USD", "merchant_reference": ")" + ref +
+                            R"(", "provider": ")" + provider + R"(", "payment_method": "pm_x"})",
+                        "")
                     .status == 202);
     }
 }
@@ -100,9 +102,8 @@ TEST_CASE("worker: an unexpected error in a thread is logged and the thread goes
     ScriptedProvider provider("s" + to_hex(random_bytes(8)));
     create_payments(*db, writer, provider.name(), 3);
     // What libpq reports as the server goes down, thrown where no store call translates it.
-    arm_crash_point("executor.before_fence", [] {
-        throw std::runtime_error("server closed the connection unexpectedly");
-    });
+    arm_crash_point("executor.before_fence",
+                    [] { throw std::runtime_error("server closed the connection unexpectedly"); });
     engine::WorkerOptions o;
     o.database_url = database_url();
     o.worker_id = "erring-worker";
@@ -112,13 +113,15 @@ TEST_CASE("worker: an unexpected error in a thread is logged and the thread goes
     std::ostringstream log;
     engine::Worker worker(o, factory_for(provider), log);
     std::thread runner([&] { worker.run(); });
-    for (int i = 0; i < 1500 && count_rows("payments", tenant.tenant_id, "state = 'succeeded'") < 2; ++i) {
+    for (int i = 0; i < 1500 && count_rows("payments", tenant.tenant_id, "state = 'succeeded'") < 2;
+         ++i) {
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     worker.stop();
     runner.join();
     arm_crash_point("");
-    // The erring claim waits for its lease to end (then the reconciler has it); the others were sent.
+    // The erring claim waits for its lease to end (then the reconciler has it); the others were
+    // sent.
     CHECK(count_rows("payments", tenant.tenant_id, "state = 'succeeded'") == 2);
     CHECK(count_rows("payments", tenant.tenant_id, "state = 'processing'") == 1);
     CHECK(provider.total_submits() == 2);

@@ -5,14 +5,13 @@
 #include "core/store/executor_store.hpp"
 #include "engine/executor.hpp"
 #include "providers/registry.hpp"
-#include "tests/fake_provider/fake_provider.hpp"
 #include "tests/execution/world.hpp"
+#include "tests/fake_provider/fake_provider.hpp"
 #include "tests/support/test_db.hpp"
 
+#include <catch2/catch.hpp>
 #include <sstream>
 #include <thread>
-
-#include <catch2/catch.hpp>
 
 using namespace payrecon;
 using namespace payrecon::testing;
@@ -28,16 +27,19 @@ TEST_CASE("execution: a charge goes through once, with the operation ID as the p
     const std::string op = w.op_of(refs[0]);
     CHECK(w.executions(op) == 1);
     CHECK(w.deliveries(op) == 1);
-    CHECK(query_value("SELECT provider_reference FROM payments WHERE merchant_reference = $1", refs[0]).rfind("pi_", 0) == 0);
+    CHECK(query_value("SELECT provider_reference FROM payments WHERE merchant_reference = $1",
+                      refs[0])
+              .rfind("pi_", 0) == 0);
     CHECK(w.fake->ledger()["charged"]["eur"] == 2500); // in Stripe's units and spelling
 }
 
 TEST_CASE("execution: executed, then the connection hangs past the timeout: unknown, 1 execution, "
           "1 delivery, never sent again by a worker",
           "[execution][db][fault]") {
-    const fake::Fault fault = GENERATE(fake::Fault::execute_then_hang, fake::Fault::execute_then_fin,
-                                       fake::Fault::execute_then_rst, fake::Fault::execute_then_partial,
-                                       fake::Fault::http_500_after_execute);
+    const fake::Fault fault =
+        GENERATE(fake::Fault::execute_then_hang, fake::Fault::execute_then_fin,
+                 fake::Fault::execute_then_rst, fake::Fault::execute_then_partial,
+                 fake::Fault::http_500_after_execute);
     INFO(fake::to_string(fault));
     World w(next({fault}));
     const auto refs = w.payments(1);
@@ -49,7 +51,8 @@ TEST_CASE("execution: executed, then the connection hangs past the timeout: unkn
     CHECK(w.state_of(refs[0]) == "unknown");
     CHECK(w.executions(op) == 1);
     CHECK(w.deliveries(op) == 1);
-    CHECK(count_rows("payment_attempts", w.tenant.tenant_id, "outcome = 'unknown' AND finished_at IS NOT NULL") == 1);
+    CHECK(count_rows("payment_attempts", w.tenant.tenant_id,
+                     "outcome = 'unknown' AND finished_at IS NOT NULL") == 1);
 }
 
 TEST_CASE("execution: connection refused is not_sent, sent again later with the same operation ID, "
@@ -67,7 +70,8 @@ TEST_CASE("execution: connection refused is not_sent, sent again later with the 
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
     while (w.state_of(refs[0]) != "succeeded" && std::chrono::steady_clock::now() < deadline) {
         if (ex.run_once() == 0) {
-            std::this_thread::sleep_for(std::chrono::milliseconds(50)); // the listener reopens after 300 ms
+            std::this_thread::sleep_for(
+                std::chrono::milliseconds(50)); // the listener reopens after 300 ms
         }
     }
     CHECK(w.state_of(refs[0]) == "succeeded");
@@ -76,9 +80,11 @@ TEST_CASE("execution: connection refused is not_sent, sent again later with the 
     CHECK(count_rows("payment_attempts", w.tenant.tenant_id, "operation_id <> '" + op + "'") == 0);
 }
 
-TEST_CASE("execution: dropped before executing, or 500 before executing: unknown to us, 0 executions",
-          "[execution][db][fault]") {
-    const fake::Fault fault = GENERATE(fake::Fault::drop_before_execute, fake::Fault::http_500_before_execute);
+TEST_CASE(
+    "execution: dropped before executing, or 500 before executing: unknown to us, 0 executions",
+    "[execution][db][fault]") {
+    const fake::Fault fault =
+        GENERATE(fake::Fault::drop_before_execute, fake::Fault::http_500_before_execute);
     INFO(fake::to_string(fault));
     World w(next({fault}));
     const auto refs = w.payments(1);
@@ -102,14 +108,16 @@ TEST_CASE("execution: a decline fails the payment", "[execution][db]") {
     CHECK(w.fake->ledger()["charged"].empty());
 }
 
-TEST_CASE("execution: a fenced-out worker's late send is absorbed by the provider's idempotency key",
-          "[execution][db][fencing]") {
+TEST_CASE(
+    "execution: a fenced-out worker's late send is absorbed by the provider's idempotency key",
+    "[execution][db][fencing]") {
     World w;
     const auto refs = w.payments(1);
     const std::string op = w.op_of(refs[0]);
     auto provider = providers::create_provider(w.config);
     // Worker A claims and is paused past its lease; the takeover turns the payment unknown.
-    const auto a = store::claim_payments(*w.db, "paused", std::chrono::milliseconds(1), 1, {w.config.name});
+    const auto a =
+        store::claim_payments(*w.db, "paused", std::chrono::milliseconds(1), 1, {w.config.name});
     REQUIRE(a.size() == 1);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     while (w.state_of(refs[0]) != "unknown" && std::chrono::steady_clock::now() < deadline) {
@@ -125,7 +133,8 @@ TEST_CASE("execution: a fenced-out worker's late send is absorbed by the provide
     order.payment_method = "pm_card_visa";
     CHECK(provider->submit(order).outcome == providers::Outcome::succeeded);
     CHECK(provider->submit(order).outcome == providers::Outcome::succeeded);
-    CHECK_FALSE(store::settle_attempt(*w.db, a[0], store::AttemptResult{"succeeded", 200, "", std::nullopt, ""},
+    CHECK_FALSE(store::settle_attempt(*w.db, a[0],
+                                      store::AttemptResult{"succeeded", 200, "", std::nullopt, ""},
                                       store::Settlement{PaymentState::succeeded, {}, {}, {}}));
     CHECK(w.state_of(refs[0]) == "unknown"); // its write affected 0 rows
     CHECK(w.executions(op) == 1);

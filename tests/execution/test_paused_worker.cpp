@@ -46,7 +46,8 @@ struct PausedWorker {
         faults.latency = std::chrono::milliseconds(300);
         w.fake->set_faults(faults);
         refs = w.payments(4);
-        worker = w.start({"worker", "--once", "--concurrency", "1", "--batch", "4", "--lease", "3s"});
+        worker =
+            w.start({"worker", "--once", "--concurrency", "1", "--batch", "4", "--lease", "3s"});
     }
 
     int deliveries() { return w.fake->ledger()["deliveries"].get<int>(); }
@@ -90,10 +91,10 @@ TEST_CASE("fencing: a worker paused past its lease while an operator resolved it
     // The operator checked the provider's dashboard: the last two were never charged.
     for (int i = 2; i < 4; ++i) {
         const std::string& ref = p.refs[static_cast<std::size_t>(i)];
-        const Run resolved = p.w.payrecon(
-            {"review", "resolve", p.w.payment_id_of(ref), "--generation",
-             std::to_string(p.w.generation_of(ref)), "--as", "failed", "--note",
-             "no charge at the provider for this operation ID"});
+        const Run resolved =
+            p.w.payrecon({"review", "resolve", p.w.payment_id_of(ref), "--generation",
+                          std::to_string(p.w.generation_of(ref)), "--as", "failed", "--note",
+                          "no charge at the provider for this operation ID"});
         INFO(resolved.all());
         REQUIRE(resolved.exit_code == 0);
         REQUIRE(p.w.state_of(ref) == "failed");
@@ -117,14 +118,16 @@ TEST_CASE("fencing: a worker paused past its lease while an operator resolved it
     CHECK(p.w.executions(p.refs[1]) == 1);
     CHECK(p.w.state_of(p.refs[0]) == "succeeded");
     // Its attempts for the last two are recorded as not sent, and nothing is left processing.
-    CHECK(p.w.count("payment_attempts", "outcome = 'not_sent' AND error_class = 'not_sent:claim_not_held'") == 2);
+    CHECK(p.w.count("payment_attempts",
+                    "outcome = 'not_sent' AND error_class = 'not_sent:claim_not_held'") == 2);
     CHECK(p.w.count("payments", "state = 'processing'") == 0);
 }
 
-TEST_CASE("fencing: a worker paused past its lease, resuming after the takeover re-sent its payments "
-          "and the provider forgot their keys, makes no call: one delivery and one execution per "
-          "operation ID",
-          "[execution][db][processes][fencing]") {
+TEST_CASE(
+    "fencing: a worker paused past its lease, resuming after the takeover re-sent its payments "
+    "and the provider forgot their keys, makes no call: one delivery and one execution per "
+    "operation ID",
+    "[execution][db][processes][fencing]") {
     PausedWorker p(true);
     p.stop_during_second_call();
     p.await_lease_expiry();

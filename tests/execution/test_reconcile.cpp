@@ -8,10 +8,9 @@
 #include "tests/execution/world.hpp"
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <sstream>
 #include <thread>
-
-#include <catch2/catch.hpp>
 
 using namespace payrecon;
 using namespace payrecon::testing;
@@ -25,7 +24,8 @@ struct UnknownPayment {
     std::string ref;
     std::string op;
 
-    explicit UnknownPayment(fake::Fault fault, std::chrono::seconds settle = std::chrono::seconds(0),
+    explicit UnknownPayment(fake::Fault fault,
+                            std::chrono::seconds settle = std::chrono::seconds(0),
                             bool idempotency = true)
         : w(next({fault})) {
         w.config.settle_delay = settle;
@@ -40,7 +40,8 @@ struct UnknownPayment {
         REQUIRE(w.state_of(ref) == "unknown");
     }
 
-    std::vector<engine::ReconcileOutcome> reconcile(ReconcilePolicy policy = {}, bool dry_run = false) {
+    std::vector<engine::ReconcileOutcome> reconcile(ReconcilePolicy policy = {},
+                                                    bool dry_run = false) {
         engine::ReconcilerOptions o;
         o.actor = "test-reconciler";
         o.policy = policy;
@@ -54,11 +55,15 @@ struct UnknownPayment {
         return ex.run_once();
     }
     std::string column(const std::string& name) {
-        return query_value("SELECT coalesce(" + name + "::text, '') FROM payments WHERE merchant_reference = $1", ref);
+        return query_value("SELECT coalesce(" + name +
+                               "::text, '') FROM payments WHERE merchant_reference = $1",
+                           ref);
     }
     long long lookups() {
-        return std::stoll(query_value("SELECT count(*) FROM payment_lookups l JOIN payments p USING "
-                                      "(tenant_id, payment_id) WHERE p.merchant_reference = $1", ref));
+        return std::stoll(
+            query_value("SELECT count(*) FROM payment_lookups l JOIN payments p USING "
+                        "(tenant_id, payment_id) WHERE p.merchant_reference = $1",
+                        ref));
     }
     long long events(const std::string& type) {
         return count_rows("outbox", w.tenant.tenant_id, "event_type = '" + type + "'");
@@ -73,9 +78,10 @@ struct UnknownPayment {
 TEST_CASE("reconcile: executed, then the connection broke: the lookup finds it, succeeded, "
           "1 execution, no re-send",
           "[reconcile][db][fault]") {
-    const fake::Fault fault = GENERATE(fake::Fault::execute_then_hang, fake::Fault::execute_then_fin,
-                                       fake::Fault::execute_then_rst, fake::Fault::execute_then_partial,
-                                       fake::Fault::http_500_after_execute);
+    const fake::Fault fault =
+        GENERATE(fake::Fault::execute_then_hang, fake::Fault::execute_then_fin,
+                 fake::Fault::execute_then_rst, fake::Fault::execute_then_partial,
+                 fake::Fault::http_500_after_execute);
     INFO(fake::to_string(fault));
     UnknownPayment u(fault);
     const auto out = u.reconcile();
@@ -117,7 +123,8 @@ TEST_CASE("reconcile: lookup stale through the settle delay: no 'not found' conc
     // The delay passes (on both clocks): the search index has caught up.
     u.w.fake->advance_clock(std::chrono::seconds(31));
     exec_sql("UPDATE payments SET last_attempt_at = last_attempt_at - interval '31 seconds', "
-             "next_attempt_at = now() - interval '1 second' WHERE merchant_reference = '" + u.ref + "'");
+             "next_attempt_at = now() - interval '1 second' WHERE merchant_reference = '" +
+             u.ref + "'");
     const auto out = u.reconcile();
     REQUIRE(out.size() == 1);
     CHECK(out[0].decision.action == ReconcileAction::adopt_succeeded);
@@ -145,7 +152,8 @@ TEST_CASE("reconcile: lookup down: checked again, then needs_review (lookup_fail
         // Not due again before its backoff; then make it due.
         CHECK(u.reconcile().empty());
         exec_sql("UPDATE payments SET next_attempt_at = now() - interval '1 second' "
-                 "WHERE merchant_reference = '" + u.ref + "'");
+                 "WHERE merchant_reference = '" +
+                 u.ref + "'");
     }
     const auto out = u.reconcile();
     REQUIRE(out.size() == 1);
@@ -174,8 +182,10 @@ TEST_CASE("reconcile: lookup down: checked again, then needs_review (lookup_fail
     CHECK(u.column("provider_reference") == "pi_from_dashboard");
     CHECK(u.column("review_code").empty());
     CHECK(u.audits("review.resolve") == 1);
-    CHECK(query_value("SELECT actor FROM audit_log WHERE tenant_id = $1::uuid AND action = 'review.resolve'",
-                      u.w.tenant.tenant_id) == "alice");
+    CHECK(
+        query_value(
+            "SELECT actor FROM audit_log WHERE tenant_id = $1::uuid AND action = 'review.resolve'",
+            u.w.tenant.tenant_id) == "alice");
     CHECK(u.events("payment.succeeded") == 1);
     CHECK(u.w.executions(u.op) == 1);
     // The same resolution again: the generation moved on.
@@ -186,7 +196,8 @@ TEST_CASE("reconcile: lookup down: checked again, then needs_review (lookup_fail
 TEST_CASE("reconcile: confirmed absent inside the key window: sent again with the same operation "
           "ID, succeeded, 1 execution",
           "[reconcile][db][fault]") {
-    const fake::Fault fault = GENERATE(fake::Fault::drop_before_execute, fake::Fault::http_500_before_execute);
+    const fake::Fault fault =
+        GENERATE(fake::Fault::drop_before_execute, fake::Fault::http_500_before_execute);
     INFO(fake::to_string(fault));
     UnknownPayment u(fault);
     CHECK(u.w.executions(u.op) == 0);
@@ -199,19 +210,22 @@ TEST_CASE("reconcile: confirmed absent inside the key window: sent again with th
     CHECK(u.w.state_of(u.ref) == "succeeded");
     CHECK(u.w.executions(u.op) == 1);
     CHECK(u.w.deliveries(u.op) == 2);
-    CHECK(count_rows("payment_attempts", u.w.tenant.tenant_id, "operation_id = '" + u.op + "'") == 2);
+    CHECK(count_rows("payment_attempts", u.w.tenant.tenant_id, "operation_id = '" + u.op + "'") ==
+          2);
 }
 
-TEST_CASE("reconcile: confirmed absent outside the key window, or at a provider without idempotency "
-          "keys: needs_review, no new send",
-          "[reconcile][db][fault]") {
+TEST_CASE(
+    "reconcile: confirmed absent outside the key window, or at a provider without idempotency "
+    "keys: needs_review, no new send",
+    "[reconcile][db][fault]") {
     const bool outside_window = GENERATE(true, false);
     INFO((outside_window ? "outside the key window" : "no idempotency keys"));
     UnknownPayment u(fake::Fault::drop_before_execute, std::chrono::seconds(0), outside_window);
     if (outside_window) {
         // The first attempt was 23.5 hours ago: past 24 h retention minus the 1 h margin.
         exec_sql("UPDATE payments SET first_attempt_at = now() - interval '23 hours 30 minutes' "
-                 "WHERE merchant_reference = '" + u.ref + "'");
+                 "WHERE merchant_reference = '" +
+                 u.ref + "'");
     }
     const auto out = u.reconcile();
     REQUIRE(out.size() == 1);
@@ -237,14 +251,17 @@ TEST_CASE("reconcile: a provider without lookup (adyen): needs_review at once, n
     w.config.name = adyen.name;
     const std::string ref = w.payments(1)[0];
     exec_sql("UPDATE payments SET state = 'unknown', attempt_count = 1, first_attempt_at = now(), "
-             "last_attempt_at = now() WHERE merchant_reference = '" + ref + "'");
+             "last_attempt_at = now() WHERE merchant_reference = '" +
+             ref + "'");
     engine::Reconciler r(*w.db, {provider.get()}, {});
     const auto out = r.run();
     REQUIRE(out.size() == 1);
     CHECK(out[0].lookup == LookupStatus::not_asked);
     CHECK(w.state_of(ref) == "needs_review");
-    CHECK(query_value("SELECT review_code FROM payments WHERE merchant_reference = $1", ref) == "no_lookup");
-    CHECK(count_rows("payment_lookups", w.tenant.tenant_id, "status = 'not_asked' AND applied") == 1);
+    CHECK(query_value("SELECT review_code FROM payments WHERE merchant_reference = $1", ref) ==
+          "no_lookup");
+    CHECK(count_rows("payment_lookups", w.tenant.tenant_id, "status = 'not_asked' AND applied") ==
+          1);
 }
 
 TEST_CASE("reconcile: --dry-run decides and changes nothing", "[reconcile][db]") {
@@ -311,16 +328,19 @@ TEST_CASE("reconcile: an operator's resolution racing the reconciler: exactly on
         CHECK(u.w.state_of(u.ref) == "succeeded");
     }
     // Exactly one state change, one event, whoever won.
-    CHECK(count_rows("outbox", u.w.tenant.tenant_id, "event_type IN ('payment.succeeded', 'payment.failed')") == 1);
+    CHECK(count_rows("outbox", u.w.tenant.tenant_id,
+                     "event_type IN ('payment.succeeded', 'payment.failed')") == 1);
     CHECK(u.lookups() == 1); // the losing reconciler's observation is still recorded
 }
 
-TEST_CASE("reconcile: several reconcilers at once never handle one payment twice", "[reconcile][db][race]") {
+TEST_CASE("reconcile: several reconcilers at once never handle one payment twice",
+          "[reconcile][db][race]") {
     World w(next({}));
     w.config.settle_delay = std::chrono::seconds(0);
     const auto refs = w.payments(40);
     exec_sql("UPDATE payments SET state = 'unknown', attempt_count = 1, first_attempt_at = now(), "
-             "last_attempt_at = now() WHERE tenant_id = '" + w.tenant.tenant_id + "'");
+             "last_attempt_at = now() WHERE tenant_id = '" +
+             w.tenant.tenant_id + "'");
     std::vector<std::thread> threads;
     std::atomic<int> handled{0};
     for (int i = 0; i < 4; ++i) {
@@ -361,14 +381,16 @@ TEST_CASE("reconcile: a mixed run of 1,000 payments with every fault mode ends w
     w.config.settle_delay = std::chrono::seconds(0);
 
     // 1,000 payments in three currencies through the real intake.
-    const std::vector<std::pair<std::string, long long>> kinds = {{"EUR", 2500}, {"USD", 1999}, {"JPY", 1200}};
+    const std::vector<std::pair<std::string, long long>> kinds = {
+        {"EUR", 2500}, {"USD", 1999}, {"JPY", 1200}};
     IntakeService intake(*w.db, test_keys());
     for (int i = 0; i < 1000; ++i) {
         const auto& [currency, amount] = kinds[static_cast<std::size_t>(i) % kinds.size()];
         const std::string ref = unique_name("mix");
-        const std::string body = R"({"amount": )" + std::to_string(amount + i) + R"(, "currency": ")" +
-                                 currency + R"(", "merchant_reference": ")" + ref + R"(", "provider": ")" +
-                                 w.config.name + R"(", "payment_method": "pm_card_visa"})";
+        const std::string body = R"({"amount": )" + std::to_string(amount + i) +
+                                 R"(, "currency": ")" + currency + R"(", "merchant_reference": ")" +
+                                 ref + R"(", "provider": ")" + w.config.name +
+                                 R"(", "payment_method": "pm_card_visa"})";
         REQUIRE(intake.create_payment(w.writer.principal, "k-" + ref, body, "").status == 202);
     }
 
@@ -384,13 +406,17 @@ TEST_CASE("reconcile: a mixed run of 1,000 payments with every fault mode ends w
     wo.backoff.cap = std::chrono::milliseconds(1);
     std::ostringstream worker_log;
     const providers::ProviderConfig config = w.config;
-    engine::Worker worker(wo, [config] {
-        std::vector<std::unique_ptr<providers::Provider>> v;
-        v.push_back(providers::create_provider(config));
-        return v;
-    }, worker_log);
+    engine::Worker worker(
+        wo,
+        [config] {
+            std::vector<std::unique_ptr<providers::Provider>> v;
+            v.push_back(providers::create_provider(config));
+            return v;
+        },
+        worker_log);
     worker.run();
-    const long long unknown_after_send = count_rows("payments", w.tenant.tenant_id, "state = 'unknown'");
+    const long long unknown_after_send =
+        count_rows("payments", w.tenant.tenant_id, "state = 'unknown'");
     CHECK(unknown_after_send > 50);
 
     auto provider = providers::create_provider(w.config);
@@ -398,7 +424,8 @@ TEST_CASE("reconcile: a mixed run of 1,000 payments with every fault mode ends w
     no.send = w.options();
     no.reconcile.policy.max_lookup_failures = 1;
 
-    // Night 1: the provider's search is down. Nothing unknown is concluded: all of it goes to review.
+    // Night 1: the provider's search is down. Nothing unknown is concluded: all of it goes to
+    // review.
     auto down = w.fake->faults();
     down.lookup_down = true;
     w.fake->set_faults(down);
@@ -406,7 +433,8 @@ TEST_CASE("reconcile: a mixed run of 1,000 payments with every fault mode ends w
     REQUIRE_FALSE(night1.failure);
     CHECK(night1.exit_code() == 3);
     CHECK(count_rows("payments", w.tenant.tenant_id, "state = 'unknown'") == 0);
-    CHECK(count_rows("payments", w.tenant.tenant_id, "state = 'needs_review' AND review_code = 'lookup_failing'") >=
+    CHECK(count_rows("payments", w.tenant.tenant_id,
+                     "state = 'needs_review' AND review_code = 'lookup_failing'") >=
           unknown_after_send);
 
     // Morning: search is back. An operator rechecks the queue: what the provider has is adopted;
@@ -417,7 +445,8 @@ TEST_CASE("reconcile: a mixed run of 1,000 payments with every fault mode ends w
     engine::Reconciler rechecker(*w.db, {provider.get()}, {});
     const std::string in_review = "SELECT string_agg(payment_id::text, ',') FROM payments "
                                   "WHERE tenant_id = $1::uuid AND state = 'needs_review'";
-    std::stringstream ids(query_value("SELECT coalesce((" + in_review + "), '')", w.tenant.tenant_id));
+    std::stringstream ids(
+        query_value("SELECT coalesce((" + in_review + "), '')", w.tenant.tenant_id));
     for (std::string id; std::getline(ids, id, ',');) {
         const auto out = rechecker.recheck(w.tenant.tenant_id, id);
         REQUIRE(out);
@@ -425,7 +454,8 @@ TEST_CASE("reconcile: a mixed run of 1,000 payments with every fault mode ends w
             store::Resolution r;
             r.tenant_id = w.tenant.tenant_id;
             r.payment_id = id;
-            r.generation = std::stoll(query_value("SELECT generation FROM payments WHERE payment_id = $1::uuid", id));
+            r.generation = std::stoll(
+                query_value("SELECT generation FROM payments WHERE payment_id = $1::uuid", id));
             r.decision = store::OperatorDecision::retry;
             r.note = "recheck confirmed no charge";
             r.operator_name = "test-operator";
@@ -438,7 +468,8 @@ TEST_CASE("reconcile: a mixed run of 1,000 payments with every fault mode ends w
         const auto report = engine::run_nightly(*w.db, {provider.get()}, no);
         REQUIRE_FALSE(report.failure);
         if (report.reconciled.empty() && report.sent.attempted == 0 &&
-            count_rows("payments", w.tenant.tenant_id, "state IN ('unknown', 'retry_scheduled', 'pending')") == 0) {
+            count_rows("payments", w.tenant.tenant_id,
+                       "state IN ('unknown', 'retry_scheduled', 'pending')") == 0) {
             break;
         }
     }
@@ -453,17 +484,23 @@ TEST_CASE("reconcile: a mixed run of 1,000 payments with every fault mode ends w
         (void)amount;
         const std::string ours = query_value(
             "SELECT coalesce(sum(amount_minor), 0)::text FROM payments WHERE tenant_id = $1::uuid "
-            "AND state = 'succeeded' AND currency = '" + currency + "'", w.tenant.tenant_id);
+            "AND state = 'succeeded' AND currency = '" +
+                currency + "'",
+            w.tenant.tenant_id);
         std::string lower = currency;
         std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
-        const long long theirs = ledger["charged"].contains(lower) ? ledger["charged"][lower].get<long long>() : 0;
+        const long long theirs =
+            ledger["charged"].contains(lower) ? ledger["charged"][lower].get<long long>() : 0;
         INFO(currency);
         CHECK(std::stoll(ours) == theirs); // our succeeded sum is what the provider charged
     }
-    CHECK(count_rows("payments", w.tenant.tenant_id, "state IN ('processing', 'unknown', 'pending', 'retry_scheduled')") == 0);
     CHECK(count_rows("payments", w.tenant.tenant_id,
-                     "state = 'needs_review' AND (review_code IS NULL OR review_reason IS NULL)") == 0);
-    CHECK(count_rows("payments", w.tenant.tenant_id, "state IN ('succeeded', 'failed', 'needs_review')") == 1000);
+                     "state IN ('processing', 'unknown', 'pending', 'retry_scheduled')") == 0);
+    CHECK(count_rows("payments", w.tenant.tenant_id,
+                     "state = 'needs_review' AND (review_code IS NULL OR review_reason IS NULL)") ==
+          0);
+    CHECK(count_rows("payments", w.tenant.tenant_id,
+                     "state IN ('succeeded', 'failed', 'needs_review')") == 1000);
     CHECK(count_rows("payments", w.tenant.tenant_id, "state = 'failed'") > 0);
     // Every state change has its event; every reconciler decision its lookup record.
     CHECK(count_rows("outbox", w.tenant.tenant_id, "event_type = 'payment.succeeded'") ==

@@ -56,14 +56,16 @@ public:
                                    .at("required");
         for (const auto& name : required) {
             const std::string field = name.get<std::string>();
-            if (!body.contains(field) || (body[field].is_string() && body[field].get<std::string>().empty())) {
+            if (!body.contains(field) ||
+                (body[field].is_string() && body[field].get<std::string>().empty())) {
                 const bool return_url = field == "returnUrl";
-                return response(422, nlohmann::json{{"status", 422},
-                                                    {"errorCode", return_url ? "14_030" : "fake_required"},
-                                                    {"message", return_url ? "Return URL is missing."
-                                                                           : field + " is missing."},
-                                                    {"errorType", "validation"}}
-                                         .dump());
+                return response(
+                    422, nlohmann::json{{"status", 422},
+                                        {"errorCode", return_url ? "14_030" : "fake_required"},
+                                        {"message", return_url ? "Return URL is missing."
+                                                               : field + " is missing."},
+                                        {"errorType", "validation"}}
+                             .dump());
             }
         }
         ++executions[reference];
@@ -128,7 +130,8 @@ struct AdyenWorld {
     }
     std::string column(const std::string& ref, const std::string& name) {
         pqxx::read_transaction tx(sql);
-        const auto r = tx.exec_params("SELECT " + name + "::text FROM payments WHERE merchant_reference = $1", ref);
+        const auto r = tx.exec_params(
+            "SELECT " + name + "::text FROM payments WHERE merchant_reference = $1", ref);
         return r.empty() || r[0][0].is_null() ? "" : r[0][0].as<std::string>();
     }
     long long count(const std::string& table, const std::string& where) {
@@ -137,8 +140,9 @@ struct AdyenWorld {
     }
     // Sends whatever is due through the Adyen adapter configured with `return_url`.
     void send_due(const std::string& return_url) {
-        providers::adyen::AdyenAdapter adapter(adyen_config(provider, return_url),
-                                    [this](const HttpRequest& r) { return fake_adyen.send(r); });
+        providers::adyen::AdyenAdapter adapter(
+            adyen_config(provider, return_url),
+            [this](const HttpRequest& r) { return fake_adyen.send(r); });
         engine::ExecutorOptions o;
         o.worker_id = "rejected-test";
         o.lease = std::chrono::seconds(30);
@@ -155,7 +159,8 @@ TEST_CASE("rejected requests: adyen without a return URL refuses every payment b
           "retry charges each once",
           "[execution][db][rejected][adyen]") {
     // The configuration file can no longer say it: an adyen provider without return_url is refused.
-    const char* without = R"({"providers": {"a": {"kind": "adyen", "base_url": "https://checkout-test.adyen.com", "api_key_env": "ADYEN_KEY", "merchant_account": "AcmeShopECOM"}}})";
+    const char* without =
+        R"({"providers": {"a": {"kind": "adyen", "base_url": "https://checkout-test.adyen.com", "api_key_env": "ADYEN_KEY", "merchant_account": "AcmeShopECOM"}}})";
     CHECK_THROWS_AS(providers::parse_config(without, "providers.json",
                                             [](const char*) -> const char* { return "k"; }),
                     ConfigError);
@@ -168,17 +173,19 @@ TEST_CASE("rejected requests: adyen without a return URL refuses every payment b
         const std::string op = w.column(ref, "operation_id");
         CHECK(w.column(ref, "state") == "needs_review");
         CHECK(w.column(ref, "review_code") == "request_rejected");
-        CHECK(w.column(ref, "review_reason").find("14_030: Return URL is missing.") != std::string::npos);
+        CHECK(w.column(ref, "review_reason").find("14_030: Return URL is missing.") !=
+              std::string::npos);
         CHECK(w.fake_adyen.executions[op] == 0);
         CHECK(w.fake_adyen.deliveries[op] == 1);
     }
-    CHECK(w.count("payment_attempts", "outcome = 'rejected' AND error_class = 'request_rejected:14_030' AND http_status = 422") == 2);
+    CHECK(w.count("payment_attempts", "outcome = 'rejected' AND error_class = "
+                                      "'request_rejected:14_030' AND http_status = 422") == 2);
     CHECK(w.count("payments", "state = 'failed'") == 0);
 
     engine::NightlyOptions no;
     no.send_due = false;
-    providers::adyen::AdyenAdapter unconfigured(adyen_config(w.provider, ""),
-                                     [&](const HttpRequest& r) { return w.fake_adyen.send(r); });
+    providers::adyen::AdyenAdapter unconfigured(
+        adyen_config(w.provider, ""), [&](const HttpRequest& r) { return w.fake_adyen.send(r); });
     const engine::NightlyReport night = engine::run_nightly(*w.db, {&unconfigured}, no);
     CHECK(night.exit_code() == 3);
     REQUIRE(night.rejected.size() == 1);
@@ -187,7 +194,8 @@ TEST_CASE("rejected requests: adyen without a return URL refuses every payment b
     CHECK(night.rejected[0].payments == 2);
     bool named = false;
     for (const auto& [label, value] : engine::nightly_report(night).facts) {
-        named = named || (label == "rejected by " + w.provider && value.find("14_030: 2 payment(s)") == 0);
+        named = named ||
+                (label == "rejected by " + w.provider && value.find("14_030: 2 payment(s)") == 0);
     }
     CHECK(named);
 
@@ -218,5 +226,6 @@ TEST_CASE("rejected requests: adyen without a return URL refuses every payment b
     CHECK(w.column(refused, "state") == "failed");
     CHECK(w.column(refused, "review_code").empty());
     CHECK(w.fake_adyen.executions[w.column(refused, "operation_id")] == 1);
-    CHECK(w.count("payment_attempts", "outcome = 'declined' AND error_class = 'refused:Refused:Refused'") == 1);
+    CHECK(w.count("payment_attempts",
+                  "outcome = 'declined' AND error_class = 'refused:Refused:Refused'") == 1);
 }

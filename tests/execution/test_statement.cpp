@@ -6,13 +6,11 @@
 #include "providers/registry.hpp"
 #include "tests/execution/world.hpp"
 
-#include <catch2/catch.hpp>
-
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <map>
 #include <thread>
-
 #include <unistd.h>
 
 using namespace payrecon;
@@ -21,7 +19,9 @@ using namespace payrecon::testing;
 namespace {
 
 long long now_s() {
-    return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+    return std::chrono::duration_cast<std::chrono::seconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
 }
 
 engine::StatementOptions window_around_now() {
@@ -78,10 +78,10 @@ TEST_CASE("statement: a seeded ledger with one discrepancy of each category: eac
         REQUIRE(w.state_of(ref) == "succeeded");
     }
     // refs[0] stays matched. The provider's side, seeded into its ledger:
-    w.fake->seed_amount_mismatch({{"", w.op_of(refs[1])}, 2400});     // amount_mismatch
-    w.fake->seed_duplicate_charge({w.op_of(refs[2]), std::nullopt});   // duplicate_remote
+    w.fake->seed_amount_mismatch({{"", w.op_of(refs[1])}, 2400});                // amount_mismatch
+    w.fake->seed_duplicate_charge({w.op_of(refs[2]), std::nullopt});             // duplicate_remote
     w.fake->seed_refunded({{"", w.op_of(refs[3])}, std::nullopt, std::nullopt}); // status_mismatch
-    fake::OrphanCharge orphan;                                          // missing_local
+    fake::OrphanCharge orphan;                                                   // missing_local
     orphan.amount = 7300;
     orphan.currency = "usd";
     const std::string orphan_id = w.fake->seed_orphan_charge(orphan).front();
@@ -89,17 +89,19 @@ TEST_CASE("statement: a seeded ledger with one discrepancy of each category: eac
     const auto set = [](const std::string& assignment, const std::string& ref) {
         exec_sql("UPDATE payments SET " + assignment + " WHERE merchant_reference = '" + ref + "'");
     };
-    set("currency = 'USD'", refs[4]);                                   // currency_mismatch
-    set("state = 'unknown', provider_reference = NULL", refs[5]);       // unresolved_unknown
-    const std::string never_sent = w.payments(1)[0];                    // missing_remote
-    set("state = 'succeeded', attempt_count = 1, first_attempt_at = now(), last_attempt_at = now()", never_sent);
+    set("currency = 'USD'", refs[4]);                             // currency_mismatch
+    set("state = 'unknown', provider_reference = NULL", refs[5]); // unresolved_unknown
+    const std::string never_sent = w.payments(1)[0];              // missing_remote
+    set("state = 'succeeded', attempt_count = 1, first_attempt_at = now(), last_attempt_at = now()",
+        never_sent);
 
     const engine::StatementOptions window = window_around_now();
     const reports::Report report = engine::run_statement(*w.db, *provider, window);
     REQUIRE_FALSE(report.failure);
     const std::map<std::string, long long> want = {
-        {"matched", 1},         {"amount_mismatch", 1},    {"currency_mismatch", 1}, {"status_mismatch", 1},
-        {"unresolved_unknown", 1}, {"duplicate_remote", 1}, {"missing_local", 1},     {"missing_remote", 1}};
+        {"matched", 1},         {"amount_mismatch", 1},    {"currency_mismatch", 1},
+        {"status_mismatch", 1}, {"unresolved_unknown", 1}, {"duplicate_remote", 1},
+        {"missing_local", 1},   {"missing_remote", 1}};
     CHECK(counts_of(report) == want);
     CHECK(report.exit_code == 3);
     CHECK(report.findings.size() == 7); // matched ones are counted, not listed
@@ -118,13 +120,18 @@ TEST_CASE("statement: a seeded ledger with one discrepancy of each category: eac
             CHECK(f.remote_state == "refunded");
         }
     }
-    const std::string run = query_value("SELECT run_id::text FROM recon_runs WHERE provider = $1", w.config.name);
+    const std::string run =
+        query_value("SELECT run_id::text FROM recon_runs WHERE provider = $1", w.config.name);
     CHECK(query_value("SELECT count(*) FROM recon_findings WHERE run_id = $1::uuid", run) == "7");
     CHECK(query_value("SELECT status FROM recon_runs WHERE run_id = $1::uuid", run) == "done");
     // Raw and normalised: every listed PaymentIntent (6 of ours, the duplicate, the orphan).
-    CHECK(query_value("SELECT count(*) FROM statement_records WHERE run_id = $1::uuid AND raw IS NOT NULL", run) == "8");
-    CHECK(query_value("SELECT count(*) FROM statement_records WHERE run_id = $1::uuid AND status = 'refunded' "
-                      "AND amount_refunded = 2500", run) == "1");
+    CHECK(query_value(
+              "SELECT count(*) FROM statement_records WHERE run_id = $1::uuid AND raw IS NOT NULL",
+              run) == "8");
+    CHECK(query_value("SELECT count(*) FROM statement_records WHERE run_id = $1::uuid AND status = "
+                      "'refunded' "
+                      "AND amount_refunded = 2500",
+                      run) == "1");
 
     // The same window again replaces its run and findings instead of adding to them.
     const reports::Report again = engine::run_statement(*w.db, *provider, window);
@@ -154,7 +161,8 @@ TEST_CASE("statement: a listing that fails stops with exit 1 and resumes where i
     REQUIRE(failed.failure);
     CHECK(failed.exit_code == 1);
     CHECK(waits.size() == 2);
-    CHECK(query_value("SELECT status FROM recon_runs WHERE provider = $1", w.config.name) == "listing");
+    CHECK(query_value("SELECT status FROM recon_runs WHERE provider = $1", w.config.name) ==
+          "listing");
 
     faults.lookup_down = false;
     w.fake->set_faults(faults);
@@ -162,7 +170,8 @@ TEST_CASE("statement: a listing that fails stops with exit 1 and resumes where i
     CHECK_FALSE(resumed.failure);
     CHECK(resumed.exit_code == 0);
     CHECK(resumed.totals.at("matched").count == 3);
-    CHECK(query_value("SELECT status FROM recon_runs WHERE provider = $1", w.config.name) == "done");
+    CHECK(query_value("SELECT status FROM recon_runs WHERE provider = $1", w.config.name) ==
+          "done");
 }
 
 TEST_CASE("statement: a wrong API key is a configuration error, not retried, and the window's "
@@ -199,7 +208,8 @@ TEST_CASE("statement: a wrong API key is a configuration error, not retried, and
     // What the last complete run found is still there: its run, its records and its finding.
     CHECK(complete_findings(w) == "1");
     CHECK(query_value("SELECT status FROM recon_runs WHERE run_id = $1::uuid", done_run) == "done");
-    CHECK(query_value("SELECT count(*) FROM statement_records WHERE run_id = $1::uuid", done_run) == "3");
+    CHECK(query_value("SELECT count(*) FROM statement_records WHERE run_id = $1::uuid", done_run) ==
+          "3");
     CHECK(query_value("SELECT count(*) FROM recon_runs WHERE provider = $1", w.config.name) == "2");
 
     // Fixed: the next run completes and replaces the last result whole (one run row again).
@@ -212,8 +222,10 @@ TEST_CASE("statement: a wrong API key is a configuration error, not retried, and
     // The refused run was resumed and completed: two runs of this window.
     CHECK(query_value("SELECT runs FROM recon_runs WHERE provider = $1", w.config.name) == "2");
     CHECK(query_value("SELECT count(*) FROM recon_runs WHERE run_id = $1::uuid", done_run) == "0");
-    CHECK(query_value("SELECT count(*) FROM statement_records WHERE run_id = $1::uuid", done_run) == "0");
-    CHECK(query_value("SELECT count(*) FROM recon_findings WHERE provider_reference = $1", orphan_id) == "1");
+    CHECK(query_value("SELECT count(*) FROM statement_records WHERE run_id = $1::uuid", done_run) ==
+          "0");
+    CHECK(query_value("SELECT count(*) FROM recon_findings WHERE provider_reference = $1",
+                      orphan_id) == "1");
 }
 
 TEST_CASE("statement: a re-run whose listing fails keeps the last complete result",
@@ -234,8 +246,9 @@ TEST_CASE("statement: a re-run whose listing fails keeps the last complete resul
     REQUIRE(failed.failure);
     CHECK(failed.exit_code == 1);
     CHECK(complete_findings(w) == "1");
-    CHECK(query_value("SELECT string_agg(status, ',' ORDER BY status) FROM recon_runs WHERE provider = $1",
-                      w.config.name) == "done,listing");
+    CHECK(query_value(
+              "SELECT string_agg(status, ',' ORDER BY status) FROM recon_runs WHERE provider = $1",
+              w.config.name) == "done,listing");
 }
 
 TEST_CASE("statement: a provider that cannot list is refused", "[statement][db]") {
@@ -252,8 +265,8 @@ TEST_CASE("statement: two statements of one window at once (two nightly jobs): o
     auto provider = providers::create_provider(w.config);
     const auto refs = w.payments(40);
     send_all(w, *provider);
-    exec_sql("UPDATE payments SET currency = 'USD' WHERE merchant_reference IN ('" + refs[0] + "', '" + refs[1] +
-             "')"); // two currency mismatches
+    exec_sql("UPDATE payments SET currency = 'USD' WHERE merchant_reference IN ('" + refs[0] +
+             "', '" + refs[1] + "')"); // two currency mismatches
     auto slow = w.fake->faults();
     slow.latency = std::chrono::milliseconds(5); // the listings overlap
     w.fake->set_faults(slow);
@@ -284,14 +297,17 @@ TEST_CASE("statement: two statements of one window at once (two nightly jobs): o
         for (const auto& r : reports) {
             INFO(round << ": " << r.failure.value_or(""));
             REQUIRE_FALSE(r.failure);
-            CHECK(counts_of(r) == std::map<std::string, long long>{{"matched", 38}, {"currency_mismatch", 2}});
+            CHECK(counts_of(r) ==
+                  std::map<std::string, long long>{{"matched", 38}, {"currency_mismatch", 2}});
         }
-        const std::string run = query_value(
-            "SELECT run_id::text FROM recon_runs WHERE provider = $1 AND window_from = to_timestamp(" +
-                std::to_string(window.window_from) + ")",
-            w.config.name);
-        CHECK(query_value("SELECT count(*) FROM statement_records WHERE run_id = $1::uuid", run) == "40");
-        CHECK(query_value("SELECT count(*) FROM recon_findings WHERE run_id = $1::uuid", run) == "2");
+        const std::string run = query_value("SELECT run_id::text FROM recon_runs WHERE provider = "
+                                            "$1 AND window_from = to_timestamp(" +
+                                                std::to_string(window.window_from) + ")",
+                                            w.config.name);
+        CHECK(query_value("SELECT count(*) FROM statement_records WHERE run_id = $1::uuid", run) ==
+              "40");
+        CHECK(query_value("SELECT count(*) FROM recon_findings WHERE run_id = $1::uuid", run) ==
+              "2");
         CHECK(query_value("SELECT status FROM recon_runs WHERE run_id = $1::uuid", run) == "done");
     }
     CHECK(query_value("SELECT count(*) FROM recon_runs WHERE provider = $1", w.config.name) == "8");
@@ -312,15 +328,16 @@ TEST_CASE("statement: sides larger than the sort memory spill sorted runs and fi
     orphan.currency = "eur";
     w.fake->seed_orphan_charge(orphan);
     exec_sql("UPDATE payments SET currency = 'USD' WHERE merchant_reference = '" + refs[42] + "'");
-    const std::map<std::string, long long> want = {{"matched", 296},         {"amount_mismatch", 1},
-                                                   {"duplicate_remote", 1}, {"status_mismatch", 1},
-                                                   {"missing_local", 1},    {"currency_mismatch", 1}};
+    const std::map<std::string, long long> want = {
+        {"matched", 296},       {"amount_mismatch", 1}, {"duplicate_remote", 1},
+        {"status_mismatch", 1}, {"missing_local", 1},   {"currency_mismatch", 1}};
     const auto stored_findings = [&] {
-        return query_value("SELECT string_agg(category || ' ' || coalesce(operation_id, '-') || ' ' || "
-                           "coalesce(provider_reference, '-') || ' ' || coalesce(remote_amount::text, '-'), ', ' "
-                           "ORDER BY finding_no) FROM recon_findings f JOIN recon_runs r USING (run_id) "
-                           "WHERE r.provider = $1",
-                           w.config.name);
+        return query_value(
+            "SELECT string_agg(category || ' ' || coalesce(operation_id, '-') || ' ' || "
+            "coalesce(provider_reference, '-') || ' ' || coalesce(remote_amount::text, '-'), ', ' "
+            "ORDER BY finding_no) FROM recon_findings f JOIN recon_runs r USING (run_id) "
+            "WHERE r.provider = $1",
+            w.config.name);
     };
 
     // All in memory (the default: 32 MiB per side).
@@ -341,12 +358,14 @@ TEST_CASE("statement: sides larger than the sort memory spill sorted runs and fi
         const std::string message = e.what();
         INFO(message);
         CHECK_THAT(message, Catch::Contains("/nonexistent/payrecon-statement-spill") &&
-                                Catch::Contains("No such file or directory") && Catch::Contains("TMPDIR"));
+                                Catch::Contains("No such file or directory") &&
+                                Catch::Contains("TMPDIR"));
     }
     // Nothing half-done: the new run is still listed, for a diff to try again, and the last
     // complete one is kept beside it.
-    CHECK(query_value("SELECT string_agg(status, ',' ORDER BY status) FROM recon_runs WHERE provider = $1",
-                      w.config.name) == "done,listed");
+    CHECK(query_value(
+              "SELECT string_agg(status, ',' ORDER BY status) FROM recon_runs WHERE provider = $1",
+              w.config.name) == "done,listed");
 
     char dir[] = "/tmp/payrecon-statement-spill-XXXXXX";
     REQUIRE(::mkdtemp(dir) != nullptr);
@@ -355,7 +374,8 @@ TEST_CASE("statement: sides larger than the sort memory spill sorted runs and fi
     REQUIRE_FALSE(spilled.failure);
     CHECK(counts_of(spilled) == want);
     CHECK(stored_findings() == findings); // the same findings, in the same order
-    CHECK(query_value("SELECT status FROM recon_runs WHERE provider = $1", w.config.name) == "done");
+    CHECK(query_value("SELECT status FROM recon_runs WHERE provider = $1", w.config.name) ==
+          "done");
     // The runs' file was unlinked when it was created: the directory is empty again.
     CHECK(::rmdir(dir) == 0);
 }

@@ -8,15 +8,13 @@
 #include "tests/support/test_db.hpp"
 
 #include <catch2/catch.hpp>
-#include <pqxx/pqxx>
-
 #include <cctype>
 #include <chrono>
 #include <fstream>
 #include <map>
+#include <pqxx/pqxx>
 #include <sstream>
 #include <stdexcept>
-
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -33,7 +31,9 @@ constexpr long k_limit_kib = 200L * 1024;
 // A provider that can list but is never asked to: its run is listed already.
 class ListedProvider : public providers::Provider {
 public:
-    explicit ListedProvider(std::string name) : m_name(std::move(name)) { m_caps.list_transactions = true; }
+    explicit ListedProvider(std::string name) : m_name(std::move(name)) {
+        m_caps.list_transactions = true;
+    }
     const std::string& name() const override { return m_name; }
     std::string_view kind() const override { return "listed"; }
     const providers::Capabilities& capabilities() const override { return m_caps; }
@@ -43,7 +43,8 @@ public:
     providers::LookupResult lookup(const providers::PaymentOrder&) override {
         throw std::logic_error("ListedProvider::lookup");
     }
-    providers::ListPage list(const providers::TimeWindow&, const std::optional<std::string>&) override {
+    providers::ListPage list(const providers::TimeWindow&,
+                             const std::optional<std::string>&) override {
         throw std::logic_error("ListedProvider::list: the run should have been listed already");
     }
 
@@ -61,14 +62,16 @@ std::string seed_sql(const std::map<std::string, std::string>& vars) {
     const std::string text = buffer.str();
     std::string out;
     for (std::size_t i = 0; i < text.size();) {
-        if (text[i] != ':' || (i + 1 < text.size() && text[i + 1] == ':') || (i > 0 && text[i - 1] == ':')) {
+        if (text[i] != ':' || (i + 1 < text.size() && text[i + 1] == ':') ||
+            (i > 0 && text[i - 1] == ':')) {
             out += text[i++];
             continue;
         }
         const bool quoted = i + 1 < text.size() && text[i + 1] == '\'';
         std::size_t j = i + (quoted ? 2 : 1);
         const std::size_t start = j;
-        while (j < text.size() && (std::isalnum(static_cast<unsigned char>(text[j])) != 0 || text[j] == '_')) {
+        while (j < text.size() &&
+               (std::isalnum(static_cast<unsigned char>(text[j])) != 0 || text[j] == '_')) {
             ++j;
         }
         const auto it = vars.find(text.substr(start, j - start));
@@ -110,7 +113,8 @@ ChildResult diff_in_child(const std::string& url, const std::string& provider) {
             for (const auto& [category, total] : report.totals) {
                 out << category << ' ' << total.count << '\n';
             }
-            out << "exit " << report.exit_code << '\n' << "findings " << report.findings.size() << '\n';
+            out << "exit " << report.exit_code << '\n'
+                << "findings " << report.findings.size() << '\n';
         } catch (const std::exception& e) {
             out << "error " << e.what() << '\n';
             code = 1;
@@ -158,8 +162,9 @@ TEST_CASE("statement: 1,000,000 records on each side diff with a peak resident s
     // dropping it is the cleanup.
     ScratchDatabase scratch;
     const std::string provider = unique_name("mem");
-    std::map<std::string, std::string> vars = {
-        {"provider", provider}, {"n", std::to_string(k_records)}, {"from", std::to_string(k_window_from)}};
+    std::map<std::string, std::string> vars = {{"provider", provider},
+                                               {"n", std::to_string(k_records)},
+                                               {"from", std::to_string(k_window_from)}};
     {
         store::Db db(scratch.url());
         store::migrate(db);
@@ -191,9 +196,10 @@ TEST_CASE("statement: 1,000,000 records on each side diff with a peak resident s
     const auto done = std::chrono::steady_clock::now();
     const auto seconds = [](auto d) { return std::chrono::duration<double>(d).count(); };
     // The child starts as a copy of this process: its peak includes what the parent held then.
-    WARN("seeded " << k_records << " records per side in " << seconds(diffing - seeding) << " s; diffed in "
-                   << seconds(done - diffing) << " s with a peak RSS of " << r.max_rss_kib / 1024
-                   << " MiB (the test process held " << self.ru_maxrss / 1024 << " MiB when it forked)");
+    WARN("seeded " << k_records << " records per side in " << seconds(diffing - seeding)
+                   << " s; diffed in " << seconds(done - diffing) << " s with a peak RSS of "
+                   << r.max_rss_kib / 1024 << " MiB (the test process held "
+                   << self.ru_maxrss / 1024 << " MiB when it forked)");
 #if defined(__SANITIZE_ADDRESS__)
     // Under AddressSanitizer the shadow memory and quarantine inflate the resident set (484 MiB
     // measured): the bound is the normal build's to check; here the diff's findings still are.
@@ -203,21 +209,27 @@ TEST_CASE("statement: 1,000,000 records on each side diff with a peak resident s
 #endif
 
     const long long per = k_records / 10000;
-    const std::map<std::string, long long> want = {
-        {"matched", k_records - 7 * per}, {"missing_remote", 2 * per},    {"missing_local", per},
-        {"amount_mismatch", per},         {"currency_mismatch", per},     {"status_mismatch", per},
-        {"duplicate_remote", per},        {"unresolved_unknown", per},    {"exit", 3},
-        {"findings", 8 * per}};
+    const std::map<std::string, long long> want = {{"matched", k_records - 7 * per},
+                                                   {"missing_remote", 2 * per},
+                                                   {"missing_local", per},
+                                                   {"amount_mismatch", per},
+                                                   {"currency_mismatch", per},
+                                                   {"status_mismatch", per},
+                                                   {"duplicate_remote", per},
+                                                   {"unresolved_unknown", per},
+                                                   {"exit", 3},
+                                                   {"findings", 8 * per}};
     std::map<std::string, long long> got = r.counts;
     std::erase_if(got, [](const auto& kv) { return kv.second == 0 && kv.first != "exit"; });
     CHECK(got == want);
 
     pqxx::connection c(scratch.url());
     pqxx::read_transaction tx(c);
-    const pqxx::row run = tx.exec_params1(
-        "SELECT status, local_records, remote_records, (SELECT count(*) FROM recon_findings f WHERE f.run_id = r.run_id) "
-        "FROM recon_runs r WHERE provider = $1",
-        provider);
+    const pqxx::row run =
+        tx.exec_params1("SELECT status, local_records, remote_records, (SELECT count(*) FROM "
+                        "recon_findings f WHERE f.run_id = r.run_id) "
+                        "FROM recon_runs r WHERE provider = $1",
+                        provider);
     CHECK(run[0].as<std::string>() == "done");
     CHECK(run[1].as<long long>() == k_records);
     CHECK(run[2].as<long long>() == k_records);

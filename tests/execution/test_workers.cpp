@@ -5,16 +5,15 @@
 #include "tests/fake_provider/fake_provider.hpp"
 #include "tests/support/test_db.hpp"
 
-#include <fstream>
-#include <set>
-#include <sstream>
-#include <thread>
-
 #include <catch2/catch.hpp>
 #include <csignal>
 #include <fcntl.h>
+#include <fstream>
+#include <set>
 #include <spawn.h>
+#include <sstream>
 #include <sys/wait.h>
+#include <thread>
 #include <unistd.h>
 
 extern char** environ;
@@ -24,7 +23,8 @@ using namespace payrecon::testing;
 
 namespace {
 
-pid_t spawn_worker(const std::vector<std::string>& args, const std::vector<std::string>& extra_env) {
+pid_t spawn_worker(const std::vector<std::string>& args,
+                   const std::vector<std::string>& extra_env) {
     const char* bin = std::getenv("PAYRECON_BIN");
     REQUIRE(bin != nullptr);
     std::vector<std::string> argv_s{bin};
@@ -55,9 +55,10 @@ pid_t spawn_worker(const std::vector<std::string>& args, const std::vector<std::
 
 } // namespace
 
-TEST_CASE("workers: 1,000 payments through 4 worker processes with 10% injected faults: no operation "
-          "ID executed twice, every payment terminal or unknown",
-          "[execution][db][processes]") {
+TEST_CASE(
+    "workers: 1,000 payments through 4 worker processes with 10% injected faults: no operation "
+    "ID executed twice, every payment terminal or unknown",
+    "[execution][db][processes]") {
     fake::FakeProviderOptions o;
     o.stripe.api_key = Secret("sk_test_fake_" + to_hex(random_bytes(8)));
     o.faults.seed = 7;
@@ -87,7 +88,8 @@ TEST_CASE("workers: 1,000 payments through 4 worker processes with 10% injected 
             const std::string ref = "mp-" + std::to_string(i) + "-" + to_hex(random_bytes(4));
             const std::string body = R"({"amount": )" + std::to_string(100 + i) +
                                      R"(, "currency": "EUR", "merchant_reference": ")" + ref +
-                                     R"(", "provider": ")" + provider + R"(", "payment_method": "pm_card_visa"})";
+                                     R"(", "provider": ")" + provider +
+                                     R"(", "payment_method": "pm_card_visa"})";
             REQUIRE(intake.create_payment(writer.principal, "k-" + ref, body, "").status == 202);
         }
     }
@@ -98,16 +100,20 @@ TEST_CASE("workers: 1,000 payments through 4 worker processes with 10% injected 
     ::close(fd);
     {
         std::ofstream config(config_path);
-        config << R"({"providers": {")" << provider << R"(": {"kind": "stripe", "base_url": "http://127.0.0.1:)"
-               << fake.port() << R"(", "api_key_env": "PAYRECON_TEST_FAKE_KEY", "connect_timeout_ms": 500, "timeout_ms": 800}}})";
+        config
+            << R"({"providers": {")" << provider
+            << R"(": {"kind": "stripe", "base_url": "http://127.0.0.1:)" << fake.port()
+            << R"(", "api_key_env": "PAYRECON_TEST_FAKE_KEY", "connect_timeout_ms": 500, "timeout_ms": 800}}})";
     }
     const std::vector<std::string> env = {"PAYRECON_DATABASE_URL=" + database_url(),
                                           std::string("PAYRECON_CONFIG=") + config_path,
                                           "PAYRECON_TEST_FAKE_KEY=" + o.stripe.api_key.reveal()};
-    const std::vector<std::string> args = {"worker", "--once", "--concurrency", "4", "--batch", "4",
-                                           "--retry-base", "20ms", "--retry-cap", "100ms"};
+    const std::vector<std::string> args = {"worker",      "--once", "--concurrency", "4",
+                                           "--batch",     "4",      "--retry-base",  "20ms",
+                                           "--retry-cap", "100ms"};
     const auto open_work = [&] {
-        return count_rows("payments", tenant.tenant_id, "state IN ('pending', 'retry_scheduled', 'processing')");
+        return count_rows("payments", tenant.tenant_id,
+                          "state IN ('pending', 'retry_scheduled', 'processing')");
     };
     int rounds = 0;
     while (open_work() > 0 && rounds < 40) {
@@ -123,10 +129,11 @@ TEST_CASE("workers: 1,000 payments through 4 worker processes with 10% injected 
             CHECK(WEXITSTATUS(status) == 0);
         }
         // Retries wait out their backoff: sleep until the earliest one is due.
-        const std::string wait_ms = query_value(
-            "SELECT greatest(0, ceil(extract(epoch FROM min(next_attempt_at) - now()) * 1000))::bigint::text "
-            "FROM payments WHERE tenant_id = $1::uuid AND state = 'retry_scheduled'",
-            tenant.tenant_id);
+        const std::string wait_ms =
+            query_value("SELECT greatest(0, ceil(extract(epoch FROM min(next_attempt_at) - now()) "
+                        "* 1000))::bigint::text "
+                        "FROM payments WHERE tenant_id = $1::uuid AND state = 'retry_scheduled'",
+                        tenant.tenant_id);
         if (!wait_ms.empty()) {
             std::this_thread::sleep_for(std::chrono::milliseconds(std::stoll(wait_ms)));
         }
@@ -144,15 +151,18 @@ TEST_CASE("workers: 1,000 payments through 4 worker processes with 10% injected 
         executed += n.get<int>();
     }
     CHECK(count_rows("payments", tenant.tenant_id) == k_payments);
-    CHECK(count_rows("payments", tenant.tenant_id, "state IN ('succeeded', 'failed', 'unknown')") == k_payments);
+    CHECK(count_rows("payments", tenant.tenant_id, "state IN ('succeeded', 'failed', 'unknown')") ==
+          k_payments);
     // Every succeeded payment was executed exactly once by the provider; the provider charged
     // nothing we do not know about (its charges = our succeeded + some of our unknown).
-    const long long succeeded_sum = std::stoll(query_value(
-        "SELECT coalesce(sum(amount_minor), 0)::text FROM payments WHERE tenant_id = $1::uuid AND state = 'succeeded'",
-        tenant.tenant_id));
-    const long long unknown_sum = std::stoll(query_value(
-        "SELECT coalesce(sum(amount_minor), 0)::text FROM payments WHERE tenant_id = $1::uuid AND state = 'unknown'",
-        tenant.tenant_id));
+    const long long succeeded_sum =
+        std::stoll(query_value("SELECT coalesce(sum(amount_minor), 0)::text FROM payments WHERE "
+                               "tenant_id = $1::uuid AND state = 'succeeded'",
+                               tenant.tenant_id));
+    const long long unknown_sum =
+        std::stoll(query_value("SELECT coalesce(sum(amount_minor), 0)::text FROM payments WHERE "
+                               "tenant_id = $1::uuid AND state = 'unknown'",
+                               tenant.tenant_id));
     const long long charged = ledger["charged"].value("eur", 0LL);
     CHECK(charged >= succeeded_sum);
     CHECK(charged <= succeeded_sum + unknown_sum);
@@ -178,10 +188,13 @@ TEST_CASE("workers: SIGTERM lets the calls in flight finish and be recorded, the
         IntakeService intake(*db, test_keys());
         for (int i = 0; i < 40; ++i) {
             const std::string ref = "term-" + std::to_string(i) + "-" + to_hex(random_bytes(4));
-            REQUIRE(intake.create_payment(writer.principal, "k-" + ref,
-                                          R"({"amount": 900, "currency": "EUR", "merchant_reference": ")" + ref +
-                                              R"(", "provider": ")" + provider + R"(", "payment_method": "pm_card_visa"})",
-                                          "")
+            REQUIRE(intake
+                        .create_payment(
+                            writer.principal, "k-" + ref,
+                            R"({"amount": 900, "currency": "EUR", "merchant_reference": ")" + ref +
+                                R"(", "provider": ")" + provider +
+                                R"(", "payment_method": "pm_card_visa"})",
+                            "")
                         .status == 202);
         }
     }
@@ -191,8 +204,9 @@ TEST_CASE("workers: SIGTERM lets the calls in flight finish and be recorded, the
     ::close(fd);
     {
         std::ofstream config(config_path);
-        config << R"({"providers": {")" << provider << R"(": {"kind": "stripe", "base_url": "http://127.0.0.1:)"
-               << fake.port() << R"(", "api_key_env": "PAYRECON_TEST_FAKE_KEY", "timeout_ms": 5000}}})";
+        config << R"({"providers": {")" << provider
+               << R"(": {"kind": "stripe", "base_url": "http://127.0.0.1:)" << fake.port()
+               << R"(", "api_key_env": "PAYRECON_TEST_FAKE_KEY", "timeout_ms": 5000}}})";
     }
     const pid_t pid = spawn_worker({"worker", "--concurrency", "4", "--batch", "2"},
                                    {"PAYRECON_DATABASE_URL=" + database_url(),

@@ -9,15 +9,13 @@
 #include "tests/fake_provider/fake_provider.hpp"
 #include "tests/support/test_db.hpp"
 
+#include <catch2/catch.hpp>
 #include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
 
-#include <catch2/catch.hpp>
-
 namespace payrecon::testing {
-
 
 struct World {
     std::ostringstream provider_log;
@@ -47,9 +45,10 @@ struct World {
         std::vector<std::string> refs;
         for (int i = 0; i < n; ++i) {
             const std::string ref = unique_name("ord");
-            const std::string body = R"({"amount": 2500, "currency": "EUR", "merchant_reference": ")" + ref +
-                                     R"(", "provider": ")" + config.name + R"(", "payment_method": ")" +
-                                     payment_method + R"("})";
+            const std::string body =
+                R"({"amount": 2500, "currency": "EUR", "merchant_reference": ")" + ref +
+                R"(", "provider": ")" + config.name + R"(", "payment_method": ")" + payment_method +
+                R"("})";
             REQUIRE(intake.create_payment(writer.principal, "k-" + ref, body, "").status == 202);
             refs.push_back(ref);
         }
@@ -59,10 +58,12 @@ struct World {
         return query_value("SELECT operation_id FROM payments WHERE merchant_reference = $1", ref);
     }
     std::string payment_id_of(const std::string& ref) {
-        return query_value("SELECT payment_id::text FROM payments WHERE merchant_reference = $1", ref);
+        return query_value("SELECT payment_id::text FROM payments WHERE merchant_reference = $1",
+                           ref);
     }
     long long generation_of(const std::string& ref) {
-        return std::stoll(query_value("SELECT generation FROM payments WHERE merchant_reference = $1", ref));
+        return std::stoll(
+            query_value("SELECT generation FROM payments WHERE merchant_reference = $1", ref));
     }
     std::string state_of(const std::string& ref) {
         return query_value("SELECT state FROM payments WHERE merchant_reference = $1", ref);
@@ -73,7 +74,9 @@ struct World {
     }
     int deliveries(const std::string& op) {
         const auto l = fake->ledger();
-        return l["deliveries_by_operation"].contains(op) ? l["deliveries_by_operation"][op].get<int>() : 0;
+        return l["deliveries_by_operation"].contains(op)
+                   ? l["deliveries_by_operation"][op].get<int>()
+                   : 0;
     }
     engine::ExecutorOptions options() {
         engine::ExecutorOptions o;
@@ -92,6 +95,5 @@ inline fake::FaultConfig next(std::vector<fake::Fault> faults) {
     f.refuse = std::chrono::milliseconds(300);
     return f;
 }
-
 
 } // namespace payrecon::testing

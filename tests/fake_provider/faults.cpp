@@ -123,11 +123,13 @@ FaultConfig FaultConfig::from_json(const nlohmann::json& j) {
             c.lookup_down = value.get<bool>();
         } else if (key == "unknown_parameters") {
             if (!value.is_array()) {
-                throw std::invalid_argument("unknown_parameters: must be an array of parameter names");
+                throw std::invalid_argument(
+                    "unknown_parameters: must be an array of parameter names");
             }
             for (const auto& item : value) {
                 if (!item.is_string() || item.get<std::string>().empty()) {
-                    throw std::invalid_argument("unknown_parameters: each must be a parameter name");
+                    throw std::invalid_argument(
+                        "unknown_parameters: each must be a parameter name");
                 }
                 c.unknown_parameters.push_back(item.get<std::string>());
             }

@@ -172,8 +172,8 @@ struct CreateParams {
 };
 
 // `unknown`: parameters this account does not know on top of the spec's (FaultConfig).
-std::variant<CreateParams, http::Response> validate_create(const http::Fields& form,
-                                                           const std::vector<std::string>& unknown) {
+std::variant<CreateParams, http::Response>
+validate_create(const http::Fields& form, const std::vector<std::string>& unknown) {
     CreateParams p;
     std::set<std::string> seen;
     const std::string* amount = nullptr;

@@ -29,7 +29,8 @@ int main(int argc, char** argv) {
         }
     }
     if (inputs.empty()) {
-        std::cerr << "no corpus files given: pass the corpus directory (tests/fuzz/corpus/stripe)\n";
+        std::cerr
+            << "no corpus files given: pass the corpus directory (tests/fuzz/corpus/stripe)\n";
         return 1;
     }
     for (const auto& path : inputs) {
@@ -38,8 +39,10 @@ int main(int argc, char** argv) {
             std::cerr << "cannot read " << path << '\n';
             return 1;
         }
-        const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-        std::cerr << "replaying " << path.filename().string() << " (" << bytes.size() << " bytes)\n";
+        const std::string bytes((std::istreambuf_iterator<char>(in)),
+                                std::istreambuf_iterator<char>());
+        std::cerr << "replaying " << path.filename().string() << " (" << bytes.size()
+                  << " bytes)\n";
         LLVMFuzzerTestOneInput(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size());
     }
     std::cout << "replayed " << inputs.size() << " inputs, no invariant broken\n";

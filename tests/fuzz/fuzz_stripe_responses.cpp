@@ -23,7 +23,8 @@ using namespace payrecon::providers;
 
 void require(bool ok, const char* what, int http_status) {
     if (!ok) {
-        std::fprintf(stderr, "fuzz_stripe_responses: invariant broken at HTTP %d: %s\n", http_status, what);
+        std::fprintf(stderr, "fuzz_stripe_responses: invariant broken at HTTP %d: %s\n",
+                     http_status, what);
         std::abort();
     }
 }
@@ -52,10 +53,12 @@ void check_create(std::string_view body, int http_status) {
     const auto p = stripe::parse_payment_intent(body);
     require(p.has_value(), "succeeded, but the body is not a PaymentIntent", http_status);
     require(p->amount == order.amount, "succeeded with another amount", http_status);
-    require(p->operation_id == order.operation_id, "succeeded without our operation ID", http_status);
-    require(p->state == Outcome::succeeded, "succeeded, but the PaymentIntent's status is not", http_status);
-    require(r.provider_reference == p->provider_reference, "succeeded with another PaymentIntent id",
+    require(p->operation_id == order.operation_id, "succeeded without our operation ID",
             http_status);
+    require(p->state == Outcome::succeeded, "succeeded, but the PaymentIntent's status is not",
+            http_status);
+    require(r.provider_reference == p->provider_reference,
+            "succeeded with another PaymentIntent id", http_status);
 }
 
 // Statuses the adapter distinguishes, and neighbours it must not confuse with them.

@@ -9,16 +9,15 @@
 #include "tests/core/reference_generator.hpp"
 #include "tests/support/test_db.hpp"
 
-#include <latch>
-#include <set>
-#include <thread>
-#include <vector>
-
 #include <catch2/catch.hpp>
+#include <latch>
 #include <nlohmann/json.hpp>
 #include <pqxx/pqxx>
+#include <set>
 #include <sys/wait.h>
+#include <thread>
 #include <unistd.h>
+#include <vector>
 
 using namespace payrecon;
 using namespace payrecon::testing;
@@ -41,9 +40,15 @@ std::string problem_type(const IntakeResponse& r) {
     return nlohmann::json::parse(r.body).value("type", "");
 }
 
-long long payments(const TestTenant& t) { return count_rows("payments", t.tenant_id); }
-long long records(const TestTenant& t) { return count_rows("idempotency_records", t.tenant_id); }
-long long events(const TestTenant& t) { return count_rows("outbox", t.tenant_id); }
+long long payments(const TestTenant& t) {
+    return count_rows("payments", t.tenant_id);
+}
+long long records(const TestTenant& t) {
+    return count_rows("idempotency_records", t.tenant_id);
+}
+long long events(const TestTenant& t) {
+    return count_rows("outbox", t.tenant_id);
+}
 
 // Runs `fn` in a forked child armed with `crash_at`; returns how the child ended.
 int run_in_child_armed(const std::string& crash_at, const std::function<void()>& fn) {
@@ -83,8 +88,8 @@ TEST_CASE("intake: a first request creates one payment, one record and one outbo
     CHECK(events(s.tenant) == 1);
     CHECK(count_rows("outbox", s.tenant.tenant_id, "event_type = 'payment.created'") == 1);
     // The payment carries a stable operation ID within every provider's key limit.
-    const std::string op = query_value("SELECT operation_id FROM payments WHERE tenant_id = $1::uuid",
-                                       s.tenant.tenant_id);
+    const std::string op = query_value(
+        "SELECT operation_id FROM payments WHERE tenant_id = $1::uuid", s.tenant.tenant_id);
     CHECK(op.size() <= 45);
     CHECK(op.rfind("pr_", 0) == 0);
     // The stored response is the one returned.
@@ -107,7 +112,8 @@ TEST_CASE("intake: 64 concurrent callers with one key and body get one payment a
             try {
                 store::Db db(database_url()); // a connection of its own
                 ready.arrive_and_wait();
-                responses[static_cast<std::size_t>(i)] = create(db, s.writer.principal, "burst-key", body);
+                responses[static_cast<std::size_t>(i)] =
+                    create(db, s.writer.principal, "burst-key", body);
             } catch (const std::exception& e) {
                 errors[static_cast<std::size_t>(i)] = e.what();
             }
@@ -132,14 +138,16 @@ TEST_CASE("intake: 64 concurrent callers with one key and body get one payment a
     CHECK(events(s.tenant) == 1);
 }
 
-TEST_CASE("intake: same key with another body gets 409 idempotency_key_reused and the first payment "
-          "is untouched",
-          "[intake][db]") {
+TEST_CASE(
+    "intake: same key with another body gets 409 idempotency_key_reused and the first payment "
+    "is untouched",
+    "[intake][db]") {
     Scope s;
     const auto first = create(*s.db, s.writer.principal, "k-409", payment_body("ref-a", 1000));
     REQUIRE(first.status == 202);
-    const std::string before = query_value(
-        "SELECT row_to_json(p)::text FROM payments p WHERE tenant_id = $1::uuid", s.tenant.tenant_id);
+    const std::string before =
+        query_value("SELECT row_to_json(p)::text FROM payments p WHERE tenant_id = $1::uuid",
+                    s.tenant.tenant_id);
 
     SECTION("another amount") {
         const auto r = create(*s.db, s.writer.principal, "k-409", payment_body("ref-a", 2000));
@@ -153,7 +161,8 @@ TEST_CASE("intake: same key with another body gets 409 idempotency_key_reused an
         CHECK(problem_type(r) == "idempotency_key_reused");
     }
     SECTION("another currency") {
-        const auto r = create(*s.db, s.writer.principal, "k-409", payment_body("ref-a", 1000, "USD"));
+        const auto r =
+            create(*s.db, s.writer.principal, "k-409", payment_body("ref-a", 1000, "USD"));
         CHECK(r.status == 409);
     }
     CHECK(payments(s.tenant) == 1);
@@ -168,9 +177,10 @@ TEST_CASE("intake: same key with another body gets 409 idempotency_key_reused an
     CHECK(again.body == first.body);
 }
 
-TEST_CASE("intake: concurrent callers with one key and two bodies: one payment, the other body gets "
-          "409",
-          "[intake][db][concurrency]") {
+TEST_CASE(
+    "intake: concurrent callers with one key and two bodies: one payment, the other body gets "
+    "409",
+    "[intake][db][concurrency]") {
     Scope s;
     constexpr int k_callers = 32;
     const std::string body_a = payment_body("race-a", 500);
@@ -222,7 +232,8 @@ TEST_CASE("intake: reordered keys, other whitespace and a tracing field replay t
     CHECK(payments(s.tenant) == 1);
 }
 
-TEST_CASE("intake: a crash before commit leaves no rows, and the retry succeeds", "[intake][db][crash]") {
+TEST_CASE("intake: a crash before commit leaves no rows, and the retry succeeds",
+          "[intake][db][crash]") {
     const char* point = GENERATE("intake.after_key_claim", "intake.before_commit");
     Scope s;
     const std::string body = payment_body("ref-crash");
@@ -255,8 +266,9 @@ TEST_CASE("intake: a response lost after commit is replayed byte for byte on ret
     });
     REQUIRE(WIFSIGNALED(status));
     CHECK(payments(s.tenant) == 1); // committed, the caller never heard
-    const std::string stored = query_value(
-        "SELECT response_body FROM idempotency_records WHERE tenant_id = $1::uuid", s.tenant.tenant_id);
+    const std::string stored =
+        query_value("SELECT response_body FROM idempotency_records WHERE tenant_id = $1::uuid",
+                    s.tenant.tenant_id);
 
     const auto retry = create(*s.db, s.writer.principal, "k-lost", body);
     CHECK(retry.status == 202);
@@ -294,9 +306,11 @@ TEST_CASE("intake: the same key under another principal or tenant is an independ
     CHECK(records(other_tenant) == 1);
     // Each replay sees only its own response.
     CHECK(create(*s.db, s.writer.principal, "shared-key", payment_body("ref-x1")).body == a.body);
-    CHECK(create(*s.db, other_writer.principal, "shared-key", payment_body("ref-x2")).body == b.body);
+    CHECK(create(*s.db, other_writer.principal, "shared-key", payment_body("ref-x2")).body ==
+          b.body);
     CHECK(create(*s.db, foreign.principal, "shared-key", payment_body("ref-x1")).body == c.body);
-    // Another principal sending the first principal's body under the same key is not a replay of it.
+    // Another principal sending the first principal's body under the same key is not a replay of
+    // it.
     const auto cross = create(*s.db, other_writer.principal, "shared-key", payment_body("ref-x1"));
     CHECK(cross.status == 409);
     CHECK(cross.body != a.body);
@@ -334,10 +348,12 @@ TEST_CASE("intake: authentication finds the principal by its key and refuses unk
     CHECK(authenticate(*s.db, Secret("")).error() == AuthFailure::missing);
     // Only the digest is stored, never the key.
     CHECK(count_rows("principals", s.tenant.tenant_id,
-                     "api_key_hash = sha256(convert_to('" + s.writer.api_key.reveal() + "', 'UTF8'))") == 1);
+                     "api_key_hash = sha256(convert_to('" + s.writer.api_key.reveal() +
+                         "', 'UTF8'))") == 1);
 }
 
-TEST_CASE("intake: a role that may not create payments gets 403 and stores nothing", "[intake][db][auth]") {
+TEST_CASE("intake: a role that may not create payments gets 403 and stores nothing",
+          "[intake][db][auth]") {
     Scope s;
     const TestPrincipal reader = make_principal(*s.db, s.tenant, Role::reader);
     const auto r = create(*s.db, reader.principal, "k-reader", payment_body("ref-reader"));
@@ -347,7 +363,8 @@ TEST_CASE("intake: a role that may not create payments gets 403 and stores nothi
     CHECK(records(s.tenant) == 0);
 }
 
-TEST_CASE("intake: bad keys get 400, store nothing, and do not occupy anything", "[intake][db][validation]") {
+TEST_CASE("intake: bad keys get 400, store nothing, and do not occupy anything",
+          "[intake][db][validation]") {
     Scope s;
     const std::vector<std::pair<std::string, std::string>> bad_keys = {
         {"", "idempotency_key_missing"},
@@ -368,11 +385,13 @@ TEST_CASE("intake: bad keys get 400, store nothing, and do not occupy anything",
     CHECK(payments(s.tenant) == 0);
     CHECK(records(s.tenant) == 0);
     // The longest valid key works.
-    CHECK(create(*s.db, s.writer.principal, std::string(255, 'k'), payment_body("ref-badkey")).status == 202);
+    CHECK(create(*s.db, s.writer.principal, std::string(255, 'k'), payment_body("ref-badkey"))
+              .status == 202);
 }
 
-TEST_CASE("intake: bad bodies get a clear 4xx naming the field, store nothing, and leave the key free",
-          "[intake][db][validation]") {
+TEST_CASE(
+    "intake: bad bodies get a clear 4xx naming the field, store nothing, and leave the key free",
+    "[intake][db][validation]") {
     Scope s;
     struct Bad {
         std::string body;
@@ -382,14 +401,22 @@ TEST_CASE("intake: bad bodies get a clear 4xx naming the field, store nothing, a
     const std::vector<Bad> bad = {
         {"{not json", 400, "malformed_request"},
         {R"({"amount": 100, "amount": 200, "currency": "EUR"})", 400, "malformed_request"},
-        {R"({"amount": 12.5, "currency": "EUR", "merchant_reference": "r", "provider": "stripe", "payment_method": "pm_1"})", 422, "invalid_request"},
-        {R"({"amount": 0, "currency": "EUR", "merchant_reference": "r", "provider": "stripe", "payment_method": "pm_1"})", 422, "invalid_request"},
-        {R"({"amount": -5, "currency": "EUR", "merchant_reference": "r", "provider": "stripe", "payment_method": "pm_1"})", 422, "invalid_request"},
-        {R"({"amount": 99999999999999999999, "currency": "EUR", "merchant_reference": "r", "provider": "stripe", "payment_method": "pm_1"})", 422, "invalid_request"},
-        {R"({"amount": 100, "currency": "XYZ", "merchant_reference": "r", "provider": "stripe", "payment_method": "pm_1"})", 422, "invalid_request"},
-        {R"({"amount": "100", "currency": "EUR", "merchant_reference": "r", "provider": "stripe", "payment_method": "pm_1"})", 422, "invalid_request"},
-        {R"({"amount": 100, "currency": "EUR", "merchant_reference": "r", "provider": "stripe", "payment_method": "pm_1", "description": "card 4242 4242 4242 4242"})", 422, "card_data_refused"},
-        {R"({"amount": 100, "currency": "EUR", "merchant_reference": "r", "provider": "stripe", "payment_method": "pm_1", "cvc": "123"})", 422, "card_data_refused"},
+        {R"({"amount": 12.5, "currency": "EUR", "merchant_reference": "r", "provider": "stripe", "payment_method": "pm_1"})",
+         422, "invalid_request"},
+        {R"({"amount": 0, "currency": "EUR", "merchant_reference": "r", "provider": "stripe", "payment_method": "pm_1"})",
+         422, "invalid_request"},
+        {R"({"amount": -5, "currency": "EUR", "merchant_reference": "r", "provider": "stripe", "payment_method": "pm_1"})",
+         422, "invalid_request"},
+        {R"({"amount": 99999999999999999999, "currency": "EUR", "merchant_reference": "r", "provider": "stripe", "payment_method": "pm_1"})",
+         422, "invalid_request"},
+        {R"({"amount": 100, "currency": "XYZ", "merchant_reference": "r", "provider": "stripe", "payment_method": "pm_1"})",
+         422, "invalid_request"},
+        {R"({"amount": "100", "currency": "EUR", "merchant_reference": "r", "provider": "stripe", "payment_method": "pm_1"})",
+         422, "invalid_request"},
+        {R"({"amount": 100, "currency": "EUR", "merchant_reference": "r", "provider": "stripe", "payment_method": "pm_1", "description": "card 4242 4242 4242 4242"})",
+         422, "card_data_refused"},
+        {R"({"amount": 100, "currency": "EUR", "merchant_reference": "r", "provider": "stripe", "payment_method": "pm_1", "cvc": "123"})",
+         422, "card_data_refused"},
         {std::string(10000, '[') + std::string(10000, ']'), 400, "malformed_request"},
     };
     for (const auto& b : bad) {
@@ -522,9 +549,9 @@ TEST_CASE("intake: a COMMIT whose outcome was lost says so in the 503, and the r
         CHECK(r.status == 503);
         says_unknown(r);
         CHECK(payments(s.tenant) == 1); // it did commit
-        const std::string stored = query_value(
-            "SELECT response_body FROM idempotency_records WHERE tenant_id = $1::uuid",
-            s.tenant.tenant_id);
+        const std::string stored =
+            query_value("SELECT response_body FROM idempotency_records WHERE tenant_id = $1::uuid",
+                        s.tenant.tenant_id);
         const auto retry = create(db, s.writer.principal, "k-doubt", payment_body("ref-doubt"));
         CHECK(retry.status == 202);
         CHECK(retry.replayed);
@@ -546,8 +573,10 @@ std::string body_for(const std::string& provider, const std::string& reference) 
 }
 
 // What the stripe, adyen and square adapters declare (providers/<kind>/wire.cpp), written out.
-const CarryLimits k_stripe{"Stripe", {50, {"operation_id", "merchant_reference"}, 40, 500, "Stripe: 50 keys"}};
-const CarryLimits k_adyen{"Adyen", {20, {"operation_id", "merchant_reference"}, 20, 80, "Adyen: 20 entries"}};
+const CarryLimits k_stripe{
+    "Stripe", {50, {"operation_id", "merchant_reference"}, 40, 500, "Stripe: 50 keys"}};
+const CarryLimits k_adyen{
+    "Adyen", {20, {"operation_id", "merchant_reference"}, 20, 80, "Adyen: 20 entries"}};
 const CarryLimits k_square{"Square", {0, {}, 0, 0, "Square: no metadata"}};
 
 ProviderCatalog stripe_catalog() {
@@ -580,7 +609,8 @@ TEST_CASE("intake: with the provider configuration, a provider it does not know 
     settings.providers = stripe_catalog();
     IntakeService intake(*s.db, test_keys(), settings);
 
-    const auto r = intake.create_payment(s.writer.principal, "k-paypal", body_for("paypal", "ref-pp"), "");
+    const auto r =
+        intake.create_payment(s.writer.principal, "k-paypal", body_for("paypal", "ref-pp"), "");
     CHECK(r.status == 422);
     CHECK(r.content_type() == "application/problem+json");
     const auto j = nlohmann::json::parse(r.body);
@@ -596,7 +626,8 @@ TEST_CASE("intake: with the provider configuration, a provider it does not know 
     CHECK(events(s.tenant) == 0);
 
     // The key stayed free: the corrected request is a first request.
-    const auto ok = intake.create_payment(s.writer.principal, "k-paypal", body_for("stripe-eu", "ref-pp"), "");
+    const auto ok =
+        intake.create_payment(s.writer.principal, "k-paypal", body_for("stripe-eu", "ref-pp"), "");
     CHECK(ok.status == 202);
     CHECK_FALSE(ok.replayed);
     CHECK(payments(s.tenant) == 1);
@@ -614,8 +645,8 @@ TEST_CASE("intake: with the provider configuration, what the provider cannot car
     settings.providers->providers.emplace("adyen", KnownProvider{"adyen", "adyen", k_adyen});
     settings.providers->providers.emplace("square", KnownProvider{"square", "square", k_square});
     IntakeService intake(*s.db, test_keys(), settings);
-    const auto refused = [&](const std::string& key, const std::string& body, const std::string& field,
-                             const std::vector<std::string>& says) {
+    const auto refused = [&](const std::string& key, const std::string& body,
+                             const std::string& field, const std::vector<std::string>& says) {
         INFO(key);
         const auto r = intake.create_payment(s.writer.principal, key, body, "");
         CHECK(r.status == 422);
@@ -628,18 +659,21 @@ TEST_CASE("intake: with the provider configuration, what the provider cannot car
     };
     refused("k-50", body_with_metadata("stripe", "ref-50", 50), "metadata",
             {"Stripe", "at most 48", "50 entries", "operation_id, merchant_reference"});
-    refused("k-own", body_with_metadata("stripe", "ref-own", 1, "operation_id"), "metadata.operation_id",
-            {"payrecon's own"});
-    refused("k-adyen", body_with_metadata("adyen", "ref-adyen", 19), "metadata", {"Adyen", "at most 18"});
-    refused("k-adyen-ref", body_with_metadata("adyen", std::string(81, 'r'), 0), "merchant_reference",
-            {"80 characters"});
-    refused("k-square", body_with_metadata("square", "ref-square", 1), "metadata", {"Square", "no metadata"});
+    refused("k-own", body_with_metadata("stripe", "ref-own", 1, "operation_id"),
+            "metadata.operation_id", {"payrecon's own"});
+    refused("k-adyen", body_with_metadata("adyen", "ref-adyen", 19), "metadata",
+            {"Adyen", "at most 18"});
+    refused("k-adyen-ref", body_with_metadata("adyen", std::string(81, 'r'), 0),
+            "merchant_reference", {"80 characters"});
+    refused("k-square", body_with_metadata("square", "ref-square", 1), "metadata",
+            {"Square", "no metadata"});
     CHECK(payments(s.tenant) == 0);
     CHECK(records(s.tenant) == 0);
     CHECK(events(s.tenant) == 0);
 
     // 48 fit, and all 48 are stored for the adapter to send.
-    const auto ok = intake.create_payment(s.writer.principal, "k-50", body_with_metadata("stripe", "ref-50", 48), "");
+    const auto ok = intake.create_payment(s.writer.principal, "k-50",
+                                          body_with_metadata("stripe", "ref-50", 48), "");
     CHECK(ok.status == 202);
     CHECK(payments(s.tenant) == 1);
     CHECK(query_value("SELECT count(*) FROM payments p, jsonb_object_keys(p.metadata) "
@@ -647,7 +681,8 @@ TEST_CASE("intake: with the provider configuration, what the provider cannot car
                       s.tenant.tenant_id) == "48");
     // The same request to a provider with no limit in the way: 50 entries are fine without a
     // configuration (nothing to check against) -- the adapter then refuses to send it cut short.
-    CHECK(create(*s.db, s.writer.principal, "k-50b", body_with_metadata("stripe", "ref-50b", 50)).status == 202);
+    CHECK(create(*s.db, s.writer.principal, "k-50b", body_with_metadata("stripe", "ref-50b", 50))
+              .status == 202);
 }
 
 TEST_CASE("intake: a request stored before the provider configuration changed is still replayed",
@@ -660,13 +695,15 @@ TEST_CASE("intake: a request stored before the provider configuration changed is
     IntakeSettings settings;
     settings.providers = stripe_catalog();
     IntakeService intake(*s.db, test_keys(), settings);
-    const auto retry = intake.create_payment(s.writer.principal, "k-old", body_for("adyen", "ref-old"), "");
+    const auto retry =
+        intake.create_payment(s.writer.principal, "k-old", body_for("adyen", "ref-old"), "");
     CHECK(retry.status == 202);
     CHECK(retry.replayed);
     CHECK(retry.body == first.body);
     CHECK(payments(s.tenant) == 1);
     // Without a configuration nothing is checked, as before.
-    CHECK(create(*s.db, s.writer.principal, "k-any", body_for("anything", "ref-any")).status == 202);
+    CHECK(create(*s.db, s.writer.principal, "k-any", body_for("anything", "ref-any")).status ==
+          202);
     CHECK(payments(s.tenant) == 2);
 }
 
@@ -698,7 +735,8 @@ TEST_CASE("intake: a retry after purge deleted its key's record is told the reco
     sql("UPDATE idempotency_records SET created_at = now() - interval '8 days', "
         "expires_at = now() - interval '1 day'");
     const auto purged = store::purge_idempotency_records(
-        db, std::nullopt, false, store::PurgeAudit{"ops", std::chrono::hours(24), std::chrono::hours(24)});
+        db, std::nullopt, false,
+        store::PurgeAudit{"ops", std::chrono::hours(24), std::chrono::hours(24)});
     REQUIRE(purged.deleted == 1);
     REQUIRE(sql("SELECT count(*) FROM idempotency_records") == "0");
 
@@ -739,7 +777,8 @@ TEST_CASE("intake: a retry after purge deleted its key's record is told the reco
     const auto u = nlohmann::json::parse(unknown.body);
     CHECK(u["type"] == "duplicate_merchant_reference");
     CHECK(u["payment_id"] == payment_id);
-    CHECK(u.value("detail", "").find("or under this one before its record expired") != std::string::npos);
+    CHECK(u.value("detail", "").find("or under this one before its record expired") !=
+          std::string::npos);
     CHECK(sql("SELECT count(*) FROM payments") == "1");
 }
 
@@ -748,14 +787,18 @@ TEST_CASE("intake: after a fingerprint secret rotation, replays still match", "[
     const FingerprintKeys old_keys(test_secret('a'));
     const FingerprintKeys rotated(test_secret('b'), {test_secret('a')});
     const FingerprintKeys forgotten(test_secret('b'));
-    const auto first = create(*s.db, s.writer.principal, "k-rot", payment_body("ref-rot"), old_keys);
+    const auto first =
+        create(*s.db, s.writer.principal, "k-rot", payment_body("ref-rot"), old_keys);
     REQUIRE(first.status == 202);
-    const auto replay = create(*s.db, s.writer.principal, "k-rot", payment_body("ref-rot"), rotated);
+    const auto replay =
+        create(*s.db, s.writer.principal, "k-rot", payment_body("ref-rot"), rotated);
     CHECK(replay.status == 202);
     CHECK(replay.replayed);
     CHECK(replay.body == first.body);
-    // Dropping the old secret too early turns legitimate retries into conflicts: the reason to keep it.
-    CHECK(create(*s.db, s.writer.principal, "k-rot", payment_body("ref-rot"), forgotten).status == 409);
+    // Dropping the old secret too early turns legitimate retries into conflicts: the reason to keep
+    // it.
+    CHECK(create(*s.db, s.writer.principal, "k-rot", payment_body("ref-rot"), forgotten).status ==
+          409);
     CHECK(payments(s.tenant) == 1);
 }
 
@@ -763,17 +806,19 @@ TEST_CASE("intake: a response over 64 KiB is never stored", "[intake][db]") {
     Scope s;
     const auto request = parse_payment_request(payment_body("ref-big"), "");
     REQUIRE(request);
-    store::IntakeClaim claim{s.tenant.tenant_id, s.writer.principal.principal_id, "create_payment",
-                             "k-big", std::string(64, 'a'), std::chrono::hours(24)};
+    store::IntakeClaim claim{s.tenant.tenant_id,   s.writer.principal.principal_id,
+                             "create_payment",     "k-big",
+                             std::string(64, 'a'), std::chrono::hours(24)};
     store::NewPayment payment{new_uuid(), new_operation_id(), &*request, ""};
-    CHECK_THROWS_AS(store::write_intake(*s.db, claim, payment,
-                                        [](const std::string&) {
-                                            return store::IntakeBodies{
-                                                std::string(65 * 1024, 'x'),
-                                                [](const store::ExistingPayment&) { return std::string("{}"); },
-                                                "{}", std::nullopt};
-                                        }),
-                    std::length_error);
+    CHECK_THROWS_AS(
+        store::write_intake(*s.db, claim, payment,
+                            [](const std::string&) {
+                                return store::IntakeBodies{
+                                    std::string(65 * 1024, 'x'),
+                                    [](const store::ExistingPayment&) { return std::string("{}"); },
+                                    "{}", std::nullopt};
+                            }),
+        std::length_error);
     CHECK(payments(s.tenant) == 0);
     CHECK(records(s.tenant) == 0);
 }

@@ -5,16 +5,15 @@
 
 #include "providers/http/transport.hpp"
 
+#include <catch2/catch.hpp>
 #include <fstream>
 #include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <catch2/catch.hpp>
-#include <nlohmann/json.hpp>
 
 namespace payrecon::testing {
 
@@ -29,15 +28,15 @@ inline std::string read_file(const std::string& path) {
 
 // tests/providers/fixtures/<provider>/<name>
 inline std::string fixture(const std::string& provider, const std::string& name) {
-    return read_file(std::string(PAYRECON_SOURCE_DIR) + "/tests/providers/fixtures/" + provider + "/" +
-                     name);
+    return read_file(std::string(PAYRECON_SOURCE_DIR) + "/tests/providers/fixtures/" + provider +
+                     "/" + name);
 }
 
 // What a provider's published OpenAPI document says about the calls its adapter makes:
-// tests/providers/contracts/<provider>.json, the document cut down to the facts the wire tests check,
-// each at the same JSON pointer as in the published document (written by scripts/contracts from
-// <provider>.select.json). Read facts with at(), which fails the test on a fact the contract lacks.
-// Parsed once per provider.
+// tests/providers/contracts/<provider>.json, the document cut down to the facts the wire tests
+// check, each at the same JSON pointer as in the published document (written by scripts/contracts
+// from <provider>.select.json). Read facts with at(), which fails the test on a fact the contract
+// lacks. Parsed once per provider.
 inline const nlohmann::json& provider_contract(const std::string& provider) {
     static std::map<std::string, nlohmann::json> k_cache;
     const auto it = k_cache.find(provider);
@@ -75,7 +74,8 @@ inline void check_required_fields_sent(const nlohmann::json& required,
         std::set<std::string> dropped = sent;
         dropped.erase(name.get<std::string>());
         INFO("dropping " << name);
-        CHECK(missing_required(required, dropped) == std::vector<std::string>{name.get<std::string>()});
+        CHECK(missing_required(required, dropped) ==
+              std::vector<std::string>{name.get<std::string>()});
     }
 }
 

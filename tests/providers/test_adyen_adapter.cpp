@@ -15,7 +15,9 @@ using namespace payrecon::testing;
 
 namespace {
 
-std::string fixture(const std::string& name) { return testing::fixture("adyen", name); }
+std::string fixture(const std::string& name) {
+    return testing::fixture("adyen", name);
+}
 
 const char* const k_key = "AQE_test_not_a_real_key_0000";
 

@@ -19,7 +19,9 @@ using namespace payrecon::providers::adyen;
 
 namespace {
 
-std::string read(const std::string& path) { return testing::read_file(path); }
+std::string read(const std::string& path) {
+    return testing::read_file(path);
+}
 
 std::string fixture_dir() {
     return std::string(PAYRECON_SOURCE_DIR) + "/tests/providers/fixtures/adyen/";
@@ -29,7 +31,9 @@ std::string fixture(const std::string& name) {
     return read(fixture_dir() + name);
 }
 
-const nlohmann::json& spec() { return testing::provider_contract("adyen"); }
+const nlohmann::json& spec() {
+    return testing::provider_contract("adyen");
+}
 
 const nlohmann::json& schema(const std::string& name) {
     return spec().at("components").at("schemas").at(name);
@@ -100,13 +104,15 @@ TEST_CASE("adyen wire: the body is a stored-card ContAuth charge with our IDs",
 
     PaymentOrder clp = order();
     clp.amount = Money{1000, "CLP"};
-    CHECK(nlohmann::json::parse(*payment_body(clp, "AcmeShopECOM", k_return_url))["amount"]["value"] == 100000);
+    CHECK(nlohmann::json::parse(
+              *payment_body(clp, "AcmeShopECOM", k_return_url))["amount"]["value"] == 100000);
     PaymentOrder cve = order();
     cve.amount = Money{1250, "CVE"};
     CHECK_FALSE(payment_body(cve, "AcmeShopECOM", k_return_url).has_value());
 }
 
-TEST_CASE("adyen wire: metadata beyond Adyen's limits is refused, never left out", "[providers][adyen]") {
+TEST_CASE("adyen wire: metadata beyond Adyen's limits is refused, never left out",
+          "[providers][adyen]") {
     PaymentOrder o = order();
     for (int i = 0; i < 30; ++i) {
         o.metadata["k" + std::to_string(i)] = "v";
@@ -120,10 +126,10 @@ TEST_CASE("adyen wire: metadata beyond Adyen's limits is refused, never left out
     CHECK(j["metadata"].size() == k_max_metadata_entries);
     CHECK(j["metadata"]["operation_id"] == o.operation_id);
     CHECK(j["metadata"]["merchant_reference"] == "order-1001");
-    for (const auto& bad : std::vector<std::map<std::string, std::string>>{
-             {{"operation_id", "spoofed"}},
-             {{"a_key_longer_than_twenty", "v"}},
-             {{"long_value", std::string(81, 'x')}}}) {
+    for (const auto& bad :
+         std::vector<std::map<std::string, std::string>>{{{"operation_id", "spoofed"}},
+                                                         {{"a_key_longer_than_twenty", "v"}},
+                                                         {{"long_value", std::string(81, 'x')}}}) {
         o.metadata = bad;
         CHECK_FALSE(payment_body(o, "AcmeShopECOM", k_return_url).has_value());
     }
@@ -299,21 +305,24 @@ TEST_CASE("adyen wire: payment responses map to outcomes, unknown unless recogni
     }
     SECTION("a configuration error is rejected; a 409 or an unknown errorType is unknown") {
         const auto r = interpret_payment(
-            o, 422, R"({"status":422,"errorCode":"905_1","errorType":"configuration","message":"Could not find an acquirer account for the provided currency (EUR)."})");
+            o, 422,
+            R"({"status":422,"errorCode":"905_1","errorType":"configuration","message":"Could not find an acquirer account for the provided currency (EUR)."})");
         CHECK(r.outcome == Outcome::rejected);
         CHECK(r.call.error_class == "request_rejected:905_1");
         CHECK(interpret_payment(o, 409,
                                 R"({"status":409,"errorCode":"999","errorType":"validation"})")
                   .outcome == Outcome::unknown);
-        CHECK(interpret_payment(o, 422, R"({"status":422,"errorCode":"999","errorType":"internal"})")
-                  .outcome == Outcome::unknown);
+        CHECK(
+            interpret_payment(o, 422, R"({"status":422,"errorCode":"999","errorType":"internal"})")
+                .outcome == Outcome::unknown);
     }
     SECTION("401 and 403 (credentials, merchant account) are rejected; 429 executed nothing") {
         const auto unauthorised = interpret_payment(o, 401, fixture("unauthorised.json"));
         CHECK(unauthorised.outcome == Outcome::rejected);
         CHECK(unauthorised.call.error_class.rfind("request_rejected:", 0) == 0);
         const auto forbidden = interpret_payment(
-            o, 403, R"({"status":403,"errorCode":"901","errorType":"security","message":"Invalid Merchant Account"})");
+            o, 403,
+            R"({"status":403,"errorCode":"901","errorType":"security","message":"Invalid Merchant Account"})");
         CHECK(forbidden.outcome == Outcome::rejected);
         CHECK(forbidden.call.error_class == "request_rejected:901");
         CHECK(interpret_payment(o, 403, "").call.error_class == "request_rejected:permission");

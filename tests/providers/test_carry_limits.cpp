@@ -111,7 +111,9 @@ TEST_CASE("carry limits: Adyen's metadata limits refuse instead of leaving entri
         const auto r = a.submit(o);
         CHECK(r.outcome == Outcome::declined);
         CHECK(r.call.error_class == "not_carried");
-        CHECK_FALSE(adyen::payment_body(o, "AcmeShopECOM", "https://shop.example.com/checkout/return").has_value());
+        CHECK_FALSE(
+            adyen::payment_body(o, "AcmeShopECOM", "https://shop.example.com/checkout/return")
+                .has_value());
     }
     // The merchant reference travels as a metadata value: over 80 characters it cannot.
     PaymentOrder long_reference = order("8415718415172204");

@@ -1,9 +1,8 @@
 #include "core/errors.hpp"
 #include "providers/config.hpp"
 
-#include <cstring>
-
 #include <catch2/catch.hpp>
+#include <cstring>
 
 using namespace payrecon;
 using namespace payrecon::providers;
@@ -23,7 +22,9 @@ const char* fake_env(const char* name) {
     return nullptr;
 }
 
-Config parse(const std::string& text) { return parse_config(text, "payrecon.json", fake_env); }
+Config parse(const std::string& text) {
+    return parse_config(text, "payrecon.json", fake_env);
+}
 
 std::string error_of(const std::string& text) {
     try {
@@ -36,8 +37,10 @@ std::string error_of(const std::string& text) {
 
 } // namespace
 
-TEST_CASE("config: a full provider entry is read, the key comes from the environment", "[providers][config]") {
-    const auto c = parse(R"({"providers": {"stripe": {"kind": "stripe", "base_url": "https://api.stripe.com/",
+TEST_CASE("config: a full provider entry is read, the key comes from the environment",
+          "[providers][config]") {
+    const auto c =
+        parse(R"({"providers": {"stripe": {"kind": "stripe", "base_url": "https://api.stripe.com/",
         "api_key_env": "STRIPE_API_KEY", "connect_timeout_ms": 1500, "timeout_ms": 8000,
         "settle_delay_s": 60, "key_retention_h": 24, "capabilities": {"lookup": false}}}})");
     REQUIRE(c.providers.size() == 1);
@@ -54,7 +57,8 @@ TEST_CASE("config: a full provider entry is read, the key comes from the environ
 }
 
 TEST_CASE("config: defaults apply to what is left out", "[providers][config]") {
-    const auto c = parse(R"({"providers": {"s": {"kind": "stripe", "base_url": "http://127.0.0.1:9999",
+    const auto c =
+        parse(R"({"providers": {"s": {"kind": "stripe", "base_url": "http://127.0.0.1:9999",
         "api_key_env": "STRIPE_API_KEY"}}})");
     const ProviderConfig& p = c.providers.at("s");
     CHECK(p.connect_timeout == std::chrono::milliseconds(2000));
@@ -63,30 +67,44 @@ TEST_CASE("config: defaults apply to what is left out", "[providers][config]") {
 }
 
 TEST_CASE("config: each bad field is one clear error naming it", "[providers][config]") {
-    const std::string base = R"("kind": "stripe", "base_url": "https://api.stripe.com", "api_key_env": "STRIPE_API_KEY")";
+    const std::string base =
+        R"("kind": "stripe", "base_url": "https://api.stripe.com", "api_key_env": "STRIPE_API_KEY")";
     struct Case {
         std::string text;
         std::string names;
     };
     const std::vector<Case> cases = {
         {"not json", "(file)"},
-        {"{\"providers\": {\n  \"s\": {\"kind\": \"stripe\",}\n}}", "is not valid JSON at line 2, column"},
+        {"{\"providers\": {\n  \"s\": {\"kind\": \"stripe\",}\n}}",
+         "is not valid JSON at line 2, column"},
         {R"([])", "(file)"},
         {R"({"providers": {}})", "providers"},
         {R"({"providers": {"s": {)" + base + R"(}}, "extra": 1})", "extra"},
         {R"({"providers": {"Bad Name": {)" + base + R"(}}})", "providers.Bad Name"},
-        {R"({"providers": {"s": {"kind": "paypal2", "base_url": "https://x", "api_key_env": "STRIPE_API_KEY"}}})", "providers.s.kind"},
-        {R"({"providers": {"s": {"kind": "stripe", "api_key_env": "STRIPE_API_KEY"}}})", "providers.s.base_url"},
-        {R"({"providers": {"s": {"kind": "stripe", "base_url": "http://api.stripe.com", "api_key_env": "STRIPE_API_KEY"}}})", "providers.s.base_url"},
-        {R"({"providers": {"s": {"kind": "stripe", "base_url": "https://x"}}})", "providers.s.api_key_env"},
-        {R"({"providers": {"s": {"kind": "stripe", "base_url": "https://x", "api_key_env": "MISSING_KEY"}}})", "MISSING_KEY is not set"},
-        {R"({"providers": {"s": {"kind": "stripe", "base_url": "https://x", "api_key_env": "EMPTY_KEY"}}})", "EMPTY_KEY is set but empty"},
-        {R"({"providers": {"s": {)" + base + R"(, "api_key": "sk_live_x"}}})", "API keys never go in the file"},
-        {R"({"providers": {"s": {)" + base + R"(, "timeout_ms": "fast"}}})", "providers.s.timeout_ms"},
+        {R"({"providers": {"s": {"kind": "paypal2", "base_url": "https://x", "api_key_env": "STRIPE_API_KEY"}}})",
+         "providers.s.kind"},
+        {R"({"providers": {"s": {"kind": "stripe", "api_key_env": "STRIPE_API_KEY"}}})",
+         "providers.s.base_url"},
+        {R"({"providers": {"s": {"kind": "stripe", "base_url": "http://api.stripe.com", "api_key_env": "STRIPE_API_KEY"}}})",
+         "providers.s.base_url"},
+        {R"({"providers": {"s": {"kind": "stripe", "base_url": "https://x"}}})",
+         "providers.s.api_key_env"},
+        {R"({"providers": {"s": {"kind": "stripe", "base_url": "https://x", "api_key_env": "MISSING_KEY"}}})",
+         "MISSING_KEY is not set"},
+        {R"({"providers": {"s": {"kind": "stripe", "base_url": "https://x", "api_key_env": "EMPTY_KEY"}}})",
+         "EMPTY_KEY is set but empty"},
+        {R"({"providers": {"s": {)" + base + R"(, "api_key": "sk_live_x"}}})",
+         "API keys never go in the file"},
+        {R"({"providers": {"s": {)" + base + R"(, "timeout_ms": "fast"}}})",
+         "providers.s.timeout_ms"},
         {R"({"providers": {"s": {)" + base + R"(, "timeout_ms": 5}}})", "providers.s.timeout_ms"},
-        {R"({"providers": {"s": {)" + base + R"(, "timeout_ms": 1000, "connect_timeout_ms": 2000}}})", "providers.s.timeout_ms"},
-        {R"({"providers": {"s": {)" + base + R"(, "capabilities": {"search": true}}}})", "providers.s.capabilities.search"},
-        {R"({"providers": {"s": {)" + base + R"(, "capabilities": {"lookup": "no"}}}})", "providers.s.capabilities.lookup"},
+        {R"({"providers": {"s": {)" + base +
+             R"(, "timeout_ms": 1000, "connect_timeout_ms": 2000}}})",
+         "providers.s.timeout_ms"},
+        {R"({"providers": {"s": {)" + base + R"(, "capabilities": {"search": true}}}})",
+         "providers.s.capabilities.search"},
+        {R"({"providers": {"s": {)" + base + R"(, "capabilities": {"lookup": "no"}}}})",
+         "providers.s.capabilities.lookup"},
         {R"({"providers": {"s": {)" + base + R"(, "timeouts": 1}}})", "providers.s.timeouts"},
     };
     for (const auto& c : cases) {
@@ -102,11 +120,10 @@ TEST_CASE("config: a base_url carrying credentials is refused, naming api_key_en
           "[providers][config][regression]") {
     // "https://user:password@host" was accepted: a secret in the file (and in every message that
     // prints the URL), where only the name of its environment variable belongs.
-    for (const std::string url : {"https://user:sk_live_secret@api.stripe.com",
-                                  "https://sk_live_secret@api.stripe.com",
-                                  "https://sk_live_secret:@api.stripe.com/v1",
-                                  "https://api.stripe.com@evil.example",
-                                  "http://u:sk_live_secret@127.0.0.1:9999"}) {
+    for (const std::string url :
+         {"https://user:sk_live_secret@api.stripe.com", "https://sk_live_secret@api.stripe.com",
+          "https://sk_live_secret:@api.stripe.com/v1", "https://api.stripe.com@evil.example",
+          "http://u:sk_live_secret@127.0.0.1:9999"}) {
         INFO(url);
         const std::string text = R"({"providers": {"s": {"kind": "stripe", "base_url": ")" + url +
                                  R"(", "api_key_env": "STRIPE_API_KEY"}}})";
@@ -124,11 +141,14 @@ TEST_CASE("config: a base_url carrying credentials is refused, naming api_key_en
     }
     // An '@' after the host is part of the path, not credentials.
     CHECK(parse(R"({"providers": {"s": {"kind": "stripe", "base_url": "https://api.stripe.com/a@b",
-        "api_key_env": "STRIPE_API_KEY"}}})").providers.at("s").base_url == "https://api.stripe.com/a@b");
+        "api_key_env": "STRIPE_API_KEY"}}})")
+              .providers.at("s")
+              .base_url == "https://api.stripe.com/a@b");
 }
 
 TEST_CASE("config: an adyen provider names its merchant account", "[providers][config][adyen]") {
-    const auto c = parse(R"({"providers": {"adyen": {"kind": "adyen", "base_url": "https://checkout-test.adyen.com",
+    const auto c = parse(
+        R"({"providers": {"adyen": {"kind": "adyen", "base_url": "https://checkout-test.adyen.com",
         "api_key_env": "ADYEN_API_KEY", "merchant_account": "AcmeShopECOM", "key_retention_h": 168,
         "return_url": "https://shop.example.com/checkout/return"}}})");
     const ProviderConfig& p = c.providers.at("adyen");
@@ -138,16 +158,21 @@ TEST_CASE("config: an adyen provider names its merchant account", "[providers][c
     CHECK(p.api_key.reveal() == "AQE_test_abcdefghijklmnop");
     CHECK(p.key_retention == std::chrono::hours(168));
     CHECK(parse(R"({"providers": {"s": {"kind": "stripe", "base_url": "https://api.stripe.com",
-        "api_key_env": "STRIPE_API_KEY"}}})").providers.at("s").merchant_account.empty());
+        "api_key_env": "STRIPE_API_KEY"}}})")
+              .providers.at("s")
+              .merchant_account.empty());
 
-    const std::string adyen = R"("kind": "adyen", "base_url": "https://checkout-test.adyen.com", "api_key_env": "ADYEN_API_KEY")";
-    for (const std::string& text : std::vector<std::string>{
-             R"({"providers": {"a": {)" + adyen + R"(}}})",
-             R"({"providers": {"a": {)" + adyen + R"(, "merchant_account": ""}}})",
-             R"({"providers": {"a": {)" + adyen + R"(, "merchant_account": 42}}})",
-             R"({"providers": {"a": {)" + adyen + R"(, "merchant_account": "Acme Shop\nECOM"}}})",
-             std::string(R"({"providers": {"a": {"kind": "stripe", "base_url": "https://api.stripe.com", "api_key_env": "STRIPE_API_KEY", "merchant_account": "AcmeShopECOM"}}})"),
-         }) {
+    const std::string adyen =
+        R"("kind": "adyen", "base_url": "https://checkout-test.adyen.com", "api_key_env": "ADYEN_API_KEY")";
+    for (
+        const std::string& text : std::vector<std::string>{
+            R"({"providers": {"a": {)" + adyen + R"(}}})",
+            R"({"providers": {"a": {)" + adyen + R"(, "merchant_account": ""}}})",
+            R"({"providers": {"a": {)" + adyen + R"(, "merchant_account": 42}}})",
+            R"({"providers": {"a": {)" + adyen + R"(, "merchant_account": "Acme Shop\nECOM"}}})",
+            std::string(
+                R"({"providers": {"a": {"kind": "stripe", "base_url": "https://api.stripe.com", "api_key_env": "STRIPE_API_KEY", "merchant_account": "AcmeShopECOM"}}})"),
+        }) {
         INFO(text);
         CHECK(error_of(text).find("providers.a.merchant_account") != std::string::npos);
     }
@@ -155,19 +180,24 @@ TEST_CASE("config: an adyen provider names its merchant account", "[providers][c
 
 TEST_CASE("config: an adyen provider names the returnUrl Adyen requires on every payment",
           "[providers][config][adyen]") {
-    const std::string adyen = R"("kind": "adyen", "base_url": "https://checkout-test.adyen.com", "api_key_env": "ADYEN_API_KEY", "merchant_account": "AcmeShopECOM")";
+    const std::string adyen =
+        R"("kind": "adyen", "base_url": "https://checkout-test.adyen.com", "api_key_env": "ADYEN_API_KEY", "merchant_account": "AcmeShopECOM")";
     CHECK(parse(R"({"providers": {"a": {)" + adyen + R"(, "return_url": "my-app://checkout"}}})")
               .providers.at("a")
               .return_url == "my-app://checkout");
-    for (const std::string& text : std::vector<std::string>{
-             R"({"providers": {"a": {)" + adyen + R"(}}})", // Adyen would answer 422 14_030
-             R"({"providers": {"a": {)" + adyen + R"(, "return_url": ""}}})",
-             R"({"providers": {"a": {)" + adyen + R"(, "return_url": 42}}})",
-             R"({"providers": {"a": {)" + adyen + R"(, "return_url": "shop.example.com/return"}}})",
-             R"({"providers": {"a": {)" + adyen + R"(, "return_url": "https://shop.example.com/a b"}}})",
-             R"({"providers": {"a": {)" + adyen + R"(, "return_url": "https://x/)" + std::string(1024, 'a') + R"("}}})",
-             std::string(R"({"providers": {"a": {"kind": "stripe", "base_url": "https://api.stripe.com", "api_key_env": "STRIPE_API_KEY", "return_url": "https://shop.example.com/r"}}})"),
-         }) {
+    for (
+        const std::string& text : std::vector<std::string>{
+            R"({"providers": {"a": {)" + adyen + R"(}}})", // Adyen would answer 422 14_030
+            R"({"providers": {"a": {)" + adyen + R"(, "return_url": ""}}})",
+            R"({"providers": {"a": {)" + adyen + R"(, "return_url": 42}}})",
+            R"({"providers": {"a": {)" + adyen + R"(, "return_url": "shop.example.com/return"}}})",
+            R"({"providers": {"a": {)" + adyen +
+                R"(, "return_url": "https://shop.example.com/a b"}}})",
+            R"({"providers": {"a": {)" + adyen + R"(, "return_url": "https://x/)" +
+                std::string(1024, 'a') + R"("}}})",
+            std::string(
+                R"({"providers": {"a": {"kind": "stripe", "base_url": "https://api.stripe.com", "api_key_env": "STRIPE_API_KEY", "return_url": "https://shop.example.com/r"}}})"),
+        }) {
         INFO(text);
         CHECK(error_of(text).find("providers.a.return_url") != std::string::npos);
     }
@@ -178,13 +208,17 @@ TEST_CASE("config: a missing file is a clear error", "[providers][config]") {
 }
 
 TEST_CASE("config: the provider names can be read without the API keys", "[providers][config]") {
-    const std::string text = R"({"providers": {"s": {"kind": "stripe", "base_url": "https://api.stripe.com",
+    const std::string text =
+        R"({"providers": {"s": {"kind": "stripe", "base_url": "https://api.stripe.com",
         "api_key_env": "UNSET_KEY"}}})";
     CHECK_THROWS_AS(parse_config(text, "payrecon.json", fake_env), ConfigError);
     const auto c = parse_config(text, "payrecon.json", fake_env, ApiKeys::not_read);
     CHECK(c.providers.at("s").api_key.empty());
     CHECK(c.providers.at("s").api_key_env == "UNSET_KEY");
     // Everything else is still checked.
-    CHECK_THROWS_AS(parse_config(R"({"providers": {"s": {"kind": "stripe", "base_url": "https://api.stripe.com",
-        "api_key_env": "not a name"}}})", "payrecon.json", fake_env, ApiKeys::not_read), ConfigError);
+    CHECK_THROWS_AS(
+        parse_config(R"({"providers": {"s": {"kind": "stripe", "base_url": "https://api.stripe.com",
+        "api_key_env": "not a name"}}})",
+                     "payrecon.json", fake_env, ApiKeys::not_read),
+        ConfigError);
 }

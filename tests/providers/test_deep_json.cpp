@@ -49,13 +49,14 @@ PaymentOrder order() {
 
 } // namespace
 
-TEST_CASE("external json: nesting is measured outside strings and escapes, and refused past the limit",
-          "[providers][json]") {
+TEST_CASE(
+    "external json: nesting is measured outside strings and escapes, and refused past the limit",
+    "[providers][json]") {
     CHECK(json_nesting_depth(R"({"a": [1, {"b": "[[[{{{"}], "c": "\"]}"})") == 3);
     CHECK(json_nesting_depth("[]") == 1);
     CHECK(json_nesting_depth("\"[[[\"") == 0);
-    const std::string at_limit = std::string(k_max_external_json_depth, '[') +
-                                 std::string(k_max_external_json_depth, ']');
+    const std::string at_limit =
+        std::string(k_max_external_json_depth, '[') + std::string(k_max_external_json_depth, ']');
     const std::string past_limit = "[" + at_limit + "]";
     CHECK(parse_external_json(at_limit).has_value());
     CHECK_FALSE(parse_external_json(past_limit).has_value());

@@ -17,7 +17,9 @@ using namespace payrecon::testing;
 
 namespace {
 
-std::string fixture(const std::string& name) { return testing::fixture("square", name); }
+std::string fixture(const std::string& name) {
+    return testing::fixture("square", name);
+}
 
 using std::chrono::system_clock;
 

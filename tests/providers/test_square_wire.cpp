@@ -6,10 +6,10 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
-#include <set>
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 using namespace payrecon;
@@ -18,13 +18,17 @@ using namespace payrecon::providers::square;
 
 namespace {
 
-std::string read(const std::string& path) { return testing::read_file(path); }
+std::string read(const std::string& path) {
+    return testing::read_file(path);
+}
 
 std::string fixture(const std::string& name) {
     return read(std::string(PAYRECON_SOURCE_DIR) + "/tests/providers/fixtures/square/" + name);
 }
 
-const nlohmann::json& spec() { return testing::provider_contract("square"); }
+const nlohmann::json& spec() {
+    return testing::provider_contract("square");
+}
 
 const nlohmann::json& schema(const std::string& name) {
     return spec().at("components").at("schemas").at(name);
@@ -280,10 +284,11 @@ TEST_CASE("square wire: create responses map to outcomes, unknown unless recogni
         CHECK(r.call.error_class == "request_rejected:MISSING_REQUIRED_PARAMETER");
         REQUIRE(r.rejection);
         CHECK(r.rejection->message == "Missing required parameter.");
-        CHECK(interpret_create(
-                  o, 400,
-                  R"({"errors":[{"category":"INVALID_REQUEST_ERROR","code":"UNKNOWN_BODY_PARAMETER","field":"autocomplete"}]})")
-                  .outcome == Outcome::rejected);
+        CHECK(
+            interpret_create(
+                o, 400,
+                R"({"errors":[{"category":"INVALID_REQUEST_ERROR","code":"UNKNOWN_BODY_PARAMETER","field":"autocomplete"}]})")
+                .outcome == Outcome::rejected);
     }
     SECTION("UNSUPPORTED_CURRENCY is final: declined with its code") {
         const auto r = interpret_create(

@@ -3,10 +3,9 @@
 #include "providers/stripe/adapter.hpp"
 #include "tests/providers/adapter_testing.hpp"
 
+#include <catch2/catch.hpp>
 #include <fstream>
 #include <sstream>
-
-#include <catch2/catch.hpp>
 
 using namespace payrecon;
 using namespace payrecon::providers;
@@ -15,7 +14,9 @@ using namespace payrecon::testing;
 
 namespace {
 
-std::string fixture(const std::string& name) { return testing::fixture("stripe", name); }
+std::string fixture(const std::string& name) {
+    return testing::fixture("stripe", name);
+}
 
 ProviderConfig config() {
     ProviderConfig c;
@@ -57,16 +58,20 @@ TEST_CASE("stripe adapter: submit sends one form POST with the operation ID as I
     CHECK(header(req, "Authorization") == "Bearer sk_test_51Hx_not_a_real_key_0000");
     CHECK(header(req, "Content-Type") == "application/x-www-form-urlencoded");
     CHECK(header(req, "Stripe-Version") == "2020-08-27");
-    CHECK(req.body.find("metadata%5Boperation_id%5D=pr_0123456789abcdef0123456789abcdef") != std::string::npos);
+    CHECK(req.body.find("metadata%5Boperation_id%5D=pr_0123456789abcdef0123456789abcdef") !=
+          std::string::npos);
     REQUIRE(req.secrets_to_redact.size() == 1);
     CHECK(req.secrets_to_redact[0].reveal() == "sk_test_51Hx_not_a_real_key_0000");
 }
 
 TEST_CASE("stripe adapter: transport classes become outcomes", "[providers][stripe]") {
     Recorder rec;
-    rec.replies = {failure(SendClass::not_sent, 7), failure(SendClass::unknown, 28),
-                   failure(SendClass::unknown, 52), response(402, fixture("card_declined.json")),
-                   response(409, fixture("idempotency_key_in_use.json")), response(503, "")};
+    rec.replies = {failure(SendClass::not_sent, 7),
+                   failure(SendClass::unknown, 28),
+                   failure(SendClass::unknown, 52),
+                   response(402, fixture("card_declined.json")),
+                   response(409, fixture("idempotency_key_in_use.json")),
+                   response(503, "")};
     stripe::StripeAdapter a(config(), rec.fn());
     CHECK(a.submit(order()).outcome == Outcome::not_sent);
     const auto timeout = a.submit(order());
@@ -97,11 +102,13 @@ TEST_CASE("stripe adapter: a provider configured without idempotency keys sends 
 TEST_CASE("stripe adapter: lookup searches by operation ID, failures are never absence",
           "[providers][stripe]") {
     Recorder rec;
-    rec.replies = {response(200, fixture("search_result.json")),
-                   response(200, R"({"object":"search_result","data":[],"has_more":false,"url":"/v1/payment_intents/search"})"),
-                   response(500, R"({"error":{"type":"api_error"}})"),
-                   failure(SendClass::unknown, 28),
-                   response(200, "{not json")};
+    rec.replies = {
+        response(200, fixture("search_result.json")),
+        response(
+            200,
+            R"({"object":"search_result","data":[],"has_more":false,"url":"/v1/payment_intents/search"})"),
+        response(500, R"({"error":{"type":"api_error"}})"), failure(SendClass::unknown, 28),
+        response(200, "{not json")};
     stripe::StripeAdapter a(config(), rec.fn());
     const auto found = a.lookup(order());
     CHECK(found.status == LookupResult::Status::found);
@@ -115,14 +122,20 @@ TEST_CASE("stripe adapter: lookup searches by operation ID, failures are never a
     const HttpRequest& req = rec.sent[0];
     CHECK(req.method == "GET");
     CHECK_FALSE(req.mutating);
-    CHECK(req.url == "https://api.stripe.test/v1/payment_intents/search?query=metadata%5B%27operation_id%27%5D%3A%27pr_0123456789abcdef0123456789abcdef%27");
+    CHECK(req.url == "https://api.stripe.test/v1/payment_intents/"
+                     "search?query=metadata%5B%27operation_id%27%5D%3A%27pr_"
+                     "0123456789abcdef0123456789abcdef%27");
 }
 
-TEST_CASE("stripe adapter: two charges for one operation ID are reported, not hidden", "[providers][stripe]") {
-    const std::string one = R"({"id":"pi_A","object":"payment_intent","amount":4999,"currency":"eur","created":1764669600,"metadata":{"operation_id":"pr_0123456789abcdef0123456789abcdef"},"status":"succeeded"})";
-    const std::string two = R"({"id":"pi_B","object":"payment_intent","amount":4999,"currency":"eur","created":1764669601,"metadata":{"operation_id":"pr_0123456789abcdef0123456789abcdef"},"status":"succeeded"})";
+TEST_CASE("stripe adapter: two charges for one operation ID are reported, not hidden",
+          "[providers][stripe]") {
+    const std::string one =
+        R"({"id":"pi_A","object":"payment_intent","amount":4999,"currency":"eur","created":1764669600,"metadata":{"operation_id":"pr_0123456789abcdef0123456789abcdef"},"status":"succeeded"})";
+    const std::string two =
+        R"({"id":"pi_B","object":"payment_intent","amount":4999,"currency":"eur","created":1764669601,"metadata":{"operation_id":"pr_0123456789abcdef0123456789abcdef"},"status":"succeeded"})";
     Recorder rec;
-    rec.replies = {response(200, R"({"object":"search_result","has_more":false,"data":[)" + one + "," + two + "]}")};
+    rec.replies = {response(200, R"({"object":"search_result","has_more":false,"data":[)" + one +
+                                     "," + two + "]}")};
     stripe::StripeAdapter a(config(), rec.fn());
     const auto r = a.lookup(order());
     CHECK(r.status == LookupResult::Status::found);
@@ -130,10 +143,13 @@ TEST_CASE("stripe adapter: two charges for one operation ID are reported, not hi
 }
 
 TEST_CASE("stripe adapter: list pages through a created window", "[providers][stripe]") {
-    const std::string item = R"({"id":"pi_A","object":"payment_intent","amount":100,"currency":"usd","created":1764669600,"metadata":{},"status":"succeeded"})";
+    const std::string item =
+        R"({"id":"pi_A","object":"payment_intent","amount":100,"currency":"usd","created":1764669600,"metadata":{},"status":"succeeded"})";
     Recorder rec;
-    rec.replies = {response(200, R"({"object":"list","url":"/v1/payment_intents","has_more":true,"data":[)" + item + "]}"),
-                   response(429, R"({"error":{"type":"rate_limit_error"}})")};
+    rec.replies = {
+        response(200, R"({"object":"list","url":"/v1/payment_intents","has_more":true,"data":[)" +
+                          item + "]}"),
+        response(429, R"({"error":{"type":"rate_limit_error"}})")};
     rec.replies[1].headers = {{"retry-after", "2"}};
     stripe::StripeAdapter a(config(), rec.fn());
     const TimeWindow w{std::chrono::system_clock::time_point(std::chrono::seconds(1764600000)),
@@ -142,7 +158,9 @@ TEST_CASE("stripe adapter: list pages through a created window", "[providers][st
     CHECK(page.ok);
     CHECK(page.items.size() == 1);
     CHECK(page.next_cursor == "pi_A");
-    CHECK(rec.sent[0].url == "https://api.stripe.test/v1/payment_intents?limit=100&created%5Bgte%5D=1764600000&created%5Blt%5D=1764686400");
+    CHECK(rec.sent[0].url ==
+          "https://api.stripe.test/v1/"
+          "payment_intents?limit=100&created%5Bgte%5D=1764600000&created%5Blt%5D=1764686400");
     const auto limited = a.list(w, page.next_cursor);
     CHECK_FALSE(limited.ok);
     CHECK(limited.retry_after == std::chrono::seconds(2));

@@ -1,17 +1,16 @@
-// Stripe's wire format: the request we send and the responses we read, checked against what Stripe's
-// published OpenAPI document says of them (tests/providers/contracts/stripe.json) and recorded
-// fixtures.
+// Stripe's wire format: the request we send and the responses we read, checked against what
+// Stripe's published OpenAPI document says of them (tests/providers/contracts/stripe.json) and
+// recorded fixtures.
 #include "providers/stripe/wire.hpp"
 #include "tests/providers/adapter_testing.hpp"
 
 #include <algorithm>
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <catch2/catch.hpp>
-#include <set>
-#include <nlohmann/json.hpp>
 
 using namespace payrecon;
 using namespace payrecon::providers;
@@ -19,13 +18,17 @@ using namespace payrecon::providers::stripe;
 
 namespace {
 
-std::string read(const std::string& path) { return testing::read_file(path); }
+std::string read(const std::string& path) {
+    return testing::read_file(path);
+}
 
 std::string fixture(const std::string& name) {
     return read(std::string(PAYRECON_SOURCE_DIR) + "/tests/providers/fixtures/stripe/" + name);
 }
 
-const nlohmann::json& spec() { return testing::provider_contract("stripe"); }
+const nlohmann::json& spec() {
+    return testing::provider_contract("stripe");
+}
 
 // The names of the parameters of `method` on `path`.
 std::vector<std::string> parameter_names(const std::string& path, const std::string& method) {
@@ -74,8 +77,9 @@ TEST_CASE("stripe wire: amounts convert through Stripe's own exponents", "[provi
     CHECK(from_stripe_amount(12, "mga") == Money{1200, "MGA"});
 }
 
-TEST_CASE("stripe wire: the create body is form-encoded create-and-confirm with our IDs in metadata",
-          "[providers][stripe]") {
+TEST_CASE(
+    "stripe wire: the create body is form-encoded create-and-confirm with our IDs in metadata",
+    "[providers][stripe]") {
     const auto body = create_body(order());
     REQUIRE(body);
     const auto f = form_fields(*body);
@@ -95,8 +99,9 @@ TEST_CASE("stripe wire: the create body is form-encoded create-and-confirm with 
     CHECK_FALSE(create_body(spoofed).has_value());
 }
 
-TEST_CASE("stripe wire: every parameter we send to create, search and list is one Stripe's spec defines",
-          "[providers][stripe][contract]") {
+TEST_CASE(
+    "stripe wire: every parameter we send to create, search and list is one Stripe's spec defines",
+    "[providers][stripe][contract]") {
     const auto& props = spec()
                             .at("paths")
                             .at("/v1/payment_intents")
@@ -137,7 +142,8 @@ TEST_CASE("stripe wire: every parameter we send to create, search and list is on
 
 TEST_CASE("stripe wire: the fixtures are PaymentIntents as Stripe's spec describes them",
           "[providers][stripe][contract]") {
-    const auto& schema = spec().at("components").at("schemas").at("payment_intent").at("properties");
+    const auto& schema =
+        spec().at("components").at("schemas").at("payment_intent").at("properties");
     const auto& statuses = schema.at("status").at("enum");
     for (const std::string name : {"payment_intent_succeeded.json"}) {
         const auto j = nlohmann::json::parse(fixture(name));
@@ -156,7 +162,8 @@ TEST_CASE("stripe wire: the fixtures are PaymentIntents as Stripe's spec describ
     }
 }
 
-TEST_CASE("stripe wire: create responses map to outcomes, unknown unless recognised", "[providers][stripe]") {
+TEST_CASE("stripe wire: create responses map to outcomes, unknown unless recognised",
+          "[providers][stripe]") {
     const PaymentOrder o = order();
     SECTION("200 succeeded echoing our request") {
         const auto r = interpret_create(o, 200, fixture("payment_intent_succeeded.json"));
@@ -166,12 +173,14 @@ TEST_CASE("stripe wire: create responses map to outcomes, unknown unless recogni
     SECTION("200 that does not echo our amount") {
         PaymentOrder other = o;
         other.amount = Money{5000, "EUR"};
-        CHECK(interpret_create(other, 200, fixture("payment_intent_succeeded.json")).outcome == Outcome::unknown);
+        CHECK(interpret_create(other, 200, fixture("payment_intent_succeeded.json")).outcome ==
+              Outcome::unknown);
     }
     SECTION("200 that does not echo our operation ID") {
         PaymentOrder other = o;
         other.operation_id = "pr_ffffffffffffffffffffffffffffffff";
-        CHECK(interpret_create(other, 200, fixture("payment_intent_succeeded.json")).outcome == Outcome::unknown);
+        CHECK(interpret_create(other, 200, fixture("payment_intent_succeeded.json")).outcome ==
+              Outcome::unknown);
     }
     SECTION("402 card declined") {
         const auto r = interpret_create(o, 402, fixture("card_declined.json"));
@@ -180,14 +189,19 @@ TEST_CASE("stripe wire: create responses map to outcomes, unknown unless recogni
         CHECK_FALSE(r.rejection);
     }
     SECTION("409 idempotency_key_in_use: the first request may be charging") {
-        CHECK(interpret_create(o, 409, fixture("idempotency_key_in_use.json")).outcome == Outcome::unknown);
+        CHECK(interpret_create(o, 409, fixture("idempotency_key_in_use.json")).outcome ==
+              Outcome::unknown);
     }
     SECTION("400 idempotency_error: other parameters under our key") {
-        CHECK(interpret_create(o, 400, R"({"error":{"type":"idempotency_error","message":"Keys for idempotent requests can only be used with the same parameters"}})")
-                  .outcome == Outcome::unknown);
+        CHECK(
+            interpret_create(
+                o, 400,
+                R"({"error":{"type":"idempotency_error","message":"Keys for idempotent requests can only be used with the same parameters"}})")
+                .outcome == Outcome::unknown);
     }
     SECTION("429 executed nothing: sent again") {
-        CHECK(interpret_create(o, 429, R"({"error":{"type":"rate_limit_error"}})").outcome == Outcome::not_sent);
+        CHECK(interpret_create(o, 429, R"({"error":{"type":"rate_limit_error"}})").outcome ==
+              Outcome::not_sent);
     }
     SECTION("400 invalid_request_error is a rejected request, never a decline") {
         const auto r = interpret_create(o, 400, fixture("parameter_unknown.json"));
@@ -197,31 +211,48 @@ TEST_CASE("stripe wire: create responses map to outcomes, unknown unless recogni
         CHECK(r.rejection->code == "parameter_unknown");
         CHECK(r.rejection->message == "Received unknown parameter: off_session");
         CHECK_FALSE(r.provider_reference);
-        CHECK(interpret_create(o, 400, R"({"error":{"type":"invalid_request_error","code":"parameter_missing","message":"Missing required param: currency."}})")
-                  .call.error_class == "request_rejected:parameter_missing");
-        CHECK(interpret_create(o, 404, R"({"error":{"type":"invalid_request_error","message":"Unrecognized request URL (POST: /v1/payment_intent)."}})")
-                  .call.error_class == "request_rejected:invalid_request_error");
+        CHECK(
+            interpret_create(
+                o, 400,
+                R"({"error":{"type":"invalid_request_error","code":"parameter_missing","message":"Missing required param: currency."}})")
+                .call.error_class == "request_rejected:parameter_missing");
+        CHECK(
+            interpret_create(
+                o, 404,
+                R"({"error":{"type":"invalid_request_error","message":"Unrecognized request URL (POST: /v1/payment_intent)."}})")
+                .call.error_class == "request_rejected:invalid_request_error");
     }
     SECTION("401 and 403 (the API key) are rejected: nothing executed, and a retry cannot help") {
-        const auto r = interpret_create(o, 401, R"({"error":{"type":"invalid_request_error","message":"Invalid API Key provided: sk_test_****1234"}})");
+        const auto r = interpret_create(
+            o, 401,
+            R"({"error":{"type":"invalid_request_error","message":"Invalid API Key provided: sk_test_****1234"}})");
         CHECK(r.outcome == Outcome::rejected);
         CHECK(r.call.error_class == "request_rejected:authentication");
         CHECK(interpret_create(o, 403, "").call.error_class == "request_rejected:permission");
     }
     SECTION("an amount Stripe never charges is final: declined with its code") {
-        const auto r = interpret_create(o, 400, R"({"error":{"type":"invalid_request_error","code":"amount_too_small","message":"Amount must be at least €0.50 eur"}})");
+        const auto r = interpret_create(
+            o, 400,
+            R"({"error":{"type":"invalid_request_error","code":"amount_too_small","message":"Amount must be at least €0.50 eur"}})");
         CHECK(r.outcome == Outcome::declined);
         CHECK(r.call.error_class == "invalid_request:amount_too_small");
-        CHECK(interpret_create(o, 400, R"({"error":{"type":"invalid_request_error","code":"amount_too_large"}})")
+        CHECK(interpret_create(
+                  o, 400, R"({"error":{"type":"invalid_request_error","code":"amount_too_large"}})")
                   .outcome == Outcome::declined);
     }
     SECTION("5xx, garbage, empty, truncated") {
-        CHECK(interpret_create(o, 500, R"({"error":{"type":"api_error"}})").outcome == Outcome::unknown);
+        CHECK(interpret_create(o, 500, R"({"error":{"type":"api_error"}})").outcome ==
+              Outcome::unknown);
         CHECK(interpret_create(o, 502, "<html>bad gateway</html>").outcome == Outcome::unknown);
         CHECK(interpret_create(o, 200, "").outcome == Outcome::unknown);
         const std::string full = fixture("payment_intent_succeeded.json");
-        CHECK(interpret_create(o, 200, full.substr(0, full.size() / 2)).outcome == Outcome::unknown);
-        CHECK(interpret_create(o, 200, R"({"id":"pi_1","object":"charge","amount":4999,"currency":"eur","status":"succeeded"})").outcome == Outcome::unknown);
+        CHECK(interpret_create(o, 200, full.substr(0, full.size() / 2)).outcome ==
+              Outcome::unknown);
+        CHECK(
+            interpret_create(
+                o, 200,
+                R"({"id":"pi_1","object":"charge","amount":4999,"currency":"eur","status":"succeeded"})")
+                .outcome == Outcome::unknown);
     }
 }
 
@@ -233,7 +264,8 @@ TEST_CASE("stripe wire: search and list envelopes parse, and one bad item spoils
     CHECK(page->items[0].operation_id == "pr_0123456789abcdef0123456789abcdef");
     CHECK(page->items[0].state == Outcome::succeeded);
     CHECK_FALSE(page->has_more);
-    CHECK_FALSE(parse_list(R"({"object":"list","data":[{"id":"pi_1"}],"has_more":false})").has_value());
+    CHECK_FALSE(
+        parse_list(R"({"object":"list","data":[{"id":"pi_1"}],"has_more":false})").has_value());
     CHECK_FALSE(parse_list(R"({"data":[]})").has_value());
     CHECK(search_query("pr_abc") == "metadata['operation_id']:'pr_abc'");
 }
@@ -243,7 +275,8 @@ TEST_CASE("stripe wire: search and list envelopes parse, and one bad item spoils
 TEST_CASE("stripe wire: error and list fields of the wrong type are refused, not thrown",
           "[providers][stripe]") {
     CHECK_FALSE(parse_error(R"({"error": {"type": 1, "code": "x"}})").has_value());
-    const auto e = parse_error(R"({"error": {"type": "card_error", "code": ["x"], "decline_code": {}}})");
+    const auto e =
+        parse_error(R"({"error": {"type": "card_error", "code": ["x"], "decline_code": {}}})");
     REQUIRE(e.has_value());
     CHECK(e->code.empty());
     CHECK(e->decline_code.empty());

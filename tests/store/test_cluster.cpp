@@ -4,9 +4,8 @@
 #include "core/store/migrations.hpp"
 #include "tests/support/test_db.hpp"
 
-#include <filesystem>
-
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <pqxx/pqxx>
 
 using namespace payrecon;
@@ -31,7 +30,8 @@ struct TempHome {
 };
 } // namespace
 
-TEST_CASE("cluster: two payrecon homes run two private servers that never collide", "[store][cluster]") {
+TEST_CASE("cluster: two payrecon homes run two private servers that never collide",
+          "[store][cluster]") {
     TempHome home_a;
     TempHome home_b;
     store::LocalCluster a(home_a.path);

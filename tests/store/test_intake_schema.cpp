@@ -1,6 +1,6 @@
-// Migration 0010 (issue 14): a database holding payments at schema 9 keeps every row, loses only the
-// indexes no query needs, and every hot query of the claim, expiry, reconcile, review, inspect and
-// intake paths still finds its rows through an index over 200,000 payments.
+// Migration 0010 (issue 14): a database holding payments at schema 9 keeps every row, loses only
+// the indexes no query needs, and every hot query of the claim, expiry, reconcile, review, inspect
+// and intake paths still finds its rows through an index over 200,000 payments.
 
 #include "core/fingerprint.hpp"
 #include "core/store/db.hpp"
@@ -12,11 +12,10 @@
 #include "core/uuid.hpp"
 #include "tests/support/test_db.hpp"
 
-#include <map>
-#include <set>
-
 #include <catch2/catch.hpp>
+#include <map>
 #include <pqxx/pqxx>
+#include <set>
 
 using namespace payrecon;
 using namespace payrecon::testing;
@@ -34,8 +33,9 @@ void migrate_to(const std::string& url, int version) {
             break;
         }
         tx.exec0(std::string(m.sql));
-        tx.exec_params0("INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, $3)",
-                        m.version, std::string(m.name), sha256_hex(m.sql));
+        tx.exec_params0(
+            "INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, $3)",
+            m.version, std::string(m.name), sha256_hex(m.sql));
     }
     tx.commit();
 }
@@ -95,8 +95,10 @@ std::map<std::string, std::string> table_digests(const std::string& url) {
     std::map<std::string, std::string> out;
     for (const char* table : {"tenants", "principals", "payments", "payment_attempts",
                               "idempotency_records", "outbox"}) {
-        const pqxx::row r = tx.exec1(std::string("SELECT count(*)::text || ' ' || md5(string_agg(md5(t::text), '' "
-                                                 "ORDER BY t::text)) FROM ") + table + " t");
+        const pqxx::row r =
+            tx.exec1(std::string("SELECT count(*)::text || ' ' || md5(string_agg(md5(t::text), '' "
+                                 "ORDER BY t::text)) FROM ") +
+                     table + " t");
         out[table] = r[0].as<std::string>();
     }
     return out;
@@ -117,7 +119,8 @@ std::string query_on(const std::string& url, const std::string& sql) {
 
 std::set<std::string> indexes_of(pqxx::transaction_base& tx, const std::string& table) {
     std::set<std::string> out;
-    for (const auto& row : tx.exec_params("SELECT indexname FROM pg_indexes WHERE tablename = $1", table)) {
+    for (const auto& row :
+         tx.exec_params("SELECT indexname FROM pg_indexes WHERE tablename = $1", table)) {
         out.insert(row[0].as<std::string>());
     }
     return out;
@@ -194,14 +197,16 @@ TEST_CASE("migrations: schema 9 to 10 over 200,000 payments keeps every row and 
     CHECK_FALSE(operation_id_allowed("pr 1"));
     // New outbox events get time-ordered IDs from the database.
     const std::string event_id =
-        tx.exec1("INSERT INTO outbox (tenant_id, aggregate_type, aggregate_id, event_type, payload) "
-                 "SELECT tenant_id, 'payment', payment_id, 'payment.test', '{}' FROM payments LIMIT 1 "
-                 "RETURNING event_id::text")[0]
+        tx.exec1(
+              "INSERT INTO outbox (tenant_id, aggregate_type, aggregate_id, event_type, payload) "
+              "SELECT tenant_id, 'payment', payment_id, 'payment.test', '{}' FROM payments LIMIT 1 "
+              "RETURNING event_id::text")[0]
             .as<std::string>();
     const auto ms = uuid_v7_unix_ms(event_id);
     REQUIRE(ms.has_value());
-    CHECK(std::abs(*ms - tx.exec1("SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint")[0]
-                             .as<long long>()) < 60'000);
+    CHECK(std::abs(*ms -
+                   tx.exec1("SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint")[0]
+                       .as<long long>()) < 60'000);
     tx.commit();
     exec_on(scratch.url(), "ANALYZE");
 
@@ -212,10 +217,12 @@ TEST_CASE("migrations: schema 9 to 10 over 200,000 payments keeps every row and 
     store::Db reader(scratch.url());
     CHECK(store::claim_payments(reader, "schema-test", 1000ms, 1, {"nobody"}).empty());
     CHECK(store::expire_leases(reader, "schema-test") == 0);
-    CHECK(store::claim_unknown(reader, 60s, 10, {{"nobody", 0s}}, std::chrono::system_clock::now()).empty());
+    CHECK(store::claim_unknown(reader, 60s, 10, {{"nobody", 0s}}, std::chrono::system_clock::now())
+              .empty());
     store::peek_unknown(reader, 10, {{"stripe", 60s}});
     store::open_queue_counts(reader, 3600s);
-    CHECK_FALSE(store::resolve_payment_ref(reader, "00000000-0000-7000-8000-000000000000").has_value());
+    CHECK_FALSE(
+        store::resolve_payment_ref(reader, "00000000-0000-7000-8000-000000000000").has_value());
     store::PaymentFilter review;
     review.state = PaymentState::needs_review;
     review.order = store::PaymentOrder::updated_at;
@@ -237,14 +244,18 @@ TEST_CASE("migrations: schema 9 to 10 over 200,000 payments keeps every row and 
     const std::vector<Case> cases = {
         {"executor_claim", {"schema-test", "20000", "1", "{stripe}"}, "payments_due"},
         {"executor_expire", {"schema-test"}, "payments_state_created"},
-        {"reconcile_claim", {"{stripe,adyen}", "{60,60}", "100", "300", due}, "payments_state_created"},
+        {"reconcile_claim",
+         {"{stripe,adyen}", "{60,60}", "100", "300", due},
+         "payments_state_created"},
         {"reconcile_peek", {"{stripe,adyen}", "{60,60}", "100"}, "payments_state_created"},
         {"reconcile_queue_counts", {"3600"}, "payments_state_created"},
         {"inspect_ref_by_payment_id", {a_payment}, "payments_pkey"},
         {"inspect_ref_by_operation_id", {an_operation}, "payments_operation_id"},
-        {"inspect_list_by_created", {"unknown", std::nullopt, std::nullopt, std::nullopt, "101"},
+        {"inspect_list_by_created",
+         {"unknown", std::nullopt, std::nullopt, std::nullopt, "101"},
          "payments_state_created"},
-        {"inspect_list_by_updated", {"needs_review", std::nullopt, std::nullopt, std::nullopt, "101"},
+        {"inspect_list_by_updated",
+         {"needs_review", std::nullopt, std::nullopt, std::nullopt, "101"},
          "payments_state_created"},
     };
     for (const Case& k : cases) {

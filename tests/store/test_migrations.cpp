@@ -3,11 +3,10 @@
 #include "core/store/migrations.hpp"
 #include "tests/support/test_db.hpp"
 
-#include <thread>
-#include <vector>
-
 #include <catch2/catch.hpp>
 #include <pqxx/pqxx>
+#include <thread>
+#include <vector>
 
 using namespace payrecon;
 using namespace payrecon::testing;
@@ -70,14 +69,16 @@ TEST_CASE("migrations: many processes migrating at once apply each migration onc
           static_cast<long long>(store::embedded_migrations().size()));
 }
 
-TEST_CASE("migrations: a database with a newer schema is refused, and left alone", "[store][db][migrations]") {
+TEST_CASE("migrations: a database with a newer schema is refused, and left alone",
+          "[store][db][migrations]") {
     ScratchDatabase scratch;
     store::Db db(scratch.url());
     store::migrate(db);
     {
         pqxx::connection c(scratch.url());
         pqxx::work tx(c);
-        tx.exec("INSERT INTO schema_migrations (version, name, checksum) VALUES (9999, 'future', 'x')");
+        tx.exec(
+            "INSERT INTO schema_migrations (version, name, checksum) VALUES (9999, 'future', 'x')");
         tx.commit();
     }
     CHECK_THROWS_AS(store::require_current_schema(db), SchemaMismatch);
@@ -92,7 +93,8 @@ TEST_CASE("migrations: a database with a newer schema is refused, and left alone
           static_cast<long long>(store::embedded_migrations().size()) + 1);
 }
 
-TEST_CASE("migrations: an applied migration whose SQL was edited is refused", "[store][db][migrations]") {
+TEST_CASE("migrations: an applied migration whose SQL was edited is refused",
+          "[store][db][migrations]") {
     ScratchDatabase scratch;
     store::Db db(scratch.url());
     store::migrate(db);
@@ -127,10 +129,12 @@ TEST_CASE("migrations: the audit log is append-only", "[store][db][migrations]")
     CHECK(count_in(scratch.url(), "SELECT count(*) FROM audit_log WHERE actor = 'alice'") == 1);
 }
 
-TEST_CASE("db: a database that cannot be reached is a clear DatabaseUnavailable without the password",
-          "[store][db]") {
+TEST_CASE(
+    "db: a database that cannot be reached is a clear DatabaseUnavailable without the password",
+    "[store][db]") {
     try {
-        store::Db db("postgresql://someone:hunter2@/nowhere?host=/nonexistent-socket-dir&connect_timeout=2");
+        store::Db db(
+            "postgresql://someone:hunter2@/nowhere?host=/nonexistent-socket-dir&connect_timeout=2");
         FAIL("connected to nothing");
     } catch (const DatabaseUnavailable& e) {
         const std::string what = e.what();
@@ -142,7 +146,8 @@ TEST_CASE("db: a database that cannot be reached is a clear DatabaseUnavailable 
 }
 
 TEST_CASE("db: redact_url hides passwords in every URL form", "[store]") {
-    CHECK(store::redact_url("postgresql://u:secret@host:5432/db") == "postgresql://u:***@host:5432/db");
+    CHECK(store::redact_url("postgresql://u:secret@host:5432/db") ==
+          "postgresql://u:***@host:5432/db");
     CHECK(store::redact_url("host=h password=secret dbname=d") == "host=h password=*** dbname=d");
     CHECK(store::redact_url("postgresql:///db?host=/tmp&password=secret") ==
           "postgresql:///db?host=/tmp&password=***");
@@ -153,7 +158,8 @@ TEST_CASE("db: sslpassword and every other libpq secret are hidden like password
           "[store][regression]") {
     // sslpassword (the client key's passphrase) was printed as it was, and was let through
     // --database, where it shows in the process list.
-    CHECK(store::redact_url("host=h sslpassword=secret dbname=d") == "host=h sslpassword=*** dbname=d");
+    CHECK(store::redact_url("host=h sslpassword=secret dbname=d") ==
+          "host=h sslpassword=*** dbname=d");
     CHECK(store::redact_url("sslpassword='a b\\' c' host=h") == "sslpassword=*** host=h");
     CHECK(store::redact_url("postgresql:///db?host=/tmp&sslpassword=secret") ==
           "postgresql:///db?host=/tmp&sslpassword=***");
@@ -171,17 +177,18 @@ TEST_CASE("db: sslpassword and every other libpq secret are hidden like password
     CHECK(store::redact_url("postgresql:///db?passfile=/home/u/.pgpass") ==
           "postgresql:///db?passfile=/home/u/.pgpass");
 
-    for (const char* url : {"postgresql://u:hunter2@/x", "host=h password=hunter2",
-                            "postgresql:///x?sslpassword=hunter2", "sslpassword=hunter2 dbname=x",
-                            "postgresql:///x?ssl%70assword=hunter2", "postgresql://u:hun?ter2@h/x"}) {
+    for (const char* url :
+         {"postgresql://u:hunter2@/x", "host=h password=hunter2",
+          "postgresql:///x?sslpassword=hunter2", "sslpassword=hunter2 dbname=x",
+          "postgresql:///x?ssl%70assword=hunter2", "postgresql://u:hun?ter2@h/x"}) {
         INFO(url);
         CHECK(store::url_secret_names(url).size() == 1);
         CHECK(store::redact_url(url).find("hunter2") == std::string::npos);
     }
     CHECK(store::url_secret_names("postgresql://u:a@h/x?sslpassword=b") ==
           std::vector<std::string>{"password", "sslpassword"});
-    for (const char* url : {"postgresql:///x?host=/tmp", "host=h dbname=x user=u", "postgresql://u@h/x",
-                            "postgresql:///x?passfile=/p&sslkey=/k"}) {
+    for (const char* url : {"postgresql:///x?host=/tmp", "host=h dbname=x user=u",
+                            "postgresql://u@h/x", "postgresql:///x?passfile=/p&sslkey=/k"}) {
         INFO(url);
         CHECK(store::url_secret_names(url).empty());
     }

@@ -1,13 +1,12 @@
 #include "core/intake.hpp"
-#include "core/store/intake_store.hpp"
 #include "core/store/db.hpp"
+#include "core/store/intake_store.hpp"
 #include "core/store/migrations.hpp"
 #include "tests/support/test_db.hpp"
 
+#include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 #include <pqxx/pqxx>
-
-#include <catch2/catch.hpp>
 
 using namespace payrecon;
 using namespace payrecon::testing;
@@ -18,20 +17,25 @@ const store::PurgeAudit k_audit{"purge-test", std::chrono::hours(24), std::chron
 
 } // namespace
 
-TEST_CASE("purge: expired records of finished payments go, unfinished ones stay", "[store][db][purge]") {
+TEST_CASE("purge: expired records of finished payments go, unfinished ones stay",
+          "[store][db][purge]") {
     auto db = connect();
     const auto tenant = make_tenant(*db);
     const auto writer = make_principal(*db, tenant);
     IntakeService intake(*db, test_keys());
     for (const char* key : {"k-done", "k-open", "k-fresh"}) {
-        REQUIRE(intake.create_payment(writer.principal, key, payment_body(std::string("ref-") + key), "")
-                    .status == 202);
+        REQUIRE(
+            intake
+                .create_payment(writer.principal, key, payment_body(std::string("ref-") + key), "")
+                .status == 202);
     }
-    REQUIRE(intake.create_payment(writer.principal, "k-dup", payment_body("ref-k-done"), "").status == 409);
+    REQUIRE(
+        intake.create_payment(writer.principal, "k-dup", payment_body("ref-k-done"), "").status ==
+        409);
     // Expire all but k-fresh; finish the payment of k-done (as a worker would).
     exec_sql("UPDATE idempotency_records SET created_at = now() - interval '9 days', "
-             "expires_at = now() - interval '1 day' WHERE tenant_id = '" + tenant.tenant_id +
-             "' AND idempotency_key <> 'k-fresh'");
+             "expires_at = now() - interval '1 day' WHERE tenant_id = '" +
+             tenant.tenant_id + "' AND idempotency_key <> 'k-fresh'");
     exec_sql("UPDATE payments SET state = 'succeeded' WHERE tenant_id = '" + tenant.tenant_id +
              "' AND merchant_reference = 'ref-k-done'");
 
@@ -55,20 +59,25 @@ TEST_CASE("purge: an explicit retention deletes by age, still never an unfinishe
     const auto tenant = make_tenant(*db);
     const auto writer = make_principal(*db, tenant);
     IntakeService intake(*db, test_keys());
-    REQUIRE(intake.create_payment(writer.principal, "k-old", payment_body("ref-old"), "").status == 202);
-    REQUIRE(intake.create_payment(writer.principal, "k-old-open", payment_body("ref-old-open"), "").status == 202);
-    exec_sql("UPDATE idempotency_records SET created_at = now() - interval '3 days' WHERE tenant_id = '" +
+    REQUIRE(intake.create_payment(writer.principal, "k-old", payment_body("ref-old"), "").status ==
+            202);
+    REQUIRE(intake.create_payment(writer.principal, "k-old-open", payment_body("ref-old-open"), "")
+                .status == 202);
+    exec_sql("UPDATE idempotency_records SET created_at = now() - interval '3 days' WHERE "
+             "tenant_id = '" +
              tenant.tenant_id + "'");
     exec_sql("UPDATE payments SET state = 'failed' WHERE tenant_id = '" + tenant.tenant_id +
              "' AND merchant_reference = 'ref-old'");
     store::purge_idempotency_records(*db, std::chrono::hours(48), false, k_audit);
     CHECK(count_rows("idempotency_records", tenant.tenant_id) == 1);
-    CHECK(count_rows("idempotency_records", tenant.tenant_id, "idempotency_key = 'k-old-open'") == 1);
+    CHECK(count_rows("idempotency_records", tenant.tenant_id, "idempotency_key = 'k-old-open'") ==
+          1);
 }
 
-TEST_CASE("purge: every run is audited -- who, retention, minimum in force, counts -- and a dry run "
-          "writes nothing",
-          "[store][db][purge][regression]") {
+TEST_CASE(
+    "purge: every run is audited -- who, retention, minimum in force, counts -- and a dry run "
+    "writes nothing",
+    "[store][db][purge][regression]") {
     // purge deleted 8,812 idempotency records and left no audit row; a lowered minimum retention
     // was recorded nowhere. A database of its own: a purge run is global, and other tests' records
     // must not be its business.
@@ -79,8 +88,10 @@ TEST_CASE("purge: every run is audited -- who, retention, minimum in force, coun
     const auto writer = make_principal(db, tenant);
     IntakeService intake(db, test_keys());
     for (const char* key : {"k-1", "k-2", "k-3", "k-open"}) {
-        REQUIRE(intake.create_payment(writer.principal, key, payment_body(std::string("ref-") + key), "")
-                    .status == 202);
+        REQUIRE(
+            intake
+                .create_payment(writer.principal, key, payment_body(std::string("ref-") + key), "")
+                .status == 202);
     }
     pqxx::connection c(scratch.url());
     const auto sql = [&](const std::string& text, const std::string& param = "") {
@@ -113,18 +124,21 @@ TEST_CASE("purge: every run is audited -- who, retention, minimum in force, coun
     // The tenant's rows: one per batch (of 2) that deleted from it, 3 records in all, each saying
     // who, the retention and the minimum in force.
     CHECK(count("tenant_id = '" + tenant.tenant_id + "' AND action = 'idempotency.purge'") == 2);
-    CHECK(sql("SELECT sum((detail->>'deleted')::bigint) FROM audit_log WHERE action = 'idempotency.purge' "
+    CHECK(sql("SELECT sum((detail->>'deleted')::bigint) FROM audit_log WHERE action = "
+              "'idempotency.purge' "
               "AND subject_id = $1",
               run.run_id) == "3");
     CHECK(count("action = 'idempotency.purge' AND actor = 'alice' AND detail->>'by' = 'age' "
                 "AND (detail->>'retention_s')::bigint = 7200 "
                 "AND (detail->>'minimum_retention_s')::bigint = 3600 "
-                "AND (detail->>'minimum_lowered')::boolean AND detail->>'run_id' = '" + run.run_id + "'") == 2);
+                "AND (detail->>'minimum_lowered')::boolean AND detail->>'run_id' = '" +
+                run.run_id + "'") == 2);
     // The run as a whole, under the deployment, with its totals -- the numbers the command prints.
-    const std::string summary = sql(
-        "SELECT detail::text FROM audit_log WHERE tenant_id = '00000000-0000-0000-0000-000000000000' "
-        "AND action = 'idempotency.purge_run' AND subject_id = $1 AND actor = 'alice'",
-        run.run_id);
+    const std::string summary =
+        sql("SELECT detail::text FROM audit_log WHERE tenant_id = "
+            "'00000000-0000-0000-0000-000000000000' "
+            "AND action = 'idempotency.purge_run' AND subject_id = $1 AND actor = 'alice'",
+            run.run_id);
     REQUIRE_FALSE(summary.empty());
     const auto j = nlohmann::json::parse(summary);
     CHECK(j["deleted"] == 3);

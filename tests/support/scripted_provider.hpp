@@ -6,11 +6,11 @@
 
 #include <deque>
 #include <functional>
-#include <optional>
-#include <vector>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace payrecon::testing {
 
@@ -77,7 +77,8 @@ public:
         return r;
     }
     providers::LookupResult lookup(const providers::PaymentOrder&) override { return {}; }
-    providers::ListPage list(const providers::TimeWindow&, const std::optional<std::string>&) override {
+    providers::ListPage list(const providers::TimeWindow&,
+                             const std::optional<std::string>&) override {
         return {};
     }
 
@@ -107,7 +108,8 @@ public:
     providers::LookupResult lookup(const providers::PaymentOrder& order) override {
         return m_shared.lookup(order);
     }
-    providers::ListPage list(const providers::TimeWindow& w, const std::optional<std::string>& c) override {
+    providers::ListPage list(const providers::TimeWindow& w,
+                             const std::optional<std::string>& c) override {
         return m_shared.list(w, c);
     }
 

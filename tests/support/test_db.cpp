@@ -3,12 +3,11 @@
 #include "core/store/admin_store.hpp"
 #include "core/store/migrations.hpp"
 
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <mutex>
-#include <regex>
-
-#include <catch2/catch.hpp>
 #include <pqxx/pqxx>
+#include <regex>
 
 namespace payrecon::testing {
 
@@ -30,7 +29,9 @@ const std::string& database_url() {
     return url;
 }
 
-std::unique_ptr<store::Db> connect() { return std::make_unique<store::Db>(database_url()); }
+std::unique_ptr<store::Db> connect() {
+    return std::make_unique<store::Db>(database_url());
+}
 
 // Never a long run of digits: intake refuses a body holding anything that looks like a card
 // number, and 16 random hex characters are all digits and pass Luhn about once in 18,000 names.
@@ -52,26 +53,30 @@ TestPrincipal make_principal(store::Db& db, const TestTenant& tenant, Role role,
                              const std::string& name) {
     TestPrincipal out;
     out.api_key = generate_api_key();
-    const auto p = store::create_principal(db, tenant.tenant_id,
-                                           name.empty() ? unique_name("p") : name, role,
-                                           api_key_digest(out.api_key), "test");
+    const auto p =
+        store::create_principal(db, tenant.tenant_id, name.empty() ? unique_name("p") : name, role,
+                                api_key_digest(out.api_key), "test");
     out.principal = Principal{p.tenant_id, p.principal_id, p.name, p.role};
     return out;
 }
 
-Secret test_secret(char fill) { return Secret(std::string(40, fill)); }
+Secret test_secret(char fill) {
+    return Secret(std::string(40, fill));
+}
 
 const FingerprintKeys& test_keys() {
     static const FingerprintKeys keys(test_secret('k'));
     return keys;
 }
 
-long long count_rows(const std::string& table, const std::string& tenant_id, const std::string& where) {
+long long count_rows(const std::string& table, const std::string& tenant_id,
+                     const std::string& where) {
     pqxx::connection c(database_url());
     pqxx::read_transaction tx(c);
-    return tx.exec_params1("SELECT count(*) FROM " + table + " WHERE tenant_id = $1::uuid" +
-                               (where.empty() ? "" : " AND (" + where + ")"),
-                           tenant_id)[0]
+    return tx
+        .exec_params1("SELECT count(*) FROM " + table + " WHERE tenant_id = $1::uuid" +
+                          (where.empty() ? "" : " AND (" + where + ")"),
+                      tenant_id)[0]
         .as<long long>();
 }
 
