@@ -1,6 +1,6 @@
 #include "api/db_workers.hpp"
 
-#include "core/store/db.hpp"
+#include "store/db.hpp"
 
 namespace payrecon::api {
 

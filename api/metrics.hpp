@@ -2,7 +2,7 @@
 // The server's metrics, rendered in the Prometheus text format (version 0.0.4).
 
 #include "api/http_server.hpp"
-#include "core/store/reconcile_store.hpp"
+#include "services/payments.hpp"
 
 #include <array>
 #include <atomic>

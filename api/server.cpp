@@ -1,12 +1,12 @@
 #include "api/server.hpp"
 
 #include "api/db_workers.hpp"
-#include "core/auth.hpp"
 #include "core/errors.hpp"
 #include "core/problem.hpp"
-#include "core/store/db.hpp"
-#include "core/store/payment_store.hpp"
-#include "core/store/reconcile_store.hpp"
+#include "services/auth.hpp"
+#include "services/intake.hpp"
+#include "services/payments.hpp"
+#include "store/db.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -35,6 +35,17 @@ void send_problem(HttpResponse& res, int status, std::string_view type, std::str
                   std::string_view detail, std::optional<std::string_view> field = std::nullopt) {
     res.status = status;
     set_content(res, problem_json(status, type, title, detail, field), k_problem_content_type);
+}
+
+// A refused credential, as services/intake words it for the API and the CLI alike.
+void send_refusal(HttpResponse& res, std::string& outcome, AuthFailure failure) {
+    const IntakeResponse r = refusal_for(failure);
+    if (r.status == 401) {
+        set_header(res, "WWW-Authenticate", "Bearer");
+    }
+    res.status = r.status;
+    set_content(res, r.body, r.content_type());
+    outcome = r.outcome;
 }
 
 // Outside the intake (authentication, reads) nothing is written, but say it right whatever threw.
@@ -116,12 +127,6 @@ std::string bearer_token(const HttpRequest& req) {
     return {};
 }
 
-bool is_uuid(const std::string& s) {
-    static const std::regex k_uuid(
-        "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$");
-    return std::regex_match(s, k_uuid);
-}
-
 std::string iso_now() {
     const auto now = std::chrono::system_clock::now();
     const auto t = std::chrono::system_clock::to_time_t(now);
@@ -143,7 +148,8 @@ struct Server::Context {
     std::string route = "other";
     std::string tenant;
     std::string outcome;
-    std::string refused; // why the transport refused the request, if it did
+    std::string refused;  // why the transport refused the request, if it did
+    std::string incident; // what went wrong inside, for the operator (IntakeResponse::incident)
     bool holds_connection = false;
     DbSlot* slot = nullptr; // the worker's connection, on a worker thread
 };
@@ -203,6 +209,9 @@ void Server::log_line(const Context& ctx, const HttpRequest& req, int status) {
     }
     if (!ctx.refused.empty()) {
         line["refused"] = ctx.refused;
+    }
+    if (!ctx.incident.empty()) {
+        line["incident"] = ctx.incident;
     }
     line["remote"] = req.remote;
     const std::string text = line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
@@ -275,8 +284,9 @@ void Server::scrape(HttpRequest request, Respond respond) {
         pending->ctx.slot = &slot;
         try {
             store::Db& db = connection(pending->ctx);
-            rejected.attempts = store::rejected_attempt_counts(db);
-            rejected.in_review = store::rejected_in_review(db);
+            auto found = provider_rejections(db);
+            rejected.attempts = std::move(found.attempts);
+            rejected.in_review = std::move(found.in_review);
             rejected.readable = true;
         } catch (const std::exception&) {
             // DatabaseUnavailable or anything else: the series are left out, readable 0.
@@ -402,26 +412,14 @@ HttpResponse Server::refused(const HttpRequest& req, const HttpRefusal& refusal)
 void Server::create_payment(const HttpRequest& req, HttpResponse& res, Context& ctx) {
     // The transport refused bodies over the cap (413) as they arrived, before authentication.
     const std::string token = bearer_token(req);
-    if (token.empty()) {
-        set_header(res, "WWW-Authenticate", "Bearer");
-        send_problem(res, 401, "unauthorized", "Authentication required",
-                     "Send Authorization: Bearer <API key>.");
-        ctx.outcome = "unauthorized";
+    if (token.empty()) { // refused before a database worker's connection is touched
+        send_refusal(res, ctx.outcome, AuthFailure::missing);
         return;
     }
     store::Db& db = connection(ctx);
     const auto principal = authenticate(db, Secret(token));
     if (!principal) {
-        if (principal.error() == AuthFailure::revoked) {
-            send_problem(res, 403, "credential_revoked", "Credential revoked",
-                         "This API key was revoked.");
-            ctx.outcome = "forbidden";
-        } else {
-            set_header(res, "WWW-Authenticate", "Bearer");
-            send_problem(res, 401, "unauthorized", "Unknown credential",
-                         "No principal has this API key.");
-            ctx.outcome = "unauthorized";
-        }
+        send_refusal(res, ctx.outcome, principal.error());
         return;
     }
     ctx.tenant = principal->tenant_id;
@@ -458,61 +456,37 @@ void Server::create_payment(const HttpRequest& req, HttpResponse& res, Context& 
         m_metrics.count_conflict();
     }
     ctx.outcome = r.outcome;
+    ctx.incident = r.incident;
 }
 
 void Server::get_payment(const HttpRequest& req, HttpResponse& res, Context& ctx) {
     const std::string token = bearer_token(req);
-    if (token.empty()) {
-        set_header(res, "WWW-Authenticate", "Bearer");
-        send_problem(res, 401, "unauthorized", "Authentication required",
-                     "Send Authorization: Bearer <API key>.");
+    if (token.empty()) { // refused before a database worker's connection is touched
+        send_refusal(res, ctx.outcome, AuthFailure::missing);
         return;
     }
     store::Db& db = connection(ctx);
     const auto principal = authenticate(db, Secret(token));
     if (!principal) {
-        const bool revoked = principal.error() == AuthFailure::revoked;
-        send_problem(res, revoked ? 403 : 401, revoked ? "credential_revoked" : "unauthorized",
-                     revoked ? "Credential revoked" : "Unknown credential",
-                     revoked ? "This API key was revoked." : "No principal has this API key.");
+        send_refusal(res, ctx.outcome, principal.error());
         return;
     }
     ctx.tenant = principal->tenant_id;
     const std::string id = path_of(req.target).substr(k_payment_prefix.size());
     // Another tenant's payment and a malformed ID are both simply not found: nothing leaks.
-    const auto payment =
-        is_uuid(id) ? store::find_payment(db, principal->tenant_id, id) : std::nullopt;
-    if (!payment) {
+    const auto body = payment_resource(db, principal->tenant_id, id);
+    if (!body) {
         send_problem(res, 404, "not_found", "Not found", "No payment with this ID.");
         return;
     }
-    nlohmann::ordered_json body = nlohmann::ordered_json::parse(payment_resource_json(
-        PaymentView{payment->payment_id, payment->state, payment->amount_minor, payment->currency,
-                    payment->merchant_reference, payment->provider, payment->created_at}));
-    body["updated_at"] = payment->updated_at;
-    body["provider_reference"] = payment->provider_reference
-                                     ? nlohmann::ordered_json(*payment->provider_reference)
-                                     : nullptr;
-    nlohmann::ordered_json attempts = nlohmann::ordered_json::array();
-    for (const auto& a : payment->attempts) {
-        nlohmann::ordered_json j;
-        j["attempt"] = a.attempt_no;
-        j["outcome"] = a.outcome;
-        j["http_status"] = a.http_status ? nlohmann::ordered_json(*a.http_status) : nullptr;
-        j["started_at"] = a.started_at;
-        j["finished_at"] = a.finished_at ? nlohmann::ordered_json(*a.finished_at) : nullptr;
-        attempts.push_back(std::move(j));
-    }
-    body["attempt_count"] = payment->attempts.size();
-    body["attempts"] = std::move(attempts);
     res.status = 200;
-    set_content(res, body.dump(), "application/json");
+    set_content(res, *body, "application/json");
 }
 
 void Server::readyz(HttpResponse& res, Context& ctx) {
     bool ready = false;
     try {
-        ready = store::database_ready(connection(ctx));
+        ready = store_ready(connection(ctx));
     } catch (const DatabaseUnavailable&) {
         ctx.slot->db.reset();
     }

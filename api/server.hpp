@@ -8,7 +8,7 @@
 #include "api/http_server.hpp"
 #include "api/metrics.hpp"
 #include "core/fingerprint.hpp"
-#include "core/intake.hpp"
+#include "services/intake.hpp"
 
 #include <chrono>
 #include <memory>

@@ -2,7 +2,7 @@
 #include "cli/app.hpp"
 #include "cli/context.hpp"
 #include "cli/payment_view.hpp"
-#include "core/store/inspect_store.hpp"
+#include "store/inspect_store.hpp"
 
 #include <iostream>
 #include <memory>

@@ -2,7 +2,7 @@
 #include "cli/app.hpp"
 #include "cli/context.hpp"
 #include "core/errors.hpp"
-#include "core/store/migrations.hpp"
+#include "store/migrations.hpp"
 
 #include <iostream>
 #include <memory>

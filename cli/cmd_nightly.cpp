@@ -38,19 +38,11 @@ struct NightlyCliOptions {
     ReportOutputOptions report;
 };
 
-std::string money(long long minor, const std::string& currency) {
-    try {
-        return format_money(Money{minor, currency});
-    } catch (const std::exception&) {
-        return std::to_string(minor) + " " + currency;
-    }
-}
-
 // Amounts per currency, "49.99 EUR, 100 JPY".
 std::string amounts(const std::map<std::string, long long>& by_currency) {
     std::string s;
     for (const auto& [currency, minor] : by_currency) {
-        s += (s.empty() ? "" : ", ") + money(minor, currency);
+        s += (s.empty() ? "" : ", ") + describe_money(minor, currency);
     }
     return s;
 }
@@ -162,8 +154,7 @@ nlohmann::ordered_json summary_json(const engine::NightlyReport& r) {
                  {"settled_as", r.sent.settled_as}};
     j["to_review"] = nlohmann::ordered_json::array();
     for (const auto& o : r.reconciled) {
-        if (o.applied && o.to == PaymentState::needs_review &&
-            o.from != PaymentState::needs_review) {
+        if (o.newly_in_review()) {
             j["to_review"].push_back(outcome_json(o));
         }
     }
@@ -302,8 +293,7 @@ void print_summary(std::ostream& out, const engine::NightlyReport& r, int list_r
 
     std::vector<const engine::ReconcileOutcome*> new_review;
     for (const auto& o : r.reconciled) {
-        if (o.applied && o.to == PaymentState::needs_review &&
-            o.from != PaymentState::needs_review) {
+        if (o.newly_in_review()) {
             new_review.push_back(&o);
         }
     }
@@ -334,7 +324,7 @@ void print_summary(std::ostream& out, const engine::NightlyReport& r, int list_r
                 break;
             }
             out << "    " << o->payment_id << "  " << o->provider << "  "
-                << money(o->amount_minor, o->currency) << "  "
+                << describe_money(o->amount_minor, o->currency) << "  "
                 << (o->decision.review ? std::string(to_string(*o->decision.review)) : "") << ": "
                 << o->decision.reason << "\n";
         }

@@ -4,13 +4,14 @@
 #include "cli/context.hpp"
 #include "cli/payment_view.hpp"
 #include "cli/table.hpp"
-#include "core/auth.hpp"
 #include "core/errors.hpp"
-#include "core/intake.hpp"
+#include "core/money.hpp"
 #include "core/payment_state.hpp"
 #include "core/problem.hpp"
 #include "core/settings.hpp"
-#include "core/store/inspect_store.hpp"
+#include "services/auth.hpp"
+#include "services/intake.hpp"
+#include "store/inspect_store.hpp"
 
 #include <cstdlib>
 #include <fstream>
@@ -123,7 +124,7 @@ void run_list(AppState& state, const ListOptions& opts) {
     Table t({"PAYMENT ID", "TENANT", "STATE", "AMOUNT", "PROVIDER", "MERCHANT REF", "ATTEMPTS",
              "CREATED", "UPDATED"});
     for (const auto& p : page.rows) {
-        t.add_row({p.payment_id, p.tenant, p.state, amount_text(p.amount_minor, p.currency),
+        t.add_row({p.payment_id, p.tenant, p.state, describe_money(p.amount_minor, p.currency),
                    p.provider, p.merchant_reference, std::to_string(p.attempt_count), p.created_at,
                    p.updated_at});
     }
@@ -182,18 +183,16 @@ void setup_payments(CLI::App& app, AppState& state) {
         IntakeResponse response;
         const auto principal = authenticate(*opened.db, api_key);
         if (!principal) {
-            const bool revoked = principal.error() == AuthFailure::revoked;
-            response.status = revoked ? 403 : 401;
-            response.body = revoked ? problem_json(403, "credential_revoked", "Credential revoked",
-                                                   "This API key was revoked.")
-                                    : problem_json(401, "unauthorized", "Unknown credential",
-                                                   "No principal has this API key.");
+            response = refusal_for(principal.error());
         } else {
             IntakeSettings settings;
             settings.retention = idempotency_retention();
             settings.providers = intake_provider_catalog(state.global);
             IntakeService intake(*opened.db, keys, settings);
             response = intake.create_payment(*principal, opts->key, body, opts->api_version);
+        }
+        if (!response.incident.empty()) {
+            std::cerr << "payrecon: intake: " << response.incident << "\n";
         }
         if (opts->json) {
             nlohmann::json j = {{"status", response.status}, {"replayed", response.replayed}};

@@ -2,8 +2,9 @@
 #include "cli/app.hpp"
 #include "cli/context.hpp"
 #include "cli/table.hpp"
+#include "core/encoding.hpp"
 #include "core/errors.hpp"
-#include "core/store/admin_store.hpp"
+#include "store/admin_store.hpp"
 
 #include <iostream>
 
@@ -77,6 +78,10 @@ void setup_principal(CLI::App& app, AppState& state) {
         "revoke", "revoke a principal: its requests, replays included, are refused from now on");
     r->add_option("id", *revoke_id, "principal ID")->required();
     r->callback([&state, revoke_id] {
+        if (!is_uuid_text(*revoke_id)) {
+            throw UsageError("'" + printable(*revoke_id) + "' is not a principal ID",
+                             "`payrecon principal list --tenant T` shows the IDs");
+        }
         OpenDatabase opened = open_database(state.global);
         const auto p = store::revoke_principal(*opened.db, *revoke_id, operator_name(state.global));
         std::cout << "principal " << printable(p.name) << " (" << p.principal_id << ") revoked at "

@@ -4,7 +4,7 @@
 #include "cli/table.hpp"
 #include "core/errors.hpp"
 #include "core/settings.hpp"
-#include "core/store/intake_store.hpp"
+#include "store/intake_store.hpp"
 
 #include <iostream>
 

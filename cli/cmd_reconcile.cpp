@@ -47,7 +47,7 @@ void run_reconcile(AppState& state, const ReconcileCliOptions& opts) {
     int to_review = 0;
     int fenced = 0;
     for (const auto& o : outcomes) {
-        to_review += o.to == PaymentState::needs_review && o.from != PaymentState::needs_review;
+        to_review += o.newly_in_review();
         fenced += o.fenced_out;
     }
     if (opts.report.wanted()) {

@@ -5,9 +5,10 @@
 #include "cli/context.hpp"
 #include "cli/payment_view.hpp"
 #include "cli/table.hpp"
+#include "core/money.hpp"
 #include "core/payment_state.hpp"
 #include "core/settings.hpp"
-#include "core/store/inspect_store.hpp"
+#include "store/inspect_store.hpp"
 
 #include <iostream>
 #include <memory>
@@ -69,9 +70,9 @@ void setup_review_list(CLI::App& review, AppState& state) {
         Table t({"PAYMENT ID", "TENANT", "PROVIDER", "AMOUNT", "CODE", "IN REVIEW SINCE", "GEN",
                  "REASON"});
         for (const auto& p : page.rows) {
-            t.add_row({p.payment_id, p.tenant, p.provider, amount_text(p.amount_minor, p.currency),
-                       p.review_code.value_or("-"), p.updated_at, std::to_string(p.generation),
-                       p.review_reason.value_or("-")});
+            t.add_row({p.payment_id, p.tenant, p.provider,
+                       describe_money(p.amount_minor, p.currency), p.review_code.value_or("-"),
+                       p.updated_at, std::to_string(p.generation), p.review_reason.value_or("-")});
         }
         t.print(std::cout);
         if (page.more) {

@@ -6,9 +6,9 @@
 #include "cli/reconcile_view.hpp"
 #include "cli/table.hpp"
 #include "core/errors.hpp"
-#include "core/store/inspect_store.hpp"
-#include "core/store/reconcile_store.hpp"
 #include "engine/reconciler.hpp"
+#include "store/inspect_store.hpp"
+#include "store/reconcile_store.hpp"
 
 #include <iostream>
 

@@ -31,6 +31,9 @@ void run_statement_cmd(AppState& state, const StatementCliOptions& opts) {
     engine::StatementOptions so;
     so.window_from = opts.from.empty() ? today - 86400 : parse_utc_time(opts.from, "--from");
     so.window_to = opts.to.empty() ? so.window_from + 86400 : parse_utc_time(opts.to, "--to");
+    if (so.window_to <= so.window_from) {
+        throw UsageError("the statement window is empty: --to must be after --from");
+    }
     so.margin = parse_duration(opts.margin, "--margin");
     if (opts.list < 0) {
         throw UsageError("--list must be at least 0");

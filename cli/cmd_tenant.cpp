@@ -2,7 +2,7 @@
 #include "cli/app.hpp"
 #include "cli/context.hpp"
 #include "cli/table.hpp"
-#include "core/store/admin_store.hpp"
+#include "store/admin_store.hpp"
 
 #include <iostream>
 

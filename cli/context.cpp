@@ -3,8 +3,8 @@
 #include "core/encoding.hpp"
 #include "core/errors.hpp"
 #include "core/settings.hpp"
-#include "core/store/migrations.hpp"
 #include "providers/registry.hpp"
+#include "store/migrations.hpp"
 
 #include <algorithm>
 #include <cstdlib>
@@ -23,7 +23,9 @@ std::filesystem::path home_dir(const GlobalOptions& g) {
 }
 
 store::LocalCluster local_cluster(const GlobalOptions& g) {
-    return store::LocalCluster(home_dir(g));
+    return store::LocalCluster(home_dir(g), [](const std::string& notice) {
+        std::cerr << "payrecon: " << notice << "\n";
+    });
 }
 
 OpenDatabase open_database(const GlobalOptions& g, SchemaCheck check) {

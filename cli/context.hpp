@@ -4,10 +4,10 @@
 
 #include "cli/app.hpp"
 #include "core/fingerprint.hpp"
-#include "core/intake.hpp"
-#include "core/store/cluster.hpp"
-#include "core/store/db.hpp"
 #include "providers/config.hpp"
+#include "services/intake.hpp"
+#include "store/cluster.hpp"
+#include "store/db.hpp"
 
 #include <chrono>
 #include <filesystem>

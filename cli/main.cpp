@@ -49,6 +49,10 @@ int main(int argc, char** argv) {
         if (!e.hint().empty()) {
             std::cerr << "  what to do: " << terminal_safe(e.hint()) << "\n";
         }
+        if (dynamic_cast<const payrecon::DatabaseUnavailable*>(&e) != nullptr) {
+            std::cerr << "  the database: --database or PAYRECON_DATABASE_URL names it; without "
+                         "either, `payrecon db start` starts the private one\n";
+        }
         return static_cast<int>(e.code());
     } catch (const std::exception& e) {
         std::cerr << "payrecon: the command failed: " << terminal_safe(e.what()) << "\n";

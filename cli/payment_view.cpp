@@ -4,7 +4,7 @@
 #include "cli/table.hpp"
 #include "core/errors.hpp"
 #include "core/money.hpp"
-#include "core/store/admin_store.hpp"
+#include "store/admin_store.hpp"
 
 namespace payrecon::cli {
 namespace {
@@ -104,10 +104,6 @@ std::optional<std::string> tenant_id_or_refuse(store::Db& db,
     return t->tenant_id;
 }
 
-std::string amount_text(long long amount_minor, const std::string& currency) {
-    return describe_money(amount_minor, currency);
-}
-
 nlohmann::json to_json(const store::PaymentRow& p) {
     return {{"payment_id", p.payment_id},
             {"tenant_id", p.tenant_id},
@@ -182,7 +178,7 @@ void print_record(std::ostream& out, const store::PaymentRecord& r) {
     print_fields(out,
                  {{"tenant", p.tenant + " (" + p.tenant_id + ")"},
                   {"state", p.state},
-                  {"amount", amount_text(p.amount_minor, p.currency)},
+                  {"amount", describe_money(p.amount_minor, p.currency)},
                   {"provider", p.provider},
                   {"merchant reference", p.merchant_reference},
                   {"operation ID", p.operation_id},
@@ -240,7 +236,7 @@ void print_record(std::ostream& out, const store::PaymentRecord& r) {
             std::string remote_amount = "-";
             if (l.remote_amount) {
                 remote_amount = l.remote_currency
-                                    ? amount_text(*l.remote_amount, *l.remote_currency)
+                                    ? describe_money(*l.remote_amount, *l.remote_currency)
                                     : std::to_string(*l.remote_amount) + " (minor units)";
             }
             t.add_row({std::to_string(l.lookup_id), std::to_string(l.generation), l.at, l.actor,

@@ -4,7 +4,7 @@
 // shapes (snake_case keys, amounts as integer minor units plus currency), and the human layout of
 // one payment's record.
 
-#include "core/store/inspect_store.hpp"
+#include "store/inspect_store.hpp"
 
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -27,9 +27,6 @@ store::PaymentRecord load_record_or_refuse(store::Db& db, const std::string& id)
 // tenant (a mistyped --tenant must not read as "no payments").
 std::optional<std::string> tenant_id_or_refuse(store::Db& db,
                                                const std::optional<std::string>& tenant);
-
-// "49.99 EUR"; for a currency payrecon does not know, "4999 XYZ (minor units)".
-std::string amount_text(long long amount_minor, const std::string& currency);
 
 nlohmann::json to_json(const store::PaymentRow& p);
 // Prints the rows as one JSON array (print_json).

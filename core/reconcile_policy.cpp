@@ -1,5 +1,6 @@
 #include "core/reconcile_policy.hpp"
 
+#include "core/backoff.hpp"
 #include "core/money.hpp"
 
 #include <algorithm>
@@ -16,11 +17,9 @@ bool same_currency(std::string_view a, std::string_view b) {
 }
 
 std::chrono::seconds backoff(int checks_before, const ReconcilePolicy& policy) {
-    const int exponent = std::clamp(checks_before, 0, 20);
-    const long long base = std::max<long long>(1, policy.recheck_base.count());
-    const long long raw = base << exponent;
-    return std::chrono::seconds(
-        std::clamp<long long>(raw, 1, std::max<long long>(1, policy.recheck_cap.count())));
+    const Backoff b{std::max(policy.recheck_base, std::chrono::seconds(1)),
+                    std::max(policy.recheck_cap, std::chrono::seconds(1))};
+    return std::chrono::duration_cast<std::chrono::seconds>(b.delay(checks_before));
 }
 
 ReconcileDecision review(ReviewCode code, std::string reason) {

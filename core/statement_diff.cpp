@@ -21,16 +21,13 @@ bool unresolved(const std::string& state) {
     return state == "unknown" || state == "needs_review";
 }
 
-// A key's category and detail; the records are attached by the caller. The category is one of the
-// literals below (a match costs no string).
+// A key's category and detail; the records are attached by the caller (a match costs no string).
 struct Verdict {
-    std::string_view category;
+    FindingCategory category;
     std::string detail;
 };
 
-constexpr std::string_view k_matched = "matched";
-
-Verdict verdict(std::string_view category, std::string detail) {
+Verdict verdict(FindingCategory category, std::string detail) {
     return Verdict{category, std::move(detail)};
 }
 
@@ -50,6 +47,28 @@ std::string_view to_string(RemoteStatus status) {
         break;
     }
     return "other";
+}
+
+std::string_view to_string(FindingCategory category) {
+    switch (category) {
+    case FindingCategory::matched:
+        return "matched";
+    case FindingCategory::missing_remote:
+        return "missing_remote";
+    case FindingCategory::missing_local:
+        return "missing_local";
+    case FindingCategory::amount_mismatch:
+        return "amount_mismatch";
+    case FindingCategory::currency_mismatch:
+        return "currency_mismatch";
+    case FindingCategory::status_mismatch:
+        return "status_mismatch";
+    case FindingCategory::duplicate_remote:
+        return "duplicate_remote";
+    case FindingCategory::unresolved_unknown:
+        return "unresolved_unknown";
+    }
+    return "matched";
 }
 
 bool is_charge(RemoteStatus status) {
@@ -74,8 +93,9 @@ std::optional<Verdict> classify(const LocalRecord* local, std::span<const Remote
     const auto charges = std::count_if(remote.begin(), remote.end(),
                                        [](const auto& r) { return is_charge(r.status); });
     if (charges > 1) {
-        return verdict("duplicate_remote", "the provider holds " + std::to_string(charges) +
-                                               " charges for one operation ID");
+        return verdict(FindingCategory::duplicate_remote, "the provider holds " +
+                                                              std::to_string(charges) +
+                                                              " charges for one operation ID");
     }
     if (!local) {
         if (charges == 0) {
@@ -83,34 +103,35 @@ std::optional<Verdict> classify(const LocalRecord* local, std::span<const Remote
         }
         const RemoteRecord& r = *std::find_if(remote.begin(), remote.end(),
                                               [](const auto& x) { return is_charge(x.status); });
-        return verdict("missing_local",
+        return verdict(FindingCategory::missing_local,
                        "the provider charged " + describe_money(r.amount_minor, r.currency) + " (" +
                            r.provider_reference + ") and payrecon has no record of it");
     }
     if (remote.empty() || charges == 0) {
         if (unresolved(local->state)) {
-            return verdict("unresolved_unknown",
+            return verdict(FindingCategory::unresolved_unknown,
                            "payrecon does not know yet whether this payment was charged (" +
                                local->state + ")");
         }
         if (local->state == "succeeded") {
-            return verdict("missing_remote",
+            return verdict(FindingCategory::missing_remote,
                            remote.empty()
                                ? "payrecon says succeeded; the provider has no such payment"
                                : "payrecon says succeeded; the provider has it as " +
                                      remote.front().raw_status);
         }
-        return verdict(k_matched, "no charge on either side");
+        return verdict(FindingCategory::matched, "no charge on either side");
     }
     const RemoteRecord& r = *std::find_if(remote.begin(), remote.end(),
                                           [](const auto& x) { return is_charge(x.status); });
     if (unresolved(local->state)) {
-        return verdict("unresolved_unknown", "the provider has the payment as " + r.raw_status +
-                                                 "; payrecon still has it " + local->state +
-                                                 ": the reconciler settles it");
+        return verdict(FindingCategory::unresolved_unknown,
+                       "the provider has the payment as " + r.raw_status +
+                           "; payrecon still has it " + local->state +
+                           ": the reconciler settles it");
     }
     if (!same_currency(local->currency, r.currency)) {
-        return verdict("currency_mismatch",
+        return verdict(FindingCategory::currency_mismatch,
                        "ours is " + describe_money(local->amount_minor, local->currency) +
                            ", the provider's " + describe_money(r.amount_minor, r.currency));
     }
@@ -118,19 +139,19 @@ std::optional<Verdict> classify(const LocalRecord* local, std::span<const Remote
                                      ? local->amount_minor - r.amount_minor
                                      : r.amount_minor - local->amount_minor;
     if (difference > rules.amount_tolerance_minor) {
-        return verdict("amount_mismatch",
+        return verdict(FindingCategory::amount_mismatch,
                        "ours is " + describe_money(local->amount_minor, local->currency) +
                            ", the provider's " + describe_money(r.amount_minor, r.currency));
     }
     if (local->state == "succeeded" && r.status == RemoteStatus::succeeded) {
-        return verdict(k_matched, "");
+        return verdict(FindingCategory::matched, "");
     }
     const std::string theirs =
         r.status == RemoteStatus::refunded ? "refunded it"
         : r.raw_status == to_string(r.status)
             ? "has it " + r.raw_status
             : "has it " + std::string(to_string(r.status)) + " (" + r.raw_status + ")";
-    return verdict("status_mismatch",
+    return verdict(FindingCategory::status_mismatch,
                    "payrecon has it " + local->state + "; the provider " + theirs);
 }
 
@@ -152,7 +173,7 @@ std::optional<DiffFinding> classify_key(const std::optional<LocalRecord>& local,
     if (!v) {
         return std::nullopt;
     }
-    return DiffFinding{std::string(v->category), local, remote, std::move(v->detail)};
+    return DiffFinding{std::string(to_string(v->category)), local, remote, std::move(v->detail)};
 }
 
 DiffCounts diff_sorted(const std::function<bool(LocalRecord&)>& next_local,
@@ -211,12 +232,12 @@ DiffCounts diff_sorted(const std::function<bool(LocalRecord&)>& next_local,
         }
         ++counts.keys;
         if (auto v = classify(ours, theirs, rules)) {
-            if (v->category == k_matched) {
+            if (v->category == FindingCategory::matched) {
                 if (sink.matched) {
                     sink.matched(*ours); // a match always has our record
                 }
             } else if (sink.finding) {
-                DiffFinding f{std::string(v->category),
+                DiffFinding f{std::string(to_string(v->category)),
                               std::nullopt,
                               {theirs.begin(), theirs.end()},
                               std::move(v->detail)};

@@ -67,8 +67,27 @@ struct DiffRules {
     long long window_to = 0;              // unix seconds, exclusive
 };
 
+// What the diff finds of one key (DESIGN section 9), in report order.
+enum class FindingCategory {
+    matched,
+    missing_remote,
+    missing_local,
+    amount_mismatch,
+    currency_mismatch,
+    status_mismatch,
+    duplicate_remote,
+    unresolved_unknown,
+};
+inline constexpr FindingCategory k_finding_categories[] = {
+    FindingCategory::matched,           FindingCategory::missing_remote,
+    FindingCategory::missing_local,     FindingCategory::amount_mismatch,
+    FindingCategory::currency_mismatch, FindingCategory::status_mismatch,
+    FindingCategory::duplicate_remote,  FindingCategory::unresolved_unknown};
+// "missing_local": the name reports, the database and the JSON schema use.
+std::string_view to_string(FindingCategory category);
+
 struct DiffFinding {
-    std::string category; // one of reports::k_statement_categories
+    std::string category; // to_string() of a FindingCategory
     std::optional<LocalRecord> local;
     std::vector<RemoteRecord> remote; // every provider record of the key
     std::string detail;

@@ -38,7 +38,7 @@ providers::PaymentOrder order_for(const store::ClaimedPayment& payment) {
 }
 
 store::Settlement decide_settlement(providers::Outcome outcome, int attempt_no,
-                                    const BackoffPolicy& backoff, double jitter01,
+                                    const Backoff& backoff, double jitter01,
                                     const std::optional<providers::Rejection>& rejection) {
     using providers::Outcome;
     store::Settlement s;
@@ -51,11 +51,7 @@ store::Settlement decide_settlement(providers::Outcome outcome, int attempt_no,
         return s;
     case Outcome::not_sent: {
         s.to = PaymentState::retry_scheduled;
-        const int exponent = std::clamp(attempt_no - 1, 0, 30);
-        const double raw = static_cast<double>(backoff.base.count()) * std::pow(2.0, exponent);
-        const double capped = std::min(raw, static_cast<double>(backoff.cap.count()));
-        const double factor = 0.5 + 0.5 * std::clamp(jitter01, 0.0, 0.999999);
-        s.retry_in = std::chrono::milliseconds(static_cast<long long>(capped * factor));
+        s.retry_in = backoff.delay(attempt_no - 1, jitter01);
         s.reason = "the provider was not reached; sending again with the same operation ID";
         return s;
     }

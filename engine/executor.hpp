@@ -2,8 +2,9 @@
 // The executor (DESIGN sections 5 and 6): claims payments, calls their provider with the stable
 // operation ID, records every attempt, and applies the outcome fenced by generation.
 
-#include "core/store/executor_store.hpp"
+#include "core/backoff.hpp"
 #include "providers/provider.hpp"
+#include "store/executor_store.hpp"
 
 #include <chrono>
 #include <functional>
@@ -18,11 +19,6 @@ class Db;
 
 namespace payrecon::engine {
 
-struct BackoffPolicy {
-    std::chrono::milliseconds base{1000};  // first retry after about this long
-    std::chrono::milliseconds cap{300000}; // never longer than this
-};
-
 // The pure decision: what a provider outcome does to a `processing` payment.
 //   succeeded -> succeeded; declined -> failed;
 //   not_sent  -> retry_scheduled after base * 2^(attempt-1), capped, times a jitter in [0.5, 1.0)
@@ -34,7 +30,7 @@ struct BackoffPolicy {
 //                the customer refused nothing; an operator fixes the integration and resolves it
 //                with --as retry (the same operation ID).
 store::Settlement
-decide_settlement(providers::Outcome outcome, int attempt_no, const BackoffPolicy& backoff,
+decide_settlement(providers::Outcome outcome, int attempt_no, const Backoff& backoff,
                   double jitter01,
                   const std::optional<providers::Rejection>& rejection = std::nullopt);
 
@@ -51,7 +47,7 @@ struct ExecutorOptions {
     // settlement's round trip and the clocks' disagreement.
     std::chrono::milliseconds call_margin{1000};
     int batch = 8;
-    BackoffPolicy backoff;
+    Backoff backoff;
     // Called for every attempt the provider rejected (Outcome::rejected) after it was settled or
     // fenced out, with the provider's code and message: `payrecon worker` logs it at error level.
     std::function<void(const store::ClaimedPayment&, const providers::Rejection&)> on_rejected;

@@ -90,8 +90,7 @@ int NightlyReport::exit_code() const {
 reports::Finding report_finding(const ReconcileOutcome& o) {
     reports::Finding f;
     f.category = o.fenced_out ? "changed_meanwhile" : std::string(to_string(o.decision.action));
-    f.needs_attention =
-        o.applied && o.to == PaymentState::needs_review && o.from != PaymentState::needs_review;
+    f.needs_attention = o.newly_in_review();
     f.provider = o.provider;
     f.payment_id = o.payment_id;
     f.operation_id = o.operation_id;

@@ -4,11 +4,11 @@
 // anything workers left due), and report. Safe to run twice at once: every step claims with SKIP
 // LOCKED and writes fenced by generation.
 
-#include "core/store/reconcile_store.hpp"
 #include "engine/executor.hpp"
 #include "engine/reconciler.hpp"
 #include "engine/statement.hpp"
 #include "reports/report.hpp"
+#include "store/reconcile_store.hpp"
 
 #include <chrono>
 #include <functional>

@@ -249,7 +249,7 @@ std::optional<ReconcileOutcome> Reconciler::recheck(const std::string& tenant_id
     if (provider_named(c->payment.provider) == nullptr) {
         throw Refused("payment " + payment_id + " belongs to provider '" + c->payment.provider +
                           "', which the configuration does not have",
-                      "add it to the --config file, or resolve the payment by hand");
+                      "add it to the provider configuration, or resolve the payment by hand");
     }
     return handle(*c, true);
 }

@@ -4,8 +4,8 @@
 // generation. Any number of reconcilers may run at once: claims skip what another one holds.
 
 #include "core/reconcile_policy.hpp"
-#include "core/store/reconcile_store.hpp"
 #include "providers/provider.hpp"
+#include "store/reconcile_store.hpp"
 
 #include <chrono>
 #include <functional>
@@ -42,6 +42,13 @@ struct ReconcileOutcome {
     ReconcileDecision decision;
     bool applied = false; // false: dry run, or fenced out
     bool fenced_out = false;
+
+    // The one rule for "sent to review": the decision puts in review a payment that was not
+    // (in a dry run: would); a fenced-out decision puts nothing anywhere.
+    bool newly_in_review() const {
+        return !fenced_out && to == PaymentState::needs_review &&
+               from != PaymentState::needs_review;
+    }
 };
 
 // Maps what the provider answered to the policy's input for `candidate`.

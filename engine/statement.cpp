@@ -1,5 +1,6 @@
 #include "engine/statement.hpp"
 
+#include "core/backoff.hpp"
 #include "core/errors.hpp"
 
 #include <thread>
@@ -77,7 +78,7 @@ reports::Report run_statement(store::Db& db, providers::Provider& provider,
             "capabilities in the configuration");
     }
     if (options.window_to <= options.window_from) {
-        throw UsageError("the statement window is empty: --to must be after --from");
+        throw UsageError("the statement window is empty: its end must be after its start");
     }
     const auto wait = options.wait ? options.wait : [](std::chrono::milliseconds d) {
         std::this_thread::sleep_for(d);
@@ -93,7 +94,7 @@ reports::Report run_statement(store::Db& db, providers::Provider& provider,
                    reports::format_utc_seconds(options.window_from) + " .. " +
                    reports::format_utc_seconds(options.window_to);
     report.generated_at = reports::format_utc(std::chrono::system_clock::now());
-    for (const auto c : reports::k_statement_categories) {
+    for (const auto c : reports::statement_categories()) {
         report.categories.emplace_back(c);
         report.totals[std::string(c)];
     }
@@ -155,9 +156,12 @@ reports::Report run_statement(store::Db& db, providers::Provider& provider,
                 return stop_listing(error, "run the same window again to resume where it stopped",
                                     ExitCode::failure);
             }
+            // The provider's Retry-After, else 1 s doubling up to 64 s; never over max_wait.
+            const Backoff backoff{std::chrono::seconds(1), std::chrono::seconds(64)};
             std::chrono::seconds delay =
-                page.retry_after ? *page.retry_after
-                                 : std::chrono::seconds(1LL << std::min(failures - 1, 6));
+                page.retry_after
+                    ? *page.retry_after
+                    : std::chrono::duration_cast<std::chrono::seconds>(backoff.delay(failures - 1));
             delay = std::min(delay, options.max_wait);
             say("page " + std::to_string(run.pages + 1) + ": " + why + ", waiting " +
                 std::to_string(delay.count()) + " s");

@@ -3,9 +3,9 @@
 // resumable), store them, diff them against our payments and report every discrepancy
 // (DESIGN section 9).
 
-#include "core/store/statement_store.hpp"
 #include "providers/provider.hpp"
 #include "reports/report.hpp"
+#include "store/statement_store.hpp"
 
 #include <chrono>
 #include <functional>

@@ -1,7 +1,8 @@
 #include "engine/worker.hpp"
 
+#include "core/backoff.hpp"
 #include "core/errors.hpp"
-#include "core/store/db.hpp"
+#include "store/db.hpp"
 
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -77,8 +78,10 @@ void Worker::thread_main(int index) {
         log_event(line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     };
     auto last_expiry = std::chrono::steady_clock::now() - std::chrono::hours(1);
-    std::chrono::milliseconds db_backoff{200};
-    // Drops the connection, logs why, and waits (doubling up to 10 s); false: the thread ends
+    // Reconnecting: 200 ms doubling up to 10 s, from 200 ms again once connected.
+    const Backoff reconnect{std::chrono::milliseconds(200), std::chrono::milliseconds(10000)};
+    int reconnect_failures = 0;
+    // Drops the connection, logs why, and waits (`reconnect`); false: the thread ends
     // (a stop, or a run with `once`, which records the failure).
     const auto after_failure = [&](bool unexpected, const char* what) {
         db.reset();
@@ -88,23 +91,24 @@ void Worker::thread_main(int index) {
         }
         line["event"] = unexpected ? "worker_error" : "database_unavailable";
         line["error"] = what;
-        line["retry_in_ms"] = db_backoff.count();
+        const std::chrono::milliseconds wait = reconnect.delay(reconnect_failures);
+        line["retry_in_ms"] = wait.count();
         log_event(line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
         if (m_options.once) {
             (unexpected ? m_failed : m_db_failed) = true;
             return false;
         }
-        if (wait_or_stop(db_backoff)) {
+        if (wait_or_stop(wait)) {
             return false;
         }
-        db_backoff = std::min(db_backoff * 2, std::chrono::milliseconds(10000));
+        ++reconnect_failures;
         return true;
     };
     while (!m_stop) {
         try {
             if (!db) {
                 db = std::make_unique<store::Db>(m_options.database_url);
-                db_backoff = std::chrono::milliseconds(200);
+                reconnect_failures = 0;
             }
             // One thread takes over what dead workers left behind: processing past the lease.
             if (index == 0 &&

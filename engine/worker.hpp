@@ -26,7 +26,7 @@ struct WorkerOptions {
     std::chrono::milliseconds lease{60000}; // per claim, renewed before each call (ExecutorOptions)
     std::chrono::milliseconds idle_poll{500}; // wait when nothing was due
     bool once = false;                        // process what is due now, then return
-    BackoffPolicy backoff;
+    Backoff backoff;
 };
 
 class Worker {

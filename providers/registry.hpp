@@ -1,7 +1,7 @@
 #pragma once
 // Every adapter this build has, in one explicit list (no self-registering statics).
 
-#include "core/intake.hpp"
+#include "core/provider_catalog.hpp"
 #include "providers/config.hpp"
 #include "providers/provider.hpp"
 

@@ -10,6 +10,7 @@
 // #category=NAME selects a category on load (and follows the select).
 
 #include "core/fingerprint.hpp"
+#include "core/money.hpp"
 #include "reports/writers.hpp"
 
 #include <algorithm>
@@ -291,7 +292,7 @@ void chart_currencies(std::ostream& out, const Report& report,
         for (const auto& [category, minor] : entries) {
             const long long len = bar_length(std::llabs(minor), max);
             const char* cls = attention.count(category) ? "bar bar-attention" : "bar";
-            const std::string amount = format_amount(minor, currency);
+            const std::string amount = describe_money(minor, currency);
             out << "<g data-chart-category=\"" << esc(category) << "\" data-minor=\"" << minor
                 << "\"><text x=\"" << k_label_width - 8 << "\" y=\"" << y + 15
                 << "\" text-anchor=\"end\">" << esc(category) << "</text><rect class=\"" << cls
@@ -374,7 +375,7 @@ void write_html(std::ostream& out, const Report& report) {
         bool first = true;
         for (const auto& [currency, minor] : total.amounts) {
             out << (first ? "" : ", ") << "<span class=\"amount\" data-currency=\"" << esc(currency)
-                << "\" data-minor=\"" << minor << "\">" << esc(format_amount(minor, currency))
+                << "\" data-minor=\"" << minor << "\">" << esc(describe_money(minor, currency))
                 << "</span>";
             first = false;
         }

@@ -7,6 +7,14 @@
 
 namespace payrecon::reports {
 
+std::vector<std::string_view> statement_categories() {
+    std::vector<std::string_view> out;
+    for (const FindingCategory c : k_finding_categories) {
+        out.push_back(to_string(c));
+    }
+    return out;
+}
+
 CategoryTotal& Report::total_of(const std::string& category) {
     if (std::find(categories.begin(), categories.end(), category) == categories.end()) {
         categories.push_back(category);
@@ -55,14 +63,6 @@ void Report::add_counted(const std::string& category, long long count,
     t.count += count;
     for (const auto& [currency, minor] : amounts) {
         t.amounts[currency] += minor;
-    }
-}
-
-std::string format_amount(long long minor, const std::string& currency) {
-    try {
-        return format_money(Money{minor, currency});
-    } catch (const std::exception&) {
-        return std::to_string(minor) + " " + currency;
     }
 }
 

@@ -3,6 +3,8 @@
 // found, in one shape that every writer (text, JSON, CSV, HTML) renders. A report is data only:
 // no I/O, no database; the engine fills it, the writers print it.
 
+#include "core/statement_diff.hpp"
+
 #include <chrono>
 #include <map>
 #include <optional>
@@ -13,10 +15,9 @@
 
 namespace payrecon::reports {
 
-// The statement diff's finding categories (DESIGN section 9), in report order.
-inline constexpr std::string_view k_statement_categories[] = {
-    "matched",           "missing_remote",  "missing_local",    "amount_mismatch",
-    "currency_mismatch", "status_mismatch", "duplicate_remote", "unresolved_unknown"};
+// The statement diff's finding categories (core/statement_diff's FindingCategory), by name, in
+// report order.
+std::vector<std::string_view> statement_categories();
 
 // One line of the report: a statement finding, or one reconciled payment. Absent values are
 // nullopt (written as empty in CSV, null in JSON, "-" in text and HTML).
@@ -73,10 +74,6 @@ struct Report {
 // One line for a terminal or a cron mail: "the run FAILED: ...", "8 findings need attention",
 // "clean, 0 records".
 std::string summary_line(const Report& report);
-
-// Amount formatting shared by the writers: "49.99 EUR" via the ISO 4217 table; unknown currencies
-// fall back to "<minor> <CUR>".
-std::string format_amount(long long minor, const std::string& currency);
 
 // "2026-12-02T13:45:00Z".
 std::string format_utc(std::chrono::system_clock::time_point t);

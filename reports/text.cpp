@@ -1,5 +1,6 @@
 // The text writer: what an operator reads in a terminal. Every value passes through printable().
 
+#include "core/money.hpp"
 #include "reports/writers.hpp"
 
 #include <algorithm>
@@ -76,7 +77,7 @@ std::string amounts_text(const CategoryTotal& total) {
         if (!out.empty()) {
             out += ", ";
         }
-        out += format_amount(minor, currency);
+        out += describe_money(minor, currency);
     }
     return out.empty() ? "-" : out;
 }

@@ -1,5 +1,7 @@
 #include "reports/writers.hpp"
 
+#include "core/money.hpp"
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -103,7 +105,7 @@ std::string display_amount(const std::optional<long long>& minor,
     if (!currency) {
         return std::to_string(*minor);
     }
-    return format_amount(*minor, *currency);
+    return describe_money(*minor, *currency);
 }
 
 std::size_t display_width(std::string_view text) {

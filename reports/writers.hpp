@@ -64,7 +64,7 @@ std::vector<Finding> parse_findings_csv(std::istream& in);
 
 // --- shared by the writers ----------------------------------------------------------------------
 
-// "49.99 EUR" (format_amount), "4999" without a currency, "-" when there is no amount.
+// "49.99 EUR" (describe_money), "4999" without a currency, "-" when there is no amount.
 std::string display_amount(const std::optional<long long>& minor,
                            const std::optional<std::string>& currency);
 

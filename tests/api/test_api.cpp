@@ -2,9 +2,9 @@
 // libcurl (and a plain TCP socket for bytes curl will not send) is the client, and every
 // assertion that matters counts rows in the real PostgreSQL, not only status codes.
 #include "core/fingerprint.hpp"
-#include "core/store/admin_store.hpp"
-#include "core/store/executor_store.hpp"
-#include "core/store/reconcile_store.hpp"
+#include "store/admin_store.hpp"
+#include "store/executor_store.hpp"
+#include "store/reconcile_store.hpp"
 #include "tests/api/serve_process.hpp"
 #include "tests/support/test_db.hpp"
 

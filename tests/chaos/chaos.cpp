@@ -1,6 +1,6 @@
 #include "tests/chaos/chaos.hpp"
 
-#include "core/store/cluster.hpp"
+#include "store/cluster.hpp"
 #include "tests/chaos/clients.hpp"
 #include "tests/support/operated.hpp"
 

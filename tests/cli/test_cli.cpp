@@ -1,10 +1,10 @@
 // The command line, parsed in-process with build_app(), and the binary's exit codes.
-#include "core/auth.hpp"
 #include "core/crash_point.hpp"
 #include "core/encoding.hpp"
 #include "core/errors.hpp"
-#include "core/intake.hpp"
-#include "core/store/migrations.hpp"
+#include "services/auth.hpp"
+#include "services/intake.hpp"
+#include "store/migrations.hpp"
 #include "tests/cli/cli_runner.hpp"
 #include "tests/support/test_db.hpp"
 

@@ -2,9 +2,9 @@
 // a provider name of its own, so it claims only its own payments.
 #include "core/crash_point.hpp"
 #include "core/errors.hpp"
-#include "core/intake.hpp"
-#include "core/store/executor_store.hpp"
 #include "engine/executor.hpp"
+#include "services/intake.hpp"
+#include "store/executor_store.hpp"
 #include "tests/support/scripted_provider.hpp"
 #include "tests/support/test_db.hpp"
 
@@ -81,8 +81,7 @@ bool eventually(P predicate, std::chrono::milliseconds limit = std::chrono::seco
 } // namespace
 
 TEST_CASE("executor: the settlement decision for every outcome", "[engine][executor]") {
-    const engine::BackoffPolicy backoff{std::chrono::milliseconds(1000),
-                                        std::chrono::milliseconds(60000)};
+    const Backoff backoff{std::chrono::milliseconds(1000), std::chrono::milliseconds(60000)};
     struct Row {
         Outcome outcome;
         PaymentState to;

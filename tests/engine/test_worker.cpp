@@ -1,6 +1,6 @@
 #include "core/crash_point.hpp"
-#include "core/intake.hpp"
 #include "engine/worker.hpp"
+#include "services/intake.hpp"
 #include "tests/support/scripted_provider.hpp"
 #include "tests/support/test_db.hpp"
 

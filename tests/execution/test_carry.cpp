@@ -1,8 +1,8 @@
 // What a provider cannot carry never reaches it cut short: the real Stripe adapter against the fake
 // provider, counted in the provider's own ledger.
-#include "core/intake.hpp"
 #include "engine/executor.hpp"
 #include "providers/registry.hpp"
+#include "services/intake.hpp"
 #include "tests/execution/world.hpp"
 #include "tests/fake_provider/fake_provider.hpp"
 #include "tests/support/test_db.hpp"

@@ -1,17 +1,22 @@
 // The executor with the real Stripe adapter over real HTTP on loopback, against the fake provider
 // with fault injection. Counts come from the provider's own ledger: executions (charges made) and
 // deliveries (requests that reached it).
-#include "core/intake.hpp"
-#include "core/store/executor_store.hpp"
 #include "engine/executor.hpp"
 #include "providers/registry.hpp"
+#include "services/intake.hpp"
+#include "store/executor_store.hpp"
 #include "tests/execution/world.hpp"
 #include "tests/fake_provider/fake_provider.hpp"
 #include "tests/support/test_db.hpp"
 
 #include <catch2/catch.hpp>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <pqxx/pqxx>
+#include <set>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 using namespace payrecon;
 using namespace payrecon::testing;
@@ -139,4 +144,88 @@ TEST_CASE(
     CHECK(w.state_of(refs[0]) == "unknown"); // its write affected 0 rows
     CHECK(w.executions(op) == 1);
     CHECK(w.deliveries(op) <= 2);
+}
+
+TEST_CASE("outbox: every change of a payment writes one event of one shape, its payload the "
+          "payment's row as that change wrote it",
+          "[execution][db][outbox]") {
+    // Four writers (intake, the executor's settlement, lease expiry, the reconciler's and
+    // operators' decisions) built their payloads apart and with different fields.
+    World w(next({fake::Fault::execute_then_hang}));
+    const auto refs = w.payments(3);
+    auto provider = providers::create_provider(w.config);
+    engine::ExecutorOptions o = w.options();
+    o.batch = 1;
+    engine::Executor ex(*w.db, {provider.get()}, o);
+    CHECK(ex.run_once() == 1); // the first: executed, the answer lost -> unknown
+    CHECK(ex.run_once() == 1); // the second: succeeded
+    // The third: claimed by a worker that died, its lease past.
+    pqxx::connection c(database_url());
+    pqxx::work tx(c);
+    tx.exec_params("UPDATE payments SET state = 'processing', lease_owner = 'gone', "
+                   "lease_expires_at = now() - interval '1 second' "
+                   "WHERE tenant_id = $1::uuid AND state = 'pending'",
+                   w.tenant.tenant_id);
+    tx.commit();
+    CHECK(store::expire_leases(*w.db, "test") == 1);
+
+    const std::set<std::string> keys = {"payment_id",
+                                        "tenant_id",
+                                        "operation_id",
+                                        "state",
+                                        "amount",
+                                        "currency",
+                                        "merchant_reference",
+                                        "provider",
+                                        "provider_reference",
+                                        "generation",
+                                        "reason",
+                                        "review_code",
+                                        "created_at",
+                                        "updated_at"};
+    pqxx::read_transaction rt(c);
+    const auto events = rt.exec_params(
+        "SELECT o.event_type, o.payload::text, p.merchant_reference, p.state FROM outbox o "
+        "JOIN payments p ON p.tenant_id = o.tenant_id AND p.payment_id = o.aggregate_id "
+        "WHERE o.tenant_id = $1::uuid ORDER BY o.seq",
+        w.tenant.tenant_id);
+    std::map<std::string, std::vector<std::string>> types; // per merchant reference
+    for (const auto& row : events) {
+        const auto payload = nlohmann::json::parse(row[1].as<std::string>());
+        INFO(row[0].as<std::string>() << ": " << payload.dump());
+        std::set<std::string> have;
+        for (const auto& [k, v] : payload.items()) {
+            have.insert(k);
+        }
+        CHECK(have == keys);
+        CHECK(payload["merchant_reference"] == row[2].as<std::string>());
+        CHECK(payload["tenant_id"] == w.tenant.tenant_id);
+        CHECK(payload["amount"] == 2500);
+        CHECK(payload["currency"] == "EUR");
+        CHECK(payload["created_at"].get<std::string>().ends_with("Z"));
+        types[row[2].as<std::string>()].push_back(row[0].as<std::string>());
+        if (row[0].as<std::string>() != "payment.created") {
+            // The state the event names is the one its payload carries.
+            CHECK(row[0].as<std::string>() == "payment." + payload["state"].get<std::string>());
+        }
+    }
+    CHECK(types[refs[0]] == std::vector<std::string>{"payment.created", "payment.unknown"});
+    CHECK(types[refs[1]] == std::vector<std::string>{"payment.created", "payment.succeeded"});
+    CHECK(types[refs[2]] == std::vector<std::string>{"payment.created", "payment.unknown"});
+    // The succeeded event carries the provider's reference as the row has it.
+    CHECK(query_value("SELECT payload->>'provider_reference' FROM outbox WHERE event_type = "
+                      "'payment.succeeded' AND aggregate_id = $1::uuid",
+                      w.payment_id_of(refs[1])) ==
+          query_value("SELECT provider_reference FROM payments WHERE payment_id = $1::uuid",
+                      w.payment_id_of(refs[1])));
+    // Lease expiry says why, and the generation it moved to.
+    CHECK(query_value("SELECT payload->>'reason' FROM outbox WHERE event_type = 'payment.unknown' "
+                      "AND aggregate_id = $1::uuid",
+                      w.payment_id_of(refs[2])) ==
+          "the worker's lease expired during the provider call");
+    CHECK(query_value("SELECT payload->>'generation' FROM outbox WHERE event_type = "
+                      "'payment.unknown' AND aggregate_id = $1::uuid",
+                      w.payment_id_of(refs[2])) ==
+          query_value("SELECT generation FROM payments WHERE payment_id = $1::uuid",
+                      w.payment_id_of(refs[2])));
 }

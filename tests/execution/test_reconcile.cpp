@@ -1,10 +1,10 @@
 // The reconciler with the real Stripe adapter over loopback HTTP against the fake provider
 // (DESIGN sections 7, 8 and 12). Counts come from the provider's own ledger.
-#include "core/store/reconcile_store.hpp"
 #include "engine/nightly.hpp"
 #include "engine/reconciler.hpp"
 #include "engine/worker.hpp"
 #include "providers/registry.hpp"
+#include "store/reconcile_store.hpp"
 #include "tests/execution/world.hpp"
 
 #include <algorithm>

@@ -8,12 +8,12 @@
 // the return URL configured, an operator's retry charges each once with the same operation ID.
 // A card Adyen refuses is still a decline: failed, with its refusal reason.
 #include "core/errors.hpp"
-#include "core/intake.hpp"
-#include "core/store/migrations.hpp"
-#include "core/store/reconcile_store.hpp"
 #include "engine/executor.hpp"
 #include "engine/nightly.hpp"
 #include "providers/adyen/adapter.hpp"
+#include "services/intake.hpp"
+#include "store/migrations.hpp"
+#include "store/reconcile_store.hpp"
 #include "tests/providers/adapter_testing.hpp"
 #include "tests/support/test_db.hpp"
 

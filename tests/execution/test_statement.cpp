@@ -1,9 +1,9 @@
 // Statement reconciliation against the fake provider over loopback HTTP (DESIGN section 9): the
 // provider's listing, stored and diffed against our payments, one finding per discrepancy.
 #include "core/errors.hpp"
-#include "core/store/statement_store.hpp"
 #include "engine/statement.hpp"
 #include "providers/registry.hpp"
+#include "store/statement_store.hpp"
 #include "tests/execution/world.hpp"
 
 #include <atomic>

@@ -2,9 +2,9 @@
 // seeded with set-based SQL (bench/statement_seed.sql, the same data bench/statement measures) in
 // a database of its own, already listed; `payrecon statement`'s engine then diffs it in a forked
 // child, whose peak resident set the kernel reports when it is reaped.
-#include "core/store/db.hpp"
-#include "core/store/migrations.hpp"
 #include "engine/statement.hpp"
+#include "store/db.hpp"
+#include "store/migrations.hpp"
 #include "tests/support/test_db.hpp"
 
 #include <catch2/catch.hpp>

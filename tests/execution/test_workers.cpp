@@ -1,7 +1,7 @@
 // Many worker processes (the real `payrecon worker` binary) against one database and the fake
 // provider with a mix of faults: no operation ID is ever executed twice, and every payment ends
 // terminal or unknown.
-#include "core/intake.hpp"
+#include "services/intake.hpp"
 #include "tests/fake_provider/fake_provider.hpp"
 #include "tests/support/test_db.hpp"
 

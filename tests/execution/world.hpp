@@ -3,9 +3,9 @@
 // Stripe adapter configuration pointing at it, a tenant, payments through the real intake, and
 // counts from the fake's ledger.
 #include "core/fingerprint.hpp"
-#include "core/intake.hpp"
 #include "engine/executor.hpp"
 #include "providers/config.hpp"
+#include "services/intake.hpp"
 #include "tests/fake_provider/fake_provider.hpp"
 #include "tests/support/test_db.hpp"
 

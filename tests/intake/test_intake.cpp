@@ -1,11 +1,11 @@
 // The intake protocol over the real PostgreSQL: counts of payments, idempotency records and
 // outbox events, not only status codes.
-#include "core/auth.hpp"
 #include "core/crash_point.hpp"
-#include "core/intake.hpp"
-#include "core/store/admin_store.hpp"
-#include "core/store/intake_store.hpp"
-#include "core/store/migrations.hpp"
+#include "services/auth.hpp"
+#include "services/intake.hpp"
+#include "store/admin_store.hpp"
+#include "store/intake_store.hpp"
+#include "store/migrations.hpp"
 #include "tests/core/reference_generator.hpp"
 #include "tests/support/test_db.hpp"
 
@@ -816,7 +816,7 @@ TEST_CASE("intake: a response over 64 KiB is never stored", "[intake][db]") {
                                 return store::IntakeBodies{
                                     std::string(65 * 1024, 'x'),
                                     [](const store::ExistingPayment&) { return std::string("{}"); },
-                                    "{}", std::nullopt};
+                                    std::nullopt};
                             }),
         std::length_error);
     CHECK(payments(s.tenant) == 0);

@@ -48,7 +48,7 @@ Report fixture() {
                {"window", "2026-12-01T00:00:00Z .. 2026-12-02T00:00:00Z"},
                {"records read (ours, theirs)", "12, 13"},
                {"note <b>", "a \"quoted\" & 'single' fact"}};
-    for (const auto category : k_statement_categories) {
+    for (const auto category : statement_categories()) {
         r.categories.emplace_back(category);
         r.totals[std::string(category)];
     }
@@ -572,7 +572,7 @@ TEST_CASE("reports: JSON follows docs/report.schema.json and keeps every value",
     CHECK(j["schema"] == "payrecon.report/1");
     CHECK(j["kind"] == "statement");
     CHECK(j["facts"][0] == json::array({"run", "42"}));
-    CHECK(j["categories"].size() == std::size(k_statement_categories));
+    CHECK(j["categories"].size() == statement_categories().size());
     CHECK(j["totals"]["matched"]["count"] == 5);
     CHECK(j["totals"]["matched"]["amounts"]["EUR"] == 5 * 4999);
     CHECK(j["totals"]["missing_local"]["count"] == 3);

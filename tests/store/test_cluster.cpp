@@ -1,7 +1,7 @@
 #include "core/errors.hpp"
-#include "core/store/cluster.hpp"
-#include "core/store/db.hpp"
-#include "core/store/migrations.hpp"
+#include "store/cluster.hpp"
+#include "store/db.hpp"
+#include "store/migrations.hpp"
 #include "tests/support/test_db.hpp"
 
 #include <catch2/catch.hpp>

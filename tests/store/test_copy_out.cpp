@@ -1,8 +1,8 @@
-// The statement diff's bulk reads (core/store/copy_out.hpp): a binary COPY on a connection of its
+// The statement diff's bulk reads (store/copy_out.hpp): a binary COPY on a connection of its
 // own in a snapshot exported by another transaction, and its rows written down and read back as
 // the diff's sort keeps them. Against the real test PostgreSQL.
-#include "core/store/copy_out.hpp"
-#include "core/store/pq.hpp"
+#include "store/copy_out.hpp"
+#include "store/pq.hpp"
 #include "tests/support/test_db.hpp"
 
 #include <algorithm>

@@ -3,13 +3,13 @@
 // and intake paths still finds its rows through an index over 200,000 payments.
 
 #include "core/fingerprint.hpp"
-#include "core/store/db.hpp"
-#include "core/store/executor_store.hpp"
-#include "core/store/explain.hpp"
-#include "core/store/inspect_store.hpp"
-#include "core/store/migrations.hpp"
-#include "core/store/reconcile_store.hpp"
 #include "core/uuid.hpp"
+#include "store/db.hpp"
+#include "store/executor_store.hpp"
+#include "store/explain.hpp"
+#include "store/inspect_store.hpp"
+#include "store/migrations.hpp"
+#include "store/reconcile_store.hpp"
 #include "tests/support/test_db.hpp"
 
 #include <catch2/catch.hpp>

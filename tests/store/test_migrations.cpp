@@ -1,6 +1,6 @@
 #include "core/errors.hpp"
-#include "core/store/db.hpp"
-#include "core/store/migrations.hpp"
+#include "store/db.hpp"
+#include "store/migrations.hpp"
 #include "tests/support/test_db.hpp"
 
 #include <catch2/catch.hpp>

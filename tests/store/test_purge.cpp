@@ -1,7 +1,7 @@
-#include "core/intake.hpp"
-#include "core/store/db.hpp"
-#include "core/store/intake_store.hpp"
-#include "core/store/migrations.hpp"
+#include "services/intake.hpp"
+#include "store/db.hpp"
+#include "store/intake_store.hpp"
+#include "store/migrations.hpp"
 #include "tests/support/test_db.hpp"
 
 #include <catch2/catch.hpp>

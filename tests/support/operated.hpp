@@ -5,11 +5,11 @@
 // (a database, a tenant with a writer, the fake provider, the provider configuration file naming a
 // provider of the test's own, "st" + 16 hex, so reconcilers and workers touch only that test's
 // payments). Shared by the operator CLI tests, the multi-process fencing tests and the chaos run.
-#include "core/intake.hpp"
-#include "core/store/migrations.hpp"
 #include "engine/executor.hpp"
 #include "providers/config.hpp"
 #include "providers/registry.hpp"
+#include "services/intake.hpp"
+#include "store/migrations.hpp"
 #include "tests/fake_provider/fake_provider.hpp"
 #include "tests/support/test_db.hpp"
 

@@ -1,7 +1,7 @@
 #include "tests/support/test_db.hpp"
 
-#include "core/store/admin_store.hpp"
-#include "core/store/migrations.hpp"
+#include "store/admin_store.hpp"
+#include "store/migrations.hpp"
 
 #include <catch2/catch.hpp>
 #include <cstdlib>

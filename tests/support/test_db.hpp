@@ -5,7 +5,7 @@
 
 #include "core/fingerprint.hpp"
 #include "core/principal.hpp"
-#include "core/store/db.hpp"
+#include "store/db.hpp"
 
 #include <memory>
 #include <string>

@@ -1,6 +1,6 @@
-#include "core/auth.hpp"
+#include "services/auth.hpp"
 
-#include "core/store/admin_store.hpp"
+#include "store/admin_store.hpp"
 
 namespace payrecon {
 

@@ -1,9 +1,9 @@
 #pragma once
 // Store-internal: the pqxx side of Db, and the translation of pqxx errors into payrecon's error
-// kinds. Included only by core/store/*.cpp.
+// kinds. Included only by store/*.cpp.
 
 #include "core/errors.hpp"
-#include "core/store/db.hpp"
+#include "store/db.hpp"
 
 #include <functional>
 #include <optional>

@@ -1,8 +1,8 @@
-#include "core/store/statement_store.hpp"
+#include "store/statement_store.hpp"
 
 #include "core/external_sort.hpp"
-#include "core/store/copy_out.hpp"
-#include "core/store/pq.hpp"
+#include "store/copy_out.hpp"
+#include "store/pq.hpp"
 
 #include <algorithm>
 #include <array>

@@ -1,8 +1,8 @@
-#include "core/store/admin_store.hpp"
+#include "store/admin_store.hpp"
 
 #include "core/encoding.hpp"
 #include "core/fingerprint.hpp"
-#include "core/store/pq.hpp"
+#include "store/pq.hpp"
 
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -146,8 +146,7 @@ PrincipalRecord create_principal(Db& db, const std::string& tenant_id, const std
 PrincipalRecord revoke_principal(Db& db, const std::string& principal_id,
                                  const std::string& actor) {
     if (!is_uuid_text(principal_id)) {
-        throw UsageError("'" + principal_id + "' is not a principal ID",
-                         "`payrecon principal list --tenant T` shows the IDs");
+        throw UsageError("'" + principal_id + "' is not a principal ID (a UUID)");
     }
     Db::Impl& impl = db.impl();
     return translate_errors(impl, [&] {

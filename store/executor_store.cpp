@@ -1,6 +1,7 @@
-#include "core/store/executor_store.hpp"
+#include "store/executor_store.hpp"
 
-#include "core/store/pq.hpp"
+#include "store/payment_event.hpp"
+#include "store/pq.hpp"
 
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -53,7 +54,7 @@ UPDATE payment_attempts
  WHERE tenant_id = $1::uuid AND payment_id = $2::uuid AND attempt_no = $3)sql";
 
 constexpr const char* k_settle = "executor_settle";
-constexpr const char* k_settle_sql = R"sql(
+const std::string k_settle_sql = R"sql(
 WITH settled AS (
     UPDATE payments
        SET state = $4, lease_owner = NULL, lease_expires_at = NULL,
@@ -64,23 +65,13 @@ WITH settled AS (
            updated_at = now()
      WHERE tenant_id = $1::uuid AND payment_id = $2::uuid AND generation = $3
        AND state = 'processing'
- RETURNING tenant_id, payment_id, operation_id, amount_minor, currency, merchant_reference,
-           provider, provider_reference, state, generation
-), event AS (
-    INSERT INTO outbox (tenant_id, aggregate_type, aggregate_id, event_type, payload)
-    SELECT tenant_id, 'payment', payment_id, 'payment.' || state,
-           jsonb_build_object('payment_id', payment_id, 'tenant_id', tenant_id,
-                              'operation_id', operation_id, 'state', state,
-                              'amount', amount_minor, 'currency', currency,
-                              'merchant_reference', merchant_reference, 'provider', provider,
-                              'provider_reference', provider_reference, 'generation', generation,
-                              'reason', $7::text)
-      FROM settled
+ RETURNING *
+), event AS ()sql" + payment_event_insert("settled") + R"sql(
 )
 SELECT count(*) FROM settled)sql";
 
 constexpr const char* k_expire = "executor_expire";
-constexpr const char* k_expire_sql = R"sql(
+const std::string k_expire_sql = R"sql(
 WITH stale AS (
     SELECT tenant_id, payment_id FROM payments
      WHERE state = 'processing' AND lease_expires_at < now()
@@ -93,17 +84,8 @@ WITH stale AS (
            lookup_count = 0, lookup_failures = 0, updated_at = now()
       FROM stale
      WHERE p.tenant_id = stale.tenant_id AND p.payment_id = stale.payment_id
- RETURNING p.tenant_id, p.payment_id, p.operation_id, p.amount_minor, p.currency,
-           p.merchant_reference, p.provider, p.generation
-), event AS (
-    INSERT INTO outbox (tenant_id, aggregate_type, aggregate_id, event_type, payload)
-    SELECT tenant_id, 'payment', payment_id, 'payment.unknown',
-           jsonb_build_object('payment_id', payment_id, 'tenant_id', tenant_id,
-                              'operation_id', operation_id, 'state', 'unknown',
-                              'amount', amount_minor, 'currency', currency,
-                              'merchant_reference', merchant_reference, 'provider', provider,
-                              'generation', generation, 'reason', 'lease expired')
-      FROM expired
+ RETURNING p.*
+), event AS ()sql" + payment_event_insert("expired") + R"sql(
 ), audit AS (
     INSERT INTO audit_log (tenant_id, actor, action, subject_type, subject_id, detail)
     SELECT tenant_id, $1, 'payment.lease_expired', 'payment', payment_id::text,

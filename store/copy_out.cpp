@@ -1,6 +1,6 @@
-#include "core/store/copy_out.hpp"
+#include "store/copy_out.hpp"
 
-#include "core/store/pq.hpp"
+#include "store/pq.hpp"
 
 #include <cctype>
 #include <cstring>

@@ -1,6 +1,6 @@
-#include "core/store/db.hpp"
+#include "store/db.hpp"
 
-#include "core/store/pq.hpp"
+#include "store/pq.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -202,9 +202,7 @@ pqxx::connection& Db::Impl::connection() {
         } catch (const pqxx::broken_connection& e) {
             throw DatabaseUnavailable(
                 "cannot connect to the database at " + redact_url(url) + ": " + e.what(),
-                "check that PostgreSQL is running and the URL is right (--database or "
-                "PAYRECON_DATABASE_URL); without either, `payrecon db start` starts the private "
-                "one");
+                "check that PostgreSQL is running and that the database URL is right");
         }
         prepared.clear();
     }

@@ -1,6 +1,7 @@
-#include "core/store/reconcile_store.hpp"
+#include "store/reconcile_store.hpp"
 
-#include "core/store/pq.hpp"
+#include "store/payment_event.hpp"
+#include "store/pq.hpp"
 
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -9,13 +10,6 @@ namespace payrecon::store {
 namespace {
 
 // The outbox payload of a payment event, over a row set `u` holding the payments columns.
-constexpr const char* k_event_payload =
-    "jsonb_build_object('payment_id', u.payment_id, 'tenant_id', u.tenant_id, 'operation_id', "
-    "u.operation_id, 'state', u.state, 'amount', u.amount_minor, 'currency', u.currency, "
-    "'merchant_reference', u.merchant_reference, 'provider', u.provider, 'provider_reference', "
-    "u.provider_reference, 'generation', u.generation, 'reason', u.review_reason, 'review_code', "
-    "u.review_code)";
-
 // Candidate columns: the claim columns, then state, seconds since the first and last attempt,
 // attempt_count, resend_count, lookup_count, lookup_failures, review_code.
 const std::string k_candidate_columns =
@@ -81,10 +75,7 @@ WITH u AS (
      WHERE tenant_id = $1::uuid AND payment_id = $2::uuid AND generation = $3 AND state = $11
  RETURNING *
 ), event AS (
-    INSERT INTO outbox (tenant_id, aggregate_type, aggregate_id, event_type, payload)
-    SELECT u.tenant_id, 'payment', u.payment_id, 'payment.' || u.state, )sql" +
-                                std::string(k_event_payload) + R"sql(
-      FROM u WHERE u.state <> $11
+    )sql" + payment_event_insert("u", "r.state <> $11") + R"sql(
 ), audit AS (
     INSERT INTO audit_log (tenant_id, actor, action, subject_type, subject_id, detail)
     SELECT u.tenant_id, $12, 'payment.reconciled', 'payment', u.payment_id::text,
@@ -123,10 +114,7 @@ WITH u AS (
      WHERE tenant_id = $1::uuid AND payment_id = $2::uuid AND generation = $3
  RETURNING *
 ), event AS (
-    INSERT INTO outbox (tenant_id, aggregate_type, aggregate_id, event_type, payload)
-    SELECT u.tenant_id, 'payment', u.payment_id, 'payment.' || u.state, )sql" +
-                                  std::string(k_event_payload) + R"sql(
-      FROM u
+    )sql" + payment_event_insert("u") + R"sql(
 ), audit AS (
     INSERT INTO audit_log (tenant_id, actor, action, subject_type, subject_id, detail)
     SELECT u.tenant_id, $7, $11, 'payment', u.payment_id::text,

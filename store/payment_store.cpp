@@ -1,7 +1,7 @@
-#include "core/store/payment_store.hpp"
+#include "store/payment_store.hpp"
 
-#include "core/store/migrations.hpp"
-#include "core/store/pq.hpp"
+#include "store/migrations.hpp"
+#include "store/pq.hpp"
 
 namespace payrecon::store {
 namespace {

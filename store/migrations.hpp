@@ -1,5 +1,5 @@
 #pragma once
-// Numbered SQL migrations (core/store/migrations/NNNN_name.sql), compiled into the binary and
+// Numbered SQL migrations (store/migrations/NNNN_name.sql), compiled into the binary and
 // applied in order, all pending ones in one transaction under an advisory lock, each recorded in
 // schema_migrations with a checksum of its SQL.
 

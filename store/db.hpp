@@ -1,6 +1,6 @@
 #pragma once
 // One database connection (not thread-safe: one per thread). Reconnects on the next use after the
-// server went away. pqxx stays behind this header: only core/store/*.cpp include <pqxx/...>.
+// server went away. pqxx stays behind this header: only store/*.cpp include <pqxx/...>.
 
 #include <memory>
 #include <string>

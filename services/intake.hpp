@@ -2,9 +2,10 @@
 // The intake protocol (DESIGN section 4): "create payment" accepted exactly once per
 // (tenant, principal, operation, idempotency key), however often a client retries.
 
-#include "core/carry_limits.hpp"
 #include "core/fingerprint.hpp"
 #include "core/principal.hpp"
+#include "core/provider_catalog.hpp"
+#include "services/auth.hpp"
 
 #include <chrono>
 #include <map>
@@ -18,22 +19,6 @@ namespace payrecon {
 namespace store {
 class Db;
 }
-
-// A provider this deployment is configured to send to (a key of the provider configuration).
-struct KnownProvider {
-    std::string name;   // what payments name: "stripe", "stripe-eu"
-    std::string kind;   // its adapter: stripe, adyen, square
-    CarryLimits limits; // what its adapter can carry of a payment
-};
-
-// The providers of the deployment's provider configuration. A payment naming any other provider
-// would be accepted and never sent: no worker could claim it.
-struct ProviderCatalog {
-    std::map<std::string, KnownProvider> providers; // by name
-
-    // The names, comma-separated, for messages: "stripe, stripe-eu".
-    std::string names() const;
-};
 
 struct IntakeSettings {
     // How long a key is remembered (expires_at = created_at + retention). Must exceed the longest
@@ -54,9 +39,18 @@ struct IntakeResponse {
     std::optional<std::string> location; // "/v1/payments/{id}" with 202
     std::optional<int> retry_after;      // seconds, with 202 and 503
     std::string outcome; // for logs and metrics: "created", "replayed", "conflict", ...
+    // For the operator's log, never the client: what went wrong inside (the database lost, a
+    // stored record without its response). Empty when nothing did. The service writes no log of
+    // its own; the API and the CLI write this to theirs.
+    std::string incident;
 
     std::string content_type() const;
 };
+
+// What the API and the CLI answer a credential authenticate() refused: 401 unauthorized when none
+// was given or no principal has it (the API adds WWW-Authenticate: Bearer), 403
+// credential_revoked when its principal was revoked. `outcome` is "unauthorized" or "forbidden".
+IntakeResponse refusal_for(AuthFailure failure);
 
 class IntakeService {
 public:

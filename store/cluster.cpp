@@ -1,4 +1,4 @@
-#include "core/store/cluster.hpp"
+#include "store/cluster.hpp"
 
 #include "core/encoding.hpp"
 #include "core/errors.hpp"
@@ -12,7 +12,6 @@
 #include <fcntl.h>
 #include <fstream>
 #include <grp.h>
-#include <iostream>
 #include <libpq-fe.h>
 #include <pwd.h>
 #include <sstream>
@@ -90,7 +89,7 @@ fs::path find_bindir() {
     throw ConfigError(
         "the PostgreSQL server programs (initdb, pg_ctl) are not installed",
         "run scripts/bootstrap, or apt-get install postgresql, or set PAYRECON_PG_BINDIR; "
-        "or give an existing database with --database / PAYRECON_DATABASE_URL");
+        "or use an existing PostgreSQL database instead of the private one");
 }
 
 // Runs `argv` (argv[0] an absolute path) and waits. As root with user.switch_user, the child
@@ -289,7 +288,8 @@ private:
 
 } // namespace
 
-LocalCluster::LocalCluster(fs::path home) : m_home(std::move(home)) {
+LocalCluster::LocalCluster(fs::path home, Notice notice)
+    : m_notice(std::move(notice)), m_home(std::move(home)) {
     if (!m_home.is_absolute()) {
         throw ConfigError("PAYRECON_HOME must be an absolute path, not '" + m_home.string() + "'");
     }
@@ -389,9 +389,11 @@ void LocalCluster::prepare_server_user_access() {
                 "/var/lib/payrecon), or allow it: setfacl -m u:postgres:x " +
                     dir.string());
         }
-        std::cerr << "payrecon: allowed the postgres user to pass through " << dir.string()
-                  << " (setfacl u:postgres:x) so the private PostgreSQL can reach "
-                  << m_home.string() << "\n";
+        if (m_notice) {
+            m_notice("allowed the postgres user to pass through " + dir.string() +
+                     " (setfacl u:postgres:x) so the private PostgreSQL can reach " +
+                     m_home.string());
+        }
     }
 }
 

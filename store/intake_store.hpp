@@ -1,6 +1,6 @@
 #pragma once
 // The intake transaction of DESIGN section 4, as SQL. The decisions (409, replay, 403) are made by
-// core/intake.cpp from what this returns; this file only runs the statements in their order.
+// services/intake.cpp from what this returns; this file only runs the statements in their order.
 
 #include "core/payment_request.hpp"
 
@@ -44,7 +44,6 @@ struct IntakeBodies {
     std::string accepted; // stored with 202 when the payment row is inserted
     // The 409 stored when the merchant reference is taken, made from the payment that holds it.
     std::function<std::string(const ExistingPayment&)> duplicate_reference;
-    std::string created_event; // the outbox payload of payment.created
     // A 422 body instead: the request is refused now that it is known to be a first request (a
     // stored answer is replayed before anything is checked). Nothing is stored; the key stays free.
     std::optional<std::string> refused;

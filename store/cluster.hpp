@@ -5,6 +5,7 @@
 // As root, the server runs as the `postgres` system user (PostgreSQL refuses to run as root).
 
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -19,8 +20,12 @@ struct ClusterStatus {
 
 class LocalCluster {
 public:
-    // Throws ConfigError if `home` is not an absolute path.
-    explicit LocalCluster(std::filesystem::path home);
+    // What the cluster did on the operator's behalf that they should know of (a permission it
+    // granted), one sentence each; the store writes no log of its own.
+    using Notice = std::function<void(const std::string&)>;
+
+    // Throws ConfigError if `home` is not an absolute path. `notice` may be empty (no notices).
+    explicit LocalCluster(std::filesystem::path home, Notice notice = {});
 
     // $PAYRECON_HOME, else $XDG_DATA_HOME/payrecon, else ~/.local/share/payrecon.
     // Throws ConfigError if none can be determined.
@@ -57,6 +62,7 @@ public:
 
 private:
     void initialize();
+    Notice m_notice;
     void start();
     void prepare_server_user_access();
 

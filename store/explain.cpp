@@ -1,6 +1,6 @@
-#include "core/store/explain.hpp"
+#include "store/explain.hpp"
 
-#include "core/store/pq.hpp"
+#include "store/pq.hpp"
 
 #include <stdexcept>
 

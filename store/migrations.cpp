@@ -1,7 +1,7 @@
-#include "core/store/migrations.hpp"
+#include "store/migrations.hpp"
 
 #include "core/fingerprint.hpp"
-#include "core/store/pq.hpp"
+#include "store/pq.hpp"
 
 #include <string>
 

@@ -1,14 +1,13 @@
-#include "core/intake.hpp"
+#include "services/intake.hpp"
 
 #include "core/errors.hpp"
 #include "core/idempotency_key.hpp"
 #include "core/payment_request.hpp"
 #include "core/payment_state.hpp"
 #include "core/problem.hpp"
-#include "core/store/intake_store.hpp"
+#include "store/intake_store.hpp"
 #include "core/uuid.hpp"
 
-#include <iostream>
 #include <nlohmann/json.hpp>
 
 namespace payrecon {
@@ -125,20 +124,36 @@ IntakeResponse unavailable(const DatabaseUnavailable& e) {
             : "Nothing was stored. Retry the same request with the same Idempotency-Key.",
         in_doubt ? "in_doubt" : "unavailable");
     r.retry_after = 1;
-    std::cerr << "payrecon: intake: "
-              << (in_doubt ? "commit outcome unknown: " : "database unavailable: ") << e.what()
-              << "\n";
+    r.incident = std::string(in_doubt ? "commit outcome unknown: " : "database unavailable: ") +
+                 e.what();
     return r;
 }
 
 } // namespace
 
-std::string ProviderCatalog::names() const {
-    std::string out;
-    for (const auto& [name, provider] : providers) {
-        out += (out.empty() ? "" : ", ") + name;
+IntakeResponse refusal_for(AuthFailure failure) {
+    IntakeResponse r;
+    switch (failure) {
+    case AuthFailure::missing:
+        r.status = 401;
+        r.body = problem_json(401, "unauthorized", "Authentication required",
+                              "Send Authorization: Bearer <API key>.");
+        r.outcome = "unauthorized";
+        break;
+    case AuthFailure::unknown:
+        r.status = 401;
+        r.body = problem_json(401, "unauthorized", "Unknown credential",
+                              "No principal has this API key.");
+        r.outcome = "unauthorized";
+        break;
+    case AuthFailure::revoked:
+        r.status = 403;
+        r.body = problem_json(403, "credential_revoked", "Credential revoked",
+                              "This API key was revoked.");
+        r.outcome = "forbidden";
+        break;
     }
-    return out.empty() ? std::string("(none)") : out;
+    return r;
 }
 
 std::string IntakeResponse::content_type() const {
@@ -261,17 +276,6 @@ IntakeResponse IntakeService::create_payment(const Principal& principal,
                 "Idempotency-Key; it was not created again.",
                 std::string_view("merchant_reference"));
         };
-        nlohmann::ordered_json event;
-        event["payment_id"] = payment.payment_id;
-        event["tenant_id"] = principal.tenant_id;
-        event["operation_id"] = payment.operation_id;
-        event["state"] = to_string(PaymentState::pending);
-        event["amount"] = request->amount_minor;
-        event["currency"] = request->currency;
-        event["merchant_reference"] = request->merchant_reference;
-        event["provider"] = request->provider;
-        event["created_at"] = created_at;
-        bodies.created_event = event.dump();
         return bodies;
     };
 
@@ -303,13 +307,14 @@ IntakeResponse IntakeService::create_payment(const Principal& principal,
                            "conflict", std::string_view("Idempotency-Key"));
         }
         if (write.status == 0) {
-            std::cerr << "payrecon: intake: idempotency record without a response (tenant "
-                      << principal.tenant_id << ", principal " << principal.principal_id
-                      << "); investigate\n";
-            return problem(500, "idempotency_record_incomplete", "Internal error",
-                           "The first request with this key has no stored response. It was logged "
-                           "for investigation; do not retry with another key.",
-                           "incomplete");
+            IntakeResponse r = problem(
+                500, "idempotency_record_incomplete", "Internal error",
+                "The first request with this key has no stored response. It was logged "
+                "for investigation; do not retry with another key.",
+                "incomplete");
+            r.incident = "idempotency record without a response (tenant " + principal.tenant_id +
+                         ", principal " + principal.principal_id + "); investigate";
+            return r;
         }
         if (write.principal_revoked) {
             return problem(403, "credential_revoked", "Credential revoked",

@@ -1,7 +1,8 @@
-#include "core/store/intake_store.hpp"
+#include "store/intake_store.hpp"
 
 #include "core/crash_point.hpp"
-#include "core/store/pq.hpp"
+#include "store/payment_event.hpp"
+#include "store/pq.hpp"
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
@@ -28,15 +29,13 @@ WITH p AS (
                           payment_method, customer, description, metadata, operation_id, state,
                           created_by, idempotency_key_hash)
     VALUES ($1::uuid, $5::uuid, $6, $7, $8, $9, $10, $11, $12, $13::jsonb, $14, 'pending', $2::uuid,
-            decode($17, 'hex'))
+            decode($16, 'hex'))
     ON CONFLICT (tenant_id, merchant_reference) DO NOTHING
-    RETURNING tenant_id, payment_id
-), o AS (
-    INSERT INTO outbox (tenant_id, aggregate_type, aggregate_id, event_type, payload)
-    SELECT tenant_id, 'payment', payment_id, 'payment.created', $15::jsonb FROM p
+    RETURNING *
+), o AS ()sql" + payment_event_insert("p", {}, "'payment.created'") + R"sql(
 ), r AS (
     UPDATE idempotency_records
-       SET response_status = 202, response_body = $16, resource_type = 'payment',
+       SET response_status = 202, response_body = $15, resource_type = 'payment',
            resource_id = p.payment_id
       FROM p
      WHERE idempotency_records.tenant_id = $1::uuid AND principal_id = $2::uuid AND operation = $3
@@ -116,7 +115,7 @@ IntakeWrite write_intake(Db& db, const IntakeClaim& claim, const NewPayment& pay
                     claim.idempotency_key, payment.payment_id, req.merchant_reference,
                     req.amount_minor, req.currency, req.provider, req.payment_method,
                     or_null(req.customer), or_null(req.description), metadata.dump(),
-                    payment.operation_id, bodies.created_event, bodies.accepted, key_hash);
+                    payment.operation_id, bodies.accepted, key_hash);
                 if (r[0].as<bool>()) {
                     out.kind = IntakeWrite::Kind::created;
                     out.status = 202;

@@ -1,7 +1,7 @@
-#include "core/store/inspect_store.hpp"
+#include "store/inspect_store.hpp"
 
 #include "core/encoding.hpp"
-#include "core/store/pq.hpp"
+#include "store/pq.hpp"
 
 #include <stdexcept>
 
@@ -183,7 +183,7 @@ std::optional<PaymentRef> resolve_payment_ref(Db& db, const std::string& id) {
             const pqxx::result r = tx.exec_prepared(k_ref_by_payment_id, id);
             if (r.size() > 1) {
                 throw Refused("payment ID " + id + " exists in more than one tenant",
-                              "use its operation ID (`payrecon payments list --json` shows it)");
+                              "use its operation ID (pr_...), which names one payment");
             }
             if (r.size() == 1) {
                 return PaymentRef{r[0][0].as<std::string>(), r[0][1].as<std::string>()};

@@ -3,7 +3,7 @@
 // (FORMAT binary) on a connection of its own, inside a REPEATABLE READ READ ONLY transaction that
 // imports a snapshot exported by the caller's transaction (pg_export_snapshot), so several such
 // streams read one consistent state of the database side by side. Rows are parsed where libpq
-// received them, without a copy. Included only by core/store/*.cpp.
+// received them, without a copy. Included only by store/*.cpp.
 
 #include <cstddef>
 #include <cstdint>

@@ -5,7 +5,7 @@
 // lookup record, an audit row and -- when the state changes -- an outbox event, in one transaction.
 
 #include "core/payment_state.hpp"
-#include "core/store/executor_store.hpp"
+#include "store/executor_store.hpp"
 
 #include <chrono>
 #include <optional>

@@ -1,0 +1,36 @@
+#pragma once
+// The payment read side as the HTTP API shows it: one payment's resource for its tenant, whether
+// the database behind it is ready, and the requests providers rejected (for /metrics).
+
+#include "store/reconcile_store.hpp"
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace payrecon {
+
+namespace store {
+class Db;
+}
+
+// GET /v1/payments/{id}: the payment `payment_id` of `tenant_id` as the API shows it (JSON: the
+// resource of services/intake's shape with updated_at, provider_reference and its attempts); nullopt
+// if `payment_id` is not a UUID or the tenant has no such payment -- another tenant's payment is
+// "none" too, so existence never leaks. Throws DatabaseUnavailable.
+std::optional<std::string> payment_resource(store::Db& db, const std::string& tenant_id,
+                                            std::string_view payment_id);
+
+// True if the database answers and its schema is the one this binary knows.
+bool store_ready(store::Db& db);
+
+// What providers refused of our requests, read from the database: every rejected attempt per
+// provider and code, and the payments in review for it. Throws DatabaseUnavailable.
+struct ProviderRejections {
+    std::vector<store::RejectedAttempts> attempts;
+    std::vector<store::RejectedInReview> in_review;
+};
+ProviderRejections provider_rejections(store::Db& db);
+
+} // namespace payrecon
