@@ -6,6 +6,7 @@
 #include "cli/reconcile_view.hpp"
 #include "cli/table.hpp"
 #include "core/errors.hpp"
+#include "core/resolution_policy.hpp"
 #include "engine/reconciler.hpp"
 #include "store/inspect_store.hpp"
 #include "store/reconcile_store.hpp"
@@ -37,14 +38,6 @@ struct RecheckCliOptions {
     bool json = false;
 };
 
-std::string trimmed(const std::string& s) {
-    const auto b = s.find_first_not_of(" \t\r\n");
-    if (b == std::string::npos) {
-        return {};
-    }
-    return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
-}
-
 store::PaymentRef find_ref(store::Db& db, const std::string& id) {
     const auto ref = store::resolve_payment_ref(db, id);
     if (!ref) {
@@ -53,21 +46,41 @@ store::PaymentRef find_ref(store::Db& db, const std::string& id) {
     return *ref;
 }
 
+// The flag an operator gives each part of a resolution with, for refusals.
+std::string flag_of(ResolutionProblem::Part part) {
+    switch (part) {
+    case ResolutionProblem::Part::note:
+        return "--note";
+    case ResolutionProblem::Part::generation:
+        return "--generation";
+    case ResolutionProblem::Part::provider_reference:
+        return "--provider-reference";
+    case ResolutionProblem::Part::confirmation:
+        return "--confirm-no-charge";
+    }
+    return "";
+}
+
 // Applies `r` (its decision set) to the payment `id` at `generation`, with the operator's note;
-// prints the result, or throws Refused saying why nothing was written.
+// prints the result, or throws saying why nothing was written. The rules are core's
+// (resolution_policy); this only words a broken one in flags.
 void decide(AppState& state, const std::string& id, long long generation, const std::string& note,
             store::Resolution r, bool json, const std::string& label) {
-    const bool cancel = r.decision == store::OperatorDecision::cancel;
+    const bool cancel = r.decision == OperatorDecision::cancel;
     const std::string show = cancel ? "payrecon payments show " : "payrecon review show ";
-    r.note = trimmed(note);
-    if (r.note.empty() || r.note.size() > 2000) {
-        throw UsageError(
-            "--note must say, in 1..2000 characters, what you checked and why you decided so");
-    }
-    if (generation < 0) {
-        throw UsageError("--generation is the one `" + show + "<id>` printed");
-    }
+    r.note = note;
     r.generation = generation;
+    if (const auto problem = check_resolution(
+            {r.decision, r.note, r.provider_reference, r.confirmed_no_charge, r.generation})) {
+        std::string hint;
+        if (problem->part == ResolutionProblem::Part::generation) {
+            hint = "give the generation `" + show + "<id>` printed";
+        } else if (problem->part == ResolutionProblem::Part::provider_reference &&
+                   r.decision == OperatorDecision::succeeded) {
+            hint = "Stripe pi_..., Adyen pspReference, Square payment ID";
+        }
+        throw UsageError(flag_of(problem->part) + " " + problem->rule, hint);
+    }
     r.operator_name = operator_name(state.global);
 
     OpenDatabase opened = open_database(state.global);
@@ -112,42 +125,28 @@ void decide(AppState& state, const std::string& id, long long generation, const 
     std::cout << "payment " << ref.payment_id << " is now " << result.state << " (generation "
               << result.generation << "), " << (cancel ? "canceled" : "decided") << " by "
               << printable(r.operator_name) << "; recorded in the audit log\n";
-    if (r.decision == store::OperatorDecision::retry) {
+    if (r.decision == OperatorDecision::retry) {
         std::cout << "a worker sends it again with the same operation ID\n";
     }
 }
 
 void run_resolve(AppState& state, const ResolveCliOptions& opts) {
-    store::Resolution r;
-    if (opts.as == "succeeded") {
-        r.decision = store::OperatorDecision::succeeded;
-        if (opts.provider_reference.empty()) {
-            throw UsageError(
-                "--as succeeded needs --provider-reference: the provider's ID of the charge "
-                "(Stripe pi_..., Adyen pspReference, Square payment ID)");
-        }
-        r.provider_reference = opts.provider_reference;
-    } else if (opts.as == "failed") {
-        r.decision = store::OperatorDecision::failed;
-    } else if (opts.as == "retry") {
-        r.decision = store::OperatorDecision::retry;
-        if (!opts.confirm_no_charge) {
-            throw UsageError(
-                "--as retry sends the payment again: confirm that the provider holds no "
-                "charge for it with --confirm-no-charge, and say how you checked in --note");
-        }
-    } else {
+    const auto decision = parse_resolution(opts.as);
+    if (!decision) {
         throw UsageError("--as must be succeeded, failed or retry");
     }
-    if (!opts.provider_reference.empty() && r.decision != store::OperatorDecision::succeeded) {
-        throw UsageError("--provider-reference goes with --as succeeded only");
+    store::Resolution r;
+    r.decision = *decision;
+    if (!opts.provider_reference.empty()) {
+        r.provider_reference = opts.provider_reference;
     }
+    r.confirmed_no_charge = opts.confirm_no_charge;
     decide(state, opts.id, opts.generation, opts.note, r, opts.json, opts.as);
 }
 
 void run_cancel(AppState& state, const CancelCliOptions& opts) {
     store::Resolution r;
-    r.decision = store::OperatorDecision::cancel;
+    r.decision = OperatorDecision::cancel;
     decide(state, opts.id, opts.generation, opts.note, r, opts.json, "cancel");
 }
 

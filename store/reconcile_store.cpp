@@ -1,5 +1,6 @@
 #include "store/reconcile_store.hpp"
 
+#include "core/errors.hpp"
 #include "store/payment_event.hpp"
 #include "store/pq.hpp"
 
@@ -295,23 +296,14 @@ bool apply_reconciliation(Db& db, const ReconcileCandidate& candidate, const std
 }
 
 ResolveResult resolve_payment(Db& db, const Resolution& resolution) {
-    PaymentState to = PaymentState::failed;
-    std::string decision = "failed";
-    switch (resolution.decision) {
-    case OperatorDecision::succeeded:
-        to = PaymentState::succeeded;
-        decision = "succeeded";
-        break;
-    case OperatorDecision::failed:
-        break;
-    case OperatorDecision::retry:
-        to = PaymentState::retry_scheduled;
-        decision = "retry";
-        break;
-    case OperatorDecision::cancel:
-        decision = "cancel";
-        break;
+    // The rules are core's (resolution_policy); nothing breaking one is written.
+    if (const auto problem = check_resolution(
+            {resolution.decision, resolution.note, resolution.provider_reference,
+             resolution.confirmed_no_charge, resolution.generation})) {
+        throw UsageError(describe(*problem));
     }
+    const PaymentState to = target_state(resolution.decision);
+    const std::string decision(to_string(resolution.decision));
     const bool cancel = resolution.decision == OperatorDecision::cancel;
     Db::Impl& impl = db.impl();
     return translate_errors(impl, [&] {
@@ -332,11 +324,7 @@ ResolveResult resolve_payment(Db& db, const Resolution& resolution) {
             return out;
         }
         const auto from = parse_payment_state(out.state);
-        const bool resolvable =
-            from &&
-            (cancel ? *from == PaymentState::pending || *from == PaymentState::retry_scheduled
-                    : *from == PaymentState::unknown || *from == PaymentState::needs_review);
-        if (!resolvable) {
+        if (!from || !decidable_from(resolution.decision, *from)) {
             out.status = ResolveResult::Status::not_resolvable;
             return out;
         }
@@ -348,12 +336,13 @@ ResolveResult resolve_payment(Db& db, const Resolution& resolution) {
             return out;
         }
         require_transition(*from, to);
-        const std::string reason = (cancel ? "canceled by " : "resolved by ") +
-                                   resolution.operator_name + ": " + resolution.note;
+        const std::string note = trimmed_note(resolution.note);
+        const std::string reason =
+            (cancel ? "canceled by " : "resolved by ") + resolution.operator_name + ": " + note;
         const pqxx::row r = tx.exec_prepared1(
             k_resolve, resolution.tenant_id, resolution.payment_id, resolution.generation,
             std::string(to_string(to)), reason, or_null(resolution.provider_reference),
-            resolution.operator_name, out.state, decision, resolution.note,
+            resolution.operator_name, out.state, decision, note,
             cancel ? "payment.cancel" : "review.resolve");
         tx.commit();
         out.status = ResolveResult::Status::applied;

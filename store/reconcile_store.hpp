@@ -4,6 +4,7 @@
 // twice; every decision is written fenced by that generation (and bumps it again), with its
 // lookup record, an audit row and -- when the state changes -- an outbox event, in one transaction.
 
+#include "core/resolution_policy.hpp"
 #include "core/payment_state.hpp"
 #include "store/executor_store.hpp"
 
@@ -85,8 +86,6 @@ bool apply_reconciliation(Db& db, const ReconcileCandidate& candidate, const std
 // An operator's decision on a payment that is `unknown` or `needs_review` (DESIGN section 8), or
 // `cancel`: a payment that is `pending` or `retry_scheduled` and was provably never sent (no
 // attempt, or every attempt `not_sent`) becomes `failed`.
-enum class OperatorDecision { succeeded, failed, retry, cancel };
-
 struct Resolution {
     std::string tenant_id;
     std::string payment_id;
@@ -95,6 +94,7 @@ struct Resolution {
     std::string note;
     std::string operator_name;
     std::optional<std::string> provider_reference;
+    bool confirmed_no_charge = false; // with retry: the operator confirmed no charge exists
 };
 
 struct ResolveResult {

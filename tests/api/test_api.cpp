@@ -1347,7 +1347,8 @@ TEST_CASE("api: /metrics counts the requests providers rejected, per provider an
     r.tenant_id = claims[0].tenant_id;
     r.payment_id = claims[0].payment_id;
     r.generation = claims[0].generation;
-    r.decision = store::OperatorDecision::retry;
+    r.decision = OperatorDecision::retry;
+    r.confirmed_no_charge = true;
     r.note = "fixed the configuration";
     r.operator_name = "metrics-test";
     REQUIRE(store::resolve_payment(*s.db, r).status == store::ResolveResult::Status::applied);

@@ -1,5 +1,6 @@
 // The reconciler with the real Stripe adapter over loopback HTTP against the fake provider
 // (DESIGN sections 7, 8 and 12). Counts come from the provider's own ledger.
+#include "core/errors.hpp"
 #include "engine/nightly.hpp"
 #include "engine/reconciler.hpp"
 #include "engine/worker.hpp"
@@ -167,11 +168,28 @@ TEST_CASE("reconcile: lookup down: checked again, then needs_review (lookup_fail
     CHECK(u.reconcile().empty()); // review is for people: the reconciler leaves it alone
     CHECK(u.send() == 0);
 
+    // The store holds to the resolution rules whoever calls it: a retry without the operator's
+    // confirmation that no charge exists, or a success without the provider's reference, is
+    // refused and writes nothing.
+    store::Resolution unconfirmed;
+    unconfirmed.tenant_id = u.w.tenant.tenant_id;
+    unconfirmed.payment_id = u.w.payment_id_of(u.ref);
+    unconfirmed.generation = u.w.generation_of(u.ref);
+    unconfirmed.decision = OperatorDecision::retry;
+    unconfirmed.note = "looked";
+    unconfirmed.operator_name = "alice";
+    CHECK_THROWS_AS(store::resolve_payment(*u.w.db, unconfirmed), UsageError);
+    unconfirmed.decision = OperatorDecision::succeeded;
+    CHECK_THROWS_AS(store::resolve_payment(*u.w.db, unconfirmed), UsageError);
+    CHECK(u.w.state_of(u.ref) == "needs_review");
+    CHECK(u.w.generation_of(u.ref) == unconfirmed.generation);
+    CHECK(count_rows("audit_log", u.w.tenant.tenant_id, "action = 'review.resolve'") == 0);
+
     store::Resolution r;
     r.tenant_id = u.w.tenant.tenant_id;
     r.payment_id = u.w.payment_id_of(u.ref);
     r.generation = u.w.generation_of(u.ref);
-    r.decision = store::OperatorDecision::succeeded;
+    r.decision = OperatorDecision::succeeded;
     r.note = "found in the Stripe dashboard";
     r.operator_name = "alice";
     r.provider_reference = "pi_from_dashboard";
@@ -312,7 +330,7 @@ TEST_CASE("reconcile: an operator's resolution racing the reconciler: exactly on
     r.tenant_id = u.w.tenant.tenant_id;
     r.payment_id = u.w.payment_id_of(u.ref);
     r.generation = operator_first ? u.w.generation_of(u.ref) : shown;
-    r.decision = store::OperatorDecision::failed;
+    r.decision = OperatorDecision::failed;
     r.note = "customer cancelled";
     r.operator_name = "bob";
     const auto result = store::resolve_payment(*u.w.db, r);
@@ -456,7 +474,8 @@ TEST_CASE("reconcile: a mixed run of 1,000 payments with every fault mode ends w
             r.payment_id = id;
             r.generation = std::stoll(
                 query_value("SELECT generation FROM payments WHERE payment_id = $1::uuid", id));
-            r.decision = store::OperatorDecision::retry;
+            r.decision = OperatorDecision::retry;
+            r.confirmed_no_charge = true;
             r.note = "recheck confirmed no charge";
             r.operator_name = "test-operator";
             CHECK(store::resolve_payment(*w.db, r).status == store::ResolveResult::Status::applied);

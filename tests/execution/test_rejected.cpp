@@ -205,7 +205,8 @@ TEST_CASE("rejected requests: adyen without a return URL refuses every payment b
         r.tenant_id = w.tenant.tenant_id;
         r.payment_id = w.column(ref, "payment_id");
         r.generation = std::stoll(w.column(ref, "generation"));
-        r.decision = store::OperatorDecision::retry;
+        r.decision = OperatorDecision::retry;
+        r.confirmed_no_charge = true;
         r.note = "return_url configured; Adyen executed nothing (422 14_030)";
         r.operator_name = "rejected-test";
         REQUIRE(store::resolve_payment(*w.db, r).status == store::ResolveResult::Status::applied);
