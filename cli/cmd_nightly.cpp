@@ -47,30 +47,7 @@ std::string amounts(const std::map<std::string, long long>& by_currency) {
     return s;
 }
 
-// How a reconciled payment ended, for the summary.
-std::string bucket(const engine::ReconcileOutcome& o) {
-    if (o.fenced_out) {
-        return "changed meanwhile";
-    }
-    switch (o.decision.action) {
-    case ReconcileAction::adopt_succeeded:
-        return "succeeded";
-    case ReconcileAction::adopt_failed:
-        return "failed (declined)";
-    case ReconcileAction::resend:
-        return "re-sent";
-    case ReconcileAction::check_later:
-        return "check again later";
-    case ReconcileAction::review:
-        return "to review";
-    }
-    return "to review";
-}
-
-struct Tally {
-    int payments = 0;
-    std::map<std::string, long long> amounts;
-};
+using engine::Tally;
 
 // Why a run needs an operator, each with the command that starts the work; empty when clean.
 std::vector<std::string> attention_reasons(const engine::NightlyReport& r) {
@@ -136,27 +113,18 @@ nlohmann::ordered_json summary_json(const engine::NightlyReport& r) {
         j["failure"] = *r.failure;
     }
     j["leases_expired"] = r.leases_expired;
-    j["lookups_failed"] =
-        std::count_if(r.reconciled.begin(), r.reconciled.end(),
-                      [](const auto& o) { return o.lookup == LookupStatus::failed; });
-    std::map<std::string, Tally> by_outcome;
-    for (const auto& o : r.reconciled) {
-        Tally& t = by_outcome[bucket(o)];
-        ++t.payments;
-        t.amounts[o.currency] += o.amount_minor;
-    }
+    const engine::ReconcileSummary summary = engine::summarize(r.reconciled);
+    j["lookups_failed"] = summary.lookups_failed;
     j["reconciled"] = nlohmann::ordered_json::object();
-    for (const auto& [name, t] : by_outcome) {
+    for (const auto& [name, t] : summary.by_outcome) {
         j["reconciled"][name] = {{"payments", t.payments}, {"amounts", t.amounts}};
     }
     j["sent"] = {{"attempted", r.sent.attempted},
                  {"fenced_out", r.sent.fenced_out},
                  {"settled_as", r.sent.settled_as}};
     j["to_review"] = nlohmann::ordered_json::array();
-    for (const auto& o : r.reconciled) {
-        if (o.newly_in_review()) {
-            j["to_review"].push_back(outcome_json(o));
-        }
+    for (const auto* o : summary.newly_in_review) {
+        j["to_review"].push_back(outcome_json(*o));
     }
     j["open"] = nlohmann::ordered_json::array();
     for (const auto& q : r.open) {
@@ -260,10 +228,8 @@ void print_summary(std::ostream& out, const engine::NightlyReport& r, int list_r
     }
     out << "  providers: " << (names.empty() ? "(none configured)" : names) << "\n";
     out << "  expired leases taken over (a worker died mid-call): " << r.leases_expired << "\n";
-    long long lookup_failed = 0;
-    for (const auto& o : r.reconciled) {
-        lookup_failed += o.lookup == LookupStatus::failed;
-    }
+    const engine::ReconcileSummary summary = engine::summarize(r.reconciled);
+    const long long lookup_failed = summary.lookups_failed;
     out << "  unknown payments reconciled: " << r.reconciled.size();
     if (lookup_failed > 0) {
         out << " (" << lookup_failed
@@ -271,13 +237,7 @@ void print_summary(std::ostream& out, const engine::NightlyReport& r, int list_r
             << "run, and go to review after --lookup-failures in a row)";
     }
     out << "\n";
-    std::map<std::string, Tally> by_outcome;
-    for (const auto& o : r.reconciled) {
-        Tally& t = by_outcome[bucket(o)];
-        ++t.payments;
-        t.amounts[o.currency] += o.amount_minor;
-    }
-    for (const auto& [name, t] : by_outcome) {
+    for (const auto& [name, t] : summary.by_outcome) {
         out << "    " << std::left << std::setw(20) << name << std::right << std::setw(6)
             << t.payments << "   " << amounts(t.amounts) << "\n";
     }
@@ -291,12 +251,7 @@ void print_summary(std::ostream& out, const engine::NightlyReport& r, int list_r
     }
     out << "\n";
 
-    std::vector<const engine::ReconcileOutcome*> new_review;
-    for (const auto& o : r.reconciled) {
-        if (o.newly_in_review()) {
-            new_review.push_back(&o);
-        }
-    }
+    const std::vector<const engine::ReconcileOutcome*>& new_review = summary.newly_in_review;
     std::map<std::string, Tally> review_by_code;
     std::map<std::string, Tally> unknown_by_provider;
     for (const auto& q : r.open) {
@@ -304,8 +259,7 @@ void print_summary(std::ostream& out, const engine::NightlyReport& r, int list_r
                    : q.state == "unknown"    ? &unknown_by_provider[q.provider]
                                              : nullptr;
         if (t != nullptr) {
-            t->payments += static_cast<int>(q.payments);
-            t->amounts[q.currency] += q.amount_minor;
+            t->add(q.amount_minor, q.currency, q.payments);
         }
     }
     out << "  review queue: " << r.in_review() << " payment(s), " << new_review.size()
@@ -367,9 +321,7 @@ void print_summary(std::ostream& out, const engine::NightlyReport& r, int list_r
     std::map<std::string, Tally> orphaned_by_provider;
     for (const auto& q : r.orphaned()) {
         if (q.state != "unknown") { // unknown ones are listed above, marked NOT CONFIGURED
-            Tally& t = orphaned_by_provider[q.provider];
-            t.payments += static_cast<int>(q.payments);
-            t.amounts[q.currency] += q.amount_minor;
+            orphaned_by_provider[q.provider].add(q.amount_minor, q.currency, q.payments);
         }
     }
     if (!orphaned_by_provider.empty()) {
@@ -430,8 +382,6 @@ void run_nightly_cmd(AppState& state, const NightlyCliOptions& opts) {
     no.actor = "nightly:" + operator_name(state.global);
     no.reconcile.limit = opts.limit;
     no.reconcile.policy = to_policy(opts.policy);
-    no.send.batch = 8;
-    no.send.lease = claim_lease(chosen, "", no.send.call_margin);
     no.send_due = !opts.no_send;
     no.stuck_after = parse_duration(opts.stuck_after, "--stuck-after");
     for (const auto& [name, p] : config.providers) {

@@ -44,25 +44,10 @@ void run_reconcile(AppState& state, const ReconcileCliOptions& opts) {
             std::cout << outcome_line(o) << std::endl;
         }
     });
-    int to_review = 0;
-    int fenced = 0;
-    for (const auto& o : outcomes) {
-        to_review += o.newly_in_review();
-        fenced += o.fenced_out;
-    }
+    const engine::ReconcileSummary summary = engine::summarize(outcomes);
+    const long long to_review = summary.to_review;
     if (opts.report.wanted()) {
-        reports::Report report;
-        report.kind = "reconcile";
-        report.generated_at = reports::format_utc(std::chrono::system_clock::now());
-        report.title =
-            std::string("payrecon reconcile") + (opts.dry_run ? " (dry run: nothing written)" : "");
-        for (const auto& o : outcomes) {
-            report.add(engine::report_finding(o));
-        }
-        report.facts = {{"reconciled", std::to_string(outcomes.size())},
-                        {"to review", std::to_string(to_review)},
-                        {"changed meanwhile", std::to_string(fenced)}};
-        report.exit_code = to_review > 0 ? static_cast<int>(ExitCode::attention) : 0;
+        const reports::Report report = engine::reconcile_report(outcomes, opts.dry_run);
         emit_report(report, opts.report);
         if (opts.report.outputs.empty()) {
             state.exit_code = report.exit_code;
@@ -74,7 +59,7 @@ void run_reconcile(AppState& state, const ReconcileCliOptions& opts) {
         j["dry_run"] = opts.dry_run;
         j["reconciled"] = outcomes.size();
         j["to_review"] = to_review;
-        j["fenced_out"] = fenced;
+        j["fenced_out"] = summary.fenced_out;
         j["payments"] = nlohmann::ordered_json::array();
         for (const auto& o : outcomes) {
             j["payments"].push_back(outcome_json(o));
@@ -89,9 +74,7 @@ void run_reconcile(AppState& state, const ReconcileCliOptions& opts) {
             std::cout << "work the queue: payrecon review list\n";
         }
     }
-    if (to_review > 0) {
-        state.exit_code = static_cast<int>(ExitCode::attention);
-    }
+    state.exit_code = summary.exit_code();
 }
 
 } // namespace

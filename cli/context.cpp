@@ -3,6 +3,7 @@
 #include "core/encoding.hpp"
 #include "core/errors.hpp"
 #include "core/settings.hpp"
+#include "engine/executor.hpp"
 #include "providers/registry.hpp"
 #include "store/migrations.hpp"
 
@@ -158,10 +159,10 @@ std::chrono::milliseconds claim_lease(const std::vector<const providers::Provide
     for (const auto* p : chosen) {
         slowest = std::max(slowest, providers::worst_case_call(*p));
     }
-    const std::chrono::milliseconds needed = slowest + call_margin;
     if (requested.empty()) {
-        return needed + std::chrono::seconds(10);
+        return engine::default_lease(slowest, call_margin);
     }
+    const std::chrono::milliseconds needed = engine::minimum_lease(slowest, call_margin);
     const std::chrono::milliseconds lease = parse_duration_ms(requested, "--lease");
     if (lease <= needed) {
         throw UsageError("--lease " + requested +

@@ -63,9 +63,8 @@ std::optional<ProviderCatalog> intake_provider_catalog(const GlobalOptions& g);
 std::vector<const providers::ProviderConfig*>
 choose_providers(const providers::Config& config, const std::vector<std::string>& only);
 
-// The lease a claim of these providers gets: `requested` ("20s", "1500ms"; empty: the slowest
-// provider's worst-case call plus the executor's call margin plus 10 s for the settlement and
-// renewal round trips). Leases are renewed before every call, so they need not cover a batch.
+// The lease a claim of these providers gets: `requested` ("20s", "1500ms"; empty: the engine's
+// default_lease()). Leases are renewed before every call, so they need not cover a batch.
 // Throws UsageError if `requested` cannot cover the slowest worst-case call plus the margin.
 std::chrono::milliseconds claim_lease(const std::vector<const providers::ProviderConfig*>& chosen,
                                       const std::string& requested,

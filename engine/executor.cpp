@@ -79,13 +79,31 @@ store::Settlement decide_settlement(providers::Outcome outcome, int attempt_no,
     return s;
 }
 
+// What a default lease adds to the minimum: the renewal's round trips before each call.
+constexpr std::chrono::seconds k_lease_headroom{10};
+
 std::chrono::milliseconds minimum_lease(const std::vector<providers::Provider*>& providers,
                                         std::chrono::milliseconds call_margin) {
     std::chrono::milliseconds slowest{0};
     for (const auto* p : providers) {
         slowest = std::max(slowest, p->capabilities().worst_case_call);
     }
-    return slowest + call_margin;
+    return minimum_lease(slowest, call_margin);
+}
+
+std::chrono::milliseconds minimum_lease(std::chrono::milliseconds slowest_call,
+                                        std::chrono::milliseconds call_margin) {
+    return slowest_call + call_margin;
+}
+
+std::chrono::milliseconds default_lease(std::chrono::milliseconds slowest_call,
+                                        std::chrono::milliseconds call_margin) {
+    return minimum_lease(slowest_call, call_margin) + k_lease_headroom;
+}
+
+std::chrono::milliseconds default_lease(const std::vector<providers::Provider*>& providers,
+                                        std::chrono::milliseconds call_margin) {
+    return minimum_lease(providers, call_margin) + k_lease_headroom;
 }
 
 Executor::Executor(store::Db& db, std::vector<providers::Provider*> providers,

@@ -57,6 +57,16 @@ struct ExecutorOptions {
 // (Capabilities::worst_case_call) plus `call_margin`.
 std::chrono::milliseconds minimum_lease(const std::vector<providers::Provider*>& providers,
                                         std::chrono::milliseconds call_margin);
+// The lease a claim gets when none is asked for: minimum_lease() plus 10 s, which covers the
+// renewal's round trips before each call.
+std::chrono::milliseconds default_lease(const std::vector<providers::Provider*>& providers,
+                                        std::chrono::milliseconds call_margin);
+// The same from the slowest provider's worst-case call (for a process that has not made its
+// provider clients yet).
+std::chrono::milliseconds minimum_lease(std::chrono::milliseconds slowest_call,
+                                        std::chrono::milliseconds call_margin);
+std::chrono::milliseconds default_lease(std::chrono::milliseconds slowest_call,
+                                        std::chrono::milliseconds call_margin);
 
 class Executor {
 public:

@@ -104,6 +104,66 @@ reports::Finding report_finding(const ReconcileOutcome& o) {
     return f;
 }
 
+void Tally::add(long long amount_minor, const std::string& currency, long long count) {
+    payments += count;
+    amounts[currency] += amount_minor;
+}
+
+std::string outcome_bucket(const ReconcileOutcome& o) {
+    if (o.fenced_out) {
+        return "changed meanwhile";
+    }
+    switch (o.decision.action) {
+    case ReconcileAction::adopt_succeeded:
+        return "succeeded";
+    case ReconcileAction::adopt_failed:
+        return "failed (declined)";
+    case ReconcileAction::resend:
+        return "re-sent";
+    case ReconcileAction::check_later:
+        return "check again later";
+    case ReconcileAction::review:
+        return "to review";
+    }
+    return "to review";
+}
+
+int ReconcileSummary::exit_code() const {
+    return to_review > 0 ? static_cast<int>(ExitCode::attention) : 0;
+}
+
+ReconcileSummary summarize(const std::vector<ReconcileOutcome>& outcomes) {
+    ReconcileSummary s;
+    s.reconciled = outcomes.size();
+    for (const auto& o : outcomes) {
+        s.fenced_out += o.fenced_out;
+        s.lookups_failed += o.lookup == LookupStatus::failed;
+        s.by_outcome[outcome_bucket(o)].add(o.amount_minor, o.currency);
+        if (o.newly_in_review()) {
+            ++s.to_review;
+            s.newly_in_review.push_back(&o);
+        }
+    }
+    return s;
+}
+
+reports::Report reconcile_report(const std::vector<ReconcileOutcome>& outcomes, bool dry_run) {
+    const ReconcileSummary s = summarize(outcomes);
+    reports::Report report;
+    report.kind = "reconcile";
+    report.generated_at = reports::format_utc(std::chrono::system_clock::now());
+    report.title =
+        std::string("payrecon reconcile") + (dry_run ? " (dry run: nothing written)" : "");
+    for (const auto& o : outcomes) {
+        report.add(report_finding(o));
+    }
+    report.facts = {{"reconciled", std::to_string(s.reconciled)},
+                    {"to review", std::to_string(s.to_review)},
+                    {"changed meanwhile", std::to_string(s.fenced_out)}};
+    report.exit_code = s.exit_code();
+    return report;
+}
+
 reports::Report nightly_report(const NightlyReport& r) {
     reports::Report out;
     out.kind = "nightly";
@@ -197,6 +257,7 @@ NightlyReport run_nightly(store::Db& db, const std::vector<providers::Provider*>
             step(phase);
             ExecutorOptions eo = options.send;
             eo.worker_id = options.actor;
+            eo.lease = default_lease(providers, eo.call_margin);
             Executor executor(db, providers, eo);
             while (executor.run_once() > 0 &&
                    executor.counts().attempted < options.reconcile.limit) {

@@ -23,7 +23,7 @@ struct NightlyOptions {
     std::string actor = "nightly";
     std::vector<std::string> configured; // every configured provider name (default: the ones run)
     ReconcilerOptions reconcile;
-    ExecutorOptions send;
+    ExecutorOptions send; // its lease is the providers' default_lease(): nightly takes no other
     bool send_due = true; // send the re-sends (and whatever is due) in this run
     // The statement diff of each provider that can list its transactions, for this window (unix
     // seconds; both 0: no statements). Tolerances by provider name.
@@ -75,6 +75,38 @@ reports::Report nightly_report(const NightlyReport& report);
 
 // One reconciled payment as a report line.
 reports::Finding report_finding(const ReconcileOutcome& outcome);
+
+// Payments and their amounts per currency.
+struct Tally {
+    long long payments = 0;
+    std::map<std::string, long long> amounts; // currency -> minor units
+
+    void add(long long amount_minor, const std::string& currency, long long count = 1);
+};
+
+// What a run of the reconciler came to, counted once for every rendering (the lines `reconcile`
+// and `nightly` print, their JSON, their reports).
+struct ReconcileSummary {
+    std::size_t reconciled = 0;
+    long long to_review = 0;      // newly in review (ReconcileOutcome::newly_in_review)
+    long long fenced_out = 0;     // changed meanwhile by someone else: nothing written
+    long long lookups_failed = 0; // status queries that got no trustworthy answer
+    // By how each payment ended: "succeeded", "failed (declined)", "re-sent", "check again later",
+    // "to review", "changed meanwhile".
+    std::map<std::string, Tally> by_outcome;
+    std::vector<const ReconcileOutcome*> newly_in_review; // in the order they were decided
+
+    // 3 (attention) when a payment went to review, else 0.
+    int exit_code() const;
+};
+ReconcileSummary summarize(const std::vector<ReconcileOutcome>& outcomes);
+
+// How a reconciled payment ended, as ReconcileSummary::by_outcome names it.
+std::string outcome_bucket(const ReconcileOutcome& outcome);
+
+// A `reconcile` run as one report (--format, --output): each payment (category: the decision),
+// the counts as facts, exit code 3 when a payment went to review.
+reports::Report reconcile_report(const std::vector<ReconcileOutcome>& outcomes, bool dry_run);
 
 // What happened so far, after each step and each payment (progress on a terminal).
 using NightlyProgress = std::function<void(const std::string& phase, const NightlyReport& so_far)>;
