@@ -9,6 +9,7 @@
 #include "core/store/inspect_store.hpp"
 #include "core/store/reconcile_store.hpp"
 #include "engine/reconciler.hpp"
+#include "providers/registry.hpp"
 
 #include <iostream>
 
@@ -117,14 +118,24 @@ void decide(AppState& state, const std::string& id, long long generation, const 
     }
 }
 
+// What each registered kind calls its ID of a charge: "Stripe pi_..., Adyen pspReference, ...".
+std::string provider_reference_names() {
+    std::string out;
+    for (const auto* d : providers::registered()) {
+        out += (out.empty() ? "" : ", ") + std::string(d->display_name) + " " +
+               std::string(d->reference_name);
+    }
+    return out;
+}
+
 void run_resolve(AppState& state, const ResolveCliOptions& opts) {
     store::Resolution r;
     if (opts.as == "succeeded") {
         r.decision = store::OperatorDecision::succeeded;
         if (opts.provider_reference.empty()) {
             throw UsageError(
-                "--as succeeded needs --provider-reference: the provider's ID of the charge "
-                "(Stripe pi_..., Adyen pspReference, Square payment ID)");
+                "--as succeeded needs --provider-reference: the provider's ID of the charge (" +
+                provider_reference_names() + ")");
         }
         r.provider_reference = opts.provider_reference;
     } else if (opts.as == "failed") {

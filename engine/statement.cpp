@@ -1,6 +1,7 @@
 #include "engine/statement.hpp"
 
 #include "core/errors.hpp"
+#include "providers/registry.hpp"
 
 #include <thread>
 
@@ -71,10 +72,11 @@ reports::Report run_statement(store::Db& db, providers::Provider& provider,
                               const StatementOptions& options,
                               const std::function<void(const std::string&)>& progress) {
     if (!provider.capabilities().list_transactions) {
-        throw Refused(
-            "provider " + provider.name() + " cannot list its transactions",
-            "statement reconciliation needs a provider that lists (stripe, square); check its "
-            "capabilities in the configuration");
+        throw Refused("provider " + provider.name() + " cannot list its transactions",
+                      "statement reconciliation needs a provider that lists (" +
+                          providers::kinds_where(
+                              [](const providers::ProviderDescriptor& d) { return d.api.list; }) +
+                          "); check its capabilities in the configuration");
     }
     if (options.window_to <= options.window_from) {
         throw UsageError("the statement window is empty: --to must be after --from");

@@ -93,6 +93,9 @@ struct HttpResult {
     bool truncated = false; // the response exceeded max_response_bytes and was cut off
     bool deadline_passed =
         false; // refused or aborted before sending: the request's deadline passed
+    // Never sent because no OAuth2 access token could be had (providers/oauth2.hpp; `error` says
+    // why): not_sent. Set by the token source, never by the transport.
+    bool token_unavailable = false;
 };
 
 class Transport {

@@ -21,12 +21,6 @@ std::optional<Money> to_square_money(const Money& money);
 // Square's Money {amount, currency} -> ISO minor units. nullopt for an unknown currency.
 std::optional<Money> from_square_money(long long amount, std::string_view currency);
 
-// RFC 3339 in UTC, whole seconds: 2026-12-02T10:00:00Z.
-std::string format_rfc3339(std::chrono::system_clock::time_point t);
-// Parses Square's RFC 3339 timestamps (2026-12-02T10:00:00.123Z, or with a +hh:mm offset).
-// nullopt if it is not one.
-std::optional<std::chrono::system_clock::time_point> parse_rfc3339(std::string_view text);
-
 // What Square carries of a payment: no metadata at all (CreatePayment has no metadata field).
 const CarryLimits& carry_limits();
 
