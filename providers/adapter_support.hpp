@@ -1,8 +1,8 @@
 #pragma once
 // What every adapter shares of the HTTP side, written once (ActiveMerchant's Gateway base: the
 // plumbing here, the provider's differences in its folder):
-// - SendFunction, the seam between an adapter and the transport (tests replay recorded responses
-//   through it and assert on the request);
+// - SendFunction (http/transport.hpp), the seam between an adapter and the transport (tests
+//   replay recorded responses through it and assert on the request);
 // - ProviderClient: a request against the configured base URL with the provider's fixed headers,
 //   sent with the configured credentials in their place -- an API key in the header the provider
 //   reads, HTTP basic, or an OAuth2 access token (fetched, cached, refreshed before it expires and
@@ -23,6 +23,8 @@
 #include <string_view>
 
 namespace payrecon::providers {
+
+using http::SendFunction;
 
 struct ClientOptions {
     // The provider's own headers on every request (Stripe-Version, Square-Version). Every request

@@ -71,7 +71,7 @@ std::optional<TokenAnswer> parse_token_answer(std::string_view body) {
     return out;
 }
 
-OAuth2TokenSource::OAuth2TokenSource(OAuth2ClientCredentials credentials, SendFunction send,
+OAuth2TokenSource::OAuth2TokenSource(OAuth2ClientCredentials credentials, http::SendFunction send,
                                      Clock clock)
     : m_credentials(std::move(credentials)), m_send(std::move(send)), m_clock(std::move(clock)) {
     if (!m_clock) {

@@ -23,10 +23,6 @@
 
 namespace payrecon::providers {
 
-// The HTTP seam every adapter sends through: production sends through a Transport; tests replay
-// recorded responses and assert on the request.
-using SendFunction = std::function<http::HttpResult(const http::HttpRequest&)>;
-
 // A token endpoint's answer, parsed. nullopt if it is not one: not a JSON object, no non-empty
 // access_token of visible ASCII, a token_type other than Bearer (any case; absent is accepted), or
 // an expires_in that is not a positive integer.
@@ -41,7 +37,8 @@ public:
     using Clock = std::function<std::chrono::steady_clock::time_point()>;
 
     // `clock` is the steady clock unless given (tests move time on).
-    OAuth2TokenSource(OAuth2ClientCredentials credentials, SendFunction send, Clock clock = {});
+    OAuth2TokenSource(OAuth2ClientCredentials credentials, http::SendFunction send,
+                      Clock clock = {});
 
     // The cached access token, or a new one from the token URL, its request cut to `deadline`.
     // Without one, the result the caller reports for its own call, which it did not send:
@@ -61,7 +58,7 @@ public:
 
 private:
     OAuth2ClientCredentials m_credentials;
-    SendFunction m_send;
+    http::SendFunction m_send;
     Clock m_clock;
     std::optional<Secret> m_token;
     std::chrono::steady_clock::time_point m_refresh_at{};

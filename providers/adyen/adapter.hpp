@@ -27,7 +27,7 @@
 //   validation, configuration or security, and 401/403, mean Adyen attempted nothing: rejected
 //   (an integration fault, the payment goes to review). 429 is not executed (sent again); 5xx,
 //   other errors and anything unrecognised are unknown. Whether Adyen keeps a rejected request's
-//   response under its Idempotency-Key is not documented: see docs/adding-a-provider.md.
+//   response under its Idempotency-Key is not documented: see README.md.
 
 #include "providers/adapter_support.hpp"
 #include "providers/config.hpp"

@@ -25,6 +25,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -97,6 +98,10 @@ struct HttpResult {
     // why): not_sent. Set by the token source, never by the transport.
     bool token_unavailable = false;
 };
+
+// The seam between an adapter and the transport: production sends through a Transport
+// (registry.cpp's create_provider); tests replay recorded responses and assert on the request.
+using SendFunction = std::function<HttpResult(const HttpRequest&)>;
 
 class Transport {
 public:

@@ -24,7 +24,7 @@
 //   integration fault, the payment goes to review), except UNSUPPORTED_CURRENCY, final: declined.
 //   429 (RATE_LIMIT_ERROR) is not executed (sent again); 5xx and anything unrecognised are
 //   unknown. Square documents replaying the first *successful* response for a key; whether a
-//   rejected request holds its key is not documented (docs/adding-a-provider.md).
+//   rejected request holds its key is not documented (README.md).
 
 #include "providers/adapter_support.hpp"
 #include "providers/config.hpp"

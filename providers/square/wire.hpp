@@ -63,7 +63,7 @@ std::optional<Envelope> parse_envelope(std::string_view json_text);
 bool final_invalid_request(std::string_view code);
 
 // Decides the outcome of a create call from its HTTP status and body (DESIGN section 5: unknown
-// unless positively recognised; docs/adding-a-provider.md has the table). A 2xx must carry a
+// unless positively recognised; README.md has the table). A 2xx must carry a
 // Payment echoing our amount and reference_id; 400/402 PAYMENT_METHOD_ERROR -> declined (the card
 // was tried and refused; a Payment it carries must echo us); IDEMPOTENCY_KEY_REUSED -> unknown;
 // 429 -> not_sent (rate limited: Square executes nothing); 401, 403 (AUTHENTICATION_ERROR) and

@@ -59,7 +59,7 @@ std::optional<StripeError> parse_error(std::string_view json_text);
 bool final_invalid_request(std::string_view code);
 
 // Decides the outcome of a create call from its HTTP status and body (DESIGN section 5: unknown
-// unless positively recognised; docs/adding-a-provider.md has the table). A 2xx must be a
+// unless positively recognised; README.md has the table). A 2xx must be a
 // PaymentIntent echoing our amount, currency and operation ID; 402 card_error -> declined (Stripe
 // executed the charge attempt and the card was refused); 429 -> not_sent (rate limited, nothing
 // executed); 401, 403 (the API key: bad configuration) and a 400 or 404 invalid_request_error
