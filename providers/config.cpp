@@ -330,11 +330,10 @@ void SettingsInput::bad(std::string_view field, const std::string& what,
     providers::bad(m_source, m_path + "." + std::string(field), what, hint);
 }
 
-Config parse_config(std::string_view text, const std::filesystem::path& source,
-                    const char* (*environment)(const char*), ApiKeys keys) {
-    if (environment == nullptr) {
-        environment = [](const char* name) -> const char* { return std::getenv(name); };
-    }
+namespace {
+
+// The file as JSON: an object holding a non-empty "providers" object and nothing else.
+json parse_root(std::string_view text, const std::filesystem::path& source) {
     if (json_nesting_depth(text) > k_max_external_json_depth) {
         bad(source, "(file)",
             "nests deeper than " + std::to_string(k_max_external_json_depth) + " levels",
@@ -365,103 +364,155 @@ Config parse_config(std::string_view text, const std::filesystem::path& source,
         root.at("providers").empty()) {
         bad(source, "providers", "must be an object naming at least one provider");
     }
+    return root;
+}
+
+// Refuses a member no kind knows, and a secret written into the file.
+void check_members(const json& p, const std::filesystem::path& source, const std::string& path) {
+    for (const auto& [field, ignored] : p.items()) {
+        if (field == "api_key" || field == "secret_key") {
+            bad(source, path + "." + field, "API keys never go in the file",
+                "put the key in an environment variable and name it in api_key_env");
+        }
+        if (!is_common(field) && kinds_taking(field).empty()) {
+            bad(source, path + "." + field, "is not a known setting", known_settings());
+        }
+    }
+}
+
+const ProviderDescriptor& read_kind(const json& p, const std::filesystem::path& source,
+                                    const std::string& path) {
+    if (!p.contains("kind") || !p.at("kind").is_string()) {
+        bad(source, path + ".kind",
+            "is required: the adapter kind, e.g. " + std::string(known_kinds().front()));
+    }
+    const std::string kind = p.at("kind").get<std::string>();
+    const ProviderDescriptor* d = find_descriptor(kind);
+    if (d == nullptr) {
+        bad(source, path + ".kind", "'" + kind + "' is not an adapter this build has",
+            "use a kind this build has: " + kinds_where());
+    }
+    return *d;
+}
+
+std::string read_base_url(const json& p, const std::filesystem::path& source,
+                          const std::string& path) {
+    if (!p.contains("base_url") || !p.at("base_url").is_string()) {
+        bad(source, path + ".base_url", "is required, e.g. https://api.stripe.com");
+    }
+    std::string url = p.at("base_url").get<std::string>();
+    while (!url.empty() && url.back() == '/') {
+        url.pop_back();
+    }
+    if (has_userinfo(url)) {
+        // Never echo the URL: what precedes the '@' is a secret.
+        bad(source, path + ".base_url",
+            "carries credentials (user:password@ before the host), which never go in the file",
+            "give the bare URL (e.g. https://api.stripe.com) and keep the credential in the "
+            "environment variable that " +
+                std::string(p.contains("credentials") ? "credentials name" : "api_key_env names") +
+                named_variables(p));
+    }
+    if (url.rfind("https://", 0) != 0 && !loopback_host(url)) {
+        bad(source, path + ".base_url",
+            "must be https:// (plain http only for loopback test servers)");
+    }
+    return url;
+}
+
+// Timeouts, settle delay, key retention and the statement's amount tolerance, into `c`.
+void read_timings(const json& p, const std::filesystem::path& source, const std::string& path,
+                  ProviderConfig& c) {
+    c.connect_timeout = std::chrono::milliseconds(
+        integer_field(p, source, path, "connect_timeout_ms", 2000, 50, 60000));
+    c.timeout =
+        std::chrono::milliseconds(integer_field(p, source, path, "timeout_ms", 10000, 100, 300000));
+    if (c.timeout < c.connect_timeout) {
+        bad(source, path + ".timeout_ms", "must not be shorter than connect_timeout_ms");
+    }
+    c.settle_delay =
+        std::chrono::seconds(integer_field(p, source, path, "settle_delay_s", 120, 0, 86400));
+    c.key_retention =
+        std::chrono::hours(integer_field(p, source, path, "key_retention_h", 24, 1, 24 * 30));
+    c.amount_tolerance_minor =
+        integer_field(p, source, path, "amount_tolerance_minor", 0, 0, 1000000);
+}
+
+// The settings of other kinds are refused; the kind's own are its parser's to read.
+std::shared_ptr<const ProviderSettings> read_own_settings(const json& p,
+                                                          const std::filesystem::path& source,
+                                                          const std::string& path,
+                                                          const ProviderDescriptor& d) {
+    for (const auto& [field, ignored] : p.items()) {
+        const bool own = std::any_of(d.settings.begin(), d.settings.end(),
+                                     [&f = field](const SettingSpec& s) { return s.name == f; });
+        if (!is_common(field) && !own) {
+            bad(source, path + "." + field, "is only used by kind " + kinds_taking(field),
+                "remove it from this provider");
+        }
+    }
+    return d.parse_settings == nullptr ? nullptr : d.parse_settings(SettingsInput(p, path, source));
+}
+
+CapabilityOverrides read_overrides(const json& p, const std::filesystem::path& source,
+                                   const std::string& path) {
+    CapabilityOverrides out;
+    if (!p.contains("capabilities")) {
+        return out;
+    }
+    const json& caps = p.at("capabilities");
+    const std::string cpath = path + ".capabilities";
+    if (!caps.is_object()) {
+        bad(source, cpath, "must be an object");
+    }
+    for (const auto& [field, ignored] : caps.items()) {
+        if (field != "idempotency_keys" && field != "lookup" && field != "list") {
+            bad(source, cpath + "." + field, "is not a known capability",
+                "known: idempotency_keys, lookup, list (true or false)");
+        }
+    }
+    out.idempotency_keys = bool_field(caps, source, cpath, "idempotency_keys");
+    out.lookup = bool_field(caps, source, cpath, "lookup");
+    out.list = bool_field(caps, source, cpath, "list");
+    return out;
+}
+
+ProviderConfig parse_provider(const std::string& name, const json& p,
+                              const std::filesystem::path& source,
+                              const char* (*environment)(const char*), ApiKeys keys) {
     static const std::regex k_name("^[a-z0-9_-]{1,32}$");
+    const std::string path = "providers." + name;
+    if (!std::regex_match(name, k_name)) {
+        bad(source, path, "a provider name is 1 to 32 of a-z, 0-9, '_', '-'");
+    }
+    if (!p.is_object()) {
+        bad(source, path, "must be an object");
+    }
+    check_members(p, source, path);
+    const ProviderDescriptor& d = read_kind(p, source, path);
+    ProviderConfig c;
+    c.name = name;
+    c.kind = std::string(d.kind);
+    c.base_url = read_base_url(p, source, path);
+    c.credentials = CredentialsReader(p, source, path, environment, keys).read(d);
+    read_timings(p, source, path, c);
+    c.settings = read_own_settings(p, source, path, d);
+    c.overrides = read_overrides(p, source, path);
+    return c;
+}
+
+} // namespace
+
+Config parse_config(std::string_view text, const std::filesystem::path& source,
+                    const char* (*environment)(const char*), ApiKeys keys) {
+    if (environment == nullptr) {
+        environment = [](const char* name) -> const char* { return std::getenv(name); };
+    }
+    const json root = parse_root(text, source);
     Config config;
     config.source = source;
     for (const auto& [name, p] : root.at("providers").items()) {
-        const std::string path = "providers." + name;
-        if (!std::regex_match(name, k_name)) {
-            bad(source, path, "a provider name is 1 to 32 of a-z, 0-9, '_', '-'");
-        }
-        if (!p.is_object()) {
-            bad(source, path, "must be an object");
-        }
-        for (const auto& [field, ignored] : p.items()) {
-            if (field == "api_key" || field == "secret_key") {
-                bad(source, path + "." + field, "API keys never go in the file",
-                    "put the key in an environment variable and name it in api_key_env");
-            }
-            if (!is_common(field) && kinds_taking(field).empty()) {
-                bad(source, path + "." + field, "is not a known setting", known_settings());
-            }
-        }
-        ProviderConfig c;
-        c.name = name;
-        if (!p.contains("kind") || !p.at("kind").is_string()) {
-            bad(source, path + ".kind",
-                "is required: the adapter kind, e.g. " + std::string(known_kinds().front()));
-        }
-        c.kind = p.at("kind").get<std::string>();
-        const ProviderDescriptor* d = find_descriptor(c.kind);
-        if (d == nullptr) {
-            bad(source, path + ".kind", "'" + c.kind + "' is not an adapter this build has",
-                "use a kind this build has: " + kinds_where());
-        }
-        if (!p.contains("base_url") || !p.at("base_url").is_string()) {
-            bad(source, path + ".base_url", "is required, e.g. https://api.stripe.com");
-        }
-        c.base_url = p.at("base_url").get<std::string>();
-        while (!c.base_url.empty() && c.base_url.back() == '/') {
-            c.base_url.pop_back();
-        }
-        if (has_userinfo(c.base_url)) {
-            // Never echo the URL: what precedes the '@' is a secret.
-            bad(source, path + ".base_url",
-                "carries credentials (user:password@ before the host), which never go in the file",
-                "give the bare URL (e.g. https://api.stripe.com) and keep the credential in the "
-                "environment variable that " +
-                    std::string(p.contains("credentials") ? "credentials name"
-                                                          : "api_key_env names") +
-                    named_variables(p));
-        }
-        if (c.base_url.rfind("https://", 0) != 0 && !loopback_host(c.base_url)) {
-            bad(source, path + ".base_url",
-                "must be https:// (plain http only for loopback test servers)");
-        }
-        c.credentials = CredentialsReader(p, source, path, environment, keys).read(*d);
-        c.connect_timeout = std::chrono::milliseconds(
-            integer_field(p, source, path, "connect_timeout_ms", 2000, 50, 60000));
-        c.timeout = std::chrono::milliseconds(
-            integer_field(p, source, path, "timeout_ms", 10000, 100, 300000));
-        if (c.timeout < c.connect_timeout) {
-            bad(source, path + ".timeout_ms", "must not be shorter than connect_timeout_ms");
-        }
-        c.settle_delay =
-            std::chrono::seconds(integer_field(p, source, path, "settle_delay_s", 120, 0, 86400));
-        c.key_retention =
-            std::chrono::hours(integer_field(p, source, path, "key_retention_h", 24, 1, 24 * 30));
-        c.amount_tolerance_minor =
-            integer_field(p, source, path, "amount_tolerance_minor", 0, 0, 1000000);
-        // The settings of other kinds are refused; the kind's own are its parser's to read.
-        for (const auto& [field, ignored] : p.items()) {
-            const bool own =
-                std::any_of(d->settings.begin(), d->settings.end(),
-                            [&f = field](const SettingSpec& s) { return s.name == f; });
-            if (!is_common(field) && !own) {
-                bad(source, path + "." + field, "is only used by kind " + kinds_taking(field),
-                    "remove it from this provider");
-            }
-        }
-        if (d->parse_settings != nullptr) {
-            c.settings = d->parse_settings(SettingsInput(p, path, source));
-        }
-        if (p.contains("capabilities")) {
-            const json& caps = p.at("capabilities");
-            const std::string cpath = path + ".capabilities";
-            if (!caps.is_object()) {
-                bad(source, cpath, "must be an object");
-            }
-            for (const auto& [field, ignored] : caps.items()) {
-                if (field != "idempotency_keys" && field != "lookup" && field != "list") {
-                    bad(source, cpath + "." + field, "is not a known capability",
-                        "known: idempotency_keys, lookup, list (true or false)");
-                }
-            }
-            c.overrides.idempotency_keys = bool_field(caps, source, cpath, "idempotency_keys");
-            c.overrides.lookup = bool_field(caps, source, cpath, "lookup");
-            c.overrides.list = bool_field(caps, source, cpath, "list");
-        }
-        config.providers.emplace(name, std::move(c));
+        config.providers.emplace(name, parse_provider(name, p, source, environment, keys));
     }
     return config;
 }
