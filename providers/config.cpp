@@ -176,6 +176,17 @@ public:
         }
         const json& c = m_entry.at("credentials");
         const std::string cpath = m_path + ".credentials";
+        const CredentialKind kind = type_of(c, cpath, d);
+        if (kind == CredentialKind::basic) {
+            return basic(c, cpath);
+        }
+        return oauth2(c, cpath);
+    }
+
+private:
+    // The credentials' "type", one `d` accepts; refuses members that type does not have.
+    CredentialKind type_of(const json& c, const std::string& cpath,
+                           const ProviderDescriptor& d) const {
         if (!c.is_object() || !c.contains("type") || !c.at("type").is_string()) {
             bad(m_source, cpath + ".type",
                 "is required: the kind of credentials, basic or oauth2_client_credentials",
@@ -205,22 +216,27 @@ public:
                                                 "token_url"};
         for (const auto& [field, ignored] : c.items()) {
             if (std::find(allowed.begin(), allowed.end(), field) == allowed.end()) {
+                const bool names_a_variable =
+                    field.size() > 4 && field.substr(field.size() - 4) == "_env";
                 bad(m_source, cpath + "." + field,
-                    field.size() > 4 && field.substr(field.size() - 4) == "_env"
-                        ? "is not a setting of " + type + " credentials"
-                        : "is not a setting of " + type +
-                              " credentials (secrets never go in the file)",
+                    "is not a setting of " + type + " credentials" +
+                        (names_a_variable ? "" : " (secrets never go in the file)"),
                     "known: " + and_list(allowed));
             }
         }
-        if (kind == CredentialKind::basic) {
-            BasicAuth b;
-            b.user_env = env_name(c, cpath, "user_env", "the user");
-            b.password_env = env_name(c, cpath, "password_env", "the password");
-            b.user = secret(b.user_env, cpath + ".user_env", "the user name");
-            b.password = secret(b.password_env, cpath + ".password_env", "the password");
-            return b;
-        }
+        return kind;
+    }
+
+    BasicAuth basic(const json& c, const std::string& cpath) const {
+        BasicAuth b;
+        b.user_env = env_name(c, cpath, "user_env", "the user");
+        b.password_env = env_name(c, cpath, "password_env", "the password");
+        b.user = secret(b.user_env, cpath + ".user_env", "the user name");
+        b.password = secret(b.password_env, cpath + ".password_env", "the password");
+        return b;
+    }
+
+    OAuth2ClientCredentials oauth2(const json& c, const std::string& cpath) const {
         OAuth2ClientCredentials o;
         o.client_id_env = env_name(c, cpath, "client_id_env", "the client ID");
         o.client_secret_env = env_name(c, cpath, "client_secret_env", "the client secret");
@@ -246,7 +262,6 @@ public:
         return o;
     }
 
-private:
     ApiKey api_key() const {
         if (!m_entry.contains("api_key_env") || !m_entry.at("api_key_env").is_string() ||
             !std::regex_match(m_entry.at("api_key_env").get<std::string>(), env_name_pattern())) {
