@@ -1,5 +1,7 @@
 #include "cli/app.hpp"
 
+#include "providers/registry.hpp"
+
 #include <string>
 
 namespace payrecon::cli {
@@ -62,7 +64,8 @@ std::unique_ptr<CLI::App> build_app(AppState& state) {
         ->envname("PAYRECON_OPERATOR");
 
     app->add_option("--config", state.global.config_file,
-                    "provider configuration (JSON); docs/operations.md shows one")
+                    "provider configuration (JSON; the kinds this build has: " +
+                        providers::kinds_where() + "); docs/operations.md shows one")
         ->envname("PAYRECON_CONFIG");
 
     setup_db(*app, state);

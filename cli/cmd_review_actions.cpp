@@ -8,6 +8,7 @@
 #include "core/errors.hpp"
 #include "core/resolution_policy.hpp"
 #include "engine/reconciler.hpp"
+#include "providers/registry.hpp"
 #include "store/inspect_store.hpp"
 #include "store/reconcile_store.hpp"
 
@@ -46,6 +47,16 @@ store::PaymentRef find_ref(store::Db& db, const std::string& id) {
     return *ref;
 }
 
+// What each registered kind calls its ID of a charge: "Stripe pi_..., Adyen pspReference, ...".
+std::string provider_reference_names() {
+    std::string out;
+    for (const auto* d : providers::registered()) {
+        out += (out.empty() ? "" : ", ") + std::string(d->display_name) + " " +
+               std::string(d->reference_name);
+    }
+    return out;
+}
+
 // The flag an operator gives each part of a resolution with, for refusals.
 std::string flag_of(ResolutionProblem::Part part) {
     switch (part) {
@@ -77,7 +88,7 @@ void decide(AppState& state, const std::string& id, long long generation, const 
             hint = "give the generation `" + show + "<id>` printed";
         } else if (problem->part == ResolutionProblem::Part::provider_reference &&
                    r.decision == OperatorDecision::succeeded) {
-            hint = "Stripe pi_..., Adyen pspReference, Square payment ID";
+            hint = "the provider's ID of the charge: " + provider_reference_names();
         }
         throw UsageError(flag_of(problem->part) + " " + problem->rule, hint);
     }

@@ -178,7 +178,7 @@ std::chrono::milliseconds claim_lease(const std::vector<const providers::Provide
 }
 
 std::string credentials_hint(const providers::ProviderConfig& p) {
-    return "the API key in " + p.api_key_env + " (provider " + p.name + ")";
+    return providers::describe(p.credentials) + " (provider " + p.name + ")";
 }
 
 } // namespace payrecon::cli

@@ -2,6 +2,7 @@
 
 #include "core/backoff.hpp"
 #include "core/errors.hpp"
+#include "providers/registry.hpp"
 
 #include <thread>
 
@@ -72,10 +73,11 @@ reports::Report run_statement(store::Db& db, providers::Provider& provider,
                               const StatementOptions& options,
                               const std::function<void(const std::string&)>& progress) {
     if (!provider.capabilities().list_transactions) {
-        throw Refused(
-            "provider " + provider.name() + " cannot list its transactions",
-            "statement reconciliation needs a provider that lists (stripe, square); check its "
-            "capabilities in the configuration");
+        throw Refused("provider " + provider.name() + " cannot list its transactions",
+                      "statement reconciliation needs a provider that lists (" +
+                          providers::kinds_where(
+                              [](const providers::ProviderDescriptor& d) { return d.api.list; }) +
+                          "); check its capabilities in the configuration");
     }
     if (options.window_to <= options.window_from) {
         throw UsageError("the statement window is empty: its end must be after its start");

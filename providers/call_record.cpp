@@ -10,6 +10,8 @@ CallRecord call_record_of(const http::HttpResult& r) {
     c.duration = r.total_time;
     if (r.deadline_passed) {
         c.error_class = "not_sent:deadline_passed";
+    } else if (r.token_unavailable) {
+        c.error_class = "not_sent:token_unavailable";
     } else if (r.cls == http::SendClass::not_sent) {
         c.error_class = "not_sent:curl_" + std::to_string(r.curl_code);
     } else if (r.cls == http::SendClass::unknown) {

@@ -12,7 +12,8 @@
 namespace payrecon::providers {
 
 // The transport's observation as an attempt record: status, duration, an error class
-// ("not_sent:curl_7", "unknown:curl_28", "response_too_large") and a redacted excerpt.
+// ("not_sent:curl_7", "unknown:curl_28", "response_too_large", "not_sent:token_unavailable") and a
+// redacted excerpt.
 CallRecord call_record_of(const http::HttpResult& result);
 
 // How long a provider asked us to wait: its Retry-After header (seconds), else 1 s for a 429,

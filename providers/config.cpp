@@ -2,7 +2,9 @@
 
 #include "core/errors.hpp"
 #include "core/external_json.hpp"
+#include "providers/registry.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -65,19 +67,288 @@ bool loopback_host(const std::string& url) {
     return std::regex_match(url, k_loopback);
 }
 
-} // namespace
-
-const std::vector<std::string_view>& known_kinds() {
-    static const std::vector<std::string_view> k_kinds = {"stripe", "adyen",
-                                                          "square"}; // registry.cpp builds each
-    return k_kinds;
+// The members every provider entry may have, whatever its kind.
+const std::vector<std::string_view>& common_fields() {
+    static const std::vector<std::string_view> k_fields = {
+        "kind",           "base_url",           "api_key_env",
+        "credentials",    "connect_timeout_ms", "timeout_ms",
+        "settle_delay_s", "key_retention_h",    "amount_tolerance_minor",
+        "capabilities"};
+    return k_fields;
 }
 
-Config parse_config(std::string_view text, const std::filesystem::path& source,
-                    const char* (*environment)(const char*), ApiKeys keys) {
-    if (environment == nullptr) {
-        environment = [](const char* name) -> const char* { return std::getenv(name); };
+bool is_common(std::string_view field) {
+    return std::find(common_fields().begin(), common_fields().end(), field) !=
+           common_fields().end();
+}
+
+// The kinds whose own settings include `field`, for messages: "adyen"; empty if none.
+std::string kinds_taking(std::string_view field) {
+    const auto takes = [field](const ProviderDescriptor& d) {
+        return std::any_of(d.settings.begin(), d.settings.end(),
+                           [field](const SettingSpec& s) { return s.name == field; });
+    };
+    const auto& all = registered();
+    if (std::none_of(all.begin(), all.end(), [&](const auto* d) { return takes(*d); })) {
+        return {};
     }
+    return kinds_where(takes);
+}
+
+// "a, b and c".
+std::string and_list(const std::vector<std::string_view>& names) {
+    std::string out;
+    for (std::size_t i = 0; i < names.size(); ++i) {
+        out += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + std::string(names[i]);
+    }
+    return out;
+}
+
+// What the "is not a known setting" hint lists: the common members, then each kind's own.
+std::string known_settings() {
+    std::string out = "known: kind, base_url, api_key_env or credentials, connect_timeout_ms, "
+                      "timeout_ms, settle_delay_s, key_retention_h, amount_tolerance_minor, "
+                      "capabilities";
+    for (const auto* d : registered()) {
+        std::vector<std::string_view> names;
+        for (const auto& s : d->settings) {
+            names.push_back(s.name);
+        }
+        if (!names.empty()) {
+            out += ", " + and_list(names) + " (" + std::string(d->kind) + ")";
+        }
+    }
+    return out;
+}
+
+// How an entry gives credentials of `kind`.
+std::string credential_syntax(CredentialKind kind) {
+    return kind == CredentialKind::api_key ? "api_key_env"
+                                           : "credentials of type " + std::string(to_string(kind));
+}
+
+std::string accepted_credentials(const ProviderDescriptor& d) {
+    std::string out;
+    for (std::size_t i = 0; i < d.credentials.size(); ++i) {
+        out += (i == 0                          ? ""
+                : i + 1 == d.credentials.size() ? " or "
+                                                : ", ") +
+               credential_syntax(d.credentials[i]);
+    }
+    return out;
+}
+
+bool accepts(const ProviderDescriptor& d, CredentialKind kind) {
+    return std::find(d.credentials.begin(), d.credentials.end(), kind) != d.credentials.end();
+}
+
+const std::regex& env_name_pattern() {
+    static const std::regex k_env("^[A-Za-z_][A-Za-z0-9_]*$");
+    return k_env;
+}
+
+// Reads the credentials of one entry, refusing them by the field that is wrong.
+class CredentialsReader {
+public:
+    CredentialsReader(const json& entry, const std::filesystem::path& source, std::string path,
+                      const char* (*environment)(const char*), ApiKeys keys)
+        : m_entry(entry), m_source(source), m_path(std::move(path)), m_environment(environment),
+          m_keys(keys) {}
+
+    Credentials read(const ProviderDescriptor& d) const {
+        const bool has_key = m_entry.contains("api_key_env");
+        const bool has_credentials = m_entry.contains("credentials");
+        if (has_key && has_credentials) {
+            bad(m_source, m_path + ".credentials", "is given together with api_key_env",
+                "give one of them: kind " + std::string(d.kind) + " takes " +
+                    accepted_credentials(d));
+        }
+        if (!has_credentials && !accepts(d, CredentialKind::api_key)) {
+            bad(m_source, m_path + ".credentials",
+                "is required for kind " + std::string(d.kind) + ": it takes " +
+                    accepted_credentials(d),
+                "name the environment variables that hold them, e.g. \"credentials\": "
+                "{\"type\": \"" +
+                    std::string(to_string(d.credentials.front())) + "\", ...}");
+        }
+        if (!has_credentials) {
+            return api_key();
+        }
+        const json& c = m_entry.at("credentials");
+        const std::string cpath = m_path + ".credentials";
+        const CredentialKind kind = type_of(c, cpath, d);
+        if (kind == CredentialKind::basic) {
+            return basic(c, cpath);
+        }
+        return oauth2(c, cpath);
+    }
+
+private:
+    // The credentials' "type", one `d` accepts; refuses members that type does not have.
+    CredentialKind type_of(const json& c, const std::string& cpath,
+                           const ProviderDescriptor& d) const {
+        if (!c.is_object() || !c.contains("type") || !c.at("type").is_string()) {
+            bad(m_source, cpath + ".type",
+                "is required: the kind of credentials, basic or oauth2_client_credentials",
+                "an API key is named with api_key_env instead");
+        }
+        const std::string type = c.at("type").get<std::string>();
+        CredentialKind kind{};
+        if (type == to_string(CredentialKind::basic)) {
+            kind = CredentialKind::basic;
+        } else if (type == to_string(CredentialKind::oauth2_client_credentials)) {
+            kind = CredentialKind::oauth2_client_credentials;
+        } else {
+            bad(m_source, cpath + ".type",
+                "'" + type + "' is not a kind of credentials: basic or oauth2_client_credentials",
+                "an API key is named with api_key_env instead");
+        }
+        if (!accepts(d, kind)) {
+            bad(m_source, cpath + ".type",
+                "kind " + std::string(d.kind) + " takes " + accepted_credentials(d) + ", not " +
+                    type,
+                "use credentials the provider's API accepts");
+        }
+        const std::vector<std::string_view> allowed =
+            kind == CredentialKind::basic
+                ? std::vector<std::string_view>{"type", "user_env", "password_env"}
+                : std::vector<std::string_view>{"type", "client_id_env", "client_secret_env",
+                                                "token_url"};
+        for (const auto& [field, ignored] : c.items()) {
+            if (std::find(allowed.begin(), allowed.end(), field) == allowed.end()) {
+                const bool names_a_variable =
+                    field.size() > 4 && field.substr(field.size() - 4) == "_env";
+                bad(m_source, cpath + "." + field,
+                    "is not a setting of " + type + " credentials" +
+                        (names_a_variable ? "" : " (secrets never go in the file)"),
+                    "known: " + and_list(allowed));
+            }
+        }
+        return kind;
+    }
+
+    BasicAuth basic(const json& c, const std::string& cpath) const {
+        BasicAuth b;
+        b.user_env = env_name(c, cpath, "user_env", "the user");
+        b.password_env = env_name(c, cpath, "password_env", "the password");
+        b.user = secret(b.user_env, cpath + ".user_env", "the user name");
+        b.password = secret(b.password_env, cpath + ".password_env", "the password");
+        return b;
+    }
+
+    OAuth2ClientCredentials oauth2(const json& c, const std::string& cpath) const {
+        OAuth2ClientCredentials o;
+        o.client_id_env = env_name(c, cpath, "client_id_env", "the client ID");
+        o.client_secret_env = env_name(c, cpath, "client_secret_env", "the client secret");
+        if (!c.contains("token_url") || !c.at("token_url").is_string()) {
+            bad(m_source, cpath + ".token_url",
+                "is required: the URL that issues access tokens, e.g. "
+                "https://api-m.paypal.com/v1/oauth2/token");
+        }
+        o.token_url = c.at("token_url").get<std::string>();
+        if (has_userinfo(o.token_url)) {
+            bad(m_source, cpath + ".token_url",
+                "carries credentials (user:password@ before the host), which never go in the file",
+                "give the bare URL and keep the client credentials in " + o.client_id_env +
+                    " and " + o.client_secret_env);
+        }
+        if (o.token_url.rfind("https://", 0) != 0 && !loopback_host(o.token_url)) {
+            bad(m_source, cpath + ".token_url",
+                "must be https:// (plain http only for loopback test servers)");
+        }
+        o.client_id = secret(o.client_id_env, cpath + ".client_id_env", "the client ID");
+        o.client_secret =
+            secret(o.client_secret_env, cpath + ".client_secret_env", "the client secret");
+        return o;
+    }
+
+    ApiKey api_key() const {
+        if (!m_entry.contains("api_key_env") || !m_entry.at("api_key_env").is_string() ||
+            !std::regex_match(m_entry.at("api_key_env").get<std::string>(), env_name_pattern())) {
+            bad(m_source, m_path + ".api_key_env",
+                "is required: the NAME of the environment variable that holds the API key");
+        }
+        ApiKey k;
+        k.env = m_entry.at("api_key_env").get<std::string>();
+        k.value = secret(k.env, m_path + ".api_key_env", "the provider's secret key");
+        return k;
+    }
+
+    std::string env_name(const json& c, const std::string& cpath, const char* field,
+                         const std::string& what) const {
+        if (!c.contains(field) || !c.at(field).is_string() ||
+            !std::regex_match(c.at(field).get<std::string>(), env_name_pattern())) {
+            bad(m_source, cpath + "." + field,
+                "is required: the NAME of the environment variable that holds " + what);
+        }
+        return c.at(field).get<std::string>();
+    }
+
+    // The variable's value; empty with ApiKeys::not_read.
+    Secret secret(const std::string& env, const std::string& field, const std::string& what) const {
+        if (m_keys == ApiKeys::not_read) {
+            return Secret();
+        }
+        const char* value = m_environment(env.c_str());
+        if (value == nullptr || *value == '\0') {
+            bad(m_source, field,
+                "the environment variable " + env +
+                    (value == nullptr ? " is not set" : " is set but empty"),
+                "export " + env + " with " + what + " (never put it in the file)");
+        }
+        return Secret(value);
+    }
+
+    const json& m_entry;
+    const std::filesystem::path& m_source;
+    std::string m_path;
+    const char* (*m_environment)(const char*);
+    ApiKeys m_keys;
+};
+
+// The environment variables an entry's credentials name, as far as they can be read, for a hint
+// that must not wait for the credentials' own validation: " (STRIPE_API_KEY)".
+std::string named_variables(const json& p) {
+    std::vector<std::string_view> names;
+    const auto add = [&names](const json& obj, const char* key) {
+        if (obj.is_object() && obj.contains(key) && obj.at(key).is_string() &&
+            std::regex_match(obj.at(key).get_ref<const std::string&>(), env_name_pattern())) {
+            names.push_back(obj.at(key).get_ref<const std::string&>());
+        }
+    };
+    add(p, "api_key_env");
+    if (p.contains("credentials")) {
+        for (const char* key : {"user_env", "password_env", "client_id_env", "client_secret_env"}) {
+            add(p.at("credentials"), key);
+        }
+    }
+    return names.empty() ? std::string() : " (" + and_list(names) + ")";
+}
+
+} // namespace
+
+const nlohmann::json* SettingsInput::find(std::string_view field) const {
+    const auto it = m_entry.find(std::string(field));
+    return it == m_entry.end() ? nullptr : &*it;
+}
+
+std::optional<std::string> SettingsInput::string(std::string_view field) const {
+    const json* v = find(field);
+    if (v == nullptr || !v->is_string()) {
+        return std::nullopt;
+    }
+    return v->get<std::string>();
+}
+
+void SettingsInput::bad(std::string_view field, const std::string& what,
+                        const std::string& hint) const {
+    providers::bad(m_source, m_path + "." + std::string(field), what, hint);
+}
+
+namespace {
+
+// The file as JSON: an object holding a non-empty "providers" object and nothing else.
+json parse_root(std::string_view text, const std::filesystem::path& source) {
     if (json_nesting_depth(text) > k_max_external_json_depth) {
         bad(source, "(file)",
             "nests deeper than " + std::to_string(k_max_external_json_depth) + " levels",
@@ -108,155 +379,155 @@ Config parse_config(std::string_view text, const std::filesystem::path& source,
         root.at("providers").empty()) {
         bad(source, "providers", "must be an object naming at least one provider");
     }
+    return root;
+}
+
+// Refuses a member no kind knows, and a secret written into the file.
+void check_members(const json& p, const std::filesystem::path& source, const std::string& path) {
+    for (const auto& [field, ignored] : p.items()) {
+        if (field == "api_key" || field == "secret_key") {
+            bad(source, path + "." + field, "API keys never go in the file",
+                "put the key in an environment variable and name it in api_key_env");
+        }
+        if (!is_common(field) && kinds_taking(field).empty()) {
+            bad(source, path + "." + field, "is not a known setting", known_settings());
+        }
+    }
+}
+
+const ProviderDescriptor& read_kind(const json& p, const std::filesystem::path& source,
+                                    const std::string& path) {
+    if (!p.contains("kind") || !p.at("kind").is_string()) {
+        bad(source, path + ".kind",
+            "is required: the adapter kind, e.g. " + std::string(known_kinds().front()));
+    }
+    const std::string kind = p.at("kind").get<std::string>();
+    const ProviderDescriptor* d = find_descriptor(kind);
+    if (d == nullptr) {
+        bad(source, path + ".kind", "'" + kind + "' is not an adapter this build has",
+            "use a kind this build has: " + kinds_where());
+    }
+    return *d;
+}
+
+std::string read_base_url(const json& p, const std::filesystem::path& source,
+                          const std::string& path) {
+    if (!p.contains("base_url") || !p.at("base_url").is_string()) {
+        bad(source, path + ".base_url", "is required, e.g. https://api.stripe.com");
+    }
+    std::string url = p.at("base_url").get<std::string>();
+    while (!url.empty() && url.back() == '/') {
+        url.pop_back();
+    }
+    if (has_userinfo(url)) {
+        // Never echo the URL: what precedes the '@' is a secret.
+        bad(source, path + ".base_url",
+            "carries credentials (user:password@ before the host), which never go in the file",
+            "give the bare URL (e.g. https://api.stripe.com) and keep the credential in the "
+            "environment variable that " +
+                std::string(p.contains("credentials") ? "credentials name" : "api_key_env names") +
+                named_variables(p));
+    }
+    if (url.rfind("https://", 0) != 0 && !loopback_host(url)) {
+        bad(source, path + ".base_url",
+            "must be https:// (plain http only for loopback test servers)");
+    }
+    return url;
+}
+
+// Timeouts, settle delay, key retention and the statement's amount tolerance, into `c`.
+void read_timings(const json& p, const std::filesystem::path& source, const std::string& path,
+                  ProviderConfig& c) {
+    c.connect_timeout = std::chrono::milliseconds(
+        integer_field(p, source, path, "connect_timeout_ms", 2000, 50, 60000));
+    c.timeout =
+        std::chrono::milliseconds(integer_field(p, source, path, "timeout_ms", 10000, 100, 300000));
+    if (c.timeout < c.connect_timeout) {
+        bad(source, path + ".timeout_ms", "must not be shorter than connect_timeout_ms");
+    }
+    c.settle_delay =
+        std::chrono::seconds(integer_field(p, source, path, "settle_delay_s", 120, 0, 86400));
+    c.key_retention =
+        std::chrono::hours(integer_field(p, source, path, "key_retention_h", 24, 1, 24 * 30));
+    c.amount_tolerance_minor =
+        integer_field(p, source, path, "amount_tolerance_minor", 0, 0, 1000000);
+}
+
+// The settings of other kinds are refused; the kind's own are its parser's to read.
+std::shared_ptr<const ProviderSettings> read_own_settings(const json& p,
+                                                          const std::filesystem::path& source,
+                                                          const std::string& path,
+                                                          const ProviderDescriptor& d) {
+    for (const auto& [field, ignored] : p.items()) {
+        const bool own = std::any_of(d.settings.begin(), d.settings.end(),
+                                     [&f = field](const SettingSpec& s) { return s.name == f; });
+        if (!is_common(field) && !own) {
+            bad(source, path + "." + field, "is only used by kind " + kinds_taking(field),
+                "remove it from this provider");
+        }
+    }
+    return d.parse_settings == nullptr ? nullptr : d.parse_settings(SettingsInput(p, path, source));
+}
+
+CapabilityOverrides read_overrides(const json& p, const std::filesystem::path& source,
+                                   const std::string& path) {
+    CapabilityOverrides out;
+    if (!p.contains("capabilities")) {
+        return out;
+    }
+    const json& caps = p.at("capabilities");
+    const std::string cpath = path + ".capabilities";
+    if (!caps.is_object()) {
+        bad(source, cpath, "must be an object");
+    }
+    for (const auto& [field, ignored] : caps.items()) {
+        if (field != "idempotency_keys" && field != "lookup" && field != "list") {
+            bad(source, cpath + "." + field, "is not a known capability",
+                "known: idempotency_keys, lookup, list (true or false)");
+        }
+    }
+    out.idempotency_keys = bool_field(caps, source, cpath, "idempotency_keys");
+    out.lookup = bool_field(caps, source, cpath, "lookup");
+    out.list = bool_field(caps, source, cpath, "list");
+    return out;
+}
+
+ProviderConfig parse_provider(const std::string& name, const json& p,
+                              const std::filesystem::path& source,
+                              const char* (*environment)(const char*), ApiKeys keys) {
     static const std::regex k_name("^[a-z0-9_-]{1,32}$");
-    static const std::regex k_env("^[A-Za-z_][A-Za-z0-9_]*$");
-    static const std::vector<std::string> k_allowed = {"kind",
-                                                       "base_url",
-                                                       "api_key_env",
-                                                       "connect_timeout_ms",
-                                                       "timeout_ms",
-                                                       "settle_delay_s",
-                                                       "key_retention_h",
-                                                       "capabilities",
-                                                       "merchant_account",
-                                                       "return_url",
-                                                       "amount_tolerance_minor"};
+    const std::string path = "providers." + name;
+    if (!std::regex_match(name, k_name)) {
+        bad(source, path, "a provider name is 1 to 32 of a-z, 0-9, '_', '-'");
+    }
+    if (!p.is_object()) {
+        bad(source, path, "must be an object");
+    }
+    check_members(p, source, path);
+    const ProviderDescriptor& d = read_kind(p, source, path);
+    ProviderConfig c;
+    c.name = name;
+    c.kind = std::string(d.kind);
+    c.base_url = read_base_url(p, source, path);
+    c.credentials = CredentialsReader(p, source, path, environment, keys).read(d);
+    read_timings(p, source, path, c);
+    c.settings = read_own_settings(p, source, path, d);
+    c.overrides = read_overrides(p, source, path);
+    return c;
+}
+
+} // namespace
+
+Config parse_config(std::string_view text, const std::filesystem::path& source,
+                    const char* (*environment)(const char*), ApiKeys keys) {
+    if (environment == nullptr) {
+        environment = [](const char* name) -> const char* { return std::getenv(name); };
+    }
+    const json root = parse_root(text, source);
     Config config;
     config.source = source;
     for (const auto& [name, p] : root.at("providers").items()) {
-        const std::string path = "providers." + name;
-        if (!std::regex_match(name, k_name)) {
-            bad(source, path, "a provider name is 1 to 32 of a-z, 0-9, '_', '-'");
-        }
-        if (!p.is_object()) {
-            bad(source, path, "must be an object");
-        }
-        for (const auto& [field, ignored] : p.items()) {
-            if (field == "api_key" || field == "secret_key") {
-                bad(source, path + "." + field, "API keys never go in the file",
-                    "put the key in an environment variable and name it in api_key_env");
-            }
-            if (std::find(k_allowed.begin(), k_allowed.end(), field) == k_allowed.end()) {
-                bad(source, path + "." + field, "is not a known setting",
-                    "known: kind, base_url, api_key_env, connect_timeout_ms, timeout_ms, "
-                    "settle_delay_s, key_retention_h, amount_tolerance_minor, capabilities, "
-                    "merchant_account and return_url (adyen)");
-            }
-        }
-        ProviderConfig c;
-        c.name = name;
-        if (!p.contains("kind") || !p.at("kind").is_string()) {
-            bad(source, path + ".kind", "is required: the adapter kind, e.g. stripe");
-        }
-        c.kind = p.at("kind").get<std::string>();
-        if (std::find(known_kinds().begin(), known_kinds().end(), c.kind) == known_kinds().end()) {
-            bad(source, path + ".kind", "'" + c.kind + "' is not an adapter this build has",
-                "use a kind this build has: stripe, adyen, square");
-        }
-        if (!p.contains("base_url") || !p.at("base_url").is_string()) {
-            bad(source, path + ".base_url", "is required, e.g. https://api.stripe.com");
-        }
-        c.base_url = p.at("base_url").get<std::string>();
-        while (!c.base_url.empty() && c.base_url.back() == '/') {
-            c.base_url.pop_back();
-        }
-        if (has_userinfo(c.base_url)) {
-            // Never echo the URL: what precedes the '@' is a secret.
-            const std::string env =
-                p.contains("api_key_env") && p.at("api_key_env").is_string() &&
-                        std::regex_match(p.at("api_key_env").get<std::string>(), k_env)
-                    ? " (" + p.at("api_key_env").get<std::string>() + ")"
-                    : std::string();
-            bad(source, path + ".base_url",
-                "carries credentials (user:password@ before the host), which never go in the file",
-                "give the bare URL (e.g. https://api.stripe.com) and keep the credential in the "
-                "environment variable that api_key_env names" +
-                    env);
-        }
-        if (c.base_url.rfind("https://", 0) != 0 && !loopback_host(c.base_url)) {
-            bad(source, path + ".base_url",
-                "must be https:// (plain http only for loopback test servers)");
-        }
-        if (!p.contains("api_key_env") || !p.at("api_key_env").is_string() ||
-            !std::regex_match(p.at("api_key_env").get<std::string>(), k_env)) {
-            bad(source, path + ".api_key_env",
-                "is required: the NAME of the environment variable that holds the API key");
-        }
-        c.api_key_env = p.at("api_key_env").get<std::string>();
-        if (keys == ApiKeys::read) {
-            const char* key = environment(c.api_key_env.c_str());
-            if (key == nullptr || *key == '\0') {
-                bad(source, path + ".api_key_env",
-                    "the environment variable " + c.api_key_env +
-                        (key == nullptr ? " is not set" : " is set but empty"),
-                    "export " + c.api_key_env +
-                        " with the provider's secret key (never put it in the file)");
-            }
-            c.api_key = Secret(key);
-        }
-        c.connect_timeout = std::chrono::milliseconds(
-            integer_field(p, source, path, "connect_timeout_ms", 2000, 50, 60000));
-        c.timeout = std::chrono::milliseconds(
-            integer_field(p, source, path, "timeout_ms", 10000, 100, 300000));
-        if (c.timeout < c.connect_timeout) {
-            bad(source, path + ".timeout_ms", "must not be shorter than connect_timeout_ms");
-        }
-        c.settle_delay =
-            std::chrono::seconds(integer_field(p, source, path, "settle_delay_s", 120, 0, 86400));
-        c.key_retention =
-            std::chrono::hours(integer_field(p, source, path, "key_retention_h", 24, 1, 24 * 30));
-        c.amount_tolerance_minor =
-            integer_field(p, source, path, "amount_tolerance_minor", 0, 0, 1000000);
-        static const std::regex k_merchant_account("^[A-Za-z0-9_.-]{1,80}$");
-        if (c.kind == "adyen") {
-            if (!p.contains("merchant_account") || !p.at("merchant_account").is_string() ||
-                !std::regex_match(p.at("merchant_account").get<std::string>(),
-                                  k_merchant_account)) {
-                bad(source, path + ".merchant_account",
-                    "is required for kind adyen: the merchant account's name (1 to 80 of A-Z, a-z, "
-                    "0-9, '_', '.', '-')",
-                    "copy it from Adyen's Customer Area, e.g. \"merchant_account\": "
-                    "\"AcmeShopECOM\"");
-            }
-            c.merchant_account = p.at("merchant_account").get<std::string>();
-        } else if (p.contains("merchant_account")) {
-            bad(source, path + ".merchant_account", "is only used by kind adyen",
-                "remove it from this provider");
-        }
-        // Adyen's schema: "The URL to return to in case of a redirection", required on every
-        // /payments request; it recommends at most 1024 characters, URL-encoded.
-        static const std::regex k_return_url("^[A-Za-z][A-Za-z0-9+.-]*://[\\x21-\\x7e]{1,1000}$");
-        if (c.kind == "adyen") {
-            if (!p.contains("return_url") || !p.at("return_url").is_string() ||
-                !std::regex_match(p.at("return_url").get<std::string>(), k_return_url)) {
-                bad(source, path + ".return_url",
-                    "is required for kind adyen: the URL a redirected shopper returns to (Adyen "
-                    "requires returnUrl on every payment, and refuses one without it with 422 "
-                    "14_030), a scheme:// URL of visible ASCII, at most 1024 characters",
-                    "e.g. \"return_url\": \"https://shop.example.com/checkout/return\"");
-            }
-            c.return_url = p.at("return_url").get<std::string>();
-        } else if (p.contains("return_url")) {
-            bad(source, path + ".return_url", "is only used by kind adyen",
-                "remove it from this provider");
-        }
-        if (p.contains("capabilities")) {
-            const json& caps = p.at("capabilities");
-            const std::string cpath = path + ".capabilities";
-            if (!caps.is_object()) {
-                bad(source, cpath, "must be an object");
-            }
-            for (const auto& [field, ignored] : caps.items()) {
-                if (field != "idempotency_keys" && field != "lookup" && field != "list") {
-                    bad(source, cpath + "." + field, "is not a known capability",
-                        "known: idempotency_keys, lookup, list (true or false)");
-                }
-            }
-            c.overrides.idempotency_keys = bool_field(caps, source, cpath, "idempotency_keys");
-            c.overrides.lookup = bool_field(caps, source, cpath, "lookup");
-            c.overrides.list = bool_field(caps, source, cpath, "list");
-        }
-        config.providers.emplace(name, std::move(c));
+        config.providers.emplace(name, parse_provider(name, p, source, environment, keys));
     }
     return config;
 }
@@ -277,15 +548,14 @@ std::chrono::milliseconds worst_case_call(const ProviderConfig& config) {
     return config.connect_timeout + config.timeout;
 }
 
-Capabilities configured_capabilities(const ProviderConfig& config, std::size_t max_key_length,
-                                     bool api_can_lookup, bool api_can_list) {
+Capabilities configured_capabilities(const ProviderConfig& config, const ApiCapabilities& api) {
     Capabilities caps;
     caps.honours_idempotency_keys = config.overrides.idempotency_keys.value_or(true);
     caps.key_retention = config.key_retention;
-    caps.max_key_length = max_key_length;
-    caps.lookup_by_operation_id = api_can_lookup && config.overrides.lookup.value_or(true);
+    caps.max_key_length = api.max_key_length;
+    caps.lookup_by_operation_id = api.lookup && config.overrides.lookup.value_or(true);
     caps.lookup_staleness = config.settle_delay;
-    caps.list_transactions = api_can_list && config.overrides.list.value_or(true);
+    caps.list_transactions = api.list && config.overrides.list.value_or(true);
     caps.worst_case_call = worst_case_call(config);
     return caps;
 }

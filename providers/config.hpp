@@ -1,7 +1,9 @@
 #pragma once
 // The provider configuration: a JSON file (--config or PAYRECON_CONFIG) naming each provider
-// account by key. API keys never sit in the file: it names the environment variable that holds
-// one. A bad file is one ConfigError naming the field and what to write instead.
+// account by key. Credentials never sit in the file: it names the environment variables that hold
+// them (providers/credentials.hpp). A bad file is one ConfigError naming the field and what to
+// write instead. The kinds, and the settings only one kind takes, come from the registry: each
+// kind's descriptor parses its own (providers/<kind>/).
 //
 // {"providers": {"stripe": {"kind": "stripe", "base_url": "https://api.stripe.com",
 //   "api_key_env": "STRIPE_API_KEY", "connect_timeout_ms": 2000, "timeout_ms": 10000,
@@ -11,16 +13,16 @@
 //   "api_key_env": "ADYEN_API_KEY", "merchant_account": "AcmeShopECOM",
 //   "return_url": "https://shop.example.com/checkout/return"}}}
 
-#include "core/secret.hpp"
+#include "providers/credentials.hpp"
 #include "providers/provider.hpp"
 
 #include <chrono>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <vector>
 
 namespace payrecon::providers {
 
@@ -32,12 +34,19 @@ struct CapabilityOverrides {
     std::optional<bool> list;
 };
 
+// The settings only one kind takes, as its descriptor parsed them (adyen::Settings: the merchant
+// account and return URL). The kind's folder defines the derived type and reads it back.
+struct ProviderSettings {
+    virtual ~ProviderSettings() = default;
+};
+
 struct ProviderConfig {
     std::string name;     // the key in "providers": [a-z0-9_-]{1,32}; what payments name
-    std::string kind;     // the adapter: stripe, adyen, square
+    std::string kind;     // the adapter: one the registry lists
     std::string base_url; // http(s)://host[:port]; plain http only for loopback
-    std::string api_key_env;
-    Secret api_key; // read from api_key_env when the config is loaded
+    // Read from the environment variables the entry names when the config is loaded (empty
+    // secrets with ApiKeys::not_read). An api_key_env entry is an ApiKey.
+    Credentials credentials;
     std::chrono::milliseconds connect_timeout{2000};
     std::chrono::milliseconds timeout{10000};
     std::chrono::seconds settle_delay{120}; // wait this long after an attempt before a lookup
@@ -45,13 +54,9 @@ struct ProviderConfig {
     // Statement diff: our amount and the provider's differ by at most this much and still match
     // (a provider that rounds converted amounts); 0 by default.
     long long amount_tolerance_minor = 0;
-    // Adyen's merchantAccount, sent in every payment body: required for kind adyen, refused for
-    // other kinds; empty otherwise.
-    std::string merchant_account;
-    // Adyen's returnUrl, sent in every payment body (the v71 schema requires it even when the
-    // shopper is never redirected): required for kind adyen, refused for other kinds.
-    std::string return_url;
     CapabilityOverrides overrides;
+    // The kind's own settings; null for a kind that has none.
+    std::shared_ptr<const ProviderSettings> settings;
 };
 
 struct Config {
@@ -59,25 +64,21 @@ struct Config {
     std::filesystem::path source; // the file it came from
 };
 
-// An adapter's capabilities for one configured account: what its API offers (`max_key_length`,
-// `api_can_lookup`, `api_can_list`) with the account's key retention and settle delay, and the
-// overrides, which can switch a capability off -- never on where the API has none.
-Capabilities configured_capabilities(const ProviderConfig& config, std::size_t max_key_length,
-                                     bool api_can_lookup, bool api_can_list);
+// An adapter's capabilities for one configured account: what its API offers (`api`, from its
+// descriptor) with the account's key retention and settle delay, and the overrides, which can
+// switch a capability off -- never on where the API has none.
+Capabilities configured_capabilities(const ProviderConfig& config, const ApiCapabilities& api);
 
 // The longest one call to this provider can take: its connect timeout plus its total timeout.
 std::chrono::milliseconds worst_case_call(const ProviderConfig& config);
 
-// The adapter kinds this build has, for validation and messages.
-const std::vector<std::string_view>& known_kinds();
-
-// Whether loading a configuration reads the API keys. A process that never calls a provider
+// Whether loading a configuration reads the credentials. A process that never calls a provider
 // (`serve`, `payments create`: they only need the provider names) does not hold them.
 enum class ApiKeys { read, not_read };
 
-// Parses `text` (from `source`, for messages). `environment` looks up api_key_env (nullptr if the
-// variable is unset); with ApiKeys::not_read the variable is neither read nor required (api_key
-// stays empty), its name is still checked. Throws ConfigError naming the field
+// Parses `text` (from `source`, for messages). `environment` looks up the variables the credentials
+// name (nullptr if unset); with ApiKeys::not_read they are neither read nor required (the secrets
+// stay empty), their names are still checked. Throws ConfigError naming the field
 // ("providers.stripe.timeout_ms: ...").
 Config parse_config(std::string_view text, const std::filesystem::path& source,
                     const char* (*environment)(const char*) = nullptr,

@@ -53,6 +53,14 @@ struct Capabilities {
     std::chrono::milliseconds worst_case_call{0};
 };
 
+// What a provider's API offers, before an account's overrides (ProviderDescriptor::api; the
+// configuration turns it into Capabilities with configured_capabilities()).
+struct ApiCapabilities {
+    std::size_t max_key_length = 0; // the longest idempotency key it takes
+    bool lookup = false;            // it can find a payment by our operation ID
+    bool list = false;              // it can list its transactions in a time window
+};
+
 // One payment as payrecon sends it. `operation_id` is the idempotency key on every attempt.
 struct PaymentOrder {
     std::string operation_id;

@@ -2,56 +2,98 @@
 
 #include "core/errors.hpp"
 #include "providers/adyen/adapter.hpp"
-#include "providers/adyen/wire.hpp"
 #include "providers/http/transport.hpp"
 #include "providers/square/adapter.hpp"
-#include "providers/square/wire.hpp"
 #include "providers/stripe/adapter.hpp"
-#include "providers/stripe/wire.hpp"
+
+#include <algorithm>
+#include <stdexcept>
 
 namespace payrecon::providers {
 namespace {
 
-// An adapter that sends through a Transport of its own.
-template <typename Adapter>
-std::unique_ptr<Provider> over_transport(const ProviderConfig& config) {
-    http::TransportOptions options;
-    options.timeouts.connect = config.connect_timeout;
-    options.timeouts.total = config.timeout;
-    auto transport = std::make_shared<http::Transport>(options);
-    return std::make_unique<Adapter>(
-        config, [transport](const http::HttpRequest& r) { return transport->send(r); });
+// The registry: one line per kind, in the order messages list them. A kind is its folder,
+// providers/<kind>/, and the descriptor() its adapter.hpp declares.
+std::vector<const ProviderDescriptor*> builtin() {
+    return {
+        &stripe::descriptor(),
+        &adyen::descriptor(),
+        &square::descriptor(),
+    };
+}
+
+struct Registry {
+    std::vector<const ProviderDescriptor*> descriptors = builtin();
+    std::vector<std::string_view> kinds;
+
+    Registry() { refresh(); }
+    void refresh() {
+        kinds.clear();
+        for (const auto* d : descriptors) {
+            kinds.push_back(d->kind);
+        }
+    }
+};
+
+Registry& registry() {
+    static Registry k_registry;
+    return k_registry;
 }
 
 } // namespace
 
+const std::vector<const ProviderDescriptor*>& registered() {
+    return registry().descriptors;
+}
+
+const std::vector<std::string_view>& known_kinds() {
+    return registry().kinds;
+}
+
+const ProviderDescriptor* find_descriptor(std::string_view kind) {
+    for (const auto* d : registered()) {
+        if (d->kind == kind) {
+            return d;
+        }
+    }
+    return nullptr;
+}
+
+const ProviderDescriptor& descriptor_of(std::string_view kind) {
+    if (const auto* d = find_descriptor(kind)) {
+        return *d;
+    }
+    throw ConfigError("no adapter of kind '" + std::string(kind) + "' in this build",
+                      "use one of the kinds this build has: " + kinds_where());
+}
+
+std::string kinds_where(const std::function<bool(const ProviderDescriptor&)>& which) {
+    std::string out;
+    for (const auto* d : registered()) {
+        if (!which || which(*d)) {
+            out += (out.empty() ? "" : ", ") + std::string(d->kind);
+        }
+    }
+    return out.empty() ? "none" : out;
+}
+
 std::unique_ptr<Provider> create_provider(const ProviderConfig& config) {
-    if (config.kind == "stripe") {
-        return over_transport<stripe::StripeAdapter>(config);
+    const ProviderDescriptor* d = find_descriptor(config.kind);
+    if (d == nullptr) {
+        throw ConfigError("provider " + config.name + ": no adapter of kind '" + config.kind +
+                              "' in this build",
+                          "use one of the kinds this build has: " + kinds_where());
     }
-    if (config.kind == "adyen") {
-        return over_transport<adyen::AdyenAdapter>(config);
-    }
-    if (config.kind == "square") {
-        return over_transport<square::SquareAdapter>(config);
-    }
-    throw ConfigError("provider " + config.name + ": no adapter of kind '" + config.kind +
-                          "' in this build",
-                      "use one of the kinds docs/adding-a-provider.md lists");
+    http::TransportOptions options;
+    options.timeouts.connect = config.connect_timeout;
+    options.timeouts.total = config.timeout;
+    auto transport = std::make_shared<http::Transport>(options);
+    return d->create(config,
+                     [transport](const http::HttpRequest& r) { return transport->send(r); });
 }
 
 const CarryLimits& carry_limits_of(std::string_view kind) {
-    if (kind == "stripe") {
-        return stripe::carry_limits();
-    }
-    if (kind == "adyen") {
-        return adyen::carry_limits();
-    }
-    if (kind == "square") {
-        return square::carry_limits();
-    }
-    throw ConfigError("no adapter of kind '" + std::string(kind) + "' in this build",
-                      "use one of the kinds docs/adding-a-provider.md lists");
+    return descriptor_of(kind).carry_limits();
 }
 
 ProviderCatalog provider_catalog(const Config& config) {
@@ -61,5 +103,25 @@ ProviderCatalog provider_catalog(const Config& config) {
     }
     return catalog;
 }
+
+namespace test_hook {
+
+ScopedRegistration::ScopedRegistration(const ProviderDescriptor& descriptor)
+    : m_descriptor(&descriptor) {
+    if (find_descriptor(descriptor.kind) != nullptr) {
+        throw std::invalid_argument("kind " + std::string(descriptor.kind) +
+                                    " is registered already");
+    }
+    registry().descriptors.push_back(m_descriptor);
+    registry().refresh();
+}
+
+ScopedRegistration::~ScopedRegistration() {
+    auto& list = registry().descriptors;
+    list.erase(std::remove(list.begin(), list.end(), m_descriptor), list.end());
+    registry().refresh();
+}
+
+} // namespace test_hook
 
 } // namespace payrecon::providers

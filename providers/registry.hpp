@@ -1,13 +1,36 @@
 #pragma once
-// Every adapter this build has, in one explicit list (no self-registering statics).
+// Every provider kind this build has, in one explicit list: registry.cpp names each kind's
+// descriptor, one line per kind (no self-registering statics: the linker would drop them). Kinds,
+// and every message that names them, come from here.
 
 #include "core/provider_catalog.hpp"
 #include "providers/config.hpp"
+#include "providers/descriptor.hpp"
 #include "providers/provider.hpp"
 
+#include <functional>
 #include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
 
 namespace payrecon::providers {
+
+// The registered kinds' descriptors, in the registry's order (then any a test added).
+const std::vector<const ProviderDescriptor*>& registered();
+
+// The registered kinds' names, in the same order.
+const std::vector<std::string_view>& known_kinds();
+
+// The descriptor of `kind`, or nullptr if no such kind is registered.
+const ProviderDescriptor* find_descriptor(std::string_view kind);
+
+// The descriptor of `kind`. Throws ConfigError naming the kinds there are if it is not registered.
+const ProviderDescriptor& descriptor_of(std::string_view kind);
+
+// The registered kinds for which `which` holds (every kind without it), comma-separated for
+// messages: "stripe, square"; "none" when there is none.
+std::string kinds_where(const std::function<bool(const ProviderDescriptor&)>& which = {});
 
 // A provider client for `config`, with its own HTTP transport (use it from one thread at a time).
 // Throws ConfigError for a kind this build does not have.
@@ -20,5 +43,23 @@ const CarryLimits& carry_limits_of(std::string_view kind);
 // The configured providers as the intake checks requests against them, each with its kind's
 // limits. Throws ConfigError for a kind this build does not have.
 ProviderCatalog provider_catalog(const Config& config);
+
+namespace test_hook {
+
+// Adds `descriptor` to the registry until destroyed: a test's extra kind (a fourth provider that
+// is not part of payrecon). Tests only: construct and destroy it while no other thread reads the
+// registry. The descriptor must outlive it. Throws std::invalid_argument if the kind is taken.
+class ScopedRegistration {
+public:
+    explicit ScopedRegistration(const ProviderDescriptor& descriptor);
+    ~ScopedRegistration();
+    ScopedRegistration(const ScopedRegistration&) = delete;
+    ScopedRegistration& operator=(const ScopedRegistration&) = delete;
+
+private:
+    const ProviderDescriptor* m_descriptor;
+};
+
+} // namespace test_hook
 
 } // namespace payrecon::providers

@@ -5,8 +5,8 @@
 #include "core/payment_request.hpp"
 #include "core/payment_state.hpp"
 #include "core/problem.hpp"
-#include "store/intake_store.hpp"
 #include "core/uuid.hpp"
+#include "store/intake_store.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -124,8 +124,8 @@ IntakeResponse unavailable(const DatabaseUnavailable& e) {
             : "Nothing was stored. Retry the same request with the same Idempotency-Key.",
         in_doubt ? "in_doubt" : "unavailable");
     r.retry_after = 1;
-    r.incident = std::string(in_doubt ? "commit outcome unknown: " : "database unavailable: ") +
-                 e.what();
+    r.incident =
+        std::string(in_doubt ? "commit outcome unknown: " : "database unavailable: ") + e.what();
     return r;
 }
 
@@ -307,11 +307,11 @@ IntakeResponse IntakeService::create_payment(const Principal& principal,
                            "conflict", std::string_view("Idempotency-Key"));
         }
         if (write.status == 0) {
-            IntakeResponse r = problem(
-                500, "idempotency_record_incomplete", "Internal error",
-                "The first request with this key has no stored response. It was logged "
-                "for investigation; do not retry with another key.",
-                "incomplete");
+            IntakeResponse r =
+                problem(500, "idempotency_record_incomplete", "Internal error",
+                        "The first request with this key has no stored response. It was logged "
+                        "for investigation; do not retry with another key.",
+                        "incomplete");
             r.incident = "idempotency record without a response (tenant " + principal.tenant_id +
                          ", principal " + principal.principal_id + "); investigate";
             return r;

@@ -16,9 +16,9 @@ class Db;
 }
 
 // GET /v1/payments/{id}: the payment `payment_id` of `tenant_id` as the API shows it (JSON: the
-// resource of services/intake's shape with updated_at, provider_reference and its attempts); nullopt
-// if `payment_id` is not a UUID or the tenant has no such payment -- another tenant's payment is
-// "none" too, so existence never leaks. Throws DatabaseUnavailable.
+// resource of services/intake's shape with updated_at, provider_reference and its attempts);
+// nullopt if `payment_id` is not a UUID or the tenant has no such payment -- another tenant's
+// payment is "none" too, so existence never leaks. Throws DatabaseUnavailable.
 std::optional<std::string> payment_resource(store::Db& db, const std::string& tenant_id,
                                             std::string_view payment_id);
 

@@ -66,7 +66,8 @@ WITH settled AS (
      WHERE tenant_id = $1::uuid AND payment_id = $2::uuid AND generation = $3
        AND state = 'processing'
  RETURNING *
-), event AS ()sql" + payment_event_insert("settled") + R"sql(
+), event AS ()sql" + payment_event_insert("settled") +
+                                 R"sql(
 )
 SELECT count(*) FROM settled)sql";
 
@@ -85,7 +86,8 @@ WITH stale AS (
       FROM stale
      WHERE p.tenant_id = stale.tenant_id AND p.payment_id = stale.payment_id
  RETURNING p.*
-), event AS ()sql" + payment_event_insert("expired") + R"sql(
+), event AS ()sql" + payment_event_insert("expired") +
+                                 R"sql(
 ), audit AS (
     INSERT INTO audit_log (tenant_id, actor, action, subject_type, subject_id, detail)
     SELECT tenant_id, $1, 'payment.lease_expired', 'payment', payment_id::text,

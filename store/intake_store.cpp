@@ -32,7 +32,8 @@ WITH p AS (
             decode($16, 'hex'))
     ON CONFLICT (tenant_id, merchant_reference) DO NOTHING
     RETURNING *
-), o AS ()sql" + payment_event_insert("p", {}, "'payment.created'") + R"sql(
+), o AS ()sql" + payment_event_insert("p", {}, "'payment.created'") +
+                                         R"sql(
 ), r AS (
     UPDATE idempotency_records
        SET response_status = 202, response_body = $15, resource_type = 'payment',

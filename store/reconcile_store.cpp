@@ -76,7 +76,8 @@ WITH u AS (
      WHERE tenant_id = $1::uuid AND payment_id = $2::uuid AND generation = $3 AND state = $11
  RETURNING *
 ), event AS (
-    )sql" + payment_event_insert("u", "r.state <> $11") + R"sql(
+    )sql" + payment_event_insert("u", "r.state <> $11") +
+                                R"sql(
 ), audit AS (
     INSERT INTO audit_log (tenant_id, actor, action, subject_type, subject_id, detail)
     SELECT u.tenant_id, $12, 'payment.reconciled', 'payment', u.payment_id::text,
@@ -115,7 +116,8 @@ WITH u AS (
      WHERE tenant_id = $1::uuid AND payment_id = $2::uuid AND generation = $3
  RETURNING *
 ), event AS (
-    )sql" + payment_event_insert("u") + R"sql(
+    )sql" + payment_event_insert("u") +
+                                  R"sql(
 ), audit AS (
     INSERT INTO audit_log (tenant_id, actor, action, subject_type, subject_id, detail)
     SELECT u.tenant_id, $7, $11, 'payment', u.payment_id::text,
@@ -297,9 +299,9 @@ bool apply_reconciliation(Db& db, const ReconcileCandidate& candidate, const std
 
 ResolveResult resolve_payment(Db& db, const Resolution& resolution) {
     // The rules are core's (resolution_policy); nothing breaking one is written.
-    if (const auto problem = check_resolution(
-            {resolution.decision, resolution.note, resolution.provider_reference,
-             resolution.confirmed_no_charge, resolution.generation})) {
+    if (const auto problem =
+            check_resolution({resolution.decision, resolution.note, resolution.provider_reference,
+                              resolution.confirmed_no_charge, resolution.generation})) {
         throw UsageError(describe(*problem));
     }
     const PaymentState to = target_state(resolution.decision);

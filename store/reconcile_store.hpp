@@ -4,8 +4,8 @@
 // twice; every decision is written fenced by that generation (and bumps it again), with its
 // lookup record, an audit row and -- when the state changes -- an outbox event, in one transaction.
 
-#include "core/resolution_policy.hpp"
 #include "core/payment_state.hpp"
+#include "core/resolution_policy.hpp"
 #include "store/executor_store.hpp"
 
 #include <chrono>

@@ -27,22 +27,42 @@
 //   validation, configuration or security, and 401/403, mean Adyen attempted nothing: rejected
 //   (an integration fault, the payment goes to review). 429 is not executed (sent again); 5xx,
 //   other errors and anything unrecognised are unknown. Whether Adyen keeps a rejected request's
-//   response under its Idempotency-Key is not documented: see docs/adding-a-provider.md.
+//   response under its Idempotency-Key is not documented: see README.md.
 
+#include "providers/adapter_support.hpp"
 #include "providers/config.hpp"
-#include "providers/http/transport.hpp"
+#include "providers/descriptor.hpp"
 #include "providers/provider.hpp"
 
-#include <functional>
+#include <memory>
+#include <string>
 
 namespace payrecon::providers::adyen {
 
 inline constexpr const char* k_api_version = "v71";
 inline constexpr std::size_t k_max_key_length = 64;
 
-// The HTTP seam: production sends through a Transport; tests replay recorded responses and assert
-// on the request.
-using SendFunction = std::function<http::HttpResult(const http::HttpRequest&)>;
+// Kind "adyen": an API key (api_key_env) sent as X-API-Key; keys up to 64 characters; no lookup
+// and no listing; resultCode words; and two settings of its own, parsed here (descriptor.cpp):
+// "merchant_account" and "return_url", both required.
+const ProviderDescriptor& descriptor();
+
+// What an adyen provider's configuration says beyond the common settings.
+struct Settings : ProviderSettings {
+    // `merchantAccount`, sent in every payment body: 1 to 80 of A-Z, a-z, 0-9, '_', '.', '-'.
+    std::string merchant_account;
+    // `returnUrl`, sent in every payment body (the v71 schema requires it even when the shopper is
+    // never redirected): a scheme:// URL of visible ASCII.
+    std::string return_url;
+};
+
+// Settings for ProviderConfig::settings, for code that builds a configuration itself (tests).
+std::shared_ptr<const ProviderSettings> settings(std::string merchant_account,
+                                                 std::string return_url);
+
+// The adyen settings of `config`. Throws ConfigError if it has none (a configuration built in code
+// without them).
+const Settings& settings_of(const ProviderConfig& config);
 
 class AdyenAdapter : public Provider {
 public:
@@ -60,12 +80,9 @@ public:
 
 private:
     std::string m_name;
-    std::string m_base_url;
-    std::string m_merchant_account;
-    std::string m_return_url;
-    Secret m_api_key;
+    Settings m_settings;
     Capabilities m_caps;
-    SendFunction m_send;
+    ProviderClient m_client;
 };
 
 } // namespace payrecon::providers::adyen

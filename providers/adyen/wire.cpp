@@ -1,106 +1,28 @@
 #include "providers/adyen/wire.hpp"
 
 #include "core/external_json.hpp"
+#include "providers/wire_util.hpp"
 
-#include <algorithm>
-#include <cctype>
-#include <limits>
 #include <nlohmann/json.hpp>
 
 namespace payrecon::providers::adyen {
 namespace {
 
 using nlohmann::json;
-
-std::string upper(std::string_view s) {
-    std::string out(s);
-    std::transform(out.begin(), out.end(), out.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
-    return out;
-}
-
-std::int64_t pow10(int n) {
-    std::int64_t v = 1;
-    for (int i = 0; i < n; ++i) {
-        v *= 10;
-    }
-    return v;
-}
-
-// Scales `amount` from `from_exp` to `to_exp` digits; nullopt on overflow or a lost fraction.
-std::optional<std::int64_t> rescale(std::int64_t amount, int from_exp, int to_exp) {
-    const int diff = to_exp - from_exp;
-    if (diff >= 0) {
-        const std::int64_t factor = pow10(diff);
-        if (amount > std::numeric_limits<std::int64_t>::max() / factor ||
-            amount < std::numeric_limits<std::int64_t>::min() / factor) {
-            return std::nullopt;
-        }
-        return amount * factor;
-    }
-    const std::int64_t divisor = pow10(-diff);
-    if (amount % divisor != 0) {
-        return std::nullopt;
-    }
-    return amount / divisor;
-}
-
-std::string excerpt(std::string_view body) {
-    constexpr std::size_t k_max = 300;
-    std::string out(body.substr(0, k_max));
-    for (char& c : out) {
-        if (static_cast<unsigned char>(c) < 0x20) {
-            c = ' ';
-        }
-    }
-    return body.size() > k_max ? out + "..." : out;
-}
-
-std::optional<std::string> string_field(const json& j, const char* key) {
-    if (j.contains(key) && j[key].is_string()) {
-        return j[key].get<std::string>();
-    }
-    return std::nullopt;
-}
+using wire::string_member;
 
 } // namespace
 
 std::optional<int> adyen_exponent(std::string_view currency) {
-    const std::string code = upper(currency);
-    if (code == "CLP" || code == "ISK") {
-        return 2;
-    }
-    if (code == "CVE" || code == "IDR") {
-        return 0;
-    }
-    const auto c = find_currency(code);
-    if (!c) {
-        return std::nullopt;
-    }
-    return c->exponent;
+    return wire::provider_exponent(currency, {{"CLP", 2}, {"ISK", 2}, {"CVE", 0}, {"IDR", 0}});
 }
 
 std::optional<std::int64_t> to_adyen_amount(const Money& money) {
-    const auto iso = find_currency(money.currency);
-    const auto theirs = adyen_exponent(money.currency);
-    if (!iso || !theirs) {
-        return std::nullopt;
-    }
-    return rescale(money.minor, iso->exponent, *theirs);
+    return wire::to_provider_units(money, adyen_exponent(money.currency));
 }
 
 std::optional<Money> from_adyen_amount(std::int64_t value, std::string_view currency) {
-    const std::string code = upper(currency);
-    const auto iso = find_currency(code);
-    const auto theirs = adyen_exponent(code);
-    if (!iso || !theirs) {
-        return std::nullopt;
-    }
-    const auto minor = rescale(value, *theirs, iso->exponent);
-    if (!minor) {
-        return std::nullopt;
-    }
-    return Money{*minor, code};
+    return wire::from_provider_units(value, currency, adyen_exponent(currency));
 }
 
 const CarryLimits& carry_limits() {
@@ -130,7 +52,7 @@ std::optional<std::string> payment_body(const PaymentOrder& order,
     metadata["merchant_reference"] = order.merchant_reference;
 
     json body = {
-        {"amount", {{"currency", upper(order.amount.currency)}, {"value", *value}}},
+        {"amount", {{"currency", wire::upper(order.amount.currency)}, {"value", *value}}},
         {"reference", order.operation_id},
         {"merchantAccount", std::string(merchant_account)},
         {"paymentMethod", {{"type", "scheme"}, {"storedPaymentMethodId", order.payment_method}}},
@@ -169,15 +91,15 @@ std::optional<PaymentResponse> parse_payment_response(std::string_view json_text
     if (!j.is_object()) {
         return std::nullopt;
     }
-    const auto result_code = string_field(j, "resultCode");
+    const auto result_code = string_member(j, "resultCode");
     if (!result_code) {
         return std::nullopt;
     }
     PaymentResponse out;
     out.result_code = *result_code;
-    out.psp_reference = string_field(j, "pspReference");
-    out.merchant_reference = string_field(j, "merchantReference");
-    out.refusal_reason = string_field(j, "refusalReason").value_or("");
+    out.psp_reference = string_member(j, "pspReference");
+    out.merchant_reference = string_member(j, "merchantReference");
+    out.refusal_reason = string_member(j, "refusalReason").value_or("");
     if (j.contains("amount") && !j["amount"].is_null()) {
         const json& a = j["amount"];
         if (!a.is_object() || !a.contains("value") || !a["value"].is_number_integer() ||
@@ -203,9 +125,9 @@ std::optional<ServiceError> parse_service_error(std::string_view json_text) {
         return std::nullopt;
     }
     ServiceError out;
-    out.error_code = string_field(j, "errorCode").value_or("");
-    out.error_type = string_field(j, "errorType").value_or("");
-    out.message = string_field(j, "message").value_or("");
+    out.error_code = string_member(j, "errorCode").value_or("");
+    out.error_type = string_member(j, "errorType").value_or("");
+    out.message = string_member(j, "message").value_or("");
     if (j.contains("status") && j["status"].is_number_integer()) {
         out.status = j["status"].get<int>();
     }
@@ -218,7 +140,7 @@ std::optional<ServiceError> parse_service_error(std::string_view json_text) {
 SubmitResult interpret_payment(const PaymentOrder& order, int http_status, std::string_view body) {
     SubmitResult r;
     r.call.http_status = http_status;
-    r.call.detail = excerpt(body);
+    r.call.detail = wire::excerpt(body);
     if (http_status >= 200 && http_status < 300) {
         const auto p = parse_payment_response(body);
         if (!p || (p->merchant_reference && *p->merchant_reference != order.operation_id) ||
@@ -254,7 +176,7 @@ SubmitResult interpret_payment(const PaymentOrder& order, int http_status, std::
                                 error && !error->error_code.empty() ? error->error_code
                                 : http_status == 401                ? "authentication"
                                                                     : "permission",
-                                error ? error->message : std::string_view(), excerpt(body));
+                                error ? error->message : std::string_view(), wire::excerpt(body));
     }
     if (http_status >= 500 || !error) {
         r.call.error_class =
@@ -270,7 +192,8 @@ SubmitResult interpret_payment(const PaymentOrder& order, int http_status, std::
          error->error_type == "security")) {
         // Adyen refused the request itself (missing or invalid fields, the account's set-up): no
         // payment was attempted. A refused card is a 200 with resultCode Refused instead.
-        return rejected_request(http_status, error->error_code, error->message, excerpt(body));
+        return rejected_request(http_status, error->error_code, error->message,
+                                wire::excerpt(body));
     }
     r.call.error_class = "http_" + std::to_string(http_status) +
                          (error->error_code.empty() ? "" : ":" + error->error_code);

@@ -25,6 +25,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -93,7 +94,14 @@ struct HttpResult {
     bool truncated = false; // the response exceeded max_response_bytes and was cut off
     bool deadline_passed =
         false; // refused or aborted before sending: the request's deadline passed
+    // Never sent because no OAuth2 access token could be had (providers/oauth2.hpp; `error` says
+    // why): not_sent. Set by the token source, never by the transport.
+    bool token_unavailable = false;
 };
+
+// The seam between an adapter and the transport: production sends through a Transport
+// (registry.cpp's create_provider); tests replay recorded responses and assert on the request.
+using SendFunction = std::function<HttpResult(const HttpRequest&)>;
 
 class Transport {
 public:

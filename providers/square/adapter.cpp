@@ -1,29 +1,14 @@
 #include "providers/square/adapter.hpp"
 
 #include "core/encoding.hpp"
-#include "providers/call_record.hpp"
 #include "providers/square/wire.hpp"
+#include "providers/wire_util.hpp"
 
 namespace payrecon::providers::square {
 
 SquareAdapter::SquareAdapter(const ProviderConfig& config, SendFunction send)
-    : m_name(config.name), m_base_url(config.base_url), m_api_key(config.api_key),
-      m_send(std::move(send)) {
-    m_caps = configured_capabilities(config, k_max_key_length, true, true);
-}
-
-http::HttpRequest SquareAdapter::request(std::string method, std::string path_and_query,
-                                         bool mutating) const {
-    http::HttpRequest r;
-    r.method = std::move(method);
-    r.url = m_base_url + path_and_query;
-    r.mutating = mutating;
-    r.headers = {{"Authorization", "Bearer " + m_api_key.reveal()},
-                 {"Square-Version", k_api_version},
-                 {"Accept", "application/json"}};
-    r.secrets_to_redact = {m_api_key};
-    return r;
-}
+    : m_name(config.name), m_caps(configured_capabilities(config, descriptor().api)),
+      m_client(config, std::move(send), ClientOptions{{{"Square-Version", k_api_version}}}) {}
 
 SubmitResult SquareAdapter::submit(const PaymentOrder& order) {
     if (const auto problem =
@@ -33,47 +18,37 @@ SubmitResult SquareAdapter::submit(const PaymentOrder& order) {
     const auto body = create_body(order);
     if (!body) {
         // Nothing was sent, and sending again cannot help.
-        SubmitResult r;
-        r.outcome = Outcome::declined;
-        r.call.error_class = "not_expressible";
-        r.call.detail = "the amount (" + order.amount.currency +
-                        ") or the operation ID cannot be expressed in Square's CreatePayment";
-        return r;
+        return not_expressible("not_expressible",
+                               "the amount (" + order.amount.currency +
+                                   ") or the operation ID cannot be expressed in Square's "
+                                   "CreatePayment");
     }
     // The idempotency key is in the body: Square has no way to send without one, so the
     // idempotency_keys override changes only what the reconciler trusts.
-    http::HttpRequest req = request("POST", "/v2/payments", true);
+    http::HttpRequest req = m_client.request("POST", "/v2/payments", true);
     req.headers.emplace_back("Content-Type", "application/json");
     req.body = *body;
     req.deadline = order.deadline;
-    const http::HttpResult res = m_send(req);
-    if (res.cls != http::SendClass::response) {
-        SubmitResult r;
-        r.outcome = res.cls == http::SendClass::not_sent ? Outcome::not_sent : Outcome::unknown;
-        r.call = call_record_of(res);
-        return r;
-    }
-    SubmitResult r = interpret_create(order, res.http_status, res.body);
-    r.call.duration = res.total_time;
-    return r;
+    return create_outcome(m_client.send(std::move(req)), [&order](int status, std::string_view b) {
+        return interpret_create(order, status, b);
+    });
 }
 
 ListPage SquareAdapter::fetch_page(const TimeWindow& window,
                                    const std::optional<std::string>& cursor) {
-    std::string query = "/v2/payments?begin_time=" + percent_encode(format_rfc3339(window.from)) +
-                        "&end_time=" + percent_encode(format_rfc3339(window.to)) +
-                        "&sort_order=ASC&limit=100";
+    std::string query =
+        "/v2/payments?begin_time=" + percent_encode(wire::format_rfc3339(window.from)) +
+        "&end_time=" + percent_encode(wire::format_rfc3339(window.to)) +
+        "&sort_order=ASC&limit=100";
     if (cursor) {
         query += "&cursor=" + percent_encode(*cursor);
     }
     ListPage out;
-    const http::HttpResult res = m_send(request("GET", query, false));
-    out.call = call_record_of(res);
-    if (res.cls != http::SendClass::response || res.http_status != 200) {
-        out.retry_after = retry_after_of(res);
-        if (res.cls == http::SendClass::response) {
-            out.call.error_class = "http_" + std::to_string(res.http_status);
-        }
+    const http::HttpResult res = m_client.send(m_client.request("GET", query, false));
+    const ReadCall read = read_call(res);
+    out.call = read.call;
+    if (!read.ok) {
+        out.retry_after = read.retry_after;
         return out;
     }
     const auto page = parse_envelope(res.body);

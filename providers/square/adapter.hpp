@@ -24,14 +24,14 @@
 //   integration fault, the payment goes to review), except UNSUPPORTED_CURRENCY, final: declined.
 //   429 (RATE_LIMIT_ERROR) is not executed (sent again); 5xx and anything unrecognised are
 //   unknown. Square documents replaying the first *successful* response for a key; whether a
-//   rejected request holds its key is not documented (docs/adding-a-provider.md).
+//   rejected request holds its key is not documented (README.md).
 
+#include "providers/adapter_support.hpp"
 #include "providers/config.hpp"
-#include "providers/http/transport.hpp"
+#include "providers/descriptor.hpp"
 #include "providers/provider.hpp"
 
 #include <chrono>
-#include <functional>
 
 namespace payrecon::providers::square {
 
@@ -43,9 +43,9 @@ inline constexpr std::chrono::minutes k_lookup_before{5};
 inline constexpr std::chrono::hours k_lookup_after{24};
 inline constexpr int k_max_lookup_pages = 50;
 
-// The HTTP seam: production sends through a Transport; tests replay recorded responses and assert
-// on the request.
-using SendFunction = std::function<http::HttpResult(const http::HttpRequest&)>;
+// Kind "square": an access token (api_key_env) sent as a bearer token; keys up to 45 characters;
+// lookup by listing a window, listing; Payment status words.
+const ProviderDescriptor& descriptor();
 
 class SquareAdapter : public Provider {
 public:
@@ -62,15 +62,12 @@ public:
     ListPage list(const TimeWindow& window, const std::optional<std::string>& cursor) override;
 
 private:
-    http::HttpRequest request(std::string method, std::string path_and_query, bool mutating) const;
     // GET /v2/payments for `window`, oldest first, 100 per page, from `cursor`.
     ListPage fetch_page(const TimeWindow& window, const std::optional<std::string>& cursor);
 
     std::string m_name;
-    std::string m_base_url;
-    Secret m_api_key;
     Capabilities m_caps;
-    SendFunction m_send;
+    ProviderClient m_client;
 };
 
 } // namespace payrecon::providers::square

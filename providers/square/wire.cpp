@@ -1,9 +1,8 @@
 #include "providers/square/wire.hpp"
 
 #include "core/external_json.hpp"
+#include "providers/wire_util.hpp"
 
-#include <cctype>
-#include <ctime>
 #include <nlohmann/json.hpp>
 #include <utility>
 
@@ -14,34 +13,8 @@ using nlohmann::json;
 
 constexpr std::size_t k_max_reference_id = 40;
 
-std::string excerpt(std::string_view body) {
-    constexpr std::size_t k_max = 300;
-    std::string out(body.substr(0, k_max));
-    for (char& c : out) {
-        if (static_cast<unsigned char>(c) < 0x20) {
-            c = ' ';
-        }
-    }
-    return body.size() > k_max ? out + "..." : out;
-}
-
 bool is_string(const json& j, const char* key) {
     return j.contains(key) && j[key].is_string();
-}
-
-// Reads `count` digits at `pos`; nullopt if any is not a digit.
-std::optional<int> digits(std::string_view s, std::size_t pos, std::size_t count) {
-    if (pos + count > s.size()) {
-        return std::nullopt;
-    }
-    int v = 0;
-    for (std::size_t i = pos; i < pos + count; ++i) {
-        if (std::isdigit(static_cast<unsigned char>(s[i])) == 0) {
-            return std::nullopt;
-        }
-        v = v * 10 + (s[i] - '0');
-    }
-    return v;
 }
 
 std::optional<RemotePayment> payment_from(const json& j) {
@@ -67,7 +40,7 @@ std::optional<RemotePayment> payment_from(const json& j) {
         p.operation_id = j["reference_id"].get<std::string>();
     }
     if (is_string(j, "created_at")) {
-        if (const auto t = parse_rfc3339(j["created_at"].get<std::string>())) {
+        if (const auto t = wire::parse_rfc3339(j["created_at"].get<std::string>())) {
             p.created_at = *t;
         }
     }
@@ -88,74 +61,6 @@ std::optional<Money> from_square_money(long long amount, std::string_view curren
         return std::nullopt;
     }
     return Money{amount, std::string(currency)};
-}
-
-std::string format_rfc3339(std::chrono::system_clock::time_point t) {
-    const std::time_t secs =
-        std::chrono::system_clock::to_time_t(std::chrono::time_point_cast<std::chrono::seconds>(t));
-    std::tm tm{};
-    gmtime_r(&secs, &tm);
-    char buf[32];
-    const std::size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    return std::string(buf, n);
-}
-
-std::optional<std::chrono::system_clock::time_point> parse_rfc3339(std::string_view text) {
-    // YYYY-MM-DDTHH:MM:SS[.fff][Z|+hh:mm|-hh:mm]
-    const auto year = digits(text, 0, 4);
-    const auto month = digits(text, 5, 2);
-    const auto day = digits(text, 8, 2);
-    const auto hour = digits(text, 11, 2);
-    const auto minute = digits(text, 14, 2);
-    const auto second = digits(text, 17, 2);
-    if (!year || !month || !day || !hour || !minute || !second || text[4] != '-' ||
-        text[7] != '-' || (text[10] != 'T' && text[10] != 't') || text[13] != ':' ||
-        text[16] != ':' || *month < 1 || *month > 12 || *day < 1 || *day > 31 || *hour > 23 ||
-        *minute > 59 || *second > 60) {
-        return std::nullopt;
-    }
-    std::size_t pos = 19;
-    long long micros = 0;
-    if (pos < text.size() && text[pos] == '.') {
-        ++pos;
-        long long scale = 100000;
-        const std::size_t start = pos;
-        while (pos < text.size() && std::isdigit(static_cast<unsigned char>(text[pos])) != 0) {
-            micros += (text[pos] - '0') * scale;
-            scale /= 10;
-            ++pos;
-        }
-        if (pos == start) {
-            return std::nullopt;
-        }
-    }
-    long long offset_s = 0;
-    if (pos < text.size() && (text[pos] == 'Z' || text[pos] == 'z')) {
-        ++pos;
-    } else if (pos < text.size() && (text[pos] == '+' || text[pos] == '-')) {
-        const auto oh = digits(text, pos + 1, 2);
-        const auto om = digits(text, pos + 4, 2);
-        if (!oh || !om || text[pos + 3] != ':') {
-            return std::nullopt;
-        }
-        offset_s = (*oh * 3600LL + *om * 60LL) * (text[pos] == '+' ? 1 : -1);
-        pos += 6;
-    } else {
-        return std::nullopt;
-    }
-    if (pos != text.size()) {
-        return std::nullopt;
-    }
-    std::tm tm{};
-    tm.tm_year = *year - 1900;
-    tm.tm_mon = *month - 1;
-    tm.tm_mday = *day;
-    tm.tm_hour = *hour;
-    tm.tm_min = *minute;
-    tm.tm_sec = *second;
-    const std::time_t utc = timegm(&tm);
-    return std::chrono::system_clock::time_point(std::chrono::seconds(utc - offset_s)) +
-           std::chrono::microseconds(micros);
 }
 
 const CarryLimits& carry_limits() {
@@ -226,9 +131,11 @@ std::optional<Envelope> parse_envelope(std::string_view json_text) {
             if (!e.is_object() || !is_string(e, "category") || !is_string(e, "code")) {
                 return std::nullopt;
             }
+            // A detail or field of another type counts as absent (json::value would throw).
             out.errors.push_back(SquareError{e["category"].get<std::string>(),
-                                             e["code"].get<std::string>(), e.value("detail", ""),
-                                             e.value("field", "")});
+                                             e["code"].get<std::string>(),
+                                             wire::string_member(e, "detail").value_or(""),
+                                             wire::string_member(e, "field").value_or("")});
         }
     }
     if (j.contains("payment")) {
@@ -263,7 +170,7 @@ std::optional<Envelope> parse_envelope(std::string_view json_text) {
 SubmitResult interpret_create(const PaymentOrder& order, int http_status, std::string_view body) {
     SubmitResult r;
     r.call.http_status = http_status;
-    r.call.detail = excerpt(body);
+    r.call.detail = wire::excerpt(body);
     auto echoes = [&](const RemotePayment& p) {
         return p.amount == order.amount && p.operation_id == order.operation_id;
     };
@@ -293,7 +200,7 @@ SubmitResult interpret_create(const PaymentOrder& order, int http_status, std::s
             parsed && !env->errors.front().code.empty() ? env->errors.front().code
             : http_status == 401                        ? "UNAUTHORIZED"
                                                         : "FORBIDDEN",
-            parsed ? env->errors.front().detail : std::string_view(), excerpt(body));
+            parsed ? env->errors.front().detail : std::string_view(), wire::excerpt(body));
     }
     if (http_status >= 500 || !env || env->errors.empty()) {
         r.call.error_class =
@@ -326,7 +233,7 @@ SubmitResult interpret_create(const PaymentOrder& order, int http_status, std::s
             r.call.error_class = "invalid_request:" + first.code;
             return r;
         }
-        return rejected_request(http_status, first.code, first.detail, excerpt(body));
+        return rejected_request(http_status, first.code, first.detail, wire::excerpt(body));
     }
     r.call.error_class = "http_" + std::to_string(http_status);
     return r;

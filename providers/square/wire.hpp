@@ -21,12 +21,6 @@ std::optional<Money> to_square_money(const Money& money);
 // Square's Money {amount, currency} -> ISO minor units. nullopt for an unknown currency.
 std::optional<Money> from_square_money(long long amount, std::string_view currency);
 
-// RFC 3339 in UTC, whole seconds: 2026-12-02T10:00:00Z.
-std::string format_rfc3339(std::chrono::system_clock::time_point t);
-// Parses Square's RFC 3339 timestamps (2026-12-02T10:00:00.123Z, or with a +hh:mm offset).
-// nullopt if it is not one.
-std::optional<std::chrono::system_clock::time_point> parse_rfc3339(std::string_view text);
-
 // What Square carries of a payment: no metadata at all (CreatePayment has no metadata field).
 const CarryLimits& carry_limits();
 
@@ -69,7 +63,7 @@ std::optional<Envelope> parse_envelope(std::string_view json_text);
 bool final_invalid_request(std::string_view code);
 
 // Decides the outcome of a create call from its HTTP status and body (DESIGN section 5: unknown
-// unless positively recognised; docs/adding-a-provider.md has the table). A 2xx must carry a
+// unless positively recognised; README.md has the table). A 2xx must carry a
 // Payment echoing our amount and reference_id; 400/402 PAYMENT_METHOD_ERROR -> declined (the card
 // was tried and refused; a Payment it carries must echo us); IDEMPOTENCY_KEY_REUSED -> unknown;
 // 429 -> not_sent (rate limited: Square executes nothing); 401, 403 (AUTHENTICATION_ERROR) and

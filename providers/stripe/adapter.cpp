@@ -1,29 +1,14 @@
 #include "providers/stripe/adapter.hpp"
 
 #include "core/encoding.hpp"
-#include "providers/call_record.hpp"
 #include "providers/stripe/wire.hpp"
+#include "providers/wire_util.hpp"
 
 namespace payrecon::providers::stripe {
 
 StripeAdapter::StripeAdapter(const ProviderConfig& config, SendFunction send)
-    : m_name(config.name), m_base_url(config.base_url), m_api_key(config.api_key),
-      m_send(std::move(send)) {
-    m_caps = configured_capabilities(config, 255, true, true);
-}
-
-http::HttpRequest StripeAdapter::request(std::string method, std::string path_and_query,
-                                         bool mutating) const {
-    http::HttpRequest r;
-    r.method = std::move(method);
-    r.url = m_base_url + path_and_query;
-    r.mutating = mutating;
-    r.headers = {{"Authorization", "Bearer " + m_api_key.reveal()},
-                 {"Stripe-Version", k_api_version},
-                 {"Accept", "application/json"}};
-    r.secrets_to_redact = {m_api_key};
-    return r;
-}
+    : m_name(config.name), m_caps(configured_capabilities(config, descriptor().api)),
+      m_client(config, std::move(send), ClientOptions{{{"Stripe-Version", k_api_version}}}) {}
 
 SubmitResult StripeAdapter::submit(const PaymentOrder& order) {
     if (const auto problem =
@@ -33,30 +18,20 @@ SubmitResult StripeAdapter::submit(const PaymentOrder& order) {
     const auto body = create_body(order);
     if (!body) {
         // Nothing was sent, and sending again cannot help: the amount has no Stripe form.
-        SubmitResult r;
-        r.outcome = Outcome::declined;
-        r.call.error_class = "amount_not_expressible";
-        r.call.detail =
-            "the amount cannot be expressed in Stripe's units for " + order.amount.currency;
-        return r;
+        return not_expressible("amount_not_expressible",
+                               "the amount cannot be expressed in Stripe's units for " +
+                                   order.amount.currency);
     }
-    http::HttpRequest req = request("POST", "/v1/payment_intents", true);
+    http::HttpRequest req = m_client.request("POST", "/v1/payment_intents", true);
     req.headers.emplace_back("Content-Type", "application/x-www-form-urlencoded");
     if (m_caps.honours_idempotency_keys) {
         req.headers.emplace_back("Idempotency-Key", order.operation_id);
     }
     req.body = *body;
     req.deadline = order.deadline;
-    const http::HttpResult res = m_send(req);
-    if (res.cls != http::SendClass::response) {
-        SubmitResult r;
-        r.outcome = res.cls == http::SendClass::not_sent ? Outcome::not_sent : Outcome::unknown;
-        r.call = call_record_of(res);
-        return r;
-    }
-    SubmitResult r = interpret_create(order, res.http_status, res.body);
-    r.call.duration = res.total_time;
-    return r;
+    return create_outcome(m_client.send(std::move(req)), [&order](int status, std::string_view b) {
+        return interpret_create(order, status, b);
+    });
 }
 
 LookupResult StripeAdapter::lookup(const PaymentOrder& order) {
@@ -65,15 +40,13 @@ LookupResult StripeAdapter::lookup(const PaymentOrder& order) {
         out.call.error_class = "lookup_not_supported";
         return out;
     }
-    const http::HttpResult res = m_send(request(
+    const http::HttpResult res = m_client.send(m_client.request(
         "GET",
         "/v1/payment_intents/search?query=" + percent_encode(search_query(order.operation_id)),
         false));
-    out.call = call_record_of(res);
-    if (res.cls != http::SendClass::response || res.http_status != 200) {
-        if (res.cls == http::SendClass::response) {
-            out.call.error_class = "http_" + std::to_string(res.http_status);
-        }
+    const ReadCall read = read_call(res);
+    out.call = read.call;
+    if (!read.ok) {
         return out; // failed: never read as absence
     }
     const auto page = parse_list(res.body);
@@ -102,24 +75,22 @@ ListPage StripeAdapter::list(const TimeWindow& window, const std::optional<std::
     using std::chrono::seconds;
     const auto from = duration_cast<seconds>(window.from.time_since_epoch()).count();
     const auto to = duration_cast<seconds>(window.to.time_since_epoch()).count();
-    std::string query =
-        "/v1/payment_intents?limit=100&" +
-        form_encode({{"created[gte]", std::to_string(from)}, {"created[lt]", std::to_string(to)}});
+    std::string query = "/v1/payment_intents?limit=100&" +
+                        wire::form_encode({{"created[gte]", std::to_string(from)},
+                                           {"created[lt]", std::to_string(to)}});
     if (cursor) {
-        query += "&" + form_encode({{"starting_after", *cursor}});
+        query += "&" + wire::form_encode({{"starting_after", *cursor}});
     }
     ListPage out;
     if (!m_caps.list_transactions) {
         out.call.error_class = "list_not_supported";
         return out;
     }
-    const http::HttpResult res = m_send(request("GET", query, false));
-    out.call = call_record_of(res);
-    if (res.cls != http::SendClass::response || res.http_status != 200) {
-        out.retry_after = retry_after_of(res);
-        if (res.cls == http::SendClass::response) {
-            out.call.error_class = "http_" + std::to_string(res.http_status);
-        }
+    const http::HttpResult res = m_client.send(m_client.request("GET", query, false));
+    const ReadCall read = read_call(res);
+    out.call = read.call;
+    if (!read.ok) {
+        out.retry_after = read.retry_after;
         return out;
     }
     const auto page = parse_list(res.body);

@@ -23,19 +23,18 @@
 //   sent again with the same key once fixed. amount_too_small/amount_too_large are final:
 //   declined. 429 is not executed (sent again); 5xx and anything unrecognised are unknown.
 
+#include "providers/adapter_support.hpp"
 #include "providers/config.hpp"
-#include "providers/http/transport.hpp"
+#include "providers/descriptor.hpp"
 #include "providers/provider.hpp"
-
-#include <functional>
 
 namespace payrecon::providers::stripe {
 
 inline constexpr const char* k_api_version = "2020-08-27";
 
-// The HTTP seam: production sends through a Transport; tests replay recorded responses and assert
-// on the request.
-using SendFunction = std::function<http::HttpResult(const http::HttpRequest&)>;
+// Kind "stripe": an API key (api_key_env) sent as a bearer token; keys up to 255 characters;
+// lookup by Search, listing by created window; status words of the PaymentIntent.
+const ProviderDescriptor& descriptor();
 
 class StripeAdapter : public Provider {
 public:
@@ -50,13 +49,9 @@ public:
     ListPage list(const TimeWindow& window, const std::optional<std::string>& cursor) override;
 
 private:
-    http::HttpRequest request(std::string method, std::string path_and_query, bool mutating) const;
-
     std::string m_name;
-    std::string m_base_url;
-    Secret m_api_key;
     Capabilities m_caps;
-    SendFunction m_send;
+    ProviderClient m_client;
 };
 
 } // namespace payrecon::providers::stripe

@@ -1,11 +1,8 @@
 #include "providers/stripe/wire.hpp"
 
-#include "core/encoding.hpp"
 #include "core/external_json.hpp"
+#include "providers/wire_util.hpp"
 
-#include <algorithm>
-#include <cctype>
-#include <limits>
 #include <nlohmann/json.hpp>
 
 namespace payrecon::providers::stripe {
@@ -13,116 +10,23 @@ namespace {
 
 using nlohmann::json;
 
-std::string upper(std::string_view s) {
-    std::string out(s);
-    std::transform(out.begin(), out.end(), out.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
-    return out;
-}
-
-std::string lower(std::string_view s) {
-    std::string out(s);
-    std::transform(out.begin(), out.end(), out.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    return out;
-}
-
-long long pow10(int n) {
-    long long v = 1;
-    for (int i = 0; i < n; ++i) {
-        v *= 10;
-    }
-    return v;
-}
-
-std::string excerpt(std::string_view body) {
-    constexpr std::size_t k_max = 300;
-    std::string out(body.substr(0, k_max));
-    for (char& c : out) {
-        if (static_cast<unsigned char>(c) < 0x20) {
-            c = ' ';
-        }
-    }
-    return body.size() > k_max ? out + "..." : out;
-}
-
-// obj[key] if it is a string, else "": a field of the wrong type counts as absent (json::value
-// would throw type_error on it).
+// obj[key] if it is a string, else "".
 std::string string_field(const json& obj, const char* key) {
-    const auto it = obj.find(key);
-    return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string();
+    return wire::string_member(obj, key).value_or("");
 }
 
 } // namespace
 
 std::optional<int> stripe_exponent(std::string_view currency) {
-    const std::string code = upper(currency);
-    if (code == "ISK") {
-        return 2;
-    }
-    if (code == "MGA") {
-        return 0;
-    }
-    const auto c = find_currency(code);
-    if (!c) {
-        return std::nullopt;
-    }
-    return c->exponent;
+    return wire::provider_exponent(currency, {{"ISK", 2}, {"MGA", 0}});
 }
 
 std::optional<long long> to_stripe_amount(const Money& money) {
-    const auto iso = find_currency(money.currency);
-    const auto theirs = stripe_exponent(money.currency);
-    if (!iso || !theirs) {
-        return std::nullopt;
-    }
-    const int diff = *theirs - iso->exponent;
-    if (diff >= 0) {
-        const long long factor = pow10(diff);
-        if (money.minor > std::numeric_limits<long long>::max() / factor) {
-            return std::nullopt;
-        }
-        return money.minor * factor;
-    }
-    const long long divisor = pow10(-diff);
-    if (money.minor % divisor != 0) {
-        return std::nullopt;
-    }
-    return money.minor / divisor;
+    return wire::to_provider_units(money, stripe_exponent(money.currency));
 }
 
 std::optional<Money> from_stripe_amount(long long amount, std::string_view currency) {
-    const std::string code = upper(currency);
-    const auto iso = find_currency(code);
-    const auto theirs = stripe_exponent(code);
-    if (!iso || !theirs) {
-        return std::nullopt;
-    }
-    const int diff = iso->exponent - *theirs;
-    if (diff >= 0) {
-        const long long factor = pow10(diff);
-        if (amount > std::numeric_limits<long long>::max() / factor ||
-            amount < std::numeric_limits<long long>::min() / factor) {
-            return std::nullopt;
-        }
-        return Money{amount * factor, code};
-    }
-    const long long divisor = pow10(-diff);
-    if (amount % divisor != 0) {
-        return std::nullopt; // an ISK amount with a fractional krona cannot be ours
-    }
-    return Money{amount / divisor, code};
-}
-
-std::string form_encode(const std::vector<std::pair<std::string, std::string>>& fields) {
-    std::string out;
-    for (const auto& [k, v] : fields) {
-        if (!out.empty()) {
-            out += '&';
-        }
-        out += percent_encode(k) + "=" + percent_encode(v);
-    }
-    return out;
+    return wire::from_provider_units(amount, currency, stripe_exponent(currency));
 }
 
 const CarryLimits& carry_limits() {
@@ -144,7 +48,7 @@ std::optional<std::string> create_body(const PaymentOrder& order) {
     }
     std::vector<std::pair<std::string, std::string>> f = {
         {"amount", std::to_string(*amount)},
-        {"currency", lower(order.amount.currency)},
+        {"currency", wire::lower(order.amount.currency)},
         {"payment_method", order.payment_method},
         {"confirm", "true"},
         {"off_session", "true"},
@@ -160,7 +64,7 @@ std::optional<std::string> create_body(const PaymentOrder& order) {
     }
     f.emplace_back("metadata[operation_id]", order.operation_id);
     f.emplace_back("metadata[merchant_reference]", order.merchant_reference);
-    return form_encode(f);
+    return wire::form_encode(f);
 }
 
 Outcome map_status(std::string_view status) {
@@ -269,7 +173,7 @@ std::optional<StripeError> parse_error(std::string_view json_text) {
 SubmitResult interpret_create(const PaymentOrder& order, int http_status, std::string_view body) {
     SubmitResult r;
     r.call.http_status = http_status;
-    r.call.detail = excerpt(body);
+    r.call.detail = wire::excerpt(body);
     auto echoes = [&](const RemotePayment& p) {
         return p.amount == order.amount && p.operation_id == order.operation_id;
     };
@@ -296,7 +200,7 @@ SubmitResult interpret_create(const PaymentOrder& order, int http_status, std::s
         // change until an operator fixes the configuration.
         const std::string fallback = http_status == 401 ? "authentication" : "permission";
         return rejected_request(http_status, error && !error->code.empty() ? error->code : fallback,
-                                error ? error->message : std::string_view(), excerpt(body));
+                                error ? error->message : std::string_view(), wire::excerpt(body));
     }
     if (http_status >= 500 || !error) {
         r.call.error_class =
@@ -327,7 +231,7 @@ SubmitResult interpret_create(const PaymentOrder& order, int http_status, std::s
             return r;
         }
         return rejected_request(http_status, error->code.empty() ? error->type : error->code,
-                                error->message, excerpt(body));
+                                error->message, wire::excerpt(body));
     }
     r.call.error_class = "http_" + std::to_string(http_status);
     return r;

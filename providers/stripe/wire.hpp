@@ -19,14 +19,11 @@ namespace payrecon::providers::stripe {
 std::optional<int> stripe_exponent(std::string_view currency);
 
 // ISO minor units -> Stripe's `amount`. nullopt if the amount cannot be expressed exactly (MGA
-// amounts must be whole ariary) or the currency is unknown.
+// amounts must be whole ariary), overflows either bound, or the currency is unknown.
 std::optional<long long> to_stripe_amount(const Money& money);
 // Stripe's `amount` + `currency` (lower case) -> ISO minor units. nullopt if unknown or
 // overflowing.
 std::optional<Money> from_stripe_amount(long long amount, std::string_view currency);
-
-// application/x-www-form-urlencoded, keys and values percent-encoded, in the given order.
-std::string form_encode(const std::vector<std::pair<std::string, std::string>>& fields);
 
 // What Stripe carries of a payment: 50 metadata keys per object (two of them ours: operation_id and
 // merchant_reference), keys up to 40 and values up to 500 characters.
@@ -62,7 +59,7 @@ std::optional<StripeError> parse_error(std::string_view json_text);
 bool final_invalid_request(std::string_view code);
 
 // Decides the outcome of a create call from its HTTP status and body (DESIGN section 5: unknown
-// unless positively recognised; docs/adding-a-provider.md has the table). A 2xx must be a
+// unless positively recognised; README.md has the table). A 2xx must be a
 // PaymentIntent echoing our amount, currency and operation ID; 402 card_error -> declined (Stripe
 // executed the charge attempt and the card was refused); 429 -> not_sent (rate limited, nothing
 // executed); 401, 403 (the API key: bad configuration) and a 400 or 404 invalid_request_error

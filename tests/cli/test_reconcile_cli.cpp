@@ -250,7 +250,8 @@ TEST_CASE("operator cli: nightly with the database unreachable exits 5 and says 
     CHECK(r.exit_code == 5);
     CHECK(contains(r.err, "cannot connect to the database"));
     CHECK(contains(r.err, "what to do:"));
-    CHECK_FALSE(contains(r.all(), w.config.api_key.reveal()));
+    CHECK_FALSE(
+        contains(r.all(), std::get<providers::ApiKey>(w.config.credentials).value.reveal()));
     CHECK(r.out.empty()); // no summary of a run that never started
 }
 

@@ -72,7 +72,8 @@ TEST_CASE("rejected requests: a provider refusing every request puts the payment
         }
     }
     CHECK(logged == 3);
-    CHECK_FALSE(contains(sent.all(), w.config.api_key.reveal()));
+    CHECK_FALSE(
+        contains(sent.all(), std::get<providers::ApiKey>(w.config.credentials).value.reveal()));
 
     // Nightly: attention, by provider and code, with the runbook entry.
     const Run nightly = w.payrecon({"nightly", "--no-statement"});

@@ -4,6 +4,7 @@
 #include "engine/nightly.hpp"
 #include "engine/reconciler.hpp"
 #include "engine/worker.hpp"
+#include "providers/adyen/adapter.hpp"
 #include "providers/registry.hpp"
 #include "store/reconcile_store.hpp"
 #include "tests/execution/world.hpp"
@@ -262,9 +263,9 @@ TEST_CASE("reconcile: a provider without lookup (adyen): needs_review at once, n
     adyen.name = "ad" + to_hex(random_bytes(8));
     adyen.kind = "adyen";
     adyen.base_url = "http://127.0.0.1:9"; // never called
-    adyen.merchant_account = "TestMerchant";
-    adyen.return_url = "https://shop.example.com/checkout/return";
-    adyen.api_key = Secret("test_adyen_key");
+    adyen.settings =
+        providers::adyen::settings("TestMerchant", "https://shop.example.com/checkout/return");
+    adyen.credentials = providers::ApiKey{"ADYEN_API_KEY", Secret("test_adyen_key")};
     auto provider = providers::create_provider(adyen);
     w.config.name = adyen.name;
     const std::string ref = w.payments(1)[0];

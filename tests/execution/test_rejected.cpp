@@ -97,9 +97,8 @@ providers::ProviderConfig adyen_config(const std::string& name, std::string retu
     c.name = name;
     c.kind = "adyen";
     c.base_url = "https://checkout-test.adyen.test"; // never reached: FakeAdyen answers in-process
-    c.api_key = Secret("AQE_test_not_a_real_key_0000");
-    c.merchant_account = "AcmeShopECOM";
-    c.return_url = std::move(return_url);
+    c.credentials = providers::ApiKey{"ADYEN_API_KEY", Secret("AQE_test_not_a_real_key_0000")};
+    c.settings = providers::adyen::settings("AcmeShopECOM", std::move(return_url));
     c.connect_timeout = std::chrono::milliseconds(500);
     c.timeout = std::chrono::milliseconds(800);
     return c;

@@ -191,7 +191,7 @@ TEST_CASE("statement: a wrong API key is a configuration error, not retried, and
 
     // The key was rotated and the configuration not: every listing answers 401.
     providers::ProviderConfig wrong = w.config;
-    wrong.api_key = Secret("sk_test_rotated_away");
+    wrong.credentials = providers::ApiKey{"STRIPE_API_KEY", Secret("sk_test_rotated_away")};
     auto refused_provider = providers::create_provider(wrong);
     std::vector<std::chrono::milliseconds> waits;
     auto options = window;

@@ -35,7 +35,7 @@ struct World {
         config.name = "st" + to_hex(random_bytes(8));
         config.kind = "stripe";
         config.base_url = "http://127.0.0.1:" + std::to_string(fake->port());
-        config.api_key = o.stripe.api_key;
+        config.credentials = providers::ApiKey{"STRIPE_API_KEY", o.stripe.api_key};
         config.connect_timeout = std::chrono::milliseconds(500);
         config.timeout = std::chrono::milliseconds(800);
     }

@@ -62,7 +62,7 @@ inline std::vector<std::string> missing_required(const nlohmann::json& required,
     return missing;
 }
 
-// The required-field contract check (docs/adding-a-provider.md section 7): `sent` carries every
+// The required-field contract check (docs/adding-a-provider.md section 8): `sent` carries every
 // field `required` names, with no exception -- and the check is no formality: with any one
 // required field taken out of `sent`, it names exactly that field.
 inline void check_required_fields_sent(const nlohmann::json& required,

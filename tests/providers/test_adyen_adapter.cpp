@@ -26,9 +26,8 @@ ProviderConfig config() {
     c.name = "adyen";
     c.kind = "adyen";
     c.base_url = "https://checkout-test.adyen.test";
-    c.api_key = Secret(k_key);
-    c.merchant_account = "AcmeShopECOM";
-    c.return_url = "https://shop.example.com/checkout/return";
+    c.credentials = ApiKey{"ADYEN_API_KEY", Secret(k_key)};
+    c.settings = adyen::settings("AcmeShopECOM", "https://shop.example.com/checkout/return");
     c.settle_delay = std::chrono::seconds(90);
     c.key_retention = std::chrono::hours(168);
     return c;

@@ -26,9 +26,10 @@ ProviderConfig config(const std::string& kind, const std::string& base_url) {
     c.name = kind;
     c.kind = kind;
     c.base_url = base_url;
-    c.api_key = Secret("not_a_real_key_0000");
-    c.merchant_account = kind == "adyen" ? "AcmeShopECOM" : "";
-    c.return_url = kind == "adyen" ? "https://shop.example.com/checkout/return" : "";
+    c.credentials = ApiKey{"API_KEY", Secret("not_a_real_key_0000")};
+    if (kind == "adyen") {
+        c.settings = adyen::settings("AcmeShopECOM", "https://shop.example.com/checkout/return");
+    }
     return c;
 }
 

@@ -1,5 +1,8 @@
 #include "core/errors.hpp"
+#include "providers/adyen/adapter.hpp"
 #include "providers/config.hpp"
+#include "providers/registry.hpp"
+#include "tests/providers/fourth/fourth.hpp"
 
 #include <catch2/catch.hpp>
 #include <cstring>
@@ -18,6 +21,18 @@ const char* fake_env(const char* name) {
     }
     if (std::strcmp(name, "EMPTY_KEY") == 0) {
         return "";
+    }
+    if (std::strcmp(name, "CLIENT_ID") == 0) {
+        return "client-id-abcdefgh";
+    }
+    if (std::strcmp(name, "CLIENT_SECRET") == 0) {
+        return "client-secret-ijklmnop";
+    }
+    if (std::strcmp(name, "PSP_USER") == 0) {
+        return "user-qrstuvwx";
+    }
+    if (std::strcmp(name, "PSP_PASSWORD") == 0) {
+        return "password-yzabcdef";
     }
     return nullptr;
 }
@@ -47,7 +62,7 @@ TEST_CASE("config: a full provider entry is read, the key comes from the environ
     const ProviderConfig& p = c.providers.at("stripe");
     CHECK(p.kind == "stripe");
     CHECK(p.base_url == "https://api.stripe.com");
-    CHECK(p.api_key.reveal() == "sk_test_abcdefghijklmnop");
+    CHECK(std::get<ApiKey>(p.credentials).value.reveal() == "sk_test_abcdefghijklmnop");
     CHECK(p.connect_timeout == std::chrono::milliseconds(1500));
     CHECK(p.timeout == std::chrono::milliseconds(8000));
     CHECK(p.settle_delay == std::chrono::seconds(60));
@@ -153,14 +168,14 @@ TEST_CASE("config: an adyen provider names its merchant account", "[providers][c
         "return_url": "https://shop.example.com/checkout/return"}}})");
     const ProviderConfig& p = c.providers.at("adyen");
     CHECK(p.kind == "adyen");
-    CHECK(p.merchant_account == "AcmeShopECOM");
-    CHECK(p.return_url == "https://shop.example.com/checkout/return");
-    CHECK(p.api_key.reveal() == "AQE_test_abcdefghijklmnop");
+    CHECK(adyen::settings_of(p).merchant_account == "AcmeShopECOM");
+    CHECK(adyen::settings_of(p).return_url == "https://shop.example.com/checkout/return");
+    CHECK(std::get<ApiKey>(p.credentials).value.reveal() == "AQE_test_abcdefghijklmnop");
     CHECK(p.key_retention == std::chrono::hours(168));
     CHECK(parse(R"({"providers": {"s": {"kind": "stripe", "base_url": "https://api.stripe.com",
         "api_key_env": "STRIPE_API_KEY"}}})")
               .providers.at("s")
-              .merchant_account.empty());
+              .settings == nullptr);
 
     const std::string adyen =
         R"("kind": "adyen", "base_url": "https://checkout-test.adyen.com", "api_key_env": "ADYEN_API_KEY")";
@@ -182,8 +197,9 @@ TEST_CASE("config: an adyen provider names the returnUrl Adyen requires on every
           "[providers][config][adyen]") {
     const std::string adyen =
         R"("kind": "adyen", "base_url": "https://checkout-test.adyen.com", "api_key_env": "ADYEN_API_KEY", "merchant_account": "AcmeShopECOM")";
-    CHECK(parse(R"({"providers": {"a": {)" + adyen + R"(, "return_url": "my-app://checkout"}}})")
-              .providers.at("a")
+    CHECK(adyen::settings_of(parse(R"({"providers": {"a": {)" + adyen +
+                                   R"(, "return_url": "my-app://checkout"}}})")
+                                 .providers.at("a"))
               .return_url == "my-app://checkout");
     for (
         const std::string& text : std::vector<std::string>{
@@ -213,12 +229,89 @@ TEST_CASE("config: the provider names can be read without the API keys", "[provi
         "api_key_env": "UNSET_KEY"}}})";
     CHECK_THROWS_AS(parse_config(text, "payrecon.json", fake_env), ConfigError);
     const auto c = parse_config(text, "payrecon.json", fake_env, ApiKeys::not_read);
-    CHECK(c.providers.at("s").api_key.empty());
-    CHECK(c.providers.at("s").api_key_env == "UNSET_KEY");
+    CHECK(std::get<ApiKey>(c.providers.at("s").credentials).value.empty());
+    CHECK(std::get<ApiKey>(c.providers.at("s").credentials).env == "UNSET_KEY");
     // Everything else is still checked.
     CHECK_THROWS_AS(
         parse_config(R"({"providers": {"s": {"kind": "stripe", "base_url": "https://api.stripe.com",
         "api_key_env": "not a name"}}})",
                      "payrecon.json", fake_env, ApiKeys::not_read),
         ConfigError);
+}
+
+TEST_CASE("config: credentials are what the kind takes: an API key, HTTP basic or OAuth2 client "
+          "credentials, each from the environment",
+          "[providers][config][credentials]") {
+    // Fourth (tests/providers/fourth/) takes OAuth2 client credentials or basic; the kinds payrecon
+    // has take an API key.
+    const providers::test_hook::ScopedRegistration fourth(fourth::descriptor());
+    const std::string head =
+        R"({"providers": {"f": {"kind": "fourth", "base_url": "https://api.fourth.test", "merchant_id": "MERCHANT42", )";
+    const std::string oauth =
+        R"("credentials": {"type": "oauth2_client_credentials", "client_id_env": "CLIENT_ID", "client_secret_env": "CLIENT_SECRET", "token_url": "https://api.fourth.test/v1/oauth2/token"})";
+    const auto o = std::get<OAuth2ClientCredentials>(
+        parse(head + oauth + "}}}").providers.at("f").credentials);
+    CHECK(o.client_id.reveal() == "client-id-abcdefgh");
+    CHECK(o.client_secret.reveal() == "client-secret-ijklmnop");
+    CHECK(o.token_url == "https://api.fourth.test/v1/oauth2/token");
+    const auto b = std::get<BasicAuth>(
+        parse(
+            head +
+            R"("credentials": {"type": "basic", "user_env": "PSP_USER", "password_env": "PSP_PASSWORD"}}}})")
+            .providers.at("f")
+            .credentials);
+    CHECK(b.user.reveal() == "user-qrstuvwx");
+    CHECK(b.password.reveal() == "password-yzabcdef");
+    // Without reading the environment: the names are checked, the secrets stay empty.
+    const auto unread = std::get<OAuth2ClientCredentials>(
+        parse_config(head + oauth + "}}}", "payrecon.json", fake_env, ApiKeys::not_read)
+            .providers.at("f")
+            .credentials);
+    CHECK(unread.client_secret.empty());
+    CHECK(unread.client_secret_env == "CLIENT_SECRET");
+
+    const std::string stripe =
+        R"({"providers": {"s": {"kind": "stripe", "base_url": "https://api.stripe.com", )";
+    struct Case {
+        std::string text;
+        std::string names;
+    };
+    const std::vector<Case> cases = {
+        {stripe +
+             R"("credentials": {"type": "basic", "user_env": "PSP_USER", "password_env": "PSP_PASSWORD"}}}})",
+         "providers.s.credentials.type: kind stripe takes api_key_env, not basic"},
+        {stripe + R"("api_key_env": "STRIPE_API_KEY", )" + oauth + "}}}",
+         "providers.s.credentials: is given together with api_key_env"},
+        {head + R"("api_key_env": "CLIENT_ID"}}})",
+         "providers.f.credentials: is required for kind fourth: it takes credentials of type "
+         "oauth2_client_credentials or credentials of type basic"},
+        {head + R"("credentials": {"type": "mac"}}}})",
+         "providers.f.credentials.type: 'mac' is not a kind of credentials"},
+        {head +
+             R"("credentials": {"type": "basic", "user_env": "PSP_USER", "password_env": "MISSING"}}}})",
+         "providers.f.credentials.password_env: the environment variable MISSING is not set"},
+        {head +
+             R"("credentials": {"type": "basic", "user_env": "PSP_USER", "password": "hunter2"}}}})",
+         "providers.f.credentials.password: is not a setting of basic credentials (secrets never "
+         "go in the file)"},
+        {head +
+             R"("credentials": {"type": "oauth2_client_credentials", "client_id_env": "CLIENT_ID", "client_secret_env": "CLIENT_SECRET"}}}})",
+         "providers.f.credentials.token_url: is required"},
+        {head +
+             R"("credentials": {"type": "oauth2_client_credentials", "client_id_env": "CLIENT_ID", "client_secret_env": "CLIENT_SECRET", "token_url": "http://api.fourth.test/token"}}}})",
+         "providers.f.credentials.token_url: must be https://"},
+        {head +
+             R"("credentials": {"type": "oauth2_client_credentials", "client_id_env": "CLIENT_ID", "client_secret_env": "CLIENT_SECRET", "token_url": "https://id:hunter2@api.fourth.test/token"}}}})",
+         "providers.f.credentials.token_url: carries credentials"},
+        {head +
+             R"("credentials": {"type": "oauth2_client_credentials", "client_id_env": "not a name", "client_secret_env": "CLIENT_SECRET", "token_url": "https://api.fourth.test/token"}}}})",
+         "providers.f.credentials.client_id_env: is required: the NAME of the environment "
+         "variable"},
+    };
+    for (const auto& c : cases) {
+        INFO(c.text);
+        const std::string error = error_of(c.text);
+        CHECK(error.find("payrecon.json: " + c.names) == 0);
+        CHECK(error.find("hunter2") == std::string::npos);
+    }
 }

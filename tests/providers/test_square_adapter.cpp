@@ -28,7 +28,7 @@ ProviderConfig config() {
     c.name = "square";
     c.kind = "square";
     c.base_url = "https://connect.squareup.test";
-    c.api_key = Secret("EAAAl_not_a_real_token_0000");
+    c.credentials = ApiKey{"SQUARE_ACCESS_TOKEN", Secret("EAAAl_not_a_real_token_0000")};
     c.settle_delay = std::chrono::seconds(90);
     c.key_retention = std::chrono::hours(24);
     return c;

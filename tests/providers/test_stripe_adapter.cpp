@@ -23,7 +23,7 @@ ProviderConfig config() {
     c.name = "stripe";
     c.kind = "stripe";
     c.base_url = "https://api.stripe.test";
-    c.api_key = Secret("sk_test_51Hx_not_a_real_key_0000");
+    c.credentials = ApiKey{"STRIPE_API_KEY", Secret("sk_test_51Hx_not_a_real_key_0000")};
     c.settle_delay = std::chrono::seconds(90);
     c.key_retention = std::chrono::hours(24);
     return c;

@@ -291,3 +291,11 @@ TEST_CASE("stripe wire: a negative amount that overflows in conversion is refuse
     CHECK_FALSE(from_stripe_amount(-9223372036854775807LL - 1, "mga").has_value());
     CHECK(from_stripe_amount(-12, "mga") == Money{-1200, "MGA"});
 }
+
+// The rescale to Stripe's units checked only the upper bound (issue 13: the copies had drifted);
+// it is wire::rescale now, both bounds.
+TEST_CASE("stripe wire: a negative amount that overflows on the way to Stripe is refused",
+          "[providers][stripe][regression]") {
+    CHECK_FALSE(to_stripe_amount(Money{-9223372036854775807LL / 10, "ISK"}).has_value());
+    CHECK(to_stripe_amount(Money{-12, "ISK"}) == -1200);
+}

@@ -282,8 +282,7 @@ struct Operated {
         config.name = "st" + to_hex(random_bytes(8));
         config.kind = "stripe";
         config.base_url = "http://127.0.0.1:" + std::to_string(fake->port());
-        config.api_key_env = k_key_env;
-        config.api_key = o.stripe.api_key;
+        config.credentials = providers::ApiKey{k_key_env, o.stripe.api_key};
         config.connect_timeout = std::chrono::milliseconds(500);
         config.timeout = std::chrono::milliseconds(2000);
         config.settle_delay = std::chrono::seconds(0);
@@ -307,7 +306,8 @@ struct Operated {
 
     // The child's environment: the key, and nothing naming a configuration or database.
     Env env(Env extra = {}) const {
-        extra.emplace_back(k_key_env, config.api_key.reveal());
+        extra.emplace_back(k_key_env,
+                           std::get<providers::ApiKey>(config.credentials).value.reveal());
         return extra;
     }
     // `payrecon --database URL --config FILE args...`, started.

@@ -1,0 +1,101 @@
+#include "providers/adapter_support.hpp"
+
+#include <utility>
+
+namespace payrecon::providers {
+
+ProviderClient::ProviderClient(const ProviderConfig& config, SendFunction send,
+                               ClientOptions options)
+    : m_base_url(config.base_url), m_credentials(config.credentials), m_options(std::move(options)),
+      m_send(std::move(send)) {
+    if (const auto* o = std::get_if<OAuth2ClientCredentials>(&m_credentials)) {
+        m_tokens.emplace(*o, m_send);
+    }
+}
+
+http::HttpRequest ProviderClient::request(std::string method, std::string_view path_and_query,
+                                          bool mutating) const {
+    http::HttpRequest r;
+    r.method = std::move(method);
+    r.url = m_base_url + std::string(path_and_query);
+    r.mutating = mutating;
+    r.headers = m_options.headers;
+    r.headers.emplace_back("Accept", "application/json");
+    return r;
+}
+
+http::HttpResult ProviderClient::send(http::HttpRequest request) {
+    for (const Secret& s : secrets_of(m_credentials)) {
+        request.secrets_to_redact.push_back(s);
+    }
+    const auto with_header = [&request](std::string name, std::string value) {
+        request.headers.insert(request.headers.begin(), {std::move(name), std::move(value)});
+    };
+    if (const auto* k = std::get_if<ApiKey>(&m_credentials)) {
+        with_header(m_options.api_key_header, m_options.api_key_prefix + k->value.reveal());
+        return m_send(request);
+    }
+    if (const auto* b = std::get_if<BasicAuth>(&m_credentials)) {
+        with_header("Authorization", basic_authorization(b->user, b->password).reveal());
+        return m_send(request);
+    }
+    // OAuth2: a token, then the call; a 401 with a cached token once more with a fresh one.
+    const int fetched_before = m_tokens->requests_sent();
+    auto token = m_tokens->token(request.deadline);
+    if (!token) {
+        return token.error();
+    }
+    http::HttpRequest first = request;
+    first.headers.insert(first.headers.begin(), {"Authorization", "Bearer " + token->reveal()});
+    first.secrets_to_redact.push_back(*token);
+    http::HttpResult result = m_send(first);
+    const bool was_cached = m_tokens->requests_sent() == fetched_before;
+    if (result.cls != http::SendClass::response || result.http_status != 401 || !was_cached) {
+        return result;
+    }
+    m_tokens->invalidate();
+    auto fresh = m_tokens->token(request.deadline);
+    if (!fresh) {
+        return result; // the API's own 401 says more than the token endpoint's failure
+    }
+    request.headers.insert(request.headers.begin(), {"Authorization", "Bearer " + fresh->reveal()});
+    request.secrets_to_redact.push_back(*token);
+    request.secrets_to_redact.push_back(*fresh);
+    return m_send(request);
+}
+
+SubmitResult create_outcome(const http::HttpResult& result,
+                            const std::function<SubmitResult(int, std::string_view)>& interpret) {
+    if (result.cls != http::SendClass::response) {
+        SubmitResult r;
+        r.outcome = result.cls == http::SendClass::not_sent ? Outcome::not_sent : Outcome::unknown;
+        r.call = call_record_of(result);
+        return r;
+    }
+    SubmitResult r = interpret(result.http_status, result.body);
+    r.call.duration = result.total_time;
+    return r;
+}
+
+ReadCall read_call(const http::HttpResult& result) {
+    ReadCall out;
+    out.call = call_record_of(result);
+    out.ok = result.cls == http::SendClass::response && result.http_status == 200;
+    if (!out.ok) {
+        out.retry_after = retry_after_of(result);
+        if (result.cls == http::SendClass::response) {
+            out.call.error_class = "http_" + std::to_string(result.http_status);
+        }
+    }
+    return out;
+}
+
+SubmitResult not_expressible(std::string error_class, std::string detail) {
+    SubmitResult r;
+    r.outcome = Outcome::declined;
+    r.call.error_class = std::move(error_class);
+    r.call.detail = std::move(detail);
+    return r;
+}
+
+} // namespace payrecon::providers

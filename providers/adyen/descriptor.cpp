@@ -1,0 +1,103 @@
+// Kind "adyen": what the registry, the configuration and the conformance suite know of it, and the
+// parser of its own settings.
+#include "core/errors.hpp"
+#include "providers/adyen/adapter.hpp"
+#include "providers/adyen/wire.hpp"
+
+#include <regex>
+
+namespace payrecon::providers::adyen {
+namespace {
+
+std::shared_ptr<const ProviderSettings> parse_settings(const SettingsInput& input) {
+    static const std::regex k_merchant_account("^[A-Za-z0-9_.-]{1,80}$");
+    // Adyen's schema: "The URL to return to in case of a redirection", required on every
+    // /payments request; it recommends at most 1024 characters, URL-encoded.
+    static const std::regex k_return_url("^[A-Za-z][A-Za-z0-9+.-]*://[\\x21-\\x7e]{1,1000}$");
+    auto out = std::make_shared<Settings>();
+    const auto merchant_account = input.string("merchant_account");
+    if (!merchant_account || !std::regex_match(*merchant_account, k_merchant_account)) {
+        input.bad("merchant_account",
+                  "is required for kind adyen: the merchant account's name (1 to 80 of A-Z, a-z, "
+                  "0-9, '_', '.', '-')",
+                  "copy it from Adyen's Customer Area, e.g. \"merchant_account\": "
+                  "\"AcmeShopECOM\"");
+    }
+    out->merchant_account = *merchant_account;
+    const auto return_url = input.string("return_url");
+    if (!return_url || !std::regex_match(*return_url, k_return_url)) {
+        input.bad("return_url",
+                  "is required for kind adyen: the URL a redirected shopper returns to (Adyen "
+                  "requires returnUrl on every payment, and refuses one without it with 422 "
+                  "14_030), a scheme:// URL of visible ASCII, at most 1024 characters",
+                  "e.g. \"return_url\": \"https://shop.example.com/checkout/return\"");
+    }
+    out->return_url = *return_url;
+    return out;
+}
+
+} // namespace
+
+std::shared_ptr<const ProviderSettings> settings(std::string merchant_account,
+                                                 std::string return_url) {
+    auto out = std::make_shared<Settings>();
+    out->merchant_account = std::move(merchant_account);
+    out->return_url = std::move(return_url);
+    return out;
+}
+
+const Settings& settings_of(const ProviderConfig& config) {
+    const auto* s = dynamic_cast<const Settings*>(config.settings.get());
+    if (s == nullptr) {
+        throw ConfigError("provider " + config.name +
+                              ": an adyen provider needs its merchant_account and return_url",
+                          "name both in its entry of the provider configuration");
+    }
+    return *s;
+}
+
+const ProviderDescriptor& descriptor() {
+    static const ProviderDescriptor k_descriptor{
+        .kind = "adyen",
+        .display_name = "Adyen",
+        .reference_name = "pspReference",
+        .credentials = {CredentialKind::api_key},
+        .settings = {{"merchant_account", "AcmeShopECOM"},
+                     {"return_url", "https://shop.example.com/checkout/return"}},
+        .parse_settings = &parse_settings,
+        // Idempotency-Key up to 64 characters; the Checkout API cannot look up nor list.
+        .api = {.max_key_length = k_max_key_length, .lookup = false, .list = false},
+        .carry_limits = &carry_limits,
+        .statuses =
+            {.contract_pointer = "/components/schemas/PaymentResponse/properties/resultCode/enum",
+             .map = &map_result_code,
+             .rules =
+                 {
+                     {"Authorised", Outcome::succeeded, "charged"},
+                     {"Refused", Outcome::declined, "attempted and refused"},
+                     {"Cancelled", Outcome::declined, "cancelled: a final, non-authorised state"},
+                     {"Error", Outcome::declined,
+                      "a final, non-authorised state with a refusalReason"},
+                     {"Pending", Outcome::pending, "the final result is not known yet"},
+                     {"Received", Outcome::pending, "received, not processed yet"},
+                     {"PresentToShopper", Outcome::pending, "waiting for the shopper"},
+                     {"RedirectShopper", Outcome::pending, "waiting for the shopper"},
+                     {"IdentifyShopper", Outcome::pending, "waiting for the shopper (3-D Secure)"},
+                     {"ChallengeShopper", Outcome::pending, "waiting for the shopper (3-D Secure)"},
+                     {"PartiallyAuthorised", Outcome::unknown,
+                      "money moved, but not our amount: an operator decides"},
+                     {"AuthenticationFinished", Outcome::unknown,
+                      "an authentication-only flow we never ask for"},
+                     {"AuthenticationNotRequired", Outcome::unknown,
+                      "an authentication-only flow we never ask for"},
+                     {"Success", Outcome::unknown, "undocumented for /payments"},
+                 }},
+        .secret_patterns = {R"(AQE[A-Za-z0-9+/=_-]{20,})"},
+        .create = [](const ProviderConfig& config, SendFunction send) -> std::unique_ptr<Provider> {
+            return std::make_unique<AdyenAdapter>(config, std::move(send));
+        },
+    };
+    return k_descriptor;
+}
+
+} // namespace payrecon::providers::adyen

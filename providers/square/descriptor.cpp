@@ -1,0 +1,39 @@
+// Kind "square": what the registry, the configuration and the conformance suite know of it.
+#include "providers/square/adapter.hpp"
+#include "providers/square/wire.hpp"
+
+namespace payrecon::providers::square {
+
+const ProviderDescriptor& descriptor() {
+    static const ProviderDescriptor k_descriptor{
+        .kind = "square",
+        .display_name = "Square",
+        .reference_name = "payment ID",
+        .credentials = {CredentialKind::api_key},
+        .settings = {},
+        .parse_settings = nullptr,
+        // idempotency_key up to 45 characters; lookup by listing a window; listing.
+        .api = {.max_key_length = k_max_key_length, .lookup = true, .list = true},
+        .carry_limits = &carry_limits,
+        // The document lists the statuses in prose, not as an enum.
+        .statuses = {.contract_pointer =
+                         "/components/schemas/Payment/properties/status/description",
+                     .map = &map_status,
+                     .rules =
+                         {
+                             {"COMPLETED", Outcome::succeeded, "charged"},
+                             {"APPROVED", Outcome::pending,
+                              "authorised, not captured: should not happen with autocomplete"},
+                             {"PENDING", Outcome::pending, "not final yet"},
+                             {"FAILED", Outcome::declined, "attempted and failed"},
+                             {"CANCELED", Outcome::declined, "canceled: it will never charge"},
+                         }},
+        .secret_patterns = {R"(EAAA[A-Za-z0-9_-]{8,})", R"(sq0(atp|csp)-[A-Za-z0-9_-]{8,})"},
+        .create = [](const ProviderConfig& config, SendFunction send) -> std::unique_ptr<Provider> {
+            return std::make_unique<SquareAdapter>(config, std::move(send));
+        },
+    };
+    return k_descriptor;
+}
+
+} // namespace payrecon::providers::square
