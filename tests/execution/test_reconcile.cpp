@@ -8,6 +8,7 @@
 #include "providers/registry.hpp"
 #include "store/reconcile_store.hpp"
 #include "tests/execution/world.hpp"
+#include "tests/support/wait.hpp"
 
 #include <algorithm>
 #include <catch2/catch.hpp>
@@ -323,10 +324,8 @@ TEST_CASE("reconcile: an operator's resolution racing the reconciler: exactly on
         }
     } join{reconciler};
     // Wait for the claim (generation + 1), while the lookup is still in flight.
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (u.w.generation_of(u.ref) == shown && std::chrono::steady_clock::now() < deadline) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
+    REQUIRE(
+        wait_until([&] { return u.w.generation_of(u.ref) != shown; }, std::chrono::seconds(10)));
     store::Resolution r;
     r.tenant_id = u.w.tenant.tenant_id;
     r.payment_id = u.w.payment_id_of(u.ref);

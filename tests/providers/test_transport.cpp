@@ -22,11 +22,22 @@ using namespace std::chrono_literals;
 
 constexpr std::size_t k_test_cap = 1024;
 
+// For a server that answers: timeouts far beyond any answer, so a loaded machine cannot turn an
+// answer into a timeout (the 400 ms these tests once had ran out on a busy 2-core machine).
 Transport fast_transport(std::size_t cap = 1024 * 1024) {
+    TransportOptions options;
+    options.timeouts.connect = 5s;
+    options.timeouts.total = 10s;
+    options.max_response_bytes = cap;
+    return Transport(options);
+}
+
+// For a server that never answers, where the timeout is what the test is about: short, since the
+// test waits it out whatever the machine's load.
+Transport timing_out_transport() {
     TransportOptions options;
     options.timeouts.connect = 300ms;
     options.timeouts.total = 400ms;
-    options.max_response_bytes = cap;
     return Transport(options);
 }
 
@@ -82,7 +93,7 @@ TEST_CASE("transport: nothing listening is not_sent (curl 7) and the server saw 
 TEST_CASE("transport: a SYN dropped by a full accept queue times out in connect: not_sent (28)",
           "[providers][transport]") {
     FullBacklogListener listener;
-    Transport transport = fast_transport();
+    Transport transport = timing_out_transport();
     const HttpResult result =
         transport.send(post("http://127.0.0.1:" + std::to_string(listener.port()) + "/"));
     describe("connect timeout", result);
@@ -101,7 +112,7 @@ TEST_CASE("transport: accepted but never read: the request sat in the server's s
         connection.hang();
         unread = connection.unread_bytes();
     });
-    Transport transport = fast_transport();
+    Transport transport = timing_out_transport();
     const HttpResult result = transport.send(post(server.url("/v1/payments")));
     describe("accept, never read", result);
     server.release();
@@ -124,7 +135,7 @@ TEST_CASE("transport: request read, then no answer past the timeout is unknown (
             connection.hang();
         }
     });
-    Transport transport = fast_transport();
+    Transport transport = timing_out_transport();
     const HttpResult result = transport.send(post(server.url("/v1/payments")));
     describe("read, then hang", result);
     server.release();
@@ -438,12 +449,7 @@ TEST_CASE("transport: https to a plain-HTTP server fails the TLS handshake: not_
         hello_bytes = connection.read_some().size(); // a TLS ClientHello, not a request
         connection.write(http_response(400, "not TLS"));
     });
-    // Generous timeouts: on a loaded machine the 400 ms of fast_transport() ran out before the
-    // handshake failed (28 instead of 35; still not_sent, but not what this test is about).
-    TransportOptions options;
-    options.timeouts.connect = 5s;
-    options.timeouts.total = 10s;
-    Transport transport(options);
+    Transport transport = fast_transport();
     HttpRequest request = post(server.url("/v1/payments"));
     request.url.replace(0, 4, "https");
     const HttpResult result = transport.send(request);
@@ -463,7 +469,7 @@ TEST_CASE("transport: a TLS handshake the server never answers times out: not_se
         static_cast<void>(connection.read_some());
         connection.hang();
     });
-    Transport transport = fast_transport();
+    Transport transport = timing_out_transport();
     HttpRequest request = post(server.url("/v1/payments"));
     request.url.replace(0, 4, "https");
     const HttpResult result = transport.send(request);
