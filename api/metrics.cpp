@@ -36,14 +36,14 @@ std::string Metrics::render_rejected(const Rejected& rejected) {
            "before executing anything (an integration or configuration fault), by provider and "
            "the provider's error code; counted from the database at scrape time.\n"
         << "# TYPE payrecon_provider_rejected_attempts_total counter\n";
-    for (const auto& r : rejected.attempts) {
+    for (const auto& r : rejected.found.attempts) {
         out << "payrecon_provider_rejected_attempts_total{provider=\"" << label_value(r.provider)
             << "\",code=\"" << label_value(r.code) << "\"} " << r.attempts << "\n";
     }
     out << "# HELP payrecon_review_request_rejected Payments in review now because their provider "
            "rejected the request (request_rejected), by provider and the provider's error code.\n"
         << "# TYPE payrecon_review_request_rejected gauge\n";
-    for (const auto& r : rejected.in_review) {
+    for (const auto& r : rejected.found.in_review) {
         out << "payrecon_review_request_rejected{provider=\"" << label_value(r.provider)
             << "\",code=\"" << label_value(r.code) << "\"} " << r.payments << "\n";
     }

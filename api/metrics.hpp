@@ -35,8 +35,7 @@ public:
     // (payrecon_rejected_requests_readable 0, no series).
     struct Rejected {
         bool readable = false;
-        std::vector<store::RejectedAttempts> attempts;
-        std::vector<store::RejectedInReview> in_review;
+        ProviderRejections found; // services/payments: what the database says
     };
     static std::string render_rejected(const Rejected& rejected);
 

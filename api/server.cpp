@@ -284,9 +284,7 @@ void Server::scrape(HttpRequest request, Respond respond) {
         pending->ctx.slot = &slot;
         try {
             store::Db& db = connection(pending->ctx);
-            auto found = provider_rejections(db);
-            rejected.attempts = std::move(found.attempts);
-            rejected.in_review = std::move(found.in_review);
+            rejected.found = provider_rejections(db);
             rejected.readable = true;
         } catch (const std::exception&) {
             // DatabaseUnavailable or anything else: the series are left out, readable 0.
