@@ -18,8 +18,12 @@ const store::PurgeAudit k_audit{"purge-test", std::chrono::hours(24), std::chron
 } // namespace
 
 TEST_CASE("purge: expired records of finished payments go, unfinished ones stay",
-          "[store][db][purge]") {
-    auto db = connect();
+          "[store][db][purge][regression]") {
+    // A database of its own: a purge run is global. In the shared test database the next test's
+    // purge (48 h retention) deleted this test's expired records between two of its checks (CI).
+    ScratchDatabase scratch;
+    auto db = std::make_unique<store::Db>(scratch.url());
+    store::migrate(*db);
     const auto tenant = make_tenant(*db);
     const auto writer = make_principal(*db, tenant);
     IntakeService intake(*db, test_keys());
@@ -35,27 +39,33 @@ TEST_CASE("purge: expired records of finished payments go, unfinished ones stay"
     // Expire all but k-fresh; finish the payment of k-done (as a worker would).
     exec_sql("UPDATE idempotency_records SET created_at = now() - interval '9 days', "
              "expires_at = now() - interval '1 day' WHERE tenant_id = '" +
-             tenant.tenant_id + "' AND idempotency_key <> 'k-fresh'");
+                 tenant.tenant_id + "' AND idempotency_key <> 'k-fresh'",
+             scratch.url());
     exec_sql("UPDATE payments SET state = 'succeeded' WHERE tenant_id = '" + tenant.tenant_id +
-             "' AND merchant_reference = 'ref-k-done'");
+                 "' AND merchant_reference = 'ref-k-done'",
+             scratch.url());
 
     const auto dry = store::purge_idempotency_records(*db, std::nullopt, true, k_audit);
-    CHECK(dry.deleted >= 2);
-    CHECK(count_rows("idempotency_records", tenant.tenant_id) == 4);
+    CHECK(dry.deleted == 2);
+    CHECK(count_rows("idempotency_records", tenant.tenant_id, "", scratch.url()) == 4);
 
     const auto result = store::purge_idempotency_records(*db, std::nullopt, false, k_audit, 1);
-    CHECK(result.deleted >= 2); // k-done and k-dup (other tests' rows may expire too)
-    CHECK(result.kept_unfinished >= 1);
-    CHECK(count_rows("idempotency_records", tenant.tenant_id) == 2);
-    CHECK(count_rows("idempotency_records", tenant.tenant_id, "idempotency_key = 'k-open'") == 1);
-    CHECK(count_rows("idempotency_records", tenant.tenant_id, "idempotency_key = 'k-fresh'") == 1);
+    CHECK(result.deleted == 2); // k-done and k-dup
+    CHECK(result.kept_unfinished == 1);
+    CHECK(count_rows("idempotency_records", tenant.tenant_id, "", scratch.url()) == 2);
+    CHECK(count_rows("idempotency_records", tenant.tenant_id, "idempotency_key = 'k-open'",
+                     scratch.url()) == 1);
+    CHECK(count_rows("idempotency_records", tenant.tenant_id, "idempotency_key = 'k-fresh'",
+                     scratch.url()) == 1);
     // Business identity never expires.
-    CHECK(count_rows("payments", tenant.tenant_id) == 3);
+    CHECK(count_rows("payments", tenant.tenant_id, "", scratch.url()) == 3);
 }
 
 TEST_CASE("purge: an explicit retention deletes by age, still never an unfinished payment's record",
           "[store][db][purge]") {
-    auto db = connect();
+    ScratchDatabase scratch; // a purge run is global: a database of its own
+    auto db = std::make_unique<store::Db>(scratch.url());
+    store::migrate(*db);
     const auto tenant = make_tenant(*db);
     const auto writer = make_principal(*db, tenant);
     IntakeService intake(*db, test_keys());
@@ -65,13 +75,15 @@ TEST_CASE("purge: an explicit retention deletes by age, still never an unfinishe
                 .status == 202);
     exec_sql("UPDATE idempotency_records SET created_at = now() - interval '3 days' WHERE "
              "tenant_id = '" +
-             tenant.tenant_id + "'");
+                 tenant.tenant_id + "'",
+             scratch.url());
     exec_sql("UPDATE payments SET state = 'failed' WHERE tenant_id = '" + tenant.tenant_id +
-             "' AND merchant_reference = 'ref-old'");
+                 "' AND merchant_reference = 'ref-old'",
+             scratch.url());
     store::purge_idempotency_records(*db, std::chrono::hours(48), false, k_audit);
-    CHECK(count_rows("idempotency_records", tenant.tenant_id) == 1);
-    CHECK(count_rows("idempotency_records", tenant.tenant_id, "idempotency_key = 'k-old-open'") ==
-          1);
+    CHECK(count_rows("idempotency_records", tenant.tenant_id, "", scratch.url()) == 1);
+    CHECK(count_rows("idempotency_records", tenant.tenant_id, "idempotency_key = 'k-old-open'",
+                     scratch.url()) == 1);
 }
 
 TEST_CASE(

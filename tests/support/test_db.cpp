@@ -70,8 +70,8 @@ const FingerprintKeys& test_keys() {
 }
 
 long long count_rows(const std::string& table, const std::string& tenant_id,
-                     const std::string& where) {
-    pqxx::connection c(database_url());
+                     const std::string& where, const std::string& url) {
+    pqxx::connection c(url);
     pqxx::read_transaction tx(c);
     return tx
         .exec_params1("SELECT count(*) FROM " + table + " WHERE tenant_id = $1::uuid" +
@@ -90,8 +90,8 @@ std::string query_value(const std::string& sql, const std::string& param) {
     return r[0][0].as<std::string>();
 }
 
-void exec_sql(const std::string& sql) {
-    pqxx::connection c(database_url());
+void exec_sql(const std::string& sql, const std::string& url) {
+    pqxx::connection c(url);
     pqxx::work tx(c);
     tx.exec(sql);
     tx.commit();

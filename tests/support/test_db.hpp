@@ -40,15 +40,16 @@ TestPrincipal make_principal(store::Db& db, const TestTenant& tenant, Role role 
 const FingerprintKeys& test_keys();
 Secret test_secret(char fill);
 
-// One row count by SQL: `SELECT count(*) FROM <table> WHERE tenant_id = $1` (and `where` if given).
+// One row count by SQL: `SELECT count(*) FROM <table> WHERE tenant_id = $1` (and `where` if given),
+// in the shared test database unless `url` names another (a ScratchDatabase's).
 long long count_rows(const std::string& table, const std::string& tenant_id,
-                     const std::string& where = "");
+                     const std::string& where = "", const std::string& url = database_url());
 
 // The first column of the first row of `sql` with $1 = `param`, as text ("" for NULL / no row).
 std::string query_value(const std::string& sql, const std::string& param);
 
 // Runs `sql` (no parameters) on a fresh connection; for setting up states the test needs.
-void exec_sql(const std::string& sql);
+void exec_sql(const std::string& sql, const std::string& url = database_url());
 
 // A database of its own (CREATE DATABASE), dropped on destruction; for schema tests.
 class ScratchDatabase {
