@@ -1,7 +1,8 @@
 -- The lean baseline of bench/intake: the same logical writes as one fresh intake request (claim
 -- the key, insert the payment with its business unique constraints and its outbox event, store the
--- response), in the same statements and round trips as bench/intake_pgbench.sql, on the tables of
--- bench/intake_lean_schema.sql (only the keys intake needs). Keys come from a sequence, like
+-- response) on the tables of bench/intake_lean_schema.sql (only the keys intake needs). Written by
+-- hand, not from the store's statements (its tables are the bench's own), in four statements: one
+-- more round trip than the intake makes, so serve's ratio against it errs low, never high. Keys come from a sequence, like
 -- wrk's per-thread counters: they grow at the right edge. Variables: tenant, principal (-D).
 BEGIN;
 INSERT INTO lean.idempotency_records (tenant_id, principal_id, operation, idempotency_key, request_hash, expires_at)

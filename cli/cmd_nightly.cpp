@@ -9,7 +9,9 @@
 #include "cli/table.hpp"
 #include "core/errors.hpp"
 #include "core/money.hpp"
+#include "core/payment_state.hpp"
 #include "core/settings.hpp"
+#include "core/statement_diff.hpp"
 #include "engine/nightly.hpp"
 
 #include <algorithm>
@@ -217,8 +219,20 @@ std::string result_line(const engine::NightlyReport& r,
     return out.str();
 }
 
-void print_summary(std::ostream& out, const engine::NightlyReport& r, int list_review,
-                   int list_findings, const std::vector<std::string>& report_files) {
+// "    name                  count   amounts": one row of a per-name tally.
+void tally_row(std::ostream& out, const std::string& name, const Tally& t,
+               const std::string& suffix = "") {
+    out << "    " << std::left << std::setw(20) << name << std::right << std::setw(6) << t.payments
+        << "   " << amounts(t.amounts) << suffix << "\n";
+}
+
+bool in_state(const std::string& state, PaymentState s) {
+    return state == to_string(s);
+}
+
+// What the run did: providers, leases taken over, unknown payments reconciled, sends.
+void print_work(std::ostream& out, const engine::NightlyReport& r,
+                const engine::ReconcileSummary& summary) {
     const auto seconds = std::chrono::duration<double>(r.finished - r.started).count();
     out << "payrecon nightly " << reports::format_utc(r.started) << " (" << std::fixed
         << std::setprecision(1) << seconds << " s)\n";
@@ -228,18 +242,15 @@ void print_summary(std::ostream& out, const engine::NightlyReport& r, int list_r
     }
     out << "  providers: " << (names.empty() ? "(none configured)" : names) << "\n";
     out << "  expired leases taken over (a worker died mid-call): " << r.leases_expired << "\n";
-    const engine::ReconcileSummary summary = engine::summarize(r.reconciled);
-    const long long lookup_failed = summary.lookups_failed;
     out << "  unknown payments reconciled: " << r.reconciled.size();
-    if (lookup_failed > 0) {
-        out << " (" << lookup_failed
+    if (summary.lookups_failed > 0) {
+        out << " (" << summary.lookups_failed
             << " status queries FAILED: attention; those are asked again next "
             << "run, and go to review after --lookup-failures in a row)";
     }
     out << "\n";
     for (const auto& [name, t] : summary.by_outcome) {
-        out << "    " << std::left << std::setw(20) << name << std::right << std::setw(6)
-            << t.payments << "   " << amounts(t.amounts) << "\n";
+        tally_row(out, name, t);
     }
     out << "  sent (re-sends and payments left due): " << r.sent.attempted;
     if (!r.sent.settled_as.empty()) {
@@ -250,23 +261,23 @@ void print_summary(std::ostream& out, const engine::NightlyReport& r, int list_r
         out << " (" << parts << ")";
     }
     out << "\n";
+}
 
+// The review queue by code, what this run sent there (the first list_review), and the requests
+// providers rejected.
+void print_review(std::ostream& out, const engine::NightlyReport& r,
+                  const engine::ReconcileSummary& summary, int list_review) {
     const std::vector<const engine::ReconcileOutcome*>& new_review = summary.newly_in_review;
     std::map<std::string, Tally> review_by_code;
-    std::map<std::string, Tally> unknown_by_provider;
     for (const auto& q : r.open) {
-        Tally* t = q.state == "needs_review" ? &review_by_code[q.review_code]
-                   : q.state == "unknown"    ? &unknown_by_provider[q.provider]
-                                             : nullptr;
-        if (t != nullptr) {
-            t->add(q.amount_minor, q.currency, q.payments);
+        if (in_state(q.state, PaymentState::needs_review)) {
+            review_by_code[q.review_code].add(q.amount_minor, q.currency, q.payments);
         }
     }
     out << "  review queue: " << r.in_review() << " payment(s), " << new_review.size()
         << " new in this run\n";
     for (const auto& [code, t] : review_by_code) {
-        out << "    " << std::left << std::setw(20) << code << std::right << std::setw(6)
-            << t.payments << "   " << amounts(t.amounts) << "\n";
+        tally_row(out, code, t);
     }
     if (!new_review.empty()) {
         out << "  sent to review in this run:\n";
@@ -293,19 +304,28 @@ void print_summary(std::ostream& out, const engine::NightlyReport& r, int list_r
                 << g.latest_payment_id << ": " << printable(g.latest_reason) << "\n";
         }
     }
+}
+
+// Payments no run finished: still unknown, waiting too long for a worker, or of a provider that is
+// not configured.
+void print_open(std::ostream& out, const engine::NightlyReport& r) {
+    std::map<std::string, Tally> unknown_by_provider;
+    for (const auto& q : r.open) {
+        if (in_state(q.state, PaymentState::unknown)) {
+            unknown_by_provider[q.provider].add(q.amount_minor, q.currency, q.payments);
+        }
+    }
     if (!unknown_by_provider.empty()) {
         out << "  still unknown (checked again by the next run):\n";
+        const auto& known = r.configured.empty() ? r.providers : r.configured;
         for (const auto& [provider, t] : unknown_by_provider) {
-            const auto& known = r.configured.empty() ? r.providers : r.configured;
             const bool configured = std::find(known.begin(), known.end(), provider) != known.end();
             const bool covered =
                 std::find(r.providers.begin(), r.providers.end(), provider) != r.providers.end();
-            out << "    " << std::left << std::setw(20) << provider << std::right << std::setw(6)
-                << t.payments << "   " << amounts(t.amounts)
-                << (!configured ? "   NOT CONFIGURED: no run can resolve these"
-                    : !covered  ? "   (not covered by this run's --provider)"
-                                : "")
-                << "\n";
+            tally_row(out, provider, t,
+                      !configured ? "   NOT CONFIGURED: no run can resolve these"
+                      : !covered  ? "   (not covered by this run's --provider)"
+                                  : "");
         }
     }
     const auto stuck = r.stuck();
@@ -320,52 +340,66 @@ void print_summary(std::ostream& out, const engine::NightlyReport& r, int list_r
     }
     std::map<std::string, Tally> orphaned_by_provider;
     for (const auto& q : r.orphaned()) {
-        if (q.state != "unknown") { // unknown ones are listed above, marked NOT CONFIGURED
+        // unknown ones are listed above, marked NOT CONFIGURED
+        if (!in_state(q.state, PaymentState::unknown)) {
             orphaned_by_provider[q.provider].add(q.amount_minor, q.currency, q.payments);
         }
     }
     if (!orphaned_by_provider.empty()) {
         out << "  open payments of providers NOT CONFIGURED (no worker can send them):\n";
         for (const auto& [provider, t] : orphaned_by_provider) {
-            out << "    " << std::left << std::setw(20) << provider << std::right << std::setw(6)
-                << t.payments << "   " << amounts(t.amounts)
-                << "   payrecon payments list --provider " << provider << "\n";
+            tally_row(out, provider, t, "   payrecon payments list --provider " + provider);
         }
     }
+}
+
+// Each statement's counts and the first list_findings findings of each category; the report has
+// them all.
+void print_statement(std::ostream& out, const reports::Report& st, int list_findings,
+                     const std::vector<std::string>& report_files) {
+    const std::string matched(to_string(FindingCategory::matched));
+    out << "  " << st.title << ":";
+    for (const auto& c : st.categories) {
+        const auto& t = st.totals.at(c);
+        if (t.count > 0) {
+            out << " " << c << " " << t.count;
+        }
+    }
+    out << (st.failure ? "  FAILED: " + printable(*st.failure) : "") << "\n";
+    // The first few of each category (the cron mail stays readable).
+    std::map<std::string, long long> shown;
+    long long left_out = 0;
+    for (const auto& f : st.findings) {
+        if (shown[f.category]++ >= list_findings) {
+            ++left_out;
+            continue;
+        }
+        out << "    " << f.category << "  " << printable(f.provider_reference.value_or("-")) << "  "
+            << f.payment_id.value_or("(no payment of ours)") << "  " << printable(f.detail) << "\n";
+    }
+    long long counted = 0;
+    for (const auto& c : st.categories) {
+        counted += c == matched ? 0 : st.totals.at(c).count;
+    }
+    // And those the statement counted but did not list at all.
+    left_out += std::max<long long>(0, counted - static_cast<long long>(st.findings.size()));
+    if (left_out > 0) {
+        out << "    ... and " << left_out << " more finding(s), at most " << list_findings
+            << " of each category listed here (--list-findings): "
+            << (report_files.empty() ? "write them all with --output report.html"
+                                     : "all of them are in " + report_files.front())
+            << "\n";
+    }
+}
+
+void print_summary(std::ostream& out, const engine::NightlyReport& r, int list_review,
+                   int list_findings, const std::vector<std::string>& report_files) {
+    const engine::ReconcileSummary summary = engine::summarize(r.reconciled);
+    print_work(out, r, summary);
+    print_review(out, r, summary, list_review);
+    print_open(out, r);
     for (const auto& st : r.statements) {
-        out << "  " << st.title << ":";
-        for (const auto& c : st.categories) {
-            const auto& t = st.totals.at(c);
-            if (t.count > 0) {
-                out << " " << c << " " << t.count;
-            }
-        }
-        out << (st.failure ? "  FAILED: " + printable(*st.failure) : "") << "\n";
-        // The first few of each category (the cron mail stays readable); the report has them all.
-        std::map<std::string, long long> shown;
-        long long left_out = 0;
-        for (const auto& f : st.findings) {
-            if (shown[f.category]++ >= list_findings) {
-                ++left_out;
-                continue;
-            }
-            out << "    " << f.category << "  " << printable(f.provider_reference.value_or("-"))
-                << "  " << f.payment_id.value_or("(no payment of ours)") << "  "
-                << printable(f.detail) << "\n";
-        }
-        long long counted = 0;
-        for (const auto& c : st.categories) {
-            counted += c == "matched" ? 0 : st.totals.at(c).count;
-        }
-        // And those the statement counted but did not list at all.
-        left_out += std::max<long long>(0, counted - static_cast<long long>(st.findings.size()));
-        if (left_out > 0) {
-            out << "    ... and " << left_out << " more finding(s), at most " << list_findings
-                << " of each category listed here (--list-findings): "
-                << (report_files.empty() ? "write them all with --output report.html"
-                                         : "all of them are in " + report_files.front())
-                << "\n";
-        }
+        print_statement(out, st, list_findings, report_files);
     }
     out << result_line(r, report_files);
 }

@@ -1,6 +1,29 @@
 #include "core/encoding.hpp"
 
+#include <openssl/evp.h>
+
 namespace payrecon {
+
+std::string base64(std::string_view bytes) {
+    // EVP_EncodeBlock writes 4 characters per 3 bytes (padded) and a terminating NUL.
+    std::string out((bytes.size() + 2) / 3 * 4 + 1, '\0');
+    const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                  reinterpret_cast<const unsigned char*>(bytes.data()),
+                                  static_cast<int>(bytes.size()));
+    out.resize(static_cast<std::size_t>(n));
+    return out;
+}
+
+std::string base64url(std::string_view bytes) {
+    std::string out = base64(bytes);
+    while (!out.empty() && out.back() == '=') {
+        out.pop_back();
+    }
+    for (char& c : out) {
+        c = c == '+' ? '-' : c == '/' ? '_' : c;
+    }
+    return out;
+}
 
 std::string percent_encode(std::string_view text) {
     static constexpr const char* k_hex = "0123456789ABCDEF";

@@ -25,6 +25,11 @@ std::string printable(std::string_view text);
 // either end. The reason never echoes the text.
 std::optional<std::string> display_name_problem(std::string_view text, std::size_t max_bytes);
 
+// RFC 4648 base64 with padding (HTTP basic authentication, HMAC signatures in webhooks).
+std::string base64(std::string_view bytes);
+// RFC 4648 URL-safe base64 without padding (API keys, secrets in files).
+std::string base64url(std::string_view bytes);
+
 // True if `text` is a UUID in its 36-character text form (8-4-4-4-12 hex digits, either case), the
 // only form PostgreSQL's uuid input is guaranteed to accept; check before casting text to uuid.
 bool is_uuid_text(std::string_view text);

@@ -84,36 +84,6 @@ std::string random_bytes(std::size_t n) {
     return out;
 }
 
-std::string base64url(std::string_view bytes) {
-    static constexpr char k_alphabet[] =
-        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    std::string out;
-    out.reserve((bytes.size() + 2) / 3 * 4);
-    std::size_t i = 0;
-    const auto at = [&bytes](std::size_t index) {
-        return static_cast<std::uint32_t>(static_cast<unsigned char>(bytes[index]));
-    };
-    for (; i + 3 <= bytes.size(); i += 3) {
-        const std::uint32_t group = (at(i) << 16) | (at(i + 1) << 8) | at(i + 2);
-        out += k_alphabet[(group >> 18) & 0x3F];
-        out += k_alphabet[(group >> 12) & 0x3F];
-        out += k_alphabet[(group >> 6) & 0x3F];
-        out += k_alphabet[group & 0x3F];
-    }
-    const std::size_t rest = bytes.size() - i;
-    if (rest == 1) {
-        const std::uint32_t group = at(i) << 16;
-        out += k_alphabet[(group >> 18) & 0x3F];
-        out += k_alphabet[(group >> 12) & 0x3F];
-    } else if (rest == 2) {
-        const std::uint32_t group = (at(i) << 16) | (at(i + 1) << 8);
-        out += k_alphabet[(group >> 18) & 0x3F];
-        out += k_alphabet[(group >> 12) & 0x3F];
-        out += k_alphabet[(group >> 6) & 0x3F];
-    }
-    return out;
-}
-
 std::string to_hex(std::string_view bytes) {
     return hex_of(bytes_of(bytes), bytes.size());
 }

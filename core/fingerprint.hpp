@@ -24,9 +24,6 @@ bool constant_time_equal(std::string_view a, std::string_view b);
 // random generator fails.
 std::string random_bytes(std::size_t n);
 
-// URL-safe base64 without padding.
-std::string base64url(std::string_view bytes);
-
 // Lower-case hex.
 std::string to_hex(std::string_view bytes);
 

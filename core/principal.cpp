@@ -1,5 +1,6 @@
 #include "core/principal.hpp"
 
+#include "core/encoding.hpp"
 #include "core/fingerprint.hpp"
 
 namespace payrecon {

@@ -1,5 +1,6 @@
 #include "core/settings.hpp"
 
+#include "core/encoding.hpp"
 #include "core/errors.hpp"
 
 #include <cerrno>

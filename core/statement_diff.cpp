@@ -33,6 +33,30 @@ Verdict verdict(FindingCategory category, std::string detail) {
 
 } // namespace
 
+std::string_view to_string(StatementRunStatus status) {
+    switch (status) {
+    case StatementRunStatus::listing:
+        return "listing";
+    case StatementRunStatus::listed:
+        return "listed";
+    case StatementRunStatus::done:
+        return "done";
+    case StatementRunStatus::failed:
+        break;
+    }
+    return "failed";
+}
+
+std::optional<StatementRunStatus> parse_statement_run_status(std::string_view name) {
+    for (const auto status : {StatementRunStatus::listing, StatementRunStatus::listed,
+                              StatementRunStatus::done, StatementRunStatus::failed}) {
+        if (to_string(status) == name) {
+            return status;
+        }
+    }
+    return std::nullopt;
+}
+
 std::string_view to_string(RemoteStatus status) {
     switch (status) {
     case RemoteStatus::succeeded:

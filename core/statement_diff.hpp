@@ -46,6 +46,17 @@ struct LocalRecord {
     long long at = 0;     // unix seconds: first attempt, else acceptance
 };
 
+// Where a statement run (one provider, one window) stands. Stored by name in recon_runs.status.
+enum class StatementRunStatus {
+    listing, // the provider's records are being listed; resumable from the stored cursor
+    listed,  // every page is stored; the diff has not finished
+    done,    // diffed: counts and findings stored
+    failed,  // failed after its listing; a rerun lists again from the start
+};
+std::string_view to_string(StatementRunStatus status);
+// Returns nullopt if `name` is not one of the names to_string() gives.
+std::optional<StatementRunStatus> parse_statement_run_status(std::string_view name);
+
 enum class RemoteStatus { succeeded, refunded, declined, pending, other };
 std::string_view to_string(RemoteStatus status);
 bool is_charge(RemoteStatus status); // succeeded or refunded: money moved at some point

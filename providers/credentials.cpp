@@ -1,5 +1,7 @@
 #include "providers/credentials.hpp"
 
+#include "core/encoding.hpp"
+
 namespace payrecon::providers {
 namespace {
 
@@ -75,37 +77,6 @@ std::string describe(const Credentials& credentials) {
     const auto& o = std::get<OAuth2ClientCredentials>(credentials);
     return "the client credentials in " + o.client_id_env + " and " + o.client_secret_env +
            " (token URL " + o.token_url + ")";
-}
-
-std::string base64(std::string_view bytes) {
-    static constexpr char k_alphabet[] =
-        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    std::string out;
-    out.reserve((bytes.size() + 2) / 3 * 4);
-    std::size_t i = 0;
-    for (; i + 3 <= bytes.size(); i += 3) {
-        const unsigned v = static_cast<unsigned char>(bytes[i]) << 16 |
-                           static_cast<unsigned char>(bytes[i + 1]) << 8 |
-                           static_cast<unsigned char>(bytes[i + 2]);
-        out += k_alphabet[v >> 18 & 63];
-        out += k_alphabet[v >> 12 & 63];
-        out += k_alphabet[v >> 6 & 63];
-        out += k_alphabet[v & 63];
-    }
-    if (i + 1 == bytes.size()) {
-        const unsigned v = static_cast<unsigned char>(bytes[i]) << 16;
-        out += k_alphabet[v >> 18 & 63];
-        out += k_alphabet[v >> 12 & 63];
-        out += "==";
-    } else if (i + 2 == bytes.size()) {
-        const unsigned v = static_cast<unsigned char>(bytes[i]) << 16 |
-                           static_cast<unsigned char>(bytes[i + 1]) << 8;
-        out += k_alphabet[v >> 18 & 63];
-        out += k_alphabet[v >> 12 & 63];
-        out += k_alphabet[v >> 6 & 63];
-        out += '=';
-    }
-    return out;
 }
 
 Secret basic_authorization(const Secret& user, const Secret& password) {

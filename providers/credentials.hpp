@@ -66,9 +66,6 @@ std::vector<std::string> environment_names(const Credentials& credentials);
 // PAYPAL_CLIENT_SECRET (token URL https://...)". Never a secret.
 std::string describe(const Credentials& credentials);
 
-// RFC 4648 base64 with padding (HTTP basic authentication's encoding).
-std::string base64(std::string_view bytes);
-
 // The value of an Authorization header for HTTP basic authentication: "Basic " + base64(user ":"
 // password).
 Secret basic_authorization(const Secret& user, const Secret& password);

@@ -288,6 +288,10 @@ private:
 
 } // namespace
 
+fs::path postgres_bindir() {
+    return find_bindir();
+}
+
 LocalCluster::LocalCluster(fs::path home, Notice notice)
     : m_notice(std::move(notice)), m_home(std::move(home)) {
     if (!m_home.is_absolute()) {
@@ -399,7 +403,7 @@ void LocalCluster::prepare_server_user_access() {
 
 void LocalCluster::initialize() {
     const ServerUser user = server_user();
-    const fs::path bindir = find_bindir();
+    const fs::path bindir = postgres_bindir();
     const fs::path pg_dir = m_home / "postgres";
     make_private_dir(m_home, user, false);
     make_private_dir(pg_dir, user, true);
@@ -441,7 +445,7 @@ void LocalCluster::initialize() {
 
 void LocalCluster::start() {
     const ServerUser user = server_user();
-    const fs::path bindir = find_bindir();
+    const fs::path bindir = postgres_bindir();
     make_private_dir(socket_dir(), user, true);
     const fs::path pg_dir = m_home / "postgres";
     const int rc = run_program({(bindir / "pg_ctl").string(), "-D", data_dir().string(), "-l",
@@ -484,7 +488,7 @@ bool LocalCluster::stop(StopMode mode) {
     const ServerUser user = server_user();
     const fs::path pg_dir = m_home / "postgres";
     LockFile lock(m_home / "postgres.lock");
-    const int rc = run_program({(find_bindir() / "pg_ctl").string(), "-D", data_dir().string(),
+    const int rc = run_program({(postgres_bindir() / "pg_ctl").string(), "-D", data_dir().string(),
                                 "-m", mode == StopMode::immediate ? "immediate" : "fast", "-w",
                                 "-t", "120", "-s", "stop"},
                                user, pg_dir, pg_dir / "pg_ctl.log");

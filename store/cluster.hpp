@@ -69,4 +69,8 @@ private:
     std::filesystem::path m_home;
 };
 
+// The PostgreSQL server programs' directory: PAYRECON_PG_BINDIR, else the newest
+// /usr/lib/postgresql/<major>/bin with initdb and pg_ctl. Throws ConfigError if there is none.
+std::filesystem::path postgres_bindir();
+
 } // namespace payrecon::store

@@ -2,6 +2,7 @@
 
 #include "store/payment_event.hpp"
 #include "store/pq.hpp"
+#include "store/statements.hpp"
 
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -37,7 +38,7 @@ SELECT )sql" + std::string(k_payment_columns) +
                                 " FROM claimed p";
 
 constexpr const char* k_renew = "executor_renew";
-constexpr const char* k_renew_sql = R"sql(
+const std::string k_renew_sql = R"sql(
 UPDATE payments p
    SET lease_expires_at = clock_timestamp() + make_interval(secs => $2::double precision / 1000)
   FROM unnest($3::uuid[], $4::uuid[], $5::bigint[]) AS c(tenant_id, payment_id, generation)
@@ -47,7 +48,7 @@ RETURNING p.payment_id::text,
           floor(extract(epoch FROM p.lease_expires_at - clock_timestamp()) * 1000)::bigint)sql";
 
 constexpr const char* k_finish_attempt = "executor_finish_attempt";
-constexpr const char* k_finish_attempt_sql = R"sql(
+const std::string k_finish_attempt_sql = R"sql(
 UPDATE payment_attempts
    SET finished_at = now(), outcome = $4, http_status = $5, error_class = nullif($6, ''),
        provider_reference = $7, detail = left($8, 4096)
@@ -101,6 +102,19 @@ const char* or_null(const std::optional<std::string>& s) {
 }
 
 } // namespace
+
+const std::string& statements::executor_claim() {
+    return k_claim_sql;
+}
+const std::string& statements::executor_renew() {
+    return k_renew_sql;
+}
+const std::string& statements::executor_finish_attempt() {
+    return k_finish_attempt_sql;
+}
+const std::string& statements::executor_settle() {
+    return k_settle_sql;
+}
 
 ClaimedPayment payment_from_row(const pqxx::row& row, int first) {
     ClaimedPayment c;

@@ -3,6 +3,7 @@
 #include "core/crash_point.hpp"
 #include "store/payment_event.hpp"
 #include "store/pq.hpp"
+#include "store/statements.hpp"
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
@@ -70,6 +71,13 @@ const char* or_null(const std::optional<std::string>& s) {
 }
 
 } // namespace
+
+const std::string& statements::intake_claim_key() {
+    return k_claim_key_sql;
+}
+const std::string& statements::intake_create_payment() {
+    return k_create_payment_sql;
+}
 
 // Round trips (bench/README.md): a fresh key is BEGIN, the claim, the create statement, COMMIT --
 // four, five with the credential lookup before it; a replay is BEGIN, the claim, the read, COMMIT.

@@ -92,7 +92,8 @@ struct ClaimedPayment;
 inline constexpr const char* k_payment_columns =
     "p.tenant_id::text, p.payment_id::text, p.generation, p.attempt_count, p.operation_id, "
     "p.merchant_reference, p.amount_minor, p.currency, p.provider, p.payment_method, p.customer, "
-    "p.description, p.metadata::text, (extract(epoch FROM p.created_at) * 1000000)::bigint";
+    "p.description, p.metadata::text, (extract(epoch FROM p.created_at) * 1000000)::bigint "
+    "AS created_at_us";
 inline constexpr int k_payment_column_count = 14;
 ClaimedPayment payment_from_row(const pqxx::row& row, int first = 0);
 

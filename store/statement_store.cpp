@@ -92,6 +92,14 @@ const char* or_null(const std::optional<std::string>& s) {
     return s ? s->c_str() : nullptr;
 }
 
+// recon_runs.status holds to_string() names only (its CHECK constraint).
+StatementRunStatus stored_run_status(const std::string& name) {
+    if (const auto status = parse_statement_run_status(name)) {
+        return *status;
+    }
+    throw std::logic_error("recon_runs.status holds an unknown status: " + name);
+}
+
 RemoteStatus parse_remote_status(std::string_view s) {
     for (const RemoteStatus r : {RemoteStatus::succeeded, RemoteStatus::refunded,
                                  RemoteStatus::declined, RemoteStatus::pending}) {
@@ -327,6 +335,143 @@ private:
     std::optional<pqxx::transaction<pqxx::repeatable_read, pqxx::read_only>> m_tx;
 };
 
+// The diff's findings, streamed into recon_findings (COPY) on the diff's own transaction, numbered
+// in the order written.
+class FindingWriter {
+public:
+    FindingWriter(pqxx::work& tx, const std::string& run_id)
+        : m_run_id(run_id),
+          m_stream(tx, "recon_findings",
+                   std::vector<std::string>{"run_id", "finding_no", "category", "tenant_id",
+                                            "payment_id", "operation_id", "provider_reference",
+                                            "local_amount", "local_currency", "local_state",
+                                            "remote_amount", "remote_currency", "remote_state",
+                                            "remote_count", "detail"}) {}
+
+    void write(const DiffFinding& f) {
+        const RemoteRecord* r = shown_remote(f);
+        const LocalRecord* l = f.local ? &*f.local : nullptr;
+        const std::string number = std::to_string(++m_written);
+        const std::string local_amount = l ? std::to_string(l->amount_minor) : "";
+        const std::string remote_amount = r ? std::to_string(r->amount_minor) : "";
+        const std::string remote_state = r ? std::string(to_string(r->status)) : "";
+        const std::string remote_count = std::to_string(f.remote.size());
+        const char* operation_id = l ? l->operation_id.c_str()
+                                     : (r && r->operation_id ? r->operation_id->c_str() : nullptr);
+        const char* provider_reference =
+            r ? r->provider_reference.c_str()
+              : (l && l->provider_reference ? l->provider_reference->c_str() : nullptr);
+        // stream_to escapes each field for COPY; a null pointer is NULL.
+        m_stream << std::array<const char*, 15>{m_run_id.c_str(),
+                                                number.c_str(),
+                                                f.category.c_str(),
+                                                l ? l->tenant_id.c_str() : nullptr,
+                                                l ? l->payment_id.c_str() : nullptr,
+                                                operation_id,
+                                                provider_reference,
+                                                l ? local_amount.c_str() : nullptr,
+                                                l ? l->currency.c_str() : nullptr,
+                                                l ? l->state.c_str() : nullptr,
+                                                r ? remote_amount.c_str() : nullptr,
+                                                r ? r->currency.c_str() : nullptr,
+                                                r ? remote_state.c_str() : nullptr,
+                                                remote_count.c_str(),
+                                                f.detail.c_str()};
+    }
+
+    void complete() { m_stream.complete(); }
+
+private:
+    const std::string& m_run_id;
+    pqxx::stream_to m_stream;
+    long long m_written = 0;
+};
+
+// Keys the first read found not matched, waiting in key order for their second read (every column,
+// by DetailReader) in batches of k_details_batch; each is then classified again -- the same
+// records, so the same category -- and handed to `found` whole.
+class UnmatchedKeys {
+public:
+    UnmatchedKeys(DetailReader& details, const DiffRules& rules,
+                  std::function<void(const DiffFinding&)> found)
+        : m_details(details), m_rules(rules), m_found(std::move(found)) {}
+
+    void add(const DiffFinding& first_read) {
+        m_pending.push_back(Pending{first_read.local ? first_read.local->match_key
+                                                     : first_read.remote.front().match_key,
+                                    first_read.local.has_value(), !first_read.remote.empty()});
+        if (m_pending.size() >= k_details_batch) {
+            flush();
+        }
+    }
+
+    void flush() {
+        std::vector<std::string> local_keys;
+        std::vector<std::string> remote_keys;
+        for (const auto& p : m_pending) {
+            if (p.local) {
+                local_keys.push_back(p.key);
+            }
+            if (p.remote) {
+                remote_keys.push_back(p.key);
+            }
+        }
+        std::map<std::string, LocalRecord> locals = m_details.locals(local_keys);
+        std::map<std::string, std::vector<RemoteRecord>> remotes = m_details.remotes(remote_keys);
+        const std::vector<RemoteRecord> none;
+        for (const auto& p : m_pending) {
+            std::optional<LocalRecord> l;
+            if (p.local) {
+                auto found = locals.find(p.key);
+                if (found == locals.end()) {
+                    throw std::logic_error("diff_statement_run: payment " + p.key +
+                                           " vanished inside one snapshot");
+                }
+                l = std::move(found->second);
+            }
+            const auto found = remotes.find(p.key);
+            if (auto f = classify_key(l, found == remotes.end() ? none : found->second, m_rules)) {
+                m_found(*f);
+            }
+        }
+        m_pending.clear();
+    }
+
+private:
+    struct Pending {
+        std::string key;
+        bool local = false;  // we have the payment
+        bool remote = false; // the provider has records
+    };
+    DetailReader& m_details;
+    const DiffRules& m_rules;
+    std::function<void(const DiffFinding&)> m_found;
+    std::vector<Pending> m_pending;
+};
+
+// What matched: counted, and our amounts summed per currency (a match is not stored one by one).
+class MatchedSums {
+public:
+    explicit MatchedSums(std::map<std::string, long long>& sums) : m_sums(sums) {}
+
+    void add(const LocalRecord& l) {
+        ++m_count;
+        // Runs of one currency are the rule: the last currency's sum is kept at hand.
+        if (m_sum == nullptr || l.currency != m_currency) {
+            m_currency = l.currency;
+            m_sum = &m_sums[m_currency];
+        }
+        *m_sum += l.amount_minor;
+    }
+    long long count() const { return m_count; }
+
+private:
+    std::map<std::string, long long>& m_sums;
+    long long m_count = 0;
+    std::string m_currency;
+    long long* m_sum = nullptr;
+};
+
 // Marks the pages of a run just listed all-visible, so that the diff reads the run from
 // statement_records_diff alone. VACUUM skips the pages marked already; it does not block reads or
 // writes of the table. Best effort: without it the diff reads the same rows from the table.
@@ -367,20 +512,22 @@ StatementRun open_statement_run(Db& db, const std::string& provider, long long w
             }
             return runs;
         };
-        if (found.empty() || found[0][1].as<std::string>() == "done") {
+        if (found.empty() ||
+            stored_run_status(found[0][1].as<std::string>()) == StatementRunStatus::done) {
             const pqxx::result created = tx.exec_prepared(k_new_run, provider, window_from,
                                                           window_to, margin_s, runs_so_far() + 1);
             if (created.empty()) {
                 // Another process (two nightly jobs at once) created it meanwhile and committed:
                 // carry on with that run as with any existing one.
                 found = tx.exec_prepared(k_find_run, provider, window_from, window_to);
-                if (found.empty() || found[0][1].as<std::string>() == "done") {
+                if (found.empty() ||
+                    stored_run_status(found[0][1].as<std::string>()) == StatementRunStatus::done) {
                     throw std::logic_error(
                         "open_statement_run: the run of this window was created and is gone");
                 }
             } else {
                 run.run_id = created[0][0].as<std::string>();
-                run.status = "listing";
+                run.status = StatementRunStatus::listing;
                 run.runs = runs_so_far() + 1;
                 tx.commit();
                 return run;
@@ -388,8 +535,8 @@ StatementRun open_statement_run(Db& db, const std::string& provider, long long w
         }
         const pqxx::row r = found[0];
         run.run_id = r[0].as<std::string>();
-        run.status = r[1].as<std::string>();
-        if (run.status == "listing" || run.status == "listed") {
+        run.status = stored_run_status(r[1].as<std::string>());
+        if (run.status == StatementRunStatus::listing || run.status == StatementRunStatus::listed) {
             if (r[2].as<long long>() != margin_s) {
                 throw UsageError("an unfinished statement run of this window used a margin of " +
                                      r[2].as<std::string>() + " s",
@@ -407,7 +554,7 @@ StatementRun open_statement_run(Db& db, const std::string& provider, long long w
             tx.exec_params0("DELETE FROM statement_records WHERE run_id = $1::uuid", run.run_id);
             tx.exec_params0("DELETE FROM recon_findings WHERE run_id = $1::uuid", run.run_id);
             run.runs = tx.exec_prepared1(k_reset_run, run.run_id, margin_s)[0].as<int>();
-            run.status = "listing";
+            run.status = StatementRunStatus::listing;
         }
         tx.commit();
         return run;
@@ -433,7 +580,7 @@ void store_statement_page(Db& db, StatementRun& run, const std::vector<Statement
         tx.commit();
         run.list_cursor = next_cursor;
         ++run.pages;
-        run.status = next_cursor ? "listing" : "listed";
+        run.status = next_cursor ? StatementRunStatus::listing : StatementRunStatus::listed;
     });
     if (!next_cursor) {
         translate_errors(impl, [&] { vacuum_statement_records(impl); });
@@ -453,7 +600,7 @@ void fail_statement_run(Db& db, const StatementRun& run, const std::string& erro
 StatementTotals diff_statement_run(Db& db, StatementRun& run, long long amount_tolerance_minor,
                                    const std::function<void(const DiffFinding&)>& on_finding,
                                    const DiffSorting& sorting) {
-    if (run.status != "listed" && run.status != "done") {
+    if (run.status != StatementRunStatus::listed && run.status != StatementRunStatus::done) {
         throw std::logic_error("diff_statement_run: the listing of run " + run.run_id +
                                " is not complete");
     }
@@ -486,124 +633,36 @@ StatementTotals diff_statement_run(Db& db, StatementRun& run, long long amount_t
                                         "the statement records of run " + run.run_id, sorting,
                                         &remote_key_record);
         DetailReader details(impl.url, snapshot, run.provider, run.run_id);
-        pqxx::stream_to findings(
-            tx, "recon_findings",
-            std::vector<std::string>{"run_id", "finding_no", "category", "tenant_id", "payment_id",
-                                     "operation_id", "provider_reference", "local_amount",
-                                     "local_currency", "local_state", "remote_amount",
-                                     "remote_currency", "remote_state", "remote_count", "detail"});
         DiffRules rules;
         rules.amount_tolerance_minor = amount_tolerance_minor;
         rules.window_from = run.window_from;
         rules.window_to = run.window_to;
         StatementTotals totals;
-        long long finding_no = 0;
-        const auto store_finding = [&](const DiffFinding& f) {
-            const RemoteRecord* r = shown_remote(f);
-            const std::string number = std::to_string(++finding_no);
-            const std::string local_amount = f.local ? std::to_string(f.local->amount_minor) : "";
-            const std::string remote_amount = r ? std::to_string(r->amount_minor) : "";
-            const std::string remote_state = r ? std::string(to_string(r->status)) : "";
-            const std::string remote_count = std::to_string(f.remote.size());
-            // stream_to escapes each field for COPY; a null pointer is NULL.
-            findings << std::array<const char*, 15>{
-                run.run_id.c_str(),
-                number.c_str(),
-                f.category.c_str(),
-                f.local ? f.local->tenant_id.c_str() : nullptr,
-                f.local ? f.local->payment_id.c_str() : nullptr,
-                f.local ? f.local->operation_id.c_str()
-                        : (r && r->operation_id ? r->operation_id->c_str() : nullptr),
-                r ? r->provider_reference.c_str()
-                  : (f.local && f.local->provider_reference ? f.local->provider_reference->c_str()
-                                                            : nullptr),
-                f.local ? local_amount.c_str() : nullptr,
-                f.local ? f.local->currency.c_str() : nullptr,
-                f.local ? f.local->state.c_str() : nullptr,
-                r ? remote_amount.c_str() : nullptr,
-                r ? r->currency.c_str() : nullptr,
-                r ? remote_state.c_str() : nullptr,
-                remote_count.c_str(),
-                f.detail.c_str()};
-        };
-        // Keys that did not match, waiting for their second read: in key order, whether we have
-        // the payment, whether the provider has records.
-        struct Pending {
-            std::string key;
-            bool local = false;
-            bool remote = false;
-        };
-        std::vector<Pending> pending;
-        const auto resolve = [&] {
-            std::vector<std::string> local_keys;
-            std::vector<std::string> remote_keys;
-            for (const auto& p : pending) {
-                if (p.local) {
-                    local_keys.push_back(p.key);
-                }
-                if (p.remote) {
-                    remote_keys.push_back(p.key);
-                }
+        FindingWriter findings(tx, run.run_id);
+        UnmatchedKeys unmatched(details, rules, [&](const DiffFinding& f) {
+            ++totals.by_category[f.category];
+            if (on_finding) {
+                on_finding(f);
             }
-            std::map<std::string, LocalRecord> locals = details.locals(local_keys);
-            std::map<std::string, std::vector<RemoteRecord>> remotes = details.remotes(remote_keys);
-            for (const auto& p : pending) {
-                std::optional<LocalRecord> l;
-                if (p.local) {
-                    auto found = locals.find(p.key);
-                    if (found == locals.end()) {
-                        throw std::logic_error("diff_statement_run: payment " + p.key +
-                                               " vanished inside one snapshot");
-                    }
-                    l = std::move(found->second);
-                }
-                const std::vector<RemoteRecord> none;
-                auto found = remotes.find(p.key);
-                const std::vector<RemoteRecord>& group =
-                    found == remotes.end() ? none : found->second;
-                // The same records as the first read, with every column: the same category.
-                if (auto f = classify_key(l, group, rules)) {
-                    ++totals.by_category[f->category];
-                    if (on_finding) {
-                        on_finding(*f);
-                    }
-                    store_finding(*f);
-                }
-            }
-            pending.clear();
-        };
-        long long matched = 0;
-        std::string matched_currency; // the currency of the last match, and its sum
-        long long* matched_sum = nullptr;
+            findings.write(f);
+        });
+        MatchedSums matched(totals.matched_amounts);
         DiffSink sink;
-        sink.matched = [&](const LocalRecord& l) {
-            ++matched;
-            if (matched_sum == nullptr || l.currency != matched_currency) {
-                matched_currency = l.currency;
-                matched_sum = &totals.matched_amounts[matched_currency];
-            }
-            *matched_sum += l.amount_minor;
-        };
-        sink.finding = [&](DiffFinding&& f) {
-            pending.push_back(Pending{f.local ? f.local->match_key : f.remote.front().match_key,
-                                      f.local.has_value(), !f.remote.empty()});
-            if (pending.size() >= k_details_batch) {
-                resolve();
-            }
-        };
+        sink.matched = [&](const LocalRecord& l) { matched.add(l); };
+        sink.finding = [&](DiffFinding&& f) { unmatched.add(f); };
         totals.counts = diff_sorted([&](LocalRecord& l) { return local.next(l); },
                                     [&](RemoteRecord& r) { return remote.next(r); }, rules, sink);
-        if (matched > 0) {
-            totals.by_category["matched"] += matched;
+        if (matched.count() > 0) {
+            totals.by_category[std::string(to_string(FindingCategory::matched))] += matched.count();
         }
-        resolve();
+        unmatched.flush();
         findings.complete();
         nlohmann::json counts = totals.by_category;
         tx.exec_prepared0(k_replace_done, run.run_id);
         tx.exec_prepared0(k_run_done, run.run_id, totals.counts.local_records,
                           totals.counts.remote_records, counts.dump());
         tx.commit();
-        run.status = "done";
+        run.status = StatementRunStatus::done;
         return totals;
     });
 }

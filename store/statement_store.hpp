@@ -24,7 +24,7 @@ struct StatementRun {
     long long window_from = 0; // unix seconds
     long long window_to = 0;
     long long margin_s = 0;
-    std::string status; // listing, listed, done, failed
+    StatementRunStatus status = StatementRunStatus::listing;
     std::optional<std::string> list_cursor;
     int pages = 0;
     long long remote_records = 0;

@@ -1,3 +1,4 @@
+#include "core/encoding.hpp"
 #include "core/fingerprint.hpp"
 
 #include <catch2/catch.hpp>

@@ -1,6 +1,7 @@
 // The OAuth2 client-credentials token (providers/oauth2.hpp) and ProviderClient's use of it, over
 // the real transport against a loopback server that plays both the token endpoint (POST
 // /v1/oauth2/token, as PayPal's) and the API. Each test asserts on what the server saw.
+#include "core/encoding.hpp"
 #include "providers/adapter_support.hpp"
 #include "providers/call_record.hpp"
 #include "providers/oauth2.hpp"

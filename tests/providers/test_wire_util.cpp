@@ -1,5 +1,6 @@
 // The wire utilities every adapter shares (providers/wire_util.hpp) and the credentials'
 // encodings (providers/credentials.hpp).
+#include "core/encoding.hpp"
 #include "providers/credentials.hpp"
 #include "providers/wire_util.hpp"
 

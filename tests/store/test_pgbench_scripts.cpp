@@ -1,0 +1,162 @@
+// The benchmarks' database baselines (bench/pgbench_scripts.hpp) run payrecon's own statements:
+// each script is run through pgbench on a database of its own, and what it wrote is counted.
+#include "bench/pgbench_scripts.hpp"
+#include "store/cluster.hpp"
+#include "store/db.hpp"
+#include "store/migrations.hpp"
+#include "tests/support/test_db.hpp"
+
+#include <catch2/catch.hpp>
+#include <fcntl.h>
+#include <fstream>
+#include <libpq-fe.h>
+#include <pqxx/pqxx>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char** environ;
+
+using namespace payrecon;
+using namespace payrecon::testing;
+
+namespace {
+
+// Runs pgbench (-M prepared, one client) over `script` for `transactions` transactions against
+// `url`. The connection goes to pgbench through PG* variables, never its arguments. Returns its
+// exit status; its output goes to `log`.
+int run_pgbench(const std::string& url, const std::string& script, int transactions,
+                const std::vector<std::string>& defines, const std::string& log) {
+    const std::string script_path = log + ".sql";
+    std::ofstream(script_path) << script;
+    std::vector<std::string> env;
+    for (char** e = environ; *e != nullptr; ++e) {
+        if (std::string_view(*e).rfind("PG", 0) != 0) {
+            env.emplace_back(*e);
+        }
+    }
+    char* error = nullptr;
+    PQconninfoOption* options = PQconninfoParse(url.c_str(), &error);
+    if (options == nullptr) {
+        const std::string what = error != nullptr ? error : "out of memory";
+        PQfreemem(error);
+        FAIL("the test database URL does not parse: " << what);
+    }
+    const std::map<std::string, std::string> to_env = {{"host", "PGHOST"},
+                                                       {"port", "PGPORT"},
+                                                       {"user", "PGUSER"},
+                                                       {"password", "PGPASSWORD"},
+                                                       {"dbname", "PGDATABASE"}};
+    for (PQconninfoOption* o = options; o->keyword != nullptr; ++o) {
+        if (o->val != nullptr && to_env.count(o->keyword) != 0) {
+            env.push_back(to_env.at(o->keyword) + "=" + o->val);
+        }
+    }
+    PQconninfoFree(options);
+    std::vector<std::string> args = {(store::postgres_bindir() / "pgbench").string(),
+                                     "-n",
+                                     "-M",
+                                     "prepared",
+                                     "-c",
+                                     "1",
+                                     "-t",
+                                     std::to_string(transactions),
+                                     "-f",
+                                     script_path};
+    for (const auto& d : defines) {
+        args.push_back("-D");
+        args.push_back(d);
+    }
+    std::vector<char*> argv;
+    for (auto& a : args) {
+        argv.push_back(a.data());
+    }
+    argv.push_back(nullptr);
+    std::vector<char*> envp;
+    for (auto& e : env) {
+        envp.push_back(e.data());
+    }
+    envp.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(),
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+    pid_t pid = 0;
+    const int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data());
+    posix_spawn_file_actions_destroy(&actions);
+    REQUIRE(rc == 0);
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+std::string read_file(const std::string& path) {
+    std::ifstream in(path);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+} // namespace
+
+TEST_CASE("bench: a statement and its benchmark binding cannot drift apart", "[store][bench]") {
+    CHECK(bench::bind("SELECT $1, $2, $10, $1", {{1, "a"}, {2, ":b"}, {10, "'c'"}}) ==
+          "SELECT a, :b, 'c', a");
+    // A parameter the benchmark does not bind, and a binding the statement does not have.
+    CHECK_THROWS_AS(bench::bind("SELECT $1, $2", {{1, "a"}}), std::invalid_argument);
+    CHECK_THROWS_AS(bench::bind("SELECT $1", {{1, "a"}, {2, "b"}}), std::invalid_argument);
+    // Nothing of the store's left unbound.
+    for (const auto& script : {bench::executor_script(), bench::intake_script()}) {
+        bool parameter_left = false;
+        for (std::size_t i = 0; i + 1 < script.size(); ++i) {
+            parameter_left = parameter_left || (script[i] == '$' && std::isdigit(script[i + 1]));
+        }
+        CHECK_FALSE(parameter_left);
+    }
+}
+
+TEST_CASE("bench: the pgbench baselines run the store's own statements and write what payrecon "
+          "writes",
+          "[store][db][bench][regression]") {
+    // bench/executor_pgbench.sql was a hand-kept copy of the executor's SQL and had drifted: its
+    // outbox event had 11 keys where the store writes 14, and bench/intake_pgbench.sql ran four
+    // statements where intake runs two. The scripts are now built from the store's statements.
+    ScratchDatabase scratch;
+    store::Db db(scratch.url());
+    store::migrate(db);
+    const auto tenant = make_tenant(db);
+    const auto writer = make_principal(db, tenant);
+    const std::string log = "/tmp/payrecon-test-pgbench-" + unique_name("run");
+    const int n = 5;
+
+    const int intake =
+        run_pgbench(scratch.url(), bench::intake_script(), n,
+                    {"tenant=" + tenant.tenant_id, "principal=" + writer.principal.principal_id},
+                    log + ".intake");
+    INFO(read_file(log + ".intake"));
+    REQUIRE(intake == 0);
+    const std::string t = tenant.tenant_id;
+    const auto url = scratch.url();
+    CHECK(count_rows("payments", t, "state = 'pending'", url) == n);
+    CHECK(count_rows("idempotency_records", t, "response_status = 202 AND resource_id IS NOT NULL",
+                     url) == n);
+    CHECK(count_rows("outbox", t,
+                     "event_type = 'payment.created' AND "
+                     "(SELECT count(*) FROM jsonb_object_keys(payload)) = 14",
+                     url) == n);
+
+    // The same payments, handed to the provider the executor script claims.
+    exec_sql("UPDATE payments SET provider = 'pgbench' WHERE tenant_id = '" + t + "'", url);
+    const int executor = run_pgbench(url, bench::executor_script(), n, {}, log + ".executor");
+    INFO(read_file(log + ".executor"));
+    REQUIRE(executor == 0);
+    CHECK(count_rows("payments", t, "state = 'succeeded' AND generation = 1", url) == n);
+    CHECK(count_rows("payment_attempts", t, "outcome = 'succeeded' AND finished_at IS NOT NULL",
+                     url) == n);
+    CHECK(count_rows("outbox", t,
+                     "event_type = 'payment.succeeded' AND "
+                     "(SELECT count(*) FROM jsonb_object_keys(payload)) = 14",
+                     url) == n);
+    for (const char* suffix : {".intake", ".intake.sql", ".executor", ".executor.sql"}) {
+        ::unlink((log + suffix).c_str());
+    }
+}
