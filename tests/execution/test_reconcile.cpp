@@ -304,15 +304,19 @@ TEST_CASE("reconcile: an operator's resolution racing the reconciler: exactly on
     INFO((operator_first ? "the operator resolves during the reconciler's lookup"
                          : "the operator resolves with what they were shown before the claim"));
     UnknownPayment u(fake::Fault::execute_then_fin);
-    auto faults = u.w.fake->faults();
-    faults.latency = std::chrono::milliseconds(600); // the lookup takes a while
-    u.w.fake->set_faults(faults);
+    // The fake's gate holds the reconciler's lookup in flight while the operator acts (it was a
+    // 600 ms latency against an 800 ms client timeout: on a loaded machine the lookup could end
+    // before the operator acted). The client waits up to 30 s for the gate.
+    providers::ProviderConfig patient = u.w.config;
+    patient.timeout = std::chrono::seconds(30);
+    const auto provider = providers::create_provider(patient);
+    u.w.fake->close_gate();
     const long long shown = u.w.generation_of(u.ref);
 
     std::vector<engine::ReconcileOutcome> out;
     std::thread reconciler([&] {
         auto db = connect();
-        engine::Reconciler r(*db, {u.provider.get()}, {});
+        engine::Reconciler r(*db, {provider.get()}, {});
         out = r.run();
     });
     struct Join {
@@ -323,9 +327,13 @@ TEST_CASE("reconcile: an operator's resolution racing the reconciler: exactly on
             }
         }
     } join{reconciler};
-    // Wait for the claim (generation + 1), while the lookup is still in flight.
-    REQUIRE(
-        wait_until([&] { return u.w.generation_of(u.ref) != shown; }, std::chrono::seconds(10)));
+    // The reconciler has claimed the payment (generation + 1) and its lookup waits at the gate.
+    struct Open {
+        fake::FakeProvider& fake;
+        ~Open() { fake.open_gate(); } // never leave the reconciler waiting, whatever fails below
+    } gate_opens{*u.w.fake};
+    REQUIRE(wait_until([&] { return u.w.fake->held() == 1; }, std::chrono::seconds(10)));
+    REQUIRE(u.w.generation_of(u.ref) == shown + 1);
     store::Resolution r;
     r.tenant_id = u.w.tenant.tenant_id;
     r.payment_id = u.w.payment_id_of(u.ref);
@@ -334,6 +342,7 @@ TEST_CASE("reconcile: an operator's resolution racing the reconciler: exactly on
     r.note = "customer cancelled";
     r.operator_name = "bob";
     const auto result = store::resolve_payment(*u.w.db, r);
+    u.w.fake->open_gate();
     reconciler.join();
     REQUIRE(out.size() == 1);
     if (operator_first) {

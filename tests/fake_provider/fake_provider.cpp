@@ -231,6 +231,7 @@ void FakeProvider::set_faults(FaultConfig config) {
 
 void FakeProvider::reset() {
     m_api.reset();
+    open_gate();
     {
         std::lock_guard lock(m_listener_mutex);
         if (m_refusing) {
@@ -256,6 +257,37 @@ bool FakeProvider::pause(std::chrono::milliseconds duration) {
         return !m_stopping;
     }
     return !m_stop_cv.wait_for(lock, duration, [this] { return m_stopping; });
+}
+
+bool FakeProvider::request_pause(std::chrono::milliseconds latency) {
+    {
+        std::unique_lock lock(m_stop_mutex);
+        ++m_held;
+        m_stop_cv.wait(lock, [this] { return m_stopping || !m_gate_closed; });
+        --m_held;
+        if (m_stopping) {
+            return false;
+        }
+    }
+    return pause(latency);
+}
+
+void FakeProvider::close_gate() {
+    std::lock_guard lock(m_stop_mutex);
+    m_gate_closed = true;
+}
+
+void FakeProvider::open_gate() {
+    {
+        std::lock_guard lock(m_stop_mutex);
+        m_gate_closed = false;
+    }
+    m_stop_cv.notify_all();
+}
+
+std::size_t FakeProvider::held() const {
+    std::lock_guard lock(m_stop_mutex);
+    return m_held;
 }
 
 void FakeProvider::apply_refusal() {
@@ -429,8 +461,8 @@ void FakeProvider::serve(Connection& connection) {
             if (connection.admin) {
                 reply.response = admin(request);
             } else {
-                reply =
-                    m_api.handle(request, [this](std::chrono::milliseconds d) { return pause(d); });
+                reply = m_api.handle(
+                    request, [this](std::chrono::milliseconds d) { return request_pause(d); });
                 if (request.method == "POST") {
                     apply_refusal(); // a refusal drawn by rate starts after this POST
                 }
@@ -572,6 +604,18 @@ http::Response FakeProvider::admin(const http::Request& request) {
             return admin_error(400, e.what());
         }
         return admin_json(200, faults_json(m_api.faults()));
+    }
+    if (path == "/__admin/gate" && (method == "GET" || method == "POST")) {
+        if (method == "POST") {
+            const auto parsed = nlohmann::json::parse(request.body, nullptr, false);
+            if (parsed.is_discarded() || !parsed.is_object() || parsed.size() != 1 ||
+                !parsed.contains("closed") || !parsed["closed"].is_boolean()) {
+                return admin_error(400, R"(expected {"closed": true|false})");
+            }
+            parsed["closed"].get<bool>() ? close_gate() : open_gate();
+        }
+        std::lock_guard lock(m_stop_mutex);
+        return admin_json(200, Json{{"closed", m_gate_closed}, {"held", m_held}});
     }
     if (path == "/__admin/clock" && method == "POST") {
         const auto parsed = nlohmann::json::parse(request.body, nullptr, false);

@@ -77,7 +77,14 @@ public:
     }
     void set_faults(FaultConfig config); // a `refuse` at the head of `next` closes the listener now
     FaultConfig faults() const { return m_api.faults(); }
-    void reset(); // also reopens a refusing listener
+    void reset(); // also reopens a refusing listener and opens the gate
+    // The gate: while closed, every main-port request that reaches its latency point (a POST
+    // holding its key, a lookup, a listing) waits there until the gate opens or stop(). A test
+    // closes it, waits until held() shows its request in flight, acts, and opens it: a race made
+    // certain instead of a latency guessed long enough. Also POST /__admin/gate.
+    void close_gate();
+    void open_gate();
+    std::size_t held() const; // requests waiting at the gate now
     void advance_clock(std::chrono::seconds by) { m_api.advance_clock(by); }
 
 private:
@@ -94,6 +101,8 @@ private:
     http::Response admin(const http::Request& request);
     // Waits `duration` unless stop() is called first; false if stopping.
     bool pause(std::chrono::milliseconds duration);
+    // A request's latency point: the gate, then `latency`; false if stopping.
+    bool request_pause(std::chrono::milliseconds latency);
     // Closes the main listener if a refusal is due and it is open.
     void apply_refusal();
     void reopen_listener();
@@ -126,9 +135,11 @@ private:
     mutable std::mutex m_connections_mutex;
     std::list<std::unique_ptr<Connection>> m_connections;
 
-    std::mutex m_stop_mutex;
-    std::condition_variable m_stop_cv;
+    mutable std::mutex m_stop_mutex;
+    std::condition_variable m_stop_cv; // also signals the gate opening
     bool m_stopping = false;
+    bool m_gate_closed = false;
+    std::size_t m_held = 0;
     bool m_started = false;
     bool m_stopped = false;
     std::thread m_acceptor;

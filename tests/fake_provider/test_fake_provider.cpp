@@ -340,12 +340,21 @@ TEST_CASE("fake provider: the same key with other parameters gets 400 idempotenc
 
 TEST_CASE("fake provider: the same key while the first request executes gets 409 key in use",
           "[fake_provider][idempotency]") {
-    Running r(options_with(faults_from(R"({"latency_ms": 400})")));
+    // The gate holds the first request in flight (its key claimed) for as long as the test needs:
+    // the second is answered while the first certainly executes, however loaded the machine.
+    Running r;
+    r.server.close_gate();
     HttpResult first;
+    HttpResult second;
     std::thread in_flight([&] { first = post_charge(r, "key-1", charge_form("op-1")); });
-    REQUIRE(eventually([&] { return r.deliveries() == 1; }));
-    const HttpResult second = post_charge(r, "key-1", charge_form("op-1"));
+    REQUIRE(eventually([&] { return r.server.held() == 1; }));
+    std::thread again([&] { second = post_charge(r, "key-1", charge_form("op-1")); });
+    // The second is answered 409 at once, and waits at the gate with its answer.
+    REQUIRE(eventually([&] { return r.server.held() == 2; }));
+    CHECK(r.executions("op-1") == 0);
+    r.server.open_gate();
     in_flight.join();
+    again.join();
     REQUIRE(first.code == CURLE_OK);
     CHECK(first.status == 200);
     REQUIRE(second.code == CURLE_OK);
@@ -361,6 +370,32 @@ TEST_CASE("fake provider: the same key while the first request executes gets 409
     CHECK(third.body == first.body);
     CHECK(r.deliveries() == 3);
     CHECK(r.executions("op-1") == 1);
+}
+
+TEST_CASE("fake provider: the gate holds requests until it opens, and the admin API drives it",
+          "[fake_provider][gate]") {
+    Running r;
+    const auto gate = [&](const std::string& body) {
+        return call("POST", r.admin_url("/__admin/gate"), {"Content-Type: application/json"}, body);
+    };
+    CHECK(gate(R"({"closed": "yes"})").status == 400);
+    const HttpResult closed = gate(R"({"closed": true})");
+    REQUIRE(closed.status == 200);
+    CHECK(closed.json()["closed"] == true);
+    HttpResult charged;
+    std::thread in_flight([&] { charged = post_charge(r, "key-1", charge_form("op-1")); });
+    REQUIRE(eventually([&] { return r.server.held() == 1; }));
+    CHECK(r.executions("op-1") == 0); // held before it executes
+    CHECK(gate(R"({"closed": true})").json()["held"] == 1);
+    CHECK(gate(R"({"closed": false})").json()["closed"] == false);
+    in_flight.join();
+    CHECK(charged.status == 200);
+    CHECK(r.executions("op-1") == 1);
+    CHECK(r.server.held() == 0);
+    // reset opens it too.
+    r.server.close_gate();
+    r.server.reset();
+    CHECK(post_charge(r, "key-2", charge_form("op-2")).status == 200);
 }
 
 TEST_CASE("fake provider: with --no-idempotency every POST executes",
