@@ -7,6 +7,7 @@
 #include "cli/table.hpp"
 #include "core/money.hpp"
 #include "core/payment_state.hpp"
+#include "core/review_guidance.hpp"
 #include "core/settings.hpp"
 #include "store/inspect_store.hpp"
 
@@ -19,14 +20,61 @@
 namespace payrecon::cli {
 namespace {
 
-// The commands that act on a payment in review at `generation`, one line each.
-std::vector<std::string> review_commands(const std::string& payment_id, long long generation) {
+// The provider's reference the evidence names: the latest lookup that found the payment, else
+// the newest statement finding with one, else the payment's own; "REF" (to fill in) if none.
+std::string known_reference(const store::PaymentRecord& record) {
+    for (auto l = record.lookups.rbegin(); l != record.lookups.rend(); ++l) {
+        if (l->provider_reference && !l->provider_reference->empty()) {
+            return *l->provider_reference;
+        }
+    }
+    for (const auto& f : record.statement_findings) {
+        if (f.provider_reference && !f.provider_reference->empty()) {
+            return *f.provider_reference;
+        }
+    }
+    return record.payment.provider_reference.value_or("REF");
+}
+
+// The guidance for the payment's review code, if it has a code payrecon knows.
+const ReviewGuidance* guidance_of(const store::PaymentRow& p) {
+    const auto code = p.review_code ? parse_review_code(*p.review_code) : std::nullopt;
+    return code ? &review_guidance(*code) : nullptr;
+}
+
+// The commands that can help a payment in review, one line each: only the decisions its review
+// code allows (all of them without a code), the reference the evidence names filled in, and
+// recheck only where asking the provider again can settle it.
+std::vector<std::string> review_commands(const store::PaymentRecord& record) {
+    const store::PaymentRow& p = record.payment;
+    const ReviewGuidance* guidance = guidance_of(p);
+    const std::vector<OperatorDecision> decisions =
+        guidance ? guidance->decisions
+                 : std::vector<OperatorDecision>{OperatorDecision::succeeded,
+                                                 OperatorDecision::failed, OperatorDecision::retry};
     const std::string resolve =
-        "payrecon review resolve " + payment_id + " --generation " + std::to_string(generation);
-    return {resolve + " --as succeeded --provider-reference REF --note \"...\"",
-            resolve + " --as failed --note \"...\"",
-            resolve + " --as retry --confirm-no-charge --note \"...\"",
-            "payrecon review recheck " + payment_id};
+        "payrecon review resolve " + p.payment_id + " --generation " + std::to_string(p.generation);
+    std::vector<std::string> out;
+    for (const OperatorDecision d : decisions) {
+        switch (d) {
+        case OperatorDecision::succeeded:
+            out.push_back(resolve + " --as succeeded --provider-reference " +
+                          known_reference(record) + " --note \"...\"");
+            break;
+        case OperatorDecision::failed:
+            out.push_back(resolve + " --as failed --note \"...\"");
+            break;
+        case OperatorDecision::retry:
+            out.push_back(resolve + " --as retry --confirm-no-charge --note \"...\"");
+            break;
+        case OperatorDecision::cancel:
+            break;
+        }
+    }
+    if (guidance == nullptr || guidance->recheck) {
+        out.push_back("payrecon review recheck " + p.payment_id);
+    }
+    return out;
 }
 
 void setup_review_list(CLI::App& review, AppState& state) {
@@ -101,11 +149,16 @@ void setup_review_show(CLI::App& review, AppState& state) {
         const store::PaymentRow& p = record.payment;
         const bool in_review = p.state == to_string(PaymentState::needs_review);
         const std::vector<std::string> commands =
-            in_review ? review_commands(p.payment_id, p.generation) : std::vector<std::string>{};
+            in_review ? review_commands(record) : std::vector<std::string>{};
+        const ReviewGuidance* guidance = in_review ? guidance_of(p) : nullptr;
         if (opts->json) {
             nlohmann::json j = to_json(record);
             j["in_review"] = in_review;
             j["commands"] = commands;
+            j["guidance"] = guidance ? nlohmann::json{{"means", guidance->means},
+                                                      {"check", guidance->check},
+                                                      {"do", guidance->act}}
+                                     : nlohmann::json();
             print_json(j);
             return;
         }
@@ -119,8 +172,14 @@ void setup_review_show(CLI::App& review, AppState& state) {
         std::cout << "Why it waits: " << p.review_code.value_or("(no code)") << ": "
                   << printable(p.review_reason.value_or("(no reason recorded)")) << "\n"
                   << "Generation: " << p.generation
-                  << " (pass it as --generation: it names the payment as shown here)\n"
-                  << "Check the payment at the provider (" << p.provider << ", operation ID "
+                  << " (pass it as --generation: it names the payment as shown here)\n";
+        if (guidance != nullptr) {
+            std::cout << "What it means: " << guidance->means << "\n"
+                      << "Check: " << guidance->check << "\n"
+                      << "Then: " << guidance->act << "\n"
+                      << "Runbook: docs/operations.md, " << *p.review_code << "\n";
+        }
+        std::cout << "Check the payment at the provider (" << p.provider << ", operation ID "
                   << p.operation_id << "), then one of:\n";
         for (const auto& c : commands) {
             std::cout << "  " << c << "\n";

@@ -72,6 +72,20 @@ std::string flag_of(ResolutionProblem::Part part) {
     return "";
 }
 
+// Who touched the payment last, as the audit log has it: "; last recorded: review.recheck by
+// recheck:alice at ...", or "" if nothing about it is recorded.
+std::string last_change(store::Db& db, const store::PaymentRef& ref) {
+    store::AuditFilter filter;
+    filter.payment = ref;
+    filter.limit = 1;
+    const auto rows = store::list_audit(db, filter);
+    if (rows.empty()) {
+        return "";
+    }
+    return "; last recorded: " + rows.back().action + " by " + printable(rows.back().actor) +
+           " at " + rows.back().at;
+}
+
 // Applies `r` (its decision set) to the payment `id` at `generation`, with the operator's note;
 // prints the result, or throws saying why nothing was written. The rules are core's
 // (resolution_policy); this only words a broken one in flags.
@@ -107,8 +121,8 @@ void decide(AppState& state, const std::string& id, long long generation, const 
     case store::ResolveResult::Status::changed:
         throw Refused("payment " + ref.payment_id + " changed since it was shown: generation " +
                           std::to_string(generation) + " was given, it is now " +
-                          std::to_string(result.generation) + " (" + result.state +
-                          "); nothing was written",
+                          std::to_string(result.generation) + " (" + result.state + ")" +
+                          last_change(*opened.db, ref) + "; nothing was written",
                       "look again with: " + show + ref.payment_id);
     case store::ResolveResult::Status::not_resolvable:
         throw Refused(
@@ -173,10 +187,17 @@ void run_recheck(AppState& state, const RecheckCliOptions& opts) {
     if (!outcome) {
         throw Refused("no payment has the ID " + opts.id, "find it with: payrecon review list");
     }
+    // The generation after the recheck: what the next resolve of it must give.
+    const auto now = store::load_payment_record(*opened.db, ref);
+    const long long generation = now ? now->payment.generation : 0;
     if (opts.json) {
-        std::cout << outcome_json(*outcome).dump(2) << std::endl;
+        nlohmann::ordered_json j = outcome_json(*outcome);
+        j["generation"] = generation;
+        std::cout << j.dump(2) << std::endl;
     } else {
-        std::cout << outcome_line(*outcome) << "\n";
+        std::cout << outcome_line(*outcome) << "\n"
+                  << "generation now " << generation
+                  << " (a resolve of this payment gives --generation " << generation << ")\n";
     }
     if (outcome->fenced_out) {
         throw Refused("payment " + ref.payment_id +

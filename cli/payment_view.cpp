@@ -169,7 +169,23 @@ nlohmann::json to_json(const store::PaymentRecord& r) {
     for (const auto& a : r.audit) {
         audit.push_back(to_json(a));
     }
-    return {{"payment", payment}, {"attempts", attempts}, {"lookups", lookups}, {"audit", audit}};
+    nlohmann::json findings = nlohmann::json::array();
+    for (const auto& f : r.statement_findings) {
+        findings.push_back({{"provider", f.provider},
+                            {"window_from", f.window_from},
+                            {"window_to", f.window_to},
+                            {"category", f.category},
+                            {"provider_reference", opt(f.provider_reference)},
+                            {"remote_amount", opt_num(f.remote_amount)},
+                            {"remote_currency", opt(f.remote_currency)},
+                            {"remote_state", opt(f.remote_state)},
+                            {"detail", f.detail}});
+    }
+    return {{"payment", payment},
+            {"attempts", attempts},
+            {"lookups", lookups},
+            {"audit", audit},
+            {"statement_findings", findings}};
 }
 
 void print_record(std::ostream& out, const store::PaymentRecord& r) {
@@ -252,6 +268,24 @@ void print_record(std::ostream& out, const store::PaymentRecord& r) {
             if (l.detail && !l.detail->empty()) {
                 out << "  lookup " << l.lookup_id << " detail: " << printable(*l.detail) << "\n";
             }
+        }
+    }
+
+    if (!r.statement_findings.empty()) {
+        // What the provider's own books said of it: evidence for the decision.
+        out << "\nStatement findings (" << r.statement_findings.size() << ")\n";
+        Table t({"WINDOW", "CATEGORY", "PROVIDER REF", "REMOTE AMOUNT", "REMOTE STATE"});
+        for (const auto& f : r.statement_findings) {
+            t.add_row({f.window_from + " .. " + f.window_to, f.category,
+                       or_dash(f.provider_reference),
+                       f.remote_amount && f.remote_currency
+                           ? describe_money(*f.remote_amount, *f.remote_currency)
+                           : std::string("-"),
+                       or_dash(f.remote_state)});
+        }
+        t.print(out);
+        for (const auto& f : r.statement_findings) {
+            out << "  " << f.category << ": " << printable(f.detail) << "\n";
         }
     }
 

@@ -147,9 +147,14 @@ ReconcileDecision decide_reconciliation(const ReconcileInput& in, const Reconcil
                            "the provider's status query failed; asking again later");
     case LookupStatus::found: {
         if (in.remote_duplicates > 0) {
+            std::string references = in.remote_reference.value_or("");
+            for (const auto& r : in.remote_duplicate_references) {
+                references += (references.empty() ? "" : ", ") + r;
+            }
             return review(ReviewCode::remote_duplicate,
                           "the provider holds " + std::to_string(in.remote_duplicates + 1) +
-                              " payments for this operation ID");
+                              " payments for this operation ID" +
+                              (references.empty() ? "" : ": " + references));
         }
         if (in.remote_amount_minor != in.amount_minor ||
             !same_currency(in.remote_currency, in.currency)) {

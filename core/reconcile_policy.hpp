@@ -26,6 +26,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace payrecon {
 
@@ -88,6 +89,8 @@ struct ReconcileInput {
     std::string remote_currency;                          // with `found`, any case
     std::optional<std::string> remote_reference;          // with `found`
     int remote_duplicates = 0;                            // further matches beyond the first
+    // Their references, where the provider gave them: the review reason names every one.
+    std::vector<std::string> remote_duplicate_references;
 };
 
 struct ReconcilePolicy {

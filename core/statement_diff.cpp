@@ -149,10 +149,18 @@ std::optional<Verdict> classify(const LocalRecord* local, std::span<const Remote
     const RemoteRecord& r = *std::find_if(remote.begin(), remote.end(),
                                           [](const auto& x) { return is_charge(x.status); });
     if (unresolved(local->state)) {
+        // Who settles it depends on where it waits: the reconciler asks about unknown payments
+        // (or sends them to review); a payment in review waits for an operator.
+        const std::string who =
+            local->state == "needs_review"
+                ? "an operator decides it, with this as evidence: payrecon review show " +
+                      (local->payment_id.empty() ? local->match_key : local->payment_id)
+                : "the next reconcile run settles it, or sends it to review";
         return verdict(FindingCategory::unresolved_unknown,
-                       "the provider has the payment as " + r.raw_status +
-                           "; payrecon still has it " + local->state +
-                           ": the reconciler settles it");
+                       "the provider has the payment as " + r.raw_status + " (" +
+                           r.provider_reference + ", " +
+                           describe_money(r.amount_minor, r.currency) +
+                           "); payrecon still has it " + local->state + ": " + who);
     }
     if (!same_currency(local->currency, r.currency)) {
         return verdict(FindingCategory::currency_mismatch,

@@ -1,9 +1,11 @@
 #include "engine/nightly.hpp"
 
 #include "core/errors.hpp"
+#include "core/statement_diff.hpp"
 
 #include <algorithm>
 #include <exception>
+#include <map>
 
 namespace payrecon::engine {
 
@@ -197,9 +199,15 @@ reports::Report nightly_report(const NightlyReport& r) {
     }
     out.facts.emplace_back("waiting too long (pending or retry_scheduled)", std::to_string(stuck));
     out.facts.emplace_back("open payments of providers not configured", std::to_string(orphaned));
+    // A payment this run reconciled is one finding: a statement's unresolved_unknown of it adds
+    // its evidence (the provider's reference and amount) to that finding instead of counting the
+    // payment a second time.
+    std::map<std::string, std::size_t> reconciled_at; // payment ID -> index in out.findings
     for (const auto& o : r.reconciled) {
         out.add(report_finding(o));
+        reconciled_at[o.payment_id] = out.findings.size() - 1;
     }
+    const std::string unresolved(to_string(FindingCategory::unresolved_unknown));
     for (const auto& s : r.statements) {
         out.facts.emplace_back("statement", s.title);
         for (const auto& c : s.categories) {
@@ -214,7 +222,29 @@ reports::Report nightly_report(const NightlyReport& r) {
                 total.amounts[currency] += minor;
             }
         }
-        out.findings.insert(out.findings.end(), s.findings.begin(), s.findings.end());
+        out.needing_attention += s.needing_attention;
+        for (const auto& f : s.findings) {
+            const auto at = f.category == unresolved && f.payment_id
+                                ? reconciled_at.find(*f.payment_id)
+                                : reconciled_at.end();
+            if (at == reconciled_at.end()) {
+                out.findings.push_back(f);
+                continue;
+            }
+            out.needing_attention -= f.needs_attention ? 1 : 0;
+            reports::Finding& mine = out.findings[at->second];
+            mine.provider_reference = f.provider_reference;
+            mine.remote_amount = f.remote_amount;
+            mine.remote_currency = f.remote_currency;
+            mine.detail += "; the statement: " + f.detail;
+            auto& total = out.totals[unresolved];
+            --total.count;
+            const auto& currency = f.local_currency ? f.local_currency : f.remote_currency;
+            const auto& amount = f.local_currency ? f.local_amount : f.remote_amount;
+            if (currency && amount && (total.amounts[*currency] -= *amount) == 0) {
+                total.amounts.erase(*currency);
+            }
+        }
         out.findings_truncated = out.findings_truncated || s.findings_truncated;
         if (s.failure) {
             out.facts.emplace_back("statement failed", *s.failure);

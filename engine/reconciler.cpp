@@ -138,6 +138,11 @@ ReconcileInput reconcile_input(const store::ReconcileCandidate& c,
             in.remote_reference = p.provider_reference;
         }
         in.remote_duplicates = static_cast<int>(lookup->duplicates.size());
+        for (const auto& d : lookup->duplicates) {
+            if (!d.provider_reference.empty()) {
+                in.remote_duplicate_references.push_back(d.provider_reference);
+            }
+        }
     }
     return in;
 }

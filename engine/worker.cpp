@@ -41,6 +41,12 @@ long Worker::run() {
     done["attempted"] = m_attempted.load();
     done["not_called"] = m_not_called.load();
     done["fenced_out"] = m_fenced.load();
+    {
+        // What the calls came to, by the state each settled its payment in ("succeeded": 9,
+        // "unknown": 2, ...): the operator sees the outcome of a run, not only its size.
+        std::lock_guard lock(m_mutex);
+        done["settled_as"] = m_settled_as;
+    }
     log_event(done.dump());
     return m_attempted.load();
 }
@@ -128,6 +134,12 @@ void Worker::thread_main(int index) {
             m_attempted += executor.counts().attempted;
             m_fenced += executor.counts().fenced_out;
             m_not_called += executor.counts().not_called;
+            if (!executor.counts().settled_as.empty()) {
+                std::lock_guard lock(m_mutex);
+                for (const auto& [state, count] : executor.counts().settled_as) {
+                    m_settled_as[state] += count;
+                }
+            }
             if (n == 0) {
                 if (m_options.once || wait_or_stop(m_options.idle_poll)) {
                     return;

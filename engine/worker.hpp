@@ -7,6 +7,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <ostream>
@@ -60,6 +61,7 @@ private:
     std::atomic<long> m_attempted{0};
     std::atomic<long> m_fenced{0};
     std::atomic<long> m_not_called{0}; // claims found lost just before the call, and not sent
+    std::map<std::string, long> m_settled_as; // under m_mutex: attempts by the state they settled
     std::atomic<bool> m_db_failed{false};
     std::atomic<bool> m_failed{false};
 };

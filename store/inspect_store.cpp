@@ -90,6 +90,17 @@ const std::string k_record_audit_sql =
     " WHERE a.tenant_id = $1::uuid AND a.subject_type = 'payment' AND a.subject_id = $2"
     " ORDER BY a.audit_id";
 
+// The payment's findings in complete statement runs, newest window first. recon_findings has no
+// index on the payment: one operator's command reads it whole (findings are the few records that
+// did not match).
+constexpr const char* k_record_findings = "inspect_record_findings";
+const std::string k_record_findings_sql =
+    "SELECT r.provider, " + iso("r.window_from") + ", " + iso("r.window_to") +
+    ", f.category, f.provider_reference, f.remote_amount, f.remote_currency, f.remote_state, "
+    "f.detail FROM recon_findings f JOIN recon_runs r ON r.run_id = f.run_id"
+    " WHERE f.tenant_id = $1::uuid AND f.payment_id = $2::uuid AND r.status = 'done'"
+    " ORDER BY r.window_to DESC, f.finding_no LIMIT 5";
+
 // $1 tenant ID; $2 and $3 the payment's tenant and payment ID: NULL for "any"; $4 limit. The newest
 // $4 rows, returned oldest first.
 constexpr const char* k_list_audit = "inspect_list_audit";
@@ -239,6 +250,7 @@ std::optional<PaymentRecord> load_payment_record(Db& db, const PaymentRef& ref) 
         impl.prepare(k_record_attempts, k_record_attempts_sql);
         impl.prepare(k_record_lookups, k_record_lookups_sql);
         impl.prepare(k_record_audit, k_record_audit_sql);
+        impl.prepare(k_record_findings, k_record_findings_sql);
         snapshot tx(impl.connection());
         const pqxx::result pr = tx.exec_prepared(k_record_payment, ref.tenant_id, ref.payment_id);
         if (pr.empty()) {
@@ -301,6 +313,21 @@ std::optional<PaymentRecord> load_payment_record(Db& db, const PaymentRef& ref) 
         }
         for (const auto& a : tx.exec_prepared(k_record_audit, tenant_id, payment_id)) {
             rec.audit.push_back(audit_from(a));
+        }
+        for (const auto& f : tx.exec_prepared(k_record_findings, tenant_id, payment_id)) {
+            StatementEvidence e;
+            e.provider = f[0].as<std::string>();
+            e.window_from = f[1].as<std::string>();
+            e.window_to = f[2].as<std::string>();
+            e.category = f[3].as<std::string>();
+            e.provider_reference = opt_text(f[4]);
+            if (!f[5].is_null()) {
+                e.remote_amount = f[5].as<long long>();
+            }
+            e.remote_currency = opt_text(f[6]);
+            e.remote_state = opt_text(f[7]);
+            e.detail = f[8].as<std::string>();
+            rec.statement_findings.push_back(std::move(e));
         }
         return rec;
     });

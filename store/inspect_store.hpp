@@ -113,6 +113,19 @@ struct AuditRecord {
     std::string detail_json; // a JSON object, as text
 };
 
+// A statement run's finding about one payment: what the provider's books said of it.
+struct StatementEvidence {
+    std::string provider;
+    std::string window_from; // the run's window, ISO 8601 UTC
+    std::string window_to;
+    std::string category; // unresolved_unknown, amount_mismatch, ...
+    std::optional<std::string> provider_reference;
+    std::optional<long long> remote_amount; // minor units
+    std::optional<std::string> remote_currency;
+    std::optional<std::string> remote_state;
+    std::string detail;
+};
+
 struct PaymentRecord {
     PaymentRow payment;
     std::string payment_method; // the provider's token (pm_...), never card data
@@ -130,6 +143,8 @@ struct PaymentRecord {
     std::vector<AttemptRecord> attempts; // by attempt_no
     std::vector<LookupRecord> lookups;   // in the order they were made
     std::vector<AuditRecord> audit;      // audit_log rows about this payment, oldest first
+    // The newest complete statement runs' findings about it (at most 5, newest window first).
+    std::vector<StatementEvidence> statement_findings;
 };
 
 // The payment with its attempts, lookups and audit trail, read from one snapshot; nullopt if the

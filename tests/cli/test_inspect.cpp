@@ -362,6 +362,63 @@ TEST_CASE("inspect: review show ends with the generation and the commands that d
     }
 }
 
+TEST_CASE("inspect: review show gives each reason code its guidance and only the commands that "
+          "can help, with the reference the lookup found filled in",
+          "[cli][db][regression]") {
+    // Every entry showed the same three decisions and recheck: recheck for no_lookup (the provider
+    // cannot be asked), succeeded for request_rejected (nothing was executed), and a REF
+    // placeholder where the lookup had found the reference.
+    Inspected t;
+    const auto commands = [&](const std::string& code, long long generation = 3) {
+        const auto p = insert_payment(t, "r-" + code,
+                                      NewPayment()
+                                          .with_state("needs_review")
+                                          .with_review_code(code)
+                                          .with_generation(generation));
+        return std::make_pair(p, json_of({"review", "show", p.payment_id}));
+    };
+    const auto has = [](const nlohmann::json& j, const std::string& part) {
+        for (const auto& c : j["commands"]) {
+            if (c.get<std::string>().find(part) != std::string::npos) {
+                return true;
+            }
+        }
+        return false;
+    };
+    {
+        const auto [p, j] = commands("no_lookup");
+        CHECK_FALSE(has(j, "review recheck"));
+        CHECK(has(j, "--as succeeded"));
+        CHECK(has(j, "--as retry"));
+        CHECK(j["guidance"]["means"].get<std::string>().find("cannot be asked") !=
+              std::string::npos);
+        const std::string out = run_cli({"review", "show", p.payment_id});
+        CHECK(contains(out, "What it means: the call's outcome is unknown"));
+        CHECK(contains(out, "Runbook: docs/operations.md, no_lookup"));
+        CHECK_FALSE(contains(out, "review recheck"));
+    }
+    {
+        const auto [p, j] = commands("request_rejected");
+        CHECK_FALSE(has(j, "--as succeeded"));
+        CHECK_FALSE(has(j, "review recheck"));
+        CHECK(has(j, "--as retry --confirm-no-charge"));
+        CHECK(has(j, "--as failed"));
+    }
+    {
+        const auto [p, j] = commands("remote_duplicate");
+        CHECK_FALSE(has(j, "--as retry")); // there is a charge: sending again cannot help
+        CHECK(has(j, "--provider-reference REF"));
+        // The lookup found the provider's payment: its reference goes into the command.
+        exec_sql("INSERT INTO payment_lookups (tenant_id, payment_id, generation, actor, status, "
+                 "remote_state, provider_reference, duplicates, decision, applied) VALUES ('" +
+                 t.tenant.tenant_id + "', '" + p.payment_id +
+                 "', 3, 'test', 'found', 'succeeded', 'pi_found_1', 1, 'review', true)");
+        const auto again = json_of({"review", "show", p.payment_id});
+        CHECK(has(again, "--as succeeded --provider-reference pi_found_1 "));
+        CHECK_FALSE(has(again, "REF"));
+    }
+}
+
 TEST_CASE("inspect: audit shows a payment's trail oldest first, the newest N with --limit",
           "[cli][db]") {
     Inspected t;

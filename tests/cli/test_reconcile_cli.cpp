@@ -9,7 +9,9 @@
 #include "reports/report.hpp"
 #include "tests/support/operated.hpp"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <fstream>
 
 using namespace payrecon;
 using namespace payrecon::testing;
@@ -374,6 +376,8 @@ TEST_CASE(
     const Run stale = resolve(shown, {"--as", "retry", "--confirm-no-charge"});
     CHECK(stale.exit_code == 7);
     CHECK(contains(stale.err, "changed since it was shown"));
+    // ... and who touched it last, as the audit log has it (here the reconciler's decision).
+    CHECK(contains(stale.err, "last recorded: payment.reconciled by "));
     CHECK(footprint(w, ref) == moved);
     CHECK(w.audits(ref, "action = 'review.resolve'") == 0);
 
@@ -396,6 +400,27 @@ TEST_CASE(
     CHECK(w.executions(ref) == 1);
     CHECK(w.deliveries(ref) == 2);
     CHECK(w.fake->ledger()["executions"].size() == 1);
+    // The worker says what its calls came to, not only how many it made.
+    CHECK(contains(worker.out, R"("settled_as":{"succeeded":1})"));
+    // The trail goes on past the resolution: the re-send and what it came to (it ended at
+    // review.resolve -> retry_scheduled).
+    const Run trail = w.payrecon({"audit", "--payment", id, "--json"});
+    REQUIRE(trail.exit_code == 0);
+    const auto rows = nlohmann::json::parse(trail.out);
+    std::vector<std::string> actions;
+    for (const auto& row : rows) {
+        actions.push_back(row["action"]);
+    }
+    INFO(trail.out);
+    const auto resolved = std::find(actions.begin(), actions.end(), "review.resolve");
+    REQUIRE(resolved != actions.end());
+    REQUIRE(std::next(resolved) != actions.end());
+    CHECK(*std::next(resolved) == "provider.attempt");
+    const auto& resend = rows[static_cast<std::size_t>(std::next(resolved) - actions.begin())];
+    CHECK(resend["detail"]["outcome"] == "succeeded");
+    CHECK(resend["detail"]["attempt"] == 2);
+    CHECK(std::count(actions.begin(), actions.end(), "provider.attempt") == 2);
+    CHECK(contains(w.payrecon({"audit", "--payment", id}).out, "provider.attempt"));
 
     // A succeeded payment is not resolved by hand.
     const Footprint done = footprint(w, ref);
@@ -468,6 +493,7 @@ TEST_CASE("operator cli: review recheck adopts what the provider has for a payme
     CHECK(j["to"] == "succeeded");
     CHECK(j["lookup"] == "found");
     CHECK(j["applied"] == true);
+    CHECK(j["generation"] == w.generation_of(ref)); // what a resolve would now give
     CHECK(w.state_of(ref) == "succeeded");
     CHECK(w.column(ref, "review_code").empty());
     CHECK(w.lookups(ref) == 2);
@@ -698,6 +724,62 @@ TEST_CASE("operator cli: nightly lists the first findings of each category, poin
     CHECK(std::filesystem::exists(html));
     CHECK(contains(r.out, "wrote " + html.string() + ": "));
     CHECK_FALSE(contains(r.out, "wrote " + html.string() + ": clean"));
+}
+
+TEST_CASE("operator cli: the nightly report counts a payment sent to review once, with the "
+          "statement's evidence on it",
+          "[cli][db][statement][regression]") {
+    // A payment the reconciler sent to review and the statement then found as unresolved_unknown
+    // was two findings of the report, and two of its count of findings needing attention.
+    MigratedScratch scratch;
+    Operated w(scratch.url());
+    const std::string charged = w.unknown_payment(fake::Fault::execute_then_fin);
+    w.write_config({{"capabilities", {{"lookup", false}}}}); // no lookup: review (no_lookup)
+    const std::string today = reports::format_utc(std::chrono::system_clock::now()).substr(0, 10);
+    const auto json = w.dir.path() / "nightly.json";
+    const Run r = w.payrecon({"nightly", "--statement-date", today, "--output", json.string()});
+    INFO(r.all());
+    CHECK(r.exit_code == 3);
+    REQUIRE(w.state_of(charged) == "needs_review");
+    std::ifstream in(json);
+    const auto report = nlohmann::json::parse(in);
+    const std::string id = w.payment_id_of(charged);
+    int entries = 0;
+    for (const auto& f : report["findings"]) {
+        if (f["payment_id"] == id) {
+            ++entries;
+            CHECK(f["category"] == "review");
+            CHECK(f["remote_amount"] == 2500); // the statement's evidence, on the one entry
+            CHECK(f["provider_reference"].is_string());
+            CHECK(f["detail"].get<std::string>().find("the statement: ") != std::string::npos);
+        }
+    }
+    CHECK(entries == 1);
+    CHECK(report["totals"]["unresolved_unknown"]["count"] == 0);
+    CHECK(report["totals"]["review"]["count"] == 1);
+    CHECK(contains(r.out, "wrote " + json.string() + ": 1 finding needs attention"));
+
+    // The review entry shows the statement's evidence, and its suggested command the reference
+    // the statement found (it said "the reconciler settles it" of a payment the reconciler had
+    // just sent to review, and offered `--provider-reference REF`).
+    const Run shown = w.payrecon({"review", "show", id, "--json"});
+    REQUIRE(shown.exit_code == 0);
+    const auto j = nlohmann::json::parse(shown.out);
+    REQUIRE(j["statement_findings"].size() == 1);
+    const auto& evidence = j["statement_findings"][0];
+    CHECK(evidence["category"] == "unresolved_unknown");
+    const std::string reference = evidence["provider_reference"];
+    CHECK(reference.rfind("pi_", 0) == 0);
+    CHECK(evidence["detail"].get<std::string>().find("an operator decides it") !=
+          std::string::npos);
+    bool filled = false;
+    for (const auto& c : j["commands"]) {
+        filled = filled || c.get<std::string>().find("--provider-reference " + reference + " ") !=
+                               std::string::npos;
+        CHECK(c.get<std::string>().find("review recheck") == std::string::npos); // no_lookup
+    }
+    CHECK(filled);
+    CHECK(contains(w.payrecon({"review", "show", id}).out, "Statement findings (1)"));
 }
 
 TEST_CASE(
