@@ -24,6 +24,7 @@ struct ResolveCliOptions {
     std::string note;
     std::string provider_reference;
     bool confirm_no_charge = false;
+    bool unverified = false;
     bool json = false;
 };
 
@@ -131,6 +132,12 @@ void decide(AppState& state, const std::string& id, long long generation, const 
                           "payment in review is decided with payrecon review resolve"
                         : ": only unknown payments and payments in review are resolved by hand"),
             "payrecon payments show " + ref.payment_id);
+    case store::ResolveResult::Status::reference_taken:
+        throw Refused("the provider reference " + printable(*r.provider_reference) +
+                          " already belongs to payment " + result.holder +
+                          "; one charge settles one payment, and nothing was written",
+                      "compare both: payrecon payments show " + result.holder +
+                          "; give this payment's own reference");
     case store::ResolveResult::Status::maybe_sent:
         throw Refused("payment " + ref.payment_id +
                           " has an attempt that may have reached the provider; "
@@ -155,10 +162,80 @@ void decide(AppState& state, const std::string& id, long long generation, const 
     }
 }
 
+// Before a payment is resolved succeeded with a reference, the provider is asked what it holds
+// for the payment's operation ID (where it can be asked, and a configuration names it): a typo, a
+// reference the provider does not have for this payment, another amount, or a charge that did
+// not happen is refused. --unverified takes the operator's word (the provider unreachable, or no
+// configuration at hand), and says so in the audit note.
+void check_reference_with_provider(AppState& state, const ResolveCliOptions& opts) {
+    if (state.global.config_file.empty()) {
+        std::cerr << "payrecon: the reference was not checked with the provider: no provider "
+                     "configuration (--config, PAYRECON_CONFIG)\n";
+        return;
+    }
+    const providers::Config config = load_provider_config(state.global);
+    ProviderSet set = make_providers(choose_providers(config, {}));
+    OpenDatabase opened = open_database(state.global);
+    const store::PaymentRef ref = find_ref(*opened.db, opts.id);
+    engine::Reconciler reconciler(*opened.db, set.pointers, {});
+    const auto check =
+        reconciler.check_reference(ref.tenant_id, ref.payment_id, opts.provider_reference);
+    if (!check) {
+        throw Refused("no payment has the ID " + opts.id, "find it with: payrecon review list");
+    }
+    using V = engine::ReferenceCheck::Verdict;
+    const std::string detail = printable(check->detail);
+    const std::string override_hint =
+        "if you checked the payment at the provider yourself, add --unverified and say what you "
+        "saw in --note";
+    switch (check->verdict) {
+    case V::confirmed:
+        return;
+    case V::not_checked:
+        std::cerr << "payrecon: the reference was not checked: " << detail << "\n";
+        return;
+    case V::lookup_failed:
+        throw Refused("the reference could not be checked: " + detail + "; nothing was written",
+                      "try again when the provider answers; " + override_hint);
+    case V::absent:
+        throw Refused(detail + " (asked just now): " + printable(opts.provider_reference) +
+                          " cannot make it succeeded; nothing was written",
+                      "check the reference; a provider's search can lag behind its charges, so "
+                      "try again later, or " +
+                          override_hint);
+    case V::other_reference: {
+        const std::string first = check->references.empty() ? "" : check->references.front();
+        throw Refused(detail + "; nothing was written",
+                      check->references.size() == 1
+                          ? "resolve with the provider's reference: --provider-reference " +
+                                printable(first)
+                          : "the provider holds several payments for it: refund the extra ones, "
+                            "then resolve with the one that stands");
+    }
+    case V::mismatch:
+        throw Refused(detail + "; nothing was written",
+                      "settle the difference at the provider first (refund, or accept the "
+                      "amount charged); then " +
+                          override_hint + ", both amounts included");
+    case V::not_charged:
+        throw Refused(detail + "; nothing was written",
+                      "resolve --as failed if it will not charge, or payrecon review recheck " +
+                          ref.payment_id + " once the provider has finished");
+    }
+}
+
 void run_resolve(AppState& state, const ResolveCliOptions& opts) {
     const auto decision = parse_resolution(opts.as);
     if (!decision) {
         throw UsageError("--as must be succeeded, failed or retry");
+    }
+    if (opts.unverified && *decision != OperatorDecision::succeeded) {
+        throw UsageError("--unverified goes with --as succeeded only",
+                         "it takes your word for the provider reference");
+    }
+    if (*decision == OperatorDecision::succeeded && !opts.provider_reference.empty() &&
+        !opts.unverified) {
+        check_reference_with_provider(state, opts);
     }
     store::Resolution r;
     r.decision = *decision;
@@ -166,7 +243,11 @@ void run_resolve(AppState& state, const ResolveCliOptions& opts) {
         r.provider_reference = opts.provider_reference;
     }
     r.confirmed_no_charge = opts.confirm_no_charge;
-    decide(state, opts.id, opts.generation, opts.note, r, opts.json, opts.as);
+    // The audit note says when the reference was taken on the operator's word alone.
+    const std::string note =
+        opts.unverified ? opts.note + " [reference not checked with the provider: --unverified]"
+                        : opts.note;
+    decide(state, opts.id, opts.generation, note, r, opts.json, opts.as);
 }
 
 void run_cancel(AppState& state, const CancelCliOptions& opts) {
@@ -231,6 +312,9 @@ void setup_review_actions(CLI::App& review, AppState& state) {
     resolve->add_flag(
         "--confirm-no-charge", ro->confirm_no_charge,
         "with --as retry: you confirmed the provider holds no charge for this payment");
+    resolve->add_flag("--unverified", ro->unverified,
+                      "with --as succeeded: take the reference without asking the provider "
+                      "(unreachable, or you checked it yourself); recorded in the audit note");
     resolve->add_flag("--json", ro->json, "print JSON");
     resolve->callback([&state, ro] { run_resolve(state, *ro); });
 

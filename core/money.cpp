@@ -1,6 +1,7 @@
 #include "core/money.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <iterator>
 #include <stdexcept>
 
@@ -101,6 +102,13 @@ std::string describe_money(std::int64_t minor, std::string_view currency) {
         return std::to_string(minor) + " " + code + " (minor units)";
     }
     return format_money(Money{minor, code});
+}
+
+bool same_currency(std::string_view a, std::string_view b) {
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+               return std::toupper(static_cast<unsigned char>(x)) ==
+                      std::toupper(static_cast<unsigned char>(y));
+           });
 }
 
 } // namespace payrecon

@@ -34,4 +34,8 @@ std::string format_money(const Money& money);
 // units)"). Never throws.
 std::string describe_money(std::int64_t minor, std::string_view currency);
 
+// Whether two currency codes are the same currency: ASCII case-insensitive ("eur" is "EUR"), as
+// providers write them in either case.
+bool same_currency(std::string_view a, std::string_view b);
+
 } // namespace payrecon

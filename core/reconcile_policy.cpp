@@ -9,13 +9,6 @@
 namespace payrecon {
 namespace {
 
-bool same_currency(std::string_view a, std::string_view b) {
-    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-               return std::toupper(static_cast<unsigned char>(x)) ==
-                      std::toupper(static_cast<unsigned char>(y));
-           });
-}
-
 std::chrono::seconds backoff(int checks_before, const ReconcilePolicy& policy) {
     const Backoff b{std::max(policy.recheck_base, std::chrono::seconds(1)),
                     std::max(policy.recheck_cap, std::chrono::seconds(1))};

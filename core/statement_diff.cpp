@@ -9,14 +9,6 @@
 namespace payrecon {
 namespace {
 
-bool same_currency(std::string_view a, std::string_view b) {
-    return a == b ||
-           (a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-                return std::toupper(static_cast<unsigned char>(x)) ==
-                       std::toupper(static_cast<unsigned char>(y));
-            }));
-}
-
 bool unresolved(const std::string& state) {
     return state == "unknown" || state == "needs_review";
 }

@@ -1,6 +1,7 @@
 #include "engine/reconciler.hpp"
 
 #include "core/errors.hpp"
+#include "core/money.hpp"
 #include "engine/executor.hpp"
 
 #include <set>
@@ -257,6 +258,79 @@ std::optional<ReconcileOutcome> Reconciler::recheck(const std::string& tenant_id
                       "add it to the provider configuration, or resolve the payment by hand");
     }
     return handle(*c, true);
+}
+
+std::optional<ReferenceCheck> Reconciler::check_reference(const std::string& tenant_id,
+                                                          const std::string& payment_id,
+                                                          const std::string& reference) {
+    const auto c = store::load_candidate(m_db, tenant_id, payment_id);
+    if (!c) {
+        return std::nullopt;
+    }
+    providers::Provider* provider = provider_named(c->payment.provider);
+    if (provider == nullptr) {
+        throw Refused("payment " + payment_id + " belongs to provider '" + c->payment.provider +
+                          "', which the configuration does not have",
+                      "add it to the provider configuration to check the reference");
+    }
+    ReferenceCheck out;
+    if (!provider->capabilities().lookup_by_operation_id) {
+        out.detail = "provider " + provider->name() + " cannot be asked about a payment";
+        return out;
+    }
+    const providers::LookupResult lookup = provider->lookup(order_for(c->payment));
+    switch (lookup.status) {
+    case providers::LookupResult::Status::failed:
+        out.verdict = ReferenceCheck::Verdict::lookup_failed;
+        out.detail =
+            "the provider's status query failed (" +
+            (lookup.call.error_class.empty() ? std::string("no answer") : lookup.call.error_class) +
+            ")";
+        return out;
+    case providers::LookupResult::Status::not_found:
+        out.verdict = ReferenceCheck::Verdict::absent;
+        out.detail = "the provider has no payment for operation ID " + c->payment.operation_id;
+        return out;
+    case providers::LookupResult::Status::found:
+        break;
+    }
+    std::vector<const providers::RemotePayment*> found{&*lookup.payment};
+    for (const auto& d : lookup.duplicates) {
+        found.push_back(&d);
+    }
+    const providers::RemotePayment* match = nullptr;
+    for (const auto* p : found) {
+        out.references.push_back(p->provider_reference);
+        match = p->provider_reference == reference ? p : match;
+    }
+    if (match == nullptr) {
+        out.verdict = ReferenceCheck::Verdict::other_reference;
+        std::string refs;
+        for (const auto& r : out.references) {
+            refs += (refs.empty() ? "" : ", ") + r;
+        }
+        out.detail = "the provider's payment for operation ID " + c->payment.operation_id + " is " +
+                     refs + ", not " + reference;
+        return out;
+    }
+    if (match->amount.minor != c->payment.amount_minor ||
+        !same_currency(match->amount.currency, c->payment.currency)) {
+        out.verdict = ReferenceCheck::Verdict::mismatch;
+        out.detail = reference + " is " +
+                     describe_money(match->amount.minor, match->amount.currency) +
+                     " at the provider; ours is " +
+                     describe_money(c->payment.amount_minor, c->payment.currency);
+        return out;
+    }
+    if (remote_state_of(*match) != RemoteState::succeeded) {
+        out.verdict = ReferenceCheck::Verdict::not_charged;
+        out.detail = reference + " is " + match->raw_status + " at the provider: it did not charge";
+        return out;
+    }
+    out.verdict = ReferenceCheck::Verdict::confirmed;
+    out.detail = reference + " charged " +
+                 describe_money(match->amount.minor, match->amount.currency) + " at the provider";
+    return out;
 }
 
 } // namespace payrecon::engine

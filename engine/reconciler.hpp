@@ -57,6 +57,22 @@ ReconcileInput reconcile_input(const store::ReconcileCandidate& candidate,
                                std::chrono::seconds settle_delay,
                                const providers::LookupResult* lookup);
 
+// What the provider says of a reference an operator gives to resolve a payment as succeeded.
+struct ReferenceCheck {
+    enum class Verdict {
+        confirmed,       // the provider's payment for our operation ID, charged, our amount
+        not_checked,     // the provider cannot be asked (no lookup): the operator's word stands
+        lookup_failed,   // no trustworthy answer now
+        absent,          // the provider has no payment for our operation ID
+        other_reference, // it has one (or more), under other references
+        mismatch,        // that payment's amount or currency differs from ours
+        not_charged, // that payment did not charge (declined, pending, waiting for the customer)
+    };
+    Verdict verdict = Verdict::not_checked;
+    std::string detail;                  // for the operator: what the provider answered
+    std::vector<std::string> references; // the references the provider has for our operation ID
+};
+
 class Reconciler {
 public:
     // `providers` are the providers this reconciler may ask, by configured name. A provider's
@@ -77,6 +93,13 @@ public:
     // unknown or needs_review, or its provider is not one of this reconciler's.
     std::optional<ReconcileOutcome> recheck(const std::string& tenant_id,
                                             const std::string& payment_id);
+
+    // Asks the provider about the payment now and compares what it holds for our operation ID
+    // with `reference` (amount, currency, charged). Writes nothing. Returns nullopt if there is no
+    // such payment; throws Refused if its provider is not one of this reconciler's.
+    std::optional<ReferenceCheck> check_reference(const std::string& tenant_id,
+                                                  const std::string& payment_id,
+                                                  const std::string& reference);
 
 private:
     ReconcileOutcome handle(const store::ReconcileCandidate& candidate, bool operator_recheck);

@@ -105,6 +105,20 @@ constexpr const char* k_maybe_sent_sql = R"sql(
 SELECT count(*) FROM payment_attempts
  WHERE tenant_id = $1::uuid AND payment_id = $2::uuid AND outcome IS DISTINCT FROM 'not_sent')sql";
 
+// The payment (of any tenant) that already holds a provider's reference, other than this one.
+// Resolves binding one reference take turns on an advisory lock of (provider, reference), so two
+// at once cannot both bind it.
+constexpr const char* k_reference_holder = "resolve_reference_holder";
+constexpr const char* k_reference_holder_sql = R"sql(
+WITH lock AS (
+    SELECT pg_advisory_xact_lock(hashtextextended(me.provider || ' ' || $3, 0)), me.provider
+      FROM payments me WHERE me.tenant_id = $1::uuid AND me.payment_id = $2::uuid
+)
+SELECT p.payment_id::text FROM payments p, lock
+ WHERE p.provider = lock.provider AND p.provider_reference = $3
+   AND NOT (p.tenant_id = $1::uuid AND p.payment_id = $2::uuid)
+ LIMIT 1)sql";
+
 constexpr const char* k_resolve = "resolve_apply";
 const std::string k_resolve_sql = R"sql(
 WITH u AS (
@@ -312,6 +326,7 @@ ResolveResult resolve_payment(Db& db, const Resolution& resolution) {
         impl.prepare(k_lock, k_lock_sql);
         impl.prepare(k_resolve, k_resolve_sql);
         impl.prepare(k_maybe_sent, k_maybe_sent_sql);
+        impl.prepare(k_reference_holder, k_reference_holder_sql);
         pqxx::work tx(impl.connection());
         ResolveResult out;
         const pqxx::result current =
@@ -336,6 +351,16 @@ ResolveResult resolve_payment(Db& db, const Resolution& resolution) {
                     .as<long long>() > 0) {
             out.status = ResolveResult::Status::maybe_sent;
             return out;
+        }
+        if (resolution.provider_reference) {
+            const pqxx::result holder =
+                tx.exec_prepared(k_reference_holder, resolution.tenant_id, resolution.payment_id,
+                                 *resolution.provider_reference);
+            if (!holder.empty()) {
+                out.status = ResolveResult::Status::reference_taken;
+                out.holder = holder[0][0].as<std::string>();
+                return out;
+            }
         }
         require_transition(*from, to);
         const std::string note = trimmed_note(resolution.note);

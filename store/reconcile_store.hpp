@@ -99,10 +99,12 @@ struct Resolution {
 
 struct ResolveResult {
     // maybe_sent: a cancel refused because an attempt of the payment may have reached the provider.
-    enum class Status { applied, not_found, changed, not_resolvable, maybe_sent };
+    // reference_taken: another payment already holds the provider reference given.
+    enum class Status { applied, not_found, changed, not_resolvable, maybe_sent, reference_taken };
     Status status = Status::not_found;
     std::string state;        // now (after the write, when applied)
     long long generation = 0; // now
+    std::string holder;       // with reference_taken: the payment that holds the reference
 };
 
 // Applies the decision if the payment is still at `generation` and unknown or needs_review (a

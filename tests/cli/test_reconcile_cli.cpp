@@ -472,6 +472,84 @@ TEST_CASE("operator cli: review resolve --as succeeded records the operator, the
     CHECK(footprint(w, ref) == done);
 }
 
+TEST_CASE("operator cli: resolve --as succeeded checks the reference with the provider: a typo, a "
+          "confirmed absence and another payment's reference are refused, the right one is taken",
+          "[cli][db][reconcile][regression]") {
+    // `--as succeeded --provider-reference pi_typo` was accepted although the provider had just
+    // confirmed the payment absent, and a reference bound to another payment was accepted too.
+    Operated w;
+    const std::string charged = w.unknown_payment(fake::Fault::execute_then_fin);
+    const std::string absent = w.unknown_payment(fake::Fault::drop_before_execute);
+    w.write_config({{"capabilities", {{"lookup", false}}}});
+    REQUIRE(w.payrecon({"reconcile"}).exit_code == 3); // both to review: no_lookup
+    w.write_config(); // the provider can be asked again: references are checked
+    std::string reference;
+    const auto ledger = w.fake->ledger(); // not a temporary the loop would outlive
+    for (const auto& pi : ledger["payment_intents"]) {
+        if (pi["metadata"]["operation_id"] == w.op_of(charged)) {
+            reference = pi["id"];
+        }
+    }
+    REQUIRE(!reference.empty());
+    const auto resolve = [&](const std::string& ref, const std::string& provider_reference,
+                             const std::vector<std::string>& more = {}) {
+        std::vector<std::string> args{"review",
+                                      "resolve",
+                                      w.payment_id_of(ref),
+                                      "--generation",
+                                      std::to_string(w.generation_of(ref)),
+                                      "--as",
+                                      "succeeded",
+                                      "--provider-reference",
+                                      provider_reference,
+                                      "--note",
+                                      "seen in the dashboard"};
+        args.insert(args.end(), more.begin(), more.end());
+        return w.payrecon(args);
+    };
+
+    const Footprint before = footprint(w, charged);
+    const Run typo = resolve(charged, "pi_typo");
+    INFO(typo.all());
+    CHECK(typo.exit_code == 7);
+    CHECK(contains(typo.err, "not pi_typo"));
+    CHECK(contains(typo.err, "--provider-reference " + reference));
+    CHECK(footprint(w, charged) == before);
+
+    const Footprint gone = footprint(w, absent);
+    const Run nothing = resolve(absent, "pi_whatever");
+    CHECK(nothing.exit_code == 7);
+    CHECK(contains(nothing.err, "has no payment for operation ID " + w.op_of(absent)));
+    CHECK(footprint(w, absent) == gone);
+
+    // The right reference, but another payment already holds it (resolved by mistake before).
+    const std::string other = w.payments(1)[0];
+    w.exec("UPDATE payments SET state = 'succeeded', provider_reference = '" + reference +
+               "' WHERE merchant_reference = $1",
+           other);
+    const Run taken = resolve(charged, reference);
+    CHECK(taken.exit_code == 7);
+    CHECK(contains(taken.err, "already belongs to payment " + w.payment_id_of(other)));
+    CHECK(footprint(w, charged) == before);
+    w.exec("UPDATE payments SET provider_reference = NULL WHERE merchant_reference = $1", other);
+
+    // The provider's own reference: taken, once.
+    const Run right = resolve(charged, reference);
+    CHECK(right.exit_code == 0);
+    CHECK(w.state_of(charged) == "succeeded");
+    CHECK(w.column(charged, "provider_reference") == reference);
+    CHECK(w.events(charged, "event_type = 'payment.succeeded'") == 1);
+
+    // On the operator's word alone, said so in the audit note.
+    const Run unverified = resolve(absent, "pi_seen_by_hand", {"--unverified"});
+    CHECK(unverified.exit_code == 0);
+    CHECK(w.state_of(absent) == "succeeded");
+    CHECK(w.audits(absent, "action = 'review.resolve' AND detail->>'note' LIKE "
+                           "'%reference not checked with the provider%'") == 1);
+    CHECK(w.executions(charged) == 1);
+    CHECK(w.executions(absent) == 0);
+}
+
 TEST_CASE("operator cli: review recheck adopts what the provider has for a payment in review",
           "[cli][db][reconcile]") {
     Operated w;
