@@ -244,9 +244,11 @@ void run_resolve(AppState& state, const ResolveCliOptions& opts) {
     }
     r.confirmed_no_charge = opts.confirm_no_charge;
     // The audit note says when the reference was taken on the operator's word alone.
+    // An empty note stays empty, so the rule that a note says what was checked still refuses it.
     const std::string note =
-        opts.unverified ? opts.note + " [reference not checked with the provider: --unverified]"
-                        : opts.note;
+        opts.unverified && !trimmed_note(opts.note).empty()
+            ? opts.note + " [reference not checked with the provider: --unverified]"
+            : opts.note;
     decide(state, opts.id, opts.generation, note, r, opts.json, opts.as);
 }
 

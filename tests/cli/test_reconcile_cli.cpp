@@ -540,7 +540,13 @@ TEST_CASE("operator cli: resolve --as succeeded checks the reference with the pr
     CHECK(w.column(charged, "provider_reference") == reference);
     CHECK(w.events(charged, "event_type = 'payment.succeeded'") == 1);
 
-    // On the operator's word alone, said so in the audit note.
+    // On the operator's word alone, said so in the audit note; still with a note of their own.
+    const Run blank =
+        w.payrecon({"review", "resolve", w.payment_id_of(absent), "--generation",
+                    std::to_string(w.generation_of(absent)), "--as", "succeeded",
+                    "--provider-reference", "pi_seen_by_hand", "--note", "  ", "--unverified"});
+    CHECK(blank.exit_code == 2);
+    CHECK(footprint(w, absent) == gone);
     const Run unverified = resolve(absent, "pi_seen_by_hand", {"--unverified"});
     CHECK(unverified.exit_code == 0);
     CHECK(w.state_of(absent) == "succeeded");
