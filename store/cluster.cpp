@@ -64,34 +64,6 @@ std::optional<int> parse_major(const std::string& name) {
     return std::stoi(name);
 }
 
-fs::path find_bindir() {
-    if (const char* env = std::getenv("PAYRECON_PG_BINDIR"); env != nullptr && *env != '\0') {
-        fs::path dir(env);
-        if (!fs::exists(dir / "initdb") || !fs::exists(dir / "pg_ctl")) {
-            throw ConfigError("PAYRECON_PG_BINDIR=" + dir.string() + " has no initdb and pg_ctl",
-                              "point it at a PostgreSQL bin directory, or unset it");
-        }
-        return dir;
-    }
-    std::optional<std::pair<int, fs::path>> best;
-    std::error_code ec;
-    for (const auto& entry : fs::directory_iterator("/usr/lib/postgresql", ec)) {
-        const auto major = parse_major(entry.path().filename().string());
-        const fs::path bin = entry.path() / "bin";
-        if (major && fs::exists(bin / "initdb") && fs::exists(bin / "pg_ctl") &&
-            (!best || *major > best->first)) {
-            best = std::make_pair(*major, bin);
-        }
-    }
-    if (best) {
-        return best->second;
-    }
-    throw ConfigError(
-        "the PostgreSQL server programs (initdb, pg_ctl) are not installed",
-        "run scripts/bootstrap, or apt-get install postgresql, or set PAYRECON_PG_BINDIR; "
-        "or use an existing PostgreSQL database instead of the private one");
-}
-
 // Runs `argv` (argv[0] an absolute path) and waits. As root with user.switch_user, the child
 // drops to the server user first. stdout and stderr go to `log` (appended); stdin is /dev/null;
 // every other descriptor is closed so a server it starts inherits none of ours (lock files,
@@ -289,7 +261,31 @@ private:
 } // namespace
 
 fs::path postgres_bindir() {
-    return find_bindir();
+    if (const char* env = std::getenv("PAYRECON_PG_BINDIR"); env != nullptr && *env != '\0') {
+        fs::path dir(env);
+        if (!fs::exists(dir / "initdb") || !fs::exists(dir / "pg_ctl")) {
+            throw ConfigError("PAYRECON_PG_BINDIR=" + dir.string() + " has no initdb and pg_ctl",
+                              "point it at a PostgreSQL bin directory, or unset it");
+        }
+        return dir;
+    }
+    std::optional<std::pair<int, fs::path>> best;
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator("/usr/lib/postgresql", ec)) {
+        const auto major = parse_major(entry.path().filename().string());
+        const fs::path bin = entry.path() / "bin";
+        if (major && fs::exists(bin / "initdb") && fs::exists(bin / "pg_ctl") &&
+            (!best || *major > best->first)) {
+            best = std::make_pair(*major, bin);
+        }
+    }
+    if (best) {
+        return best->second;
+    }
+    throw ConfigError(
+        "the PostgreSQL server programs (initdb, pg_ctl) are not installed",
+        "run scripts/bootstrap, or apt-get install postgresql, or set PAYRECON_PG_BINDIR; "
+        "or use an existing PostgreSQL database instead of the private one");
 }
 
 LocalCluster::LocalCluster(fs::path home, Notice notice)
