@@ -13,6 +13,7 @@
 #include "core/settings.hpp"
 #include "core/statement_diff.hpp"
 #include "engine/nightly.hpp"
+#include "providers/registry.hpp"
 
 #include <algorithm>
 #include <ctime>
@@ -422,6 +423,7 @@ void run_nightly_cmd(AppState& state, const NightlyCliOptions& opts) {
         no.configured.push_back(name);
         no.amount_tolerance_minor[name] = p.amount_tolerance_minor;
         no.credentials[name] = credentials_hint(p);
+        no.dashboard_urls[name] = providers::dashboard_url(p);
     }
     if (!opts.no_statement) {
         const long long today =

@@ -8,6 +8,7 @@
 #include "core/errors.hpp"
 #include "core/settings.hpp"
 #include "engine/statement.hpp"
+#include "providers/registry.hpp"
 
 #include <iostream>
 #include <unistd.h>
@@ -43,6 +44,7 @@ void run_statement_cmd(AppState& state, const StatementCliOptions& opts) {
     const auto chosen = choose_providers(config, {opts.provider});
     so.amount_tolerance_minor = chosen.front()->amount_tolerance_minor;
     so.credentials = credentials_hint(*chosen.front());
+    so.dashboard_url = providers::dashboard_url(*chosen.front());
     ProviderSet set = make_providers(chosen);
     OpenDatabase opened = open_database(state.global);
     const bool tty = ::isatty(STDERR_FILENO) == 1;

@@ -64,16 +64,19 @@ std::optional<Currency> find_currency(std::string_view code) {
     return *it;
 }
 
-std::string format_money(const Money& money) {
-    const auto currency = find_currency(money.currency);
+std::optional<std::string> major_units(std::int64_t minor, std::string_view currency_code) {
+    std::string code(currency_code);
+    for (char& c : code) {
+        c = (c >= 'a' && c <= 'z') ? static_cast<char>(c - 'a' + 'A') : c;
+    }
+    const auto currency = find_currency(code);
     if (!currency) {
-        throw std::invalid_argument("format_money: unknown currency code");
+        return std::nullopt;
     }
     // The magnitude as unsigned: well defined for INT64_MIN too, whose negation overflows int64.
-    const bool negative = money.minor < 0;
-    const std::uint64_t magnitude = negative
-                                        ? std::uint64_t{0} - static_cast<std::uint64_t>(money.minor)
-                                        : static_cast<std::uint64_t>(money.minor);
+    const bool negative = minor < 0;
+    const std::uint64_t magnitude = negative ? std::uint64_t{0} - static_cast<std::uint64_t>(minor)
+                                             : static_cast<std::uint64_t>(minor);
     std::string digits = std::to_string(magnitude);
     const auto exponent = static_cast<std::size_t>(currency->exponent);
     if (exponent > 0) {
@@ -82,15 +85,15 @@ std::string format_money(const Money& money) {
         }
         digits.insert(digits.size() - exponent, 1, '.');
     }
-    std::string out;
-    out.reserve(digits.size() + 5);
-    if (negative) {
-        out += '-';
+    return negative ? "-" + digits : digits;
+}
+
+std::string format_money(const Money& money) {
+    const auto currency = find_currency(money.currency);
+    if (!currency) {
+        throw std::invalid_argument("format_money: unknown currency code");
     }
-    out += digits;
-    out += ' ';
-    out += currency->code;
-    return out;
+    return *major_units(money.minor, money.currency) + " " + std::string(currency->code);
 }
 
 std::string describe_money(std::int64_t minor, std::string_view currency) {

@@ -25,6 +25,11 @@ struct Money {
     friend bool operator==(const Money&, const Money&) = default;
 };
 
+// The amount in major units, with the currency's ISO 4217 exponent: "12.34" for 1234 EUR, "1000"
+// for 1000 JPY, "-0.005" for -5 KWD; the code in either case. nullopt for a currency ISO 4217 does
+// not know (no exponent to scale by).
+std::optional<std::string> major_units(std::int64_t minor, std::string_view currency);
+
 // "12.34 EUR", "1000 JPY", "-0.005 KWD". Throws std::invalid_argument for an unknown currency.
 std::string format_money(const Money& money);
 

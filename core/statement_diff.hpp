@@ -40,6 +40,7 @@ struct LocalRecord {
     std::string tenant_id;
     std::string operation_id;
     std::optional<std::string> provider_reference;
+    std::optional<std::string> merchant_reference; // read with the details only
     long long amount_minor = 0;
     std::string currency; // ISO 4217, upper case
     std::string state;    // payment state name

@@ -2,6 +2,7 @@
 
 #include "core/errors.hpp"
 #include "core/statement_diff.hpp"
+#include "providers/registry.hpp"
 
 #include <algorithm>
 #include <exception>
@@ -89,15 +90,25 @@ int NightlyReport::exit_code() const {
     return static_cast<int>(ExitCode::ok);
 }
 
-reports::Finding report_finding(const ReconcileOutcome& o) {
+reports::Finding report_finding(const ReconcileOutcome& o, const std::string& dashboard_url) {
     reports::Finding f;
     f.category = o.fenced_out ? "changed_meanwhile" : std::string(to_string(o.decision.action));
     f.needs_attention = o.newly_in_review();
     f.provider = o.provider;
     f.payment_id = o.payment_id;
     f.operation_id = o.operation_id;
+    f.merchant_reference = o.merchant_reference;
     f.local_amount = o.amount_minor;
     f.local_currency = o.currency;
+    if (o.remote) {
+        f.provider_reference = o.remote->provider_reference;
+        f.remote_amount = o.remote->amount.minor;
+        f.remote_currency = o.remote->amount.currency;
+        f.remote_at = std::chrono::duration_cast<std::chrono::seconds>(
+                          o.remote->created_at.time_since_epoch())
+                          .count();
+        f.provider_link = providers::dashboard_link(dashboard_url, o.remote->provider_reference);
+    }
     f.local_state = std::string(to_string(o.from)) + " -> " + std::string(to_string(o.to));
     f.remote_state =
         std::string(to_string(o.lookup)) + (o.lookup_detail.empty() ? "" : ": " + o.lookup_detail);
@@ -204,7 +215,8 @@ reports::Report nightly_report(const NightlyReport& r) {
     // payment a second time.
     std::map<std::string, std::size_t> reconciled_at; // payment ID -> index in out.findings
     for (const auto& o : r.reconciled) {
-        out.add(report_finding(o));
+        const auto d = r.dashboard_urls.find(o.provider);
+        out.add(report_finding(o, d == r.dashboard_urls.end() ? "" : d->second));
         reconciled_at[o.payment_id] = out.findings.size() - 1;
     }
     const std::string unresolved(to_string(FindingCategory::unresolved_unknown));
@@ -223,6 +235,9 @@ reports::Report nightly_report(const NightlyReport& r) {
             }
         }
         out.needing_attention += s.needing_attention;
+        for (const auto& [currency, minor] : s.at_risk) {
+            out.at_risk[currency] += minor;
+        }
         for (const auto& f : s.findings) {
             const auto at = f.category == unresolved && f.payment_id
                                 ? reconciled_at.find(*f.payment_id)
@@ -231,19 +246,19 @@ reports::Report nightly_report(const NightlyReport& r) {
                 out.findings.push_back(f);
                 continue;
             }
-            out.needing_attention -= f.needs_attention ? 1 : 0;
+            out.subtract(f);
+            // Its money at risk may change with the provider's amount beside ours.
             reports::Finding& mine = out.findings[at->second];
+            out.subtract(mine);
             mine.provider_reference = f.provider_reference;
+            mine.provider_link = f.provider_link;
             mine.remote_amount = f.remote_amount;
             mine.remote_currency = f.remote_currency;
+            mine.remote_at = f.remote_at;
+            mine.merchant_reference =
+                mine.merchant_reference ? mine.merchant_reference : f.merchant_reference;
             mine.detail += "; the statement: " + f.detail;
-            auto& total = out.totals[unresolved];
-            --total.count;
-            const auto& currency = f.local_currency ? f.local_currency : f.remote_currency;
-            const auto& amount = f.local_currency ? f.local_amount : f.remote_amount;
-            if (currency && amount && (total.amounts[*currency] -= *amount) == 0) {
-                total.amounts.erase(*currency);
-            }
+            out.add(mine, false);
         }
         out.findings_truncated = out.findings_truncated || s.findings_truncated;
         if (s.failure) {
@@ -259,6 +274,7 @@ NightlyReport run_nightly(store::Db& db, const std::vector<providers::Provider*>
                           const NightlyOptions& options, const NightlyProgress& progress) {
     NightlyReport report;
     report.started = std::chrono::system_clock::now();
+    report.dashboard_urls = options.dashboard_urls;
     for (const auto* p : providers) {
         report.providers.push_back(p->name());
     }
@@ -312,6 +328,8 @@ NightlyReport run_nightly(store::Db& db, const std::vector<providers::Provider*>
                     t == options.amount_tolerance_minor.end() ? 0 : t->second;
                 const auto c = options.credentials.find(p->name());
                 so.credentials = c == options.credentials.end() ? "" : c->second;
+                const auto d = options.dashboard_urls.find(p->name());
+                so.dashboard_url = d == options.dashboard_urls.end() ? "" : d->second;
                 report.statements.push_back(run_statement(db, *p, so));
             }
         }

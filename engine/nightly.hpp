@@ -33,6 +33,8 @@ struct NightlyOptions {
     std::map<std::string, long long> amount_tolerance_minor;
     // What to check when a provider refuses our credentials, by provider name ("STRIPE_API_KEY").
     std::map<std::string, std::string> credentials;
+    // The provider's dashboard page of a reference, by provider name (providers::dashboard_url()).
+    std::map<std::string, std::string> dashboard_urls;
     // A pending or retry_scheduled payment waiting longer than this needs an operator: no worker
     // is sending it.
     std::chrono::seconds stuck_after{3600};
@@ -53,6 +55,7 @@ struct NightlyReport {
     std::vector<reports::Report> statements; // one per provider that can list
     std::optional<std::string> failure;      // the run stopped: what happened and what to do
     std::chrono::seconds stuck_after{3600};  // as in the options
+    std::map<std::string, std::string> dashboard_urls; // as in the options
 
     // Open payments (any open state) of a provider the configuration does not have: no worker
     // can send them and no run can reconcile them.
@@ -74,7 +77,8 @@ struct NightlyReport {
 reports::Report nightly_report(const NightlyReport& report);
 
 // One reconciled payment as a report line.
-reports::Finding report_finding(const ReconcileOutcome& outcome);
+reports::Finding report_finding(const ReconcileOutcome& outcome,
+                                const std::string& dashboard_url = {});
 
 // Payments and their amounts per currency.
 struct Tally {

@@ -180,6 +180,7 @@ ReconcileOutcome Reconciler::handle(const store::ReconcileCandidate& c, bool ope
     out.tenant_id = c.payment.tenant_id;
     out.payment_id = c.payment.payment_id;
     out.operation_id = c.payment.operation_id;
+    out.merchant_reference = c.payment.merchant_reference;
     out.provider = c.payment.provider;
     out.amount_minor = c.payment.amount_minor;
     out.currency = c.payment.currency;
@@ -188,6 +189,10 @@ ReconcileOutcome Reconciler::handle(const store::ReconcileCandidate& c, bool ope
     if (lookup) {
         out.lookup_detail = input.lookup == LookupStatus::found ? lookup->payment->raw_status
                                                                 : lookup->call.error_class;
+        if (input.lookup == LookupStatus::found) {
+            out.remote = *lookup->payment;
+            out.remote->raw.clear(); // a report needs the facts, not the provider's document
+        }
     }
     out.decision = decide_reconciliation(input, m_options.policy);
     const store::ReconcileWrite write = write_for(out.decision, c.state, c.review_code);

@@ -32,9 +32,12 @@ struct ReconcileOutcome {
     std::string tenant_id;
     std::string payment_id;
     std::string operation_id;
+    std::string merchant_reference;
     std::string provider;
     long long amount_minor = 0;
     std::string currency;
+    // What the lookup found (when it found the payment): the provider's record of it.
+    std::optional<providers::RemotePayment> remote;
     PaymentState from = PaymentState::unknown;
     PaymentState to = PaymentState::unknown; // what the decision makes of it (dry run: would make)
     LookupStatus lookup = LookupStatus::not_asked;

@@ -41,7 +41,8 @@ store::StatementRecord statement_record_of(const providers::RemotePayment& p) {
     return s;
 }
 
-reports::Finding report_finding(const DiffFinding& f, const std::string& provider) {
+reports::Finding report_finding(const DiffFinding& f, const std::string& provider,
+                                const std::string& dashboard_url) {
     reports::Finding out;
     out.category = f.category;
     out.needs_attention = f.category != to_string(FindingCategory::matched);
@@ -54,7 +55,9 @@ reports::Finding report_finding(const DiffFinding& f, const std::string& provide
         out.local_amount = f.local->amount_minor;
         out.local_currency = f.local->currency;
         out.local_state = f.local->state;
+        out.local_at = f.local->at;
         out.provider_reference = f.local->provider_reference;
+        out.merchant_reference = f.local->merchant_reference;
     }
     if (r != nullptr) {
         if (!out.operation_id && r->operation_id) {
@@ -66,6 +69,10 @@ reports::Finding report_finding(const DiffFinding& f, const std::string& provide
         out.remote_state = r->raw_status.empty() || r->status == RemoteStatus::refunded
                                ? std::string(to_string(r->status))
                                : r->raw_status;
+        out.remote_at = r->at;
+    }
+    if (out.provider_reference) {
+        out.provider_link = providers::dashboard_link(dashboard_url, *out.provider_reference);
     }
     return out;
 }
@@ -180,7 +187,7 @@ void diff_into_report(store::Db& db, store::StatementRun& run, const StatementOp
             const bool list = listed < options.listed_findings;
             listed += list;
             report.findings_truncated = report.findings_truncated || !list;
-            report.add(report_finding(f, provider), list);
+            report.add(report_finding(f, provider, options.dashboard_url), list);
         },
         options.sorting);
     // Matches are counted, never listed.

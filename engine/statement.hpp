@@ -28,6 +28,9 @@ struct StatementOptions {
     store::DiffSorting sorting; // memory per side and where what does not fit is written
     // What an operator checks when the provider refuses our credentials ("STRIPE_API_KEY").
     std::string credentials;
+    // The provider's dashboard page of a reference ("https://.../payments/{reference}"); empty
+    // for none. See providers::dashboard_url().
+    std::string dashboard_url;
     // How to wait (tests pass a recorder); the default sleeps.
     std::function<void(std::chrono::milliseconds)> wait;
 };
@@ -35,8 +38,10 @@ struct StatementOptions {
 // Converts what a provider listed into a statement record.
 store::StatementRecord statement_record_of(const providers::RemotePayment& p);
 
-// One finding of the diff as the report shows it.
-reports::Finding report_finding(const DiffFinding& f, const std::string& provider);
+// One finding of the diff as the report shows it, linked to `dashboard_url` (a template; empty for
+// no link).
+reports::Finding report_finding(const DiffFinding& f, const std::string& provider,
+                                const std::string& dashboard_url = {});
 
 // Runs the statement for `provider` and returns its report (exit code 0 clean, 3 findings need
 // attention, 1 the run failed, 4 the provider refused our credentials -- not retried -- and

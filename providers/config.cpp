@@ -73,7 +73,7 @@ const std::vector<std::string_view>& common_fields() {
         "kind",           "base_url",           "api_key_env",
         "credentials",    "connect_timeout_ms", "timeout_ms",
         "settle_delay_s", "key_retention_h",    "amount_tolerance_minor",
-        "capabilities"};
+        "capabilities",   "dashboard_url"};
     return k_fields;
 }
 
@@ -108,7 +108,7 @@ std::string and_list(const std::vector<std::string_view>& names) {
 std::string known_settings() {
     std::string out = "known: kind, base_url, api_key_env or credentials, connect_timeout_ms, "
                       "timeout_ms, settle_delay_s, key_retention_h, amount_tolerance_minor, "
-                      "capabilities";
+                      "capabilities, dashboard_url";
     for (const auto* d : registered()) {
         std::vector<std::string_view> names;
         for (const auto& s : d->settings) {
@@ -435,6 +435,30 @@ std::string read_base_url(const json& p, const std::filesystem::path& source,
     return url;
 }
 
+// The optional dashboard_url: an https:// (or loopback http://) address with one "{reference}".
+std::string read_dashboard_url(const json& p, const std::filesystem::path& source,
+                               const std::string& path) {
+    if (!p.contains("dashboard_url")) {
+        return {};
+    }
+    const std::string field = path + ".dashboard_url";
+    const std::string example = "e.g. \"https://dashboard.stripe.com/test/payments/{reference}\"";
+    if (!p.at("dashboard_url").is_string()) {
+        bad(source, field, "must be a string", example);
+    }
+    const std::string url = p.at("dashboard_url").get<std::string>();
+    const std::string placeholder = "{reference}";
+    const auto at = url.find(placeholder);
+    if (at == std::string::npos || url.find(placeholder, at + 1) != std::string::npos) {
+        bad(source, field, "must hold {reference} once: where the provider's reference goes",
+            example);
+    }
+    if (has_userinfo(url) || (url.rfind("https://", 0) != 0 && !loopback_host(url))) {
+        bad(source, field, "must be an https:// address without credentials", example);
+    }
+    return url;
+}
+
 // Timeouts, settle delay, key retention and the statement's amount tolerance, into `c`.
 void read_timings(const json& p, const std::filesystem::path& source, const std::string& path,
                   ProviderConfig& c) {
@@ -513,6 +537,7 @@ ProviderConfig parse_provider(const std::string& name, const json& p,
     read_timings(p, source, path, c);
     c.settings = read_own_settings(p, source, path, d);
     c.overrides = read_overrides(p, source, path);
+    c.dashboard_url = read_dashboard_url(p, source, path);
     return c;
 }
 

@@ -55,6 +55,9 @@ struct ProviderConfig {
     // (a provider that rounds converted amounts); 0 by default.
     long long amount_tolerance_minor = 0;
     CapabilityOverrides overrides;
+    // The provider's dashboard page of a charge, "{reference}" standing for its reference; empty
+    // when the file gives none (providers::dashboard_url() then falls back to the kind's).
+    std::string dashboard_url;
     // The kind's own settings; null for a kind that has none.
     std::shared_ptr<const ProviderSettings> settings;
 };

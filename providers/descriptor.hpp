@@ -71,6 +71,10 @@ struct ProviderDescriptor {
     std::string_view kind;           // the configuration's "kind" and the folder's name: "stripe"
     std::string_view display_name;   // for people: "Stripe"
     std::string_view reference_name; // the provider's ID of a charge: "pi_...", "pspReference"
+    // The provider's dashboard page of a charge, "{reference}" standing for its reference, for an
+    // account on the provider's own (https) API; empty where the page's address depends on the
+    // account. The configuration's dashboard_url overrides it (providers::dashboard_url()).
+    std::string_view dashboard_url;
 
     // The credentials it accepts; the first is the one its documentation shows.
     std::vector<CredentialKind> credentials;

@@ -1,5 +1,6 @@
 #include "providers/registry.hpp"
 
+#include "core/encoding.hpp"
 #include "core/errors.hpp"
 #include "providers/adyen/adapter.hpp"
 #include "providers/http/transport.hpp"
@@ -102,6 +103,28 @@ ProviderCatalog provider_catalog(const Config& config) {
         catalog.providers.emplace(name, KnownProvider{name, p.kind, carry_limits_of(p.kind)});
     }
     return catalog;
+}
+
+std::string dashboard_url(const ProviderConfig& config) {
+    if (!config.dashboard_url.empty()) {
+        return config.dashboard_url;
+    }
+    const ProviderDescriptor* d = find_descriptor(config.kind);
+    if (d == nullptr || config.base_url.rfind("https://", 0) != 0) {
+        return {}; // a loopback test server has no dashboard
+    }
+    return std::string(d->dashboard_url);
+}
+
+std::optional<std::string> dashboard_link(std::string_view url_template,
+                                          std::string_view reference) {
+    constexpr std::string_view k_placeholder = "{reference}";
+    const auto at = url_template.find(k_placeholder);
+    if (at == std::string_view::npos) {
+        return std::nullopt;
+    }
+    return std::string(url_template.substr(0, at)) + percent_encode(reference) +
+           std::string(url_template.substr(at + k_placeholder.size()));
 }
 
 namespace test_hook {

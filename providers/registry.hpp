@@ -10,6 +10,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -43,6 +44,15 @@ const CarryLimits& carry_limits_of(std::string_view kind);
 // The configured providers as the intake checks requests against them, each with its kind's
 // limits. Throws ConfigError for a kind this build does not have.
 ProviderCatalog provider_catalog(const Config& config);
+
+// The dashboard page template of `config`'s charges: its dashboard_url, else its kind's default
+// for an account on the provider's own (https) API; empty if neither applies (a loopback fake).
+std::string dashboard_url(const ProviderConfig& config);
+
+// `url_template` with "{reference}" replaced by `reference` percent-encoded; nullopt when the
+// template is empty or has no "{reference}".
+std::optional<std::string> dashboard_link(std::string_view url_template,
+                                          std::string_view reference);
 
 namespace test_hook {
 

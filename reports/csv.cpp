@@ -7,6 +7,8 @@
 // that parsing back stays exact -- is written with one leading ' (which spreadsheets hide), and
 // parse_findings_csv() removes it. Integer columns are written by us and never get the quote.
 
+#include "core/money.hpp"
+#include "core/settings.hpp"
 #include "reports/writers.hpp"
 
 #include <charconv>
@@ -191,36 +193,122 @@ std::optional<long long> integer_of(const Field& f, std::size_t line, std::strin
 
 } // namespace
 
+namespace {
+
+// The major-unit form of `minor` in `currency`, if both are there and the currency is known.
+std::optional<std::string> major_of(const std::optional<long long>& minor,
+                                    const std::optional<std::string>& currency) {
+    if (!minor || !currency) {
+        return std::nullopt;
+    }
+    return major_units(*minor, *currency);
+}
+
+// Writes the row's fields in k_csv_columns order.
+void write_row(std::ostream& out, const Finding& f) {
+    const auto diff = difference(f);
+    const auto text = [&out](const auto& value) {
+        put_text(out, value);
+        out << ',';
+    };
+    const auto integer = [&out](const std::optional<long long>& value) {
+        put_integer(out, value);
+        out << ',';
+    };
+    // A number payrecon wrote ("-2.50"): never prefixed, so that a spreadsheet reads a number.
+    const auto number = [&out](const std::optional<std::string>& value) {
+        out << value.value_or("") << ',';
+    };
+    text(std::string_view(f.category));
+    out << (f.needs_attention ? "true" : "false") << ',';
+    text(std::string_view(f.provider));
+    text(f.payment_id);
+    text(f.operation_id);
+    text(f.merchant_reference);
+    text(f.provider_reference);
+    integer(f.local_amount);
+    number(major_of(f.local_amount, f.local_currency));
+    text(f.local_currency);
+    text(f.local_state);
+    text(utc_or_null(f.local_at));
+    integer(f.remote_amount);
+    number(major_of(f.remote_amount, f.remote_currency));
+    text(f.remote_currency);
+    text(f.remote_state);
+    text(utc_or_null(f.remote_at));
+    integer(diff);
+    number(major_of(diff, f.local_currency));
+    text(f.provider_link);
+    put_text(out, std::string_view(f.detail));
+    out << "\r\n";
+}
+
+// An ISO 8601 UTC time field back as unix seconds.
+std::optional<long long> time_of(const Field& f, std::size_t line, std::string_view column) {
+    const auto text = text_of(f);
+    if (!text) {
+        return std::nullopt;
+    }
+    try {
+        return parse_utc_time(*text, column);
+    } catch (const std::exception&) {
+        fail(line, std::string(column) + " is not an ISO 8601 UTC time: " + printable(*text));
+    }
+}
+
+// The column's index in k_csv_columns.
+std::size_t column(std::string_view name) {
+    for (std::size_t i = 0; i < k_columns; ++i) {
+        if (k_csv_columns[i] == name) {
+            return i;
+        }
+    }
+    throw std::logic_error("no report CSV column " + std::string(name));
+}
+
+Finding read_row(const std::vector<Field>& row, std::size_t line) {
+    const auto text = [&row](std::string_view name) { return text_of(row[column(name)]); };
+    const auto integer = [&row, line](std::string_view name) {
+        return integer_of(row[column(name)], line, name);
+    };
+    const auto time = [&row, line](std::string_view name) {
+        return time_of(row[column(name)], line, name);
+    };
+    Finding f;
+    f.category = text("category").value_or("");
+    const std::string& attention = row[column("needs_attention")].value;
+    if (attention != "true" && attention != "false") {
+        fail(line, "needs_attention is neither true nor false: " + printable(attention));
+    }
+    f.needs_attention = attention == "true";
+    f.provider = text("provider").value_or("");
+    f.payment_id = text("payment_id");
+    f.operation_id = text("operation_id");
+    f.merchant_reference = text("merchant_reference");
+    f.provider_reference = text("provider_reference");
+    f.provider_link = text("provider_link");
+    f.local_amount = integer("local_amount");
+    f.local_currency = text("local_currency");
+    f.local_state = text("local_state");
+    f.local_at = time("local_at");
+    f.remote_amount = integer("remote_amount");
+    f.remote_currency = text("remote_currency");
+    f.remote_state = text("remote_state");
+    f.remote_at = time("remote_at");
+    integer("difference"); // derived, but still an integer
+    f.detail = text("detail").value_or("");
+    return f;
+}
+
+} // namespace
+
 void write_csv(std::ostream& out, const Report& report) {
     for (std::size_t i = 0; i < k_columns; ++i) {
         out << (i ? "," : "") << k_csv_columns[i];
     }
     out << "\r\n";
     for (const Finding& f : report.findings) {
-        put_text(out, std::string_view(f.category));
-        out << ',' << (f.needs_attention ? "true" : "false") << ',';
-        put_text(out, std::string_view(f.provider));
-        out << ',';
-        put_text(out, f.payment_id);
-        out << ',';
-        put_text(out, f.operation_id);
-        out << ',';
-        put_text(out, f.provider_reference);
-        out << ',';
-        put_integer(out, f.local_amount);
-        out << ',';
-        put_text(out, f.local_currency);
-        out << ',';
-        put_text(out, f.local_state);
-        out << ',';
-        put_integer(out, f.remote_amount);
-        out << ',';
-        put_text(out, f.remote_currency);
-        out << ',';
-        put_text(out, f.remote_state);
-        out << ',';
-        put_text(out, std::string_view(f.detail));
-        out << "\r\n";
+        write_row(out, f);
     }
 }
 
@@ -247,27 +335,7 @@ std::vector<Finding> parse_findings_csv(std::istream& in) {
             fail(line,
                  std::to_string(row.size()) + " fields, expected " + std::to_string(k_columns));
         }
-        Finding f;
-        f.category = text_of(row[0]).value_or("");
-        if (row[1].value == "true") {
-            f.needs_attention = true;
-        } else if (row[1].value == "false") {
-            f.needs_attention = false;
-        } else {
-            fail(line, "needs_attention is neither true nor false: " + printable(row[1].value));
-        }
-        f.provider = text_of(row[2]).value_or("");
-        f.payment_id = text_of(row[3]);
-        f.operation_id = text_of(row[4]);
-        f.provider_reference = text_of(row[5]);
-        f.local_amount = integer_of(row[6], line, k_csv_columns[6]);
-        f.local_currency = text_of(row[7]);
-        f.local_state = text_of(row[8]);
-        f.remote_amount = integer_of(row[9], line, k_csv_columns[9]);
-        f.remote_currency = text_of(row[10]);
-        f.remote_state = text_of(row[11]);
-        f.detail = text_of(row[12]).value_or("");
-        findings.push_back(std::move(f));
+        findings.push_back(read_row(row, line));
     }
     return findings;
 }

@@ -1,13 +1,23 @@
-// The HTML writer: one self-contained page an operator opens in the morning. No external
+// The HTML writer: one self-contained page a finance lead reads in a minute. No external
 // resource at all -- no fonts, images, stylesheets or scripts from anywhere -- and a
 // Content-Security-Policy that allows only this page's own inline style and script (by their
 // SHA-256), so that even a provider text that slipped past escaping could not run or load
-// anything. The page's parts carry stable ids and data attributes (tests/reports read them):
-//   #status[data-exit-code], #facts, #chart-categories, #chart-currencies,
-//   #totals td[data-count-for=CATEGORY], #category-filter (a <select>, "all" first),
-//   #findings tbody tr[data-category][data-attention], #shown-count.
-// The filter hides non-matching rows with the `hidden` attribute; the URL fragment
-// #category=NAME selects a category on load (and follows the select).
+// anything. The only addresses in it are the provider dashboard links of findings (from the
+// provider configuration's template, the reference percent-encoded), opened by a click only.
+//
+// Reading order: the money at risk per currency (the headline), the charts (matched left out, so
+// that the findings stay readable), the totals, the findings -- needing attention first, largest
+// money at risk first, each with its references, times and difference; sortable by any column and
+// filterable by category, currency and text -- and the run's facts. At 980 px and narrower each
+// finding is a card of labelled lines, so that nothing scrolls sideways.
+//
+// Stable hooks (tests/reports read them): #status[data-exit-code], #at-risk
+// .risk[data-currency][data-minor], #facts, #chart-categories, #chart-currencies,
+// #totals td[data-count-for=CATEGORY], #category-filter, #currency-filter, #finding-search,
+// #sort-by, #findings th[data-sort-key][aria-sort], #findings tbody tr[data-category]
+// [data-attention][data-currency][data-risk][data-local][data-remote][data-at][data-ref],
+// #shown-count. The filters hide rows with the `hidden` attribute; the URL fragment
+// (#category=NAME&currency=EUR&q=TEXT&sort=KEY-DIR) sets them on load and follows them.
 
 #include "core/fingerprint.hpp"
 #include "core/money.hpp"
@@ -28,18 +38,24 @@ body { margin: 0; padding: 24px 32px 48px; background: var(--bg); color: var(--f
   font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif; }
 h1 { font-size: 20px; margin: 0 0 6px; overflow-wrap: anywhere; }
 h2 { font-size: 15px; margin: 0 0 10px; }
+a { color: #1f4fb5; }
 .muted { color: var(--muted); }
 .status { display: inline-block; padding: 1px 10px; border-radius: 999px; font-weight: 600; }
 .status-clean { background: var(--ok-bg); color: var(--ok); }
 .status-attention { background: var(--attn-bg); color: var(--attn); }
 .status-failed { background: var(--attn); color: #fff; }
 .card { background: var(--card); border: 1px solid var(--line); border-radius: 8px;
-  padding: 14px 18px; margin: 16px 0; }
+  padding: 14px 18px; margin: 16px 0; min-width: 0; }
 .failure { border-left: 4px solid var(--attn); white-space: pre-wrap; overflow-wrap: anywhere; }
+.headline .risks { display: flex; flex-wrap: wrap; gap: 10px 36px; margin: 4px 0 8px; }
+.headline .risk { font-size: 26px; font-weight: 700; color: var(--attn);
+  font-variant-numeric: tabular-nums; }
+.headline.clean .none { font-size: 18px; font-weight: 600; color: var(--ok); }
 dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: 2px 18px; margin: 0; }
 dl.facts dt { color: var(--muted); }
 dl.facts dd { margin: 0; overflow-wrap: anywhere; }
-.charts { display: grid; grid-template-columns: repeat(auto-fit, minmax(420px, 1fr)); gap: 16px; }
+.charts { display: grid; grid-template-columns: repeat(auto-fit, minmax(min(420px, 100%), 1fr));
+  gap: 16px; margin: 16px 0; }
 .charts .card { margin: 0; }
 svg { display: block; max-width: 100%; height: auto; }
 svg text { font: 12px system-ui, "DejaVu Sans", sans-serif; fill: var(--fg); }
@@ -51,54 +67,160 @@ table { border-collapse: collapse; width: 100%; }
 th, td { text-align: left; padding: 5px 8px; border-bottom: 1px solid var(--line);
   vertical-align: top; }
 th { color: var(--muted); font-weight: 600; white-space: nowrap; }
+th button { font: inherit; color: inherit; background: none; border: 0; padding: 0;
+  cursor: pointer; }
+th button::after { content: " \2195"; color: var(--line); }
+th[aria-sort=ascending] button::after { content: " \2191"; color: var(--fg); }
+th[aria-sort=descending] button::after { content: " \2193"; color: var(--fg); }
 .num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
-td.text { overflow-wrap: break-word; white-space: pre-wrap; }
-td.detail { min-width: 16em; }
-.scroll { overflow-x: auto; }
-td .state { color: var(--muted); font-size: 12px; }
+td .state, td .sub { color: var(--muted); font-size: 12px; }
 td .tag { color: var(--attn); font-size: 12px; font-weight: 600; }
 td.absent { color: var(--muted); }
+td.risk-cell { font-weight: 600; }
+td.risk-cell .sub { font-weight: 400; white-space: normal; min-width: 7em; }
+td.detail { min-width: 14em; overflow-wrap: break-word; white-space: pre-wrap; }
+.refs div { white-space: nowrap; }
+.refs .k { display: inline-block; width: 5.2em; color: var(--muted); font-size: 12px; }
+.id { font: 11.5px/1.5 ui-monospace, "DejaVu Sans Mono", monospace; }
+time { white-space: nowrap; }
 tr.attention td:first-child { box-shadow: inset 3px 0 0 var(--attn); }
-.filter { display: flex; gap: 12px; align-items: center; margin-bottom: 10px; }
-select { font: inherit; padding: 3px 6px; }
+.filter { display: flex; flex-wrap: wrap; gap: 8px 14px; align-items: center; margin-bottom: 10px; }
+.filter label { display: flex; gap: 6px; align-items: center; }
+select, input { font: inherit; padding: 3px 6px; max-width: 100%; }
+@media (max-width: 980px) {
+  body { padding: 16px 12px 32px; }
+  .card { padding: 12px; }
+  #findings thead { display: none; }
+  #findings, #findings tbody, #findings tr, #findings td { display: block; width: 100%; }
+  #findings tr { border: 1px solid var(--line); border-radius: 6px; margin: 0 0 10px;
+    padding: 6px 8px; }
+  #findings tr[hidden] { display: none; }
+  #findings td { border: 0; padding: 2px 0; text-align: left; white-space: normal; }
+  #findings td::before { content: attr(data-label); display: block; color: var(--muted);
+    font-size: 11px; text-transform: uppercase; letter-spacing: .04em; }
+  .refs div { white-space: normal; overflow-wrap: anywhere; }
+  td.detail { min-width: 0; }
+}
 )css";
 
 constexpr std::string_view k_script = R"js(
 (function () {
   'use strict';
-  var select = document.getElementById('category-filter');
-  var shown = document.getElementById('shown-count');
-  var rows = Array.prototype.slice.call(
-    document.querySelectorAll('#findings tbody tr[data-category]'));
-  function known(name) {
+  function byId(id) { return document.getElementById(id); }
+  var table = byId('findings');
+  var tbody = table.tBodies[0];
+  var rows = Array.prototype.slice.call(tbody.querySelectorAll('tr[data-category]'));
+  rows.forEach(function (row, i) { row.setAttribute('data-order', String(i)); });
+  var category = byId('category-filter');
+  var currency = byId('currency-filter');
+  var search = byId('finding-search');
+  var sortBy = byId('sort-by');
+  var shown = byId('shown-count');
+  var heads = Array.prototype.slice.call(table.querySelectorAll('th[data-sort-key]'));
+  var numeric = { risk: true, local: true, remote: true, at: true };
+  var state = { category: 'all', currency: 'all', q: '', key: 'risk', dir: 'desc' };
+
+  function hasOption(select, value) {
     for (var i = 0; i < select.options.length; i++) {
-      if (select.options[i].value === name) { return true; }
+      if (select.options[i].value === value) { return true; }
     }
     return false;
   }
-  function apply(name) {
-    if (!known(name)) { name = 'all'; }
-    select.value = name;
+  function number(row, key) {
+    var v = parseFloat(row.getAttribute('data-' + key));
+    return isNaN(v) ? null : v;
+  }
+  // Needing attention first; then the key (rows without a value last); then the page's order.
+  function compare(a, b) {
+    var att = (b.getAttribute('data-attention') === 'true') -
+              (a.getAttribute('data-attention') === 'true');
+    if (state.key === 'risk' && att !== 0) { return att; }
+    var sign = state.dir === 'asc' ? 1 : -1;
+    var c = 0;
+    if (numeric[state.key]) {
+      var x = number(a, state.key), y = number(b, state.key);
+      if (x === null || y === null) { c = (x === null) - (y === null); sign = 1; }
+      else { c = x < y ? -1 : x > y ? 1 : 0; }
+    } else {
+      var s = a.getAttribute('data-' + state.key) || '', t = b.getAttribute('data-' + state.key) || '';
+      if (!s || !t) { c = (!s) - (!t); sign = 1; }
+      else { c = s < t ? -1 : s > t ? 1 : 0; }
+    }
+    if (c !== 0) { return c * sign; }
+    return number(a, 'order') - number(b, 'order');
+  }
+  function apply() {
+    if (!hasOption(category, state.category)) { state.category = 'all'; }
+    if (!hasOption(currency, state.currency)) { state.currency = 'all'; }
+    if (!hasOption(sortBy, state.key + '-' + state.dir)) { state.key = 'risk'; state.dir = 'desc'; }
+    category.value = state.category;
+    currency.value = state.currency;
+    sortBy.value = state.key + '-' + state.dir;
+    if (search.value !== state.q) { search.value = state.q; }
+    var q = state.q.toLowerCase();
     var visible = 0;
+    rows.sort(compare);
     rows.forEach(function (row) {
-      var hide = name !== 'all' && row.getAttribute('data-category') !== name;
+      var hide = (state.category !== 'all' && row.getAttribute('data-category') !== state.category) ||
+                 (state.currency !== 'all' && row.getAttribute('data-currency') !== state.currency) ||
+                 (q !== '' && row.textContent.toLowerCase().indexOf(q) < 0);
       row.hidden = hide;
       if (!hide) { visible++; }
+      tbody.appendChild(row);
+    });
+    heads.forEach(function (th) {
+      var key = th.getAttribute('data-sort-key');
+      th.setAttribute('aria-sort', key === state.key
+        ? (state.dir === 'asc' ? 'ascending' : 'descending') : 'none');
     });
     shown.textContent = String(visible);
-    document.body.setAttribute('data-filter', name);
+    document.body.setAttribute('data-filter', state.category);
+    document.body.setAttribute('data-sort', state.key + '-' + state.dir);
+  }
+  function fragment() {
+    var parts = [];
+    if (state.category !== 'all') { parts.push('category=' + encodeURIComponent(state.category)); }
+    if (state.currency !== 'all') { parts.push('currency=' + encodeURIComponent(state.currency)); }
+    if (state.q !== '') { parts.push('q=' + encodeURIComponent(state.q)); }
+    if (state.key !== 'risk' || state.dir !== 'desc') { parts.push('sort=' + state.key + '-' + state.dir); }
+    return parts.join('&');
+  }
+  function changed() {
+    apply();
+    try { history.replaceState(null, '', '#' + fragment()); } catch (e) {}
   }
   function fromFragment() {
-    var match = /^#category=(.*)$/.exec(window.location.hash);
-    var name = 'all';
-    if (match) {
-      try { name = decodeURIComponent(match[1]); } catch (e) { name = 'all'; }
-    }
-    apply(name);
+    // An anchor (#findings-section) is not a view: keep the view as it is.
+    if (window.location.hash !== '' && window.location.hash.indexOf('=') < 0 && rows.length &&
+        document.body.hasAttribute('data-sort')) { return; }
+    state = { category: 'all', currency: 'all', q: '', key: 'risk', dir: 'desc' };
+    window.location.hash.replace(/^#/, '').split('&').forEach(function (part) {
+      var eq = part.indexOf('=');
+      if (eq < 0) { return; }
+      var name = part.slice(0, eq), value;
+      try { value = decodeURIComponent(part.slice(eq + 1)); } catch (e) { return; }
+      if (name === 'category' || name === 'currency' || name === 'q') { state[name] = value; }
+      if (name === 'sort') {
+        var m = /^([a-z]+)-(asc|desc)$/.exec(value);
+        if (m) { state.key = m[1]; state.dir = m[2]; }
+      }
+    });
+    apply();
   }
-  select.addEventListener('change', function () {
-    apply(select.value);
-    try { window.location.hash = 'category=' + encodeURIComponent(select.value); } catch (e) {}
+  category.addEventListener('change', function () { state.category = category.value; changed(); });
+  currency.addEventListener('change', function () { state.currency = currency.value; changed(); });
+  search.addEventListener('input', function () { state.q = search.value; changed(); });
+  sortBy.addEventListener('change', function () {
+    var m = /^([a-z]+)-(asc|desc)$/.exec(sortBy.value);
+    if (m) { state.key = m[1]; state.dir = m[2]; changed(); }
+  });
+  heads.forEach(function (th) {
+    th.querySelector('button').addEventListener('click', function () {
+      var key = th.getAttribute('data-sort-key');
+      if (state.key === key) { state.dir = state.dir === 'asc' ? 'desc' : 'asc'; }
+      else { state.key = key; state.dir = numeric[key] ? 'desc' : 'asc'; }
+      changed();
+    });
   });
   window.addEventListener('hashchange', fromFragment);
   fromFragment();
@@ -142,54 +264,95 @@ std::string esc(std::string_view text) {
     return out;
 }
 
-// Standard base64 (with padding) of the bytes that `hex` spells: what CSP hash sources want.
-std::string base64_of_hex(std::string_view hex) {
-    static constexpr std::string_view k_alphabet =
-        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    std::string bytes;
-    for (std::size_t i = 0; i + 1 < hex.size(); i += 2) {
-        bytes += static_cast<char>(std::stoi(std::string(hex.substr(i, 2)), nullptr, 16));
-    }
-    std::string out;
-    for (std::size_t i = 0; i < bytes.size(); i += 3) {
-        const std::size_t n = std::min<std::size_t>(3, bytes.size() - i);
-        unsigned v = 0;
-        for (std::size_t k = 0; k < 3; ++k) {
-            v = (v << 8) | (k < n ? static_cast<unsigned char>(bytes[i + k]) : 0U);
-        }
-        for (std::size_t k = 0; k < 4; ++k) {
-            out += k <= n ? k_alphabet[(v >> (18 - 6 * k)) & 0x3f] : '=';
-        }
-    }
-    return out;
-}
-
 std::string csp_hash(std::string_view source) {
-    return "'sha256-" + base64_of_hex(sha256_hex(source)) + "'";
-}
-
-// Text cell: "-" (muted) when absent.
-void td_text(std::ostream& out, const std::optional<std::string>& value) {
-    if (value) {
-        out << "<td class=\"text\">" << esc(*value) << "</td>";
-    } else {
-        out << "<td class=\"absent\">-</td>";
+    const std::string hex = sha256_hex(source);
+    std::string digest;
+    for (std::size_t i = 0; i + 1 < hex.size(); i += 2) {
+        digest += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
     }
+    return "'sha256-" + base64(digest) + "'";
 }
 
-// One side (ours or the provider's): the amount, and the state under it.
-void td_side(std::ostream& out, const std::optional<long long>& minor,
-             const std::optional<std::string>& currency, const std::optional<std::string>& state) {
-    if (!minor && !state) {
-        out << "<td class=\"num absent\">-</td>";
+// A number for sorting: the amount in major units ("12.34"), so that amounts of currencies with
+// different exponents sort as people read them; the minor units for an unknown currency.
+std::string sort_number(long long minor, const std::optional<std::string>& currency) {
+    if (currency) {
+        if (auto major = major_units(minor, *currency)) {
+            return *major;
+        }
+    }
+    return std::to_string(minor);
+}
+
+// "at 2026-12-01 13:45Z" in a <time> whose title has the seconds, or nothing.
+void time_line(std::ostream& out, const char* label, const std::optional<long long>& at) {
+    if (!at) {
         return;
     }
-    out << "<td class=\"num\"";
+    const std::string iso = format_utc_seconds(*at); // 2026-12-01T13:45:07Z
+    const std::string shown = iso.substr(0, 10) + " " + iso.substr(11, 5) + "Z";
+    out << "<div class=\"sub\">" << label << " <time datetime=\"" << iso << "\" title=\"" << iso
+        << " (UTC)\">" << shown << "</time></div>";
+}
+
+// One side (ours or the provider's): the amount, its state and time under it.
+void td_side(std::ostream& out, const char* label, const std::optional<long long>& minor,
+             const std::optional<std::string>& currency, const std::optional<std::string>& state,
+             const std::optional<long long>& at) {
+    if (!minor && !state && !at) {
+        out << "<td class=\"num absent\" data-label=\"" << label << "\">-</td>";
+        return;
+    }
+    out << "<td class=\"num\" data-label=\"" << label << "\"";
     if (minor) {
         out << " data-minor=\"" << *minor << "\"";
     }
     out << ">" << esc(display_amount(minor, currency)) << "<div class=\"state\">"
-        << (state ? esc(*state) : "-") << "</div></td>";
+        << (state ? esc(*state) : "-") << "</div>";
+    time_line(out, "at", at);
+    out << "</td>";
+}
+
+// The money at risk and, under it, the difference (ours minus theirs) where there is one.
+void td_risk(std::ostream& out, const Finding& f) {
+    const auto risk = at_risk(f);
+    const auto diff = difference(f);
+    out << "<td class=\"num risk-cell\" data-label=\"at risk\">"
+        << (risk ? esc(describe_money(risk->minor, risk->currency)) : "-");
+    if (diff) {
+        out << "<div class=\"sub\" data-difference=\"" << *diff
+            << "\">ours &minus; theirs: " << esc(describe_money(*diff, *f.local_currency))
+            << "</div>";
+    }
+    out << "</td>";
+}
+
+// The finding's references, one per line: the merchant's order, our payment and operation, the
+// provider's (linked to its dashboard page when there is one).
+void td_refs(std::ostream& out, const Finding& f) {
+    out << "<td class=\"refs\" data-label=\"references\">";
+    bool any = false;
+    const auto line = [&](const char* label, const std::optional<std::string>& value,
+                          const std::optional<std::string>& link) {
+        if (!value) {
+            return;
+        }
+        any = true;
+        out << "<div><span class=\"k\">" << esc(label) << "</span> ";
+        if (link) {
+            out << "<a class=\"id\" href=\"" << esc(*link)
+                << "\" rel=\"noopener noreferrer\" target=\"_blank\">" << esc(*value) << "</a>";
+        } else {
+            out << "<span class=\"id\">" << esc(*value) << "</span>";
+        }
+        out << "</div>";
+    };
+    line("order", f.merchant_reference, std::nullopt);
+    line(f.provider.empty() ? "provider" : f.provider.c_str(), f.provider_reference,
+         f.provider_link);
+    line("payment", f.payment_id, std::nullopt);
+    line("operation", f.operation_id, std::nullopt);
+    out << (any ? "" : "-") << "</td>";
 }
 
 const CategoryTotal& total_of(const Report& report, const std::string& category) {
@@ -209,6 +372,7 @@ std::set<std::string> attention_categories(const Report& report) {
     return out;
 }
 
+constexpr std::string_view k_matched = "matched";
 constexpr int k_chart_width = 560;
 constexpr int k_label_width = 170;
 constexpr int k_bar_area = 280;
@@ -223,23 +387,36 @@ long long bar_length(long long value, long long max) {
     return std::max(2LL, static_cast<long long>(share * k_bar_area));
 }
 
+// The categories the charts draw: all but `matched`, whose count (usually most of the records)
+// would flatten every other bar.
+std::vector<std::string> charted(const Report& report) {
+    std::vector<std::string> out;
+    for (const auto& category : report.categories) {
+        if (category != k_matched) {
+            out.push_back(category);
+        }
+    }
+    return out;
+}
+
 void chart_categories(std::ostream& out, const Report& report,
                       const std::set<std::string>& attention) {
+    const std::vector<std::string> categories = charted(report);
     long long max = 0;
-    for (const auto& category : report.categories) {
+    for (const auto& category : categories) {
         max = std::max(max, total_of(report, category).count);
     }
-    const auto rows = static_cast<int>(report.categories.size());
+    const auto rows = static_cast<int>(categories.size());
     const int height = std::max(1, rows) * k_row + 8;
     out << "<svg id=\"chart-categories\" role=\"img\" aria-labelledby=\"chart-categories-title\" "
            "width=\""
         << k_chart_width << "\" height=\"" << height << "\" viewBox=\"0 0 " << k_chart_width << ' '
         << height << "\"><title id=\"chart-categories-title\">Findings by category</title>";
-    if (report.categories.empty()) {
+    if (categories.empty()) {
         out << "<text x=\"0\" y=\"16\">No categories.</text>";
     }
     int y = 4;
-    for (const auto& category : report.categories) {
+    for (const auto& category : categories) {
         const long long count = total_of(report, category).count;
         const long long len = bar_length(count, max);
         const char* cls = attention.count(category) ? "bar bar-attention" : "bar";
@@ -261,7 +438,7 @@ void chart_categories(std::ostream& out, const Report& report,
 void chart_currencies(std::ostream& out, const Report& report,
                       const std::set<std::string>& attention) {
     std::map<std::string, std::vector<std::pair<std::string, long long>>> by_currency;
-    for (const auto& category : report.categories) {
+    for (const auto& category : charted(report)) {
         for (const auto& [currency, minor] : total_of(report, category).amounts) {
             by_currency[currency].emplace_back(category, minor);
         }
@@ -325,43 +502,36 @@ void status_badge(std::ostream& out, int exit_code) {
 
 } // namespace
 
-void write_html(std::ostream& out, const Report& report) {
-    const std::set<std::string> attention = attention_categories(report);
-    out << "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-        << "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src "
-        << csp_hash(k_style) << "; script-src " << csp_hash(k_script)
-        << "; base-uri 'none'; form-action 'none'\">\n"
-        << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-        << "<meta name=\"generator\" content=\"payrecon " << esc(k_report_schema) << "\">\n"
-        << "<title>" << esc(report.title) << "</title>\n"
-        << "<style>" << k_style << "</style>\n</head>\n"
-        << "<body data-kind=\"" << esc(report.kind) << "\">\n";
+namespace {
 
-    out << "<header><h1 id=\"title\">" << esc(report.title) << "</h1><div class=\"muted\">";
-    status_badge(out, report.exit_code);
-    out << " &middot; generated <time id=\"generated-at\" datetime=\"" << esc(report.generated_at)
-        << "\">" << esc(report.generated_at) << "</time> &middot; " << esc(report.kind)
-        << " report</div></header>\n";
-
-    if (report.failure) {
-        out << "<section id=\"failure\" class=\"card failure\"><strong>The run failed:</strong> "
-            << esc(*report.failure) << "</section>\n";
-    }
-
-    if (!report.facts.empty()) {
-        out << "<section class=\"card\"><h2>Run</h2><dl id=\"facts\" class=\"facts\">";
-        for (const auto& [label, value] : report.facts) {
-            out << "<dt>" << esc(label) << "</dt><dd>" << esc(value) << "</dd>";
+// The headline: the money at risk per currency, and how many findings need attention.
+void headline(std::ostream& out, const Report& report) {
+    const bool clean = report.at_risk.empty() && report.needing_attention == 0;
+    out << "<section id=\"at-risk\" class=\"card headline" << (clean ? " clean" : "")
+        << "\"><h2>Money at risk</h2>";
+    if (clean) {
+        out << "<div class=\"none\">Nothing at risk: no finding needs attention.</div>";
+    } else {
+        out << "<div class=\"risks\">";
+        for (const auto& [currency, minor] : report.at_risk) {
+            out << "<div class=\"risk\" data-currency=\"" << esc(currency) << "\" data-minor=\""
+                << minor << "\">" << esc(describe_money(minor, currency)) << "</div>";
         }
-        out << "</dl></section>\n";
+        out << "</div><div>" << report.needing_attention
+            << (report.needing_attention == 1 ? " finding needs" : " findings need")
+            << " attention";
+        if (report.findings_truncated) {
+            out << " (all counted here; the table lists the first " << report.findings.size()
+                << ")";
+        }
+        out << ". <a href=\"#findings-section\">The findings</a> come largest first.</div>";
     }
+    out << "<p class=\"muted\">A finding's money at risk: the difference where both sides hold "
+           "the amount in one currency and disagree on it, else the whole amount (a charge one "
+           "side lacks, a state the sides disagree on).</p></section>\n";
+}
 
-    out << "<div class=\"charts\"><section class=\"card\"><h2>Findings by category</h2>";
-    chart_categories(out, report, attention);
-    out << "</section><section class=\"card\"><h2>Amounts by currency</h2>";
-    chart_currencies(out, report, attention);
-    out << "</section></div>\n";
-
+void totals_table(std::ostream& out, const Report& report, const std::set<std::string>& attention) {
     long long all = 0;
     out << "<section class=\"card\"><h2>Totals</h2><table id=\"totals\"><thead><tr>"
            "<th>category</th><th class=\"num\">count</th><th>amounts</th></tr></thead><tbody>";
@@ -383,43 +553,188 @@ void write_html(std::ostream& out, const Report& report) {
     }
     out << "</tbody><tfoot><tr><th>total</th><td class=\"num\" id=\"total-count\">" << all
         << "</td><td></td></tr></tfoot></table></section>\n";
+}
 
-    out << "<section class=\"card\"><h2>Findings</h2><div class=\"filter\">"
-        << "<label for=\"category-filter\">Category</label>"
-        << "<select id=\"category-filter\"><option value=\"all\" selected>all</option>";
+// Upper-case currency of the finding: ours, else the provider's.
+std::string finding_currency(const Finding& f) {
+    std::string code = f.local_currency ? *f.local_currency : f.remote_currency.value_or("");
+    for (char& c : code) {
+        c = (c >= 'a' && c <= 'z') ? static_cast<char>(c - 'a' + 'A') : c;
+    }
+    return code;
+}
+
+// The filter bar: category, currency, text, and the order (which the column heads set too).
+void filter_bar(std::ostream& out, const Report& report) {
+    out << "<div class=\"filter\"><label>Category <select id=\"category-filter\">"
+           "<option value=\"all\" selected>all</option>";
     for (const auto& category : report.categories) {
         out << "<option value=\"" << esc(category) << "\">" << esc(category) << " ("
             << total_of(report, category).count << ")</option>";
     }
-    out << "</select><span class=\"muted\">showing <span id=\"shown-count\">"
+    out << "</select></label><label>Currency <select id=\"currency-filter\">"
+           "<option value=\"all\" selected>all</option>";
+    std::set<std::string> currencies;
+    for (const Finding& f : report.findings) {
+        if (const std::string c = finding_currency(f); !c.empty()) {
+            currencies.insert(c);
+        }
+    }
+    for (const auto& c : currencies) {
+        out << "<option value=\"" << esc(c) << "\">" << esc(c) << "</option>";
+    }
+    out << "</select></label><label>Find <input id=\"finding-search\" type=\"search\" "
+           "placeholder=\"order, payment, reference, text\" size=\"24\"></label>"
+           "<label>Order <select id=\"sort-by\">";
+    static constexpr std::pair<const char*, const char*> k_orders[] = {
+        {"risk-desc", "money at risk, largest first"},
+        {"risk-asc", "money at risk, smallest first"},
+        {"local-desc", "our amount, largest first"},
+        {"local-asc", "our amount, smallest first"},
+        {"remote-desc", "provider's amount, largest first"},
+        {"remote-asc", "provider's amount, smallest first"},
+        {"at-desc", "newest first"},
+        {"at-asc", "oldest first"},
+        {"category-asc", "category, A to Z"},
+        {"category-desc", "category, Z to A"},
+        {"ref-asc", "order reference, A to Z"},
+        {"ref-desc", "order reference, Z to A"}};
+    for (const auto& [value, label] : k_orders) {
+        out << "<option value=\"" << value << "\">" << label << "</option>";
+    }
+    out << "</select></label><span class=\"muted\">showing <span id=\"shown-count\">"
         << report.findings.size() << "</span> of <span id=\"listed-count\">"
         << report.findings.size() << "</span> listed findings</span></div>";
+}
+
+// A sortable column head.
+void sort_head(std::ostream& out, const char* key, const char* label, bool numeric,
+               const char* sorted = "none") {
+    out << "<th" << (numeric ? " class=\"num\"" : "") << " data-sort-key=\"" << key
+        << "\" aria-sort=\"" << sorted << "\"><button type=\"button\">" << label
+        << "</button></th>";
+}
+
+void finding_row(std::ostream& out, const Finding& f) {
+    const auto risk = at_risk(f);
+    std::optional<long long> at = f.local_at;
+    if (f.remote_at && (!at || *f.remote_at < *at)) {
+        at = f.remote_at;
+    }
+    out << "<tr data-category=\"" << esc(f.category) << "\" data-attention=\""
+        << (f.needs_attention ? "true" : "false") << "\" data-currency=\""
+        << esc(finding_currency(f)) << "\" data-risk=\""
+        << (risk ? sort_number(risk->minor, risk->currency) : "0") << "\"";
+    if (f.local_amount) {
+        out << " data-local=\"" << sort_number(*f.local_amount, f.local_currency) << "\"";
+    }
+    if (f.remote_amount) {
+        out << " data-remote=\"" << sort_number(*f.remote_amount, f.remote_currency) << "\"";
+    }
+    if (at) {
+        out << " data-at=\"" << *at << "\"";
+    }
+    out << " data-ref=\"" << esc(f.merchant_reference.value_or("")) << "\""
+        << (f.needs_attention ? " class=\"attention\"" : "") << "><td data-label=\"category\">"
+        << esc(f.category) << (f.needs_attention ? "<div class=\"tag\">needs attention</div>" : "")
+        << "<div class=\"sub\">" << esc(f.provider) << "</div></td>";
+    td_risk(out, f);
+    td_side(out, "ours", f.local_amount, f.local_currency, f.local_state, f.local_at);
+    td_side(out, "provider's", f.remote_amount, f.remote_currency, f.remote_state, f.remote_at);
+    td_refs(out, f);
+    out << "<td class=\"detail\" data-label=\"detail\">" << esc(f.detail) << "</td></tr>\n";
+}
+
+void findings_section(std::ostream& out, const Report& report) {
+    out << "<section id=\"findings-section\" class=\"card\"><h2>Findings</h2>";
+    filter_bar(out, report);
     if (report.findings_truncated) {
         out << "<p id=\"truncated\" class=\"muted\">More findings exist than are listed here; "
-               "the totals count them all.</p>";
+               "the totals and the money at risk count them all.</p>";
     }
-    out << "<div class=\"scroll\"><table id=\"findings\"><thead><tr><th>category</th>"
-           "<th>provider</th><th>payment</th><th>operation</th><th>provider reference</th>"
-           "<th class=\"num\">ours</th><th class=\"num\">provider's</th><th>detail</th></tr>"
-           "</thead><tbody>";
+    out << "<table id=\"findings\"><thead><tr>";
+    sort_head(out, "category", "category", false);
+    sort_head(out, "risk", "at risk", true, "descending");
+    sort_head(out, "local", "ours", true);
+    sort_head(out, "remote", "provider's", true);
+    sort_head(out, "ref", "references", false);
+    out << "<th>detail</th></tr></thead><tbody>";
+    // Needing attention first, then the largest money at risk (in major units: amounts of
+    // different currencies compare as people read them), then as the run found them -- the order
+    // the script keeps until the reader picks another.
+    std::vector<const Finding*> order;
     for (const Finding& f : report.findings) {
-        out << "<tr data-category=\"" << esc(f.category) << "\" data-attention=\""
-            << (f.needs_attention ? "true" : "false") << "\""
-            << (f.needs_attention ? " class=\"attention\"" : "") << "><td>" << esc(f.category)
-            << (f.needs_attention ? "<div class=\"tag\">needs attention</div>" : "")
-            << "</td><td class=\"text\">" << esc(f.provider) << "</td>";
-        td_text(out, f.payment_id);
-        td_text(out, f.operation_id);
-        td_text(out, f.provider_reference);
-        td_side(out, f.local_amount, f.local_currency, f.local_state);
-        td_side(out, f.remote_amount, f.remote_currency, f.remote_state);
-        out << "<td class=\"text detail\">" << esc(f.detail) << "</td></tr>\n";
+        order.push_back(&f);
     }
-    out << "</tbody></table></div>";
+    const auto risk_of = [](const Finding& f) {
+        const auto risk = at_risk(f);
+        return risk ? std::strtod(sort_number(risk->minor, risk->currency).c_str(), nullptr) : 0.0;
+    };
+    std::stable_sort(order.begin(), order.end(), [&](const Finding* a, const Finding* b) {
+        if (a->needs_attention != b->needs_attention) {
+            return a->needs_attention;
+        }
+        return risk_of(*a) > risk_of(*b);
+    });
+    for (const Finding* f : order) {
+        finding_row(out, *f);
+    }
+    out << "</tbody></table>";
     if (report.findings.empty()) {
         out << "<p id=\"no-findings\" class=\"muted\">No findings listed.</p>";
     }
-    out << "</section>\n<script>" << k_script << "</script>\n</body>\n</html>\n";
+    out << "</section>\n";
+}
+
+} // namespace
+
+void write_html(std::ostream& out, const Report& report) {
+    const std::set<std::string> attention = attention_categories(report);
+    out << "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+        << "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src "
+        << csp_hash(k_style) << "; script-src " << csp_hash(k_script)
+        << "; base-uri 'none'; form-action 'none'\">\n"
+        << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+        << "<meta name=\"referrer\" content=\"no-referrer\">\n"
+        << "<meta name=\"generator\" content=\"payrecon " << esc(k_report_schema) << "\">\n"
+        << "<title>" << esc(report.title) << "</title>\n"
+        << "<style>" << k_style << "</style>\n</head>\n"
+        << "<body data-kind=\"" << esc(report.kind) << "\">\n";
+
+    out << "<header><h1 id=\"title\">" << esc(report.title) << "</h1><div class=\"muted\">";
+    status_badge(out, report.exit_code);
+    out << " &middot; generated <time id=\"generated-at\" datetime=\"" << esc(report.generated_at)
+        << "\">" << esc(report.generated_at) << "</time> &middot; " << esc(report.kind)
+        << " report</div></header>\n";
+
+    if (report.failure) {
+        out << "<section id=\"failure\" class=\"card failure\"><strong>The run failed:</strong> "
+            << esc(*report.failure) << "</section>\n";
+    }
+    headline(out, report);
+
+    out << "<div class=\"charts\"><section class=\"card\"><h2>Findings by category</h2>";
+    chart_categories(out, report, attention);
+    const CategoryTotal& matched = total_of(report, std::string(k_matched));
+    if (matched.count > 0) {
+        out << "<p id=\"matched-note\" class=\"muted\">matched: " << matched.count
+            << " (in the totals; not charted, so that the rest stay readable)</p>";
+    }
+    out << "</section><section class=\"card\"><h2>Amounts by currency</h2>";
+    chart_currencies(out, report, attention);
+    out << "</section></div>\n";
+
+    totals_table(out, report, attention);
+    findings_section(out, report);
+
+    if (!report.facts.empty()) {
+        out << "<section class=\"card\"><h2>Run</h2><dl id=\"facts\" class=\"facts\">";
+        for (const auto& [label, value] : report.facts) {
+            out << "<dt>" << esc(label) << "</dt><dd>" << esc(value) << "</dd>";
+        }
+        out << "</dl></section>\n";
+    }
+    out << "<script>" << k_script << "</script>\n</body>\n</html>\n";
 }
 
 } // namespace payrecon::reports

@@ -21,13 +21,18 @@ ordered_json finding_json(const Finding& f) {
     j["provider"] = f.provider;
     j["payment_id"] = or_null(f.payment_id);
     j["operation_id"] = or_null(f.operation_id);
+    j["merchant_reference"] = or_null(f.merchant_reference);
     j["provider_reference"] = or_null(f.provider_reference);
+    j["provider_link"] = or_null(f.provider_link);
     j["local_amount"] = or_null(f.local_amount);
     j["local_currency"] = or_null(f.local_currency);
     j["local_state"] = or_null(f.local_state);
+    j["local_at"] = or_null(utc_or_null(f.local_at));
     j["remote_amount"] = or_null(f.remote_amount);
     j["remote_currency"] = or_null(f.remote_currency);
     j["remote_state"] = or_null(f.remote_state);
+    j["remote_at"] = or_null(utc_or_null(f.remote_at));
+    j["difference"] = or_null(difference(f));
     j["detail"] = f.detail;
     return j;
 }
@@ -58,6 +63,11 @@ nlohmann::ordered_json report_json(const Report& report) {
         totals[category] = {{"count", total.count}, {"amounts", std::move(amounts)}};
     }
     j["totals"] = std::move(totals);
+    ordered_json at_risk = ordered_json::object();
+    for (const auto& [currency, minor] : report.at_risk) {
+        at_risk[currency] = minor;
+    }
+    j["at_risk"] = std::move(at_risk);
     ordered_json findings = ordered_json::array();
     for (const Finding& f : report.findings) {
         findings.push_back(finding_json(f));

@@ -22,18 +22,77 @@ CategoryTotal& Report::total_of(const std::string& category) {
     return totals[category];
 }
 
+std::optional<long long> difference(const Finding& f) {
+    if (!f.local_amount || !f.remote_amount || !f.local_currency || !f.remote_currency ||
+        !same_currency(*f.local_currency, *f.remote_currency)) {
+        return std::nullopt;
+    }
+    return *f.local_amount - *f.remote_amount;
+}
+
+namespace {
+
+std::string upper(std::string code) {
+    for (char& c : code) {
+        c = (c >= 'a' && c <= 'z') ? static_cast<char>(c - 'a' + 'A') : c;
+    }
+    return code;
+}
+
+// The amount a finding counts in its category's total: ours where we have one, else theirs.
+std::optional<std::pair<std::string, long long>> counted_amount(const Finding& f) {
+    if (f.local_amount && f.local_currency) {
+        return std::make_pair(*f.local_currency, *f.local_amount);
+    }
+    if (f.remote_amount && f.remote_currency) {
+        return std::make_pair(*f.remote_currency, *f.remote_amount);
+    }
+    return std::nullopt;
+}
+
+} // namespace
+
+std::optional<AtRisk> at_risk(const Finding& f) {
+    if (!f.needs_attention) {
+        return std::nullopt;
+    }
+    if (const auto d = difference(f); d && *d != 0) {
+        // |d| as unsigned arithmetic would be exact; amounts are far from the int64 limits.
+        return AtRisk{upper(*f.local_currency), *d < 0 ? -*d : *d};
+    }
+    if (const auto amount = counted_amount(f)) {
+        return AtRisk{upper(amount->first), amount->second < 0 ? -amount->second : amount->second};
+    }
+    return std::nullopt;
+}
+
 void Report::add(const Finding& f, bool list) {
     CategoryTotal& t = total_of(f.category);
     ++t.count;
-    if (f.local_amount && f.local_currency) {
-        t.amounts[*f.local_currency] += *f.local_amount;
-    } else if (f.remote_amount && f.remote_currency) {
-        t.amounts[*f.remote_currency] += *f.remote_amount;
+    if (const auto amount = counted_amount(f)) {
+        t.amounts[amount->first] += amount->second;
+    }
+    if (const auto risk = reports::at_risk(f)) {
+        at_risk[risk->currency] += risk->minor;
     }
     needing_attention += f.needs_attention ? 1 : 0;
     if (list) {
         findings.push_back(f);
     }
+}
+
+void Report::subtract(const Finding& f) {
+    CategoryTotal& t = total_of(f.category);
+    --t.count;
+    if (const auto amount = counted_amount(f);
+        amount && (t.amounts[amount->first] -= amount->second) == 0) {
+        t.amounts.erase(amount->first);
+    }
+    if (const auto risk = reports::at_risk(f);
+        risk && (at_risk[risk->currency] -= risk->minor) == 0) {
+        at_risk.erase(risk->currency);
+    }
+    needing_attention -= f.needs_attention ? 1 : 0;
 }
 
 std::string summary_line(const Report& report) {

@@ -28,16 +28,33 @@ struct Finding {
     std::optional<std::string> payment_id; // ours
     std::optional<std::string> operation_id;
     std::optional<std::string> provider_reference;
-    std::optional<long long> local_amount; // minor units, ISO 4217
+    std::optional<std::string> merchant_reference; // the merchant's own (order) reference
+    std::optional<std::string> provider_link;      // the provider's dashboard page of the reference
+    std::optional<long long> local_amount;         // minor units, ISO 4217
     std::optional<std::string> local_currency;
     std::optional<std::string> local_state;
     std::optional<long long> remote_amount; // minor units, ISO 4217
     std::optional<std::string> remote_currency;
     std::optional<std::string> remote_state;
-    std::string detail; // one sentence for the operator
+    std::optional<long long> local_at;  // unix seconds: our first attempt, else acceptance
+    std::optional<long long> remote_at; // unix seconds: when the provider created its record
+    std::string detail;                 // one sentence for the operator
 
     friend bool operator==(const Finding&, const Finding&) = default;
 };
+
+// Ours minus the provider's, in minor units, when both sides have an amount in one currency.
+std::optional<long long> difference(const Finding& f);
+
+// The money a finding that needs attention puts at risk, in minor units of `currency`: the size of
+// the difference where both sides hold an amount in one currency and they differ (an amount
+// mismatch), else our amount, else the provider's (a charge one side lacks, a state the sides
+// disagree on). nullopt for a finding that needs no attention or has no amount.
+struct AtRisk {
+    std::string currency; // upper case
+    long long minor = 0;
+};
+std::optional<AtRisk> at_risk(const Finding& f);
 
 // Per category: how many findings, and their amounts per currency (the local amount where we
 // have one, else the remote one).
@@ -60,10 +77,14 @@ struct Report {
     bool findings_truncated = false; // more findings exist than are listed (see totals)
     int exit_code = 0;               // 0 clean, 3 attention needed, 1 the run failed
     long long needing_attention = 0; // findings added with needs_attention, listed or not
+    // at_risk() summed per currency over the findings added with needs_attention, listed or not.
+    std::map<std::string, long long> at_risk;
     std::optional<std::string> failure;
 
-    // Adds `f` to the totals, and to `findings` if `list` is true.
+    // Adds `f` to the totals (and the money at risk), and to `findings` if `list` is true.
     void add(const Finding& f, bool list = true);
+    // Takes `f`, added before, out of the totals and the money at risk (not out of `findings`).
+    void subtract(const Finding& f);
     // Adds `count` findings of `category`, with their amounts per currency, to the totals only.
     void add_counted(const std::string& category, long long count,
                      const std::map<std::string, long long>& amounts);

@@ -104,6 +104,13 @@ void write_text(std::ostream& out, const Report& report) {
     if (report.failure) {
         head.emplace_back("failure", *report.failure);
     }
+    if (!report.at_risk.empty()) {
+        std::string risk;
+        for (const auto& [currency, minor] : report.at_risk) {
+            risk += (risk.empty() ? "" : ", ") + describe_money(minor, currency);
+        }
+        head.emplace_back("money at risk", risk);
+    }
     head.insert(head.end(), report.facts.begin(), report.facts.end());
     std::size_t label_width = 0;
     for (const auto& [label, value] : head) {
@@ -134,16 +141,16 @@ void write_text(std::ostream& out, const Report& report) {
     } else {
         out << "findings (" << report.findings.size() << " listed):\n";
         TextTable findings(
-            {"category", "attention", "provider", "payment", "operation", "provider reference",
-             "local", "local state", "remote", "remote state", "detail"},
-            {false, false, false, false, false, false, true, false, true, false, false});
+            {"category", "attention", "provider", "payment", "operation", "order",
+             "provider reference", "local", "local state", "remote", "remote state", "detail"},
+            {false, false, false, false, false, false, false, true, false, true, false, false});
         for (const Finding& f : report.findings) {
             findings.add_row(
                 {f.category, f.needs_attention ? "yes" : "no", f.provider, or_dash(f.payment_id),
-                 or_dash(f.operation_id), or_dash(f.provider_reference),
-                 display_amount(f.local_amount, f.local_currency), or_dash(f.local_state),
-                 display_amount(f.remote_amount, f.remote_currency), or_dash(f.remote_state),
-                 f.detail});
+                 or_dash(f.operation_id), or_dash(f.merchant_reference),
+                 or_dash(f.provider_reference), display_amount(f.local_amount, f.local_currency),
+                 or_dash(f.local_state), display_amount(f.remote_amount, f.remote_currency),
+                 or_dash(f.remote_state), f.detail});
         }
         findings.print(out);
     }

@@ -97,6 +97,13 @@ void write_report_file(const std::string& path, const Report& report, Format for
     }
 }
 
+std::optional<std::string> utc_or_null(const std::optional<long long>& unix_seconds) {
+    if (!unix_seconds) {
+        return std::nullopt;
+    }
+    return format_utc_seconds(*unix_seconds);
+}
+
 std::string display_amount(const std::optional<long long>& minor,
                            const std::optional<std::string>& currency) {
     if (!minor) {

@@ -41,7 +41,7 @@ void write_html(std::ostream& out, const Report& report);
 // --- JSON -------------------------------------------------------------------------------------
 
 // The value of the report's "schema" member; bumped on any incompatible change.
-inline constexpr std::string_view k_report_schema = "payrecon.report/1";
+inline constexpr std::string_view k_report_schema = "payrecon.report/2";
 
 // The report as JSON, members in the documented order (docs/report-schema.md). Absent values are
 // null. Invalid UTF-8 in provider text is replaced with U+FFFD when written.
@@ -49,11 +49,18 @@ nlohmann::ordered_json report_json(const Report& report);
 
 // --- CSV --------------------------------------------------------------------------------------
 
-// The header row, in column order: one column per Finding field.
+// The header row, in column order: one column per Finding field, and beside each amount (minor
+// units, an integer) the same in major units with its currency's exponent ("12.34"; empty for a
+// currency ISO 4217 does not know), and the difference (ours minus the provider's) both ways.
+// Times are ISO 8601 UTC. The major-unit and difference columns are derived: the parser skips them.
 inline constexpr std::string_view k_csv_columns[] = {
-    "category",           "needs_attention", "provider",       "payment_id",  "operation_id",
-    "provider_reference", "local_amount",    "local_currency", "local_state", "remote_amount",
-    "remote_currency",    "remote_state",    "detail"};
+    "category",           "needs_attention",     "provider",
+    "payment_id",         "operation_id",        "merchant_reference",
+    "provider_reference", "local_amount",        "local_amount_major",
+    "local_currency",     "local_state",         "local_at",
+    "remote_amount",      "remote_amount_major", "remote_currency",
+    "remote_state",       "remote_at",           "difference",
+    "difference_major",   "provider_link",       "detail"};
 
 // Parses what write_csv() wrote back into the listed findings, exactly: an empty field is an
 // absent value, a quoted empty field ("") a present empty text, and the formula-injection quote
@@ -63,6 +70,9 @@ inline constexpr std::string_view k_csv_columns[] = {
 std::vector<Finding> parse_findings_csv(std::istream& in);
 
 // --- shared by the writers ----------------------------------------------------------------------
+
+// ISO 8601 UTC of unix seconds ("2026-12-02T13:45:00Z"), or nullopt.
+std::optional<std::string> utc_or_null(const std::optional<long long>& unix_seconds);
 
 // "49.99 EUR" (describe_money), "4999" without a currency, "-" when there is no amount.
 std::string display_amount(const std::optional<long long>& minor,

@@ -155,7 +155,7 @@ void remote_key_record(const CopyRow& row, RemoteRecord& r) {
 
 constexpr const char* k_local_details_sql = R"sql(
 SELECT operation_id, payment_id::text, tenant_id::text, provider_reference, amount_minor, currency, state,
-       floor(date_part('epoch', coalesce(first_attempt_at, created_at)))::bigint
+       floor(date_part('epoch', coalesce(first_attempt_at, created_at)))::bigint, merchant_reference
   FROM payments
  WHERE provider = $1 AND operation_id = ANY($2::text[]))sql";
 
@@ -283,6 +283,7 @@ public:
             l.currency = row[5].as<std::string>();
             l.state = row[6].as<std::string>();
             l.at = row[7].as<long long>();
+            l.merchant_reference = row[8].as<std::string>();
             out.emplace(l.match_key, std::move(l));
         }
         return out;

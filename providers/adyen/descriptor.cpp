@@ -61,6 +61,8 @@ const ProviderDescriptor& descriptor() {
         .kind = "adyen",
         .display_name = "Adyen",
         .reference_name = "pspReference",
+        // The Customer Area's address depends on the account: set dashboard_url for one.
+        .dashboard_url = "",
         .credentials = {CredentialKind::api_key},
         .settings = {{"merchant_account", "AcmeShopECOM"},
                      {"return_url", "https://shop.example.com/checkout/return"}},

@@ -9,6 +9,8 @@ const ProviderDescriptor& descriptor() {
         .kind = "square",
         .display_name = "Square",
         .reference_name = "payment ID",
+        // The Dashboard's address depends on the account: set dashboard_url for one.
+        .dashboard_url = "",
         .credentials = {CredentialKind::api_key},
         .settings = {},
         .parse_settings = nullptr,

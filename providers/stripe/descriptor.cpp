@@ -9,6 +9,8 @@ const ProviderDescriptor& descriptor() {
         .kind = "stripe",
         .display_name = "Stripe",
         .reference_name = "pi_...",
+        // A test-mode account's pages are under /test/payments/: set dashboard_url for one.
+        .dashboard_url = "https://dashboard.stripe.com/payments/{reference}",
         .credentials = {CredentialKind::api_key},
         .settings = {},
         .parse_settings = nullptr,

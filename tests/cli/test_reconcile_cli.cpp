@@ -665,10 +665,15 @@ TEST_CASE("operator cli: statement finds a seeded orphan charge, writes every fo
     const Run json = w.payrecon(with({"--format", "json"}));
     CHECK(json.exit_code == 3);
     const auto j = nlohmann::json::parse(json.out);
-    CHECK(j["schema"] == "payrecon.report/1");
+    CHECK(j["schema"] == "payrecon.report/2");
     CHECK(j["totals"]["matched"]["count"] == 2);
     CHECK(j["totals"]["missing_local"]["count"] == 1);
     CHECK(j["findings"].size() == 1);
+    // A charge we have no record of puts its whole amount at risk; it carries the provider's time,
+    // and no dashboard link: a loopback test server has no dashboard.
+    CHECK(j["at_risk"] == nlohmann::json{{"USD", 7300}});
+    CHECK(j["findings"][0]["remote_at"].get<std::string>().rfind(today, 0) == 0);
+    CHECK(j["findings"][0]["provider_link"].is_null());
 
     const auto html = w.dir.path() / "report.html";
     const Run file = w.payrecon(with({"--format", "html", "--output", html.string()}));
@@ -731,7 +736,7 @@ TEST_CASE(
         return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     };
     CHECK(contains(read(html), "<!doctype html>"));
-    CHECK(nlohmann::json::parse(read(json))["schema"] == "payrecon.report/1");
+    CHECK(nlohmann::json::parse(read(json))["schema"] == "payrecon.report/2");
     CHECK(read(csv).rfind("category,", 0) == 0);
     CHECK(contains(read(plain), "payrecon statement"));
     // A --format that contradicts a file's extension is refused before anything is written.

@@ -121,6 +121,13 @@ TEST_CASE("config: each bad field is one clear error naming it", "[providers][co
         {R"({"providers": {"s": {)" + base + R"(, "capabilities": {"lookup": "no"}}}})",
          "providers.s.capabilities.lookup"},
         {R"({"providers": {"s": {)" + base + R"(, "timeouts": 1}}})", "providers.s.timeouts"},
+        {R"({"providers": {"s": {)" + base + R"(, "dashboard_url": "https://d.example/p/"}}})",
+         "providers.s.dashboard_url: must hold {reference} once"},
+        {R"({"providers": {"s": {)" + base +
+             R"(, "dashboard_url": "http://d.example/p/{reference}"}}})",
+         "providers.s.dashboard_url: must be an https:// address"},
+        {R"({"providers": {"s": {)" + base + R"(, "dashboard_url": 7}}})",
+         "providers.s.dashboard_url: must be a string"},
     };
     for (const auto& c : cases) {
         INFO(c.text);
@@ -314,4 +321,29 @@ TEST_CASE("config: credentials are what the kind takes: an API key, HTTP basic o
         CHECK(error.find("payrecon.json: " + c.names) == 0);
         CHECK(error.find("hunter2") == std::string::npos);
     }
+}
+
+TEST_CASE("config: dashboard_url links a reference to the provider's page, Stripe's by default on "
+          "its own API and none on a loopback fake",
+          "[providers][config]") {
+    const auto c = parse(R"({"providers": {
+        "live": {"kind": "stripe", "base_url": "https://api.stripe.com",
+                 "api_key_env": "STRIPE_API_KEY"},
+        "test": {"kind": "stripe", "base_url": "https://api.stripe.com",
+                 "api_key_env": "STRIPE_API_KEY",
+                 "dashboard_url": "https://dashboard.stripe.com/test/payments/{reference}"},
+        "fake": {"kind": "stripe", "base_url": "http://127.0.0.1:9999",
+                 "api_key_env": "STRIPE_API_KEY"},
+        "adyen": {"kind": "adyen", "base_url": "https://checkout-test.adyen.com",
+                  "api_key_env": "ADYEN_API_KEY", "merchant_account": "Acme",
+                  "return_url": "https://shop.example.com/return"}}})");
+    CHECK(dashboard_url(c.providers.at("live")) ==
+          "https://dashboard.stripe.com/payments/{reference}");
+    CHECK(dashboard_url(c.providers.at("test")) ==
+          "https://dashboard.stripe.com/test/payments/{reference}");
+    CHECK(dashboard_url(c.providers.at("fake")).empty());
+    CHECK(dashboard_url(c.providers.at("adyen")).empty()); // its address depends on the account
+    CHECK(dashboard_link(dashboard_url(c.providers.at("test")), "pi_3Ab/../x y") ==
+          "https://dashboard.stripe.com/test/payments/pi_3Ab%2F..%2Fx%20y");
+    CHECK_FALSE(dashboard_link("", "pi_1").has_value());
 }

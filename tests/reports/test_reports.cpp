@@ -1,6 +1,7 @@
 // The report writers: text, JSON against docs/report.schema.json, CSV round trip, HTML (static
 // checks, then headless Chromium: screenshot, DOM after the script ran, the category filter).
 
+#include "chromium.hpp"
 #include "core/fingerprint.hpp"
 #include "reports/report.hpp"
 #include "reports/writers.hpp"
@@ -24,6 +25,9 @@
 namespace fs = std::filesystem;
 using namespace payrecon::reports;
 using nlohmann::json;
+using payrecon::test::chromium_command;
+using payrecon::test::DevToolsBrowser;
+using payrecon::test::find_chromium;
 
 namespace {
 
@@ -72,6 +76,8 @@ Report fixture() {
     missing_remote.local_amount = 1000;
     missing_remote.local_currency = "JPY";
     missing_remote.local_state = "succeeded";
+    missing_remote.merchant_reference = "order-2";
+    missing_remote.local_at = 1796126400; // 2026-12-01T12:00:00Z
     missing_remote.detail = "We say succeeded, \"they\" have nothing, at all";
     r.add(missing_remote);
 
@@ -80,6 +86,7 @@ Report fixture() {
     missing_local.remote_amount = 2500;
     missing_local.remote_currency = "USD";
     missing_local.remote_state = "succeeded";
+    missing_local.remote_at = 1796126465; // 2026-12-01T12:01:05Z
     missing_local.detail = "line one\nline two\r\nline three";
     r.add(missing_local);
     missing_local.provider_reference = "pi_3b";
@@ -100,6 +107,10 @@ Report fixture() {
     amount.local_currency = amount.remote_currency = "EUR";
     amount.local_state = "succeeded";
     amount.remote_state = "+1 succeeded";
+    amount.merchant_reference = "=order-4";
+    amount.provider_link = "https://dashboard.example.com/payments/%40SUM%28A1%3AA9%29";
+    amount.local_at = 1796126400;
+    amount.remote_at = 1796126465;
     amount.detail = "=HYPERLINK(\"x\",\"click\")";
     r.add(amount);
 
@@ -407,28 +418,6 @@ ProcessResult run_process(const std::vector<std::string>& argv, const fs::path& 
     return result;
 }
 
-// PAYRECON_CHROMIUM, else `chromium` on PATH, else Debian's /usr/bin/chromium; empty if the one
-// chosen is not an executable.
-std::string find_chromium() {
-    if (const char* env = std::getenv("PAYRECON_CHROMIUM"); env && *env) {
-        return ::access(env, X_OK) == 0 ? std::string(env) : std::string();
-    }
-    if (const char* path = std::getenv("PATH")) {
-        std::stringstream dirs(path);
-        std::string dir;
-        while (std::getline(dirs, dir, ':')) {
-            const fs::path candidate = fs::path(dir.empty() ? "." : dir) / "chromium";
-            if (::access(candidate.c_str(), X_OK) == 0) {
-                return candidate.string();
-            }
-        }
-    }
-    if (::access("/usr/bin/chromium", X_OK) == 0) {
-        return "/usr/bin/chromium";
-    }
-    return {};
-}
-
 class TempDir {
 public:
     TempDir() {
@@ -447,25 +436,6 @@ public:
 private:
     fs::path m_path;
 };
-
-// Headless Chromium that never touches the network: file:// only, every background service off,
-// no name resolution, a fresh profile per run. (Checked with strace: no DNS query, no packet; the
-// only inet call left is a UDP connect() that picks a route and sends nothing. Without
-// --host-resolver-rules, Chromium still looks up its extension-update hosts.)
-std::vector<std::string> chromium_command(const std::string& chromium, const fs::path& profile) {
-    return {chromium,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--disable-extensions",
-            "--host-resolver-rules=MAP * ~NOTFOUND",
-            "--user-data-dir=" + profile.string()};
-}
 
 struct DomRow {
     std::string category;
@@ -569,7 +539,7 @@ TEST_CASE("reports: JSON follows docs/report.schema.json and keeps every value",
     }
     CHECK(errors.empty());
 
-    CHECK(j["schema"] == "payrecon.report/1");
+    CHECK(j["schema"] == "payrecon.report/2");
     CHECK(j["kind"] == "statement");
     CHECK(j["facts"][0] == json::array({"run", "42"}));
     CHECK(j["categories"].size() == statement_categories().size());
@@ -591,6 +561,54 @@ TEST_CASE("reports: JSON follows docs/report.schema.json and keeps every value",
     CHECK(duplicate["payment_id"] == ""); // present and empty is not null
     CHECK(duplicate["remote_amount"] == -250);
     CHECK(j["findings"][6]["detail"] == r.findings[6].detail); // unicode as is
+    CHECK(missing_remote["merchant_reference"] == "order-2");
+    CHECK(missing_remote["local_at"] == "2026-12-01T12:00:00Z");
+    CHECK(missing_remote["remote_at"].is_null());
+    CHECK(missing_remote["difference"].is_null());
+    const json& amount = j["findings"][5];
+    CHECK(amount["category"] == "amount_mismatch");
+    CHECK(amount["difference"] == -1);
+    CHECK(amount["provider_link"] == *r.findings[5].provider_link);
+    CHECK(amount["remote_at"] == "2026-12-01T12:01:05Z");
+    // Money at risk: the size of the difference for the mismatch (0.01 EUR), the whole amount
+    // for the rest: 19.99 EUR (status) + 5.00 EUR (currency) = 25.00 EUR; 1000 JPY; 26.07 USD;
+    // 2.50 KWD (the duplicate's -250) + 1234.567 KWD.
+    CHECK(j["at_risk"] ==
+          json{{"EUR", 1 + 1999 + 500}, {"JPY", 1000}, {"KWD", 250 + 1234567}, {"USD", 2607}});
+}
+
+TEST_CASE("reports: money at risk is the difference for a mismatch, else the amount, and "
+          "nothing for a finding that needs no attention",
+          "[reports]") {
+    Finding f = make("amount_mismatch", true);
+    f.local_amount = 1000;
+    f.local_currency = "eur";
+    f.remote_amount = 1250;
+    f.remote_currency = "EUR";
+    CHECK(difference(f) == -250);
+    REQUIRE(at_risk(f).has_value());
+    CHECK(at_risk(f)->currency == "EUR");
+    CHECK(at_risk(f)->minor == 250);
+    f.remote_currency = "GBP"; // another currency: no difference, our amount is at risk
+    CHECK_FALSE(difference(f).has_value());
+    CHECK(at_risk(f)->minor == 1000);
+    f.needs_attention = false;
+    CHECK_FALSE(at_risk(f).has_value());
+
+    Report r;
+    Finding a = make("status_mismatch", true);
+    a.local_amount = a.remote_amount = 700;
+    a.local_currency = a.remote_currency = "USD";
+    r.add(a);
+    r.add(a, false); // counted, not listed: still at risk
+    CHECK(r.at_risk == std::map<std::string, long long>{{"USD", 1400}});
+    r.subtract(a);
+    CHECK(r.at_risk == std::map<std::string, long long>{{"USD", 700}});
+    CHECK(r.needing_attention == 1);
+    CHECK(r.totals.at("status_mismatch").count == 1);
+    r.subtract(a);
+    CHECK(r.at_risk.empty());
+    CHECK(r.totals.at("status_mismatch").amounts.empty());
 }
 
 TEST_CASE("reports: the schema checker rejects what the schema forbids", "[reports]") {
@@ -639,9 +657,10 @@ TEST_CASE("reports: CSV parses back to the same findings", "[reports]") {
     const Report r = fixture();
     const std::string csv = render(r, Format::csv);
     INFO(csv);
-    CHECK(csv.rfind("category,needs_attention,provider,payment_id,operation_id,provider_reference,"
-                    "local_amount,local_currency,local_state,remote_amount,remote_currency,"
-                    "remote_state,detail\r\n",
+    CHECK(csv.rfind("category,needs_attention,provider,payment_id,operation_id,merchant_reference,"
+                    "provider_reference,local_amount,local_amount_major,local_currency,"
+                    "local_state,local_at,remote_amount,remote_amount_major,remote_currency,"
+                    "remote_state,remote_at,difference,difference_major,provider_link,detail\r\n",
                     0) == 0);
     std::istringstream in(csv);
     const std::vector<Finding> back = parse_findings_csv(in);
@@ -661,15 +680,20 @@ TEST_CASE("reports: CSV quotes what RFC 4180 says and defuses spreadsheet formul
     CHECK(csv.find(",'@SUM(A1:A9),") != std::string::npos);
     CHECK(csv.find(",'+1 succeeded,") != std::string::npos);
     CHECK(csv.find(",'-250 KWD twice; two charges for one operation ID\r\n") != std::string::npos);
-    CHECK(csv.find(",-250,KWD,") != std::string::npos);
+    CHECK(csv.find(",-250,-0.250,KWD,") != std::string::npos);
+    CHECK(csv.find(",'=order-4,") != std::string::npos);
+    // The mismatch: 10.00 EUR ours, 10.01 theirs, a difference of -1 (-0.01 EUR) left unquoted.
+    CHECK(csv.find(",1000,10.00,EUR,succeeded,2026-12-01T12:00:00Z,1001,10.01,EUR,'+1 succeeded,"
+                   "2026-12-01T12:01:05Z,-1,-0.01,https://dashboard.example.com/payments/"
+                   "%40SUM%28A1%3AA9%29,") != std::string::npos);
     CHECK(csv.find(",''already quoted\r\n") != std::string::npos);
     // Commas, quotes and line breaks inside quotes; an empty text is "" and an absent one empty.
     CHECK(csv.find(",\"op,with,commas\",") != std::string::npos);
     CHECK(csv.find(",\"\"\"pi_7\"\"\",") != std::string::npos);
     CHECK(csv.find("\"line one\nline two\r\nline three\"") != std::string::npos);
     CHECK(csv.find("duplicate_remote,true,stripe,\"\",") != std::string::npos);
-    CHECK(csv.find("missing_remote,true,stripe,pay_2,op_2,,1000,JPY,succeeded,,,,") !=
-          std::string::npos);
+    CHECK(csv.find("missing_remote,true,stripe,pay_2,op_2,order-2,,1000,1000,JPY,succeeded,"
+                   "2026-12-01T12:00:00Z,,,,,,,,,") != std::string::npos);
     // 1 header + 10 findings, each ending in CRLF; the only other line break is inside a quote.
     CHECK(std::count(csv.begin(), csv.end(), '\n') == 11 + 2);
 }
@@ -681,32 +705,66 @@ TEST_CASE("reports: the CSV parser refuses malformed input with the line", "[rep
         return parse_findings_csv(in);
     };
     CHECK(parse(header).empty());
-    CHECK(parse("category,needs_attention,provider,payment_id,operation_id,provider_reference,"
-                "local_amount,local_currency,local_state,remote_amount,remote_currency,"
-                "remote_state,detail\nmatched,false,stripe,,,,1,EUR,,,,,ok")
+    CHECK(parse(header.substr(0, header.size() - 2) +
+                "\nmatched,false,stripe,,,,,1,0.01,EUR,,,,,,,,,,,ok")
               .size() == 1);
     CHECK_THROWS_WITH(parse(""), Catch::Contains("no header row"));
     CHECK_THROWS_WITH(parse("a,b\r\n"), Catch::Contains("header"));
     CHECK_THROWS_WITH(parse(header + "matched,false\r\n"), Catch::Contains("line 2"));
-    CHECK_THROWS_WITH(parse(header + "matched,maybe,stripe,,,,,,,,,,x\r\n"),
+    const auto row = [](const std::map<std::string, std::string>& fields) {
+        std::string out;
+        for (const std::string_view column : k_csv_columns) {
+            const auto it = fields.find(std::string(column));
+            out += (column == k_csv_columns[0] ? "" : ",") +
+                   (it == fields.end() ? std::string() : it->second);
+        }
+        return out + "\r\n";
+    };
+    CHECK_THROWS_WITH(parse(header + row({{"category", "matched"}, {"needs_attention", "maybe"}})),
                       Catch::Contains("needs_attention"));
-    CHECK_THROWS_WITH(parse(header + "matched,false,stripe,,,,12x,,,,,,x\r\n"),
+    CHECK_THROWS_WITH(parse(header + row({{"category", "matched"},
+                                          {"needs_attention", "false"},
+                                          {"local_amount", "12x"}})),
                       Catch::Contains("local_amount is not an integer"));
-    CHECK_THROWS_WITH(parse(header + "matched,false,stripe,,,,,,,,,,\"open\r\n"),
-                      Catch::Contains("never closed"));
-    CHECK_THROWS_WITH(parse(header + "\r\nmatched,false,stripe,,,,,,,,,,x\r\n"),
-                      Catch::Contains("line 2"));
+    CHECK_THROWS_WITH(parse(header + row({{"category", "matched"},
+                                          {"needs_attention", "false"},
+                                          {"local_at", "yesterday"}})),
+                      Catch::Contains("local_at is not an ISO 8601 UTC time"));
+    CHECK_THROWS_WITH(
+        parse(header +
+              row({{"category", "matched"}, {"needs_attention", "false"}, {"difference", "1.5"}})),
+        Catch::Contains("difference is not an integer"));
+    CHECK_THROWS_WITH(
+        parse(header +
+              row({{"category", "matched"}, {"needs_attention", "false"}, {"detail", "\"open"}})),
+        Catch::Contains("never closed"));
+    CHECK_THROWS_WITH(
+        parse(header + "\r\n" + row({{"category", "matched"}, {"needs_attention", "false"}})),
+        Catch::Contains("line 2"));
 }
 
 TEST_CASE("reports: HTML is one self-contained page with everything escaped", "[reports]") {
     const Report r = fixture();
     const std::string html = render(r, Format::html);
     CHECK(html.rfind("<!doctype html>\n", 0) == 0);
-    for (const char* external :
-         {"http://", "https://", "src=", "href=", "url(", "@import", "//cdn"}) {
+    for (const char* external : {"http://", "src=", "url(", "@import", "//cdn"}) {
         INFO(external);
         CHECK(html.find(external) == std::string::npos);
     }
+    // The only addresses: the anchor of the findings, and the one finding's dashboard link, which
+    // opens on a click only, without a referrer.
+    std::vector<std::string> hrefs;
+    const std::regex href("href=\"([^\"]*)\"");
+    for (auto it = std::sregex_iterator(html.begin(), html.end(), href);
+         it != std::sregex_iterator(); ++it) {
+        hrefs.push_back((*it)[1]);
+    }
+    CHECK(hrefs ==
+          std::vector<std::string>{"#findings-section",
+                                   "https://dashboard.example.com/payments/%40SUM%28A1%3AA9%29"});
+    CHECK(std::count(html.begin(), html.end(), '\0') == 0);
+    CHECK(html.find("rel=\"noopener noreferrer\"") != std::string::npos);
+    CHECK(html.find("<meta name=\"referrer\" content=\"no-referrer\">") != std::string::npos);
     CHECK(html.find("<style>") != std::string::npos);
     CHECK(html.find("Content-Security-Policy") != std::string::npos);
     // Exactly one script element, ours; the provider's markup is text.
@@ -919,5 +977,210 @@ TEST_CASE("reports: the HTML report in headless Chromium: screenshot, counts, an
         const auto rows = finding_rows(run.out);
         CHECK(rows.size() == r.findings.size());
         CHECK(std::none_of(rows.begin(), rows.end(), [](const DomRow& row) { return row.hidden; }));
+    }
+}
+
+namespace {
+
+// The width and height a PNG's IHDR gives.
+std::pair<unsigned, unsigned> png_size(const std::string& png) {
+    REQUIRE(png.size() > 24);
+    REQUIRE(png.substr(0, 8) == std::string("\x89PNG\r\n\x1a\n", 8));
+    REQUIRE(png.substr(12, 4) == "IHDR");
+    const auto be32 = [&](std::size_t at) {
+        unsigned v = 0;
+        for (std::size_t i = 0; i < 4; ++i) {
+            v = (v << 8) | static_cast<unsigned char>(png[at + i]);
+        }
+        return v;
+    };
+    return {be32(16), be32(20)};
+}
+
+// A real click: the mouse pressed and released at the middle of the element `selector` finds,
+// which must be on screen and not covered by anything else.
+void click(DevToolsBrowser& browser, const std::string& session, const std::string& selector) {
+    const json at = browser.evaluate(
+        session, "(function () { var e = document.querySelector('" + selector +
+                     "'); e.scrollIntoView({block: 'center'}); var r = e.getBoundingClientRect();"
+                     " var x = r.left + r.width / 2, y = r.top + r.height / 2;"
+                     " var hit = document.elementFromPoint(x, y);"
+                     " return {x: x, y: y, hit: hit === e || e.contains(hit)}; })()");
+    INFO(selector << " at " << at.dump());
+    REQUIRE(at["hit"] == true);
+    for (const char* type : {"mousePressed", "mouseReleased"}) {
+        browser.call(
+            "Input.dispatchMouseEvent",
+            {{"type", type}, {"x", at["x"]}, {"y", at["y"]}, {"button", "left"}, {"clickCount", 1}},
+            session);
+    }
+}
+
+// Sets a <select> or <input> as a person would, and fires the event the page listens to.
+void choose(DevToolsBrowser& browser, const std::string& session, const std::string& id,
+            const std::string& value, const char* event) {
+    browser.evaluate(session, "(function () { var e = document.getElementById('" + id +
+                                  "'); e.value = " + json(value).dump() +
+                                  "; e.dispatchEvent(new Event('" + event +
+                                  "', {bubbles: true})); })()");
+}
+
+// The visible finding rows, in page order: each row's data attributes.
+json visible_rows(DevToolsBrowser& browser, const std::string& session) {
+    return browser.evaluate(
+        session, "Array.prototype.slice.call(document.querySelectorAll('#findings tbody "
+                 "tr[data-category]')).filter(function (r) { return !r.hidden; }).map("
+                 "function (r) { return {category: r.dataset.category, attention: "
+                 "r.dataset.attention === 'true', currency: r.dataset.currency, risk: "
+                 "parseFloat(r.dataset.risk), local: r.dataset.local === undefined ? null : "
+                 "parseFloat(r.dataset.local), at: r.dataset.at === undefined ? null : "
+                 "Number(r.dataset.at), ref: r.dataset.ref}; })");
+}
+
+// The values of `key` of `rows` that are not null, in order.
+std::vector<double> present(const json& rows, const char* key) {
+    std::vector<double> out;
+    for (const auto& row : rows) {
+        if (!row[key].is_null()) {
+            out.push_back(row[key].get<double>());
+        }
+    }
+    return out;
+}
+
+} // namespace
+
+TEST_CASE("reports: the HTML report in headless Chromium at 1280 and 800 px: nothing scrolls "
+          "sideways, the money at risk leads, and sorting and filtering work",
+          "[reports][chromium]") {
+    const std::string chromium = find_chromium();
+    if (chromium.empty()) {
+        FAIL("chromium is not installed: run scripts/bootstrap (it installs Debian's chromium "
+             "package, which this test needs), or set PAYRECON_CHROMIUM to a Chromium binary");
+    }
+    Report r = fixture();
+    // A long row: UUIDs as our IDs, and a long detail, as real findings have.
+    r.findings[1].payment_id = "3f1c2a9e-8b7d-4e6f-9a1b-2c3d4e5f6a7b";
+    r.findings[1].operation_id = "pr_0193f1c2a9e87b7d4e6f9a1b2c3d4e5f";
+    r.findings[1].detail = "We say succeeded and the provider has no record of it in the window "
+                           "nor in the margin around it: check the provider's dashboard first.";
+    TempDir dir;
+    const fs::path page = dir.path() / "report.html";
+    write_report_file(page.string(), r, Format::html);
+    const std::string url = "file://" + page.string();
+    DevToolsBrowser browser(chromium, dir.path() / "profile");
+
+    for (const int width : {1280, 800}) {
+        INFO("at " << width << " px");
+        const std::string session = browser.open(url, width, 800);
+
+        const std::string png = browser.screenshot(session);
+        CHECK(png_size(png) == std::make_pair(static_cast<unsigned>(width), 800U));
+        CHECK(png.size() > 20000); // a blank page of that size is a few kilobytes
+        if (const char* keep = std::getenv("PAYRECON_KEEP_SCREENSHOT"); keep && *keep) {
+            std::ofstream(std::string(keep) + "-" + std::to_string(width) + ".png",
+                          std::ios::binary)
+                << png;
+        }
+
+        // Nothing wider than the window, and every cell of every finding inside it.
+        CHECK(browser.evaluate(session, "Math.max(document.documentElement.scrollWidth, "
+                                        "document.body.scrollWidth) <= window.innerWidth") == true);
+        CHECK(browser.evaluate(session,
+                               "Array.prototype.slice.call(document.querySelectorAll('#findings "
+                               "td')).filter(function (td) { return "
+                               "td.getBoundingClientRect().right > window.innerWidth + 0.5; "
+                               "}).length") == 0);
+        if (width == 1280) {
+            // A table; each reference on one line (a UUID does not wrap).
+            CHECK(browser.evaluate(session, "getComputedStyle(document.querySelector('#findings "
+                                            "thead')).display") == "table-header-group");
+            CHECK(browser.evaluate(
+                      session, "Array.prototype.slice.call(document.querySelectorAll('#findings "
+                               ".refs .id')).filter(function (e) { return "
+                               "e.getClientRects().length !== 1; }).length") == 0);
+        } else {
+            // Cards with labelled lines instead of columns.
+            CHECK(browser.evaluate(session, "getComputedStyle(document.querySelector('#findings "
+                                            "thead')).display") == "none");
+            CHECK(browser.evaluate(session, "getComputedStyle(document.querySelector('#findings "
+                                            "td.detail'), '::before').content") == "\"detail\"");
+        }
+
+        // The headline: money at risk per currency, as the report counts it.
+        const json risks = browser.evaluate(
+            session, "Array.prototype.slice.call(document.querySelectorAll('#at-risk .risk'))"
+                     ".map(function (e) { return [e.dataset.currency, Number(e.dataset.minor), "
+                     "e.getBoundingClientRect().top < window.innerHeight]; })");
+        REQUIRE(risks.size() == r.at_risk.size());
+        for (const auto& risk : risks) {
+            CHECK(r.at_risk.at(risk[0].get<std::string>()) == risk[1].get<long long>());
+            CHECK(risk[2] == true); // above the fold
+        }
+        CHECK(browser.evaluate(session, "document.querySelector('#at-risk').textContent")
+                  .get<std::string>()
+                  .find("25.00 EUR") != std::string::npos);
+
+        // First view: needing attention first, then the largest money at risk.
+        json rows = visible_rows(browser, session);
+        REQUIRE(rows.size() == r.findings.size());
+        for (std::size_t i = 1; i < rows.size(); ++i) {
+            INFO("row " << i << ": " << rows[i].dump());
+            CHECK(rows[i - 1]["attention"].get<bool>() >= rows[i]["attention"].get<bool>());
+            if (rows[i - 1]["attention"] == rows[i]["attention"]) {
+                CHECK(rows[i - 1]["risk"].get<double>() >= rows[i]["risk"].get<double>());
+            }
+        }
+
+        // Sort by our amount: the column head at 1280 (clicked twice: largest, then smallest
+        // first), the order menu at 800 (where the heads are hidden).
+        if (width == 1280) {
+            click(browser, session, "#findings th[data-sort-key=local] button");
+            CHECK(browser.evaluate(session,
+                                   "document.querySelector('#findings "
+                                   "th[data-sort-key=local]').getAttribute('aria-sort')") ==
+                  "descending");
+            auto locals = present(visible_rows(browser, session), "local");
+            CHECK(std::is_sorted(locals.rbegin(), locals.rend()));
+            click(browser, session, "#findings th[data-sort-key=local] button");
+        } else {
+            choose(browser, session, "sort-by", "local-asc", "change");
+        }
+        rows = visible_rows(browser, session);
+        auto locals = present(rows, "local");
+        CHECK(locals.size() == 6); // the rest have no amount of ours
+        CHECK(std::is_sorted(locals.begin(), locals.end()));
+        CHECK(rows.back()["local"].is_null()); // rows without our amount come last
+        CHECK(browser.evaluate(session, "document.getElementById('sort-by').value") == "local-asc");
+
+        // Oldest first by time.
+        choose(browser, session, "sort-by", "at-asc", "change");
+        const auto times = present(visible_rows(browser, session), "at");
+        CHECK(times ==
+              std::vector<double>{1796126400, 1796126400, 1796126465, 1796126465, 1796126465});
+
+        // Filter by currency, then by text; the counts follow, and the URL keeps the view.
+        choose(browser, session, "currency-filter", "EUR", "change");
+        rows = visible_rows(browser, session);
+        CHECK(rows.size() == 4); // matched, amount, currency (ours in EUR), status
+        for (const auto& row : rows) {
+            CHECK(row["currency"] == "EUR");
+        }
+        CHECK(browser.evaluate(session, "document.getElementById('shown-count').textContent") ==
+              std::to_string(rows.size()));
+        choose(browser, session, "currency-filter", "all", "change");
+        choose(browser, session, "finding-search", "ORDER-2", "input");
+        rows = visible_rows(browser, session);
+        REQUIRE(rows.size() == 1);
+        CHECK(rows[0]["category"] == "missing_remote");
+        CHECK(browser.evaluate(session, "location.hash") == "#q=ORDER-2&sort=at-asc");
+
+        // The same view from the address alone.
+        const std::string again = browser.open(url + "#currency=JPY&sort=ref-asc", width, 800);
+        CHECK(browser.evaluate(again, "document.body.getAttribute('data-sort')") == "ref-asc");
+        rows = visible_rows(browser, again);
+        REQUIRE(rows.size() == 1);
+        CHECK(rows[0]["currency"] == "JPY");
+        CHECK(browser.evaluate(again, "document.getElementById('currency-filter').value") == "JPY");
     }
 }

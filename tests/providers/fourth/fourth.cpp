@@ -289,6 +289,7 @@ const ProviderDescriptor& descriptor() {
         .kind = "fourth",
         .display_name = "Fourth",
         .reference_name = "charge ID",
+        .dashboard_url = "",
         .credentials = {CredentialKind::oauth2_client_credentials, CredentialKind::basic},
         .settings = {{"merchant_id", "MERCHANT42"}},
         .parse_settings = &parse_settings,
