@@ -23,6 +23,9 @@ public:
     void connection_acquired() { m_db_in_use.fetch_add(1, std::memory_order_relaxed); }
     void connection_released() { m_db_in_use.fetch_sub(1, std::memory_order_relaxed); }
     void connection_opened() { m_db_open.fetch_add(1, std::memory_order_relaxed); }
+    void connection_closed() { m_db_open.fetch_sub(1, std::memory_order_relaxed); }
+    // A request whose worker's connection had died was tried again on a new one.
+    void count_reconnect() { m_reconnects.fetch_add(1, std::memory_order_relaxed); }
     void count_overloaded() { m_overloaded.fetch_add(1, std::memory_order_relaxed); }
     void set_pool_size(int size) { m_pool_size = size; }
 
@@ -54,6 +57,7 @@ private:
     std::atomic<std::uint64_t> m_replays{0};
     std::atomic<std::uint64_t> m_conflicts{0};
     std::atomic<std::uint64_t> m_overloaded{0};
+    std::atomic<std::uint64_t> m_reconnects{0};
     std::atomic<int> m_db_in_use{0};
     std::atomic<int> m_db_open{0};
     int m_pool_size = 0;

@@ -49,6 +49,11 @@ void send_refusal(HttpResponse& res, std::string& outcome, AuthFailure failure) 
 }
 
 // Outside the intake (authentication, reads) nothing is written, but say it right whatever threw.
+void send_not_ready(HttpResponse& res) {
+    send_problem(res, 503, "not_ready", "Not ready",
+                 "The database is unreachable or its schema is not the one this server knows.");
+}
+
 void send_unavailable(HttpResponse& res, const DatabaseUnavailable& e) {
     send_problem(
         res, 503, "service_unavailable", "The payment store is unavailable",
@@ -178,6 +183,13 @@ void Server::stop() {
     m_http->stop();
 }
 
+void Server::drop_connection(DbSlot& slot) {
+    if (slot.db) {
+        slot.db.reset();
+        m_metrics.connection_closed();
+    }
+}
+
 store::Db& Server::connection(Context& ctx) {
     std::unique_ptr<store::Db>& db = ctx.slot->db;
     if (!db) {
@@ -288,7 +300,7 @@ void Server::scrape(HttpRequest request, Respond respond) {
             rejected.readable = true;
         } catch (const std::exception&) {
             // DatabaseUnavailable or anything else: the series are left out, readable 0.
-            slot.db.reset();
+            drop_connection(slot);
             pending->ctx.outcome = "unavailable";
         }
         if (pending->ctx.holds_connection) {
@@ -332,17 +344,31 @@ void Server::on_worker(const std::string& route, HttpRequest request, Respond re
         ctx.slot = &slot;
         HttpResponse res;
         try {
-            if (ctx.route == "POST /v1/payments") {
-                create_payment(req, res, ctx);
-            } else if (ctx.route == "GET /v1/payments/{id}") {
-                get_payment(req, res, ctx);
-            } else {
-                readyz(res, ctx);
+            // A worker's connection that was opened for an earlier request may have died since
+            // (a database restart, a failover): that request is tried once more on a new
+            // connection before anyone is told 503 -- never one whose COMMIT may have happened.
+            for (bool retried = false;; retried = true) {
+                const bool reused = slot.db != nullptr;
+                try {
+                    handle(req, res, ctx);
+                    break;
+                } catch (const DatabaseUnavailable& e) {
+                    if (retried || !reused || e.commit_outcome_unknown()) {
+                        throw;
+                    }
+                    drop_connection(slot);
+                    res = {};
+                    m_metrics.count_reconnect();
+                }
             }
         } catch (const DatabaseUnavailable& e) {
-            slot.db.reset();
+            drop_connection(slot);
             res = {};
-            send_unavailable(res, e);
+            if (ctx.route == "GET /readyz") {
+                send_not_ready(res);
+            } else {
+                send_unavailable(res, e);
+            }
             ctx.outcome = e.commit_outcome_unknown() ? "in_doubt" : "unavailable";
         } catch (const std::exception& e) {
             res = {};
@@ -481,18 +507,23 @@ void Server::get_payment(const HttpRequest& req, HttpResponse& res, Context& ctx
     set_content(res, *body, "application/json");
 }
 
-void Server::readyz(HttpResponse& res, Context& ctx) {
-    bool ready = false;
-    try {
-        ready = store_ready(connection(ctx));
-    } catch (const DatabaseUnavailable&) {
-        ctx.slot->db.reset();
+void Server::handle(const HttpRequest& req, HttpResponse& res, Context& ctx) {
+    if (ctx.route == "POST /v1/payments") {
+        create_payment(req, res, ctx);
+    } else if (ctx.route == "GET /v1/payments/{id}") {
+        get_payment(req, res, ctx);
+    } else {
+        readyz(res, ctx);
     }
-    if (ready) {
+}
+
+void Server::readyz(HttpResponse& res, Context& ctx) {
+    // An unreachable database is an answer here (not ready), not an error; the job's retry on a
+    // new connection has already been spent when this throws.
+    if (store_ready(connection(ctx))) {
         set_content(res, R"({"status":"ready"})", "application/json");
     } else {
-        send_problem(res, 503, "not_ready", "Not ready",
-                     "The database is unreachable or its schema is not the one this server knows.");
+        send_not_ready(res);
     }
 }
 

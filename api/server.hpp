@@ -63,7 +63,11 @@ private:
     void create_payment(const HttpRequest& req, HttpResponse& res, Context& ctx);
     void get_payment(const HttpRequest& req, HttpResponse& res, Context& ctx);
     void readyz(HttpResponse& res, Context& ctx);
+    // The route's handler (POST and GET payments, /readyz).
+    void handle(const HttpRequest& req, HttpResponse& res, Context& ctx);
     store::Db& connection(Context& ctx);
+    // Closes the worker's connection (it died, or its state is unknown); the next request opens one.
+    void drop_connection(DbSlot& slot);
     void log_line(const Context& ctx, const HttpRequest& req, int status);
     std::string render_metrics();
 

@@ -22,7 +22,8 @@ class Db;
 std::optional<std::string> payment_resource(store::Db& db, const std::string& tenant_id,
                                             std::string_view payment_id);
 
-// True if the database answers and its schema is the one this binary knows.
+// True if the database answers and its schema is the one this binary knows. Throws
+// DatabaseUnavailable if the connection is lost.
 bool store_ready(store::Db& db);
 
 // What providers refused of our requests, read from the database: every rejected attempt per

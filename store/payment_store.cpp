@@ -70,6 +70,8 @@ std::optional<PaymentDetail> find_payment(Db& db, const std::string& tenant_id,
 bool database_ready(Db& db) {
     try {
         return schema_version(db) == latest_known_version();
+    } catch (const DatabaseUnavailable&) {
+        throw;
     } catch (const std::exception&) {
         return false;
     }

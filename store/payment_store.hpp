@@ -36,7 +36,9 @@ struct PaymentDetail {
 std::optional<PaymentDetail> find_payment(Db& db, const std::string& tenant_id,
                                           const std::string& payment_id);
 
-// True if the database answers and its schema is the one this binary knows.
+// True if the database answers and its schema is the one this binary knows; false if it answers
+// otherwise. Throws DatabaseUnavailable if the connection is lost (the caller may reconnect and ask
+// again).
 bool database_ready(Db& db);
 
 } // namespace payrecon::store

@@ -62,8 +62,15 @@ ServeProcess::ServeProcess(const SecretFile& secret, int threads,
         }
         env.emplace_back(entry);
     }
-    env.push_back("PAYRECON_DATABASE_URL=" + database_url());
-    env.push_back("PAYRECON_FINGERPRINT_SECRET_FILE=" + secret.path());
+    // The defaults, unless `extra_env` gives its own (getenv finds the first of two).
+    for (std::string entry : {"PAYRECON_DATABASE_URL=" + database_url(),
+                              "PAYRECON_FINGERPRINT_SECRET_FILE=" + secret.path()}) {
+        const std::string name = entry.substr(0, entry.find('=') + 1);
+        if (std::none_of(extra_env.begin(), extra_env.end(),
+                         [&](const std::string& extra) { return extra.starts_with(name); })) {
+            env.push_back(std::move(entry));
+        }
+    }
     env.insert(env.end(), extra_env.begin(), extra_env.end());
     std::vector<char*> argv;
     for (const auto& a : args) {

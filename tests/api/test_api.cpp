@@ -1359,3 +1359,54 @@ TEST_CASE("api: /metrics counts the requests providers rejected, per provider an
     http.disconnect();
     check_exited_cleanly(server.terminate());
 }
+
+TEST_CASE("api: after the database dropped every connection (a restart, a failover), the next "
+          "requests reconnect instead of answering 503",
+          "[api][db]") {
+    Scope s;
+    SecretFile secret;
+    // Its connections carry a name of their own, so that only they are cut.
+    const std::string app = unique_name("serve-restart");
+    const std::string url = database_url() +
+                            (database_url().find('?') == std::string::npos ? "?" : "&") +
+                            "application_name=" + app;
+    ServeProcess server(secret, 4, {"PAYRECON_DATABASE_URL=" + url});
+    for (int i = 0; i < 8; ++i) {
+        REQUIRE(send_once(server.port(), get_request("/readyz")).status == 200);
+    }
+    REQUIRE(send_once(server.port(), create_request(s.key(), "k-before", payment_body("r-before")))
+                .status == 202);
+    const std::string open = query_value(
+        "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1", app);
+    INFO("serve's connections before: " << open);
+    REQUIRE(std::stoi(open) >= 1);
+
+    // What a restart does to every connection the server holds.
+    REQUIRE(query_value("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                        "WHERE application_name = $1",
+                        app) == open);
+    REQUIRE(wait_until(
+        [&] {
+            return query_value("SELECT count(*) FROM pg_stat_activity WHERE application_name = $1",
+                               app) == "0";
+        },
+        std::chrono::seconds(10)));
+
+    // Every probe is ready, and the first write goes through, each on a new connection.
+    for (int i = 0; i < 12; ++i) {
+        const auto ready = send_once(server.port(), get_request("/readyz"));
+        INFO("probe " << i << ": " << ready.body);
+        CHECK(ready.status == 200);
+    }
+    const auto created =
+        send_once(server.port(), create_request(s.key(), "k-after", payment_body("r-after")));
+    CHECK(created.status == 202);
+    CHECK(payments(s.tenant) == 2);
+    CHECK(records(s.tenant) == 2);
+    const std::string id = created.json()["id"];
+    CHECK(send_once(server.port(), get_request("/v1/payments/" + id, s.key())).status == 200);
+    const auto metrics = send_once(server.port(), get_request("/metrics")).body;
+    CHECK(metric(metrics, "payrecon_db_reconnects_total") >= 1);
+    CHECK(metric(metrics, "payrecon_db_connections_open") <= 4);
+    check_exited_cleanly(server.terminate());
+}
