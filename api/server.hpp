@@ -66,7 +66,8 @@ private:
     // The route's handler (POST and GET payments, /readyz).
     void handle(const HttpRequest& req, HttpResponse& res, Context& ctx);
     store::Db& connection(Context& ctx);
-    // Closes the worker's connection (it died, or its state is unknown); the next request opens one.
+    // Closes the worker's connection (it died, or its state is unknown); the next request opens
+    // one.
     void drop_connection(DbSlot& slot);
     void log_line(const Context& ctx, const HttpRequest& req, int status);
     std::string render_metrics();

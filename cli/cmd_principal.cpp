@@ -108,12 +108,20 @@ void setup_principal(CLI::App& app, AppState& state) {
             print_json(arr);
             return;
         }
-        // Names stored before they were checked may hold control characters: escaped.
-        for (const auto& p : all) {
-            std::cout << p.principal_id << "  " << printable(p.name) << "  " << to_string(p.role)
-                      << "  " << (p.revoked_at ? "revoked " + *p.revoked_at : std::string("active"))
-                      << "\n";
+        if (all.empty()) {
+            std::cout << "tenant " << printable(tenant.name)
+                      << " has no principals yet: create one with `payrecon principal create "
+                         "--tenant "
+                      << printable(tenant.name) << " --name NAME --role writer`\n";
+            return;
         }
+        // Names stored before they were checked may hold control characters: Table escapes them.
+        Table table({"PRINCIPAL ID", "NAME", "ROLE", "STATUS"});
+        for (const auto& p : all) {
+            table.add_row({p.principal_id, p.name, std::string(to_string(p.role)),
+                           p.revoked_at ? "revoked " + *p.revoked_at : std::string("active")});
+        }
+        table.print(std::cout);
     });
 }
 

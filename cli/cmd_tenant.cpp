@@ -51,9 +51,15 @@ void setup_tenant(CLI::App& app, AppState& state) {
             print_json(arr);
             return;
         }
-        for (const auto& t : all) {
-            std::cout << t.tenant_id << "  " << printable(t.name) << "  " << t.created_at << "\n";
+        if (all.empty()) {
+            std::cout << "no tenants yet: create one with `payrecon tenant create NAME`\n";
+            return;
         }
+        Table table({"TENANT ID", "NAME", "CREATED"});
+        for (const auto& t : all) {
+            table.add_row({t.tenant_id, t.name, t.created_at});
+        }
+        table.print(std::cout);
     });
 }
 

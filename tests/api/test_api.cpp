@@ -1376,8 +1376,8 @@ TEST_CASE("api: after the database dropped every connection (a restart, a failov
     }
     REQUIRE(send_once(server.port(), create_request(s.key(), "k-before", payment_body("r-before")))
                 .status == 202);
-    const std::string open = query_value(
-        "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1", app);
+    const std::string open =
+        query_value("SELECT count(*) FROM pg_stat_activity WHERE application_name = $1", app);
     INFO("serve's connections before: " << open);
     REQUIRE(std::stoi(open) >= 1);
 

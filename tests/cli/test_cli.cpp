@@ -39,8 +39,10 @@ TEST_CASE("cli: tenant and principal create, the key printed once and only its d
     auto db = connect();
     REQUIRE(authenticate(*db, Secret(key)));
 
-    // Listing never shows the key.
+    // Listing never shows the key; its columns are named.
     const std::string listed = run_cli({"principal", "list", "--tenant", tenant_id});
+    CHECK(listed.rfind("PRINCIPAL ID", 0) == 0);
+    CHECK(listed.find("ROLE") != std::string::npos);
     CHECK(listed.find("shop") != std::string::npos);
     CHECK(listed.find(key) == std::string::npos);
 
@@ -106,7 +108,7 @@ TEST_CASE("cli: principal names that could drive a terminal are refused, and sto
     const std::string listed = run_cli({"principal", "list", "--tenant", name});
     clean(listed);
     CHECK(listed.find("evil\\x1b[2J\\nFAKE: all principals revoked") != std::string::npos);
-    CHECK(std::count(listed.begin(), listed.end(), '\n') == 2); // one line per principal
+    CHECK(std::count(listed.begin(), listed.end(), '\n') == 3); // a header, one line per principal
     clean(run_cli({"audit", "--tenant", name}));
     clean(run_cli({"principal", "revoke", evil_id}));
 
@@ -305,6 +307,7 @@ TEST_CASE("cli: global options work after the subcommand too, every help lists t
     const std::string url = "'" + database_url() + "'";
     const auto listed = run_binary("-u PAYRECON_DATABASE_URL", "tenant list --database " + url);
     CHECK(listed.exit_code == 0);
+    CHECK(listed.output.rfind("TENANT ID", 0) == 0);
     const auto nested = run_binary("-u PAYRECON_DATABASE_URL",
                                    "review list --database " + url + " --operator night-shift");
     CHECK(nested.exit_code == 0);
