@@ -36,6 +36,24 @@ std::string known_reference(const store::PaymentRecord& record) {
     return record.payment.provider_reference.value_or("REF");
 }
 
+// " --amount 8.80" where the latest lookup that found the payment saw another amount in our
+// currency (a remote_mismatch the operator may settle as charged); empty otherwise.
+std::string charged_amount_option(const store::PaymentRecord& record) {
+    const store::PaymentRow& p = record.payment;
+    for (auto l = record.lookups.rbegin(); l != record.lookups.rend(); ++l) {
+        if (!l->remote_amount || !l->remote_currency) {
+            continue;
+        }
+        if (*l->remote_amount == p.amount_minor ||
+            !same_currency(*l->remote_currency, p.currency)) {
+            return {};
+        }
+        const auto major = major_units(*l->remote_amount, p.currency);
+        return major ? " --amount " + *major : std::string();
+    }
+    return {};
+}
+
 // The guidance for the payment's review code, if it has a code payrecon knows.
 const ReviewGuidance* guidance_of(const store::PaymentRow& p) {
     const auto code = p.review_code ? parse_review_code(*p.review_code) : std::nullopt;
@@ -59,7 +77,8 @@ std::vector<std::string> review_commands(const store::PaymentRecord& record) {
         switch (d) {
         case OperatorDecision::succeeded:
             out.push_back(resolve + " --as succeeded --provider-reference " +
-                          known_reference(record) + " --note \"...\"");
+                          known_reference(record) + charged_amount_option(record) +
+                          " --note \"...\"");
             break;
         case OperatorDecision::failed:
             out.push_back(resolve + " --as failed --note \"...\"");

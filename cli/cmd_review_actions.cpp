@@ -6,10 +6,12 @@
 #include "cli/reconcile_view.hpp"
 #include "cli/table.hpp"
 #include "core/errors.hpp"
+#include "core/money.hpp"
 #include "core/resolution_policy.hpp"
 #include "engine/reconciler.hpp"
 #include "providers/registry.hpp"
 #include "store/inspect_store.hpp"
+#include "store/payment_store.hpp"
 #include "store/reconcile_store.hpp"
 
 #include <iostream>
@@ -23,6 +25,7 @@ struct ResolveCliOptions {
     std::string as;
     std::string note;
     std::string provider_reference;
+    std::string amount; // major units of the payment's currency: what the provider charged
     bool confirm_no_charge = false;
     bool unverified = false;
     bool json = false;
@@ -167,7 +170,8 @@ void decide(AppState& state, const std::string& id, long long generation, const 
 // reference the provider does not have for this payment, another amount, or a charge that did
 // not happen is refused. --unverified takes the operator's word (the provider unreachable, or no
 // configuration at hand), and says so in the audit note.
-void check_reference_with_provider(AppState& state, const ResolveCliOptions& opts) {
+void check_reference_with_provider(AppState& state, const ResolveCliOptions& opts,
+                                   std::optional<long long> charged_minor) {
     if (state.global.config_file.empty()) {
         std::cerr << "payrecon: the reference was not checked with the provider: no provider "
                      "configuration (--config, PAYRECON_CONFIG)\n";
@@ -178,8 +182,8 @@ void check_reference_with_provider(AppState& state, const ResolveCliOptions& opt
     OpenDatabase opened = open_database(state.global);
     const store::PaymentRef ref = find_ref(*opened.db, opts.id);
     engine::Reconciler reconciler(*opened.db, set.pointers, {});
-    const auto check =
-        reconciler.check_reference(ref.tenant_id, ref.payment_id, opts.provider_reference);
+    const auto check = reconciler.check_reference(ref.tenant_id, ref.payment_id,
+                                                  opts.provider_reference, charged_minor);
     if (!check) {
         throw Refused("no payment has the ID " + opts.id, "find it with: payrecon review list");
     }
@@ -214,14 +218,39 @@ void check_reference_with_provider(AppState& state, const ResolveCliOptions& opt
     }
     case V::mismatch:
         throw Refused(detail + "; nothing was written",
-                      "settle the difference at the provider first (refund, or accept the "
-                      "amount charged); then " +
+                      "if the customer paid what the provider charged and that stands, record it "
+                      "with --amount (in major units, e.g. --amount 8.80); else settle the "
+                      "difference at the provider first (a refund), or " +
                           override_hint + ", both amounts included");
     case V::not_charged:
         throw Refused(detail + "; nothing was written",
                       "resolve --as failed if it will not charge, or payrecon review recheck " +
                           ref.payment_id + " once the provider has finished");
     }
+}
+
+// --amount in minor units of the payment's currency, or a UsageError saying how to write it.
+long long charged_amount(AppState& state, const ResolveCliOptions& opts) {
+    if (opts.as != "succeeded" || opts.provider_reference.empty()) {
+        throw UsageError("--amount goes with --as succeeded and --provider-reference",
+                         "it records what the provider really charged for this payment");
+    }
+    OpenDatabase opened = open_database(state.global);
+    const store::PaymentRef ref = find_ref(*opened.db, opts.id);
+    const auto payment = store::find_payment(*opened.db, ref.tenant_id, ref.payment_id);
+    if (!payment) {
+        throw Refused("no payment has the ID " + opts.id, "find it with: payrecon review list");
+    }
+    const auto minor = parse_major_units(opts.amount, payment->currency);
+    if (!minor) {
+        const auto example = major_units(payment->amount_minor, payment->currency);
+        throw UsageError("--amount " + printable(opts.amount) + " is not an amount in " +
+                             payment->currency,
+                         "write it in major units of the payment's currency, as its amount is "
+                         "written: " +
+                             example.value_or(std::to_string(payment->amount_minor)));
+    }
+    return *minor;
 }
 
 void run_resolve(AppState& state, const ResolveCliOptions& opts) {
@@ -233,12 +262,17 @@ void run_resolve(AppState& state, const ResolveCliOptions& opts) {
         throw UsageError("--unverified goes with --as succeeded only",
                          "it takes your word for the provider reference");
     }
+    std::optional<long long> charged;
+    if (!opts.amount.empty()) {
+        charged = charged_amount(state, opts);
+    }
     if (*decision == OperatorDecision::succeeded && !opts.provider_reference.empty() &&
         !opts.unverified) {
-        check_reference_with_provider(state, opts);
+        check_reference_with_provider(state, opts, charged);
     }
     store::Resolution r;
     r.decision = *decision;
+    r.charged_amount_minor = charged;
     if (!opts.provider_reference.empty()) {
         r.provider_reference = opts.provider_reference;
     }
@@ -311,6 +345,11 @@ void setup_review_actions(CLI::App& review, AppState& state) {
         ->required();
     resolve->add_option("--provider-reference", ro->provider_reference,
                         "the provider's ID of the charge (with --as succeeded)");
+    resolve->add_option("--amount", ro->amount,
+                        "with --as succeeded: what the provider really charged, in major units of "
+                        "the payment's currency (8.80), where it differs from what was asked; "
+                        "checked with the provider, kept beside the amount asked, used by the "
+                        "statement");
     resolve->add_flag(
         "--confirm-no-charge", ro->confirm_no_charge,
         "with --as retry: you confirmed the provider holds no charge for this payment");

@@ -157,6 +157,7 @@ nlohmann::json to_json(const store::PaymentRecord& r) {
     payment["last_attempt_at"] = opt(r.last_attempt_at);
     payment["lookup_count"] = r.lookup_count;
     payment["lookup_failures"] = r.lookup_failures;
+    payment["charged_amount"] = opt_num(r.charged_amount_minor);
     nlohmann::json attempts = nlohmann::json::array();
     for (const auto& a : r.attempts) {
         attempts.push_back(to_json(a));
@@ -194,7 +195,12 @@ void print_record(std::ostream& out, const store::PaymentRecord& r) {
     print_fields(out,
                  {{"tenant", p.tenant + " (" + p.tenant_id + ")"},
                   {"state", p.state},
-                  {"amount", describe_money(p.amount_minor, p.currency)},
+                  {"amount", describe_money(p.amount_minor, p.currency) +
+                                 (r.charged_amount_minor
+                                      ? "; the provider charged " +
+                                            describe_money(*r.charged_amount_minor, p.currency) +
+                                            " (recorded by an operator)"
+                                      : std::string())},
                   {"provider", p.provider},
                   {"merchant reference", p.merchant_reference},
                   {"operation ID", p.operation_id},

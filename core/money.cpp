@@ -88,6 +88,41 @@ std::optional<std::string> major_units(std::int64_t minor, std::string_view curr
     return negative ? "-" + digits : digits;
 }
 
+std::optional<std::int64_t> parse_major_units(std::string_view text, std::string_view currency) {
+    std::string code(currency);
+    for (char& c : code) {
+        c = (c >= 'a' && c <= 'z') ? static_cast<char>(c - 'a' + 'A') : c;
+    }
+    const auto found = find_currency(code);
+    if (!found || text.empty()) {
+        return std::nullopt;
+    }
+    const auto exponent = static_cast<std::size_t>(found->exponent);
+    const auto dot = text.find('.');
+    const std::string_view whole = text.substr(0, dot);
+    const std::string_view fraction =
+        dot == std::string_view::npos ? std::string_view() : text.substr(dot + 1);
+    const auto digits = [](std::string_view part) {
+        return std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
+    };
+    if (whole.empty() || !digits(whole) || !digits(fraction) || fraction.size() > exponent ||
+        (dot != std::string_view::npos && fraction.empty())) {
+        return std::nullopt;
+    }
+    std::int64_t minor = 0;
+    constexpr std::int64_t k_limit = 1'000'000'000'000'000; // 10^15 minor units
+    for (std::size_t i = 0; i < whole.size() + exponent; ++i) {
+        const char c = i < whole.size()                     ? whole[i]
+                       : i - whole.size() < fraction.size() ? fraction[i - whole.size()]
+                                                            : '0';
+        minor = minor * 10 + (c - '0');
+        if (minor > k_limit) {
+            return std::nullopt;
+        }
+    }
+    return minor;
+}
+
 std::string format_money(const Money& money) {
     const auto currency = find_currency(money.currency);
     if (!currency) {

@@ -30,6 +30,12 @@ struct Money {
 // not know (no exponent to scale by).
 std::optional<std::string> major_units(std::int64_t minor, std::string_view currency);
 
+// `text` in major units of `currency` ("8.80", "8.8", "8" for EUR; "1000" for JPY) as minor units,
+// exactly, never through floating point: digits, then optionally '.' and at most the currency's
+// exponent of digits. nullopt for anything else (a sign, a second '.', more decimals than the
+// currency has, an unknown currency, an amount over 10^15 minor units).
+std::optional<std::int64_t> parse_major_units(std::string_view text, std::string_view currency);
+
 // "12.34 EUR", "1000 JPY", "-0.005 KWD". Throws std::invalid_argument for an unknown currency.
 std::string format_money(const Money& money);
 

@@ -51,8 +51,9 @@ const ReviewGuidance k_remote_mismatch{
     "the provider's payment for our operation ID has another amount or currency than ours",
     "amount and currency at the provider; a factor of 10, 100 or 1000 is a currency exponent bug: "
     "tell engineering",
-    "settle the money at the provider first (refund, or accept the amount), then succeeded if the "
-    "charge stands, failed if it was refunded; note both amounts",
+    "settle the money at the provider first (refund, or accept the amount), then succeeded with "
+    "--amount AMOUNT (what it charged) if the charge stands, failed if it was refunded; note both "
+    "amounts",
     {D::succeeded, D::failed},
     false};
 

@@ -267,7 +267,8 @@ std::optional<ReconcileOutcome> Reconciler::recheck(const std::string& tenant_id
 
 std::optional<ReferenceCheck> Reconciler::check_reference(const std::string& tenant_id,
                                                           const std::string& payment_id,
-                                                          const std::string& reference) {
+                                                          const std::string& reference,
+                                                          std::optional<long long> charged_minor) {
     const auto c = store::load_candidate(m_db, tenant_id, payment_id);
     if (!c) {
         return std::nullopt;
@@ -318,13 +319,14 @@ std::optional<ReferenceCheck> Reconciler::check_reference(const std::string& ten
                      refs + ", not " + reference;
         return out;
     }
-    if (match->amount.minor != c->payment.amount_minor ||
+    const long long expected = charged_minor.value_or(c->payment.amount_minor);
+    if (match->amount.minor != expected ||
         !same_currency(match->amount.currency, c->payment.currency)) {
         out.verdict = ReferenceCheck::Verdict::mismatch;
         out.detail = reference + " is " +
                      describe_money(match->amount.minor, match->amount.currency) +
-                     " at the provider; ours is " +
-                     describe_money(c->payment.amount_minor, c->payment.currency);
+                     " at the provider; " + (charged_minor ? "--amount says " : "ours is ") +
+                     describe_money(expected, c->payment.currency);
         return out;
     }
     if (remote_state_of(*match) != RemoteState::succeeded) {

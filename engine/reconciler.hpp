@@ -68,7 +68,7 @@ struct ReferenceCheck {
         lookup_failed,   // no trustworthy answer now
         absent,          // the provider has no payment for our operation ID
         other_reference, // it has one (or more), under other references
-        mismatch,        // that payment's amount or currency differs from ours
+        mismatch,        // that payment's amount or currency differs from ours (or the one given)
         not_charged, // that payment did not charge (declined, pending, waiting for the customer)
     };
     Verdict verdict = Verdict::not_checked;
@@ -98,11 +98,14 @@ public:
                                             const std::string& payment_id);
 
     // Asks the provider about the payment now and compares what it holds for our operation ID
-    // with `reference` (amount, currency, charged). Writes nothing. Returns nullopt if there is no
-    // such payment; throws Refused if its provider is not one of this reconciler's.
+    // with `reference` (amount, currency, charged): the amount is `charged_minor` where the
+    // operator says the provider charged another amount than ours, else the payment's. Writes
+    // nothing. Returns nullopt if there is no such payment; throws Refused if its provider is not
+    // one of this reconciler's.
     std::optional<ReferenceCheck> check_reference(const std::string& tenant_id,
                                                   const std::string& payment_id,
-                                                  const std::string& reference);
+                                                  const std::string& reference,
+                                                  std::optional<long long> charged_minor = {});
 
 private:
     ReconcileOutcome handle(const store::ReconcileCandidate& candidate, bool operator_recheck);

@@ -23,7 +23,7 @@ const std::string k_record_columns =
     ", p.payment_method, p.customer, p.description, p.metadata::text, p.created_by::text, " +
     iso("p.next_attempt_at") + ", p.lease_owner, " + iso("p.lease_expires_at") + ", " +
     iso("p.first_attempt_at") + ", " + iso("p.last_attempt_at") +
-    ", p.lookup_count, p.lookup_failures";
+    ", p.lookup_count, p.lookup_failures, p.charged_amount_minor";
 
 // Rows about the whole deployment (a purge run) carry the nil UUID as their tenant.
 const std::string k_audit_columns =
@@ -271,6 +271,9 @@ std::optional<PaymentRecord> load_payment_record(Db& db, const PaymentRef& ref) 
         rec.last_attempt_at = opt_text(r[25]);
         rec.lookup_count = r[26].as<int>();
         rec.lookup_failures = r[27].as<int>();
+        if (!r[28].is_null()) {
+            rec.charged_amount_minor = r[28].as<long long>();
+        }
 
         // The canonical IDs as stored (lower case), not as typed.
         const std::string& tenant_id = rec.payment.tenant_id;

@@ -140,6 +140,9 @@ struct PaymentRecord {
     std::optional<std::string> last_attempt_at;
     int lookup_count = 0;
     int lookup_failures = 0;
+    // What the provider really charged, as an operator recorded it (review resolve --amount), when
+    // it differs from amount_minor; in the payment's currency.
+    std::optional<long long> charged_amount_minor;
     std::vector<AttemptRecord> attempts; // by attempt_no
     std::vector<LookupRecord> lookups;   // in the order they were made
     std::vector<AuditRecord> audit;      // audit_log rows about this payment, oldest first

@@ -126,7 +126,8 @@ WITH u AS (
        SET state = $4, generation = generation + 1,
            next_attempt_at = CASE WHEN $4 = 'retry_scheduled' THEN now() ELSE NULL END,
            review_code = NULL, review_reason = $5, lookup_count = 0, lookup_failures = 0,
-           provider_reference = coalesce($6, provider_reference), updated_at = now()
+           provider_reference = coalesce($6, provider_reference),
+           charged_amount_minor = coalesce($12::bigint, charged_amount_minor), updated_at = now()
      WHERE tenant_id = $1::uuid AND payment_id = $2::uuid AND generation = $3
  RETURNING *
 ), event AS (
@@ -137,7 +138,8 @@ WITH u AS (
     SELECT u.tenant_id, $7, $11, 'payment', u.payment_id::text,
            jsonb_build_object('from', $8::text, 'to', u.state, 'decision', $9::text,
                               'note', $10::text, 'provider_reference', $6::text,
-                              'generation', u.generation)
+                              'generation', u.generation, 'amount_minor', u.amount_minor,
+                              'charged_amount_minor', $12::bigint)
       FROM u
 )
 SELECT u.state, u.generation FROM u)sql";
@@ -318,8 +320,15 @@ ResolveResult resolve_payment(Db& db, const Resolution& resolution) {
                               resolution.confirmed_no_charge, resolution.generation})) {
         throw UsageError(describe(*problem));
     }
+    if (resolution.charged_amount_minor && (resolution.decision != OperatorDecision::succeeded ||
+                                            *resolution.charged_amount_minor < 0)) {
+        throw UsageError("a charged amount goes with --as succeeded only, and is not negative");
+    }
     const PaymentState to = target_state(resolution.decision);
     const std::string decision(to_string(resolution.decision));
+    const std::string charged = resolution.charged_amount_minor
+                                    ? std::to_string(*resolution.charged_amount_minor)
+                                    : std::string();
     const bool cancel = resolution.decision == OperatorDecision::cancel;
     Db::Impl& impl = db.impl();
     return translate_errors(impl, [&] {
@@ -370,7 +379,8 @@ ResolveResult resolve_payment(Db& db, const Resolution& resolution) {
             k_resolve, resolution.tenant_id, resolution.payment_id, resolution.generation,
             std::string(to_string(to)), reason, or_null(resolution.provider_reference),
             resolution.operator_name, out.state, decision, note,
-            cancel ? "payment.cancel" : "review.resolve");
+            cancel ? "payment.cancel" : "review.resolve",
+            resolution.charged_amount_minor ? charged.c_str() : nullptr);
         tx.commit();
         out.status = ResolveResult::Status::applied;
         out.state = r[0].as<std::string>();

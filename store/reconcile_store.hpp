@@ -94,6 +94,9 @@ struct Resolution {
     std::string note;
     std::string operator_name;
     std::optional<std::string> provider_reference;
+    // With succeeded: what the provider really charged, in minor units of the payment's currency,
+    // when it differs from what was asked (payments.charged_amount_minor).
+    std::optional<long long> charged_amount_minor;
     bool confirmed_no_charge = false; // with retry: the operator confirmed no charge exists
 };
 

@@ -119,7 +119,8 @@ RemoteStatus parse_remote_status(std::string_view s) {
 // the order of payments_statement or of the table (sorted by the client: PostgreSQL sorting a
 // million rows takes twice as long as reading them); columns as local_key_record reads them.
 std::string local_keys_query(const std::string& provider_literal, long long from, long long to) {
-    return "SELECT operation_id, amount_minor::bigint, currency::text, state::text, "
+    return "SELECT operation_id, coalesce(charged_amount_minor, amount_minor)::bigint, "
+           "currency::text, state::text, "
            "coalesce(first_attempt_at, created_at)::timestamptz "
            "FROM payments WHERE provider = " +
            provider_literal + " AND coalesce(first_attempt_at, created_at) >= to_timestamp(" +
@@ -154,7 +155,8 @@ void remote_key_record(const CopyRow& row, RemoteRecord& r) {
 }
 
 constexpr const char* k_local_details_sql = R"sql(
-SELECT operation_id, payment_id::text, tenant_id::text, provider_reference, amount_minor, currency, state,
+SELECT operation_id, payment_id::text, tenant_id::text, provider_reference,
+       coalesce(charged_amount_minor, amount_minor), currency, state,
        floor(date_part('epoch', coalesce(first_attempt_at, created_at)))::bigint, merchant_reference
   FROM payments
  WHERE provider = $1 AND operation_id = ANY($2::text[]))sql";

@@ -564,6 +564,92 @@ TEST_CASE("operator cli: resolve --as succeeded checks the reference with the pr
     CHECK(w.executions(absent) == 0);
 }
 
+TEST_CASE("operator cli: resolve --as succeeded --amount records what the provider really "
+          "charged, checked with it, and the statement matches that amount from then on",
+          "[cli][db][reconcile][statement][regression]") {
+    // A remote_mismatch resolved as succeeded came back as amount_mismatch every night: there was
+    // no way to record that the provider charged 8.80 EUR of the 25.00 asked.
+    Operated w;
+    const std::string ref = w.unknown_payment(fake::Fault::execute_then_fin);
+    w.fake->seed_amount_mismatch({{"", w.op_of(ref)}, 880});
+    w.write_config({{"timeout_ms", 10000}});
+    REQUIRE(w.payrecon({"reconcile"}).exit_code == 3);
+    REQUIRE(w.column(ref, "review_code") == "remote_mismatch");
+    std::string reference;
+    const auto ledger = w.fake->ledger();
+    for (const auto& pi : ledger["payment_intents"]) {
+        if (pi["metadata"]["operation_id"] == w.op_of(ref)) {
+            reference = pi["id"];
+        }
+    }
+    REQUIRE(!reference.empty());
+    const auto resolve = [&](const std::vector<std::string>& more) {
+        std::vector<std::string> args{"review",
+                                      "resolve",
+                                      w.payment_id_of(ref),
+                                      "--generation",
+                                      std::to_string(w.generation_of(ref)),
+                                      "--as",
+                                      "succeeded",
+                                      "--provider-reference",
+                                      reference,
+                                      "--note",
+                                      "customer accepted the partial charge"};
+        args.insert(args.end(), more.begin(), more.end());
+        return w.payrecon(args);
+    };
+    const Footprint before = footprint(w, ref);
+    // review show offers the command with what the lookup saw filled in.
+    const Run show = w.payrecon({"review", "show", w.payment_id_of(ref)});
+    CHECK(contains(show.out,
+                   "--as succeeded --provider-reference " + reference + " --amount 8.80 --note"));
+
+    const Run plain = resolve({});
+    INFO(plain.all());
+    CHECK(plain.exit_code == 7);
+    CHECK(contains(plain.err, "8.80 EUR at the provider; ours is 25.00 EUR"));
+    CHECK(contains(plain.err, "--amount"));
+    const Run wrong = resolve({"--amount", "9.99"});
+    INFO(wrong.all());
+    CHECK(wrong.exit_code == 7);
+    CHECK(contains(wrong.err, "--amount says 9.99 EUR"));
+    for (const char* bad : {"8.801", "8,80", "-8.80", "880 EUR"}) {
+        const Run r = resolve({"--amount", bad});
+        INFO(bad << ": " << r.all());
+        CHECK(r.exit_code == 2);
+        CHECK(contains(r.err, "write it in major units of the payment's currency"));
+    }
+    const Run failed_with_amount =
+        w.payrecon({"review", "resolve", w.payment_id_of(ref), "--generation",
+                    std::to_string(w.generation_of(ref)), "--as", "failed", "--note", "x",
+                    "--amount", "8.80"});
+    CHECK(failed_with_amount.exit_code == 2);
+    CHECK(footprint(w, ref) == before);
+
+    const Run right = resolve({"--amount", "8.80"});
+    INFO(right.all());
+    CHECK(right.exit_code == 0);
+    CHECK(w.state_of(ref) == "succeeded");
+    CHECK(w.column(ref, "amount_minor") == "2500"); // what was asked stays
+    CHECK(w.column(ref, "charged_amount_minor") == "880");
+    CHECK(w.audits(ref, "action = 'review.resolve' AND (detail->>'charged_amount_minor')::bigint "
+                        "= 880 AND (detail->>'amount_minor')::bigint = 2500") == 1);
+    const Run shown = w.payrecon({"payments", "show", w.payment_id_of(ref)});
+    CHECK(
+        contains(shown.out, "25.00 EUR; the provider charged 8.80 EUR (recorded by an operator)"));
+
+    // Tonight's statement: the provider's 8.80 EUR matches what we recorded.
+    const std::string today = reports::format_utc(std::chrono::system_clock::now()).substr(0, 10);
+    const Run statement =
+        w.payrecon({"statement", "--provider", w.config.name, "--from", today, "--format", "json"});
+    INFO(statement.all());
+    const auto j = nlohmann::json::parse(statement.out);
+    CHECK(j["totals"]["amount_mismatch"]["count"] == 0);
+    CHECK(j["totals"]["matched"]["count"] >= 1);
+    CHECK(j["at_risk"].empty());
+    CHECK(w.executions(ref) == 1);
+}
+
 TEST_CASE("operator cli: review recheck adopts what the provider has for a payment in review",
           "[cli][db][reconcile]") {
     Operated w;

@@ -107,3 +107,26 @@ TEST_CASE("money: describe_money scales by the exponent, and says minor units wh
     CHECK(describe_money(1500, "XYZ") == "1500 XYZ (minor units)");
     CHECK(describe_money(7, "") == "7  (minor units)");
 }
+
+TEST_CASE("money: major units parse to minor units exactly, and back", "[core][money]") {
+    CHECK(payrecon::parse_major_units("8.80", "EUR") == 880);
+    CHECK(payrecon::parse_major_units("8.8", "eur") == 880);
+    CHECK(payrecon::parse_major_units("8", "EUR") == 800);
+    CHECK(payrecon::parse_major_units("0.01", "EUR") == 1);
+    CHECK(payrecon::parse_major_units("1000", "JPY") == 1000);
+    CHECK(payrecon::parse_major_units("1.234", "KWD") == 1234);
+    CHECK(payrecon::parse_major_units("0.1", "EUR") == 10);
+    // 0.1 + 0.2 in binary floating point is not 0.3: these never pass through it.
+    CHECK(payrecon::parse_major_units("19.99", "USD") == 1999);
+    for (const char* bad : {"", ".", "8.", ".5", "8.801", "-1", "+1", "1e3", "8,80", " 8", "1.2.3",
+                            "10000000000000.01"}) {
+        INFO(bad);
+        CHECK_FALSE(payrecon::parse_major_units(bad, "EUR").has_value());
+    }
+    CHECK_FALSE(payrecon::parse_major_units("1.5", "JPY").has_value()); // JPY has no minor unit
+    CHECK_FALSE(payrecon::parse_major_units("1", "XYZ").has_value());
+    CHECK(payrecon::major_units(880, "EUR") == "8.80");
+    CHECK(payrecon::major_units(-5, "KWD") == "-0.005");
+    CHECK(payrecon::major_units(1000, "jpy") == "1000");
+    CHECK_FALSE(payrecon::major_units(1, "XYZ").has_value());
+}

@@ -32,7 +32,9 @@ cleanup() {
   local rc=$?
   [ -s "$work/pids" ] && while read -r pid; do kill "$pid" 2>/dev/null || true; done <"$work/pids"
   [ -n "$fake_pid" ] && kill "$fake_pid" 2>/dev/null || true
-  HOME=$work/home "$payrecon" db stop >/dev/null 2>&1 || true
+  # In the pasted lines' environment only: an inherited PAYRECON_HOME or PAYRECON_DATABASE_URL
+  # (the suite's own database) must never be the one stopped.
+  env -i HOME="$work/home" PATH="$PATH" "$payrecon" db stop >/dev/null 2>&1 || true
   if [ "$rc" -ne 0 ]; then
     echo "--- what the lines printed (in $work) ---" >&2
     for f in "$work"/line-*.out; do [ -e "$f" ] && { echo "== $(head -1 "$f")"; tail -n +2 "$f" | tail -20; }; done >&2

@@ -22,22 +22,32 @@ using namespace payrecon::testing;
 
 namespace {
 
-// The embedded migrations up to `version`, applied and recorded as store::migrate records them.
-void migrate_to(const std::string& url, int version) {
+// Applies the embedded migrations after `from` up to `to` (as `migrate` would, one transaction).
+void migrate_after(const std::string& url, int from, int to) {
     pqxx::connection c(url);
     pqxx::work tx(c);
-    tx.exec0("CREATE TABLE schema_migrations (version integer NOT NULL PRIMARY KEY, name text NOT "
-             "NULL, checksum text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())");
     for (const store::Migration& m : store::embedded_migrations()) {
-        if (m.version > version) {
-            break;
+        if (m.version > from && m.version <= to) {
+            tx.exec0(std::string(m.sql));
+            tx.exec_params0(
+                "INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, $3)",
+                m.version, std::string(m.name), sha256_hex(m.sql));
         }
-        tx.exec0(std::string(m.sql));
-        tx.exec_params0(
-            "INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, $3)",
-            m.version, std::string(m.name), sha256_hex(m.sql));
     }
     tx.commit();
+}
+
+// The embedded migrations up to `version`, applied and recorded as store::migrate records them.
+void migrate_to(const std::string& url, int version) {
+    {
+        pqxx::connection c(url);
+        pqxx::work tx(c);
+        tx.exec0(
+            "CREATE TABLE schema_migrations (version integer NOT NULL PRIMARY KEY, name text "
+            "NOT NULL, checksum text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())");
+        tx.commit();
+    }
+    migrate_after(url, 0, version);
 }
 
 // 20 tenants, one principal each, and 200,000 payments in every state as a live deployment holds
@@ -137,9 +147,11 @@ TEST_CASE("migrations: schema 9 to 10 over 200,000 payments keeps every row and 
     const auto before = table_digests(scratch.url());
     REQUIRE(before.at("payments").rfind("200000 ", 0) == 0);
 
-    store::Db db(scratch.url());
-    CHECK(store::migrate(db) == std::vector<int>{10});
+    // Migration 10 alone (later ones may add columns, which change every row's text).
+    migrate_after(scratch.url(), 9, 10);
     CHECK(table_digests(scratch.url()) == before);
+    store::Db db(scratch.url());
+    CHECK(store::migrate(db).front() == 11); // the rest, from 10 on
 
     pqxx::connection c(scratch.url());
     pqxx::work tx(c);
