@@ -50,6 +50,13 @@ std::string Metrics::render_rejected(const Rejected& rejected) {
     return out.str();
 }
 
+void Metrics::count_webhook(const std::string& provider, const std::string& result,
+                            std::size_t stored) {
+    std::lock_guard lock(m_mutex);
+    ++m_webhooks[{provider, result}];
+    m_webhook_events[provider] += stored;
+}
+
 void Metrics::observe_request(const std::string& route, int status, double seconds) {
     std::lock_guard lock(m_mutex);
     ++m_requests[{route, status}];
@@ -71,6 +78,21 @@ std::string Metrics::render(const HttpStats& http, std::size_t queue_waiting) co
     for (const auto& [key, n] : m_requests) {
         out << "payrecon_http_requests_total{route=\"" << key.first << "\",status=\"" << key.second
             << "\"} " << n << "\n";
+    }
+    // Provider names come from the configuration ([a-z0-9_-]): safe as label values.
+    out << "# HELP payrecon_webhooks_total Provider webhook requests by provider and result "
+           "(verified, bad_signature, malformed).\n"
+        << "# TYPE payrecon_webhooks_total counter\n";
+    for (const auto& [key, n] : m_webhooks) {
+        out << "payrecon_webhooks_total{provider=\"" << key.first << "\",result=\"" << key.second
+            << "\"} " << n << "\n";
+    }
+    out << "# HELP payrecon_webhook_events_stored_total Provider webhook events stored for the "
+           "first time (redeliveries not counted).\n"
+        << "# TYPE payrecon_webhook_events_stored_total counter\n";
+    for (const auto& [provider, n] : m_webhook_events) {
+        out << "payrecon_webhook_events_stored_total{provider=\"" << provider << "\"} " << n
+            << "\n";
     }
     out << "# HELP payrecon_http_request_duration_seconds Request latency by route.\n"
         << "# TYPE payrecon_http_request_duration_seconds histogram\n";

@@ -28,6 +28,9 @@ public:
     void count_reconnect() { m_reconnects.fetch_add(1, std::memory_order_relaxed); }
     void count_overloaded() { m_overloaded.fetch_add(1, std::memory_order_relaxed); }
     void set_pool_size(int size) { m_pool_size = size; }
+    // A provider's webhook request was answered: `result` verified, bad_signature or malformed;
+    // `stored` events of it were new.
+    void count_webhook(const std::string& provider, const std::string& result, std::size_t stored);
 
     // Everything, with the transport's counters and the requests waiting for a worker now.
     std::string render(const HttpStats& http, std::size_t queue_waiting) const;
@@ -54,6 +57,8 @@ private:
     mutable std::mutex m_mutex;
     std::map<std::pair<std::string, int>, std::uint64_t> m_requests;
     std::map<std::string, Histogram> m_latency;
+    std::map<std::pair<std::string, std::string>, std::uint64_t> m_webhooks; // provider, result
+    std::map<std::string, std::uint64_t> m_webhook_events;                   // provider
     std::atomic<std::uint64_t> m_replays{0};
     std::atomic<std::uint64_t> m_conflicts{0};
     std::atomic<std::uint64_t> m_overloaded{0};

@@ -6,6 +6,7 @@
 #include "services/auth.hpp"
 #include "services/intake.hpp"
 #include "services/payments.hpp"
+#include "services/webhooks.hpp"
 #include "store/db.hpp"
 
 #include <algorithm>
@@ -49,6 +50,18 @@ void send_refusal(HttpResponse& res, std::string& outcome, AuthFailure failure) 
 }
 
 // Outside the intake (authentication, reads) nothing is written, but say it right whatever threw.
+std::string_view webhook_result(WebhookVerdict::Status status) {
+    switch (status) {
+    case WebhookVerdict::Status::verified:
+        return "verified";
+    case WebhookVerdict::Status::bad_signature:
+        return "bad_signature";
+    case WebhookVerdict::Status::malformed:
+        return "malformed";
+    }
+    return "malformed";
+}
+
 void send_not_ready(HttpResponse& res) {
     send_problem(res, 503, "not_ready", "Not ready",
                  "The database is unreachable or its schema is not the one this server knows.");
@@ -93,6 +106,23 @@ std::string path_of(const std::string& target) {
     return target.substr(0, target.find('?'));
 }
 
+// The provider name of a webhook path, /v1/providers/{name}/webhooks, or nullopt.
+std::optional<std::string> webhook_provider(const std::string& path) {
+    static constexpr std::string_view k_prefix = "/v1/providers/";
+    static constexpr std::string_view k_suffix = "/webhooks";
+    if (!path.starts_with(k_prefix) || !path.ends_with(k_suffix) ||
+        path.size() <= k_prefix.size() + k_suffix.size()) {
+        return std::nullopt;
+    }
+    std::string name =
+        path.substr(k_prefix.size(), path.size() - k_prefix.size() - k_suffix.size());
+    const bool valid =
+        name.size() <= 32 && std::all_of(name.begin(), name.end(), [](char c) {
+            return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+        });
+    return valid ? std::optional<std::string>(std::move(name)) : std::nullopt;
+}
+
 // The route pattern a request's method and path match, "other" if none (never the raw path).
 std::string route_of(const std::string& method, const std::string& path) {
     if (method == "POST" && path == k_payments) {
@@ -105,6 +135,9 @@ std::string route_of(const std::string& method, const std::string& path) {
     }
     if (method == "GET" && (path == "/healthz" || path == "/readyz" || path == "/metrics")) {
         return "GET " + path;
+    }
+    if (method == "POST" && webhook_provider(path)) {
+        return "POST /v1/providers/{name}/webhooks";
     }
     return "other";
 }
@@ -251,10 +284,11 @@ void Server::handle(HttpRequest request, Respond respond) {
             on_worker(ctx.route, std::move(request), std::move(respond));
             return;
         } else if (path == k_payments || path == "/healthz" || path == "/readyz" ||
-                   path == "/metrics" || route_of("GET", path) != "other") {
+                   path == "/metrics" || route_of("GET", path) != "other" ||
+                   webhook_provider(path)) {
             send_problem(res, 405, "method_not_allowed", "Method not allowed",
                          "This route does not take that method.");
-            set_header(res, "Allow", path == k_payments ? "POST" : "GET");
+            set_header(res, "Allow", path == k_payments || webhook_provider(path) ? "POST" : "GET");
         } else {
             send_problem(res, 404, "not_found", "Not found", "No such resource.");
         }
@@ -510,10 +544,58 @@ void Server::get_payment(const HttpRequest& req, HttpResponse& res, Context& ctx
 void Server::handle(const HttpRequest& req, HttpResponse& res, Context& ctx) {
     if (ctx.route == "POST /v1/payments") {
         create_payment(req, res, ctx);
+    } else if (ctx.route == "POST /v1/providers/{name}/webhooks") {
+        provider_webhook(req, res, ctx);
     } else if (ctx.route == "GET /v1/payments/{id}") {
         get_payment(req, res, ctx);
     } else {
         readyz(res, ctx);
+    }
+}
+
+// A provider's notification: authenticated by the provider's signature alone (no payrecon key),
+// stored if it verifies, answered at once; the reconciler interprets it later.
+void Server::provider_webhook(const HttpRequest& req, HttpResponse& res, Context& ctx) {
+    const std::string name = webhook_provider(path_of(req.target)).value_or("");
+    const auto verifier = m_options.webhooks.find(name);
+    if (verifier == m_options.webhooks.end()) {
+        send_problem(res, 404, "not_found", "Not found",
+                     "No webhook endpoint for this provider: serve's provider configuration gives "
+                     "it no webhook_secret_env.");
+        return;
+    }
+    WebhookRequest w;
+    w.headers.reserve(req.headers.size());
+    for (const auto& [key, value] : req.headers) {
+        std::string lower = key;
+        std::transform(lower.begin(), lower.end(), lower.begin(),
+                       [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+        w.headers.emplace_back(std::move(lower), value);
+    }
+    w.body = req.body;
+    w.received_at = std::chrono::system_clock::now();
+    const WebhookReceipt receipt = receive_webhook(connection(ctx), name, *verifier->second, w);
+    m_metrics.count_webhook(name, std::string(webhook_result(receipt.status)), receipt.new_events);
+    switch (receipt.status) {
+    case WebhookVerdict::Status::verified:
+        ctx.outcome = receipt.new_events < receipt.events ? "redelivered" : "stored";
+        set_content(res,
+                    nlohmann::json{{"received", receipt.events},
+                                   {"new", receipt.new_events},
+                                   {"unmatched", receipt.unmatched}}
+                        .dump(),
+                    "application/json");
+        return;
+    case WebhookVerdict::Status::bad_signature:
+        ctx.outcome = "bad_signature";
+        send_problem(res, 401, "invalid_signature", "Invalid signature",
+                     receipt.reason + "; nothing was stored.");
+        return;
+    case WebhookVerdict::Status::malformed:
+        ctx.outcome = "malformed";
+        send_problem(res, 400, "malformed_notification", "Malformed notification",
+                     receipt.reason + "; nothing was stored.");
+        return;
     }
 }
 

@@ -8,9 +8,11 @@
 #include "api/http_server.hpp"
 #include "api/metrics.hpp"
 #include "core/fingerprint.hpp"
+#include "core/webhook.hpp"
 #include "services/intake.hpp"
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <ostream>
@@ -35,6 +37,9 @@ struct ServerOptions {
     std::string database_url;
     IntakeSettings intake;
     HttpLimits http;
+    // POST /v1/providers/{name}/webhooks: each configured provider account's verifier, by name
+    // (providers::webhook_verifiers()); a name without one is 404.
+    std::map<std::string, std::shared_ptr<const WebhookVerifier>> webhooks;
 };
 
 class Server final : private HttpHandler {
@@ -63,7 +68,8 @@ private:
     void create_payment(const HttpRequest& req, HttpResponse& res, Context& ctx);
     void get_payment(const HttpRequest& req, HttpResponse& res, Context& ctx);
     void readyz(HttpResponse& res, Context& ctx);
-    // The route's handler (POST and GET payments, /readyz).
+    void provider_webhook(const HttpRequest& req, HttpResponse& res, Context& ctx);
+    // The route's handler (POST and GET payments, provider webhooks, /readyz).
     void handle(const HttpRequest& req, HttpResponse& res, Context& ctx);
     store::Db& connection(Context& ctx);
     // Closes the worker's connection (it died, or its state is unknown); the next request opens

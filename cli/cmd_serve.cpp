@@ -5,6 +5,7 @@
 #include "cli/signals.hpp"
 #include "core/errors.hpp"
 #include "core/settings.hpp"
+#include "providers/registry.hpp"
 
 #include <csignal>
 #include <iostream>
@@ -128,6 +129,11 @@ void run_serve(AppState& state, const ServeOptions& opts) {
     server_options.database_url = opened.db->url();
     server_options.intake.retention = idempotency_retention();
     server_options.intake.providers = intake_provider_catalog(state.global);
+    if (!state.global.config_file.empty()) {
+        // Webhook secrets are the only credentials serve reads: it never calls a provider.
+        server_options.webhooks = providers::webhook_verifiers(
+            providers::load_config(state.global.config_file, providers::ApiKeys::not_read));
+    }
     FingerprintKeys keys = fingerprint_keys(state.global, opened.embedded);
     opened.db.reset(); // the workers open their own
 

@@ -38,11 +38,9 @@ std::string hex_of(const unsigned char* data, std::size_t size) {
 
 } // namespace
 
-std::string hmac_sha256_hex(const Secret& secret, std::string_view message) {
-    require_secret_length(secret);
-    const std::string& key = secret.reveal();
+std::string hmac_sha256(std::string_view key, std::string_view message) {
     if (key.size() > static_cast<std::size_t>(INT_MAX)) {
-        throw std::invalid_argument("fingerprint secret is too long");
+        throw std::invalid_argument("HMAC key is too long");
     }
     unsigned char digest[EVP_MAX_MD_SIZE];
     unsigned int digest_length = 0;
@@ -50,7 +48,12 @@ std::string hmac_sha256_hex(const Secret& secret, std::string_view message) {
              message.size(), digest, &digest_length) == nullptr) {
         throw std::runtime_error("HMAC-SHA256 failed (OpenSSL)");
     }
-    return hex_of(digest, digest_length);
+    return std::string(reinterpret_cast<const char*>(digest), digest_length);
+}
+
+std::string hmac_sha256_hex(const Secret& secret, std::string_view message) {
+    require_secret_length(secret);
+    return to_hex(hmac_sha256(secret.reveal(), message));
 }
 
 std::string sha256_hex(std::string_view data) {

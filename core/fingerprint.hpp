@@ -10,6 +10,10 @@
 
 namespace payrecon {
 
+// HMAC-SHA256(key, message): 32 raw bytes, any key length (a provider's webhook secret; the
+// fingerprint's own secrets go through hmac_sha256_hex, which enforces their length).
+std::string hmac_sha256(std::string_view key, std::string_view message);
+
 // Lower-case hex of HMAC-SHA256(secret, message): 64 characters. Throws std::invalid_argument if
 // the secret is shorter than 32 bytes.
 std::string hmac_sha256_hex(const Secret& secret, std::string_view message);

@@ -73,7 +73,7 @@ const std::vector<std::string_view>& common_fields() {
         "kind",           "base_url",           "api_key_env",
         "credentials",    "connect_timeout_ms", "timeout_ms",
         "settle_delay_s", "key_retention_h",    "amount_tolerance_minor",
-        "capabilities",   "dashboard_url"};
+        "capabilities",   "dashboard_url",      "webhook_secret_env"};
     return k_fields;
 }
 
@@ -108,7 +108,7 @@ std::string and_list(const std::vector<std::string_view>& names) {
 std::string known_settings() {
     std::string out = "known: kind, base_url, api_key_env or credentials, connect_timeout_ms, "
                       "timeout_ms, settle_delay_s, key_retention_h, amount_tolerance_minor, "
-                      "capabilities, dashboard_url";
+                      "capabilities, dashboard_url, webhook_secret_env";
     for (const auto* d : registered()) {
         std::vector<std::string_view> names;
         for (const auto& s : d->settings) {
@@ -459,6 +459,42 @@ std::string read_dashboard_url(const json& p, const std::filesystem::path& sourc
     return url;
 }
 
+// The optional webhook_secret_env: a variable's name, or a non-empty array of them (a rotation).
+std::vector<std::string> read_webhook_secret_envs(const json& p,
+                                                  const std::filesystem::path& source,
+                                                  const std::string& path) {
+    if (!p.contains("webhook_secret_env")) {
+        return {};
+    }
+    static const std::regex k_variable("^[A-Za-z_][A-Za-z0-9_]{0,127}$");
+    const std::string field = path + ".webhook_secret_env";
+    const std::string hint = "name the environment variable that holds the secret, e.g. "
+                             "\"STRIPE_WEBHOOK_SECRET\", or several while rotating: "
+                             "[\"STRIPE_WEBHOOK_SECRET\", \"STRIPE_WEBHOOK_SECRET_NEXT\"]";
+    const json& value = p.at("webhook_secret_env");
+    std::vector<std::string> names;
+    if (value.is_string()) {
+        names.push_back(value.get<std::string>());
+    } else if (value.is_array() && !value.empty()) {
+        for (const json& v : value) {
+            if (!v.is_string()) {
+                bad(source, field, "must hold names of environment variables", hint);
+            }
+            names.push_back(v.get<std::string>());
+        }
+    } else {
+        bad(source, field, "must be a variable's name or a non-empty array of them", hint);
+    }
+    for (const auto& name : names) {
+        if (!std::regex_match(name, k_variable)) {
+            // A secret pasted here instead of its variable's name must not be echoed.
+            bad(source, field,
+                "is not an environment variable's name (secrets never go in the file)", hint);
+        }
+    }
+    return names;
+}
+
 // Timeouts, settle delay, key retention and the statement's amount tolerance, into `c`.
 void read_timings(const json& p, const std::filesystem::path& source, const std::string& path,
                   ProviderConfig& c) {
@@ -538,6 +574,14 @@ ProviderConfig parse_provider(const std::string& name, const json& p,
     c.settings = read_own_settings(p, source, path, d);
     c.overrides = read_overrides(p, source, path);
     c.dashboard_url = read_dashboard_url(p, source, path);
+    c.webhook_secret_envs = read_webhook_secret_envs(p, source, path);
+    if (!c.webhook_secret_envs.empty() && d.webhook_verifier == nullptr) {
+        bad(source, path + ".webhook_secret_env",
+            "kind " + std::string(d.kind) + " has no webhook verifier in this build",
+            "leave it out; webhooks are read for: " + kinds_where([](const ProviderDescriptor& k) {
+                return k.webhook_verifier != nullptr;
+            }));
+    }
     return c;
 }
 

@@ -23,6 +23,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace payrecon::providers {
 
@@ -58,6 +59,10 @@ struct ProviderConfig {
     // The provider's dashboard page of a charge, "{reference}" standing for its reference; empty
     // when the file gives none (providers::dashboard_url() then falls back to the kind's).
     std::string dashboard_url;
+    // The environment variables holding the secrets this account's webhooks are signed with
+    // (`webhook_secret_env`: one name, or several while a secret is rotated). Read only by
+    // `serve`, which receives the webhooks (providers::webhook_verifiers()).
+    std::vector<std::string> webhook_secret_envs;
     // The kind's own settings; null for a kind that has none.
     std::shared_ptr<const ProviderSettings> settings;
 };

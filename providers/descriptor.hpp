@@ -7,6 +7,7 @@
 // every registered kind.
 
 #include "core/carry_limits.hpp"
+#include "core/webhook.hpp"
 #include "providers/adapter_support.hpp"
 #include "providers/config.hpp"
 #include "providers/credentials.hpp"
@@ -94,6 +95,10 @@ struct ProviderDescriptor {
 
     // An adapter for `config` that sends through `send`.
     std::unique_ptr<Provider> (*create)(const ProviderConfig& config, SendFunction send) = nullptr;
+
+    // The verifier of this kind's signed webhooks, with the account's secrets (several during a
+    // rotation); nullptr for a kind whose webhooks payrecon does not read yet.
+    std::unique_ptr<WebhookVerifier> (*webhook_verifier)(std::vector<Secret> secrets) = nullptr;
 };
 
 } // namespace payrecon::providers

@@ -8,6 +8,7 @@
 #include "providers/stripe/adapter.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <stdexcept>
 
 namespace payrecon::providers {
@@ -125,6 +126,32 @@ std::optional<std::string> dashboard_link(std::string_view url_template,
     }
     return std::string(url_template.substr(0, at)) + percent_encode(reference) +
            std::string(url_template.substr(at + k_placeholder.size()));
+}
+
+std::map<std::string, std::shared_ptr<const WebhookVerifier>>
+webhook_verifiers(const Config& config, const char* (*environment)(const char*)) {
+    std::map<std::string, std::shared_ptr<const WebhookVerifier>> out;
+    for (const auto& [name, p] : config.providers) {
+        if (p.webhook_secret_envs.empty()) {
+            continue;
+        }
+        std::vector<Secret> secrets;
+        for (const auto& variable : p.webhook_secret_envs) {
+            const char* value = environment != nullptr ? environment(variable.c_str())
+                                                       : std::getenv(variable.c_str());
+            if (value == nullptr || *value == '\0') {
+                throw ConfigError(config.source.string() + ": providers." + name +
+                                      ".webhook_secret_env: " + variable +
+                                      (value == nullptr ? " is not set" : " is set but empty"),
+                                  "export " + variable +
+                                      " with the webhook signing secret from the provider's "
+                                      "dashboard before starting serve");
+            }
+            secrets.emplace_back(value);
+        }
+        out.emplace(name, descriptor_of(p.kind).webhook_verifier(std::move(secrets)));
+    }
+    return out;
 }
 
 namespace test_hook {

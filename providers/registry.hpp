@@ -9,6 +9,7 @@
 #include "providers/provider.hpp"
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -53,6 +54,12 @@ std::string dashboard_url(const ProviderConfig& config);
 // template is empty or has no "{reference}".
 std::optional<std::string> dashboard_link(std::string_view url_template,
                                           std::string_view reference);
+
+// The webhook verifier of every configured provider that names webhook_secret_env, by provider
+// name, with the secrets read from the environment (`environment`; getenv when null). Throws
+// ConfigError naming the variable if one is unset or empty.
+std::map<std::string, std::shared_ptr<const WebhookVerifier>>
+webhook_verifiers(const Config& config, const char* (*environment)(const char*) = nullptr);
 
 namespace test_hook {
 

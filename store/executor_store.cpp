@@ -97,10 +97,6 @@ WITH stale AS (
 )
 SELECT count(*) FROM expired)sql";
 
-const char* or_null(const std::optional<std::string>& s) {
-    return s ? s->c_str() : nullptr;
-}
-
 } // namespace
 
 const std::string& statements::executor_claim() {

@@ -115,10 +115,6 @@ const std::string k_list_audit_sql =
 // A read-only snapshot: the payment, its attempts, lookups and audit rows agree with each other.
 using snapshot = pqxx::transaction<pqxx::repeatable_read, pqxx::read_only>;
 
-const char* or_null(const std::optional<std::string>& s) {
-    return s ? s->c_str() : nullptr;
-}
-
 std::optional<std::string> opt_text(const pqxx::field& f) {
     if (f.is_null()) {
         return std::nullopt;

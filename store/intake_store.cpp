@@ -66,10 +66,6 @@ SELECT encode(r.request_hash, 'hex'), r.response_status, r.response_body, r.reso
  WHERE r.tenant_id = $1::uuid AND r.principal_id = $2::uuid AND r.operation = $3
    AND r.idempotency_key = $4)sql";
 
-const char* or_null(const std::optional<std::string>& s) {
-    return s ? s->c_str() : nullptr;
-}
-
 } // namespace
 
 const std::string& statements::intake_claim_key() {

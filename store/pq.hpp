@@ -83,6 +83,11 @@ auto translate_errors(Db::Impl& db, F&& body) -> decltype(body()) {
     }
 }
 
+// An optional text parameter: its characters, or NULL.
+inline const char* or_null(const std::optional<std::string>& s) {
+    return s ? s->c_str() : nullptr;
+}
+
 struct ClaimedPayment;
 
 // The payment columns every claim returns, in this order from column `first`: tenant_id::text,

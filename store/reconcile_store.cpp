@@ -178,10 +178,6 @@ SELECT p.provider, coalesce(substr(a.error_class, 18), '') AS code, count(*)
  GROUP BY 1, 2
  ORDER BY 1, 2)sql";
 
-const char* or_null(const std::optional<std::string>& s) {
-    return s ? s->c_str() : nullptr;
-}
-
 ReconcileCandidate candidate_from_row(const pqxx::row& row) {
     ReconcileCandidate c;
     c.payment = payment_from_row(row);

@@ -88,10 +88,6 @@ DELETE FROM recon_runs o
  WHERE n.run_id = $1::uuid AND o.provider = n.provider AND o.window_from = n.window_from
    AND o.window_to = n.window_to AND o.status = 'done' AND o.run_id <> n.run_id)sql";
 
-const char* or_null(const std::optional<std::string>& s) {
-    return s ? s->c_str() : nullptr;
-}
-
 // recon_runs.status holds to_string() names only (its CHECK constraint).
 StatementRunStatus stored_run_status(const std::string& name) {
     if (const auto status = parse_statement_run_status(name)) {

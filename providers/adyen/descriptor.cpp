@@ -98,6 +98,7 @@ const ProviderDescriptor& descriptor() {
         .create = [](const ProviderConfig& config, SendFunction send) -> std::unique_ptr<Provider> {
             return std::make_unique<AdyenAdapter>(config, std::move(send));
         },
+        .webhook_verifier = nullptr,
     };
     return k_descriptor;
 }

@@ -34,6 +34,7 @@ const ProviderDescriptor& descriptor() {
         .create = [](const ProviderConfig& config, SendFunction send) -> std::unique_ptr<Provider> {
             return std::make_unique<SquareAdapter>(config, std::move(send));
         },
+        .webhook_verifier = nullptr,
     };
     return k_descriptor;
 }

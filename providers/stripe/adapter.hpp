@@ -36,6 +36,10 @@ inline constexpr const char* k_api_version = "2020-08-27";
 // lookup by Search, listing by created window; status words of the PaymentIntent.
 const ProviderDescriptor& descriptor();
 
+// Verifies Stripe-Signature with any of `secrets` (the endpoint's signing secrets, whsec_...) and
+// reads the event (webhook.cpp).
+std::unique_ptr<WebhookVerifier> webhook_verifier(std::vector<Secret> secrets);
+
 class StripeAdapter : public Provider {
 public:
     StripeAdapter(const ProviderConfig& config, SendFunction send);

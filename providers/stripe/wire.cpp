@@ -146,6 +146,60 @@ std::optional<RemotePayment> parse_payment_intent(std::string_view json_text) {
     return payment_from(j);
 }
 
+std::optional<WebhookEvent> parse_event(std::string_view body) {
+    const auto parsed = parse_external_json(body);
+    if (!parsed || !parsed->is_object()) {
+        return std::nullopt;
+    }
+    const json& j = *parsed;
+    if (!j.contains("id") || !j["id"].is_string() || !j.contains("type") ||
+        !j["type"].is_string()) {
+        return std::nullopt;
+    }
+    WebhookEvent e;
+    e.event_key = j["id"].get<std::string>();
+    e.event_type = j["type"].get<std::string>();
+    if (j.contains("created") && j["created"].is_number_integer()) {
+        e.occurred_at = j["created"].get<long long>();
+    }
+    const json* object = nullptr;
+    if (j.contains("data") && j["data"].is_object() && j["data"].contains("object")) {
+        object = &j["data"]["object"];
+    }
+    if (object == nullptr || e.event_type.rfind("payment_intent.", 0) != 0) {
+        return e; // not about a payment's outcome: kept as `other`
+    }
+    const auto p = payment_from(*object);
+    if (!p) {
+        return e;
+    }
+    e.provider_reference = p->provider_reference;
+    e.amount_minor = p->amount.minor;
+    e.currency = p->amount.currency;
+    e.operation_id = p->operation_id;
+    if (!e.operation_id && j.contains("request") && j["request"].is_object() &&
+        j["request"].contains("idempotency_key") && j["request"]["idempotency_key"].is_string()) {
+        e.operation_id = j["request"]["idempotency_key"].get<std::string>();
+    }
+    switch (p->state) {
+    case Outcome::succeeded:
+        e.outcome = EvidenceOutcome::succeeded;
+        break;
+    case Outcome::declined:
+        e.outcome = EvidenceOutcome::failed;
+        break;
+    case Outcome::pending:
+        e.outcome = EvidenceOutcome::pending;
+        break;
+    case Outcome::not_sent:
+    case Outcome::rejected:
+    case Outcome::unknown:
+        e.outcome = EvidenceOutcome::other;
+        break;
+    }
+    return e;
+}
+
 std::optional<StripeError> parse_error(std::string_view json_text) {
     const auto parsed = parse_external_json(json_text);
     if (!parsed) {

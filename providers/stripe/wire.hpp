@@ -4,6 +4,7 @@
 // no I/O. See adapter.hpp for the provider's quirks.
 
 #include "core/carry_limits.hpp"
+#include "core/webhook.hpp"
 #include "providers/provider.hpp"
 
 #include <optional>
@@ -42,6 +43,14 @@ Outcome map_status(std::string_view status);
 
 // Parses a PaymentIntent object. nullopt if it is not one (missing id/amount/currency/status).
 std::optional<RemotePayment> parse_payment_intent(std::string_view json_text);
+
+// A Stripe event (webhook body, already verified): its id, type and the PaymentIntent it carries
+// as evidence -- the operation ID from the PaymentIntent's metadata, else the creating request's
+// idempotency key. payment_intent.* events map by the PaymentIntent's status (succeeded;
+// requires_payment_method and canceled: failed; processing and requires_action: pending); every
+// other type is kept as `other`. nullopt if the body is not an event (no id or type, not JSON, or
+// nested deeper than core/external_json allows).
+std::optional<WebhookEvent> parse_event(std::string_view body);
 
 // The Stripe error envelope {"error": {"type", "code", ...}}: type and code, or nullopt.
 struct StripeError {

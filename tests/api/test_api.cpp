@@ -15,6 +15,8 @@
 #include <cctype>
 #include <chrono>
 #include <csignal>
+#include <cstdio>
+#include <ctime>
 #include <curl/curl.h>
 #include <latch>
 #include <map>
@@ -1409,4 +1411,181 @@ TEST_CASE("api: after the database dropped every connection (a restart, a failov
     CHECK(metric(metrics, "payrecon_db_reconnects_total") >= 1);
     CHECK(metric(metrics, "payrecon_db_connections_open") <= 4);
     check_exited_cleanly(server.terminate());
+}
+
+namespace {
+
+const char* const k_webhook_config =
+    R"({"providers": {"stripe": {"kind": "stripe", "base_url": "https://api.stripe.com",
+        "api_key_env": "PAYRECON_TEST_UNSET_KEY",
+        "webhook_secret_env": ["PAYRECON_TEST_WH_OLD", "PAYRECON_TEST_WH_NEW"]},
+        "stripe-eu": {"kind": "stripe", "base_url": "https://api.stripe.com",
+        "api_key_env": "PAYRECON_TEST_UNSET_KEY"}}})";
+const std::string k_wh_old = "whsec_test_old_secret_for_the_api_test_00";
+const std::string k_wh_new = "whsec_test_new_secret_for_the_api_test_11";
+
+// A Stripe event about the PaymentIntent of `operation_id`, as Stripe sends it.
+std::string stripe_event(const std::string& event_id, const std::string& operation_id,
+                         long long amount = 1250) {
+    return nlohmann::json{{"id", event_id},
+                          {"object", "event"},
+                          {"type", "payment_intent.succeeded"},
+                          {"created", std::time(nullptr)},
+                          {"data",
+                           {{"object",
+                             {{"id", "pi_" + event_id},
+                              {"object", "payment_intent"},
+                              {"amount", amount},
+                              {"currency", "eur"},
+                              {"status", "succeeded"},
+                              {"metadata", {{"operation_id", operation_id}}}}}}}}
+        .dump();
+}
+
+Request webhook(const std::string& provider, const std::string& body, const std::string& secret,
+                long long t = std::time(nullptr)) {
+    Request req;
+    req.path = "/v1/providers/" + provider + "/webhooks";
+    req.headers = {
+        "Content-Type: application/json",
+        "Stripe-Signature: t=" + std::to_string(t) + ",v1=" +
+            payrecon::to_hex(payrecon::hmac_sha256(secret, std::to_string(t) + "." + body))};
+    req.body = body;
+    return req;
+}
+
+long long stored_events(const std::string& provider) {
+    return std::stoll(
+        query_value("SELECT count(*) FROM provider_events WHERE provider = $1", provider));
+}
+
+} // namespace
+
+TEST_CASE("api: a provider's signed webhook is stored once and answered at once, a forged, stale "
+          "or altered one is refused and stores nothing, and a rotated secret verifies",
+          "[api][db][webhooks]") {
+    Scope s;
+    SecretFile secret;
+    ConfigFile config(k_webhook_config);
+    // Events of other tests' runs stay in the shared database: this test's provider events are
+    // told apart by their IDs, and counted from here.
+    const std::string tag = unique_name("wh");
+    ServeProcess server(secret, 4,
+                        {"PAYRECON_CONFIG=" + config.path(), "PAYRECON_TEST_WH_OLD=" + k_wh_old,
+                         "PAYRECON_TEST_WH_NEW=" + k_wh_new});
+    HttpClient http;
+    const auto created =
+        http.send(server.port(), create_request(s.key(), "k-wh", payment_body("ref-" + tag)));
+    REQUIRE(created.status == 202);
+    const std::string payment_id = created.json()["id"];
+    const std::string op =
+        query_value("SELECT operation_id FROM payments WHERE payment_id = $1::uuid", payment_id);
+    const auto mine = [&](const std::string& where = "true") {
+        return std::stoll(query_value(
+            "SELECT count(*) FROM provider_events WHERE event_key LIKE $1 || '%' AND " + where,
+            "evt_" + tag));
+    };
+
+    const std::string body = stripe_event("evt_" + tag + "_1", op);
+    const auto first = http.send(server.port(), webhook("stripe", body, k_wh_old));
+    INFO(first.body);
+    CHECK(first.status == 200);
+    CHECK(first.json() == nlohmann::json{{"received", 1}, {"new", 1}, {"unmatched", 0}});
+    CHECK(mine() == 1);
+    CHECK(mine("payment_id = '" + payment_id +
+               "'::uuid AND outcome = 'succeeded' AND "
+               "amount_minor = 1250 AND currency = 'EUR' AND convert_from(body, 'UTF8') = '" +
+               body + "'") == 1);
+
+    // Redelivered (Stripe retries until it sees a 2xx): acknowledged, stored once, counted.
+    const auto again = http.send(server.port(), webhook("stripe", body, k_wh_old));
+    CHECK(again.status == 200);
+    CHECK(again.json()["new"] == 0);
+    CHECK(mine() == 1);
+    CHECK(mine("deliveries = 2") == 1);
+
+    // The next secret of a rotation verifies too.
+    const auto rotated = http.send(
+        server.port(), webhook("stripe", stripe_event("evt_" + tag + "_2", op), k_wh_new));
+    CHECK(rotated.status == 200);
+    CHECK(mine() == 2);
+
+    // Refused, nothing stored: another secret, a stale timestamp, one byte altered.
+    const std::string third = stripe_event("evt_" + tag + "_3", op);
+    const auto forged =
+        http.send(server.port(), webhook("stripe", third, "whsec_not_the_configured_one_000000"));
+    CHECK(forged.status == 401);
+    CHECK(forged.problem_type() == "invalid_signature");
+    const auto stale =
+        http.send(server.port(), webhook("stripe", third, k_wh_old, std::time(nullptr) - 400));
+    CHECK(stale.status == 401);
+    CHECK(stale.json().value("detail", "").find("outside the 300 s tolerance") !=
+          std::string::npos);
+    Request altered = webhook("stripe", third, k_wh_old);
+    altered.body[altered.body.find("1250")] = '9';
+    CHECK(http.send(server.port(), altered).status == 401);
+    CHECK(mine() == 2);
+
+    // A payment we do not know: kept, and said so.
+    const auto unknown =
+        http.send(server.port(),
+                  webhook("stripe", stripe_event("evt_" + tag + "_4", "pr_not_ours"), k_wh_old));
+    CHECK(unknown.status == 200);
+    CHECK(unknown.json()["unmatched"] == 1);
+    CHECK(mine("payment_id IS NULL") == 1);
+
+    // No endpoint for a provider without webhook secrets, or one not configured; GET is 405.
+    const long long eu_before = stored_events("stripe-eu");
+    CHECK(http.send(server.port(), webhook("stripe-eu", third, k_wh_old)).status == 404);
+    CHECK(http.send(server.port(), webhook("adyen", third, k_wh_old)).status == 404);
+    CHECK(stored_events("stripe-eu") == eu_before);
+    Request get = webhook("stripe", third, k_wh_old);
+    get.method = "GET";
+    get.body.clear();
+    const auto wrong_method = http.send(server.port(), get);
+    CHECK(wrong_method.status == 405);
+    CHECK(wrong_method.header("Allow") == "POST");
+
+    // A signed body nested as deep as the body cap allows is malformed (400), not a crash; one
+    // over the cap is refused before it is read (413). The server goes on answering.
+    const std::string deep = std::string(32 * 1024, '[') + std::string(32 * 1024, ']');
+    const auto too_deep = http.send(server.port(), webhook("stripe", deep, k_wh_old));
+    CHECK(too_deep.status == 400);
+    CHECK(too_deep.problem_type() == "malformed_notification");
+    const std::string huge = std::string(512 * 1024, '[') + std::string(512 * 1024, ']');
+    CHECK(http.send(server.port(), webhook("stripe", huge, k_wh_old)).status == 413);
+    CHECK(http.send(server.port(), get_request("/healthz")).status == 200);
+    CHECK(mine() == 3);
+
+    const std::string metrics = http.send(server.port(), get_request("/metrics")).body;
+    CHECK(metric(metrics, R"(payrecon_webhooks_total{provider="stripe",result="verified"})") == 4);
+    CHECK(metric(metrics, R"(payrecon_webhooks_total{provider="stripe",result="bad_signature"})") ==
+          3);
+    CHECK(metric(metrics, R"(payrecon_webhooks_total{provider="stripe",result="malformed"})") == 1);
+    CHECK(metric(metrics, R"(payrecon_webhook_events_stored_total{provider="stripe"})") == 3);
+    http.disconnect();
+    check_exited_cleanly(server.terminate());
+}
+
+TEST_CASE("api: serve refuses to start when a webhook secret's variable is unset, naming it",
+          "[api][db][webhooks]") {
+    SecretFile secret;
+    ConfigFile config(k_webhook_config);
+    const std::string bin = std::getenv("PAYRECON_BIN");
+    const std::string cmd =
+        "env -u PAYRECON_TEST_WH_OLD -u PAYRECON_TEST_WH_NEW PAYRECON_CONFIG=" + config.path() +
+        " PAYRECON_FINGERPRINT_SECRET_FILE=" + secret.path() + " PAYRECON_DATABASE_URL='" +
+        database_url() + "' " + bin + " serve --listen 127.0.0.1:0 2>&1";
+    FILE* pipe = ::popen(cmd.c_str(), "r");
+    REQUIRE(pipe != nullptr);
+    std::string out;
+    char buf[4096];
+    while (const std::size_t n = std::fread(buf, 1, sizeof buf, pipe)) {
+        out.append(buf, n);
+    }
+    const int status = ::pclose(pipe);
+    INFO(out);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 4);
+    CHECK(out.find("PAYRECON_TEST_WH_OLD is not set") != std::string::npos);
 }

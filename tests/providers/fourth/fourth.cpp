@@ -310,6 +310,7 @@ const ProviderDescriptor& descriptor() {
         .create = [](const ProviderConfig& config, SendFunction send) -> std::unique_ptr<Provider> {
             return std::make_unique<FourthAdapter>(config, std::move(send));
         },
+        .webhook_verifier = nullptr,
     };
     return k_descriptor;
 }

@@ -1,0 +1,30 @@
+#pragma once
+// Receiving a provider's webhook (DESIGN section 14): verify the signature with the account's
+// secrets, store what a verified notification says (once per event identity), and answer at once;
+// interpretation is the reconciler's, later, never in the provider's 10-second budget.
+
+#include "core/webhook.hpp"
+
+#include <cstddef>
+#include <string>
+
+namespace payrecon::store {
+class Db;
+}
+
+namespace payrecon {
+
+struct WebhookReceipt {
+    WebhookVerdict::Status status = WebhookVerdict::Status::malformed;
+    std::string reason;         // why it was refused (never a secret, never the body)
+    std::size_t events = 0;     // events the notification carries
+    std::size_t new_events = 0; // of which stored for the first time (the rest: redeliveries)
+    std::size_t unmatched = 0;  // of which name no payment of ours
+};
+
+// Verifies `request` with `verifier` and, if it verifies, stores its events for `provider`.
+// Nothing is stored for a request that does not verify. Throws DatabaseUnavailable.
+WebhookReceipt receive_webhook(store::Db& db, const std::string& provider,
+                               const WebhookVerifier& verifier, const WebhookRequest& request);
+
+} // namespace payrecon
