@@ -217,3 +217,34 @@ ReconcileDecision decide_reconciliation(const ReconcileInput& in, const Reconcil
 }
 
 } // namespace payrecon
+
+namespace payrecon {
+
+ReconcileDecision decide_from_event(long long amount_minor, std::string_view currency,
+                                    const WebhookEvent& event) {
+    ReconcileDecision d;
+    const std::string named = "webhook event " + event.event_key + " (" + event.event_type + ")";
+    const bool same = event.amount_minor && event.currency && *event.amount_minor == amount_minor &&
+                      same_currency(*event.currency, currency);
+    if (!same) {
+        d.action = ReconcileAction::review;
+        d.review = ReviewCode::remote_mismatch;
+        d.reason = named + " says " + std::string(to_string(event.outcome)) + " for " +
+                   (event.amount_minor && event.currency
+                        ? describe_money(*event.amount_minor, *event.currency)
+                        : std::string("no amount")) +
+                   "; ours is " + describe_money(amount_minor, currency);
+        return d;
+    }
+    if (event.outcome == EvidenceOutcome::succeeded) {
+        d.action = ReconcileAction::adopt_succeeded;
+        d.provider_reference = event.provider_reference;
+        d.reason = named + ": the provider charged " + describe_money(amount_minor, currency);
+    } else {
+        d.action = ReconcileAction::adopt_failed;
+        d.reason = named + ": the provider did not charge";
+    }
+    return d;
+}
+
+} // namespace payrecon

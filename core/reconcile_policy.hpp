@@ -22,6 +22,8 @@
 // Nothing is ever failed automatically and nothing is dropped. decide_reconciliation never answers
 // request_rejected: that code is the executor's (engine/executor decide_settlement).
 
+#include "core/webhook.hpp"
+
 #include <chrono>
 #include <optional>
 #include <string>
@@ -123,5 +125,13 @@ struct ReconcileDecision {
 };
 
 ReconcileDecision decide_reconciliation(const ReconcileInput& input, const ReconcilePolicy& policy);
+
+// What a verified terminal webhook event (core/webhook.hpp) decides for an `unknown` payment of
+// `amount_minor` in `currency` (what the provider charged, if an operator recorded another): the
+// same currency and amount are positive evidence -- adopt_succeeded (with the event's reference)
+// or adopt_failed, no lookup and no settle delay needed; another amount or currency is review
+// remote_mismatch, the event named in the reason. Requires event.outcome succeeded or failed.
+ReconcileDecision decide_from_event(long long amount_minor, std::string_view currency,
+                                    const WebhookEvent& event);
 
 } // namespace payrecon

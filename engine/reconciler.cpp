@@ -3,6 +3,7 @@
 #include "core/errors.hpp"
 #include "core/money.hpp"
 #include "engine/executor.hpp"
+#include "store/webhook_store.hpp"
 
 #include <set>
 #include <stdexcept>
@@ -216,6 +217,16 @@ Reconciler::run(const std::function<void(const ReconcileOutcome&)>& on_outcome) 
                                                                     : std::chrono::seconds(0)});
     }
     std::vector<ReconcileOutcome> outcomes;
+    // First what providers told us unasked: a verified terminal webhook event settles an unknown
+    // payment without a lookup or a settle delay (DESIGN section 14).
+    if (!m_options.dry_run) {
+        for (ReconcileOutcome& o : apply_evidence()) {
+            outcomes.push_back(std::move(o));
+            if (on_outcome) {
+                on_outcome(outcomes.back());
+            }
+        }
+    }
     std::set<std::string> seen;
     // A payment this run decides to check again later is the next run's, however short the wait.
     const auto started = std::chrono::system_clock::now();
@@ -244,6 +255,36 @@ Reconciler::run(const std::function<void(const ReconcileOutcome&)>& on_outcome) 
         }
     }
     return outcomes;
+}
+
+std::vector<ReconcileOutcome> Reconciler::apply_evidence() {
+    std::vector<std::string> names;
+    for (const auto* p : m_providers) {
+        names.push_back(p->name());
+    }
+    std::vector<ReconcileOutcome> out;
+    for (const auto& a : store::apply_webhook_evidence(
+             m_db, m_options.actor, names, m_options.limit, [](const store::EvidenceCandidate& c) {
+                 return decide_from_event(c.amount_minor, c.currency, c.event);
+             })) {
+        const store::EvidenceCandidate& c = a.candidate;
+        ReconcileOutcome o;
+        o.tenant_id = c.tenant_id;
+        o.payment_id = c.payment_id;
+        o.operation_id = c.operation_id;
+        o.merchant_reference = c.merchant_reference;
+        o.provider = c.provider;
+        o.amount_minor = c.amount_minor;
+        o.currency = c.currency;
+        o.from = PaymentState::unknown;
+        o.to = a.to;
+        o.lookup = LookupStatus::not_asked;
+        o.lookup_detail = "webhook " + c.event.event_key;
+        o.decision = a.decision;
+        o.applied = true;
+        out.push_back(std::move(o));
+    }
+    return out;
 }
 
 std::optional<ReconcileOutcome> Reconciler::recheck(const std::string& tenant_id,

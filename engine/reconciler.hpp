@@ -108,6 +108,8 @@ public:
                                                   std::optional<long long> charged_minor = {});
 
 private:
+    // Applies the unapplied terminal webhook events of unknown payments (store/webhook_store).
+    std::vector<ReconcileOutcome> apply_evidence();
     ReconcileOutcome handle(const store::ReconcileCandidate& candidate, bool operator_recheck);
     providers::Provider* provider_named(const std::string& name) const;
 

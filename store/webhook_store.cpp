@@ -1,7 +1,11 @@
 #include "store/webhook_store.hpp"
 
 #include "core/fingerprint.hpp"
+#include "store/payment_event.hpp"
 #include "store/pq.hpp"
+
+#include <set>
+#include <stdexcept>
 
 namespace payrecon::store {
 namespace {
@@ -19,7 +23,137 @@ ON CONFLICT (provider, event_key) DO UPDATE
    SET deliveries = provider_events.deliveries + 1, last_received_at = now()
 RETURNING event_id, (xmax = 0) AS inserted, deliveries, payment_id::text)sql";
 
+constexpr const char* k_evidence = "webhook_evidence_candidates";
+const std::string k_evidence_sql = R"sql(
+SELECT p.tenant_id::text, p.payment_id::text, p.generation, p.operation_id, p.merchant_reference,
+       p.provider, coalesce(p.charged_amount_minor, p.amount_minor), p.currency,
+       e.event_id, e.event_key, e.event_type, e.outcome, e.provider_reference, e.amount_minor,
+       e.currency, floor(date_part('epoch', e.occurred_at))::bigint
+  FROM provider_events e
+  JOIN payments p ON p.tenant_id = e.tenant_id AND p.payment_id = e.payment_id
+ WHERE e.payment_id IS NOT NULL AND e.applied_at IS NULL
+   AND e.outcome IN ('succeeded', 'failed')
+   AND p.state = 'unknown' AND p.provider = ANY($1::text[])
+ ORDER BY e.received_at, e.event_id
+ LIMIT $2
+   FOR UPDATE OF p SKIP LOCKED)sql";
+
+constexpr const char* k_apply_evidence = "webhook_apply_evidence";
+const std::string k_apply_evidence_sql = R"sql(
+WITH u AS (
+    UPDATE payments
+       SET state = $4, generation = generation + 1, next_attempt_at = NULL,
+           review_code = $5, review_reason = $6,
+           provider_reference = coalesce($7, provider_reference), updated_at = now()
+     WHERE tenant_id = $1::uuid AND payment_id = $2::uuid AND generation = $3
+       AND state = 'unknown'
+ RETURNING *
+), event AS (
+    )sql" + payment_event_insert("u") + R"sql(
+), audit AS (
+    INSERT INTO audit_log (tenant_id, actor, action, subject_type, subject_id, detail)
+    SELECT u.tenant_id, $8, 'payment.reconciled', 'payment', u.payment_id::text,
+           jsonb_build_object('from', 'unknown', 'to', u.state, 'decision', $9::text,
+                              'evidence', 'webhook', 'event_id', $10::bigint,
+                              'event_key', $11::text, 'review_code', u.review_code,
+                              'reason', $6::text, 'generation', u.generation)
+      FROM u
+), mark AS (
+    UPDATE provider_events SET applied_at = now(), applied_result = $9
+     WHERE event_id = $10 AND EXISTS (SELECT 1 FROM u)
+)
+SELECT count(*) FROM u)sql";
+
+PaymentState state_for(const ReconcileDecision& d) {
+    switch (d.action) {
+    case ReconcileAction::adopt_succeeded:
+        return PaymentState::succeeded;
+    case ReconcileAction::adopt_failed:
+        return PaymentState::failed;
+    case ReconcileAction::review:
+        return PaymentState::needs_review;
+    case ReconcileAction::check_later:
+    case ReconcileAction::resend:
+        break;
+    }
+    throw std::logic_error("a webhook event decides succeeded, failed or review, never " +
+                           std::string(to_string(d.action)));
+}
+
+EvidenceCandidate evidence_from_row(const pqxx::row& r) {
+    EvidenceCandidate c;
+    c.tenant_id = r[0].as<std::string>();
+    c.payment_id = r[1].as<std::string>();
+    c.generation = r[2].as<long long>();
+    c.operation_id = r[3].as<std::string>();
+    c.merchant_reference = r[4].as<std::string>();
+    c.provider = r[5].as<std::string>();
+    c.amount_minor = r[6].as<long long>();
+    c.currency = r[7].as<std::string>();
+    c.event_id = r[8].as<long long>();
+    c.event.event_key = r[9].as<std::string>();
+    c.event.event_type = r[10].as<std::string>();
+    c.event.outcome =
+        parse_evidence_outcome(r[11].as<std::string>()).value_or(EvidenceOutcome::other);
+    c.event.operation_id = c.operation_id;
+    if (!r[12].is_null()) {
+        c.event.provider_reference = r[12].as<std::string>();
+    }
+    if (!r[13].is_null()) {
+        c.event.amount_minor = r[13].as<long long>();
+    }
+    if (!r[14].is_null()) {
+        c.event.currency = r[14].as<std::string>();
+    }
+    if (!r[15].is_null()) {
+        c.event.occurred_at = r[15].as<long long>();
+    }
+    return c;
+}
+
 } // namespace
+
+std::vector<AppliedEvidence>
+apply_webhook_evidence(Db& db, const std::string& actor, const std::vector<std::string>& providers,
+                       int limit,
+                       const std::function<ReconcileDecision(const EvidenceCandidate&)>& decide) {
+    if (providers.empty() || limit <= 0) {
+        return {};
+    }
+    Db::Impl& impl = db.impl();
+    return translate_errors(impl, [&] {
+        impl.prepare(k_evidence, k_evidence_sql);
+        impl.prepare(k_apply_evidence, k_apply_evidence_sql);
+        pqxx::work tx(impl.connection());
+        std::string names = "{";
+        for (const auto& p : providers) {
+            names += (names.size() > 1 ? ",\"" : "\"") + p + "\"";
+        }
+        names += "}";
+        std::vector<AppliedEvidence> out;
+        std::set<std::string> decided; // a payment's later events wait for the next pass
+        for (const auto& row : tx.exec_prepared(k_evidence, names, limit)) {
+            EvidenceCandidate c = evidence_from_row(row);
+            if (!decided.insert(c.payment_id).second) {
+                continue;
+            }
+            const ReconcileDecision d = decide(c);
+            const PaymentState to = state_for(d);
+            require_transition(PaymentState::unknown, to);
+            const std::string code = d.review ? std::string(to_string(*d.review)) : std::string();
+            const pqxx::row r =
+                tx.exec_prepared1(k_apply_evidence, c.tenant_id, c.payment_id, c.generation,
+                                  std::string(to_string(to)), d.review ? code.c_str() : nullptr,
+                                  d.reason, or_null(d.provider_reference), actor,
+                                  std::string(to_string(d.action)), c.event_id, c.event.event_key);
+            if (r[0].as<long long>() == 1) {
+                out.push_back({std::move(c), d, to});
+            }
+        }
+        tx.commit();
+        return out;
+    });
+}
 
 std::vector<StoredEvent> store_provider_events(Db& db, const std::string& provider,
                                                const std::vector<WebhookEvent>& events,

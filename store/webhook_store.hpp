@@ -2,8 +2,11 @@
 // Provider webhook events (migration 0012): stored as received, once per the provider's event
 // identity, before anything interprets them.
 
+#include "core/payment_state.hpp"
+#include "core/reconcile_policy.hpp"
 #include "core/webhook.hpp"
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -26,5 +29,38 @@ struct StoredEvent {
 std::vector<StoredEvent> store_provider_events(Db& db, const std::string& provider,
                                                const std::vector<WebhookEvent>& events,
                                                std::string_view body);
+
+// An `unknown` payment and the first unapplied terminal event (succeeded or failed) about it.
+struct EvidenceCandidate {
+    std::string tenant_id;
+    std::string payment_id;
+    long long generation = 0;
+    std::string operation_id;
+    std::string merchant_reference;
+    std::string provider;
+    long long amount_minor =
+        0; // what the provider should have charged (an operator's record first)
+    std::string currency;
+    long long event_id = 0;
+    WebhookEvent event;
+};
+
+// What applying one event did: the decision written, the payment's new state.
+struct AppliedEvidence {
+    EvidenceCandidate candidate;
+    ReconcileDecision decision;
+    PaymentState to = PaymentState::unknown;
+};
+
+// In one transaction: takes up to `limit` `unknown` payments of `providers` that have an
+// unapplied terminal event (oldest event first; rows another transaction holds are skipped), asks
+// `decide` about each, and writes its decision fenced by the generation just read: the payment's
+// new state (succeeded, failed or needs_review), its reference, an audit row naming the event, the
+// outbox event, and the event marked applied with the decision. Pending and `other` events, and
+// events of payments in any other state, are left as they are. Throws DatabaseUnavailable.
+std::vector<AppliedEvidence>
+apply_webhook_evidence(Db& db, const std::string& actor, const std::vector<std::string>& providers,
+                       int limit,
+                       const std::function<ReconcileDecision(const EvidenceCandidate&)>& decide);
 
 } // namespace payrecon::store

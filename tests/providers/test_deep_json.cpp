@@ -65,7 +65,8 @@ TEST_CASE(
     CHECK(json_nesting_depth(nested_arrays()) == k_max_external_json_depth + 1);
 }
 
-TEST_CASE("external json: a 1 MiB maximally nested response is refused by every provider parser, "
+TEST_CASE("external json: a 1 MiB maximally nested response or webhook is refused by every "
+          "provider parser, "
           "and a payment answered with one is unknown",
           "[providers][json]") {
     const std::string intent = nested_objects(
@@ -77,6 +78,7 @@ TEST_CASE("external json: a 1 MiB maximally nested response is refused by every 
         CHECK_FALSE(stripe::parse_payment_intent(*body));
         CHECK_FALSE(stripe::parse_error(*body));
         CHECK_FALSE(stripe::parse_list(*body));
+        CHECK_FALSE(stripe::parse_event(*body)); // a webhook body, once its signature verified
         CHECK_FALSE(adyen::parse_payment_response(*body));
         CHECK_FALSE(adyen::parse_service_error(*body));
         CHECK_FALSE(square::parse_payment(*body));

@@ -1,0 +1,124 @@
+// Provider webhooks as evidence (issue 16 item 4), through the real `payrecon reconcile`: a
+// verified Stripe event stored as serve stores it (services/webhooks with Stripe's own verifier)
+// settles an unknown payment without any lookup; another amount sends it to review; a pending
+// event settles nothing; a redelivered event is applied once.
+
+#include "core/fingerprint.hpp"
+#include "providers/stripe/adapter.hpp"
+#include "services/webhooks.hpp"
+#include "tests/support/operated.hpp"
+
+#include <catch2/catch.hpp>
+#include <ctime>
+
+using namespace payrecon;
+using namespace payrecon::testing;
+
+namespace {
+
+const std::string k_secret = "whsec_evidence_test_secret_0123456789ab";
+
+// Stripe's event about the PaymentIntent of `ref` at the fake (its ID, our operation ID), as
+// Stripe would send it.
+std::string event_body(Operated& w, const std::string& ref, const std::string& event_id,
+                       const std::string& type, const std::string& status, long long amount) {
+    std::string pi;
+    const auto ledger = w.fake->ledger();
+    for (const auto& intent : ledger["payment_intents"]) {
+        if (intent["metadata"]["operation_id"] == w.op_of(ref)) {
+            pi = intent["id"];
+        }
+    }
+    REQUIRE(!pi.empty());
+    return nlohmann::json{{"id", event_id},
+                          {"object", "event"},
+                          {"type", type},
+                          {"created", std::time(nullptr)},
+                          {"data",
+                           {{"object",
+                             {{"id", pi},
+                              {"object", "payment_intent"},
+                              {"amount", amount},
+                              {"currency", "eur"},
+                              {"status", status},
+                              {"metadata", {{"operation_id", w.op_of(ref)}}}}}}}}
+        .dump();
+}
+
+// Receives `body` as serve does: Stripe's verifier with the account's secret, then the store.
+WebhookReceipt deliver(Operated& w, const std::string& body) {
+    const long long t = std::time(nullptr);
+    WebhookRequest r;
+    r.headers = {{"stripe-signature",
+                  "t=" + std::to_string(t) +
+                      ",v1=" + to_hex(hmac_sha256(k_secret, std::to_string(t) + "." + body))}};
+    r.body = body;
+    r.received_at = std::chrono::system_clock::now();
+    const auto verifier = providers::stripe::webhook_verifier({Secret(k_secret)});
+    return receive_webhook(*w.db, w.config.name, *verifier, r);
+}
+
+} // namespace
+
+TEST_CASE("webhook evidence: a verified payment_intent.succeeded settles an unknown payment with "
+          "no lookup, once, audited with the event",
+          "[cli][db][reconcile][webhooks]") {
+    Operated w;
+    const std::string ref = w.unknown_payment(fake::Fault::execute_then_fin);
+    const std::string body =
+        event_body(w, ref, unique_name("evt"), "payment_intent.succeeded", "succeeded", 2500);
+    REQUIRE(deliver(w, body).status == WebhookVerdict::Status::verified);
+    REQUIRE(deliver(w, body).new_events == 0); // Stripe redelivers until it sees a 2xx
+
+    const Run r = w.payrecon({"reconcile"});
+    INFO(r.all());
+    CHECK(r.exit_code == 0);
+    CHECK(w.state_of(ref) == "succeeded");
+    CHECK(w.lookups(ref) == 0); // the event was the evidence: nobody asked the provider
+    CHECK(w.executions(ref) == 1);
+    CHECK(!w.column(ref, "provider_reference").empty());
+    CHECK(w.events(ref, "event_type = 'payment.succeeded'") == 1);
+    CHECK(w.audits(ref, "action = 'payment.reconciled' AND detail->>'evidence' = 'webhook' AND "
+                        "detail->>'event_key' LIKE 'evt%'") == 1);
+    CHECK(w.count("provider_events", "payment_id = '" + w.payment_id_of(ref) +
+                                         "'::uuid AND applied_at IS NOT NULL AND applied_result = "
+                                         "'adopt_succeeded' AND deliveries = 2") == 1);
+    // Applied once: a second run finds nothing to do.
+    CHECK(w.payrecon({"reconcile"}).exit_code == 0);
+    CHECK(w.events(ref, "event_type = 'payment.succeeded'") == 1);
+    CHECK(w.lookups(ref) == 0);
+}
+
+TEST_CASE("webhook evidence: a failed event fails the payment, another amount goes to review, and "
+          "a pending one settles nothing",
+          "[cli][db][reconcile][webhooks]") {
+    Operated w;
+    const auto refs = w.unknown_payments(3, fake::Fault::execute_then_fin);
+    // The lookup would find each charged: take it away, so only the events can settle them.
+    w.write_config({{"capabilities", {{"lookup", false}}}});
+    REQUIRE(deliver(w, event_body(w, refs[0], unique_name("evt"), "payment_intent.payment_failed",
+                                  "requires_payment_method", 2500))
+                .status == WebhookVerdict::Status::verified);
+    REQUIRE(deliver(w, event_body(w, refs[1], unique_name("evt"), "payment_intent.succeeded",
+                                  "succeeded", 880))
+                .status == WebhookVerdict::Status::verified);
+    REQUIRE(deliver(w, event_body(w, refs[2], unique_name("evt"), "payment_intent.processing",
+                                  "processing", 2500))
+                .status == WebhookVerdict::Status::verified);
+
+    const Run r = w.payrecon({"reconcile"});
+    INFO(r.all());
+    CHECK(r.exit_code == 3); // the mismatch and the one with no lookup are in review
+    CHECK(w.state_of(refs[0]) == "failed");
+    CHECK(w.state_of(refs[1]) == "needs_review");
+    CHECK(w.column(refs[1], "review_code") == "remote_mismatch");
+    CHECK(w.column(refs[1], "review_reason").find("8.80 EUR; ours is 25.00 EUR") !=
+          std::string::npos);
+    // The processing event proved nothing: the payment went the way it goes without one.
+    CHECK(w.state_of(refs[2]) == "needs_review");
+    CHECK(w.column(refs[2], "review_code") == "no_lookup");
+    for (const auto& ref : refs) {
+        CHECK(w.lookups(ref, "status <> 'not_asked'") == 0);
+        CHECK(w.executions(ref) == 1);
+    }
+}
