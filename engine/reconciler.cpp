@@ -262,9 +262,15 @@ std::vector<ReconcileOutcome> Reconciler::apply_evidence() {
     for (const auto* p : m_providers) {
         names.push_back(p->name());
     }
+    return apply_webhook_evidence(m_db, m_options.actor, names, m_options.limit);
+}
+
+std::vector<ReconcileOutcome> apply_webhook_evidence(store::Db& db, const std::string& actor,
+                                                     const std::vector<std::string>& providers,
+                                                     int limit) {
     std::vector<ReconcileOutcome> out;
     for (const auto& a : store::apply_webhook_evidence(
-             m_db, m_options.actor, names, m_options.limit, [](const store::EvidenceCandidate& c) {
+             db, actor, providers, limit, [](const store::EvidenceCandidate& c) {
                  return decide_from_event(c.amount_minor, c.currency, c.event);
              })) {
         const store::EvidenceCandidate& c = a.candidate;

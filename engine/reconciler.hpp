@@ -76,6 +76,14 @@ struct ReferenceCheck {
     std::vector<std::string> references; // the references the provider has for our operation ID
 };
 
+// Applies the unapplied verified terminal webhook events of `providers`' unknown payments (at most
+// `limit`; store::apply_webhook_evidence, decided by core's decide_from_event) and returns what
+// each did, as the reconciler reports its decisions (lookup not_asked, the event in the detail).
+// Throws DatabaseUnavailable.
+std::vector<ReconcileOutcome> apply_webhook_evidence(store::Db& db, const std::string& actor,
+                                                     const std::vector<std::string>& providers,
+                                                     int limit);
+
 class Reconciler {
 public:
     // `providers` are the providers this reconciler may ask, by configured name. A provider's

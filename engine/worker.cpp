@@ -2,6 +2,7 @@
 
 #include "core/backoff.hpp"
 #include "core/errors.hpp"
+#include "engine/reconciler.hpp"
 #include "store/db.hpp"
 
 #include <nlohmann/json.hpp>
@@ -58,6 +59,23 @@ void Worker::thread_main(int index) {
     for (auto& p : owned) {
         providers.push_back(p.get());
     }
+    std::vector<std::string> provider_names;
+    for (const auto* p : providers) {
+        provider_names.push_back(p->name());
+    }
+    const auto report_evidence = [this](const std::vector<ReconcileOutcome>& applied) {
+        for (const ReconcileOutcome& o : applied) {
+            nlohmann::ordered_json line;
+            line["event"] = "webhook_evidence_applied";
+            line["payment_id"] = o.payment_id;
+            line["provider"] = o.provider;
+            line["became"] = std::string(to_string(o.to));
+            line["evidence"] = o.lookup_detail;
+            log_event(line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+            std::lock_guard lock(m_mutex);
+            ++m_settled_as[std::string(to_string(o.to))];
+        }
+    };
     ExecutorOptions eo;
     eo.worker_id = m_options.worker_id + "/" + std::to_string(index);
     eo.lease = m_options.lease;
@@ -84,6 +102,7 @@ void Worker::thread_main(int index) {
         log_event(line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     };
     auto last_expiry = std::chrono::steady_clock::now() - std::chrono::hours(1);
+    auto last_evidence = last_expiry;
     // Reconnecting: 200 ms doubling up to 10 s, from 200 ms again once connected.
     const Backoff reconnect{std::chrono::milliseconds(200), std::chrono::milliseconds(10000)};
     int reconnect_failures = 0;
@@ -128,6 +147,14 @@ void Worker::thread_main(int index) {
                     line["became"] = "unknown";
                     log_event(line.dump());
                 }
+            }
+            // And settles at once what a provider's webhook has told us about unknown payments
+            // (the reconciler does the same at the start of every run).
+            if (index == 0 &&
+                std::chrono::steady_clock::now() - last_evidence >= m_options.idle_poll) {
+                report_evidence(apply_webhook_evidence(*db, m_options.worker_id, provider_names,
+                                                       m_options.batch));
+                last_evidence = std::chrono::steady_clock::now();
             }
             Executor executor(*db, providers, eo);
             const int n = executor.run_once();

@@ -64,6 +64,22 @@ WITH u AS (
 )
 SELECT count(*) FROM u)sql";
 
+// Events of payments that settled without them (the worker heard the answer; an operator
+// decided) leave the queue: `consistent` when they agree with the payment, `contradicts` when
+// they do not (another outcome, amount or currency: nightly and operators see them).
+constexpr const char* k_settled_events = "webhook_settled_events";
+constexpr const char* k_settled_events_sql = R"sql(
+UPDATE provider_events e
+   SET applied_at = now(),
+       applied_result = CASE WHEN e.outcome = p.state
+                              AND e.amount_minor = coalesce(p.charged_amount_minor, p.amount_minor)
+                              AND upper(e.currency) = upper(p.currency)
+                             THEN 'consistent' ELSE 'contradicts' END
+  FROM payments p
+ WHERE e.applied_at IS NULL AND e.payment_id IS NOT NULL AND e.outcome IN ('succeeded', 'failed')
+   AND p.tenant_id = e.tenant_id AND p.payment_id = e.payment_id
+   AND p.state IN ('succeeded', 'failed') AND p.provider = ANY($1::text[]))sql";
+
 PaymentState state_for(const ReconcileDecision& d) {
     switch (d.action) {
     case ReconcileAction::adopt_succeeded:
@@ -124,12 +140,14 @@ apply_webhook_evidence(Db& db, const std::string& actor, const std::vector<std::
     return translate_errors(impl, [&] {
         impl.prepare(k_evidence, k_evidence_sql);
         impl.prepare(k_apply_evidence, k_apply_evidence_sql);
+        impl.prepare(k_settled_events, k_settled_events_sql);
         pqxx::work tx(impl.connection());
         std::string names = "{";
         for (const auto& p : providers) {
             names += (names.size() > 1 ? ",\"" : "\"") + p + "\"";
         }
         names += "}";
+        tx.exec_prepared0(k_settled_events, names);
         std::vector<AppliedEvidence> out;
         std::set<std::string> decided; // a payment's later events wait for the next pass
         for (const auto& row : tx.exec_prepared(k_evidence, names, limit)) {

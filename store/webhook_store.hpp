@@ -56,8 +56,10 @@ struct AppliedEvidence {
 // unapplied terminal event (oldest event first; rows another transaction holds are skipped), asks
 // `decide` about each, and writes its decision fenced by the generation just read: the payment's
 // new state (succeeded, failed or needs_review), its reference, an audit row naming the event, the
-// outbox event, and the event marked applied with the decision. Pending and `other` events, and
-// events of payments in any other state, are left as they are. Throws DatabaseUnavailable.
+// outbox event, and the event marked applied with the decision. First, the terminal events of
+// payments that settled without them are marked `consistent` or `contradicts`. Pending and `other`
+// events, and events of payments in any other state, are left as they are. Throws
+// DatabaseUnavailable.
 std::vector<AppliedEvidence>
 apply_webhook_evidence(Db& db, const std::string& actor, const std::vector<std::string>& providers,
                        int limit,

@@ -26,9 +26,14 @@ CREATE TABLE provider_events (
     UNIQUE (provider, event_key)
 );
 
--- The reconciler's question: the unapplied evidence of a payment.
+-- A payment's events (payments show, review show).
 CREATE INDEX provider_events_payment ON provider_events (payment_id, received_at)
     WHERE payment_id IS NOT NULL;
+-- The reconciler's and the worker's question, asked every poll: the terminal evidence not yet
+-- applied. Small: an event leaves it once applied, or once found to agree with (or contradict) a
+-- payment that settled without it.
+CREATE INDEX provider_events_unapplied ON provider_events (received_at, event_id)
+    WHERE applied_at IS NULL AND payment_id IS NOT NULL AND outcome IN ('succeeded', 'failed');
 -- Operators' question: the events of payments we do not know.
 CREATE INDEX provider_events_unmatched ON provider_events (provider, received_at)
     WHERE payment_id IS NULL;

@@ -87,6 +87,37 @@ TEST_CASE("webhook evidence: a verified payment_intent.succeeded settles an unkn
     CHECK(w.payrecon({"reconcile"}).exit_code == 0);
     CHECK(w.events(ref, "event_type = 'payment.succeeded'") == 1);
     CHECK(w.lookups(ref) == 0);
+
+    // Events that come after the payment settled change nothing: one that agrees is marked
+    // consistent, one that contradicts (the provider says failed) is marked so for operators.
+    REQUIRE(deliver(w, event_body(w, ref, unique_name("evt"), "payment_intent.succeeded",
+                                  "succeeded", 2500))
+                .new_events == 1);
+    REQUIRE(deliver(w, event_body(w, ref, unique_name("evt"), "payment_intent.canceled", "canceled",
+                                  2500))
+                .new_events == 1);
+    CHECK(w.payrecon({"reconcile"}).exit_code == 0);
+    CHECK(w.state_of(ref) == "succeeded");
+    const std::string mine = "payment_id = '" + w.payment_id_of(ref) + "'::uuid AND ";
+    CHECK(w.count("provider_events", mine + "applied_result = 'consistent'") == 1);
+    CHECK(w.count("provider_events", mine + "applied_result = 'contradicts'") == 1);
+    CHECK(w.events(ref) == 3); // created, unknown, succeeded: nothing after
+}
+
+TEST_CASE("webhook evidence: a running worker settles an unknown payment from its event at once",
+          "[cli][db][worker][webhooks]") {
+    Operated w;
+    const std::string ref = w.unknown_payment(fake::Fault::execute_then_fin);
+    REQUIRE(deliver(w, event_body(w, ref, unique_name("evt"), "payment_intent.succeeded",
+                                  "succeeded", 2500))
+                .status == WebhookVerdict::Status::verified);
+    const Run r = w.payrecon({"worker", "--once"});
+    INFO(r.all());
+    CHECK(r.exit_code == 0);
+    CHECK(w.state_of(ref) == "succeeded");
+    CHECK(r.out.find("\"event\":\"webhook_evidence_applied\"") != std::string::npos);
+    CHECK(w.lookups(ref) == 0);
+    CHECK(w.executions(ref) == 1);
 }
 
 TEST_CASE("webhook evidence: a failed event fails the payment, another amount goes to review, and "
