@@ -25,6 +25,9 @@ std::string printable(std::string_view text);
 // either end. The reason never echoes the text.
 std::optional<std::string> display_name_problem(std::string_view text, std::size_t max_bytes);
 
+// The bytes that hex `text` spells (either case, an even number of digits), or nullopt.
+std::optional<std::string> from_hex(std::string_view text);
+
 // RFC 4648 base64 with padding (HTTP basic authentication, HMAC signatures in webhooks).
 std::string base64(std::string_view bytes);
 // RFC 4648 URL-safe base64 without padding (API keys, secrets in files).

@@ -47,6 +47,10 @@ inline constexpr std::size_t k_max_key_length = 64;
 // "merchant_account" and "return_url", both required.
 const ProviderDescriptor& descriptor();
 
+// Verifies each notification item's hmacSignature with any of `secrets` (HMAC keys, hex) and reads
+// the items (webhook.cpp).
+std::unique_ptr<WebhookVerifier> webhook_verifier(std::vector<Secret> secrets);
+
 // What an adyen provider's configuration says beyond the common settings.
 struct Settings : ProviderSettings {
     // `merchantAccount`, sent in every payment body: 1 to 80 of A-Z, a-z, 0-9, '_', '.', '-'.

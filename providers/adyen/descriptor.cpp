@@ -98,7 +98,7 @@ const ProviderDescriptor& descriptor() {
         .create = [](const ProviderConfig& config, SendFunction send) -> std::unique_ptr<Provider> {
             return std::make_unique<AdyenAdapter>(config, std::move(send));
         },
-        .webhook_verifier = nullptr,
+        .webhook_verifier = &webhook_verifier,
     };
     return k_descriptor;
 }

@@ -3,13 +3,16 @@
 // settles an unknown payment without any lookup; another amount sends it to review; a pending
 // event settles nothing; a redelivered event is applied once.
 
+#include "core/encoding.hpp"
 #include "core/fingerprint.hpp"
+#include "providers/adyen/adapter.hpp"
 #include "providers/stripe/adapter.hpp"
 #include "services/webhooks.hpp"
 #include "tests/support/operated.hpp"
 
 #include <catch2/catch.hpp>
 #include <ctime>
+#include <fstream>
 
 using namespace payrecon;
 using namespace payrecon::testing;
@@ -152,4 +155,76 @@ TEST_CASE("webhook evidence: a failed event fails the payment, another amount go
         CHECK(w.lookups(ref, "status <> 'not_asked'") == 0);
         CHECK(w.executions(ref) == 1);
     }
+}
+
+TEST_CASE("webhook evidence: an Adyen payment whose answer was lost is settled by its "
+          "AUTHORISATION notification instead of going to a human",
+          "[cli][db][reconcile][webhooks][adyen]") {
+    // Adyen has no status lookup: without the notification this payment goes to review no_lookup
+    // (the second one shows it), as every Adyen payment with a lost answer did.
+    Operated w;
+    const std::string adyen = "ady" + to_hex(random_bytes(6));
+    const std::string key_hex = "44782DEF547AAA06C910C43932B1EB0C71FC68D9D0C057550C48EC2ACF6BA056";
+    nlohmann::json config = nlohmann::json::parse(std::ifstream(w.config_file));
+    config["providers"][adyen] = {{"kind", "adyen"},
+                                  {"base_url", "http://127.0.0.1:9"}, // never called
+                                  {"api_key_env", "PAYRECON_TEST_ADYEN_KEY"},
+                                  {"merchant_account", "AcmeShopECOM"},
+                                  {"return_url", "https://shop.example.com/return"}};
+    std::ofstream(w.config_file) << config.dump(2);
+    const Env env{{"PAYRECON_TEST_ADYEN_KEY", "AQE_test_key_for_the_evidence_test"}};
+
+    IntakeService intake(*w.db, test_keys());
+    std::vector<std::string> refs;
+    for (int i = 0; i < 2; ++i) {
+        const std::string ref = unique_name("ady");
+        REQUIRE(
+            intake
+                .create_payment(w.writer.principal, "k-" + ref,
+                                R"({"amount": 2500, "currency": "EUR", "merchant_reference": ")" +
+                                    ref + R"(", "provider": ")" + adyen +
+                                    R"(", "payment_method": "pm_card_visa"})",
+                                "")
+                .status == 202);
+        // Sent, and the connection hung after Adyen executed it: unknown (as the executor leaves
+        // such a payment; the Adyen fake that plays this through the worker comes with item 6).
+        w.exec("UPDATE payments SET state = 'unknown', attempt_count = 1, first_attempt_at = "
+               "now(), last_attempt_at = now(), generation = generation + 1 "
+               "WHERE merchant_reference = $1",
+               ref);
+        refs.push_back(ref);
+    }
+    nlohmann::json item = {{"additionalData", nlohmann::json::object()},
+                           {"amount", {{"currency", "EUR"}, {"value", 2500}}},
+                           {"eventCode", "AUTHORISATION"},
+                           {"merchantAccountCode", "AcmeShopECOM"},
+                           {"merchantReference", w.op_of(refs[0])},
+                           {"originalReference", ""},
+                           {"pspReference", "QFQTPCQ8HXSKGK82"},
+                           {"success", "true"}};
+    const std::string signed_fields =
+        "QFQTPCQ8HXSKGK82::AcmeShopECOM:" + w.op_of(refs[0]) + ":2500:EUR:AUTHORISATION:true";
+    item["additionalData"]["hmacSignature"] =
+        base64(hmac_sha256(*from_hex(key_hex), signed_fields));
+    const std::string body =
+        nlohmann::json{
+            {"live", "false"},
+            {"notificationItems", nlohmann::json::array({{{"NotificationRequestItem", item}}})}}
+            .dump();
+    WebhookRequest request;
+    request.body = body;
+    request.received_at = std::chrono::system_clock::now();
+    const auto verifier = providers::adyen::webhook_verifier({Secret(key_hex)});
+    const WebhookReceipt receipt = receive_webhook(*w.db, adyen, *verifier, request);
+    REQUIRE(receipt.status == WebhookVerdict::Status::verified);
+    REQUIRE(receipt.unmatched == 0);
+
+    const Run r = w.payrecon({"reconcile"}, env);
+    INFO(r.all());
+    CHECK(r.exit_code == 3); // the one without a notification is in review
+    CHECK(w.state_of(refs[0]) == "succeeded");
+    CHECK(w.column(refs[0], "provider_reference") == "QFQTPCQ8HXSKGK82");
+    CHECK(w.column(refs[0], "review_code").empty());
+    CHECK(w.state_of(refs[1]) == "needs_review");
+    CHECK(w.column(refs[1], "review_code") == "no_lookup");
 }
