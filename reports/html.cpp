@@ -265,12 +265,7 @@ std::string esc(std::string_view text) {
 }
 
 std::string csp_hash(std::string_view source) {
-    const std::string hex = sha256_hex(source);
-    std::string digest;
-    for (std::size_t i = 0; i + 1 < hex.size(); i += 2) {
-        digest += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
-    }
-    return "'sha256-" + base64(digest) + "'";
+    return "'sha256-" + base64(from_hex(sha256_hex(source)).value_or("")) + "'";
 }
 
 // A number for sorting: the amount in major units ("12.34"), so that amounts of currencies with

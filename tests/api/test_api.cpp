@@ -293,6 +293,19 @@ double metric(const std::string& text, const std::string& series) {
     return -1;
 }
 
+// Runs `cmd` through the shell; its exit status and everything it printed (stdout and stderr if
+// the command redirects them together).
+std::pair<int, std::string> run_shell(const std::string& cmd) {
+    FILE* pipe = ::popen(cmd.c_str(), "r");
+    REQUIRE(pipe != nullptr);
+    std::string out;
+    char buf[4096];
+    while (const std::size_t n = std::fread(buf, 1, sizeof buf, pipe)) {
+        out.append(buf, n);
+    }
+    return {::pclose(pipe), out};
+}
+
 void check_exited_cleanly(const std::optional<int>& status) {
     REQUIRE(status.has_value());
     CHECK(WIFEXITED(*status));
@@ -1280,14 +1293,7 @@ TEST_CASE("api: a second server on a port in use fails with exit 4 instead of sh
                             "' PAYRECON_FINGERPRINT_SECRET_FILE=" + secret.path() + " timeout 20 " +
                             bin + " serve --listen 127.0.0.1:" + std::to_string(first.port()) +
                             " 2>&1";
-    FILE* pipe = ::popen(cmd.c_str(), "r");
-    REQUIRE(pipe != nullptr);
-    std::string out;
-    char buf[4096];
-    while (const std::size_t n = std::fread(buf, 1, sizeof buf, pipe)) {
-        out.append(buf, n);
-    }
-    const int status = ::pclose(pipe);
+    const auto [status, out] = run_shell(cmd);
     INFO(out);
     REQUIRE(WIFEXITED(status));
     CHECK(WEXITSTATUS(status) == 4);
@@ -1576,14 +1582,7 @@ TEST_CASE("api: serve refuses to start when a webhook secret's variable is unset
         "env -u PAYRECON_TEST_WH_OLD -u PAYRECON_TEST_WH_NEW PAYRECON_CONFIG=" + config.path() +
         " PAYRECON_FINGERPRINT_SECRET_FILE=" + secret.path() + " PAYRECON_DATABASE_URL='" +
         database_url() + "' " + bin + " serve --listen 127.0.0.1:0 2>&1";
-    FILE* pipe = ::popen(cmd.c_str(), "r");
-    REQUIRE(pipe != nullptr);
-    std::string out;
-    char buf[4096];
-    while (const std::size_t n = std::fread(buf, 1, sizeof buf, pipe)) {
-        out.append(buf, n);
-    }
-    const int status = ::pclose(pipe);
+    const auto [status, out] = run_shell(cmd);
     INFO(out);
     CHECK(WIFEXITED(status));
     CHECK(WEXITSTATUS(status) == 4);

@@ -486,29 +486,10 @@ TEST_CASE("operator cli: resolve --as succeeded checks the reference with the pr
     // process of its own: a generous timeout, so a loaded machine cannot turn an answer into a
     // failed check (once in two full runs at -j2 one of them did not pass here).
     w.write_config({{"timeout_ms", 10000}});
-    std::string reference;
-    const auto ledger = w.fake->ledger(); // not a temporary the loop would outlive
-    for (const auto& pi : ledger["payment_intents"]) {
-        if (pi["metadata"]["operation_id"] == w.op_of(charged)) {
-            reference = pi["id"];
-        }
-    }
-    REQUIRE(!reference.empty());
+    const std::string reference = w.intent_of(charged);
     const auto resolve = [&](const std::string& ref, const std::string& provider_reference,
                              const std::vector<std::string>& more = {}) {
-        std::vector<std::string> args{"review",
-                                      "resolve",
-                                      w.payment_id_of(ref),
-                                      "--generation",
-                                      std::to_string(w.generation_of(ref)),
-                                      "--as",
-                                      "succeeded",
-                                      "--provider-reference",
-                                      provider_reference,
-                                      "--note",
-                                      "seen in the dashboard"};
-        args.insert(args.end(), more.begin(), more.end());
-        return w.payrecon(args);
+        return w.resolve_succeeded(ref, provider_reference, "seen in the dashboard", more);
     };
 
     const Footprint before = footprint(w, charged);
@@ -575,28 +556,9 @@ TEST_CASE("operator cli: resolve --as succeeded --amount records what the provid
     w.write_config({{"timeout_ms", 10000}});
     REQUIRE(w.payrecon({"reconcile"}).exit_code == 3);
     REQUIRE(w.column(ref, "review_code") == "remote_mismatch");
-    std::string reference;
-    const auto ledger = w.fake->ledger();
-    for (const auto& pi : ledger["payment_intents"]) {
-        if (pi["metadata"]["operation_id"] == w.op_of(ref)) {
-            reference = pi["id"];
-        }
-    }
-    REQUIRE(!reference.empty());
+    const std::string reference = w.intent_of(ref);
     const auto resolve = [&](const std::vector<std::string>& more) {
-        std::vector<std::string> args{"review",
-                                      "resolve",
-                                      w.payment_id_of(ref),
-                                      "--generation",
-                                      std::to_string(w.generation_of(ref)),
-                                      "--as",
-                                      "succeeded",
-                                      "--provider-reference",
-                                      reference,
-                                      "--note",
-                                      "customer accepted the partial charge"};
-        args.insert(args.end(), more.begin(), more.end());
-        return w.payrecon(args);
+        return w.resolve_succeeded(ref, reference, "customer accepted the partial charge", more);
     };
     const Footprint before = footprint(w, ref);
     // review show offers the command with what the lookup saw filled in.

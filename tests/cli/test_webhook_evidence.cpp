@@ -25,14 +25,7 @@ const std::string k_secret = "whsec_evidence_test_secret_0123456789ab";
 // Stripe would send it.
 std::string event_body(Operated& w, const std::string& ref, const std::string& event_id,
                        const std::string& type, const std::string& status, long long amount) {
-    std::string pi;
-    const auto ledger = w.fake->ledger();
-    for (const auto& intent : ledger["payment_intents"]) {
-        if (intent["metadata"]["operation_id"] == w.op_of(ref)) {
-            pi = intent["id"];
-        }
-    }
-    REQUIRE(!pi.empty());
+    const std::string pi = w.intent_of(ref);
     return nlohmann::json{{"id", event_id},
                           {"object", "event"},
                           {"type", type},

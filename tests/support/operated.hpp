@@ -376,6 +376,36 @@ struct Operated {
         return value("SELECT " + name + "::text FROM payments WHERE merchant_reference = $1", ref);
     }
     std::string state_of(const std::string& ref) { return column(ref, "state"); }
+    // The fake provider's PaymentIntent ID for payment `ref` (its metadata names our operation
+    // ID); fails the test if it has none.
+    std::string intent_of(const std::string& ref) {
+        const auto ledger = fake->ledger(); // not a temporary the loop would outlive
+        for (const auto& pi : ledger["payment_intents"]) {
+            if (pi["metadata"]["operation_id"] == op_of(ref)) {
+                return pi["id"];
+            }
+        }
+        FAIL("the fake provider has no PaymentIntent for " + ref);
+        return {};
+    }
+    // `payrecon review resolve <ref> --generation <now> --as succeeded --provider-reference
+    // <reference> --note <note> <more...>`.
+    Run resolve_succeeded(const std::string& ref, const std::string& reference,
+                          const std::string& note, const std::vector<std::string>& more = {}) {
+        std::vector<std::string> args{"review",
+                                      "resolve",
+                                      payment_id_of(ref),
+                                      "--generation",
+                                      std::to_string(generation_of(ref)),
+                                      "--as",
+                                      "succeeded",
+                                      "--provider-reference",
+                                      reference,
+                                      "--note",
+                                      note};
+        args.insert(args.end(), more.begin(), more.end());
+        return payrecon(args);
+    }
     std::string payment_id_of(const std::string& ref) { return column(ref, "payment_id"); }
     std::string op_of(const std::string& ref) { return column(ref, "operation_id"); }
     long long generation_of(const std::string& ref) {
