@@ -52,6 +52,20 @@ long Worker::run() {
     return m_attempted.load();
 }
 
+void Worker::log_evidence(const std::vector<ReconcileOutcome>& applied) {
+    for (const ReconcileOutcome& o : applied) {
+        nlohmann::ordered_json line;
+        line["event"] = "webhook_evidence_applied";
+        line["payment_id"] = o.payment_id;
+        line["provider"] = o.provider;
+        line["became"] = std::string(to_string(o.to));
+        line["evidence"] = o.lookup_detail;
+        log_event(line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+        std::lock_guard lock(m_mutex);
+        ++m_settled_as[std::string(to_string(o.to))];
+    }
+}
+
 void Worker::thread_main(int index) {
     std::unique_ptr<store::Db> db;
     std::vector<std::unique_ptr<providers::Provider>> owned = m_factory();
@@ -63,19 +77,6 @@ void Worker::thread_main(int index) {
     for (const auto* p : providers) {
         provider_names.push_back(p->name());
     }
-    const auto report_evidence = [this](const std::vector<ReconcileOutcome>& applied) {
-        for (const ReconcileOutcome& o : applied) {
-            nlohmann::ordered_json line;
-            line["event"] = "webhook_evidence_applied";
-            line["payment_id"] = o.payment_id;
-            line["provider"] = o.provider;
-            line["became"] = std::string(to_string(o.to));
-            line["evidence"] = o.lookup_detail;
-            log_event(line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-            std::lock_guard lock(m_mutex);
-            ++m_settled_as[std::string(to_string(o.to))];
-        }
-    };
     ExecutorOptions eo;
     eo.worker_id = m_options.worker_id + "/" + std::to_string(index);
     eo.lease = m_options.lease;
@@ -152,8 +153,8 @@ void Worker::thread_main(int index) {
             // (the reconciler does the same at the start of every run).
             if (index == 0 &&
                 std::chrono::steady_clock::now() - last_evidence >= m_options.idle_poll) {
-                report_evidence(apply_webhook_evidence(*db, m_options.worker_id, provider_names,
-                                                       m_options.batch));
+                log_evidence(apply_webhook_evidence(*db, m_options.worker_id, provider_names,
+                                                    m_options.batch));
                 last_evidence = std::chrono::steady_clock::now();
             }
             Executor executor(*db, providers, eo);

@@ -3,6 +3,7 @@
 // clients, sharing one database with any number of other workers in any number of processes.
 
 #include "engine/executor.hpp"
+#include "engine/reconciler.hpp"
 
 #include <atomic>
 #include <condition_variable>
@@ -51,6 +52,8 @@ private:
     void thread_main(int index);
     bool wait_or_stop(std::chrono::milliseconds how_long);
     void log_event(const std::string& json_line);
+    // One log line per payment a webhook event settled, counted in settled_as.
+    void log_evidence(const std::vector<ReconcileOutcome>& applied);
 
     WorkerOptions m_options;
     ProviderFactory m_factory;
