@@ -182,11 +182,21 @@ nlohmann::json to_json(const store::PaymentRecord& r) {
                             {"remote_state", opt(f.remote_state)},
                             {"detail", f.detail}});
     }
-    return {{"payment", payment},
-            {"attempts", attempts},
-            {"lookups", lookups},
-            {"audit", audit},
-            {"statement_findings", findings}};
+    nlohmann::json events = nlohmann::json::array();
+    for (const auto& e : r.events) {
+        events.push_back({{"event_id", e.event_id},
+                          {"event_key", e.event_key},
+                          {"event_type", e.event_type},
+                          {"outcome", e.outcome},
+                          {"provider_reference", opt(e.provider_reference)},
+                          {"amount", opt_num(e.amount_minor)},
+                          {"currency", opt(e.currency)},
+                          {"received_at", e.received_at},
+                          {"deliveries", e.deliveries},
+                          {"applied_result", opt(e.applied_result)}});
+    }
+    return {{"payment", payment}, {"attempts", attempts},           {"lookups", lookups},
+            {"audit", audit},     {"statement_findings", findings}, {"provider_events", events}};
 }
 
 void print_record(std::ostream& out, const store::PaymentRecord& r) {
@@ -293,6 +303,21 @@ void print_record(std::ostream& out, const store::PaymentRecord& r) {
         for (const auto& f : r.statement_findings) {
             out << "  " << f.category << ": " << printable(f.detail) << "\n";
         }
+    }
+
+    if (!r.events.empty()) {
+        // What the provider told us unasked (webhooks), and what payrecon did with it.
+        out << "\nProvider events (" << r.events.size() << ")\n";
+        Table t({"RECEIVED", "EVENT", "TYPE", "SAYS", "AMOUNT", "PROVIDER REF", "DELIVERIES",
+                 "APPLIED"});
+        for (const auto& e : r.events) {
+            t.add_row({e.received_at, e.event_key, e.event_type, e.outcome,
+                       e.amount_minor && e.currency ? describe_money(*e.amount_minor, *e.currency)
+                                                    : std::string("-"),
+                       or_dash(e.provider_reference), std::to_string(e.deliveries),
+                       e.applied_result.value_or("not yet")});
+        }
+        t.print(out);
     }
 
     out << "\nAudit trail (" << r.audit.size() << ")\n";

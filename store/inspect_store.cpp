@@ -101,6 +101,15 @@ const std::string k_record_findings_sql =
     " WHERE f.tenant_id = $1::uuid AND f.payment_id = $2::uuid AND r.status = 'done'"
     " ORDER BY r.window_to DESC, f.finding_no LIMIT 5";
 
+constexpr const char* k_record_events = "inspect_record_events";
+const std::string k_record_events_sql =
+    "SELECT event_id, event_key, event_type, outcome, provider_reference, amount_minor, "
+    "currency, " +
+    iso("received_at") +
+    ", deliveries, applied_result FROM (SELECT * FROM provider_events"
+    " WHERE payment_id = $2::uuid AND tenant_id = $1::uuid ORDER BY received_at DESC, event_id DESC"
+    " LIMIT 20) e ORDER BY received_at, event_id";
+
 // $1 tenant ID; $2 and $3 the payment's tenant and payment ID: NULL for "any"; $4 limit. The newest
 // $4 rows, returned oldest first.
 constexpr const char* k_list_audit = "inspect_list_audit";
@@ -247,6 +256,7 @@ std::optional<PaymentRecord> load_payment_record(Db& db, const PaymentRef& ref) 
         impl.prepare(k_record_lookups, k_record_lookups_sql);
         impl.prepare(k_record_audit, k_record_audit_sql);
         impl.prepare(k_record_findings, k_record_findings_sql);
+        impl.prepare(k_record_events, k_record_events_sql);
         snapshot tx(impl.connection());
         const pqxx::result pr = tx.exec_prepared(k_record_payment, ref.tenant_id, ref.payment_id);
         if (pr.empty()) {
@@ -327,6 +337,20 @@ std::optional<PaymentRecord> load_payment_record(Db& db, const PaymentRef& ref) 
             e.remote_state = opt_text(f[7]);
             e.detail = f[8].as<std::string>();
             rec.statement_findings.push_back(std::move(e));
+        }
+        for (const auto& e : tx.exec_prepared(k_record_events, tenant_id, payment_id)) {
+            ProviderEventRecord ev;
+            ev.event_id = e[0].as<long long>();
+            ev.event_key = e[1].as<std::string>();
+            ev.event_type = e[2].as<std::string>();
+            ev.outcome = e[3].as<std::string>();
+            ev.provider_reference = opt_text(e[4]);
+            ev.amount_minor = opt_value<long long>(e[5]);
+            ev.currency = opt_text(e[6]);
+            ev.received_at = e[7].as<std::string>();
+            ev.deliveries = e[8].as<int>();
+            ev.applied_result = opt_text(e[9]);
+            rec.events.push_back(std::move(ev));
         }
         return rec;
     });

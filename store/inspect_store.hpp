@@ -126,6 +126,21 @@ struct StatementEvidence {
     std::string detail;
 };
 
+// A provider's webhook event about the payment (migration 0012), and what became of it.
+struct ProviderEventRecord {
+    long long event_id = 0;
+    std::string event_key;
+    std::string event_type;
+    std::string outcome; // succeeded, failed, pending, other
+    std::optional<std::string> provider_reference;
+    std::optional<long long> amount_minor;
+    std::optional<std::string> currency;
+    std::string received_at; // ISO 8601 UTC
+    int deliveries = 1;
+    std::optional<std::string>
+        applied_result; // adopt_succeeded, review, consistent, contradicts...
+};
+
 struct PaymentRecord {
     PaymentRow payment;
     std::string payment_method; // the provider's token (pm_...), never card data
@@ -148,6 +163,8 @@ struct PaymentRecord {
     std::vector<AuditRecord> audit;      // audit_log rows about this payment, oldest first
     // The newest complete statement runs' findings about it (at most 5, newest window first).
     std::vector<StatementEvidence> statement_findings;
+    // The provider's webhook events about it, in the order received (at most 20, the newest).
+    std::vector<ProviderEventRecord> events;
 };
 
 // The payment with its attempts, lookups and audit trail, read from one snapshot; nullopt if the

@@ -98,6 +98,17 @@ TEST_CASE("webhook evidence: a verified payment_intent.succeeded settles an unkn
     CHECK(w.count("provider_events", mine + "applied_result = 'consistent'") == 1);
     CHECK(w.count("provider_events", mine + "applied_result = 'contradicts'") == 1);
     CHECK(w.events(ref) == 3); // created, unknown, succeeded: nothing after
+
+    // payments show lists them, with what became of each.
+    const Run shown = w.payrecon({"payments", "show", w.payment_id_of(ref)});
+    CHECK(shown.out.find("Provider events (3)") != std::string::npos);
+    CHECK(shown.out.find("adopt_succeeded") != std::string::npos);
+    CHECK(shown.out.find("contradicts") != std::string::npos);
+    const Run json = w.payrecon({"payments", "show", w.payment_id_of(ref), "--json"});
+    const auto j = nlohmann::json::parse(json.out);
+    REQUIRE(j["provider_events"].size() == 3);
+    CHECK(j["provider_events"][0]["deliveries"] == 2);
+    CHECK(j["provider_events"][0]["applied_result"] == "adopt_succeeded");
 }
 
 TEST_CASE("webhook evidence: a running worker settles an unknown payment from its event at once",
