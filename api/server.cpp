@@ -574,7 +574,12 @@ void Server::provider_webhook(const HttpRequest& req, HttpResponse& res, Context
     }
     w.body = req.body;
     w.received_at = std::chrono::system_clock::now();
-    const WebhookReceipt receipt = receive_webhook(connection(ctx), name, *verifier->second, w);
+    // Verified before a database connection is taken: a forged request costs no connection.
+    WebhookVerdict verdict = verifier->second->verify(w);
+    const WebhookReceipt receipt =
+        verdict.status == WebhookVerdict::Status::verified
+            ? record_webhook(connection(ctx), name, std::move(verdict), w.body)
+            : WebhookReceipt{verdict.status, std::move(verdict.reason), 0, 0, 0};
     m_metrics.count_webhook(name, std::string(webhook_result(receipt.status)), receipt.new_events);
     switch (receipt.status) {
     case WebhookVerdict::Status::verified:

@@ -6,7 +6,11 @@ namespace payrecon {
 
 WebhookReceipt receive_webhook(store::Db& db, const std::string& provider,
                                const WebhookVerifier& verifier, const WebhookRequest& request) {
-    WebhookVerdict verdict = verifier.verify(request);
+    return record_webhook(db, provider, verifier.verify(request), request.body);
+}
+
+WebhookReceipt record_webhook(store::Db& db, const std::string& provider, WebhookVerdict verdict,
+                              std::string_view body) {
     WebhookReceipt out;
     out.status = verdict.status;
     out.reason = std::move(verdict.reason);
@@ -14,8 +18,7 @@ WebhookReceipt receive_webhook(store::Db& db, const std::string& provider,
         return out;
     }
     out.events = verdict.events.size();
-    for (const auto& stored :
-         store::store_provider_events(db, provider, verdict.events, request.body)) {
+    for (const auto& stored : store::store_provider_events(db, provider, verdict.events, body)) {
         out.new_events += stored.inserted ? 1U : 0U;
         out.unmatched += stored.payment_id ? 0U : 1U;
     }

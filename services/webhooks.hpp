@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <string>
+#include <string_view>
 
 namespace payrecon::store {
 class Db;
@@ -22,8 +23,12 @@ struct WebhookReceipt {
     std::size_t unmatched = 0;  // of which name no payment of ours
 };
 
-// Verifies `request` with `verifier` and, if it verifies, stores its events for `provider`.
-// Nothing is stored for a request that does not verify. Throws DatabaseUnavailable.
+// Stores what a verified notification of `provider` says (`verdict`, from its verifier; a verdict
+// that did not verify stores nothing) with its raw `body`. Throws DatabaseUnavailable.
+WebhookReceipt record_webhook(store::Db& db, const std::string& provider, WebhookVerdict verdict,
+                              std::string_view body);
+
+// Verifies `request` with `verifier` and records it (record_webhook). Throws DatabaseUnavailable.
 WebhookReceipt receive_webhook(store::Db& db, const std::string& provider,
                                const WebhookVerifier& verifier, const WebhookRequest& request);
 
