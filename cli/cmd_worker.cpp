@@ -3,13 +3,18 @@
 #include "cli/app.hpp"
 #include "cli/context.hpp"
 #include "cli/signals.hpp"
+#include "core/backoff.hpp"
 #include "core/errors.hpp"
 #include "core/settings.hpp"
 #include "engine/worker.hpp"
 #include "providers/config.hpp"
 #include "providers/registry.hpp"
 
+#include <condition_variable>
 #include <iostream>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <unistd.h>
 
 namespace payrecon::cli {
@@ -24,6 +29,42 @@ struct WorkerCliOptions {
     std::string retry_cap = "5m";
     std::string lease; // empty: claim_lease's default
 };
+
+// The database, for a worker about to start. A daemon started while PostgreSQL is down (a
+// restart, a failover, a host booting) waits for it -- logging each try, doubling from 200 ms up to
+// 10 s -- as it does when the database goes away later; `--once` reports it at once (exit 5).
+// nullopt: SIGTERM or SIGINT came while it waited.
+std::optional<OpenDatabase> open_database_waiting(const GlobalOptions& g, bool once) {
+    const Backoff reconnect{std::chrono::milliseconds(200), std::chrono::milliseconds(10000)};
+    std::mutex mutex;
+    std::condition_variable wake;
+    bool stop = false;
+    StopOnSignal on_signal([&](int) {
+        std::lock_guard lock(mutex);
+        stop = true;
+        wake.notify_all();
+    });
+    for (int failures = 0;; ++failures) {
+        try {
+            return open_database(g);
+        } catch (const DatabaseUnavailable& e) {
+            if (once) {
+                throw;
+            }
+            const std::chrono::milliseconds wait = reconnect.delay(failures);
+            nlohmann::ordered_json line;
+            line["event"] = "database_unavailable";
+            line["error"] = e.what();
+            line["retry_in_ms"] = wait.count();
+            std::cout << line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+                      << std::endl;
+            std::unique_lock lock(mutex);
+            if (wake.wait_for(lock, wait, [&] { return stop; })) {
+                return std::nullopt;
+            }
+        }
+    }
+}
 
 std::string default_worker_id() {
     char host[256] = {};
@@ -41,10 +82,17 @@ void run_worker(AppState& state, const WorkerCliOptions& opts) {
     const engine::ExecutorOptions executor_defaults;
     const std::chrono::milliseconds lease =
         claim_lease(chosen, opts.lease, executor_defaults.call_margin);
-    OpenDatabase opened = open_database(state.global);
+    std::optional<OpenDatabase> opened = open_database_waiting(state.global, opts.once);
+    if (!opened) {
+        std::cout << nlohmann::ordered_json{{"event", "worker_stopped"},
+                                            {"reason", "stopped while waiting for the database"}}
+                         .dump()
+                  << std::endl;
+        return;
+    }
 
     engine::WorkerOptions wo;
-    wo.database_url = opened.db->url();
+    wo.database_url = opened->db->url();
     wo.worker_id = default_worker_id();
     wo.concurrency = opts.concurrency;
     wo.batch = opts.batch;
@@ -52,7 +100,7 @@ void run_worker(AppState& state, const WorkerCliOptions& opts) {
     wo.backoff.base = parse_duration_ms(opts.retry_base, "--retry-base");
     wo.backoff.cap = parse_duration_ms(opts.retry_cap, "--retry-cap");
     wo.lease = lease;
-    opened.db.reset();
+    opened->db.reset();
 
     engine::Worker worker(
         wo,

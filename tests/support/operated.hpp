@@ -156,6 +156,8 @@ public:
 
     // The process ID while it has not been reaped; -1 after.
     pid_t pid() const { return m_pid; }
+    // What it has written to stdout so far.
+    std::string output_so_far() const { return read_file(m_out); }
     const std::string& command() const { return m_command; }
 
     // Without waiting: the run if the process has ended (reaped here; a death by signal N has
