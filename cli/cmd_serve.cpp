@@ -181,7 +181,9 @@ void setup_serve(CLI::App& app, AppState& state) {
     auto opts = std::make_shared<ServeOptions>();
     CLI::App* s = app.add_subcommand(
         "serve", "serve the HTTP intake API (POST /v1/payments, GET /v1/payments/{id}, /healthz, "
-                 "/readyz, /metrics); SIGTERM drains and exits 0. Give it the workers' --config "
+                 "/readyz, /metrics) and the providers' webhooks (POST "
+                 "/v1/providers/{name}/webhooks, for each provider whose configuration names a "
+                 "webhook_secret_env); SIGTERM drains and exits 0. Give it the workers' --config "
                  "(PAYRECON_CONFIG) so that it refuses payments to providers they do not know");
     s->add_option("--listen", opts->listen, "HOST:PORT to listen on (port 0: any free port)")
         ->capture_default_str();
