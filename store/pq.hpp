@@ -10,6 +10,7 @@
 #include <pqxx/pqxx>
 #include <string>
 #include <unordered_set>
+#include <vector>
 
 namespace payrecon::store {
 
@@ -86,6 +87,22 @@ auto translate_errors(Db::Impl& db, F&& body) -> decltype(body()) {
 // An optional text parameter: its characters, or NULL.
 inline const char* or_null(const std::optional<std::string>& s) {
     return s ? s->c_str() : nullptr;
+}
+
+// A PostgreSQL array literal of text values, each quoted and escaped (for `$n::text[]`).
+inline std::string text_array(const std::vector<std::string>& values) {
+    std::string out = "{";
+    for (const auto& v : values) {
+        out += out.size() > 1 ? ",\"" : "\"";
+        for (const char c : v) {
+            if (c == '"' || c == '\\') {
+                out += '\\';
+            }
+            out += c;
+        }
+        out += '"';
+    }
+    return out + "}";
 }
 
 struct ClaimedPayment;

@@ -164,22 +164,6 @@ SELECT match_key, provider_reference, operation_id, amount_minor, currency, stat
  WHERE run_id = $1::uuid AND match_key = ANY($2::text[])
  ORDER BY match_key COLLATE "C", provider_reference COLLATE "C")sql";
 
-// A PostgreSQL array literal of text values.
-std::string text_array(const std::vector<std::string>& values) {
-    std::string out = "{";
-    for (const auto& v : values) {
-        out += out.size() > 1 ? ",\"" : "\"";
-        for (const char c : v) {
-            if (c == '"' || c == '\\') {
-                out += '\\';
-            }
-            out += c;
-        }
-        out += '"';
-    }
-    return out + "}";
-}
-
 // Streams `query` (in `snapshot`) on a connection and a thread of its own into an ExternalSort by
 // its first column -- in memory up to `sorting.memory_bytes`, in sorted runs in a temporary file
 // beyond -- so that both sides are read at once, each by a server process of its own. next() then

@@ -142,11 +142,7 @@ apply_webhook_evidence(Db& db, const std::string& actor, const std::vector<std::
         impl.prepare(k_apply_evidence, k_apply_evidence_sql);
         impl.prepare(k_settled_events, k_settled_events_sql);
         pqxx::work tx(impl.connection());
-        std::string names = "{";
-        for (const auto& p : providers) {
-            names += (names.size() > 1 ? ",\"" : "\"") + p + "\"";
-        }
-        names += "}";
+        const std::string names = text_array(providers);
         tx.exec_prepared0(k_settled_events, names);
         std::vector<AppliedEvidence> out;
         std::set<std::string> decided; // a payment's later events wait for the next pass
