@@ -475,7 +475,8 @@ void Server::create_payment(const HttpRequest& req, HttpResponse& res, Context& 
         return;
     }
     store::Db& db = connection(ctx);
-    const auto principal = authenticate(db, Secret(token));
+    // Cached: the create statement refuses a principal revoked since (403 credential_revoked).
+    const auto principal = m_credentials.authenticate(db, Secret(token));
     if (!principal) {
         send_refusal(res, ctx.outcome, principal.error());
         return;

@@ -9,6 +9,7 @@
 #include "api/metrics.hpp"
 #include "core/fingerprint.hpp"
 #include "core/webhook.hpp"
+#include "services/auth.hpp"
 #include "services/intake.hpp"
 
 #include <chrono>
@@ -80,6 +81,7 @@ private:
 
     ServerOptions m_options;
     FingerprintKeys m_keys;
+    CredentialCache m_credentials; // for the create route only: its statement checks revocation
     std::ostream& m_log;
     std::mutex m_log_mutex;
     Metrics m_metrics;

@@ -140,33 +140,29 @@ std::string intake_script() {
         "-- One fresh create-payment request: payrecon's own SQL (store/statements.hpp), written\n"
         "-- by payrecon-pgbench-sql intake. Variables: tenant, principal (-D).\n"
         "\\set n random(1, 9000000000000000)\n";
-    s += line(st::intake_claim_key(), {{1, ":tenant"},
-                                       {2, ":principal"},
-                                       {3, "'create_payment'"},
-                                       {4, key},
-                                       {5, "md5(:n::text) || md5(:n::text)"},
-                                       {6, "604800"}}) +
-         ";\n";
-    s += line(st::intake_create_payment(),
+    s += line(st::intake_once(),
               {{1, ":tenant"},
                {2, ":principal"},
                {3, "'create_payment'"},
                {4, key},
-               {5, "uuid_generate_v7()"},
-               {6, key},
-               {7, "1999"},
-               {8, "'EUR'"},
-               {9, "'stripe'"},
-               {10, "'pm_card_visa'"},
-               {11, "'cus_bench'"},
-               {12, "NULL"},
-               {13, "'{\"bench\": \"pgbench\"}'"},
-               {14, "'pr_' || replace(uuid_generate_v7()::text, '-', '')"},
-               {15, "'{\"id\":\"00000000-0000-0000-0000-000000000000\",\"object\":\"payment\","
+               {5, "md5(:n::text) || md5(:n::text)"},
+               {6, "604800"},
+               {7, "uuid_generate_v7()"},
+               {8, key},
+               {9, "1999"},
+               {10, "'EUR'"},
+               {11, "'stripe'"},
+               {12, "'pm_card_visa'"},
+               {13, "'cus_bench'"},
+               {14, "NULL"},
+               {15, "'{\"bench\": \"pgbench\"}'"},
+               {16, "'pr_' || replace(uuid_generate_v7()::text, '-', '')"},
+               {17, "'{\"id\":\"00000000-0000-0000-0000-000000000000\",\"object\":\"payment\","
                     "\"status\":\"pending\",\"status_category\":\"in_flight\",\"amount\":1999,"
                     "\"currency\":\"EUR\",\"merchant_reference\":\"pgb\",\"provider\":\"stripe\","
-                    "\"created_at\":\"2026-12-02T10:00:00.000Z\"}'"},
-               {16, "md5('k' || :n::text) || md5(:n::text)"}}) +
+                    "\"created_at\":\"'"},
+               {18, "'\"}'"},
+               {19, "md5('k' || :n::text) || md5(:n::text)"}}) +
          ";\n";
     return s;
 }

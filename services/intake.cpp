@@ -299,6 +299,9 @@ IntakeResponse IntakeService::create_payment(const Principal& principal,
     case store::IntakeWrite::Kind::refused:
         response.outcome = "invalid";
         break;
+    case store::IntakeWrite::Kind::principal_revoked:
+        return problem(403, "credential_revoked", "Credential revoked", "This API key was revoked.",
+                       "forbidden");
     case store::IntakeWrite::Kind::existing:
         if (!m_keys.matches(canonical, write.stored_hash)) {
             return problem(409, "idempotency_key_reused", "Idempotency-Key reused",

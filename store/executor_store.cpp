@@ -50,7 +50,7 @@ RETURNING p.payment_id::text,
 constexpr const char* k_finish_attempt = "executor_finish_attempt";
 const std::string k_finish_attempt_sql = R"sql(
 UPDATE payment_attempts
-   SET finished_at = now(), outcome = $4, http_status = $5, error_class = nullif($6, ''),
+   SET finished_at = now(), outcome = $4::text, http_status = $5, error_class = nullif($6, ''),
        provider_reference = $7, detail = left($8, 4096)
  WHERE tenant_id = $1::uuid AND payment_id = $2::uuid AND attempt_no = $3)sql";
 
@@ -58,11 +58,11 @@ constexpr const char* k_settle = "executor_settle";
 const std::string k_settle_sql = R"sql(
 WITH settled AS (
     UPDATE payments
-       SET state = $4, lease_owner = NULL, lease_expires_at = NULL,
+       SET state = $4::text, lease_owner = NULL, lease_expires_at = NULL,
            next_attempt_at = CASE WHEN $5::bigint IS NULL THEN NULL
                                   ELSE now() + make_interval(secs => $5::double precision / 1000) END,
            provider_reference = coalesce($6, provider_reference),
-           review_reason = $7, review_code = $8, lookup_count = 0, lookup_failures = 0,
+           review_reason = $7, review_code = $8::text, lookup_count = 0, lookup_failures = 0,
            updated_at = now()
      WHERE tenant_id = $1::uuid AND payment_id = $2::uuid AND generation = $3
        AND state = 'processing'

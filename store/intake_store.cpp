@@ -45,6 +45,60 @@ WITH p AS (
 )
 SELECT EXISTS (SELECT 1 FROM p))sql";
 
+// A fresh request in one autocommit statement: the key claimed with its 202 already in the row
+// (the creation time spliced into the body between $17 and $18) if the principal is not revoked,
+// the payment and its outbox event; when the key was taken, its record as this statement's
+// snapshot shows it. The caller may have its principal from a cache: revocation is checked here. A
+// key claimed for a merchant reference that is taken undoes the statement
+// (payrecon_intake_reference_taken, SQLSTATE PR409, migration 0013): the transactional path below
+// stores that 409. One row: the stored 202 (NULL unless created), then the existing record's
+// request hash, status, body, resource and whether its principal is revoked (NULLs unless the key
+// had a record this snapshot sees), then whether the principal is revoked now (NULL if there is no
+// such principal).
+constexpr const char* k_intake_once = "intake_once";
+const std::string k_intake_once_sql = R"sql(
+WITH c AS (
+    INSERT INTO idempotency_records
+        (tenant_id, principal_id, operation, idempotency_key, request_hash, expires_at,
+         response_status, response_body, resource_type, resource_id)
+    SELECT $1::uuid, $2::uuid, $3::text, $4::text, decode($5, 'hex'),
+           now() + make_interval(secs => $6::bigint),
+           202, $17::text || to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
+                || $18::text,
+           'payment', $7::uuid
+      FROM principals
+     WHERE tenant_id = $1::uuid AND principal_id = $2::uuid AND revoked_at IS NULL
+    ON CONFLICT DO NOTHING
+    RETURNING response_body, resource_id
+), p AS (
+    INSERT INTO payments (tenant_id, payment_id, merchant_reference, amount_minor, currency, provider,
+                          payment_method, customer, description, metadata, operation_id, state,
+                          created_by, idempotency_key_hash)
+    SELECT $1::uuid, c.resource_id, $8::text, $9::bigint, $10::text, $11::text, $12::text, $13::text,
+           $14::text, $15::jsonb, $16::text, 'pending', $2::uuid, decode($19, 'hex')
+      FROM c
+    ON CONFLICT (tenant_id, merchant_reference) DO NOTHING
+    RETURNING *
+), o AS ()sql" + payment_event_insert("p", {}, "'payment.created'") +
+                                      R"sql(
+)
+SELECT c.response_body,
+       CASE WHEN c.response_body IS NOT NULL AND NOT EXISTS (SELECT 1 FROM p)
+            THEN payrecon_intake_reference_taken() END,
+       encode(e.request_hash, 'hex'), e.response_status, e.response_body, e.resource_id::text,
+       e.revoked,
+       (SELECT revoked_at IS NOT NULL FROM principals
+         WHERE tenant_id = $1::uuid AND principal_id = $2::uuid)
+  FROM (SELECT 1) AS one
+  LEFT JOIN c ON true
+  LEFT JOIN (SELECT r.request_hash, r.response_status, r.response_body, r.resource_id,
+                    pr.revoked_at IS NOT NULL AS revoked
+               FROM idempotency_records r
+               JOIN principals pr ON pr.tenant_id = r.tenant_id AND pr.principal_id = r.principal_id
+              WHERE r.tenant_id = $1::uuid AND r.principal_id = $2::uuid AND r.operation = $3
+                AND r.idempotency_key = $4) AS e
+    ON c.response_body IS NULL)sql";
+
 // The payment that holds the merchant reference. A statement of its own: it must see the row the
 // INSERT above conflicted with, committed by another transaction after this one's snapshot.
 constexpr const char* k_holder = "intake_reference_holder";
@@ -68,19 +122,138 @@ SELECT encode(r.request_hash, 'hex'), r.response_status, r.response_body, r.reso
 
 } // namespace
 
-const std::string& statements::intake_claim_key() {
-    return k_claim_key_sql;
-}
-const std::string& statements::intake_create_payment() {
-    return k_create_payment_sql;
+const std::string& statements::intake_once() {
+    return k_intake_once_sql;
 }
 
-// Round trips (bench/README.md): a fresh key is BEGIN, the claim, the create statement, COMMIT --
-// four, five with the credential lookup before it; a replay is BEGIN, the claim, the read, COMMIT.
-// The IDs cost none: the caller makes the payment and operation IDs (core/uuid), the outbox
-// event ID is the column's default (uuid_generate_v7(), migration 0010).
+namespace {
+
+// Two creation times of the same length that differ in their first character: the 202 made with
+// each tells where the time stands in it.
+constexpr std::string_view k_time_a = "0000-00-00T00:00:00.000Z";
+constexpr std::string_view k_time_b = "1111-11-11T11:11:11.111Z";
+
+struct SplitBody {
+    std::string before; // the 202 up to the creation time
+    std::string after;  // and after it
+};
+
+std::optional<SplitBody> split_at_time(const std::string& a, const std::string& b) {
+    if (a.size() != b.size()) {
+        return std::nullopt;
+    }
+    const auto at =
+        static_cast<std::size_t>(std::mismatch(a.begin(), a.end(), b.begin()).first - a.begin());
+    if (at + k_time_a.size() > a.size() || a.compare(at, k_time_a.size(), k_time_a) != 0 ||
+        a.compare(at + k_time_a.size(), std::string::npos, b, at + k_time_a.size()) != 0) {
+        return std::nullopt;
+    }
+    return SplitBody{a.substr(0, at), a.substr(at + k_time_a.size())};
+}
+
+// The one-statement path: nullopt when the transactional path must decide (a refused request, a
+// merchant reference that is taken, a key whose record this statement's snapshot cannot see).
+// The statement is idempotent, so a connection lost while it ran -- it may have committed -- is
+// answered by running it once more on a new connection: a commit shows as the key's record.
+std::optional<IntakeWrite>
+write_intake_once(Db& db, const IntakeClaim& claim, const NewPayment& payment,
+                  const std::function<IntakeBodies(const std::string&)>& make_bodies) {
+    const IntakeBodies a = make_bodies(std::string(k_time_a));
+    if (a.refused) {
+        return std::nullopt; // refused only if the key is new: the transactional path tells
+    }
+    const auto split = split_at_time(a.accepted, make_bodies(std::string(k_time_b)).accepted);
+    if (!split) {
+        return std::nullopt;
+    }
+    if (a.accepted.size() > k_max_stored_response) {
+        throw std::length_error("a response to store exceeds 64 KiB");
+    }
+    Db::Impl& impl = db.impl();
+    const PaymentRequest& req = *payment.request;
+    const nlohmann::json metadata(req.metadata);
+    const std::string metadata_text = metadata.dump();
+    const char* key_hash =
+        payment.idempotency_key_hash.empty() ? nullptr : payment.idempotency_key_hash.c_str();
+    for (int attempt = 0;; ++attempt) {
+        try {
+            return translate_errors(impl, [&]() -> std::optional<IntakeWrite> {
+                impl.prepare(k_intake_once, k_intake_once_sql);
+                pqxx::nontransaction tx(impl.connection());
+                crash_point("intake.before_statement");
+                pqxx::result rows;
+                try {
+                    rows = tx.exec_prepared(
+                        k_intake_once, claim.tenant_id, claim.principal_id, claim.operation,
+                        claim.idempotency_key, claim.request_hash,
+                        static_cast<long long>(claim.retention.count()), payment.payment_id,
+                        req.merchant_reference, req.amount_minor, req.currency, req.provider,
+                        req.payment_method, or_null(req.customer), or_null(req.description),
+                        metadata_text, payment.operation_id, split->before, split->after, key_hash);
+                } catch (const pqxx::broken_connection& e) {
+                    // Sent or not, committed or not: nobody can say.
+                    throw pqxx::in_doubt_error(e.what());
+                } catch (const pqxx::sql_error& e) {
+                    if (e.sqlstate() == "PR409") {
+                        return std::nullopt;
+                    }
+                    throw;
+                }
+                crash_point("intake.after_commit");
+                const pqxx::row row = rows.at(0);
+                IntakeWrite out;
+                if (!row[0].is_null()) {
+                    out.kind = IntakeWrite::Kind::created;
+                    out.status = 202;
+                    out.body = row[0].as<std::string>();
+                    out.resource_id = payment.payment_id;
+                    return out;
+                }
+                if (row[2].is_null()) {
+                    if (row[7].is_null() || row[7].as<bool>()) {
+                        // The credential was revoked (or its principal is gone) since it was
+                        // looked up: nothing was written.
+                        out.kind = IntakeWrite::Kind::principal_revoked;
+                        out.status = 403;
+                        return out;
+                    }
+                    return std::nullopt; // the record committed after this statement began
+                }
+                out.kind = IntakeWrite::Kind::existing;
+                out.stored_hash = row[2].as<std::string>();
+                out.status = row[3].is_null() ? 0 : row[3].as<int>();
+                out.body = row[4].is_null() ? std::string() : row[4].as<std::string>();
+                if (!row[5].is_null()) {
+                    out.resource_id = row[5].as<std::string>();
+                }
+                out.principal_revoked = row[6].as<bool>();
+                return out;
+            });
+        } catch (const DatabaseUnavailable& e) {
+            if (attempt == 0 && e.commit_outcome_unknown()) {
+                continue; // the retry finds the record if the first run committed
+            }
+            if (attempt > 0 && !e.commit_outcome_unknown()) {
+                // The first run may have committed and this one could not look.
+                throw TransientStoreError(e.what(), true);
+            }
+            throw;
+        }
+    }
+}
+
+} // namespace
+
+// Round trips (bench/README.md): a fresh key and a replay are one statement each -- two with the
+// credential lookup before it. The transactional path (BEGIN, the claim, the create statement or
+// the read, COMMIT) runs only when that statement cannot decide. The IDs cost none: the caller
+// makes the payment and operation IDs (core/uuid), the outbox event ID is the column's default
+// (uuid_generate_v7(), migration 0010).
 IntakeWrite write_intake(Db& db, const IntakeClaim& claim, const NewPayment& payment,
                          const std::function<IntakeBodies(const std::string&)>& make_bodies) {
+    if (auto once = write_intake_once(db, claim, payment, make_bodies)) {
+        return *once;
+    }
     Db::Impl& impl = db.impl();
     const PaymentRequest& req = *payment.request;
     // A record found by conflict can vanish before we read it only if purge removed it in

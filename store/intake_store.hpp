@@ -55,6 +55,7 @@ struct IntakeWrite {
         duplicate_reference, // key claimed, merchant reference taken, 409 stored: committed
         existing,            // the key had a record already: nothing written
         refused,             // make_bodies refused the first request: rolled back, 422 `body`
+        principal_revoked, // the principal was revoked before the key was claimed: nothing written
     };
     Kind kind = Kind::existing;
     int status = 0;   // the stored status (for existing: 0 if the record has no response)
@@ -65,14 +66,22 @@ struct IntakeWrite {
     bool principal_revoked = false;
 };
 
+// First one autocommit statement (intake_once): the idempotency row with its 202 (if the principal
+// is not revoked), the payment and its outbox event -- or, if the key had a record, that record and
+// its principal's revocation. It is idempotent: a connection lost under it is answered by running
+// it again on a new connection (if that fails too, TransientStoreError in doubt).
+// When it cannot decide -- a refusal, a merchant reference that is taken (the statement undoes
+// itself), a record committed after its snapshot -- the transactional path:
 // BEGIN; INSERT the idempotency row ON CONFLICT DO NOTHING;
 //   inserted: make_bodies; if it refuses, ROLLBACK (the key stays free). Otherwise INSERT the
 //             payment (ON CONFLICT on the merchant reference DO NOTHING), its outbox row and the
 //             202; if the reference was taken, SELECT the payment holding it (a new statement) and
 //             store duplicate_reference(it) with 409. COMMIT.
 //   not inserted: SELECT the record (a new statement) and the principal's revocation; COMMIT.
-// `make_bodies` gets the creation time (ISO 8601, UTC). Crash points: intake.after_key_claim,
-// intake.before_commit, intake.after_commit.
+// `make_bodies` gets the creation time (ISO 8601, UTC); the one statement calls it twice with
+// placeholder times to find where the time stands in the 202. Crash points:
+// intake.before_statement and intake.after_commit (the one statement), intake.after_key_claim,
+// intake.before_commit and intake.after_commit (the transactional path).
 // Throws TransientStoreError (DatabaseUnavailable) when nothing can be said to be stored, and
 // std::length_error if a body exceeds k_max_stored_response (nothing stored).
 IntakeWrite

@@ -64,15 +64,15 @@ constexpr const char* k_apply = "reconcile_apply";
 const std::string k_apply_sql = R"sql(
 WITH u AS (
     UPDATE payments
-       SET state = $4, generation = generation + 1,
+       SET state = $4::text, generation = generation + 1,
            next_attempt_at = CASE WHEN $5::bigint IS NOT NULL THEN now() + make_interval(secs => $5::bigint)
                                   WHEN $6::boolean THEN now() ELSE NULL END,
            lookup_count = lookup_count + CASE WHEN $7::text = 'not_asked' THEN 0 ELSE 1 END,
            lookup_failures = CASE WHEN $7::text = 'failed' THEN lookup_failures + 1 ELSE 0 END,
            resend_count = resend_count + CASE WHEN $6::boolean THEN 1 ELSE 0 END,
-           review_code = $8, review_reason = $9,
+           review_code = $8::text, review_reason = $9,
            provider_reference = coalesce($10, provider_reference),
-           updated_at = CASE WHEN state = $4 THEN updated_at ELSE now() END
+           updated_at = CASE WHEN state = $4::text THEN updated_at ELSE now() END
      WHERE tenant_id = $1::uuid AND payment_id = $2::uuid AND generation = $3 AND state = $11
  RETURNING *
 ), event AS (
@@ -123,7 +123,7 @@ constexpr const char* k_resolve = "resolve_apply";
 const std::string k_resolve_sql = R"sql(
 WITH u AS (
     UPDATE payments
-       SET state = $4, generation = generation + 1,
+       SET state = $4::text, generation = generation + 1,
            next_attempt_at = CASE WHEN $4 = 'retry_scheduled' THEN now() ELSE NULL END,
            review_code = NULL, review_reason = $5, lookup_count = 0, lookup_failures = 0,
            provider_reference = coalesce($6, provider_reference),

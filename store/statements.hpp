@@ -19,12 +19,10 @@ const std::string& executor_renew();
 const std::string& executor_finish_attempt();
 const std::string& executor_settle();
 
-// intake_store.cpp: claim the idempotency key ($1 tenant, $2 principal, $3 operation, $4 key,
-// $5 request hash hex, $6 retention s); the payment, its outbox event and its stored 202 in one
-// statement ($1 tenant, $2 principal, $3 operation, $4 key, $5 payment ID, $6 merchant reference,
-// $7 amount, $8 currency, $9 provider, $10 payment method, $11 customer, $12 description,
-// $13 metadata, $14 operation ID, $15 response body, $16 key hash hex).
-const std::string& intake_claim_key();
-const std::string& intake_create_payment();
+// intake_store.cpp: a fresh request in one statement ($1 tenant, $2 principal, $3 operation, $4
+// key, $5 request hash hex, $6 retention s, $7 payment ID, $8 merchant reference, $9 amount,
+// $10 currency, $11 provider, $12 payment method, $13 customer, $14 description, $15 metadata,
+// $16 operation ID, $17 and $18 the 202 before and after its creation time, $19 key hash hex).
+const std::string& intake_once();
 
 } // namespace payrecon::store::statements

@@ -42,8 +42,8 @@ constexpr const char* k_apply_evidence = "webhook_apply_evidence";
 const std::string k_apply_evidence_sql = R"sql(
 WITH u AS (
     UPDATE payments
-       SET state = $4, generation = generation + 1, next_attempt_at = NULL,
-           review_code = $5, review_reason = $6,
+       SET state = $4::text, generation = generation + 1, next_attempt_at = NULL,
+           review_code = $5::text, review_reason = $6,
            provider_reference = coalesce($7, provider_reference), updated_at = now()
      WHERE tenant_id = $1::uuid AND payment_id = $2::uuid AND generation = $3
        AND state = 'unknown'

@@ -503,9 +503,12 @@ TEST_CASE("api: no or an unknown credential gets 401, a reader or a revoked prin
     CHECK(replay.problem_type() == "credential_revoked");
     CHECK_FALSE(replay.replayed());
     CHECK(replay.body != first.body);
+    // serve keeps the key's principal from the first request (CredentialCache); the create
+    // statement itself refuses the revoked principal.
     const auto fresh =
         http.send(server.port(), create_request(s.key(), "k-auth-2", payment_body("ref-auth-2")));
     CHECK(fresh.status == 403);
+    CHECK(fresh.problem_type() == "credential_revoked");
     const std::string id = first.json()["id"];
     CHECK(http.send(server.port(), get_request("/v1/payments/" + id, s.key())).status == 403);
     CHECK(payments(s.tenant) == 1);

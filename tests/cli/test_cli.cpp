@@ -494,9 +494,12 @@ TEST_CASE("cli: payments create after a lost COMMIT exits 1 and says the outcome
     const TempFile body(payment_body("cli-doubt-ref"));
     ::setenv("PAYRECON_API_KEY", principal["api_key"].get<std::string>().c_str(), 1);
     ::setenv("PAYRECON_FINGERPRINT_SECRET_FILE", secret.path.c_str(), 1);
-    arm_crash_point("intake.after_commit", [] {
+    // Lost on the statement's run and on its run again on a new connection.
+    std::function<void()> lose_again = [&] {
+        arm_crash_point("intake.after_commit", lose_again);
         throw pqxx::in_doubt_error("WARNING: Connection lost while committing transaction");
-    });
+    };
+    arm_crash_point("intake.after_commit", lose_again);
     int exit_code = -1;
     const std::string out = run_cli(
         {"payments", "create", "--json", "--idempotency-key", "k1", "--body-file", body.path},

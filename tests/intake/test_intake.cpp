@@ -232,16 +232,14 @@ TEST_CASE("intake: reordered keys, other whitespace and a tracing field replay t
     CHECK(payments(s.tenant) == 1);
 }
 
-TEST_CASE("intake: a crash before commit leaves no rows, and the retry succeeds",
+TEST_CASE("intake: a crash before the statement leaves no rows, and the retry succeeds",
           "[intake][db][crash]") {
-    const char* point = GENERATE("intake.after_key_claim", "intake.before_commit");
     Scope s;
     const std::string body = payment_body("ref-crash");
-    const int status = run_in_child_armed(point, [&] {
+    const int status = run_in_child_armed("intake.before_statement", [&] {
         store::Db db(database_url());
         create(db, s.writer.principal, "k-crash", body);
     });
-    INFO("crash point " << point);
     REQUIRE(WIFSIGNALED(status));
     CHECK(WTERMSIG(status) == SIGKILL);
     CHECK(payments(s.tenant) == 0);
@@ -251,6 +249,61 @@ TEST_CASE("intake: a crash before commit leaves no rows, and the retry succeeds"
     const auto retry = create(*s.db, s.writer.principal, "k-crash", body);
     CHECK(retry.status == 202);
     CHECK_FALSE(retry.replayed);
+    CHECK(payments(s.tenant) == 1);
+    CHECK(records(s.tenant) == 1);
+    CHECK(events(s.tenant) == 1);
+}
+
+TEST_CASE("intake: the transactional path (a merchant reference taken) leaves no rows when it "
+          "crashes before commit",
+          "[intake][db][crash]") {
+    // A key that is new for a merchant reference that is taken undoes the one statement and
+    // takes BEGIN, the claim, the holder's read, the 409, COMMIT.
+    const char* point = GENERATE("intake.after_key_claim", "intake.before_commit");
+    Scope s;
+    REQUIRE(create(*s.db, s.writer.principal, "k-first", payment_body("ref-taken")).status == 202);
+    const std::string body = payment_body("ref-taken");
+    const int status = run_in_child_armed(point, [&] {
+        store::Db db(database_url());
+        create(db, s.writer.principal, "k-second", body);
+    });
+    INFO("crash point " << point);
+    REQUIRE(WIFSIGNALED(status));
+    CHECK(WTERMSIG(status) == SIGKILL);
+    CHECK(payments(s.tenant) == 1);
+    CHECK(records(s.tenant) == 1);
+    CHECK(events(s.tenant) == 1);
+
+    const auto retry = create(*s.db, s.writer.principal, "k-second", body);
+    CHECK(retry.status == 409);
+    CHECK(problem_type(retry) == "duplicate_merchant_reference");
+    CHECK_FALSE(retry.replayed);
+    const auto again = create(*s.db, s.writer.principal, "k-second", body);
+    CHECK(again.replayed);
+    CHECK(again.body == retry.body);
+    CHECK(payments(s.tenant) == 1);
+    CHECK(records(s.tenant) == 2);
+    CHECK(events(s.tenant) == 1);
+}
+
+TEST_CASE("intake: a principal revoked after it was authenticated is refused by the create "
+          "statement, and nothing is written",
+          "[intake][db][auth]") {
+    // serve keeps authenticated principals for a while (CredentialCache): the statement that
+    // writes checks the revocation itself, for a new key and for a replay alike.
+    Scope s;
+    REQUIRE(create(*s.db, s.writer.principal, "k-before", payment_body("ref-before")).status ==
+            202);
+    store::revoke_principal(*s.db, s.writer.principal.principal_id, "test");
+    const auto fresh = create(*s.db, s.writer.principal, "k-after", payment_body("ref-after"));
+    CHECK(fresh.status == 403);
+    CHECK(problem_type(fresh) == "credential_revoked");
+    // A new key for a merchant reference that is taken: refused before the 409 would be stored.
+    const auto taken = create(*s.db, s.writer.principal, "k-taken", payment_body("ref-before"));
+    CHECK(taken.status == 403);
+    const auto replay = create(*s.db, s.writer.principal, "k-before", payment_body("ref-before"));
+    CHECK(replay.status == 403);
+    CHECK(problem_type(replay) == "credential_revoked");
     CHECK(payments(s.tenant) == 1);
     CHECK(records(s.tenant) == 1);
     CHECK(events(s.tenant) == 1);
@@ -452,8 +505,10 @@ TEST_CASE("intake: a duplicate merchant_reference under another key is a stored,
     CHECK(events(s.tenant) == 1);
 }
 
-TEST_CASE("intake: the database connection lost before commit gives 503 and stores nothing",
+TEST_CASE("intake: a connection that died while idle is replaced, and the payment is made once",
           "[intake][db][fault]") {
+    // The one statement may or may not have run on a connection that broke under it; it is
+    // idempotent, so it runs once more on a new connection, which tells.
     Scope s;
     const std::string app = unique_name("victim");
     store::Db db(database_url() + (database_url().find('?') == std::string::npos ? "?" : "&") +
@@ -463,16 +518,16 @@ TEST_CASE("intake: the database connection lost before commit gives 503 and stor
     REQUIRE(query_value("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
                         "WHERE application_name = $1",
                         app) == "1");
-    const auto r = create(db, s.writer.principal, "k-503", payment_body("ref-503"));
-    CHECK(r.status == 503);
-    CHECK(problem_type(r) == "service_unavailable");
-    CHECK(r.retry_after == 1);
-    CHECK(count_rows("idempotency_records", s.tenant.tenant_id, "idempotency_key = 'k-503'") == 0);
-    CHECK(payments(s.tenant) == 1);
-    // The next call reconnects, and the retry is a first request.
-    const auto retry = create(db, s.writer.principal, "k-503", payment_body("ref-503"));
+    const auto r = create(db, s.writer.principal, "k-idle", payment_body("ref-idle"));
+    CHECK(r.status == 202);
+    CHECK_FALSE(r.replayed);
+    CHECK(count_rows("idempotency_records", s.tenant.tenant_id, "idempotency_key = 'k-idle'") == 1);
+    CHECK(payments(s.tenant) == 2);
+    CHECK(events(s.tenant) == 2);
+    const auto retry = create(db, s.writer.principal, "k-idle", payment_body("ref-idle"));
     CHECK(retry.status == 202);
-    CHECK_FALSE(retry.replayed);
+    CHECK(retry.replayed);
+    CHECK(retry.body == r.body);
     CHECK(payments(s.tenant) == 2);
 }
 
@@ -517,12 +572,16 @@ TEST_CASE("intake: a COMMIT whose outcome was lost says so in the 503, and the r
         CHECK(r.retry_after == 1);
     };
 
-    SECTION("the connection dies while COMMIT is on its way: not committed, the retry creates it") {
+    SECTION("the connection dies under the statement, and again on a new one: 503, unknown") {
         const std::string app = unique_name("in-doubt");
         store::Db db(named_url(app));
-        // The server process goes away between the last statement and COMMIT, as in a failover:
-        // libpqxx cannot tell whether COMMIT arrived and throws in_doubt_error.
-        arm_crash_point("intake.before_commit", [&] { terminate_backend(app); });
+        // The server process goes away as the statement is sent, as in a failover, and the new
+        // connection's too: nobody can say whether the first run committed.
+        std::function<void()> kill_again = [&] {
+            arm_crash_point("intake.before_statement", kill_again);
+            terminate_backend(app);
+        };
+        arm_crash_point("intake.before_statement", kill_again);
         const auto r = create(db, s.writer.principal, "k-doubt", payment_body("ref-doubt"));
         arm_crash_point("");
         CHECK(r.status == 503);
@@ -538,12 +597,53 @@ TEST_CASE("intake: a COMMIT whose outcome was lost says so in the 503, and the r
         CHECK(events(s.tenant) == 1);
     }
 
-    SECTION("COMMIT succeeded but its acknowledgement was lost: the retry returns the stored 202") {
+    SECTION("the connection dies under the statement once: the run on a new connection answers") {
+        const std::string app = unique_name("in-doubt");
+        store::Db db(named_url(app));
+        bool killed = false;
+        arm_crash_point("intake.before_statement", [&] {
+            if (!killed) {
+                killed = true;
+                terminate_backend(app);
+            }
+        });
+        const auto r = create(db, s.writer.principal, "k-doubt", payment_body("ref-doubt"));
+        arm_crash_point("");
+        CHECK(killed);
+        CHECK(r.status == 202);
+        CHECK_FALSE(r.replayed);
+        CHECK(payments(s.tenant) == 1);
+        CHECK(records(s.tenant) == 1);
+        CHECK(events(s.tenant) == 1);
+    }
+
+    SECTION("the answer to a committed statement is lost once: the run on a new connection "
+            "answers with the stored 202") {
         store::Db db(database_url());
-        // What libpqxx throws when the connection breaks after the server committed.
         arm_crash_point("intake.after_commit", [] {
             throw pqxx::in_doubt_error("WARNING: Connection lost while committing transaction");
         });
+        const auto r = create(db, s.writer.principal, "k-doubt", payment_body("ref-doubt"));
+        arm_crash_point("");
+        CHECK(r.status == 202);
+        CHECK(r.replayed); // it is the stored answer
+        CHECK(r.body == query_value("SELECT response_body FROM idempotency_records WHERE "
+                                    "tenant_id = $1::uuid",
+                                    s.tenant.tenant_id));
+        CHECK(payments(s.tenant) == 1);
+        CHECK(records(s.tenant) == 1);
+        CHECK(events(s.tenant) == 1);
+    }
+
+    SECTION("COMMIT succeeded but its acknowledgement was lost, and again: the retry returns the "
+            "stored 202") {
+        store::Db db(database_url());
+        // What libpqxx throws when the connection breaks after the server committed, on both runs.
+        std::function<void()> lose_again = [&] {
+            arm_crash_point("intake.after_commit", lose_again);
+            throw pqxx::in_doubt_error("WARNING: Connection lost while committing transaction");
+        };
+        arm_crash_point("intake.after_commit", lose_again);
         const auto r = create(db, s.writer.principal, "k-doubt", payment_body("ref-doubt"));
         arm_crash_point("");
         CHECK(r.status == 503);

@@ -277,3 +277,100 @@ TEST_CASE("migrations: schema 9 to 10 over 200,000 payments keeps every row and 
         CHECK(plan.find(k.index) != std::string::npos);
     }
 }
+
+TEST_CASE("migrations: schema 14 keeps every single-column rule of the payment tables, as "
+          "domains, and every row",
+          "[store][db][migrations]") {
+    // Table CHECKs are read from their text and compiled on every write; domains once per
+    // connection (migration 0014). The rules must be exactly as strict as before.
+    ScratchDatabase scratch;
+    std::string seed = k_seed;
+    for (std::size_t at = seed.find("200000"); at != std::string::npos;
+         at = seed.find("200000", at)) {
+        seed.replace(at, 6, "2000");
+    }
+    migrate_to(scratch.url(), 9);
+    exec_on(scratch.url(), seed);
+    migrate_after(scratch.url(), 9, 13);
+    const auto before = table_digests(scratch.url());
+    migrate_after(scratch.url(), 13, 14);
+    CHECK(table_digests(scratch.url()) == before);
+
+    const auto checks_on = [&](const std::string& table) {
+        return std::stoi(query_on(scratch.url(), "SELECT count(*) FROM pg_constraint WHERE "
+                                                 "contype = 'c' AND conrelid = '" +
+                                                     table + "'::regclass"));
+    };
+    CHECK(checks_on("payments") == 2); // processing <=> leased; a review code only in review
+    CHECK(checks_on("idempotency_records") == 2); // status and body together; expiry after creation
+    CHECK(checks_on("payment_attempts") == 0);
+
+    // Each probe in a transaction of its own, never committed: true if the row was accepted.
+    const auto accepted = [&](const std::string& sql) {
+        pqxx::connection probe(scratch.url());
+        pqxx::work w(probe);
+        try {
+            w.exec0(sql);
+            return true;
+        } catch (const pqxx::check_violation&) {
+            return false;
+        }
+    };
+    const std::string payment = " WHERE payment_id = (SELECT payment_id FROM payments "
+                                "WHERE state = 'succeeded' ORDER BY payment_id LIMIT 1)";
+    const auto payment_ok = [&](const std::string& set) {
+        return accepted("UPDATE payments SET " + set + payment);
+    };
+    CHECK(payment_ok("state = 'failed'"));
+    CHECK_FALSE(payment_ok("state = 'settled'"));
+    CHECK(payment_ok("state = 'needs_review', review_code = 'no_lookup'"));
+    CHECK_FALSE(payment_ok("state = 'needs_review', review_code = 'bogus'"));
+    CHECK_FALSE(payment_ok("review_code = 'no_lookup'")); // a table CHECK still
+    CHECK_FALSE(payment_ok("state = 'processing'"));      // without a lease: a table CHECK still
+    CHECK(payment_ok("amount_minor = 1"));
+    CHECK_FALSE(payment_ok("amount_minor = 0"));
+    CHECK(payment_ok("charged_amount_minor = 0"));
+    CHECK_FALSE(payment_ok("charged_amount_minor = -1"));
+    CHECK(payment_ok("currency = 'ISK'"));
+    CHECK_FALSE(payment_ok("currency = 'isk'"));
+    CHECK_FALSE(payment_ok("currency = 'EURO'"));
+    CHECK(payment_ok("merchant_reference = '" + std::string(255, 'r') + "'"));
+    CHECK_FALSE(payment_ok("merchant_reference = ''"));
+    CHECK_FALSE(payment_ok("merchant_reference = '" + std::string(256, 'r') + "'"));
+    CHECK(payment_ok("provider = 'checkout_com-2'"));
+    CHECK_FALSE(payment_ok("provider = 'Stripe'"));
+    CHECK_FALSE(payment_ok("provider = '" + std::string(33, 'p') + "'"));
+    CHECK(payment_ok("operation_id = 'pr_" + std::string(42, 'f') + "'"));
+    CHECK_FALSE(payment_ok("operation_id = 'pr_" + std::string(43, 'f') + "'"));
+    CHECK_FALSE(payment_ok("operation_id = 'pr 1'"));
+    CHECK(payment_ok("idempotency_key_hash = sha256('k')"));
+    CHECK_FALSE(payment_ok("idempotency_key_hash = '\\x00'::bytea"));
+
+    const auto record_ok = [&](const std::string& set) {
+        return accepted("UPDATE idempotency_records SET " + set +
+                        " WHERE idempotency_key = (SELECT min(idempotency_key) FROM "
+                        "idempotency_records)");
+    };
+    CHECK(record_ok("response_status = 409"));
+    CHECK_FALSE(record_ok("response_status = 99"));
+    CHECK_FALSE(record_ok("response_status = 600"));
+    CHECK(record_ok("response_body = repeat('b', 65536)"));
+    CHECK_FALSE(record_ok("response_body = repeat('b', 65537)"));
+    CHECK_FALSE(record_ok("response_body = NULL")); // without its status: a table CHECK still
+    CHECK_FALSE(record_ok("request_hash = '\\x00'::bytea"));
+    CHECK(record_ok("operation = 'create_payment'"));
+    CHECK_FALSE(record_ok("operation = 'Create'"));
+    CHECK_FALSE(record_ok("idempotency_key = 'a b'"));
+    CHECK_FALSE(record_ok("idempotency_key = ''"));
+
+    const auto attempt_ok = [&](const std::string& set) {
+        return accepted("UPDATE payment_attempts SET " + set +
+                        " WHERE payment_id = (SELECT payment_id FROM payment_attempts ORDER BY "
+                        "payment_id LIMIT 1)");
+    };
+    CHECK(attempt_ok("outcome = 'rejected'"));
+    CHECK_FALSE(attempt_ok("outcome = 'bogus'"));
+    CHECK(attempt_ok("detail = repeat('d', 4096)"));
+    CHECK_FALSE(attempt_ok("detail = repeat('d', 4097)"));
+    CHECK_FALSE(attempt_ok("attempt_no = 0"));
+}
