@@ -74,6 +74,7 @@ std::unique_ptr<CLI::App> build_app(AppState& state) {
     setup_payments(*app, state);
     setup_review(*app, state);
     setup_audit(*app, state);
+    setup_events(*app, state);
     setup_purge(*app, state);
     setup_serve(*app, state);
     setup_worker(*app, state);

@@ -66,6 +66,11 @@ std::vector<std::string> attention_reasons(const engine::NightlyReport& r) {
         out.push_back(std::to_string(r.in_review()) +
                       " payment(s) in review: payrecon review list");
     }
+    for (const auto& [provider, n] : r.contradicting_events) {
+        out.push_back(std::to_string(n) + " event(s) from " + provider +
+                      " CONTRADICT a settled payment (another outcome or amount; the payment kept "
+                      "its state): payrecon events list --contradicting");
+    }
     long long stuck = 0;
     for (const auto& q : r.stuck()) {
         stuck += q.stuck;
@@ -166,6 +171,10 @@ nlohmann::ordered_json summary_json(const engine::NightlyReport& r) {
                                           {"latest_payment_id", g.latest_payment_id},
                                           {"latest_reason", g.latest_reason},
                                           {"runbook", "docs/operations.md#request_rejected"}});
+    }
+    j["contradicting_events"] = nlohmann::ordered_json::array();
+    for (const auto& [provider, n] : r.contradicting_events) {
+        j["contradicting_events"].push_back({{"provider", provider}, {"events", n}});
     }
     j["in_review"] = r.in_review();
     j["still_unknown"] = r.still_unknown();

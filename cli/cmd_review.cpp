@@ -10,6 +10,7 @@
 #include "core/review_guidance.hpp"
 #include "core/settings.hpp"
 #include "store/inspect_store.hpp"
+#include "store/webhook_store.hpp"
 
 #include <iostream>
 #include <memory>
@@ -130,8 +131,22 @@ void setup_review_list(CLI::App& review, AppState& state) {
             print_rows_json(page.rows);
             return;
         }
+        // Events that contradict a settled payment are in the queue too, though the payment is
+        // not (succeeded and failed are final): an operator acknowledges each.
+        long long contradictions = 0;
+        for (const auto& [provider, n] : store::contradicting_event_counts(*opened.db)) {
+            contradictions += !opts->provider || *opts->provider == provider ? n : 0;
+        }
+        const auto contradiction_note = [&] {
+            if (contradictions > 0) {
+                std::cout << contradictions
+                          << " provider event(s) contradict a settled payment: payrecon events "
+                             "list --contradicting\n";
+            }
+        };
         if (page.rows.empty()) {
             std::cout << "no payments in review\n";
+            contradiction_note();
             return;
         }
         Table t({"PAYMENT ID", "TENANT", "PROVIDER", "AMOUNT", "CODE", "IN REVIEW SINCE", "GEN",
@@ -147,6 +162,7 @@ void setup_review_list(CLI::App& review, AppState& state) {
         }
         std::cout << "`payrecon review show ID` shows one with its attempts, lookups and the "
                      "commands to decide it\n";
+        contradiction_note();
     });
 }
 

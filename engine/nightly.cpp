@@ -56,6 +56,14 @@ long long NightlyReport::rejected_requests() const {
     return n;
 }
 
+long long NightlyReport::contradictions() const {
+    long long n = 0;
+    for (const auto& c : contradicting_events) {
+        n += c.second;
+    }
+    return n;
+}
+
 long long NightlyReport::still_unknown() const {
     long long n = 0;
     for (const auto& q : open) {
@@ -83,8 +91,8 @@ int NightlyReport::exit_code() const {
     for (const auto& s : statements) {
         findings = findings || s.exit_code == static_cast<int>(ExitCode::attention);
     }
-    if (in_review() > 0 || rejected_requests() > 0 || !orphaned().empty() || !stuck().empty() ||
-        lookups_failed() > 0 || findings) {
+    if (in_review() > 0 || rejected_requests() > 0 || contradictions() > 0 || !orphaned().empty() ||
+        !stuck().empty() || lookups_failed() > 0 || findings) {
         return static_cast<int>(ExitCode::attention);
     }
     return static_cast<int>(ExitCode::ok);
@@ -194,7 +202,8 @@ reports::Report nightly_report(const NightlyReport& r) {
         {"in review after the run", std::to_string(r.in_review())},
         {"still unknown after the run", std::to_string(r.still_unknown())},
         {"status queries failed", std::to_string(r.lookups_failed())},
-        {"requests the provider rejected (in review)", std::to_string(r.rejected_requests())}};
+        {"requests the provider rejected (in review)", std::to_string(r.rejected_requests())},
+        {"provider events contradicting a settled payment", std::to_string(r.contradictions())}};
     for (const auto& g : r.rejected) {
         out.facts.emplace_back("rejected by " + g.provider,
                                g.code + ": " + std::to_string(g.payments) + " payment(s), e.g. " +
@@ -336,6 +345,7 @@ NightlyReport run_nightly(store::Db& db, const std::vector<providers::Provider*>
         phase = "counting what is left";
         report.open = store::open_queue_counts(db, options.stuck_after);
         report.rejected = store::rejected_in_review(db);
+        report.contradicting_events = store::contradicting_event_counts(db, report.providers);
     } catch (const OperatorError& e) {
         report.failure =
             "while " + phase + ": " + e.what() + (e.hint().empty() ? "" : " (" + e.hint() + ")");

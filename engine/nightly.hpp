@@ -9,6 +9,7 @@
 #include "engine/statement.hpp"
 #include "reports/report.hpp"
 #include "store/reconcile_store.hpp"
+#include "store/webhook_store.hpp"
 
 #include <chrono>
 #include <functional>
@@ -52,6 +53,9 @@ struct NightlyReport {
     // Payments in review because their provider refused our request (request_rejected), per
     // provider and the provider's code, after the run: an integration fault, always attention.
     std::vector<store::RejectedInReview> rejected;
+    // Provider events that contradict a payment that settled without them and that no operator
+    // has acknowledged, per provider, after the run: always attention.
+    std::vector<std::pair<std::string, long long>> contradicting_events;
     std::vector<reports::Report> statements; // one per provider that can list
     std::optional<std::string> failure;      // the run stopped: what happened and what to do
     std::chrono::seconds stuck_after{3600};  // as in the options
@@ -66,9 +70,11 @@ struct NightlyReport {
     long long still_unknown() const;
     long long lookups_failed() const; // status queries of this run that got no trustworthy answer
     long long rejected_requests() const; // payments in review as request_rejected
+    long long contradictions() const;    // contradicting events awaiting acknowledgement
     // 0 clean; 3 something needs an operator (review queue not empty -- rejected requests among
-    // it --, payments nobody can send or reconcile, payments waiting too long, status queries that
-    // failed, statement findings); 1 the run failed.
+    // it --, provider events contradicting a settled payment, payments nobody can send or
+    // reconcile, payments waiting too long, status queries that failed, statement findings); 1 the
+    // run failed.
     int exit_code() const;
 };
 

@@ -127,7 +127,155 @@ EvidenceCandidate evidence_from_row(const pqxx::row& r) {
     return c;
 }
 
+std::string iso(const std::string& column) {
+    return "to_char(" + column + " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')";
+}
+
+// The columns of a ProviderEventRow, over provider_events e LEFT JOIN payments p.
+const std::string k_event_columns =
+    "e.event_id, e.provider, e.event_key, e.event_type, e.outcome, e.operation_id, "
+    "e.provider_reference, e.amount_minor, e.currency, " +
+    iso("e.occurred_at") + ", " + iso("e.received_at") + ", " + iso("e.last_received_at") +
+    ", e.deliveries, e.tenant_id::text, e.payment_id::text, p.state, "
+    "coalesce(p.charged_amount_minor, p.amount_minor), p.currency, " +
+    iso("e.applied_at") + ", e.applied_result, " + iso("e.acknowledged_at") +
+    ", e.acknowledged_by, e.acknowledge_note";
+const std::string k_event_from =
+    " FROM provider_events e LEFT JOIN payments p ON p.tenant_id = e.tenant_id AND p.payment_id = "
+    "e.payment_id";
+
+ProviderEventRow event_row(const pqxx::row& r) {
+    const auto text = [&](int i) {
+        return r[i].is_null() ? std::nullopt : std::optional<std::string>(r[i].as<std::string>());
+    };
+    const auto number = [&](int i) {
+        return r[i].is_null() ? std::nullopt : std::optional<long long>(r[i].as<long long>());
+    };
+    ProviderEventRow e;
+    e.event_id = r[0].as<long long>();
+    e.provider = r[1].as<std::string>();
+    e.event_key = r[2].as<std::string>();
+    e.event_type = r[3].as<std::string>();
+    e.outcome = r[4].as<std::string>();
+    e.operation_id = text(5);
+    e.provider_reference = text(6);
+    e.amount_minor = number(7);
+    e.currency = text(8);
+    e.occurred_at = text(9);
+    e.received_at = r[10].as<std::string>();
+    e.last_received_at = r[11].as<std::string>();
+    e.deliveries = r[12].as<int>();
+    e.tenant_id = text(13);
+    e.payment_id = text(14);
+    e.payment_state = text(15);
+    e.payment_amount_minor = number(16);
+    e.payment_currency = text(17);
+    e.applied_at = text(18);
+    e.applied_result = text(19);
+    e.acknowledged_at = text(20);
+    e.acknowledged_by = text(21);
+    e.acknowledge_note = text(22);
+    return e;
+}
+
 } // namespace
+
+std::vector<ProviderEventRow> list_provider_events(Db& db, const ProviderEventFilter& filter) {
+    Db::Impl& impl = db.impl();
+    const std::string sql =
+        "SELECT " + k_event_columns +
+        " FROM (SELECT * FROM provider_events"
+        " WHERE ($1::text IS NULL OR provider = $1)"
+        "   AND ($3::uuid IS NULL OR (tenant_id = $2::uuid AND payment_id = $3::uuid))"
+        "   AND (NOT $4 OR payment_id IS NULL)"
+        "   AND (NOT $5 OR (applied_result = 'contradicts' AND acknowledged_at IS NULL))"
+        " ORDER BY received_at DESC, event_id DESC LIMIT $6) e"
+        " LEFT JOIN payments p ON p.tenant_id = e.tenant_id AND p.payment_id = e.payment_id"
+        " ORDER BY e.received_at, e.event_id";
+    return translate_errors(impl, [&] {
+        pqxx::read_transaction tx(impl.connection());
+        std::vector<ProviderEventRow> out;
+        for (const auto& r : tx.exec_params(sql, or_null(filter.provider),
+                                            or_null(filter.tenant_id), or_null(filter.payment_id),
+                                            filter.unmatched, filter.contradicting, filter.limit)) {
+            out.push_back(event_row(r));
+        }
+        return out;
+    });
+}
+
+std::optional<ProviderEventRow> find_provider_event(Db& db, long long event_id) {
+    Db::Impl& impl = db.impl();
+    return translate_errors(impl, [&]() -> std::optional<ProviderEventRow> {
+        pqxx::read_transaction tx(impl.connection());
+        const pqxx::result r = tx.exec_params("SELECT " + k_event_columns + ", e.body" +
+                                                  k_event_from + " WHERE e.event_id = $1",
+                                              event_id);
+        if (r.empty()) {
+            return std::nullopt;
+        }
+        ProviderEventRow e = event_row(r[0]);
+        const pqxx::binarystring body(r[0][23]);
+        e.body = body.str();
+        return e;
+    });
+}
+
+AcknowledgeResult acknowledge_provider_event(Db& db, long long event_id, const std::string& actor,
+                                             const std::string& note) {
+    Db::Impl& impl = db.impl();
+    AcknowledgeResult out;
+    translate_errors(impl, [&] {
+        pqxx::work tx(impl.connection());
+        const pqxx::result r = tx.exec_params(
+            "SELECT applied_result, acknowledged_at IS NOT NULL FROM provider_events WHERE "
+            "event_id = $1 FOR UPDATE",
+            event_id);
+        if (r.empty()) {
+            out.status = AcknowledgeStatus::not_found;
+            return;
+        }
+        if (r[0][1].as<bool>()) {
+            out.status = AcknowledgeStatus::already;
+        } else if (r[0][0].is_null() || r[0][0].as<std::string>() != "contradicts") {
+            out.status = AcknowledgeStatus::not_contradicting;
+        } else {
+            tx.exec_params0(
+                "WITH ack AS (UPDATE provider_events SET acknowledged_at = now(), "
+                "acknowledged_by = $2, acknowledge_note = $3 WHERE event_id = $1 RETURNING *) "
+                "INSERT INTO audit_log (tenant_id, actor, action, subject_type, subject_id, "
+                "detail) "
+                "SELECT tenant_id, $2, 'provider_event.acknowledged', 'payment', "
+                "payment_id::text, jsonb_build_object('event_id', event_id, 'provider', provider, "
+                "'event_key', event_key, 'event_type', event_type, 'outcome', outcome, "
+                "'amount_minor', amount_minor, 'currency', currency, 'note', $3::text) FROM ack",
+                event_id, actor, note);
+            out.status = AcknowledgeStatus::acknowledged;
+        }
+        tx.commit();
+    });
+    out.event = find_provider_event(db, event_id);
+    return out;
+}
+
+std::vector<std::pair<std::string, long long>>
+contradicting_event_counts(Db& db, const std::vector<std::string>& providers) {
+    Db::Impl& impl = db.impl();
+    const std::optional<std::string> names =
+        providers.empty() ? std::nullopt : std::optional<std::string>(text_array(providers));
+    return translate_errors(impl, [&] {
+        pqxx::read_transaction tx(impl.connection());
+        std::vector<std::pair<std::string, long long>> out;
+        for (const auto& r : tx.exec_params(
+                 "SELECT provider, count(*) FROM provider_events WHERE applied_result = "
+                 "'contradicts' AND acknowledged_at IS NULL AND ($1::text[] IS NULL OR provider "
+                 "= ANY($1::text[])) GROUP BY provider ORDER BY provider",
+                 or_null(names))) {
+            out.emplace_back(r[0].as<std::string>(), r[1].as<long long>());
+        }
+        return out;
+    });
+}
 
 std::vector<AppliedEvidence>
 apply_webhook_evidence(Db& db, const std::string& actor, const std::vector<std::string>& providers,

@@ -65,4 +65,71 @@ apply_webhook_evidence(Db& db, const std::string& actor, const std::vector<std::
                        int limit,
                        const std::function<ReconcileDecision(const EvidenceCandidate&)>& decide);
 
+// A stored provider event as operators see it (`payrecon events`), with its payment's state now.
+struct ProviderEventRow {
+    long long event_id = 0;
+    std::string provider;
+    std::string event_key;
+    std::string event_type;
+    std::string outcome; // succeeded, failed, pending, other
+    std::optional<std::string> operation_id;
+    std::optional<std::string> provider_reference;
+    std::optional<long long> amount_minor;
+    std::optional<std::string> currency;
+    std::optional<std::string> occurred_at; // ISO 8601 UTC, as the provider says
+    std::string received_at;                // ISO 8601 UTC
+    std::string last_received_at;
+    int deliveries = 1;
+    std::optional<std::string> tenant_id; // none: a payment we do not know
+    std::optional<std::string> payment_id;
+    std::optional<std::string> payment_state;
+    std::optional<long long> payment_amount_minor; // what the provider should have charged
+    std::optional<std::string> payment_currency;
+    std::optional<std::string> applied_at;
+    std::optional<std::string> applied_result; // adopt_succeeded, review, consistent, contradicts..
+    std::optional<std::string> acknowledged_at;
+    std::optional<std::string> acknowledged_by;
+    std::optional<std::string> acknowledge_note;
+    std::string body; // the raw notification (find_provider_event only)
+
+    // A contradiction nobody has acknowledged: it is in the review queue.
+    bool awaiting_acknowledgement() const {
+        return applied_result == "contradicts" && !acknowledged_at;
+    }
+};
+
+struct ProviderEventFilter {
+    std::optional<std::string> provider;
+    std::optional<std::string> tenant_id; // with payment_id: one payment's events
+    std::optional<std::string> payment_id;
+    bool unmatched = false;     // only events of payments we do not know
+    bool contradicting = false; // only contradictions awaiting acknowledgement
+    int limit = 100;            // the newest this many, listed oldest first
+};
+
+std::vector<ProviderEventRow> list_provider_events(Db& db, const ProviderEventFilter& filter);
+std::optional<ProviderEventRow> find_provider_event(Db& db, long long event_id);
+
+enum class AcknowledgeStatus {
+    acknowledged,
+    not_found,
+    not_contradicting, // nothing to acknowledge: the event agrees, was applied, or waits
+    already,           // acknowledged before (by `by`, at `at`)
+};
+struct AcknowledgeResult {
+    AcknowledgeStatus status = AcknowledgeStatus::not_found;
+    std::optional<ProviderEventRow> event; // as it is after the call
+};
+
+// Records that an operator looked at contradicting event `event_id` and what was done (`note`),
+// with an audit row (provider_event.acknowledged); the payment is not touched. Throws
+// DatabaseUnavailable.
+AcknowledgeResult acknowledge_provider_event(Db& db, long long event_id, const std::string& actor,
+                                             const std::string& note);
+
+// Contradictions awaiting acknowledgement, per provider: of `providers`, or of every provider if
+// it is empty.
+std::vector<std::pair<std::string, long long>>
+contradicting_event_counts(Db& db, const std::vector<std::string>& providers = {});
+
 } // namespace payrecon::store

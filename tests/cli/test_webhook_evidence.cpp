@@ -232,3 +232,103 @@ TEST_CASE("webhook evidence: an Adyen payment whose answer was lost is settled b
     CHECK(w.state_of(refs[1]) == "needs_review");
     CHECK(w.column(refs[1], "review_code") == "no_lookup");
 }
+
+TEST_CASE("webhook evidence: an event contradicting a settled payment waits in the review queue "
+          "until an operator acknowledges it, and the payment keeps its state",
+          "[cli][db][reconcile][webhooks][review]") {
+    Operated w;
+    // A payment the worker settled as succeeded, and the provider's event saying it was canceled.
+    const std::string ref = w.unknown_payment(fake::Fault::execute_then_fin);
+    REQUIRE(deliver(w, event_body(w, ref, unique_name("evt"), "payment_intent.succeeded",
+                                  "succeeded", 2500))
+                .new_events == 1);
+    REQUIRE(w.payrecon({"reconcile"}).exit_code == 0);
+    REQUIRE(w.state_of(ref) == "succeeded");
+    const std::string contradicting = unique_name("evt");
+    REQUIRE(
+        deliver(w, event_body(w, ref, contradicting, "payment_intent.canceled", "canceled", 2500))
+            .new_events == 1);
+    // An event about a payment that is not ours is kept and listed as unmatched.
+    const std::string stranger = unique_name("evt");
+    REQUIRE(deliver(w, nlohmann::json{{"id", stranger},
+                                      {"object", "event"},
+                                      {"type", "payment_intent.succeeded"},
+                                      {"created", std::time(nullptr)},
+                                      {"data",
+                                       {{"object",
+                                         {{"id", "pi_not_ours"},
+                                          {"object", "payment_intent"},
+                                          {"amount", 700},
+                                          {"currency", "eur"},
+                                          {"status", "succeeded"},
+                                          {"metadata", {{"operation_id", "pr_not_ours"}}}}}}}}
+                           .dump())
+                .new_events == 1);
+
+    const Run nightly = w.payrecon({"nightly", "--json"});
+    INFO(nightly.all());
+    CHECK(nightly.exit_code == 3);
+    CHECK(w.state_of(ref) == "succeeded");
+    // Other tests' providers share the database: this test's provider is its own.
+    const std::string provider = w.config.name;
+    const auto contradictions_of = [&](const nlohmann::json& report) {
+        for (const auto& c : report["contradicting_events"]) {
+            if (c["provider"] == provider) {
+                return c["events"].get<long long>();
+            }
+        }
+        return 0LL;
+    };
+    CHECK(contradictions_of(nlohmann::json::parse(nightly.out)) == 1);
+    const Run review = w.payrecon({"review", "list", "--provider", provider});
+    CHECK(review.out.find("1 provider event(s) contradict a settled payment") != std::string::npos);
+
+    const Run listed =
+        w.payrecon({"events", "list", "--contradicting", "--provider", provider, "--json"});
+    INFO(listed.all());
+    const auto events = nlohmann::json::parse(listed.out);
+    REQUIRE(events.size() == 1);
+    CHECK(events[0]["event_key"] == contradicting);
+    CHECK(events[0]["outcome"] == "failed");
+    CHECK(events[0]["payment_state"] == "succeeded");
+    CHECK(events[0]["awaiting_acknowledgement"] == true);
+    const std::string id = std::to_string(events[0]["event_id"].get<long long>());
+    const auto unmatched = nlohmann::json::parse(
+        w.payrecon({"events", "list", "--unmatched", "--provider", provider, "--json"}).out);
+    REQUIRE(unmatched.size() == 1);
+    CHECK(unmatched[0]["event_key"] == stranger);
+    CHECK(unmatched[0]["payment_id"].is_null());
+    const auto mine = nlohmann::json::parse(
+        w.payrecon({"events", "list", "--payment", w.payment_id_of(ref), "--json"}).out);
+    CHECK(mine.size() == 2);
+
+    const Run shown = w.payrecon({"events", "show", id});
+    INFO(shown.all());
+    CHECK(shown.out.find("CONTRADICTS the payment") != std::string::npos);
+    CHECK(shown.out.find("payrecon events acknowledge " + id) != std::string::npos);
+    CHECK(shown.out.find("\"type\":\"payment_intent.canceled\"") != std::string::npos); // the body
+
+    // Refusals: no note, an event that contradicts nothing, an unknown ID.
+    CHECK(w.payrecon({"events", "acknowledge", id, "--note", "  "}).exit_code == 2);
+    const std::string agreeing =
+        std::to_string(mine[0]["event_id"].get<long long>()); // the succeeded one, applied
+    CHECK(w.payrecon({"events", "acknowledge", agreeing, "--note", "x"}).exit_code == 7);
+    CHECK(w.payrecon({"events", "acknowledge", "999999999", "--note", "x"}).exit_code == 7);
+
+    const Run ack = w.payrecon({"--operator", "alice", "events", "acknowledge", id, "--note",
+                                "checked the dashboard: charged; the cancel event was for a "
+                                "second attempt"});
+    INFO(ack.all());
+    CHECK(ack.exit_code == 0);
+    CHECK(ack.out.find("stays succeeded") != std::string::npos);
+    CHECK(w.payrecon({"events", "acknowledge", id, "--note", "again"}).exit_code == 7);
+    CHECK(w.state_of(ref) == "succeeded");
+    CHECK(w.audits(ref, "action = 'provider_event.acknowledged' AND actor = 'alice' AND "
+                        "detail->>'event_key' = '" +
+                            contradicting + "'") == 1);
+    CHECK(
+        nlohmann::json::parse(
+            w.payrecon({"events", "list", "--contradicting", "--provider", provider, "--json"}).out)
+            .empty());
+    CHECK(contradictions_of(nlohmann::json::parse(w.payrecon({"nightly", "--json"}).out)) == 0);
+}
