@@ -47,6 +47,15 @@ std::string Metrics::render_rejected(const Rejected& rejected) {
         out << "payrecon_review_request_rejected{provider=\"" << label_value(r.provider)
             << "\",code=\"" << label_value(r.code) << "\"} " << r.payments << "\n";
     }
+    out << "# HELP payrecon_provider_events Stored provider webhook events by provider and what "
+           "became of them (adopt_succeeded, adopt_failed, review: applied by the reconciler; "
+           "consistent; contradicts: awaiting an operator; acknowledged; waiting; unmatched; "
+           "kept); counted from the database at scrape time.\n"
+        << "# TYPE payrecon_provider_events gauge\n";
+    for (const auto& e : rejected.found.events) {
+        out << "payrecon_provider_events{provider=\"" << label_value(e.provider) << "\",result=\""
+            << label_value(e.result) << "\"} " << e.events << "\n";
+    }
     return out.str();
 }
 

@@ -44,7 +44,8 @@ bool store_ready(store::Db& db) {
 }
 
 ProviderRejections provider_rejections(store::Db& db) {
-    return {store::rejected_attempt_counts(db), store::rejected_in_review(db)};
+    return {store::rejected_attempt_counts(db), store::rejected_in_review(db),
+            store::provider_event_results(db)};
 }
 
 } // namespace payrecon

@@ -3,6 +3,7 @@
 // the database behind it is ready, and the requests providers rejected (for /metrics).
 
 #include "store/reconcile_store.hpp"
+#include "store/webhook_store.hpp"
 
 #include <optional>
 #include <string>
@@ -31,6 +32,8 @@ bool store_ready(store::Db& db);
 struct ProviderRejections {
     std::vector<store::RejectedAttempts> attempts;
     std::vector<store::RejectedInReview> in_review;
+    // Stored webhook events by provider and what became of them (store::provider_event_results).
+    std::vector<store::ProviderEventCount> events;
 };
 ProviderRejections provider_rejections(store::Db& db);
 

@@ -277,6 +277,24 @@ contradicting_event_counts(Db& db, const std::vector<std::string>& providers) {
     });
 }
 
+std::vector<ProviderEventCount> provider_event_results(Db& db) {
+    Db::Impl& impl = db.impl();
+    return translate_errors(impl, [&] {
+        pqxx::read_transaction tx(impl.connection());
+        std::vector<ProviderEventCount> out;
+        for (const auto& r :
+             tx.exec("SELECT provider, CASE WHEN payment_id IS NULL THEN 'unmatched' "
+                     "WHEN acknowledged_at IS NOT NULL THEN 'acknowledged' "
+                     "WHEN applied_result IS NOT NULL THEN applied_result "
+                     "WHEN outcome IN ('succeeded', 'failed') THEN 'waiting' ELSE 'kept' END AS "
+                     "result, "
+                     "count(*) FROM provider_events GROUP BY 1, 2 ORDER BY 1, 2")) {
+            out.push_back({r[0].as<std::string>(), r[1].as<std::string>(), r[2].as<long long>()});
+        }
+        return out;
+    });
+}
+
 std::vector<AppliedEvidence>
 apply_webhook_evidence(Db& db, const std::string& actor, const std::vector<std::string>& providers,
                        int limit,

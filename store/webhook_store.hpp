@@ -132,4 +132,15 @@ AcknowledgeResult acknowledge_provider_event(Db& db, long long event_id, const s
 std::vector<std::pair<std::string, long long>>
 contradicting_event_counts(Db& db, const std::vector<std::string>& providers = {});
 
+// Stored events per provider and result: the reconciler's decision (adopt_succeeded, adopt_failed,
+// review), consistent, contradicts, acknowledged (a contradiction an operator has looked at),
+// waiting (a terminal event not applied yet), unmatched (no payment of ours), kept (pending and
+// other events, which settle nothing).
+struct ProviderEventCount {
+    std::string provider;
+    std::string result;
+    long long events = 0;
+};
+std::vector<ProviderEventCount> provider_event_results(Db& db);
+
 } // namespace payrecon::store
