@@ -8,6 +8,7 @@
 #include "providers/adyen/adapter.hpp"
 #include "providers/stripe/adapter.hpp"
 #include "services/webhooks.hpp"
+#include "tests/api/serve_process.hpp"
 #include "tests/support/operated.hpp"
 
 #include <catch2/catch.hpp>
@@ -331,4 +332,152 @@ TEST_CASE("webhook evidence: an event contradicting a settled payment waits in t
             w.payrecon({"events", "list", "--contradicting", "--provider", provider, "--json"}).out)
             .empty());
     CHECK(contradictions_of(nlohmann::json::parse(w.payrecon({"nightly", "--json"}).out)) == 0);
+}
+
+namespace {
+
+const std::string k_adyen_hmac = "44782DEF547AAA06C910C43932B1EB0C71FC68D9D0C057550C48EC2ACF6BA056";
+
+// This test's Operated with an Adyen account at the same fake (its Adyen dialect), `payrecon
+// serve` receiving that account's notifications, and the fake sending them there with `faults`.
+struct AdyenWorld {
+    Operated w;
+    std::string adyen = "ady" + to_hex(random_bytes(6));
+    SecretFile secret;
+    std::unique_ptr<ServeProcess> serve;
+
+    explicit AdyenWorld(fake::WebhookOptions faults = {}) {
+        nlohmann::json config = nlohmann::json::parse(std::ifstream(w.config_file));
+        config["providers"][adyen] = {{"kind", "adyen"},
+                                      {"base_url", w.config.base_url},
+                                      {"api_key_env", k_key_env},
+                                      {"merchant_account", "AcmeShopECOM"},
+                                      {"return_url", "https://shop.example.com/return"},
+                                      {"connect_timeout_ms", 500},
+                                      {"timeout_ms", 1000},
+                                      {"settle_delay_s", 0},
+                                      {"webhook_secret_env", "PAYRECON_TEST_ADYEN_HMAC"}};
+        std::ofstream(w.config_file) << config.dump(2);
+        serve = std::make_unique<ServeProcess>(
+            secret, 4,
+            std::vector<std::string>{
+                "PAYRECON_CONFIG=" + w.config_file.string(),
+                "PAYRECON_TEST_ADYEN_HMAC=" + k_adyen_hmac,
+                std::string(k_key_env) + "=" +
+                    std::get<providers::ApiKey>(w.config.credentials).value.reveal()});
+        faults.url = "http://127.0.0.1:" + std::to_string(serve->port()) + "/v1/providers/" +
+                     adyen + "/webhooks";
+        faults.secret = k_adyen_hmac;
+        w.fake->set_webhooks(faults);
+    }
+
+    // Payments of 25.00 EUR at the Adyen account (`method` declines with pm_card_chargeDeclined).
+    std::vector<std::string> payments(int n, const std::string& method = "pm_card_visa") {
+        IntakeService intake(*w.db, test_keys());
+        std::vector<std::string> refs;
+        for (int i = 0; i < n; ++i) {
+            const std::string ref = unique_name("ady");
+            REQUIRE(intake
+                        .create_payment(w.writer.principal, "k-" + ref,
+                                        R"({"amount": 2500, "currency": "EUR", )"
+                                        R"("merchant_reference": ")" +
+                                            ref + R"(", "provider": ")" + adyen +
+                                            R"(", "payment_method": ")" + method + R"("})",
+                                        "")
+                        .status == 202);
+            refs.push_back(ref);
+        }
+        return refs;
+    }
+    // The next `n` creates at the fake execute and then hang past the adapter's timeout.
+    void hang_next(int n) {
+        auto f = w.fake->faults();
+        f.next.assign(static_cast<std::size_t>(n), fake::Fault::execute_then_hang);
+        f.hang = std::chrono::milliseconds(1500);
+        w.fake->set_faults(f);
+    }
+    long long in_review() { return w.count("payments", "state = 'needs_review'"); }
+};
+
+} // namespace
+
+TEST_CASE("webhook evidence: Adyen end to end -- executed, the connection hung, unknown, and its "
+          "AUTHORISATION notification from the provider settles it, success=false too",
+          "[cli][db][worker][webhooks][adyen]") {
+    // The fake sends each notification twice: stored once, applied once.
+    fake::WebhookOptions faults;
+    faults.duplicate_rate = 1.0;
+    AdyenWorld a(faults);
+    const std::string paid = a.payments(1)[0];
+    const std::string refused = a.payments(1, "pm_card_chargeDeclined")[0];
+    a.hang_next(2);
+    const Run sent = a.w.payrecon({"worker", "--once", "--provider", a.adyen},
+                                  {{"PAYRECON_TEST_ADYEN_HMAC", k_adyen_hmac}});
+    INFO(sent.all());
+    CHECK(sent.exit_code == 0);
+    // The notifications may arrive before the worker recorded unknown: kept, applied after.
+    REQUIRE(a.w.fake->wait_webhooks_idle(std::chrono::seconds(20)));
+    const auto ledger = a.w.fake->webhook_ledger();
+    INFO(ledger.dump());
+    CHECK(ledger["notifications"] == 2);
+    CHECK(ledger["delivered"] == 4);
+    for (const auto& ref : {paid, refused}) {
+        CHECK(a.w.state_of(ref) == "unknown");
+        CHECK(a.w.count("provider_events", "payment_id = '" + a.w.payment_id_of(ref) +
+                                               "'::uuid AND deliveries = 2") == 1);
+    }
+
+    const Run r = a.w.payrecon({"reconcile", "--provider", a.adyen});
+    INFO(r.all());
+    CHECK(r.exit_code == 0);
+    CHECK(a.w.state_of(paid) == "succeeded");
+    CHECK(a.w.state_of(refused) == "failed");
+    CHECK(a.w.executions(paid) == 1);
+    CHECK(a.w.executions(refused) == 1);
+    CHECK(a.w.deliveries(paid) == 1); // never sent again
+    CHECK(a.in_review() == 0);
+    CHECK(!a.w.column(paid, "provider_reference").empty());
+    CHECK(a.w.audits(paid, "action = 'payment.reconciled' AND detail->>'evidence' = 'webhook'") ==
+          1);
+    a.serve->terminate();
+}
+
+TEST_CASE("webhook evidence: Adyen notifications badly signed or dropped settle nothing -- the "
+          "payment goes to a human as before",
+          "[cli][db][worker][webhooks][adyen]") {
+    fake::WebhookOptions faults;
+    faults.bad_signature_rate = 1.0;
+    AdyenWorld a(faults);
+    const std::string forged = a.payments(1)[0];
+    a.hang_next(1);
+    REQUIRE(a.w.payrecon({"worker", "--once", "--provider", a.adyen}).exit_code == 0);
+    REQUIRE(a.w.fake->wait_webhooks_idle(std::chrono::seconds(20)));
+    CHECK(a.w.fake->webhook_ledger()["refused"] == 1); // 401 from serve, not sent again
+    CHECK(a.w.count("provider_events", "payment_id = '" + a.w.payment_id_of(forged) + "'::uuid") ==
+          0);
+
+    fake::WebhookOptions dropped = faults;
+    dropped.bad_signature_rate = 0;
+    dropped.drop_rate = 1.0;
+    dropped.url = "http://127.0.0.1:" + std::to_string(a.serve->port()) + "/v1/providers/" +
+                  a.adyen + "/webhooks";
+    dropped.secret = k_adyen_hmac;
+    a.w.fake->set_webhooks(dropped);
+    const std::string lost = a.payments(1)[0];
+    a.hang_next(1);
+    REQUIRE(a.w.payrecon({"worker", "--once", "--provider", a.adyen}).exit_code == 0);
+    REQUIRE(a.w.fake->wait_webhooks_idle(std::chrono::seconds(20)));
+    CHECK(a.w.fake->webhook_ledger()["dropped"] == 1);
+
+    // No notification is no evidence: Adyen cannot be asked, so both go to review, no re-send.
+    const Run r = a.w.payrecon({"reconcile", "--provider", a.adyen});
+    INFO(r.all());
+    CHECK(r.exit_code == 3);
+    for (const auto& ref : {forged, lost}) {
+        CHECK(a.w.state_of(ref) == "needs_review");
+        CHECK(a.w.column(ref, "review_code") == "no_lookup");
+        CHECK(a.w.executions(ref) == 1);
+        CHECK(a.w.deliveries(ref) == 1);
+    }
+    a.serve->terminate();
 }

@@ -133,6 +133,8 @@ void linger_close(int fd) {
 FakeProvider::FakeProvider(FakeProviderOptions options, std::ostream& log)
     : m_options(std::move(options)), m_log(log), m_api(m_options.stripe) {
     m_api.set_faults(m_options.faults);
+    m_webhooks.configure(m_options.webhooks);
+    m_api.set_on_executed([this](const Executed& e) { m_webhooks.notify(e); });
 }
 
 FakeProvider::~FakeProvider() {
@@ -174,6 +176,7 @@ void FakeProvider::start() {
 }
 
 void FakeProvider::stop() {
+    m_webhooks.stop();
     {
         std::lock_guard lock(m_stop_mutex);
         if (!m_started || m_stopped) {

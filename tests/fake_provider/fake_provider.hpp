@@ -12,6 +12,7 @@
 #include "tests/fake_provider/faults.hpp"
 #include "tests/fake_provider/http.hpp"
 #include "tests/fake_provider/stripe.hpp"
+#include "tests/fake_provider/webhooks.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -31,7 +32,8 @@ struct FakeProviderOptions {
     int port = 0;       // main (Stripe) port on 127.0.0.1; 0: any free port
     int admin_port = 0; // admin port on 127.0.0.1; 0: any free port
     StripeOptions stripe;
-    FaultConfig faults; // the initial fault config
+    FaultConfig faults;      // the initial fault config
+    WebhookOptions webhooks; // none unless its url is set
     http::Limits limits;
     std::chrono::milliseconds idle_timeout{30'000}; // a keep-alive connection with no request
     std::size_t max_connections = 256;              // beyond this, new connections are closed
@@ -87,6 +89,13 @@ public:
     std::size_t held() const; // requests waiting at the gate now
     void advance_clock(std::chrono::seconds by) { m_api.advance_clock(by); }
 
+    // The webhooks sent after each execution (webhooks.hpp): where, signed how, with which faults.
+    void set_webhooks(WebhookOptions options) { m_webhooks.configure(std::move(options)); }
+    bool wait_webhooks_idle(std::chrono::milliseconds deadline) {
+        return m_webhooks.wait_idle(deadline);
+    }
+    nlohmann::ordered_json webhook_ledger() const { return m_webhooks.ledger(); }
+
 private:
     struct Connection {
         int fd = -1;
@@ -120,6 +129,7 @@ private:
     std::ostream& m_log;
     std::mutex m_log_mutex;
     StripeApi m_api;
+    WebhookSender m_webhooks;
 
     int m_port = 0;
     int m_admin_port = 0;

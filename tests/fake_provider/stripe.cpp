@@ -287,6 +287,61 @@ validate_create(const http::Fields& form, const std::vector<std::string>& unknow
     return p;
 }
 
+// Adyen's error answer (its ServiceError).
+http::Response adyen_error(int status, std::string_view code, std::string_view type,
+                           std::string_view message) {
+    Json body;
+    body["status"] = status;
+    body["errorCode"] = code;
+    body["message"] = message;
+    body["errorType"] = type;
+    return json_response(status, body);
+}
+
+// Adyen's create body as the fake needs it: amount, reference, merchant account, the stored card.
+std::variant<CreateParams, http::Response> validate_adyen_create(const Json& j) {
+    CreateParams p;
+    if (!j.is_object()) {
+        return adyen_error(422, "702", "validation", "Structure of PaymentRequest is invalid");
+    }
+    const auto text = [&](const Json& o, const char* name) -> const std::string* {
+        return o.is_object() && o.contains(name) && o[name].is_string()
+                   ? o[name].get_ptr<const std::string*>()
+                   : nullptr;
+    };
+    const Json amount = j.value("amount", Json());
+    if (!amount.is_object() || !amount.contains("value") || !amount["value"].is_number_integer() ||
+        amount["value"].get<std::int64_t>() <= 0 || text(amount, "currency") == nullptr ||
+        text(amount, "currency")->size() != 3) {
+        return adyen_error(422, "100", "validation", "Required field 'amount' is not provided.");
+    }
+    if (text(j, "reference") == nullptr || text(j, "merchantAccount") == nullptr) {
+        return adyen_error(422, "130", "validation",
+                           "Required field 'reference' or 'merchantAccount' is not provided.");
+    }
+    const Json method = j.value("paymentMethod", Json());
+    if (text(method, "storedPaymentMethodId") == nullptr) {
+        return adyen_error(422, "14_004", "validation", "Missing payment method details");
+    }
+    p.amount = amount["value"].get<std::int64_t>();
+    p.currency = *text(amount, "currency");
+    std::transform(p.currency.begin(), p.currency.end(), p.currency.begin(),
+                   [](char c) { return static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c); });
+    p.payment_method = *text(method, "storedPaymentMethodId");
+    if (const std::string* shopper = text(j, "shopperReference")) {
+        p.customer = *shopper;
+    }
+    p.off_session = true;
+    if (j.contains("metadata") && j["metadata"].is_object()) {
+        for (const auto& [k, v] : j["metadata"].items()) {
+            if (v.is_string()) {
+                p.metadata[k] = v.get<std::string>();
+            }
+        }
+    }
+    return p;
+}
+
 // metadata['key']:'value' (or double quotes), with backslash escapes. nullopt for anything else.
 std::optional<std::pair<std::string, std::string>> parse_metadata_query(std::string_view q) {
     auto read_quoted = [&q]() -> std::optional<std::string> {
@@ -543,7 +598,9 @@ Reply StripeApi::handle(const http::Request& request, const Wait& wait) {
     const bool is_create = request.method == "POST" && path == k_intents;
 
     if (is_create) {
-        reply = create(request, wait);
+        reply = create(request, wait, false);
+    } else if (request.method == "POST" && path == "/v71/payments") {
+        reply = create(request, wait, true);
     } else if (!authorized(request)) {
         const bool given = request.header("authorization") != nullptr;
         reply.response =
@@ -581,18 +638,29 @@ Reply StripeApi::handle(const http::Request& request, const Wait& wait) {
     return reply;
 }
 
-Reply StripeApi::create(const http::Request& request, const Wait& wait) {
+void StripeApi::set_on_executed(std::function<void(const Executed&)> callback) {
+    std::lock_guard lock(m_mutex);
+    m_on_executed = std::move(callback);
+}
+
+Reply StripeApi::create(const http::Request& request, const Wait& wait, bool adyen) {
     Reply reply;
     const std::string* content_type = request.header("content-type");
-    const bool is_form =
-        content_type != nullptr && content_type->rfind("application/x-www-form-urlencoded", 0) == 0;
+    const bool is_form = !adyen && content_type != nullptr &&
+                         content_type->rfind("application/x-www-form-urlencoded", 0) == 0;
     const auto form = is_form ? http::parse_form(request.body) : std::nullopt;
     const std::string* key = m_options.idempotency ? request.header("idempotency-key") : nullptr;
+    const Json adyen_body =
+        adyen ? Json::parse(request.body, nullptr, false) : Json(); // discarded: is_discarded()
 
     if (form) {
         if (const std::string* op = field(*form, "metadata[operation_id]")) {
             reply.operation_id = *op;
         }
+    }
+    if (adyen && adyen_body.is_object() && adyen_body.contains("reference") &&
+        adyen_body["reference"].is_string()) {
+        reply.operation_id = adyen_body["reference"].get<std::string>();
     }
     if (reply.operation_id.empty()) {
         const std::string* header = request.header("idempotency-key");
@@ -635,7 +703,15 @@ Reply StripeApi::create(const http::Request& request, const Wait& wait) {
         }
     };
 
-    if (!authorized(request)) {
+    if (adyen) {
+        const std::string* api_key = request.header("x-api-key");
+        if (api_key == nullptr || m_options.api_key.empty() ||
+            !constant_time_equal(*api_key, m_options.api_key.reveal())) {
+            reply.response =
+                adyen_error(401, "000", "security", "HTTP Status Response - Unauthorized");
+            return answer(std::move(reply));
+        }
+    } else if (!authorized(request)) {
         const bool given = request.header("authorization") != nullptr;
         reply.response = error(401, "invalid_request_error",
                                given ? "Invalid API Key provided."
@@ -658,18 +734,24 @@ Reply StripeApi::create(const http::Request& request, const Wait& wait) {
         return answer(std::move(reply));
     }
 
-    if (!is_form) {
+    if (!adyen && !is_form) {
         reply.response = invalid_request(
             "Requests to /v1/payment_intents must be application/x-www-form-urlencoded.");
         after(reply);
         return answer(std::move(reply));
     }
-    if (!form) {
+    if (!adyen && !form) {
         reply.response = invalid_request("Malformed form body.");
         after(reply);
         return answer(std::move(reply));
     }
-    auto validated = validate_create(*form, m_faults.unknown_parameters);
+    if (adyen && adyen_body.is_discarded()) {
+        reply.response = adyen_error(400, "702", "validation", "Malformed JSON");
+        after(reply);
+        return answer(std::move(reply));
+    }
+    auto validated = adyen ? validate_adyen_create(adyen_body)
+                           : validate_create(*form, m_faults.unknown_parameters);
     if (auto* rejected = std::get_if<http::Response>(&validated)) {
         reply.response = std::move(*rejected);
         after(reply);
@@ -677,7 +759,8 @@ Reply StripeApi::create(const http::Request& request, const Wait& wait) {
     }
     const CreateParams params = std::get<CreateParams>(std::move(validated));
 
-    http::Fields sorted = *form;
+    // What a replay must match: Stripe's form fields, sorted; Adyen's body as sent.
+    http::Fields sorted = adyen ? http::Fields{{"body", request.body}} : *form;
     std::sort(sorted.begin(), sorted.end());
     if (key != nullptr) {
         if (key->empty() || key->size() > k_max_key_length) {
@@ -769,15 +852,43 @@ Reply StripeApi::create(const http::Request& request, const Wait& wait) {
     const bool declined = decline_of(intent.outcome).has_value();
     const Intent& added = m_intents[add_intent(std::move(intent))];
 
-    Json pi = render(added);
-    if (declined) {
-        Json err = pi["last_payment_error"];
-        err["payment_intent"] = std::move(pi);
+    Executed executed;
+    executed.provider_id = "pi_" + std::string(added.id.data(), added.id.size());
+    executed.operation_id = added.operation_id;
+    executed.amount = added.amount;
+    executed.currency = added.currency;
+    executed.charged = added.outcome == Outcome::succeeded;
+    executed.adyen = adyen;
+    if (adyen) {
+        // Adyen's pspReference: 16 upper-case letters and digits.
+        std::string psp(added.id.data(), 16);
+        std::transform(psp.begin(), psp.end(), psp.begin(),
+                       [](char c) { return static_cast<char>(c >= 'a' && c <= 'z' ? c - 32 : c); });
+        executed.provider_id = psp;
+        executed.merchant_account = adyen_body.value("merchantAccount", "");
         Json body;
-        body["error"] = std::move(err);
-        reply.response = json_response(402, body);
+        body["pspReference"] = psp;
+        body["resultCode"] = executed.charged ? "Authorised" : "Refused";
+        body["merchantReference"] = added.operation_id;
+        std::string upper = added.currency;
+        std::transform(upper.begin(), upper.end(), upper.begin(),
+                       [](char c) { return static_cast<char>(c >= 'a' && c <= 'z' ? c - 32 : c); });
+        body["amount"] = {{"currency", upper}, {"value", added.amount}};
+        if (!executed.charged) {
+            body["refusalReason"] = "Not enough balance";
+        }
+        reply.response = json_response(200, body);
     } else {
-        reply.response = json_response(200, pi);
+        Json pi = render(added);
+        if (declined) {
+            Json err = pi["last_payment_error"];
+            err["payment_intent"] = std::move(pi);
+            Json body;
+            body["error"] = std::move(err);
+            reply.response = json_response(402, body);
+        } else {
+            reply.response = json_response(200, pi);
+        }
     }
     reply.executed = true;
     after(reply);
@@ -789,6 +900,11 @@ Reply StripeApi::create(const http::Request& request, const Wait& wait) {
             it->second.status = reply.response.status;
             it->second.body = reply.response.body;
         }
+    }
+    const auto on_executed = m_on_executed;
+    lock.unlock();
+    if (on_executed) {
+        on_executed(executed);
     }
     return reply;
 }

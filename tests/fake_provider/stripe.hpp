@@ -82,6 +82,18 @@ struct LedgerOptions {
     bool operations = true;
 };
 
+// A payment the fake executed, as its webhooks tell it (webhooks.hpp): the provider's ID, our
+// operation ID, the amount and whether it was charged. `adyen`: created through the Adyen dialect.
+struct Executed {
+    std::string provider_id; // "pi_..." or Adyen's 16-character pspReference
+    std::string operation_id;
+    std::int64_t amount = 0;
+    std::string currency; // lower case as Stripe shows it
+    bool charged = false;
+    bool adyen = false;
+    std::string merchant_account; // Adyen only
+};
+
 class StripeApi {
 public:
     // Waits `duration` (latency); returns false if the server is stopping, and the request is
@@ -91,7 +103,12 @@ public:
     explicit StripeApi(StripeOptions options);
 
     // Serves one request on the main port. Never throws for anything the client sent.
+    // `POST /v71/payments` is Adyen's Checkout create in its dialect (JSON, X-API-Key, resultCode
+    // Authorised or Refused), on the same ledger, keys and faults.
     Reply handle(const http::Request& request, const Wait& wait);
+
+    // Called (outside the lock) after each execution: what the webhooks tell.
+    void set_on_executed(std::function<void(const Executed&)> callback);
 
     // {"deliveries", "deliveries_by_operation", "executions", "replays", "charged" (succeeded
     // amounts less refunds, per currency), "refunded", "faults_applied", "seeded",
@@ -124,6 +141,9 @@ public:
     std::chrono::system_clock::time_point now() const;
 
 private:
+    Reply create(const http::Request& request, const Wait& wait, bool adyen);
+    std::function<void(const Executed&)> m_on_executed;
+
     // A random id part: "pi_" / "ch_" / "re_" + these 24 characters.
     using IdPart = std::array<char, 24>;
 
@@ -167,7 +187,6 @@ private:
         std::string body;
     };
 
-    Reply create(const http::Request& request, const Wait& wait);
     Reply retrieve(const std::string& id, const http::Fields& query, const Wait& wait);
     Reply search(const http::Fields& query, const Wait& wait);
     Reply list(const http::Fields& query, const Wait& wait);
