@@ -14,6 +14,7 @@
 #include <catch2/catch.hpp>
 #include <ctime>
 #include <fstream>
+#include <iostream>
 
 using namespace payrecon;
 using namespace payrecon::testing;
@@ -479,5 +480,72 @@ TEST_CASE("webhook evidence: Adyen notifications badly signed or dropped settle 
         CHECK(a.w.executions(ref) == 1);
         CHECK(a.w.deliveries(ref) == 1);
     }
+    a.serve->terminate();
+}
+
+TEST_CASE("webhook evidence: 1,000 Adyen payments under every after-execute fault with the "
+          "notifications dropped at 5%, duplicated at 10% and delayed: each charged at most "
+          "once, and only a dropped notification leaves a payment to a human",
+          "[cli][db][worker][webhooks][adyen][mixed]") {
+    fake::WebhookOptions faults;
+    faults.drop_rate = 0.05;
+    faults.duplicate_rate = 0.10;
+    faults.delay = std::chrono::milliseconds(50);
+    faults.seed = 20261204;
+    AdyenWorld a(faults);
+    const int n = 1000;
+    auto refs = a.payments(n * 9 / 10);
+    const auto declined = a.payments(n / 10, "pm_card_chargeDeclined");
+    refs.insert(refs.end(), declined.begin(), declined.end());
+    auto f = a.w.fake->faults();
+    f.seed = 1204;
+    f.rates = {{fake::Fault::execute_then_fin, 0.2},
+               {fake::Fault::execute_then_rst, 0.1},
+               {fake::Fault::execute_then_partial, 0.05},
+               {fake::Fault::http_500_after_execute, 0.1}};
+    a.w.fake->set_faults(f);
+    const Run sent =
+        a.w.payrecon({"worker", "--once", "--concurrency", "16", "--provider", a.adyen});
+    INFO(sent.all());
+    REQUIRE(sent.exit_code == 0);
+    REQUIRE(a.w.fake->wait_webhooks_idle(std::chrono::seconds(60)));
+    // The worker applies notifications too, as they come: count what was ever unknown.
+    const long long unknown = a.w.count("payment_attempts", "outcome = 'unknown'");
+    const Run r = a.w.payrecon({"reconcile", "--provider", a.adyen});
+    INFO(r.all());
+
+    const auto ledger = a.w.fake->webhook_ledger();
+    const auto provider = a.w.fake->ledger();
+    long long charged_twice = 0;
+    for (const auto& [op, count] : provider["executions"].items()) {
+        charged_twice += count.get<int>() > 1;
+    }
+    const long long by_event =
+        a.w.count("audit_log", "action = 'payment.reconciled' AND detail->>'evidence' = 'webhook'");
+    const long long review = a.in_review();
+    INFO("webhooks " << ledger.dump());
+    // What the closing note reports: the share of unknown payments that still need a human.
+    std::cout << "adyen mixed run: " << n << " payments, " << unknown << " unknown, " << by_event
+              << " settled by their notification, " << review << " to a human ("
+              << ledger["dropped"] << " notifications dropped, " << ledger["duplicated"]
+              << " duplicated)\n";
+    CHECK(charged_twice == 0);
+    CHECK(unknown > 200); // the faults made many
+    CHECK(a.w.count("payments", "state = 'unknown'") == 0);
+    CHECK(by_event + review == unknown);
+    // Every payment whose notification arrived is settled from it; only the dropped ones wait,
+    // and a dropped notification of a payment the worker heard about changes nothing.
+    CHECK(review <= ledger["dropped"].get<long long>());
+    CHECK(a.w.count("payments", "state = 'needs_review' AND review_code <> 'no_lookup'") == 0);
+    CHECK(ledger["badly_signed"] == 0);
+    CHECK(ledger["given_up"] == 0);
+    // Our books against the provider's: a succeeded payment is one the provider charged.
+    long long succeeded = a.w.count("payments", "state = 'succeeded'");
+    long long charged = 0;
+    for (const auto& pi : provider["payment_intents"]) {
+        charged += pi["status"] == "succeeded";
+    }
+    CHECK(succeeded <= charged);
+    CHECK(succeeded + review >= charged);
     a.serve->terminate();
 }
