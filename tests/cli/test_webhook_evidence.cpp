@@ -549,3 +549,43 @@ TEST_CASE("webhook evidence: 1,000 Adyen payments under every after-execute faul
     CHECK(succeeded + review >= charged);
     a.serve->terminate();
 }
+
+TEST_CASE("webhook evidence: Stripe's events from the provider, delivered three times and out of "
+          "order, settle an unknown payment once and never move it backwards",
+          "[cli][db][webhooks]") {
+    Operated w;
+    w.write_config({{"webhook_secret_env", "PAYRECON_TEST_STRIPE_WHSEC"}});
+    SecretFile secret;
+    ServeProcess serve(secret, 4,
+                       {"PAYRECON_CONFIG=" + w.config_file.string(),
+                        "PAYRECON_TEST_STRIPE_WHSEC=" + k_secret,
+                        std::string(k_key_env) + "=" +
+                            std::get<providers::ApiKey>(w.config.credentials).value.reveal()});
+    fake::WebhookOptions faults;
+    faults.url = "http://127.0.0.1:" + std::to_string(serve.port()) + "/v1/providers/" +
+                 w.config.name + "/webhooks";
+    faults.secret = k_secret;
+    faults.duplicate_rate = 1.0;    // payment_intent.succeeded twice
+    faults.out_of_order_rate = 1.0; // then payment_intent.processing, which came first at Stripe
+    w.fake->set_webhooks(faults);
+    const std::string ref = w.unknown_payment(fake::Fault::execute_then_fin);
+    REQUIRE(w.fake->wait_webhooks_idle(std::chrono::seconds(20)));
+    CHECK(w.fake->webhook_ledger()["delivered"] == 3);
+    const std::string mine = "payment_id = '" + w.payment_id_of(ref) + "'::uuid";
+    CHECK(w.count("provider_events", mine) == 2);
+    CHECK(w.count("provider_events", mine + " AND outcome = 'succeeded' AND deliveries = 2") == 1);
+
+    for (int run = 0; run < 2; ++run) {
+        const Run r = w.payrecon({"reconcile"});
+        INFO(r.all());
+        CHECK(r.exit_code == 0);
+        CHECK(w.state_of(ref) == "succeeded");
+    }
+    CHECK(w.lookups(ref) == 0); // before any lookup
+    CHECK(w.executions(ref) == 1);
+    CHECK(w.events(ref, "event_type = 'payment.succeeded'") == 1);
+    CHECK(w.events(ref) == 3); // created, unknown, succeeded: the late processing moved nothing
+    CHECK(w.count("provider_events", mine + " AND outcome = 'pending' AND applied_at IS NULL") ==
+          1);
+    serve.terminate();
+}
