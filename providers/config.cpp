@@ -73,7 +73,8 @@ const std::vector<std::string_view>& common_fields() {
         "kind",           "base_url",           "api_key_env",
         "credentials",    "connect_timeout_ms", "timeout_ms",
         "settle_delay_s", "key_retention_h",    "amount_tolerance_minor",
-        "capabilities",   "dashboard_url",      "webhook_secret_env"};
+        "capabilities",   "dashboard_url",      "webhook_secret_env",
+        "webhook_url"};
     return k_fields;
 }
 
@@ -108,7 +109,7 @@ std::string and_list(const std::vector<std::string_view>& names) {
 std::string known_settings() {
     std::string out = "known: kind, base_url, api_key_env or credentials, connect_timeout_ms, "
                       "timeout_ms, settle_delay_s, key_retention_h, amount_tolerance_minor, "
-                      "capabilities, dashboard_url, webhook_secret_env";
+                      "capabilities, dashboard_url, webhook_secret_env, webhook_url";
     for (const auto* d : registered()) {
         std::vector<std::string_view> names;
         for (const auto& s : d->settings) {
@@ -459,6 +460,29 @@ std::string read_dashboard_url(const json& p, const std::filesystem::path& sourc
     return url;
 }
 
+// The optional webhook_url: the notification URL as registered with the provider, https (or a
+// loopback http:// for tests), at most 2048 characters of visible ASCII.
+std::string read_webhook_url(const json& p, const std::filesystem::path& source,
+                             const std::string& path) {
+    if (!p.contains("webhook_url")) {
+        return {};
+    }
+    static const std::regex k_url("^[a-z]+://[\\x21-\\x7e]{1,2040}$");
+    const std::string field = path + ".webhook_url";
+    const std::string example = "the URL registered with the provider for its notifications, "
+                                "e.g. \"https://payments.example.com/v1/providers/square/"
+                                "webhooks\"";
+    const json& value = p.at("webhook_url");
+    if (!value.is_string() || !std::regex_match(value.get<std::string>(), k_url)) {
+        bad(source, field, "must be a URL of visible ASCII, at most 2048 characters", example);
+    }
+    const std::string url = value.get<std::string>();
+    if (has_userinfo(url) || (url.rfind("https://", 0) != 0 && !loopback_host(url))) {
+        bad(source, field, "must be an https:// address without credentials", example);
+    }
+    return url;
+}
+
 // The optional webhook_secret_env: a variable's name, or a non-empty array of them (a rotation).
 std::vector<std::string> read_webhook_secret_envs(const json& p,
                                                   const std::filesystem::path& source,
@@ -575,6 +599,15 @@ ProviderConfig parse_provider(const std::string& name, const json& p,
     c.overrides = read_overrides(p, source, path);
     c.dashboard_url = read_dashboard_url(p, source, path);
     c.webhook_secret_envs = read_webhook_secret_envs(p, source, path);
+    c.webhook_url = read_webhook_url(p, source, path);
+    if (!c.webhook_secret_envs.empty() && d.webhook_url_signed && c.webhook_url.empty()) {
+        bad(source, path + ".webhook_url",
+            "is required with webhook_secret_env for kind " + std::string(d.kind) +
+                ": its notifications are signed over the notification URL",
+            "give the notification URL exactly as registered in the provider's dashboard, "
+            "e.g. \"webhook_url\": \"https://payments.example.com/v1/providers/" +
+                c.name + "/webhooks\"");
+    }
     if (!c.webhook_secret_envs.empty() && d.webhook_verifier == nullptr) {
         bad(source, path + ".webhook_secret_env",
             "kind " + std::string(d.kind) + " has no webhook verifier in this build",

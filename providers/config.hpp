@@ -63,6 +63,9 @@ struct ProviderConfig {
     // (`webhook_secret_env`: one name, or several while a secret is rotated). Read only by
     // `serve`, which receives the webhooks (providers::webhook_verifiers()).
     std::vector<std::string> webhook_secret_envs;
+    // `webhook_url`: the address the provider posts its notifications to, exactly as registered
+    // with it (Square signs it with the body); empty when the file gives none.
+    std::string webhook_url;
     // The kind's own settings; null for a kind that has none.
     std::shared_ptr<const ProviderSettings> settings;
 };

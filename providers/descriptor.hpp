@@ -97,8 +97,13 @@ struct ProviderDescriptor {
     std::unique_ptr<Provider> (*create)(const ProviderConfig& config, SendFunction send) = nullptr;
 
     // The verifier of this kind's signed webhooks, with the account's secrets (several during a
-    // rotation); nullptr for a kind whose webhooks payrecon does not read yet.
-    std::unique_ptr<WebhookVerifier> (*webhook_verifier)(std::vector<Secret> secrets) = nullptr;
+    // rotation) and its configuration (the notification URL, for a kind that signs it); nullptr
+    // for a kind whose webhooks payrecon does not read yet.
+    std::unique_ptr<WebhookVerifier> (*webhook_verifier)(std::vector<Secret> secrets,
+                                                         const ProviderConfig& config) = nullptr;
+    // True if its notifications are signed over the notification URL: `webhook_url` is then
+    // required with `webhook_secret_env`.
+    bool webhook_url_signed = false;
 };
 
 } // namespace payrecon::providers

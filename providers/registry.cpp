@@ -149,7 +149,7 @@ webhook_verifiers(const Config& config, const char* (*environment)(const char*))
             }
             secrets.emplace_back(value);
         }
-        out.emplace(name, descriptor_of(p.kind).webhook_verifier(std::move(secrets)));
+        out.emplace(name, descriptor_of(p.kind).webhook_verifier(std::move(secrets), p));
     }
     return out;
 }

@@ -98,7 +98,11 @@ const ProviderDescriptor& descriptor() {
         .create = [](const ProviderConfig& config, SendFunction send) -> std::unique_ptr<Provider> {
             return std::make_unique<AdyenAdapter>(config, std::move(send));
         },
-        .webhook_verifier = &webhook_verifier,
+        .webhook_verifier =
+            [](std::vector<Secret> secrets, const ProviderConfig&) {
+                return webhook_verifier(std::move(secrets));
+            },
+        .webhook_url_signed = false,
     };
     return k_descriptor;
 }

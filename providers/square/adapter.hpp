@@ -47,6 +47,11 @@ inline constexpr int k_max_lookup_pages = 50;
 // lookup by listing a window, listing; Payment status words.
 const ProviderDescriptor& descriptor();
 
+// Square's webhook verifier (webhook.cpp): `secrets` the subscription's signature keys,
+// `notification_url` the URL exactly as registered with Square (it is signed with the body).
+std::unique_ptr<WebhookVerifier> webhook_verifier(std::vector<Secret> secrets,
+                                                  std::string notification_url);
+
 class SquareAdapter : public Provider {
 public:
     SquareAdapter(const ProviderConfig& config, SendFunction send);

@@ -34,7 +34,11 @@ const ProviderDescriptor& descriptor() {
         .create = [](const ProviderConfig& config, SendFunction send) -> std::unique_ptr<Provider> {
             return std::make_unique<SquareAdapter>(config, std::move(send));
         },
-        .webhook_verifier = nullptr,
+        .webhook_verifier =
+            [](std::vector<Secret> secrets, const ProviderConfig& config) {
+                return webhook_verifier(std::move(secrets), config.webhook_url);
+            },
+        .webhook_url_signed = true,
     };
     return k_descriptor;
 }

@@ -311,6 +311,7 @@ const ProviderDescriptor& descriptor() {
             return std::make_unique<FourthAdapter>(config, std::move(send));
         },
         .webhook_verifier = nullptr,
+        .webhook_url_signed = false,
     };
     return k_descriptor;
 }
