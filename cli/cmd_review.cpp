@@ -134,7 +134,8 @@ void setup_review_list(CLI::App& review, AppState& state) {
         // Events that contradict a settled payment are in the queue too, though the payment is
         // not (succeeded and failed are final): an operator acknowledges each.
         long long contradictions = 0;
-        for (const auto& [provider, n] : store::contradicting_event_counts(*opened.db)) {
+        for (const auto& [provider, n] :
+             store::contradicting_event_counts(*opened.db, {}, filter.tenant_id)) {
             contradictions += !opts->provider || *opts->provider == provider ? n : 0;
         }
         const auto contradiction_note = [&] {

@@ -259,7 +259,8 @@ AcknowledgeResult acknowledge_provider_event(Db& db, long long event_id, const s
 }
 
 std::vector<std::pair<std::string, long long>>
-contradicting_event_counts(Db& db, const std::vector<std::string>& providers) {
+contradicting_event_counts(Db& db, const std::vector<std::string>& providers,
+                           const std::optional<std::string>& tenant_id) {
     Db::Impl& impl = db.impl();
     const std::optional<std::string> names =
         providers.empty() ? std::nullopt : std::optional<std::string>(text_array(providers));
@@ -269,8 +270,9 @@ contradicting_event_counts(Db& db, const std::vector<std::string>& providers) {
         for (const auto& r : tx.exec_params(
                  "SELECT provider, count(*) FROM provider_events WHERE applied_result = "
                  "'contradicts' AND acknowledged_at IS NULL AND ($1::text[] IS NULL OR provider "
-                 "= ANY($1::text[])) GROUP BY provider ORDER BY provider",
-                 or_null(names))) {
+                 "= ANY($1::text[])) AND ($2::uuid IS NULL OR tenant_id = $2::uuid) "
+                 "GROUP BY provider ORDER BY provider",
+                 or_null(names), or_null(tenant_id))) {
             out.emplace_back(r[0].as<std::string>(), r[1].as<long long>());
         }
         return out;

@@ -127,10 +127,11 @@ struct AcknowledgeResult {
 AcknowledgeResult acknowledge_provider_event(Db& db, long long event_id, const std::string& actor,
                                              const std::string& note);
 
-// Contradictions awaiting acknowledgement, per provider: of `providers`, or of every provider if
-// it is empty.
+// Contradictions awaiting acknowledgement, per provider: of `providers` (every provider if it is
+// empty), of tenant `tenant_id` (every tenant if none).
 std::vector<std::pair<std::string, long long>>
-contradicting_event_counts(Db& db, const std::vector<std::string>& providers = {});
+contradicting_event_counts(Db& db, const std::vector<std::string>& providers = {},
+                           const std::optional<std::string>& tenant_id = std::nullopt);
 
 // Stored events per provider and result: the reconciler's decision (adopt_succeeded, adopt_failed,
 // review), consistent, contradicts, acknowledged (a contradiction an operator has looked at),
