@@ -1,5 +1,6 @@
 #include "tests/fake_provider/command_line.hpp"
 
+#include <regex>
 #include <stdexcept>
 
 namespace payrecon::fake {
@@ -40,6 +41,25 @@ void add_options(CLI::App& app, CommandLine& c) {
     app.add_flag("--lookup-down", c.lookup_down, "search and list answer 503");
     app.add_option("--port-file", c.port_file,
                    "write \"<port> <admin_port>\" to this file once listening");
+    app.add_option("--webhook-url", c.webhook_url,
+                   "after each execution, POST the provider's signed notification here (a "
+                   "loopback address: payrecon serve's /v1/providers/<name>/webhooks)");
+    app.add_option("--webhook-secret-env", c.webhook_secret_env,
+                   "the environment variable holding the webhook signing secret (Stripe's "
+                   "whsec_..., Adyen's hex HMAC key)");
+    app.add_option("--webhook-delay-ms", c.webhook_delay_ms, "delay before each notification")
+        ->check(CLI::Range(std::int64_t{0}, std::int64_t{3'600'000}));
+    app.add_option("--webhook-drop-rate", c.webhook_drop_rate, "share of notifications never sent")
+        ->check(CLI::Range(0.0, 1.0));
+    app.add_option("--webhook-duplicate-rate", c.webhook_duplicate_rate,
+                   "share of notifications sent twice")
+        ->check(CLI::Range(0.0, 1.0));
+    app.add_option("--webhook-out-of-order-rate", c.webhook_out_of_order_rate,
+                   "share of Stripe notifications followed by a late payment_intent.processing")
+        ->check(CLI::Range(0.0, 1.0));
+    app.add_option("--webhook-bad-signature-rate", c.webhook_bad_signature_rate,
+                   "share of notifications signed with another secret")
+        ->check(CLI::Range(0.0, 1.0));
 }
 
 FakeProviderOptions to_options(const CommandLine& c,
@@ -91,6 +111,32 @@ FakeProviderOptions to_options(const CommandLine& c,
     faults["lookup_stale_s"] = c.lookup_stale_s;
     faults["lookup_down"] = c.lookup_down;
     options.faults = FaultConfig::from_json(faults);
+
+    if (!c.webhook_url.empty()) {
+        static const std::regex k_loopback(
+            R"(^http://(127\.0\.0\.1|localhost|\[::1\])(:[0-9]{1,5})?/[\x21-\x7e]*$)");
+        if (!std::regex_match(c.webhook_url, k_loopback)) {
+            throw std::invalid_argument(
+                "--webhook-url " + c.webhook_url +
+                " is not an http:// address on loopback (127.0.0.1, localhost or [::1]): the fake "
+                "provider notifies only this machine");
+        }
+        const char* secret =
+            c.webhook_secret_env.empty() ? nullptr : get_env(c.webhook_secret_env.c_str());
+        if (secret == nullptr || *secret == '\0') {
+            throw std::invalid_argument(
+                "--webhook-url needs --webhook-secret-env naming a variable that holds the "
+                "webhook signing secret (set and not empty)");
+        }
+        options.webhooks.url = c.webhook_url;
+        options.webhooks.secret = secret;
+        options.webhooks.delay = std::chrono::milliseconds(c.webhook_delay_ms);
+        options.webhooks.drop_rate = c.webhook_drop_rate;
+        options.webhooks.duplicate_rate = c.webhook_duplicate_rate;
+        options.webhooks.out_of_order_rate = c.webhook_out_of_order_rate;
+        options.webhooks.bad_signature_rate = c.webhook_bad_signature_rate;
+        options.webhooks.seed = c.seed;
+    }
     return options;
 }
 

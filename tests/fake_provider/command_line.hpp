@@ -28,12 +28,21 @@ struct CommandLine {
     std::int64_t lookup_stale_s = 0;
     bool lookup_down = false;
     std::string port_file; // written once listening: "<port> <admin_port>\n"
+    // Webhooks (webhooks.hpp): where, the variable holding the signing secret, and the faults.
+    std::string webhook_url;
+    std::string webhook_secret_env;
+    std::int64_t webhook_delay_ms = 0;
+    double webhook_drop_rate = 0;
+    double webhook_duplicate_rate = 0;
+    double webhook_out_of_order_rate = 0;
+    double webhook_bad_signature_rate = 0;
 };
 
 void add_options(CLI::App& app, CommandLine& command_line);
 
 // The server options the command line describes. Throws std::invalid_argument, with a message for
-// the operator, if the key variable is unset or empty, or a fault, rate or duration is invalid.
+// the operator, if the key variable is unset or empty, or a fault, rate or duration is invalid, or
+// a webhook URL is not on loopback or comes without its secret's variable.
 FakeProviderOptions to_options(const CommandLine& command_line,
                                const std::function<const char*(const char*)>& get_env);
 

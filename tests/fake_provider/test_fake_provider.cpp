@@ -1022,6 +1022,9 @@ TEST_CASE("fake provider: the command line reads the key from the named variable
         }
         app.parse(static_cast<int>(argv.size()), const_cast<char**>(argv.data()));
         return to_options(command_line, [key_value](const char* name) -> const char* {
+            if (std::string(name) == "FAKE_WEBHOOK_SECRET") {
+                return "whsec_from_env";
+            }
             return std::string(name) == "FAKE_STRIPE_API_KEY" ? key_value : nullptr;
         });
     };
@@ -1066,6 +1069,34 @@ TEST_CASE("fake provider: the command line reads the key from the named variable
     CHECK_THROWS_AS(parse({"--api-key-env", "FAKE_STRIPE_API_KEY", "--fault-rate", "decline"}, "k"),
                     std::invalid_argument);
     CHECK_THROWS_AS(parse({"--port", "0"}, "k"), CLI::RequiredError);
+    CHECK(o.webhooks.url.empty()); // no webhooks unless asked
+
+    // Webhooks: the secret from the named variable, a loopback URL only.
+    const std::vector<std::string> key{"--api-key-env", "FAKE_STRIPE_API_KEY"};
+    const auto with = [&](std::vector<std::string> more) {
+        more.insert(more.begin(), key.begin(), key.end());
+        return parse(more, "k");
+    };
+    const FakeProviderOptions w =
+        with({"--webhook-url", "http://127.0.0.1:8080/v1/providers/stripe/webhooks",
+              "--webhook-secret-env", "FAKE_WEBHOOK_SECRET", "--webhook-delay-ms", "250",
+              "--webhook-drop-rate", "0.05", "--webhook-duplicate-rate", "0.1",
+              "--webhook-out-of-order-rate", "0.2", "--webhook-bad-signature-rate", "0.01"});
+    CHECK(w.webhooks.url == "http://127.0.0.1:8080/v1/providers/stripe/webhooks");
+    CHECK(w.webhooks.secret == "whsec_from_env");
+    CHECK(w.webhooks.delay == milliseconds(250));
+    CHECK(w.webhooks.drop_rate == Approx(0.05));
+    CHECK(w.webhooks.duplicate_rate == Approx(0.1));
+    CHECK(w.webhooks.out_of_order_rate == Approx(0.2));
+    CHECK(w.webhooks.bad_signature_rate == Approx(0.01));
+    CHECK_THROWS_AS(with({"--webhook-url", "http://127.0.0.1:8080/hook"}), std::invalid_argument);
+    CHECK_THROWS_AS(with({"--webhook-url", "http://169.254.169.254/hook", "--webhook-secret-env",
+                          "FAKE_WEBHOOK_SECRET"}),
+                    std::invalid_argument);
+    CHECK_THROWS_AS(with({"--webhook-url", "https://shop.example.com/hook", "--webhook-secret-env",
+                          "FAKE_WEBHOOK_SECRET"}),
+                    std::invalid_argument);
+    CHECK_THROWS_AS(with({"--webhook-drop-rate", "1.5"}), CLI::ValidationError);
 }
 
 // ---- seeded discrepancies and large windows -------------------------------------------------
