@@ -32,15 +32,14 @@ std::vector<store::AuditRecord> with_calls(std::vector<store::AuditRecord> rows,
         a.detail_json = detail.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
         return a;
     };
-    const auto optional = [](const auto& v) { return v ? nlohmann::json(*v) : nlohmann::json(); };
     for (const auto& t : record.attempts) {
         nlohmann::ordered_json d;
         d["attempt"] = t.attempt_no;
         d["generation"] = t.generation;
         d["outcome"] = t.finished_at ? t.outcome : "in flight";
-        d["http_status"] = optional(t.http_status);
-        d["error_class"] = optional(t.error_class);
-        d["provider_reference"] = optional(t.provider_reference);
+        d["http_status"] = json_or_null(t.http_status);
+        d["error_class"] = json_or_null(t.error_class);
+        d["provider_reference"] = json_or_null(t.provider_reference);
         d["started_at"] = t.started_at;
         rows.push_back(
             entry(t.finished_at.value_or(t.started_at), t.worker, "provider.attempt", d));
@@ -49,10 +48,10 @@ std::vector<store::AuditRecord> with_calls(std::vector<store::AuditRecord> rows,
         nlohmann::ordered_json d;
         d["generation"] = l.generation;
         d["status"] = l.status;
-        d["remote_state"] = optional(l.remote_state);
-        d["provider_reference"] = optional(l.provider_reference);
-        d["remote_amount"] = optional(l.remote_amount);
-        d["remote_currency"] = optional(l.remote_currency);
+        d["remote_state"] = json_or_null(l.remote_state);
+        d["provider_reference"] = json_or_null(l.provider_reference);
+        d["remote_amount"] = json_or_null(l.remote_amount);
+        d["remote_currency"] = json_or_null(l.remote_currency);
         rows.push_back(entry(l.at, l.actor, "provider.lookup", d));
     }
     // ISO 8601 UTC text of one format: sorts as time does; equal times keep the log's order.

@@ -20,10 +20,6 @@
 namespace payrecon::cli {
 namespace {
 
-nlohmann::json optional_json(const auto& v) {
-    return v ? nlohmann::json(*v) : nlohmann::json();
-}
-
 nlohmann::ordered_json event_json(const store::ProviderEventRow& e, bool with_body) {
     nlohmann::ordered_json j;
     j["event_id"] = e.event_id;
@@ -31,25 +27,25 @@ nlohmann::ordered_json event_json(const store::ProviderEventRow& e, bool with_bo
     j["event_key"] = e.event_key;
     j["event_type"] = e.event_type;
     j["outcome"] = e.outcome;
-    j["operation_id"] = optional_json(e.operation_id);
-    j["provider_reference"] = optional_json(e.provider_reference);
-    j["amount_minor"] = optional_json(e.amount_minor);
-    j["currency"] = optional_json(e.currency);
-    j["occurred_at"] = optional_json(e.occurred_at);
+    j["operation_id"] = json_or_null(e.operation_id);
+    j["provider_reference"] = json_or_null(e.provider_reference);
+    j["amount_minor"] = json_or_null(e.amount_minor);
+    j["currency"] = json_or_null(e.currency);
+    j["occurred_at"] = json_or_null(e.occurred_at);
     j["received_at"] = e.received_at;
     j["last_received_at"] = e.last_received_at;
     j["deliveries"] = e.deliveries;
-    j["tenant_id"] = optional_json(e.tenant_id);
-    j["payment_id"] = optional_json(e.payment_id);
-    j["payment_state"] = optional_json(e.payment_state);
-    j["payment_amount_minor"] = optional_json(e.payment_amount_minor);
-    j["payment_currency"] = optional_json(e.payment_currency);
-    j["applied_at"] = optional_json(e.applied_at);
-    j["result"] = optional_json(e.applied_result);
+    j["tenant_id"] = json_or_null(e.tenant_id);
+    j["payment_id"] = json_or_null(e.payment_id);
+    j["payment_state"] = json_or_null(e.payment_state);
+    j["payment_amount_minor"] = json_or_null(e.payment_amount_minor);
+    j["payment_currency"] = json_or_null(e.payment_currency);
+    j["applied_at"] = json_or_null(e.applied_at);
+    j["result"] = json_or_null(e.applied_result);
     j["awaiting_acknowledgement"] = e.awaiting_acknowledgement();
-    j["acknowledged_at"] = optional_json(e.acknowledged_at);
-    j["acknowledged_by"] = optional_json(e.acknowledged_by);
-    j["acknowledge_note"] = optional_json(e.acknowledge_note);
+    j["acknowledged_at"] = json_or_null(e.acknowledged_at);
+    j["acknowledged_by"] = json_or_null(e.acknowledged_by);
+    j["acknowledge_note"] = json_or_null(e.acknowledge_note);
     if (with_body) {
         j["body"] = e.body; // as received (the JSON writer replaces invalid UTF-8)
     }

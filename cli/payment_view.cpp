@@ -9,15 +9,6 @@
 namespace payrecon::cli {
 namespace {
 
-nlohmann::json opt(const std::optional<std::string>& v) {
-    return v ? nlohmann::json(*v) : nlohmann::json();
-}
-
-template <typename T>
-nlohmann::json opt_num(const std::optional<T>& v) {
-    return v ? nlohmann::json(*v) : nlohmann::json();
-}
-
 std::string or_dash(const std::optional<std::string>& v) {
     return v ? *v : "-";
 }
@@ -39,12 +30,12 @@ nlohmann::json to_json(const store::AttemptRecord& a) {
             {"worker", a.worker},
             {"operation_id", a.operation_id},
             {"started_at", a.started_at},
-            {"finished_at", opt(a.finished_at)},
+            {"finished_at", json_or_null(a.finished_at)},
             {"outcome", a.outcome},
-            {"http_status", opt_num(a.http_status)},
-            {"error_class", opt(a.error_class)},
-            {"provider_reference", opt(a.provider_reference)},
-            {"detail", opt(a.detail)}};
+            {"http_status", json_or_null(a.http_status)},
+            {"error_class", json_or_null(a.error_class)},
+            {"provider_reference", json_or_null(a.provider_reference)},
+            {"detail", json_or_null(a.detail)}};
 }
 
 nlohmann::json to_json(const store::LookupRecord& l) {
@@ -53,17 +44,17 @@ nlohmann::json to_json(const store::LookupRecord& l) {
             {"actor", l.actor},
             {"at", l.at},
             {"status", l.status},
-            {"remote_state", opt(l.remote_state)},
-            {"remote_raw_status", opt(l.remote_raw_status)},
-            {"remote_amount", opt_num(l.remote_amount)},
-            {"remote_currency", opt(l.remote_currency)},
-            {"provider_reference", opt(l.provider_reference)},
+            {"remote_state", json_or_null(l.remote_state)},
+            {"remote_raw_status", json_or_null(l.remote_raw_status)},
+            {"remote_amount", json_or_null(l.remote_amount)},
+            {"remote_currency", json_or_null(l.remote_currency)},
+            {"provider_reference", json_or_null(l.provider_reference)},
             {"duplicates", l.duplicates},
-            {"http_status", opt_num(l.http_status)},
-            {"error_class", opt(l.error_class)},
-            {"detail", opt(l.detail)},
+            {"http_status", json_or_null(l.http_status)},
+            {"error_class", json_or_null(l.error_class)},
+            {"detail", json_or_null(l.detail)},
             {"decision", l.decision},
-            {"reason", opt(l.reason)},
+            {"reason", json_or_null(l.reason)},
             {"applied", l.applied}};
 }
 
@@ -114,9 +105,9 @@ nlohmann::json to_json(const store::PaymentRow& p) {
             {"provider", p.provider},
             {"merchant_reference", p.merchant_reference},
             {"operation_id", p.operation_id},
-            {"provider_reference", opt(p.provider_reference)},
-            {"review_code", opt(p.review_code)},
-            {"review_reason", opt(p.review_reason)},
+            {"provider_reference", json_or_null(p.provider_reference)},
+            {"review_code", json_or_null(p.review_code)},
+            {"review_reason", json_or_null(p.review_reason)},
             {"attempt_count", p.attempt_count},
             {"generation", p.generation},
             {"created_at", p.created_at},
@@ -146,18 +137,18 @@ nlohmann::json to_json(const store::AuditRecord& a) {
 nlohmann::json to_json(const store::PaymentRecord& r) {
     nlohmann::json payment = to_json(r.payment);
     payment["payment_method"] = r.payment_method;
-    payment["customer"] = opt(r.customer);
-    payment["description"] = opt(r.description);
+    payment["customer"] = json_or_null(r.customer);
+    payment["description"] = json_or_null(r.description);
     payment["metadata"] = json_text(r.metadata_json);
     payment["created_by"] = r.created_by;
-    payment["next_attempt_at"] = opt(r.next_attempt_at);
-    payment["lease_owner"] = opt(r.lease_owner);
-    payment["lease_expires_at"] = opt(r.lease_expires_at);
-    payment["first_attempt_at"] = opt(r.first_attempt_at);
-    payment["last_attempt_at"] = opt(r.last_attempt_at);
+    payment["next_attempt_at"] = json_or_null(r.next_attempt_at);
+    payment["lease_owner"] = json_or_null(r.lease_owner);
+    payment["lease_expires_at"] = json_or_null(r.lease_expires_at);
+    payment["first_attempt_at"] = json_or_null(r.first_attempt_at);
+    payment["last_attempt_at"] = json_or_null(r.last_attempt_at);
     payment["lookup_count"] = r.lookup_count;
     payment["lookup_failures"] = r.lookup_failures;
-    payment["charged_amount"] = opt_num(r.charged_amount_minor);
+    payment["charged_amount"] = json_or_null(r.charged_amount_minor);
     nlohmann::json attempts = nlohmann::json::array();
     for (const auto& a : r.attempts) {
         attempts.push_back(to_json(a));
@@ -176,10 +167,10 @@ nlohmann::json to_json(const store::PaymentRecord& r) {
                             {"window_from", f.window_from},
                             {"window_to", f.window_to},
                             {"category", f.category},
-                            {"provider_reference", opt(f.provider_reference)},
-                            {"remote_amount", opt_num(f.remote_amount)},
-                            {"remote_currency", opt(f.remote_currency)},
-                            {"remote_state", opt(f.remote_state)},
+                            {"provider_reference", json_or_null(f.provider_reference)},
+                            {"remote_amount", json_or_null(f.remote_amount)},
+                            {"remote_currency", json_or_null(f.remote_currency)},
+                            {"remote_state", json_or_null(f.remote_state)},
                             {"detail", f.detail}});
     }
     nlohmann::json events = nlohmann::json::array();
@@ -188,12 +179,12 @@ nlohmann::json to_json(const store::PaymentRecord& r) {
                           {"event_key", e.event_key},
                           {"event_type", e.event_type},
                           {"outcome", e.outcome},
-                          {"provider_reference", opt(e.provider_reference)},
-                          {"amount", opt_num(e.amount_minor)},
-                          {"currency", opt(e.currency)},
+                          {"provider_reference", json_or_null(e.provider_reference)},
+                          {"amount", json_or_null(e.amount_minor)},
+                          {"currency", json_or_null(e.currency)},
                           {"received_at", e.received_at},
                           {"deliveries", e.deliveries},
-                          {"applied_result", opt(e.applied_result)}});
+                          {"applied_result", json_or_null(e.applied_result)}});
     }
     return {{"payment", payment}, {"attempts", attempts},           {"lookups", lookups},
             {"audit", audit},     {"statement_findings", findings}, {"provider_events", events}};

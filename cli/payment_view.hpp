@@ -18,6 +18,12 @@ class Db;
 
 namespace payrecon::cli {
 
+// `v` as JSON, or null: the optional fields of every JSON shape the read-side commands print.
+template <typename T>
+nlohmann::json json_or_null(const std::optional<T>& v) {
+    return v ? nlohmann::json(*v) : nlohmann::json();
+}
+
 // The payment `id` names (payment ID or operation ID), and its record. Throw Refused, with a hint
 // to `payrecon payments list`, if there is none.
 store::PaymentRef payment_ref_or_refuse(store::Db& db, const std::string& id);

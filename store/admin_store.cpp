@@ -10,17 +10,13 @@
 namespace payrecon::store {
 namespace {
 
-std::string iso(const std::string& column) {
-    return "to_char(" + column + R"( AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))";
-}
-
 const std::string k_principal_columns = "tenant_id::text, principal_id::text, name, role, " +
-                                        iso("created_at") + ", " + iso("revoked_at");
+                                        iso_utc("created_at") + ", " + iso_utc("revoked_at");
 
 const std::string k_insert_tenant =
     "INSERT INTO tenants (name) VALUES ($1) ON CONFLICT (name) DO NOTHING "
     "RETURNING tenant_id::text, name, " +
-    iso("created_at");
+    iso_utc("created_at");
 const std::string k_insert_principal =
     "INSERT INTO principals (tenant_id, name, role, api_key_hash) "
     "VALUES ($1::uuid, $2, $3, decode($4, 'hex')) ON CONFLICT (tenant_id, name) DO NOTHING "
@@ -93,7 +89,7 @@ std::vector<TenantRecord> list_tenants(Db& db) {
     return translate_errors(impl, [&] {
         pqxx::read_transaction tx(impl.connection());
         std::vector<TenantRecord> out;
-        for (const auto& row : tx.exec("SELECT tenant_id::text, name, " + iso("created_at") +
+        for (const auto& row : tx.exec("SELECT tenant_id::text, name, " + iso_utc("created_at") +
                                        " FROM tenants ORDER BY name")) {
             out.push_back(tenant_from(row));
         }
@@ -106,9 +102,10 @@ std::optional<TenantRecord> find_tenant(Db& db, const std::string& id_or_name) {
     return translate_errors(impl, [&]() -> std::optional<TenantRecord> {
         pqxx::read_transaction tx(impl.connection());
         const std::string where = is_uuid_text(id_or_name) ? "tenant_id = $1::uuid" : "name = $1";
-        const pqxx::result r = tx.exec_params("SELECT tenant_id::text, name, " + iso("created_at") +
-                                                  " FROM tenants WHERE " + where,
-                                              id_or_name);
+        const pqxx::result r =
+            tx.exec_params("SELECT tenant_id::text, name, " + iso_utc("created_at") +
+                               " FROM tenants WHERE " + where,
+                           id_or_name);
         if (r.empty()) {
             return std::nullopt;
         }

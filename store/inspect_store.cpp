@@ -8,21 +8,17 @@
 namespace payrecon::store {
 namespace {
 
-std::string iso(const std::string& column) {
-    return "to_char(" + column + R"( AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))";
-}
-
 // PaymentRow, columns 0-15; the record's extra columns follow from 16.
 const std::string k_payment_columns =
     "p.payment_id::text, p.tenant_id::text, t.name, p.state, p.amount_minor, p.currency, "
     "p.provider, p.merchant_reference, p.operation_id, p.provider_reference, p.review_code, "
     "p.review_reason, p.attempt_count, p.generation, " +
-    iso("p.created_at") + ", " + iso("p.updated_at");
+    iso_utc("p.created_at") + ", " + iso_utc("p.updated_at");
 const std::string k_record_columns =
     k_payment_columns +
     ", p.payment_method, p.customer, p.description, p.metadata::text, p.created_by::text, " +
-    iso("p.next_attempt_at") + ", p.lease_owner, " + iso("p.lease_expires_at") + ", " +
-    iso("p.first_attempt_at") + ", " + iso("p.last_attempt_at") +
+    iso_utc("p.next_attempt_at") + ", p.lease_owner, " + iso_utc("p.lease_expires_at") + ", " +
+    iso_utc("p.first_attempt_at") + ", " + iso_utc("p.last_attempt_at") +
     ", p.lookup_count, p.lookup_failures, p.charged_amount_minor";
 
 // Rows about the whole deployment (a purge run) carry the nil UUID as their tenant.
@@ -30,7 +26,7 @@ const std::string k_audit_columns =
     "a.audit_id, a.tenant_id::text, "
     "CASE WHEN a.tenant_id = '00000000-0000-0000-0000-000000000000' "
     "THEN '(all tenants)' ELSE coalesce(t.name, '') END, " +
-    iso("a.at") +
+    iso_utc("a.at") +
     " AS at, a.actor, a.action, a.subject_type, a.subject_id, "
     "a.detail::text";
 
@@ -70,14 +66,14 @@ const std::string k_record_payment_sql =
 
 constexpr const char* k_record_attempts = "inspect_record_attempts";
 const std::string k_record_attempts_sql =
-    "SELECT attempt_no, generation, worker, operation_id, " + iso("started_at") + ", " +
-    iso("finished_at") +
+    "SELECT attempt_no, generation, worker, operation_id, " + iso_utc("started_at") + ", " +
+    iso_utc("finished_at") +
     ", outcome, http_status, error_class, provider_reference, detail FROM payment_attempts"
     " WHERE tenant_id = $1::uuid AND payment_id = $2::uuid ORDER BY attempt_no";
 
 constexpr const char* k_record_lookups = "inspect_record_lookups";
 const std::string k_record_lookups_sql =
-    "SELECT lookup_id, generation, actor, " + iso("at") +
+    "SELECT lookup_id, generation, actor, " + iso_utc("at") +
     ", status, remote_state, remote_raw_status, remote_amount, remote_currency, "
     "provider_reference, duplicates, http_status, error_class, detail, decision, reason, applied"
     " FROM payment_lookups WHERE tenant_id = $1::uuid AND payment_id = $2::uuid"
@@ -95,7 +91,7 @@ const std::string k_record_audit_sql =
 // did not match).
 constexpr const char* k_record_findings = "inspect_record_findings";
 const std::string k_record_findings_sql =
-    "SELECT r.provider, " + iso("r.window_from") + ", " + iso("r.window_to") +
+    "SELECT r.provider, " + iso_utc("r.window_from") + ", " + iso_utc("r.window_to") +
     ", f.category, f.provider_reference, f.remote_amount, f.remote_currency, f.remote_state, "
     "f.detail FROM recon_findings f JOIN recon_runs r ON r.run_id = f.run_id"
     " WHERE f.tenant_id = $1::uuid AND f.payment_id = $2::uuid AND r.status = 'done'"
@@ -105,7 +101,7 @@ constexpr const char* k_record_events = "inspect_record_events";
 const std::string k_record_events_sql =
     "SELECT event_id, event_key, event_type, outcome, provider_reference, amount_minor, "
     "currency, " +
-    iso("received_at") +
+    iso_utc("received_at") +
     ", deliveries, applied_result FROM (SELECT * FROM provider_events"
     " WHERE payment_id = $2::uuid AND tenant_id = $1::uuid ORDER BY received_at DESC, event_id DESC"
     " LIMIT 20) e ORDER BY received_at, event_id";

@@ -84,6 +84,12 @@ auto translate_errors(Db::Impl& db, F&& body) -> decltype(body()) {
     }
 }
 
+// SQL for `column` (a timestamptz) as ISO 8601 UTC text with milliseconds:
+// "2026-12-04T10:00:00.000Z".
+inline std::string iso_utc(const std::string& column) {
+    return "to_char(" + column + R"( AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))";
+}
+
 // An optional text parameter: its characters, or NULL.
 inline const char* or_null(const std::optional<std::string>& s) {
     return s ? s->c_str() : nullptr;

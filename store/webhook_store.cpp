@@ -127,18 +127,15 @@ EvidenceCandidate evidence_from_row(const pqxx::row& r) {
     return c;
 }
 
-std::string iso(const std::string& column) {
-    return "to_char(" + column + " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')";
-}
-
 // The columns of a ProviderEventRow, over provider_events e LEFT JOIN payments p.
 const std::string k_event_columns =
     "e.event_id, e.provider, e.event_key, e.event_type, e.outcome, e.operation_id, "
     "e.provider_reference, e.amount_minor, e.currency, " +
-    iso("e.occurred_at") + ", " + iso("e.received_at") + ", " + iso("e.last_received_at") +
+    iso_utc("e.occurred_at") + ", " + iso_utc("e.received_at") + ", " +
+    iso_utc("e.last_received_at") +
     ", e.deliveries, e.tenant_id::text, e.payment_id::text, p.state, "
     "coalesce(p.charged_amount_minor, p.amount_minor), p.currency, " +
-    iso("e.applied_at") + ", e.applied_result, " + iso("e.acknowledged_at") +
+    iso_utc("e.applied_at") + ", e.applied_result, " + iso_utc("e.acknowledged_at") +
     ", e.acknowledged_by, e.acknowledge_note";
 const std::string k_event_from =
     " FROM provider_events e LEFT JOIN payments p ON p.tenant_id = e.tenant_id AND p.payment_id = "
