@@ -24,6 +24,53 @@ std::string label_value(const std::string& text) {
     return out;
 }
 
+// Events out (read from the database at scrape time): per webhook endpoint, labelled by tenant
+// and endpoint ID.
+void render_deliveries(std::ostream& out, const EventDeliveryHealth& h) {
+    const auto labels = [](const store::EndpointDeliveryStats& e) {
+        return "tenant=\"" + label_value(e.tenant_id) + "\",endpoint=\"" +
+               label_value(e.endpoint_id) + "\"";
+    };
+    out << "# HELP payrecon_outbox_publish_lag_seconds Age of the oldest committed event no relay "
+           "has published yet (0: none waits).\n"
+        << "# TYPE payrecon_outbox_publish_lag_seconds gauge\n"
+        << "payrecon_outbox_publish_lag_seconds " << h.publish_lag_seconds << "\n"
+        << "# HELP payrecon_webhook_endpoint_enabled 1 if the endpoint receives events, 0 if it is "
+           "disabled (by an operator or by a 410).\n"
+        << "# TYPE payrecon_webhook_endpoint_enabled gauge\n";
+    for (const auto& e : h.endpoints) {
+        out << "payrecon_webhook_endpoint_enabled{" << labels(e) << "} "
+            << (e.state == "enabled" ? 1 : 0) << "\n";
+    }
+    out << "# HELP payrecon_event_deliveries_pending Deliveries waiting for a try or being "
+           "tried.\n"
+        << "# TYPE payrecon_event_deliveries_pending gauge\n";
+    for (const auto& e : h.endpoints) {
+        out << "payrecon_event_deliveries_pending{" << labels(e) << "} " << e.pending << "\n";
+    }
+    out << "# HELP payrecon_event_deliveries_dead Deliveries whose every try failed (dead "
+           "letters): payrecon deliveries list --dead.\n"
+        << "# TYPE payrecon_event_deliveries_dead gauge\n";
+    for (const auto& e : h.endpoints) {
+        out << "payrecon_event_deliveries_dead{" << labels(e) << "} " << e.dead << "\n";
+    }
+    out << "# HELP payrecon_event_delivery_lag_seconds Age of the endpoint's oldest delivery "
+           "that is due and not yet delivered (0: none).\n"
+        << "# TYPE payrecon_event_delivery_lag_seconds gauge\n";
+    for (const auto& e : h.endpoints) {
+        out << "payrecon_event_delivery_lag_seconds{" << labels(e) << "} " << e.lag_seconds << "\n";
+    }
+    out << "# HELP payrecon_event_delivery_attempts_total Delivery attempts recorded, by result "
+           "(delivered: a 2xx; failed: anything else).\n"
+        << "# TYPE payrecon_event_delivery_attempts_total counter\n";
+    for (const auto& e : h.endpoints) {
+        out << "payrecon_event_delivery_attempts_total{" << labels(e) << ",result=\"delivered\"} "
+            << e.attempts_delivered << "\n"
+            << "payrecon_event_delivery_attempts_total{" << labels(e) << ",result=\"failed\"} "
+            << e.attempts_failed << "\n";
+    }
+}
+
 } // namespace
 
 std::string Metrics::render_rejected(const Rejected& rejected) {
@@ -55,6 +102,9 @@ std::string Metrics::render_rejected(const Rejected& rejected) {
     for (const auto& e : rejected.found.events) {
         out << "payrecon_provider_events{provider=\"" << label_value(e.provider) << "\",result=\""
             << label_value(e.result) << "\"} " << e.events << "\n";
+    }
+    if (rejected.readable) {
+        render_deliveries(out, rejected.deliveries);
     }
     return out.str();
 }

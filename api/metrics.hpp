@@ -2,6 +2,7 @@
 // The server's metrics, rendered in the Prometheus text format (version 0.0.4).
 
 #include "api/http_server.hpp"
+#include "services/events.hpp"
 #include "services/payments.hpp"
 
 #include <array>
@@ -41,7 +42,8 @@ public:
     // (payrecon_rejected_requests_readable 0, no series).
     struct Rejected {
         bool readable = false;
-        ProviderRejections found; // services/payments: what the database says
+        ProviderRejections found;       // services/payments: what the database says
+        EventDeliveryHealth deliveries; // services/events: events out, per endpoint
     };
     static std::string render_rejected(const Rejected& rejected);
 

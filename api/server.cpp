@@ -4,6 +4,7 @@
 #include "core/errors.hpp"
 #include "core/problem.hpp"
 #include "services/auth.hpp"
+#include "services/events.hpp"
 #include "services/intake.hpp"
 #include "services/payments.hpp"
 #include "services/webhooks.hpp"
@@ -132,6 +133,9 @@ std::string route_of(const std::string& method, const std::string& path) {
         path.size() > k_payment_prefix.size() &&
         path.find('/', k_payment_prefix.size()) == std::string::npos) {
         return "GET /v1/payments/{id}";
+    }
+    if (method == "GET" && path == "/v1/events") {
+        return "GET /v1/events";
     }
     if (method == "GET" && (path == "/healthz" || path == "/readyz" || path == "/metrics")) {
         return "GET " + path;
@@ -331,6 +335,7 @@ void Server::scrape(HttpRequest request, Respond respond) {
         try {
             store::Db& db = connection(pending->ctx);
             rejected.found = provider_rejections(db);
+            rejected.deliveries = event_delivery_health(db);
             rejected.readable = true;
         } catch (const std::exception&) {
             // DatabaseUnavailable or anything else: the series are left out, readable 0.
@@ -542,6 +547,32 @@ void Server::get_payment(const HttpRequest& req, HttpResponse& res, Context& ctx
     set_content(res, *body, "application/json");
 }
 
+void Server::get_events(const HttpRequest& req, HttpResponse& res, Context& ctx) {
+    const std::string token = bearer_token(req);
+    if (token.empty()) {
+        send_refusal(res, ctx.outcome, AuthFailure::missing);
+        return;
+    }
+    store::Db& db = connection(ctx);
+    const auto principal = authenticate(db, Secret(token));
+    if (!principal) {
+        send_refusal(res, ctx.outcome, principal.error());
+        return;
+    }
+    ctx.tenant = principal->tenant_id;
+    const std::size_t q = req.target.find('?');
+    const std::string query = q == std::string::npos ? std::string() : req.target.substr(q + 1);
+    auto page = events_page(db, principal->tenant_id, query);
+    if (!page) {
+        const EventsPageProblem& p = page.error();
+        send_problem(res, p.status, p.type, p.status == 410 ? "Events purged" : "Invalid query",
+                     p.detail);
+        return;
+    }
+    res.status = 200;
+    set_content(res, *page, "application/json");
+}
+
 void Server::handle(const HttpRequest& req, HttpResponse& res, Context& ctx) {
     if (ctx.route == "POST /v1/payments") {
         create_payment(req, res, ctx);
@@ -549,6 +580,8 @@ void Server::handle(const HttpRequest& req, HttpResponse& res, Context& ctx) {
         provider_webhook(req, res, ctx);
     } else if (ctx.route == "GET /v1/payments/{id}") {
         get_payment(req, res, ctx);
+    } else if (ctx.route == "GET /v1/events") {
+        get_events(req, res, ctx);
     } else {
         readyz(res, ctx);
     }

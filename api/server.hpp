@@ -68,6 +68,7 @@ private:
     void scrape(HttpRequest request, Respond respond);
     void create_payment(const HttpRequest& req, HttpResponse& res, Context& ctx);
     void get_payment(const HttpRequest& req, HttpResponse& res, Context& ctx);
+    void get_events(const HttpRequest& req, HttpResponse& res, Context& ctx);
     void readyz(HttpResponse& res, Context& ctx);
     void provider_webhook(const HttpRequest& req, HttpResponse& res, Context& ctx);
     // The route's handler (POST and GET payments, provider webhooks, /readyz).

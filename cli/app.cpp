@@ -75,9 +75,12 @@ std::unique_ptr<CLI::App> build_app(AppState& state) {
     setup_review(*app, state);
     setup_audit(*app, state);
     setup_events(*app, state);
+    setup_endpoint(*app, state);
+    setup_deliveries(*app, state);
     setup_purge(*app, state);
     setup_serve(*app, state);
     setup_worker(*app, state);
+    setup_relay(*app, state);
     setup_reconcile(*app, state);
     setup_nightly(*app, state);
     setup_statement(*app, state);

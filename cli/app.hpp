@@ -36,6 +36,9 @@ void setup_statement(CLI::App& app, AppState& state);
 void setup_review(CLI::App& app, AppState& state);
 void setup_audit(CLI::App& app, AppState& state);
 void setup_events(CLI::App& app, AppState& state);
+void setup_endpoint(CLI::App& app, AppState& state);
+void setup_relay(CLI::App& app, AppState& state);
+void setup_deliveries(CLI::App& app, AppState& state);
 void setup_review_actions(CLI::App& review, AppState& state);
 void setup_payment_actions(CLI::App& payments, AppState& state);
 

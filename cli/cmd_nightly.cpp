@@ -71,6 +71,24 @@ std::vector<std::string> attention_reasons(const engine::NightlyReport& r) {
                       " CONTRADICT a settled payment (another outcome or amount; the payment kept "
                       "its state): payrecon events list --contradicting");
     }
+    for (const auto& e : r.endpoints) {
+        if (e.dead > 0) {
+            out.push_back(std::to_string(e.dead) + " event deliveries to endpoint " +
+                          e.endpoint_id +
+                          " are DEAD (every try failed): payrecon deliveries list "
+                          "--dead --endpoint " +
+                          e.endpoint_id +
+                          "; once it answers again: payrecon deliveries replay <id> --note ...");
+        }
+        if (e.state != "enabled") {
+            out.push_back("webhook endpoint " + e.endpoint_id + " of tenant " + e.tenant_id +
+                          " is DISABLED: nothing is delivered to it (payrecon endpoint show " +
+                          e.endpoint_id +
+                          " says why); when the merchant is ready: payrecon "
+                          "endpoint enable " +
+                          e.endpoint_id + ", then deliveries replay --endpoint ... --since ...");
+        }
+    }
     long long stuck = 0;
     for (const auto& q : r.stuck()) {
         stuck += q.stuck;
@@ -176,6 +194,18 @@ nlohmann::ordered_json summary_json(const engine::NightlyReport& r) {
     for (const auto& [provider, n] : r.contradicting_events) {
         j["contradicting_events"].push_back({{"provider", provider}, {"events", n}});
     }
+    j["event_deliveries"] = nlohmann::ordered_json::array();
+    for (const auto& e : r.endpoints) {
+        if (e.dead > 0 || e.state != "enabled") {
+            j["event_deliveries"].push_back({{"tenant_id", e.tenant_id},
+                                             {"endpoint_id", e.endpoint_id},
+                                             {"state", e.state},
+                                             {"dead", e.dead},
+                                             {"pending", e.pending}});
+        }
+    }
+    j["dead_deliveries"] = r.dead_deliveries();
+    j["disabled_endpoints"] = r.disabled_endpoints();
     j["in_review"] = r.in_review();
     j["still_unknown"] = r.still_unknown();
     j["status_queries_failed"] = r.lookups_failed();

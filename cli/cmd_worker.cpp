@@ -2,6 +2,7 @@
 // ID. SIGTERM or SIGINT lets the calls in flight finish and be recorded, then exits 0.
 #include "cli/app.hpp"
 #include "cli/context.hpp"
+#include "cli/relay_launch.hpp"
 #include "cli/signals.hpp"
 #include "core/backoff.hpp"
 #include "core/errors.hpp"
@@ -15,7 +16,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <unistd.h>
+#include <thread>
 
 namespace payrecon::cli {
 namespace {
@@ -28,6 +29,7 @@ struct WorkerCliOptions {
     std::string retry_base = "1s";
     std::string retry_cap = "5m";
     std::string lease; // empty: claim_lease's default
+    int relay = 0;     // relay sender threads beside the executor (events out); 0: none
 };
 
 // The database, for a worker about to start. A daemon started while PostgreSQL is down (a
@@ -66,12 +68,6 @@ std::optional<OpenDatabase> open_database_waiting(const GlobalOptions& g, bool o
     }
 }
 
-std::string default_worker_id() {
-    char host[256] = {};
-    ::gethostname(host, sizeof host - 1);
-    return std::string(host) + ":" + std::to_string(::getpid());
-}
-
 void run_worker(AppState& state, const WorkerCliOptions& opts) {
     if (opts.concurrency < 1 || opts.concurrency > 256 || opts.batch < 1 || opts.batch > 100) {
         throw UsageError("--concurrency must be 1..256 and --batch 1..100");
@@ -93,13 +89,21 @@ void run_worker(AppState& state, const WorkerCliOptions& opts) {
 
     engine::WorkerOptions wo;
     wo.database_url = opened->db->url();
-    wo.worker_id = default_worker_id();
+    wo.worker_id = process_id_text();
     wo.concurrency = opts.concurrency;
     wo.batch = opts.batch;
     wo.once = opts.once;
     wo.backoff.base = parse_duration_ms(opts.retry_base, "--retry-base");
     wo.backoff.cap = parse_duration_ms(opts.retry_cap, "--retry-cap");
     wo.lease = lease;
+    // `--relay N`: the relay's senders run beside the executor, on their own connections.
+    std::unique_ptr<engine::Relay> relay;
+    if (opts.relay > 0) {
+        RelayLaunch launch;
+        launch.senders = opts.relay;
+        launch.once = opts.once;
+        relay = make_relay(state, launch, wo.database_url, opened->embedded, std::cout);
+    }
     opened->db.reset();
 
     engine::Worker worker(
@@ -112,15 +116,35 @@ void run_worker(AppState& state, const WorkerCliOptions& opts) {
             return v;
         },
         std::cout);
+    std::optional<engine::RelayCounts> relay_counts;
     {
-        StopOnSignal stop_on_signal([&worker](int) { worker.stop(); });
+        StopOnSignal stop_on_signal([&worker, &relay](int) {
+            worker.stop();
+            if (relay) {
+                relay->stop();
+            }
+        });
         nlohmann::ordered_json started;
         started["event"] = "worker_started";
         started["worker"] = wo.worker_id;
         started["concurrency"] = wo.concurrency;
         started["lease_ms"] = wo.lease.count();
         std::cout << started.dump() << std::endl;
+        std::thread relay_thread;
+        if (relay) {
+            std::cout << relay_started_line(relay->options()) << std::endl;
+            relay_thread = std::thread([&relay, &relay_counts] { relay_counts = relay->run(); });
+        }
         worker.run();
+        if (relay) {
+            // --once: the relay delivers what is due and returns by itself; otherwise it was
+            // stopped with the worker (or the worker stopped on a fault: the relay stops too).
+            if (!opts.once) {
+                relay->stop();
+            }
+            relay_thread.join();
+            std::cout << relay_stopped_line(*relay_counts) << std::endl;
+        }
     }
     if (worker.database_failed()) {
         throw DatabaseUnavailable("the worker lost the database",
@@ -132,6 +156,9 @@ void run_worker(AppState& state, const WorkerCliOptions& opts) {
                             "the worker stopped on an error (see its worker_error log line)",
                             "payments it had claimed turn unknown when their lease expires; the "
                             "reconciler resolves them");
+    }
+    if (relay) {
+        check_relay_outcome(*relay);
     }
 }
 
@@ -155,6 +182,11 @@ void setup_worker(CLI::App& app, AppState& state) {
     w->add_option("--lease", opts->lease,
                   "how long a claim is held, renewed just before each provider call; at least the "
                   "slowest provider's connect_timeout_ms + timeout_ms + 1s (default: that + 10s)");
+    w->add_option("--relay", opts->relay,
+                  "also deliver events to webhook endpoints with this many relay senders (as "
+                  "payrecon relay --senders N does)")
+        ->check(CLI::Range(0, 256))
+        ->capture_default_str();
     w->callback([&state, opts] { run_worker(state, *opts); });
 }
 

@@ -114,6 +114,29 @@ FingerprintKeys fingerprint_keys(const GlobalOptions& g, bool embedded) {
     return load_fingerprint_keys(home_dir(g) / "fingerprint.secret", embedded);
 }
 
+SealingKeys endpoint_keys(const GlobalOptions& g, bool embedded) {
+    if (const char* file = std::getenv("PAYRECON_ENDPOINT_KEY_FILE");
+        file != nullptr && *file != '\0') {
+        return load_sealing_keys(file, false);
+    }
+    return load_sealing_keys(home_dir(g) / "endpoint.key", embedded);
+}
+
+NetworkAllowance endpoint_allowance() {
+    const char* text = std::getenv("PAYRECON_ENDPOINT_ALLOWED_NETWORKS");
+    auto parsed = NetworkAllowance::parse(text == nullptr ? "" : text);
+    if (!parsed) {
+        throw ConfigError("PAYRECON_ENDPOINT_ALLOWED_NETWORKS: " + parsed.error());
+    }
+    return *parsed;
+}
+
+std::string process_id_text() {
+    char host[256] = {};
+    ::gethostname(host, sizeof host - 1);
+    return std::string(host) + ":" + std::to_string(::getpid());
+}
+
 void print_json(const nlohmann::json& j) {
     std::cout << j.dump(2) << "\n";
 }

@@ -3,7 +3,9 @@
 // demand, or the one given), the operator's name, the fingerprint secrets.
 
 #include "cli/app.hpp"
+#include "core/endpoint_address.hpp"
 #include "core/fingerprint.hpp"
+#include "core/sealed.hpp"
 #include "providers/config.hpp"
 #include "services/intake.hpp"
 #include "store/cluster.hpp"
@@ -46,6 +48,18 @@ std::string operator_name(const GlobalOptions& g);
 // PAYRECON_FINGERPRINT_SECRET_FILE, else $PAYRECON_HOME/fingerprint.secret (created on first use
 // with the private cluster only).
 FingerprintKeys fingerprint_keys(const GlobalOptions& g, bool embedded);
+
+// PAYRECON_ENDPOINT_KEY_FILE, else $PAYRECON_HOME/endpoint.key (created on first use with the
+// private cluster only): the keys that seal webhook endpoints' signing secrets at rest. Every
+// process that adds endpoints or relays events must read the same file.
+SealingKeys endpoint_keys(const GlobalOptions& g, bool embedded);
+
+// PAYRECON_ENDPOINT_ALLOWED_NETWORKS: the networks beyond the public internet that webhook
+// endpoints may reach (none by default). Throws ConfigError naming the item that is not a CIDR.
+NetworkAllowance endpoint_allowance();
+
+// "host:pid": recorded on claims, leases and attempts.
+std::string process_id_text();
 
 void print_json(const nlohmann::json& j);
 

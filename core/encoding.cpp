@@ -25,6 +25,50 @@ std::string base64url(std::string_view bytes) {
     return out;
 }
 
+std::optional<std::string> from_base64(std::string_view text) {
+    if (text.size() % 4 != 0) {
+        return std::nullopt;
+    }
+    const auto value = [](char c) -> int {
+        if (c >= 'A' && c <= 'Z') {
+            return c - 'A';
+        }
+        if (c >= 'a' && c <= 'z') {
+            return c - 'a' + 26;
+        }
+        if (c >= '0' && c <= '9') {
+            return c - '0' + 52;
+        }
+        return c == '+' ? 62 : c == '/' ? 63 : -1;
+    };
+    std::size_t pad = 0;
+    while (pad < 2 && pad < text.size() && text[text.size() - 1 - pad] == '=') {
+        ++pad;
+    }
+    std::string out;
+    out.reserve(text.size() / 4 * 3);
+    const std::size_t digits = text.size() - pad;
+    unsigned long bits = 0;
+    int held = 0;
+    for (std::size_t i = 0; i < digits; ++i) {
+        const int v = value(text[i]);
+        if (v < 0) {
+            return std::nullopt;
+        }
+        bits = (bits << 6) | static_cast<unsigned long>(v);
+        held += 6;
+        if (held >= 8) {
+            held -= 8;
+            out += static_cast<char>((bits >> held) & 0xFF);
+        }
+    }
+    // The leftover bits are padding and must be zero (one spelling per byte string).
+    if ((bits & ((1UL << held) - 1)) != 0) {
+        return std::nullopt;
+    }
+    return out;
+}
+
 std::string percent_encode(std::string_view text) {
     static constexpr const char* k_hex = "0123456789ABCDEF";
     std::string out;

@@ -32,6 +32,9 @@ std::optional<std::string> from_hex(std::string_view text);
 std::string base64(std::string_view bytes);
 // RFC 4648 URL-safe base64 without padding (API keys, secrets in files).
 std::string base64url(std::string_view bytes);
+// The bytes that standard base64 `text` spells (RFC 4648 alphabet, padded to a multiple of 4, no
+// whitespace, zero pad bits), or nullopt.
+std::optional<std::string> from_base64(std::string_view text);
 
 // True if `text` is a UUID in its 36-character text form (8-4-4-4-12 hex digits, either case), the
 // only form PostgreSQL's uuid input is guaranteed to accept; check before casting text to uuid.

@@ -2,6 +2,7 @@
 
 #include "core/encoding.hpp"
 #include "core/errors.hpp"
+#include "core/fingerprint.hpp"
 
 #include <cerrno>
 #include <charconv>
@@ -124,17 +125,33 @@ std::chrono::seconds idempotency_retention() {
     return retention;
 }
 
-FingerprintKeys load_fingerprint_keys(const std::filesystem::path& file, bool create_if_missing) {
+std::chrono::seconds event_retention() {
+    const auto retention =
+        duration_from_env("PAYRECON_EVENT_RETENTION", std::chrono::hours(24 * 30));
+    if (retention < k_minimum_event_retention) {
+        throw ConfigError("PAYRECON_EVENT_RETENTION is shorter than the minimum of 24h",
+                          "delivered events are kept at least a day: a replay or a consumer "
+                          "that pulls needs them; raise it");
+    }
+    return retention;
+}
+
+namespace {
+
+// The secrets in `file` (one per line, the first the current one; '#' lines are comments), each
+// at least 32 bytes; with `create_if_missing`, a missing file is created (0600) with one new
+// random secret. `what` names the file in messages ("fingerprint secret"); `env` is the variable
+// that points at an existing one.
+std::vector<Secret> load_secret_lines(const std::filesystem::path& file, bool create_if_missing,
+                                      const std::string& what, const std::string& env) {
     struct stat st {};
     if (::stat(file.c_str(), &st) != 0) {
         if (errno != ENOENT || !create_if_missing) {
-            throw ConfigError(
-                "the fingerprint secret file " + file.string() +
-                    " cannot be read: " + std::strerror(errno),
-                "create it once and share it between every payrecon process of this database: "
-                "(umask 077; head -c 32 /dev/urandom | base64 > " +
-                    file.string() +
-                    "), or point PAYRECON_FINGERPRINT_SECRET_FILE at the existing one");
+            throw ConfigError("the " + what + " file " + file.string() +
+                                  " cannot be read: " + std::strerror(errno),
+                              "create it once and share it between every payrecon process of "
+                              "this database: (umask 077; head -c 32 /dev/urandom | base64 > " +
+                                  file.string() + "), or point " + env + " at the existing one");
         }
         const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
         if (fd >= 0) {
@@ -144,16 +161,16 @@ FingerprintKeys load_fingerprint_keys(const std::filesystem::path& file, bool cr
                 ::fsync(fd) == 0;
             ::close(fd);
             if (!ok) {
-                throw ConfigError("cannot write the fingerprint secret file " + file.string());
+                throw ConfigError("cannot write the " + what + " file " + file.string());
             }
         } else if (errno != EEXIST) { // EEXIST: another process made it first; use theirs
-            throw ConfigError("cannot create the fingerprint secret file " + file.string() + ": " +
+            throw ConfigError("cannot create the " + what + " file " + file.string() + ": " +
                               std::strerror(errno));
         }
-        return load_fingerprint_keys(file, false);
+        return load_secret_lines(file, false, what, env);
     }
     if ((st.st_mode & 077) != 0) {
-        throw ConfigError("the fingerprint secret file " + file.string() +
+        throw ConfigError("the " + what + " file " + file.string() +
                               " is readable by group or others",
                           "chmod 600 " + file.string());
     }
@@ -174,11 +191,24 @@ FingerprintKeys load_fingerprint_keys(const std::filesystem::path& file, bool cr
         secrets.emplace_back(std::move(line));
     }
     if (secrets.empty()) {
-        throw ConfigError("the fingerprint secret file " + file.string() + " holds no secret");
+        throw ConfigError("the " + what + " file " + file.string() + " holds no secret");
     }
+    return secrets;
+}
+
+} // namespace
+
+FingerprintKeys load_fingerprint_keys(const std::filesystem::path& file, bool create_if_missing) {
+    std::vector<Secret> secrets = load_secret_lines(file, create_if_missing, "fingerprint secret",
+                                                    "PAYRECON_FINGERPRINT_SECRET_FILE");
     Secret current = std::move(secrets.front());
     secrets.erase(secrets.begin());
     return FingerprintKeys(std::move(current), std::move(secrets));
+}
+
+SealingKeys load_sealing_keys(const std::filesystem::path& file, bool create_if_missing) {
+    return SealingKeys(
+        load_secret_lines(file, create_if_missing, "endpoint key", "PAYRECON_ENDPOINT_KEY_FILE"));
 }
 
 } // namespace payrecon

@@ -3,6 +3,7 @@
 // files or the environment, never from the command line.
 
 #include "core/fingerprint.hpp"
+#include "core/sealed.hpp"
 
 #include <chrono>
 #include <filesystem>
@@ -35,11 +36,21 @@ std::chrono::seconds minimum_idempotency_retention();
 // PAYRECON_IDEMPOTENCY_RETENTION, default 7d. Throws ConfigError if under the minimum.
 std::chrono::seconds idempotency_retention();
 
+// Delivered events (and their deliveries and attempts) are kept at least this long.
+inline constexpr std::chrono::seconds k_minimum_event_retention{24 * 3600};
+// PAYRECON_EVENT_RETENTION, default 30d: how long delivered events are kept (the relay purges
+// older ones; pull consumers must read within it). Throws ConfigError if under 24h.
+std::chrono::seconds event_retention();
+
 // The fingerprint secrets: one per line in `file`, the first the current one, the others previous
 // ones kept for verification after a rotation (each at least 32 bytes; '#' lines are comments).
 // With `create_if_missing`, a missing file is created (mode 0600) with a new random secret.
 // Throws ConfigError if the file is missing (and may not be created), readable by group or others,
 // or holds no usable secret.
 FingerprintKeys load_fingerprint_keys(const std::filesystem::path& file, bool create_if_missing);
+
+// The endpoint keys that seal webhook endpoints' signing secrets at rest (core/sealed): the same
+// file format and rules as the fingerprint secrets (the first line seals, every line opens).
+SealingKeys load_sealing_keys(const std::filesystem::path& file, bool create_if_missing);
 
 } // namespace payrecon

@@ -72,6 +72,20 @@ long long NightlyReport::still_unknown() const {
     return n;
 }
 
+long long NightlyReport::dead_deliveries() const {
+    long long n = 0;
+    for (const auto& e : endpoints) {
+        n += e.dead;
+    }
+    return n;
+}
+
+long long NightlyReport::disabled_endpoints() const {
+    return std::count_if(
+        endpoints.begin(), endpoints.end(),
+        [](const store::EndpointDeliveryStats& e) { return e.state != "enabled"; });
+}
+
 int NightlyReport::exit_code() const {
     if (failure) {
         return static_cast<int>(ExitCode::failure);
@@ -92,7 +106,8 @@ int NightlyReport::exit_code() const {
         findings = findings || s.exit_code == static_cast<int>(ExitCode::attention);
     }
     if (in_review() > 0 || rejected_requests() > 0 || contradictions() > 0 || !orphaned().empty() ||
-        !stuck().empty() || lookups_failed() > 0 || findings) {
+        !stuck().empty() || lookups_failed() > 0 || findings || dead_deliveries() > 0 ||
+        disabled_endpoints() > 0) {
         return static_cast<int>(ExitCode::attention);
     }
     return static_cast<int>(ExitCode::ok);
@@ -203,7 +218,9 @@ reports::Report nightly_report(const NightlyReport& r) {
         {"still unknown after the run", std::to_string(r.still_unknown())},
         {"status queries failed", std::to_string(r.lookups_failed())},
         {"requests the provider rejected (in review)", std::to_string(r.rejected_requests())},
-        {"provider events contradicting a settled payment", std::to_string(r.contradictions())}};
+        {"provider events contradicting a settled payment", std::to_string(r.contradictions())},
+        {"dead event deliveries", std::to_string(r.dead_deliveries())},
+        {"disabled webhook endpoints", std::to_string(r.disabled_endpoints())}};
     for (const auto& g : r.rejected) {
         out.facts.emplace_back("rejected by " + g.provider,
                                g.code + ": " + std::to_string(g.payments) + " payment(s), e.g. " +
@@ -346,6 +363,7 @@ NightlyReport run_nightly(store::Db& db, const std::vector<providers::Provider*>
         report.open = store::open_queue_counts(db, options.stuck_after);
         report.rejected = store::rejected_in_review(db);
         report.contradicting_events = store::contradicting_event_counts(db, report.providers);
+        report.endpoints = store::endpoint_delivery_stats(db);
     } catch (const OperatorError& e) {
         report.failure =
             "while " + phase + ": " + e.what() + (e.hint().empty() ? "" : " (" + e.hint() + ")");

@@ -9,6 +9,7 @@
 #include "engine/statement.hpp"
 #include "reports/report.hpp"
 #include "store/reconcile_store.hpp"
+#include "store/relay_store.hpp"
 #include "store/webhook_store.hpp"
 
 #include <chrono>
@@ -56,6 +57,9 @@ struct NightlyReport {
     // Provider events that contradict a payment that settled without them and that no operator
     // has acknowledged, per provider, after the run: always attention.
     std::vector<std::pair<std::string, long long>> contradicting_events;
+    // Events out, after the run: every webhook endpoint with its dead deliveries; a dead
+    // delivery or a disabled endpoint is attention.
+    std::vector<store::EndpointDeliveryStats> endpoints;
     std::vector<reports::Report> statements; // one per provider that can list
     std::optional<std::string> failure;      // the run stopped: what happened and what to do
     std::chrono::seconds stuck_after{3600};  // as in the options
@@ -71,10 +75,12 @@ struct NightlyReport {
     long long lookups_failed() const; // status queries of this run that got no trustworthy answer
     long long rejected_requests() const; // payments in review as request_rejected
     long long contradictions() const;    // contradicting events awaiting acknowledgement
+    long long dead_deliveries() const;   // events no endpoint try delivered (replay them)
+    long long disabled_endpoints() const;
     // 0 clean; 3 something needs an operator (review queue not empty -- rejected requests among
     // it --, provider events contradicting a settled payment, payments nobody can send or
-    // reconcile, payments waiting too long, status queries that failed, statement findings); 1 the
-    // run failed.
+    // reconcile, payments waiting too long, status queries that failed, statement findings, dead
+    // event deliveries, disabled webhook endpoints); 1 the run failed.
     int exit_code() const;
 };
 

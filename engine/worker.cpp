@@ -25,7 +25,7 @@ bool Worker::wait_or_stop(std::chrono::milliseconds how_long) {
 
 void Worker::log_event(const std::string& json_line) {
     std::lock_guard lock(m_mutex);
-    m_log << json_line << '\n' << std::flush;
+    m_log << (json_line + '\n') << std::flush; // one write: a relay's lines may share the stream
 }
 
 long Worker::run() {

@@ -1,6 +1,11 @@
 #include "providers/call_record.hpp"
 
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <ctime>
 #include <string>
+#include <string_view>
 
 namespace payrecon::providers {
 
@@ -24,13 +29,30 @@ CallRecord call_record_of(const http::HttpResult& r) {
 
 std::optional<std::chrono::seconds> retry_after_of(const http::HttpResult& r) {
     for (const auto& [k, v] : r.headers) {
-        if (k == "retry-after" || k == "Retry-After") {
-            try {
-                return std::chrono::seconds(std::stol(v));
-            } catch (const std::exception&) {
-                return std::chrono::seconds(1);
-            }
+        if (!std::equal(k.begin(), k.end(), std::string_view("retry-after").begin(),
+                        std::string_view("retry-after").end(), [](char a, char b) {
+                            return std::tolower(static_cast<unsigned char>(a)) == b;
+                        })) {
+            continue;
         }
+        // delay-seconds, or an HTTP-date (RFC 9110 section 10.2.3): the wait until then.
+        std::size_t used = 0;
+        try {
+            const long seconds = std::stol(v, &used);
+            if (used == v.size() && seconds >= 0) {
+                return std::chrono::seconds(seconds);
+            }
+        } catch (const std::exception&) {
+        }
+        std::tm tm{};
+        const char* end = ::strptime(v.c_str(), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+        if (end != nullptr && *end == '\0') {
+            const auto at = std::chrono::system_clock::from_time_t(::timegm(&tm));
+            const auto wait =
+                std::chrono::ceil<std::chrono::seconds>(at - std::chrono::system_clock::now());
+            return std::max(wait, std::chrono::seconds(0));
+        }
+        return std::chrono::seconds(1); // unreadable: a short wait, the schedule's own beyond it
     }
     return r.http_status == 429 ? std::optional(std::chrono::seconds(1)) : std::nullopt;
 }

@@ -16,8 +16,8 @@ namespace payrecon::providers {
 // redacted excerpt.
 CallRecord call_record_of(const http::HttpResult& result);
 
-// How long a provider asked us to wait: its Retry-After header (seconds), else 1 s for a 429,
-// else nullopt.
+// How long a server asked us to wait: its Retry-After header (any case; delay-seconds, or an
+// HTTP-date: the time until then, 0 if past; 1 s if unreadable), else 1 s for a 429, else nullopt.
 std::optional<std::chrono::seconds> retry_after_of(const http::HttpResult& result);
 
 // The result of a payment an adapter will not send because the provider cannot carry all of it

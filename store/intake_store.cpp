@@ -417,11 +417,7 @@ PurgeResult purge_idempotency_records(Db& db, std::optional<std::chrono::seconds
             const long long n = r[0].as<long long>();
             out.deleted += n;
             const std::string ids = r[1].as<std::string>();
-            for (std::size_t at = 0; at < ids.size();) {
-                const std::size_t comma = std::min(ids.find(',', at), ids.size());
-                tenants.insert(ids.substr(at, comma - at));
-                at = comma + 1;
-            }
+            add_listed(tenants, ids);
             if (n < batch_size) {
                 break;
             }

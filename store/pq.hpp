@@ -5,9 +5,11 @@
 #include "core/errors.hpp"
 #include "store/db.hpp"
 
+#include <algorithm>
 #include <functional>
 #include <optional>
 #include <pqxx/pqxx>
+#include <set>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -91,6 +93,15 @@ inline std::string iso_utc(const std::string& column) {
 }
 
 // An optional text parameter: its characters, or NULL.
+// Adds each item of a comma-separated list (string_agg(..., ',') of IDs) to `into`.
+inline void add_listed(std::set<std::string>& into, const std::string& list) {
+    for (std::size_t at = 0; at < list.size();) {
+        const std::size_t comma = std::min(list.find(',', at), list.size());
+        into.insert(list.substr(at, comma - at));
+        at = comma + 1;
+    }
+}
+
 inline const char* or_null(const std::optional<std::string>& s) {
     return s ? s->c_str() : nullptr;
 }

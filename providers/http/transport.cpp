@@ -4,8 +4,10 @@
 #include <cstring>
 #include <curl/curl.h>
 #include <mutex>
+#include <netinet/in.h>
 #include <stdexcept>
 #include <string_view>
+#include <sys/socket.h>
 
 namespace payrecon::providers::http {
 
@@ -146,11 +148,15 @@ private:
         // The request's deadline; past it, the pre-request callback aborts before sending.
         std::optional<std::chrono::steady_clock::time_point> deadline;
         bool deadline_passed = false;
+        // The request's connect guard, and what it refused last.
+        const std::function<std::optional<std::string>(const IpAddress&)>* guard = nullptr;
+        std::string refused;
     };
 
     static std::size_t on_body(char* data, std::size_t size, std::size_t count, void* user);
     static std::size_t on_header(char* data, std::size_t size, std::size_t count, void* user);
     static int on_ready(void* user, char*, char*, int, int);
+    static curl_socket_t on_open(void* user, curlsocktype purpose, struct curl_sockaddr* address);
 
     CURLcode configure(const HttpRequest& request, const curl_slist* headers, Timeouts timeouts);
 
@@ -214,6 +220,34 @@ int Transport::Impl::on_ready(void* user, char*, char*, int, int) {
     return CURL_PREREQFUNC_OK;
 }
 
+curl_socket_t Transport::Impl::on_open(void* user, curlsocktype, struct curl_sockaddr* address) {
+    auto& transfer = *static_cast<Transfer*>(user);
+    IpAddress ip;
+    if (address->family == AF_INET &&
+        address->addrlen >= static_cast<unsigned int>(sizeof(sockaddr_in))) {
+        const auto* in = reinterpret_cast<const sockaddr_in*>(&address->addr);
+        std::memcpy(ip.bytes.data(), &in->sin_addr, 4);
+    } else if (address->family == AF_INET6 &&
+               address->addrlen >= static_cast<unsigned int>(sizeof(sockaddr_in6))) {
+        const auto* in6 = reinterpret_cast<const sockaddr_in6*>(&address->addr);
+        ip.v6 = true;
+        std::memcpy(ip.bytes.data(), &in6->sin6_addr, 16);
+    } else {
+        transfer.refused = "an address of an unknown family";
+        return CURL_SOCKET_BAD;
+    }
+    try {
+        if (auto why = (*transfer.guard)(ip)) {
+            transfer.refused = std::move(*why);
+            return CURL_SOCKET_BAD;
+        }
+    } catch (...) {
+        transfer.refused = "the connect guard failed";
+        return CURL_SOCKET_BAD;
+    }
+    return ::socket(address->family, address->socktype | SOCK_CLOEXEC, address->protocol);
+}
+
 CURLcode Transport::Impl::configure(const HttpRequest& request, const curl_slist* headers,
                                     Timeouts timeouts) {
     CURL* h = m_handle.get();
@@ -250,6 +284,10 @@ CURLcode Transport::Impl::configure(const HttpRequest& request, const curl_slist
     set(curl_easy_setopt(h, CURLOPT_PREREQDATA, &m_transfer));
     set(curl_easy_setopt(h, CURLOPT_ERRORBUFFER, m_error));
     set(curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers));
+    if (request.connect_guard) {
+        set(curl_easy_setopt(h, CURLOPT_OPENSOCKETFUNCTION, &Impl::on_open));
+        set(curl_easy_setopt(h, CURLOPT_OPENSOCKETDATA, &m_transfer));
+    }
 
     if (request.method == "GET" && request.body.empty()) {
         set(curl_easy_setopt(h, CURLOPT_HTTPGET, 1L));
@@ -316,6 +354,7 @@ HttpResult Transport::Impl::send(const HttpRequest& request) {
     m_transfer = Transfer{};
     m_transfer.cap = m_options.max_response_bytes;
     m_transfer.deadline = request.deadline;
+    m_transfer.guard = request.connect_guard ? &request.connect_guard : nullptr;
     m_error[0] = '\0';
 
     if (const CURLcode setup = configure(request, headers.get(), timeouts); setup != CURLE_OK) {
@@ -368,6 +407,11 @@ HttpResult Transport::Impl::send(const HttpRequest& request) {
         if (result.truncated) {
             message += " (response larger than " + std::to_string(m_options.max_response_bytes) +
                        " bytes: cut off)";
+        }
+        if (!m_transfer.refused.empty() && code == CURLE_COULDNT_CONNECT) {
+            result.address_refused = true;
+            result.cls = SendClass::not_sent;
+            message = "refused to connect: " + m_transfer.refused;
         }
         if (result.deadline_passed) {
             message = "aborted before sending: the request's deadline (the claim's lease) passed "

@@ -19,6 +19,7 @@
 // Threads: a Transport owns one libcurl easy handle and its connection cache; it is used by one
 // thread at a time (give each worker its own Transport). Distinct Transports are independent.
 
+#include "core/endpoint_address.hpp"
 #include "core/secret.hpp"
 #include "providers/http/classify.hpp"
 #include "providers/http/redact.hpp"
@@ -56,6 +57,10 @@ struct HttpRequest {
     // and TLS handshake, before the first request byte -- so a worker that was paused cannot send
     // after its claim ended. Both are `not_sent` with error_class "deadline_passed".
     std::optional<std::chrono::steady_clock::time_point> deadline;
+    // Asked about every address libcurl is about to open a socket to (after its own DNS lookup,
+    // for each address it tries): a reason refuses it, and no socket is opened. The relay's
+    // server-side request forgery check (core/endpoint_address); empty: every address.
+    std::function<std::optional<std::string>(const IpAddress&)> connect_guard;
 };
 
 struct Timeouts {
@@ -97,6 +102,8 @@ struct HttpResult {
     // Never sent because no OAuth2 access token could be had (providers/oauth2.hpp; `error` says
     // why): not_sent. Set by the token source, never by the transport.
     bool token_unavailable = false;
+    // The connect guard refused every address the host had: not_sent, `error` says why.
+    bool address_refused = false;
 };
 
 // The seam between an adapter and the transport: production sends through a Transport

@@ -1,0 +1,441 @@
+// payrecon relay: delivers the outbox to the tenants' webhook endpoints (DESIGN section 15), and
+// payrecon deliveries: what was delivered, what is waiting, what died, and replays. SIGTERM or
+// SIGINT lets the requests in flight finish and be recorded, then exits 0.
+#include "cli/app.hpp"
+#include "cli/context.hpp"
+#include "cli/endpoint_view.hpp"
+#include "cli/payment_view.hpp"
+#include "cli/relay_launch.hpp"
+#include "cli/signals.hpp"
+#include "cli/table.hpp"
+#include "core/encoding.hpp"
+#include "core/errors.hpp"
+#include "core/resolution_policy.hpp"
+#include "core/settings.hpp"
+#include "engine/relay.hpp"
+#include "store/relay_store.hpp"
+
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+namespace payrecon::cli {
+namespace {
+
+void run_relay(AppState& state, const RelayLaunch& launch) {
+    OpenDatabase opened = open_database(state.global);
+    const std::string url = opened.db->url();
+    const bool embedded = opened.embedded;
+    opened.db.reset();
+    const std::unique_ptr<engine::Relay> relay =
+        make_relay(state, launch, url, embedded, std::cout);
+    engine::RelayCounts counts;
+    {
+        StopOnSignal stop_on_signal([&relay](int) { relay->stop(); });
+        std::cout << relay_started_line(relay->options()) << std::endl;
+        counts = relay->run();
+    }
+    std::cout << relay_stopped_line(counts) << std::endl;
+    check_relay_outcome(*relay);
+}
+
+nlohmann::ordered_json delivery_json(const store::DeliveryRow& d) {
+    nlohmann::ordered_json j;
+    j["delivery_id"] = d.delivery_id;
+    j["tenant_id"] = d.tenant_id;
+    j["endpoint_id"] = d.endpoint_id;
+    j["url"] = d.url;
+    j["event_id"] = d.event_id;
+    j["event_type"] = d.event_type;
+    j["payment_id"] = d.payment_id;
+    j["state"] = d.state;
+    j["attempts"] = d.attempts;
+    j["tries"] = d.tries;
+    j["next_attempt_at"] = d.state == "pending" ? nlohmann::ordered_json(d.next_attempt_at)
+                                                : nlohmann::ordered_json(nullptr);
+    j["last_status"] = json_or_null(d.last_status);
+    j["last_error"] = json_or_null(d.last_error);
+    j["created_at"] = d.created_at;
+    j["delivered_at"] = json_or_null(d.delivered_at);
+    j["dead_at"] = json_or_null(d.dead_at);
+    j["in_flight"] = d.leased;
+    return j;
+}
+
+nlohmann::ordered_json attempt_json(const store::DeliveryAttemptRow& a) {
+    nlohmann::ordered_json j;
+    j["attempt"] = a.attempt_no;
+    j["started_at"] = a.started_at;
+    j["latency_ms"] = a.latency_ms;
+    j["http_status"] = json_or_null(a.http_status);
+    j["outcome"] = a.outcome;
+    j["response_excerpt"] = json_or_null(a.response_excerpt);
+    j["error"] = json_or_null(a.error);
+    j["relay"] = a.relay;
+    return j;
+}
+
+long long delivery_id_or_refuse(const std::string& id) {
+    try {
+        std::size_t used = 0;
+        const long long n = std::stoll(id, &used);
+        if (used == id.size() && n > 0) {
+            return n;
+        }
+    } catch (const std::exception&) {
+    }
+    throw UsageError("a delivery ID is a positive number, as payrecon deliveries list prints it: " +
+                     printable(id));
+}
+
+std::string status_text(const std::optional<int>& s) {
+    return s ? std::to_string(*s) : "-";
+}
+
+} // namespace
+
+std::unique_ptr<engine::Relay> make_relay(AppState& state, const RelayLaunch& o,
+                                          const std::string& database_url, bool embedded,
+                                          std::ostream& log) {
+    if (o.senders < 1 || o.senders > 256 || o.batch < 1 || o.batch > 1000 || o.per_endpoint < 1 ||
+        o.per_endpoint > 64) {
+        throw UsageError("--senders must be 1..256, --batch 1..1000 and --per-endpoint 1..64");
+    }
+    engine::RelayOptions ro;
+    ro.timeout = parse_duration_ms(o.timeout, "--timeout");
+    if (ro.timeout < std::chrono::milliseconds(100) || ro.timeout > std::chrono::minutes(5)) {
+        throw UsageError("--timeout must be 100ms..5m (Standard Webhooks senders use 15s)");
+    }
+    if (!o.schedule.empty()) {
+        ro.schedule = DeliverySchedule::parse(o.schedule, "--retry-schedule");
+    }
+    ro.allowance = endpoint_allowance();
+    ro.event_retention = event_retention();
+    ro.database_url = database_url;
+    ro.relay_id = process_id_text();
+    ro.senders = o.senders;
+    ro.batch = o.batch;
+    ro.per_endpoint = o.per_endpoint;
+    ro.once = o.once;
+    ro.ca_bundle = o.ca_bundle;
+    return std::make_unique<engine::Relay>(ro, endpoint_keys(state.global, embedded), log);
+}
+
+std::string relay_started_line(const engine::RelayOptions& ro) {
+    nlohmann::ordered_json started;
+    started["event"] = "relay_started";
+    started["relay"] = ro.relay_id;
+    started["senders"] = ro.senders;
+    started["per_endpoint"] = ro.per_endpoint;
+    started["timeout_ms"] = ro.timeout.count();
+    started["retry_schedule"] = ro.schedule.to_string();
+    started["allowed_networks"] = ro.allowance.to_string();
+    started["event_retention_s"] = ro.event_retention.count();
+    return started.dump();
+}
+
+std::string relay_stopped_line(const engine::RelayCounts& counts) {
+    nlohmann::ordered_json done;
+    done["event"] = "relay_stopped";
+    done["published"] = counts.published;
+    done["deliveries_created"] = counts.fanned_out;
+    done["attempts"] = counts.attempts;
+    done["delivered"] = counts.delivered;
+    done["failed"] = counts.failed;
+    done["dead"] = counts.dead;
+    done["endpoints_disabled"] = counts.gone;
+    done["refused"] = counts.refused;
+    return done.dump();
+}
+
+void check_relay_outcome(const engine::Relay& relay) {
+    if (relay.database_failed()) {
+        throw DatabaseUnavailable("the relay lost the database",
+                                  "what it had claimed is delivered by the next relay once the "
+                                  "lease ends (at least once: maybe twice)");
+    }
+    if (relay.failed()) {
+        throw OperatorError(ExitCode::failure,
+                            "the relay stopped on an error (see its relay_error log line)");
+    }
+}
+
+void setup_relay(CLI::App& app, AppState& state) {
+    auto o = std::make_shared<RelayLaunch>();
+    CLI::App* r = app.add_subcommand(
+        "relay", "deliver payment events to the tenants' webhook endpoints, signed, at least "
+                 "once; SIGTERM finishes the requests in flight");
+    r->add_flag("--once", o->once, "deliver what is due now, then exit");
+    r->add_option("--senders", o->senders, "sender threads")->capture_default_str();
+    r->add_option("--batch", o->batch, "deliveries of one endpoint claimed at once")
+        ->capture_default_str();
+    r->add_option("--per-endpoint", o->per_endpoint,
+                  "senders one endpoint may hold at once: a slow endpoint holds no more")
+        ->capture_default_str();
+    r->add_option("--timeout", o->timeout, "per request, connect included")->capture_default_str();
+    r->add_option("--retry-schedule", o->schedule,
+                  "waits before each try, comma-separated, the first 0s (the first try is "
+                  "at once; default 0s,5s,5m,30m,2h,5h,10h,10h; after the last, dead)");
+    r->add_option("--ca-bundle", o->ca_bundle,
+                  "PEM file of CAs trusted for endpoints' TLS (default: the system's)");
+    r->callback([&state, o] { run_relay(state, *o); });
+}
+
+void setup_deliveries(CLI::App& app, AppState& state) {
+    CLI::App* deliveries = app.add_subcommand(
+        "deliveries", "events delivered to webhook endpoints: waiting, delivered, dead; replays");
+    deliveries->require_subcommand(1);
+
+    struct ListOptions {
+        std::optional<std::string> tenant;
+        std::optional<std::string> endpoint;
+        std::optional<std::string> event;
+        bool dead = false;
+        bool pending = false;
+        int limit = 100;
+        bool json = false;
+    };
+    auto lo = std::make_shared<ListOptions>();
+    CLI::App* list = deliveries->add_subcommand("list", "deliveries, newest first");
+    list->add_option("--tenant", lo->tenant, "only this tenant's (name or ID)");
+    list->add_option("--endpoint", lo->endpoint, "only this endpoint's");
+    list->add_option("--event", lo->event, "only this event's (its ID: webhook-id)");
+    list->add_flag("--dead", lo->dead, "only dead deliveries (every try failed)");
+    list->add_flag("--pending", lo->pending, "only deliveries still to be made");
+    list->add_option("--limit", lo->limit, "the newest this many (default 100)")
+        ->check(CLI::Range(1, 100000));
+    list->add_flag("--json", lo->json, "print a JSON array");
+    list->callback([&state, lo] {
+        if (lo->dead && lo->pending) {
+            throw UsageError("--dead and --pending exclude each other");
+        }
+        store::DeliveryFilter f;
+        if (lo->endpoint) {
+            f.endpoint_id = endpoint_id_or_refuse(*lo->endpoint);
+        }
+        if (lo->event) {
+            if (!is_uuid_text(*lo->event)) {
+                throw UsageError("--event is an event ID (a UUID): " + printable(*lo->event));
+            }
+            f.event_id = *lo->event;
+        }
+        f.state = lo->dead      ? std::optional<std::string>("dead")
+                  : lo->pending ? std::optional<std::string>("pending")
+                                : std::nullopt;
+        f.limit = lo->limit;
+        OpenDatabase opened = open_database(state.global);
+        f.tenant_id = tenant_id_or_refuse(*opened.db, lo->tenant);
+        const auto rows = store::list_deliveries(*opened.db, f);
+        if (lo->json) {
+            nlohmann::ordered_json arr = nlohmann::ordered_json::array();
+            for (const auto& d : rows) {
+                arr.push_back(delivery_json(d));
+            }
+            print_json(arr);
+            return;
+        }
+        if (rows.empty()) {
+            std::cout << "no deliveries\n";
+            return;
+        }
+        Table t({"DELIVERY", "CREATED", "ENDPOINT", "EVENT", "TYPE", "STATE", "ATTEMPTS",
+                 "LAST STATUS", "NEXT TRY"});
+        for (const auto& d : rows) {
+            t.add_row({std::to_string(d.delivery_id), d.created_at, d.endpoint_id, d.event_id,
+                       d.event_type, d.state, std::to_string(d.attempts),
+                       status_text(d.last_status),
+                       d.state == "pending" ? d.next_attempt_at : std::string("-")});
+        }
+        t.print(std::cout);
+        if (rows.size() == static_cast<std::size_t>(lo->limit)) {
+            print_more_note(std::cout, rows.size());
+        }
+    });
+
+    struct ShowOptions {
+        std::string id;
+        bool json = false;
+    };
+    auto so = std::make_shared<ShowOptions>();
+    CLI::App* show =
+        deliveries->add_subcommand("show", "one delivery: its event as sent and every attempt");
+    show->add_option("id", so->id, "the delivery's ID")->required();
+    show->add_flag("--json", so->json, "print JSON");
+    show->callback([&state, so] {
+        const long long id = delivery_id_or_refuse(so->id);
+        OpenDatabase opened = open_database(state.global);
+        const auto d = store::find_delivery(*opened.db, id);
+        if (!d) {
+            throw Refused("no delivery has the ID " + std::to_string(id),
+                          "payrecon deliveries list");
+        }
+        const auto attempts = store::delivery_attempts(*opened.db, d->tenant_id, id);
+        const std::string body = store::delivery_body(*opened.db, id).value_or("");
+        if (so->json) {
+            nlohmann::ordered_json j = delivery_json(*d);
+            j["body"] = body;
+            j["attempt_log"] = nlohmann::ordered_json::array();
+            for (const auto& a : attempts) {
+                j["attempt_log"].push_back(attempt_json(a));
+            }
+            print_json(j);
+            return;
+        }
+        Fields f{{"delivery", std::to_string(d->delivery_id)},
+                 {"endpoint", d->endpoint_id + " (" + d->url + ")"},
+                 {"event", d->event_id + " (" + d->event_type + ")"},
+                 {"payment", d->payment_id},
+                 {"state", d->state},
+                 {"attempts", std::to_string(d->attempts)},
+                 {"created", d->created_at}};
+        if (d->state == "pending") {
+            f.push_back({"next try", d->next_attempt_at + (d->leased ? " (in flight now)" : "")});
+        }
+        if (d->delivered_at) {
+            f.push_back({"delivered", *d->delivered_at});
+        }
+        if (d->dead_at) {
+            f.push_back({"dead since", *d->dead_at});
+        }
+        print_fields(std::cout, f);
+        std::cout << "\nEvent as sent (" << body.size() << " bytes):\n" << printable(body) << "\n";
+        if (!attempts.empty()) {
+            std::cout << "\nAttempts:\n";
+            Table t({"#", "STARTED", "MS", "STATUS", "OUTCOME", "RELAY", "ERROR / ANSWER"});
+            for (const auto& a : attempts) {
+                t.add_row({std::to_string(a.attempt_no), a.started_at, std::to_string(a.latency_ms),
+                           status_text(a.http_status), a.outcome, a.relay,
+                           a.error.value_or(a.response_excerpt.value_or(""))});
+            }
+            t.print(std::cout);
+        }
+        if (d->state == "dead") {
+            std::cout << "\nEvery try failed. Once the endpoint works again:\n  payrecon "
+                         "deliveries replay "
+                      << d->delivery_id << " --note \"why\"\n";
+        }
+    });
+
+    struct ReplayOptions {
+        std::optional<std::string> id;
+        std::optional<std::string> endpoint;
+        std::optional<std::string> since;
+        std::string note;
+    };
+    auto ro = std::make_shared<ReplayOptions>();
+    CLI::App* replay = deliveries->add_subcommand(
+        "replay", "deliver again (the same event ID and body; audited): one delivery, or an "
+                  "endpoint's events since a time");
+    replay->add_option("id", ro->id, "the delivery's ID");
+    replay->add_option("--endpoint", ro->endpoint, "every event of this endpoint ...");
+    replay->add_option("--since", ro->since,
+                       "... created at or after this UTC time (2026-12-01 or "
+                       "2026-12-01T06:30:00Z)");
+    replay->add_option("--note", ro->note, "why (audited)")->required();
+    replay->callback([&state, ro] {
+        const std::string note = trimmed_note(ro->note);
+        if (note.empty() || note.size() > k_max_note_length) {
+            throw UsageError("--note must say, in 1.." + std::to_string(k_max_note_length) +
+                             " characters, why");
+        }
+        if (ro->id.has_value() == (ro->endpoint.has_value() || ro->since.has_value())) {
+            throw UsageError("give a delivery ID, or --endpoint E --since T",
+                             "payrecon deliveries replay 42 --note ...; payrecon deliveries "
+                             "replay --endpoint ID --since 2026-12-01 --note ...");
+        }
+        const std::string actor = operator_name(state.global);
+        if (ro->id) {
+            const long long id = delivery_id_or_refuse(*ro->id);
+            OpenDatabase opened = open_database(state.global);
+            switch (store::replay_delivery(*opened.db, id, actor, note)) {
+            case store::ReplayStatus::not_found:
+                throw Refused("no delivery has the ID " + std::to_string(id),
+                              "payrecon deliveries list");
+            case store::ReplayStatus::in_flight:
+                throw Refused("delivery " + std::to_string(id) +
+                                  " is still pending: the relay tries it on its schedule",
+                              "payrecon deliveries show " + std::to_string(id));
+            case store::ReplayStatus::replayed:
+                break;
+            }
+            std::cout << "delivery " << id << " is due again now (same event ID and body); "
+                      << "recorded in the audit log\n";
+            return;
+        }
+        if (!ro->endpoint || !ro->since) {
+            throw UsageError("--endpoint and --since go together");
+        }
+        const std::string endpoint = endpoint_id_or_refuse(*ro->endpoint);
+        const long long since = parse_utc_time(*ro->since, "--since");
+        OpenDatabase opened = open_database(state.global);
+        const auto n = store::replay_since(*opened.db, endpoint, since, actor, note);
+        if (!n) {
+            throw Refused("no endpoint has the ID " + endpoint, "payrecon endpoint list");
+        }
+        std::cout << *n << " deliveries of endpoint " << endpoint
+                  << " are due again now; recorded in the audit log\n";
+    });
+
+    struct PurgeOptions {
+        std::string retention;
+        bool dry_run = false;
+        bool json = false;
+    };
+    auto po = std::make_shared<PurgeOptions>();
+    CLI::App* purge = deliveries->add_subcommand(
+        "purge", "delete delivered events older than the retention, with their deliveries and "
+                 "attempts (audited); never an event with a pending or dead delivery");
+    purge->add_option("--retention", po->retention,
+                      "older than this (36h, 7d; at least 24h) instead of "
+                      "PAYRECON_EVENT_RETENTION (default 30d)");
+    purge->add_flag("--dry-run", po->dry_run, "count what would be deleted, delete nothing");
+    purge->add_flag("--json", po->json, "print JSON");
+    purge->callback([&state, po] {
+        std::chrono::seconds retention{};
+        if (po->retention.empty()) {
+            retention = event_retention();
+        } else {
+            retention = parse_duration(po->retention, "--retention");
+            if (retention < k_minimum_event_retention) {
+                throw UsageError("--retention " + po->retention + " is shorter than 24h",
+                                 "delivered events are kept at least a day");
+            }
+        }
+        const std::string actor = operator_name(state.global);
+        OpenDatabase opened = open_database(state.global);
+        const store::EventPurgeResult r =
+            store::purge_delivered_events(*opened.db, retention, po->dry_run, actor);
+        if (po->json) {
+            print_json({{"events", r.events},
+                        {"deliveries", r.deliveries},
+                        {"attempts", r.attempts},
+                        {"kept_undelivered", r.kept_undelivered},
+                        {"tenants", r.tenants},
+                        {"dry_run", po->dry_run},
+                        {"retention_s", retention.count()},
+                        {"operator", actor},
+                        {"run_id", po->dry_run ? nlohmann::json() : nlohmann::json(r.run_id)}});
+            return;
+        }
+        std::cout << (po->dry_run ? "would delete " : "deleted ") << r.events
+                  << " delivered event(s) older than " << retention.count() << "s, with "
+                  << r.deliveries << " deliveries";
+        if (!po->dry_run) {
+            std::cout << " and " << r.attempts << " attempts";
+        }
+        std::cout << "; kept " << r.kept_undelivered
+                  << " old event(s) with a pending or dead delivery\n";
+        if (r.kept_undelivered > 0) {
+            std::cout << "  those stay until delivered or replayed: payrecon deliveries list "
+                         "--dead\n";
+        }
+        if (!po->dry_run) {
+            std::cout << "recorded in the audit log as purge run " << r.run_id << " (" << r.tenants
+                      << " tenant(s)): payrecon audit\n";
+        }
+    });
+}
+
+} // namespace payrecon::cli
