@@ -523,19 +523,27 @@ void Server::create_payment(const HttpRequest& req, HttpResponse& res, Context& 
     ctx.incident = r.incident;
 }
 
-void Server::get_payment(const HttpRequest& req, HttpResponse& res, Context& ctx) {
+std::optional<Principal> Server::reader(const HttpRequest& req, HttpResponse& res, Context& ctx) {
     const std::string token = bearer_token(req);
     if (token.empty()) { // refused before a database worker's connection is touched
         send_refusal(res, ctx.outcome, AuthFailure::missing);
+        return std::nullopt;
+    }
+    auto principal = authenticate(connection(ctx), Secret(token));
+    if (!principal) {
+        send_refusal(res, ctx.outcome, principal.error());
+        return std::nullopt;
+    }
+    ctx.tenant = principal->tenant_id;
+    return *principal;
+}
+
+void Server::get_payment(const HttpRequest& req, HttpResponse& res, Context& ctx) {
+    const auto principal = reader(req, res, ctx);
+    if (!principal) {
         return;
     }
     store::Db& db = connection(ctx);
-    const auto principal = authenticate(db, Secret(token));
-    if (!principal) {
-        send_refusal(res, ctx.outcome, principal.error());
-        return;
-    }
-    ctx.tenant = principal->tenant_id;
     const std::string id = path_of(req.target).substr(k_payment_prefix.size());
     // Another tenant's payment and a malformed ID are both simply not found: nothing leaks.
     const auto body = payment_resource(db, principal->tenant_id, id);
@@ -548,18 +556,11 @@ void Server::get_payment(const HttpRequest& req, HttpResponse& res, Context& ctx
 }
 
 void Server::get_events(const HttpRequest& req, HttpResponse& res, Context& ctx) {
-    const std::string token = bearer_token(req);
-    if (token.empty()) {
-        send_refusal(res, ctx.outcome, AuthFailure::missing);
+    const auto principal = reader(req, res, ctx);
+    if (!principal) {
         return;
     }
     store::Db& db = connection(ctx);
-    const auto principal = authenticate(db, Secret(token));
-    if (!principal) {
-        send_refusal(res, ctx.outcome, principal.error());
-        return;
-    }
-    ctx.tenant = principal->tenant_id;
     const std::size_t q = req.target.find('?');
     const std::string query = q == std::string::npos ? std::string() : req.target.substr(q + 1);
     auto page = events_page(db, principal->tenant_id, query);

@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <ostream>
 #include <string>
 
@@ -67,6 +68,9 @@ private:
     // GET /metrics: own counters now, the rejected requests from the database through a worker.
     void scrape(HttpRequest request, Respond respond);
     void create_payment(const HttpRequest& req, HttpResponse& res, Context& ctx);
+    // The principal of a read request's bearer key (the tenant recorded in `ctx`), or nullopt
+    // with the refusal written to `res`.
+    std::optional<Principal> reader(const HttpRequest& req, HttpResponse& res, Context& ctx);
     void get_payment(const HttpRequest& req, HttpResponse& res, Context& ctx);
     void get_events(const HttpRequest& req, HttpResponse& res, Context& ctx);
     void readyz(HttpResponse& res, Context& ctx);

@@ -314,7 +314,8 @@ void setup_deliveries(CLI::App& app, AppState& state) {
         if (d->state == "dead") {
             std::cout << "\nEvery try failed. Once the endpoint works again:\n  payrecon "
                          "deliveries replay "
-                      << d->delivery_id << " --note \"why\"\n";
+                      << d->delivery_id << " --note \"why\"\nIf it will never be taken:\n  "
+                      << "payrecon deliveries discard " << d->delivery_id << " --note \"why\"\n";
         }
     });
 
@@ -376,6 +377,39 @@ void setup_deliveries(CLI::App& app, AppState& state) {
         }
         std::cout << *n << " deliveries of endpoint " << endpoint
                   << " are due again now; recorded in the audit log\n";
+    });
+
+    struct DiscardOptions {
+        std::string id;
+        std::string note;
+    };
+    auto dco = std::make_shared<DiscardOptions>();
+    CLI::App* discard = deliveries->add_subcommand(
+        "discard", "give up on a dead delivery (the receiver will never take it): no longer "
+                   "dead for nightly and /metrics; audited; deliveries replay still sends it");
+    discard->add_option("id", dco->id, "the dead delivery's ID")->required();
+    discard->add_option("--note", dco->note, "why (audited)")->required();
+    discard->callback([&state, dco] {
+        const std::string note = trimmed_note(dco->note);
+        if (note.empty() || note.size() > k_max_note_length) {
+            throw UsageError("--note must say, in 1.." + std::to_string(k_max_note_length) +
+                             " characters, why");
+        }
+        const long long id = delivery_id_or_refuse(dco->id);
+        OpenDatabase opened = open_database(state.global);
+        switch (store::discard_delivery(*opened.db, id, operator_name(state.global), note)) {
+        case store::DiscardStatus::not_found:
+            throw Refused("no delivery has the ID " + std::to_string(id),
+                          "payrecon deliveries list --dead");
+        case store::DiscardStatus::not_dead:
+            throw Refused("delivery " + std::to_string(id) +
+                              " is not dead: only a delivery whose every try failed is discarded",
+                          "payrecon deliveries show " + std::to_string(id));
+        case store::DiscardStatus::discarded:
+            break;
+        }
+        std::cout << "delivery " << id
+                  << " is discarded: it will not be sent; recorded in the audit log\n";
     });
 
     struct PurgeOptions {

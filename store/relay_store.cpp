@@ -636,6 +636,32 @@ ReplayStatus replay_delivery(Db& db, long long delivery_id, const std::string& a
     });
 }
 
+DiscardStatus discard_delivery(Db& db, long long delivery_id, const std::string& actor,
+                               const std::string& note) {
+    Db::Impl& impl = db.impl();
+    return translate_errors(impl, [&] {
+        pqxx::work tx(impl.connection());
+        const pqxx::result r = tx.exec_params(
+            "SELECT state FROM event_deliveries WHERE delivery_id = $1 FOR UPDATE", delivery_id);
+        if (r.empty()) {
+            return DiscardStatus::not_found;
+        }
+        if (r[0][0].as<std::string>() != "dead") {
+            return DiscardStatus::not_dead;
+        }
+        tx.exec_params0(
+            "WITH d AS (UPDATE event_deliveries SET state = 'discarded' WHERE delivery_id = $1 "
+            "RETURNING tenant_id, delivery_id, endpoint_id, event_id) "
+            "INSERT INTO audit_log (tenant_id, actor, action, subject_type, subject_id, detail) "
+            "SELECT tenant_id, $2, 'delivery.discarded', 'delivery', delivery_id::text, "
+            "jsonb_build_object('endpoint_id', endpoint_id, 'event_id', event_id, 'note', "
+            "$3::text) FROM d",
+            delivery_id, actor, note);
+        tx.commit();
+        return DiscardStatus::discarded;
+    });
+}
+
 std::optional<long long> replay_since(Db& db, const std::string& endpoint_id, long long since_unix,
                                       const std::string& actor, const std::string& note) {
     Db::Impl& impl = db.impl();
@@ -763,7 +789,7 @@ EventPurgeResult purge_delivered_events(Db& db, std::chrono::seconds retention, 
                                    "make_interval(secs => $1::bigint)";
     const std::string undelivered =
         "EXISTS (SELECT 1 FROM event_deliveries d WHERE d.tenant_id = o.tenant_id "
-        "AND d.event_id = o.event_id AND d.state <> 'delivered')";
+        "AND d.event_id = o.event_id AND d.state NOT IN ('delivered', 'discarded'))";
     nlohmann::json run;
     run["retention_s"] = secs;
     return translate_errors(impl, [&] {

@@ -181,10 +181,15 @@ std::vector<DeliveryAttemptRow> delivery_attempts(Db& db, const std::string& ten
 std::optional<std::string> delivery_body(Db& db, long long delivery_id);
 
 enum class ReplayStatus { replayed, not_found, in_flight };
-// Makes a delivered or dead delivery pending again with a new schedule, due now (the same event
-// ID and body), audited. `in_flight`: it is pending already (the relay will try it).
+// Makes a delivered, dead or discarded delivery pending again with a new schedule, due now (the
+// same event ID and body), audited. `in_flight`: it is pending already (the relay will try it).
 ReplayStatus replay_delivery(Db& db, long long delivery_id, const std::string& actor,
                              const std::string& note);
+enum class DiscardStatus { discarded, not_found, not_dead };
+// Marks a dead delivery discarded: never to be sent (unless replayed), no longer counted dead by
+// nightly and /metrics, purgeable by retention. Audited with `note`.
+DiscardStatus discard_delivery(Db& db, long long delivery_id, const std::string& actor,
+                               const std::string& note);
 // Every event of the endpoint's tenant created at or after `since_unix` that its patterns
 // match: a delivery that was delivered or dead is made pending again and due now (as is one
 // waiting for its next try, unless it is in flight), a missing one (published while the endpoint

@@ -78,7 +78,8 @@ CREATE FUNCTION payrecon_event_matches(patterns text[], event_type text) RETURNS
 $$;
 
 -- One event to one endpoint. `pending` until a 2xx (`delivered`) or the last scheduled attempt
--- (`dead`); a replay makes it pending again with a fresh schedule (`tries` = 0). Claimed like a
+-- (`dead`); a replay makes it pending again with a fresh schedule (`tries` = 0); an operator may
+-- discard a dead one (`discarded`: never to be sent, audited; retention may then purge it). Claimed like a
 -- payment: a lease with a generation that fences the relay that holds it.
 CREATE TABLE event_deliveries (
     tenant_id        uuid        NOT NULL,
@@ -88,7 +89,7 @@ CREATE TABLE event_deliveries (
     publish_seq      bigint      NOT NULL,
     aggregate_id     uuid        NOT NULL,
     state            text        NOT NULL DEFAULT 'pending'
-                                 CHECK (state IN ('pending', 'delivered', 'dead')),
+                                 CHECK (state IN ('pending', 'delivered', 'dead', 'discarded')),
     attempts         integer     NOT NULL DEFAULT 0 CHECK (attempts >= 0),
     tries            integer     NOT NULL DEFAULT 0 CHECK (tries >= 0),
     next_attempt_at  timestamptz NOT NULL DEFAULT now(),

@@ -161,7 +161,10 @@ TEST_CASE("migrations: schema 9 to 10 over 200,000 payments keeps every row and 
                                 "payments_statement", "payments_provider_reference"});
     CHECK(indexes_of(tx, "idempotency_records") ==
           std::set<std::string>{"idempotency_records_pkey", "idempotency_records_expires_at"});
-    CHECK(indexes_of(tx, "outbox") == std::set<std::string>{"outbox_pkey"});
+    // Schema 16 (events out) gives the outbox back a queue index for the relay's publish step and
+    // one for the pull cursor; each says so in its comment.
+    CHECK(indexes_of(tx, "outbox") ==
+          std::set<std::string>{"outbox_pkey", "outbox_unpublished", "outbox_published"});
     // Every index left on intake's tables says which queries need it.
     CHECK(tx.exec1("SELECT count(*) FROM pg_index i JOIN pg_class t ON t.oid = i.indrelid "
                    "WHERE t.relname IN ('payments', 'idempotency_records', 'outbox') "
