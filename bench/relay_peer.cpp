@@ -1,7 +1,9 @@
 // payrecon-bench-relay-peer: the two sides of bench/relay's baseline on loopback.
 //
-//   receive --port-file F   a webhook receiver answering 200 to every POST (keep-alive, one thread
-//                           per connection); GET /count answers how many POSTs it has answered
+//   receive --port-file F [--latency-ms L]
+//                           a webhook receiver answering 200 to every POST after L ms (a merchant's
+//                           handler doing its work; keep-alive, one thread per connection);
+//                           GET /count answers how many POSTs it has answered
 //   post --url U --threads S --requests N --body-bytes B
 //                           the simple client: S threads, each one libcurl handle (keep-alive),
 //                           POSTing N requests in all with a JSON body of B bytes; prints
@@ -25,7 +27,7 @@
 
 namespace {
 
-int receive(const std::string& port_file) {
+int receive(const std::string& port_file, std::chrono::milliseconds latency) {
     const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     const int one = 1;
     ::setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
@@ -50,7 +52,7 @@ int receive(const std::string& port_file) {
         if (fd < 0) {
             continue;
         }
-        std::thread([fd, &answered] {
+        std::thread([fd, &answered, latency] {
             payrecon::fake::http::Connection conn(fd, payrecon::fake::http::Limits{});
             for (;;) {
                 const auto r = conn.read_request();
@@ -62,6 +64,7 @@ int receive(const std::string& port_file) {
                 if (r.request.method == "GET" && r.request.path == "/count") {
                     res.body = std::to_string(answered.load()) + "\n";
                 } else {
+                    std::this_thread::sleep_for(latency);
                     res.body = "ok";
                     answered.fetch_add(1);
                 }
@@ -140,7 +143,8 @@ int main(int argc, char** argv) {
     };
     try {
         if (!args.empty() && args[0] == "receive" && !value("--port-file", "").empty()) {
-            return receive(value("--port-file", ""));
+            return receive(value("--port-file", ""),
+                           std::chrono::milliseconds(std::stol(value("--latency-ms", "0"))));
         }
         if (!args.empty() && args[0] == "post" && !value("--url", "").empty()) {
             return post(value("--url", ""), std::stoi(value("--threads", "8")),
@@ -151,7 +155,7 @@ int main(int argc, char** argv) {
         std::cerr << "payrecon-bench-relay-peer: " << e.what() << "\n";
         return 2;
     }
-    std::cerr << "usage: payrecon-bench-relay-peer receive --port-file F\n"
+    std::cerr << "usage: payrecon-bench-relay-peer receive --port-file F [--latency-ms L]\n"
                  "       payrecon-bench-relay-peer post --url U [--threads S] [--requests N] "
                  "[--body-bytes B]\n";
     return 2;

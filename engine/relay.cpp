@@ -297,9 +297,10 @@ void Relay::thread_main(int index) {
                 purge(*db);
             }
             RelayCounts counts;
-            const auto [published, fanned] = store::publish_events(*db, m_options.publish_batch);
+            const auto publishing = store::publish_events(*db, m_options.publish_batch);
+            const long long published = publishing ? publishing->first : 0;
             counts.published = published;
-            counts.fanned_out = fanned;
+            counts.fanned_out = publishing ? publishing->second : 0;
             auto batch =
                 store::claim_deliveries(*db, owner, m_options.batch, lease, m_options.per_endpoint);
             if (batch) {
@@ -340,7 +341,17 @@ void Relay::thread_main(int index) {
             }
             add(counts);
             if (!batch && published == 0) {
-                if (m_options.once || wait_or_stop(m_options.idle_poll)) {
+                // --once: done when nothing is left to publish or send -- not merely when this
+                // sender found nothing (another is publishing, or sending what heads a payment
+                // whose next event this sender may take once it is delivered).
+                if (m_options.once) {
+                    if (publishing && !store::deliveries_remaining(*db)) {
+                        return;
+                    }
+                    if (wait_or_stop(std::chrono::milliseconds(20))) {
+                        return;
+                    }
+                } else if (wait_or_stop(m_options.idle_poll)) {
                     return;
                 }
             }

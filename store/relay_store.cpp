@@ -241,7 +241,26 @@ std::optional<int> rotate_endpoint_secret(Db& db, const std::string& endpoint_id
     });
 }
 
-std::pair<long long, long long> publish_events(Db& db, int limit) {
+bool deliveries_remaining(Db& db) {
+    Db::Impl& impl = db.impl();
+    impl.prepare("payrecon_relay_remaining", R"sql(
+    SELECT EXISTS (SELECT 1 FROM outbox WHERE published_at IS NULL)
+        OR EXISTS (SELECT 1 FROM event_deliveries d JOIN webhook_endpoints e
+                     ON e.tenant_id = d.tenant_id AND e.endpoint_id = d.endpoint_id
+                    WHERE d.state = 'pending' AND d.next_attempt_at <= now()
+                      AND e.state = 'enabled'
+                      AND d.publish_seq = (SELECT min(p.publish_seq) FROM event_deliveries p
+                                            WHERE p.tenant_id = d.tenant_id
+                                              AND p.endpoint_id = d.endpoint_id
+                                              AND p.aggregate_id = d.aggregate_id
+                                              AND p.state = 'pending')))sql");
+    return translate_errors(impl, [&] {
+        pqxx::read_transaction tx(impl.connection());
+        return tx.exec_prepared1("payrecon_relay_remaining")[0].as<bool>();
+    });
+}
+
+std::optional<std::pair<long long, long long>> publish_events(Db& db, int limit) {
     Db::Impl& impl = db.impl();
     impl.prepare("payrecon_publish",
                  R"sql(
@@ -264,15 +283,15 @@ std::pair<long long, long long> publish_events(Db& db, int limit) {
            AND e.state = 'enabled' AND payrecon_event_matches(e.event_types, p.event_type)
         ON CONFLICT DO NOTHING RETURNING 1)
     SELECT (SELECT count(*) FROM pub), (SELECT count(*) FROM fan))sql");
-    return translate_errors(impl, [&]() -> std::pair<long long, long long> {
+    return translate_errors(impl, [&]() -> std::optional<std::pair<long long, long long>> {
         pqxx::work tx(impl.connection());
         if (!tx.exec_params1("SELECT pg_try_advisory_xact_lock($1)", k_publish_lock)[0]
                  .as<bool>()) {
-            return {0, 0};
+            return std::nullopt;
         }
         const pqxx::row r = tx.exec_prepared1("payrecon_publish", limit);
         tx.commit();
-        return {r[0].as<long long>(), r[1].as<long long>()};
+        return std::pair{r[0].as<long long>(), r[1].as<long long>()};
     });
 }
 
@@ -288,25 +307,33 @@ std::optional<DeliveryBatch> claim_deliveries(Db& db, const std::string& owner, 
                       AND d.state = 'pending' AND d.next_attempt_at <= now()
                       AND (d.lease_expires_at IS NULL OR d.lease_expires_at <= now()))
      ORDER BY random() LIMIT 32)sql");
-    impl.prepare("payrecon_relay_claim", R"sql(
+    // The limit is in the statement's text, not a parameter: the plan cached for it then expects
+    // that many rows and updates them through the primary key, where a parameter's guess (a tenth
+    // of the table) makes it hash the whole table at every claim.
+    const std::string claim = "payrecon_relay_claim_" + std::to_string(limit);
+    impl.prepare(claim, R"sql(
     WITH cand AS (
         SELECT d.tenant_id, d.delivery_id FROM event_deliveries d
          WHERE d.tenant_id = $1::uuid AND d.endpoint_id = $2::uuid AND d.state = 'pending'
            AND d.next_attempt_at <= now()
            AND (d.lease_expires_at IS NULL OR d.lease_expires_at <= now())
-           AND NOT EXISTS (SELECT 1 FROM event_deliveries p
-                            WHERE p.tenant_id = d.tenant_id AND p.endpoint_id = d.endpoint_id
-                              AND p.aggregate_id = d.aggregate_id AND p.state = 'pending'
-                              AND p.publish_seq < d.publish_seq)
-         ORDER BY d.publish_seq LIMIT $3 FOR UPDATE SKIP LOCKED)
-    UPDATE event_deliveries d SET lease_owner = $4, lease_generation = d.lease_generation + 1,
-           lease_expires_at = now() + $5 * interval '1 millisecond'
+           -- the payment's earliest pending event for this endpoint: a min() the planner reads
+           -- off event_deliveries_order whatever its statistics say (a NOT EXISTS was planned
+           -- over the pending index, scanning the whole queue per row, when they were stale)
+           AND d.publish_seq = (SELECT min(p.publish_seq) FROM event_deliveries p
+                                 WHERE p.tenant_id = d.tenant_id
+                                   AND p.endpoint_id = d.endpoint_id
+                                   AND p.aggregate_id = d.aggregate_id AND p.state = 'pending')
+         ORDER BY d.publish_seq LIMIT )sql" +
+                            std::to_string(limit) + R"sql( FOR UPDATE SKIP LOCKED)
+    UPDATE event_deliveries d SET lease_owner = $3, lease_generation = d.lease_generation + 1,
+           lease_expires_at = now() + $4 * interval '1 millisecond'
       FROM cand, outbox o
      WHERE d.tenant_id = cand.tenant_id AND d.delivery_id = cand.delivery_id
        AND o.tenant_id = d.tenant_id AND o.event_id = d.event_id
     RETURNING d.delivery_id, d.lease_generation, d.event_id::text, o.event_type,
               d.aggregate_id::text, d.publish_seq, d.attempts, d.tries, )sql" +
-                                             k_event_body);
+                            k_event_body);
     impl.prepare(
         "payrecon_relay_secrets",
         "SELECT secret_no, encode(sealed, 'hex') FROM webhook_endpoint_secrets WHERE tenant_id = "
@@ -344,9 +371,8 @@ std::optional<DeliveryBatch> claim_deliveries(Db& db, const std::string& owner, 
             batch.slot = slot;
             try {
                 pqxx::work tx(conn);
-                for (const auto& r :
-                     tx.exec_prepared("payrecon_relay_claim", tenant, endpoint, limit, owner,
-                                      static_cast<long long>(lease.count()))) {
+                for (const auto& r : tx.exec_prepared(claim, tenant, endpoint, owner,
+                                                      static_cast<long long>(lease.count()))) {
                     ClaimedDelivery d;
                     d.delivery_id = r[0].as<long long>();
                     d.generation = r[1].as<long long>();

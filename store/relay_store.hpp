@@ -68,8 +68,13 @@ std::optional<int> rotate_endpoint_secret(Db& db, const std::string& endpoint_id
 // Publishes up to `limit` committed, unpublished outbox events in seq order: numbers each
 // (publish_seq, the pull cursor) and adds a pending delivery for every enabled endpoint of its
 // tenant whose patterns match its type. Only one publisher runs at a time (a transaction-scoped
-// advisory lock; another relay's call returns {0, 0} at once). Returns {events, deliveries}.
-std::pair<long long, long long> publish_events(Db& db, int limit);
+// advisory lock): nullopt when another publisher holds it now. Returns {events, deliveries}.
+std::optional<std::pair<long long, long long>> publish_events(Db& db, int limit);
+
+// Is there anything a relay could send now or soon: an unpublished event, or a due pending
+// delivery of an enabled endpoint that heads its payment (leased or not)? `relay --once` runs
+// until there is not.
+bool deliveries_remaining(Db& db);
 
 struct ClaimedDelivery {
     long long delivery_id = 0;

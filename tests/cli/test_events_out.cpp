@@ -630,7 +630,7 @@ TEST_CASE("events out: a relay paused past its lease renews nothing another rela
     w.op.payments(3);
     store::Db a(w.scratch.url());
     store::Db b(w.scratch.url());
-    REQUIRE(store::publish_events(a, 100).second == 3);
+    REQUIRE(store::publish_events(a, 100)->second == 3);
     const auto first = store::claim_deliveries(a, "relay-a", 10, 300ms, 2);
     REQUIRE(first);
     REQUIRE(first->deliveries.size() == 3);
