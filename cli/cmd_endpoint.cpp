@@ -286,6 +286,51 @@ void setup_endpoint(CLI::App& app, AppState& state) {
                   << "; the previous one keeps signing beside it for " << ro->overlap << "\n";
         print_secret_once(secret);
     });
+
+    auto reseal_json = std::make_shared<bool>(false);
+    CLI::App* reseal = endpoint->add_subcommand(
+        "reseal", "seal every endpoint's signing secrets again under the endpoint key file's "
+                  "first line (after adding a new key line; then the old line may go)");
+    reseal->add_flag("--json", *reseal_json, "print JSON");
+    reseal->callback([&state, reseal_json] {
+        const std::string actor = operator_name(state.global);
+        OpenDatabase opened = open_database(state.global);
+        const SealingKeys keys = endpoint_keys(state.global, opened.embedded);
+        const auto r = store::reseal_endpoint_secrets(
+            *opened.db, actor,
+            [&](const std::string& t, const std::string& e, int n,
+                const std::string& sealed) -> std::optional<std::string> {
+                const std::string aad = store::endpoint_secret_aad(t, e, n);
+                const auto plain = keys.open(sealed, aad);
+                if (!plain) {
+                    return std::nullopt;
+                }
+                return keys.seal(plain->reveal(), aad);
+            });
+        if (*reseal_json) {
+            nlohmann::ordered_json unopened = nlohmann::ordered_json::array();
+            for (const auto& [e, n] : r.unopened) {
+                unopened.push_back({{"endpoint_id", e}, {"secret_no", n}});
+            }
+            print_json(nlohmann::ordered_json{{"resealed", r.resealed}, {"not_opened", unopened}});
+        } else {
+            std::cout << "re-sealed " << r.resealed
+                      << " signing secret(s) under the endpoint key file's first line; recorded "
+                         "in the audit log\n";
+            for (const auto& [e, n] : r.unopened) {
+                std::cout << "  NOT OPENED: endpoint " << e << " secret " << n << "\n";
+            }
+        }
+        if (!r.unopened.empty()) {
+            throw OperatorError(
+                ExitCode::failure,
+                std::to_string(r.unopened.size()) +
+                    " secret(s) did not open with any line of the endpoint key file: they were "
+                    "sealed under a line that is no longer in it",
+                "put the old line back (second or later) and run reseal again, or give those "
+                "endpoints new secrets: payrecon endpoint rotate-secret ID --overlap 0s");
+        }
+    });
 }
 
 } // namespace payrecon::cli

@@ -241,6 +241,41 @@ std::optional<int> rotate_endpoint_secret(Db& db, const std::string& endpoint_id
     });
 }
 
+ResealResult reseal_endpoint_secrets(Db& db, const std::string& actor,
+                                     const ResealFunction& reseal) {
+    Db::Impl& impl = db.impl();
+    return translate_errors(impl, [&] {
+        pqxx::work tx(impl.connection());
+        ResealResult out;
+        for (const auto& r : tx.exec("SELECT tenant_id::text, endpoint_id::text, secret_no, "
+                                     "encode(sealed, 'hex') FROM webhook_endpoint_secrets "
+                                     "WHERE retire_at IS NULL OR retire_at > now() "
+                                     "ORDER BY tenant_id, endpoint_id, secret_no FOR UPDATE")) {
+            const std::string tenant = r[0].as<std::string>();
+            const std::string endpoint = r[1].as<std::string>();
+            const int number = r[2].as<int>();
+            const auto sealed =
+                reseal(tenant, endpoint, number, from_hex(r[3].as<std::string>()).value_or(""));
+            if (!sealed) {
+                out.unopened.emplace_back(endpoint, number);
+                continue;
+            }
+            tx.exec_params0("UPDATE webhook_endpoint_secrets SET sealed = decode($4, 'hex') "
+                            "WHERE tenant_id = $1::uuid AND endpoint_id = $2::uuid AND "
+                            "secret_no = $3",
+                            tenant, endpoint, number, to_hex(*sealed));
+            ++out.resealed;
+        }
+        tx.exec_params0(
+            "INSERT INTO audit_log (tenant_id, actor, action, subject_type, subject_id, detail) "
+            "VALUES ($1::uuid, $2, 'endpoint.secrets_resealed', 'endpoint_key', 'current', "
+            "jsonb_build_object('resealed', $3::bigint, 'not_opened', $4::bigint))",
+            k_deployment_tenant, actor, out.resealed, static_cast<long long>(out.unopened.size()));
+        tx.commit();
+        return out;
+    });
+}
+
 bool deliveries_remaining(Db& db) {
     Db::Impl& impl = db.impl();
     impl.prepare("payrecon_relay_remaining", R"sql(

@@ -65,6 +65,21 @@ std::optional<int> rotate_endpoint_secret(Db& db, const std::string& endpoint_id
                                           std::chrono::seconds overlap, const std::string& actor,
                                           const SealFunction& seal);
 
+// Re-seals every endpoint signing secret that still signs: `reseal` gets (tenant, endpoint,
+// secret number, sealed bytes) and returns them sealed under the current key, or nullopt if they
+// do not open with the caller's keys. In one transaction, audited once (endpoint.secrets_resealed
+// under the deployment tenant). Returns {re-sealed, (endpoint ID, secret number) that did not
+// open}.
+using ResealFunction = std::function<std::optional<std::string>(
+    const std::string& tenant_id, const std::string& endpoint_id, int secret_no,
+    const std::string& sealed)>;
+struct ResealResult {
+    long long resealed = 0;
+    std::vector<std::pair<std::string, int>> unopened;
+};
+ResealResult reseal_endpoint_secrets(Db& db, const std::string& actor,
+                                     const ResealFunction& reseal);
+
 // Publishes up to `limit` committed, unpublished outbox events in seq order: numbers each
 // (publish_seq, the pull cursor) and adds a pending delivery for every enabled endpoint of its
 // tenant whose patterns match its type. Only one publisher runs at a time (a transaction-scoped

@@ -659,3 +659,33 @@ TEST_CASE("events out: a relay paused past its lease renews nothing another rela
     store::release_endpoint_slot(a, *first);
     store::release_endpoint_slot(b, *second);
 }
+
+TEST_CASE("events out: endpoint reseal moves every signing secret to a new endpoint key line, so "
+          "the old line can go and the merchants' secrets stay the same",
+          "[cli][events_out]") {
+    EventsWorld w;
+    Receiver rx(15);
+    const auto [endpoint, secret] = w.add_endpoint(rx.url());
+    std::string old_line;
+    std::getline(std::ifstream(w.key_file), old_line);
+    const std::string new_line = to_hex(random_bytes(32));
+    // The new line first, the old one kept to open what it sealed; reseal; then the old one goes.
+    std::ofstream(w.key_file, std::ios::trunc) << new_line << "\n" << old_line << "\n";
+    const Run resealed = w.payrecon({"endpoint", "reseal", "--json"});
+    INFO(resealed.all());
+    REQUIRE(resealed.exit_code == 0);
+    CHECK(nlohmann::json::parse(resealed.out)["resealed"] == 1);
+    std::ofstream(w.key_file, std::ios::trunc) << new_line << "\n";
+    w.op.payments(1);
+    REQUIRE(w.payrecon({"relay", "--once"}).exit_code == 0);
+    REQUIRE(rx.count_status(200) == 1);
+    CHECK(signed_by(rx.received()[0], secret)); // the merchant's secret did not change
+    CHECK(w.count("SELECT count(*) FROM audit_log WHERE action = 'endpoint.secrets_resealed'") ==
+          1);
+    // A key file that opens nothing: said, exit 1, nothing rewritten.
+    std::ofstream(w.key_file, std::ios::trunc) << to_hex(random_bytes(32)) << "\n";
+    const Run lost = w.payrecon({"endpoint", "reseal"});
+    CHECK(lost.exit_code == 1);
+    CHECK(lost.out.find("NOT OPENED: endpoint " + endpoint) != std::string::npos);
+    CHECK(lost.err.find("rotate-secret") != std::string::npos);
+}
