@@ -434,7 +434,8 @@ void setup_deliveries(CLI::App& app, AppState& state) {
             retention = parse_duration(po->retention, "--retention");
             if (retention < k_minimum_event_retention) {
                 throw UsageError("--retention " + po->retention + " is shorter than 24h",
-                                 "delivered events are kept at least a day");
+                                 "delivered events are kept at least a day (a replay or a "
+                                 "consumer that pulls may still need them): use 24h or more");
             }
         }
         const std::string actor = operator_name(state.global);

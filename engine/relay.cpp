@@ -245,14 +245,7 @@ void Relay::purge(store::Db& db) {
 
 void Relay::add(const RelayCounts& c) {
     std::lock_guard lock(m_mutex);
-    m_counts.published += c.published;
-    m_counts.fanned_out += c.fanned_out;
-    m_counts.attempts += c.attempts;
-    m_counts.delivered += c.delivered;
-    m_counts.failed += c.failed;
-    m_counts.dead += c.dead;
-    m_counts.gone += c.gone;
-    m_counts.refused += c.refused;
+    m_counts += c;
 }
 
 RelayCounts Relay::run() {
@@ -306,13 +299,7 @@ void Relay::thread_main(int index) {
             if (batch) {
                 try {
                     BatchSender sender(*db, transport, m_options, m_keys, owner, m_stop);
-                    const RelayCounts sent = sender.send(*batch, lease);
-                    counts.attempts = sent.attempts;
-                    counts.delivered = sent.delivered;
-                    counts.failed = sent.failed;
-                    counts.dead = sent.dead;
-                    counts.gone = sent.gone;
-                    counts.refused = sent.refused;
+                    counts += sender.send(*batch, lease);
                 } catch (...) {
                     store::release_endpoint_slot(*db, *batch);
                     throw;

@@ -55,6 +55,18 @@ struct RelayCounts {
     long dead = 0;
     long gone = 0;    // 410s: endpoints disabled
     long refused = 0; // addresses the connect guard refused
+
+    RelayCounts& operator+=(const RelayCounts& o) {
+        published += o.published;
+        fanned_out += o.fanned_out;
+        attempts += o.attempts;
+        delivered += o.delivered;
+        failed += o.failed;
+        dead += o.dead;
+        gone += o.gone;
+        refused += o.refused;
+        return *this;
+    }
 };
 
 class Relay {

@@ -349,6 +349,15 @@ IntakeWrite write_intake(Db& db, const IntakeClaim& claim, const NewPayment& pay
     throw TransientStoreError("the idempotency record kept disappearing while being read", false);
 }
 
+void audit_purge_run(Db::Impl& impl, const std::string& action, const std::string& actor,
+                     const std::string& run_id, const std::string& detail_json) {
+    pqxx::work tx(impl.connection());
+    tx.exec_params0("INSERT INTO audit_log (tenant_id, actor, action, subject_type, subject_id, "
+                    "detail) VALUES ($1::uuid, $2, $3, 'purge_run', $4, $5::jsonb)",
+                    k_deployment_tenant, actor, action, run_id, detail_json);
+    tx.commit();
+}
+
 PurgeResult purge_idempotency_records(Db& db, std::optional<std::chrono::seconds> retention,
                                       bool dry_run, const PurgeAudit& audit, int batch_size) {
     Db::Impl& impl = db.impl();
@@ -427,13 +436,7 @@ PurgeResult purge_idempotency_records(Db& db, std::optional<std::chrono::seconds
         totals["deleted"] = out.deleted;
         totals["kept_unfinished"] = out.kept_unfinished;
         totals["tenants"] = out.tenants;
-        pqxx::work tx(impl.connection());
-        tx.exec_params0(
-            "INSERT INTO audit_log (tenant_id, actor, action, subject_type, subject_id, "
-            "detail) VALUES ($1::uuid, $2, 'idempotency.purge_run', 'purge_run', $3, "
-            "$4::jsonb)",
-            k_deployment_tenant, audit.actor, out.run_id, totals.dump());
-        tx.commit();
+        audit_purge_run(impl, "idempotency.purge_run", audit.actor, out.run_id, totals.dump());
         return out;
     });
 }

@@ -93,6 +93,12 @@ inline std::string iso_utc(const std::string& column) {
 }
 
 // An optional text parameter: its characters, or NULL.
+// The audit row that closes a purge run (`action`: idempotency.purge_run, events.purge_run): under
+// the deployment tenant, subject the run's ID, `detail` its totals. Written even when nothing
+// was purged.
+void audit_purge_run(Db::Impl& impl, const std::string& action, const std::string& actor,
+                     const std::string& run_id, const std::string& detail_json);
+
 // Adds each item of a comma-separated list (string_agg(..., ',') of IDs) to `into`.
 inline void add_listed(std::set<std::string>& into, const std::string& list) {
     for (std::size_t at = 0; at < list.size();) {

@@ -922,12 +922,7 @@ EventPurgeResult purge_delivered_events(Db& db, std::chrono::seconds retention, 
         totals["deliveries"] = out.deliveries;
         totals["attempts"] = out.attempts;
         totals["kept_undelivered"] = out.kept_undelivered;
-        pqxx::work tx(impl.connection());
-        tx.exec_params0(
-            "INSERT INTO audit_log (tenant_id, actor, action, subject_type, subject_id, detail) "
-            "VALUES ($1::uuid, $2, 'events.purge_run', 'purge_run', $3, $4::jsonb)",
-            k_deployment_tenant, actor, out.run_id, totals.dump());
-        tx.commit();
+        audit_purge_run(impl, "events.purge_run", actor, out.run_id, totals.dump());
         return out;
     });
 }
