@@ -3,6 +3,7 @@
 #include "core/encoding.hpp"
 #include "core/errors.hpp"
 #include "providers/adyen/adapter.hpp"
+#include "providers/checkout/adapter.hpp"
 #include "providers/http/transport.hpp"
 #include "providers/square/adapter.hpp"
 #include "providers/stripe/adapter.hpp"
@@ -21,6 +22,7 @@ std::vector<const ProviderDescriptor*> builtin() {
         &stripe::descriptor(),
         &adyen::descriptor(),
         &square::descriptor(),
+        &checkout::descriptor(),
     };
 }
 

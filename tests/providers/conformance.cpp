@@ -218,9 +218,11 @@ void check_request_against(const std::string& kind, const std::string& what, con
     if (q != std::string::npos) {
         std::set<std::string> defined;
         if (op->contains("parameters")) {
-            for (const auto& p : (*op)["parameters"]) {
-                if (p.value("in", "") == "query") {
-                    defined.insert(p.value("name", ""));
+            for (const auto& listed : (*op)["parameters"]) {
+                // A parameter may be a "$ref" to the document's components (PayPal's are).
+                const json* p = resolve(contract, listed);
+                if (p != nullptr && p->is_object() && p->value("in", "") == "query") {
+                    defined.insert(p->value("name", ""));
                 }
             }
         }
@@ -241,6 +243,16 @@ void check_request_against(const std::string& kind, const std::string& what, con
         (*op)["requestBody"]["content"].contains(content_type) &&
         (*op)["requestBody"]["content"][content_type].contains("schema")) {
         schema = resolve(contract, (*op)["requestBody"]["content"][content_type]["schema"]);
+    }
+    std::vector<const json*> alternatives; // a oneOf (Checkout.com: a payment or a payout)
+    if (schema != nullptr && schema->contains("oneOf") && (*schema)["oneOf"].is_array()) {
+        for (const auto& alternative : (*schema)["oneOf"]) {
+            if (const json* a = resolve(contract, alternative);
+                a != nullptr && a->contains("properties")) {
+                alternatives.push_back(a);
+            }
+        }
+        schema = alternatives.empty() ? nullptr : alternatives.front();
     }
     if (schema == nullptr || !schema->contains("properties")) {
         out.push_back(at + "the contract has no request schema with properties for " +
@@ -264,6 +276,14 @@ void check_request_against(const std::string& kind, const std::string& what, con
         out.push_back(at + "a body of type '" + content_type + "' the suite cannot read");
         return;
     }
+    // Of a oneOf, the alternative that defines every field sent is the one the request is.
+    for (const json* a : alternatives) {
+        if (std::all_of(sent.begin(), sent.end(),
+                        [a](const std::string& n) { return (*a)["properties"].contains(n); })) {
+            schema = a;
+            break;
+        }
+    }
     for (const auto& name : sent) {
         if (!(*schema)["properties"].contains(name)) {
             out.push_back(at + "field '" + name + "' is not one the contract's schema defines");
@@ -279,12 +299,14 @@ void check_request_against(const std::string& kind, const std::string& what, con
 }
 
 // The value under which a request carries its idempotency key: a header or a top-level JSON or
-// form field whose name holds "idempotency". Empty if none.
+// form field whose name holds "idempotency", or PayPal's PayPal-Request-Id header ("To enforce
+// idempotency on REST API POST calls, use the PayPal-Request-Id request header",
+// developer.paypal.com/reference/guidelines/idempotency). Empty if none.
 std::string idempotency_key(const HttpRequest& r) {
     const auto has_word = [](std::string name) {
         std::transform(name.begin(), name.end(), name.begin(),
                        [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-        return name.find("idempotency") != std::string::npos;
+        return name.find("idempotency") != std::string::npos || name == "paypal-request-id";
     };
     for (const auto& [k, v] : r.headers) {
         if (has_word(k)) {

@@ -12,7 +12,10 @@
 //                     without the property definitions);
 //   ["in", "name"]    an array of objects, each cut down to the listed fields (parameter lists).
 // `/openapi`, `/info/title` and `/info/version` are always kept; `x-payrecon-contract` (an OpenAPI
-// extension member) names the document, its source and the selection.
+// extension member) names the document, its source and the selection. An entry of "keep" may name
+// another JSON document of the same provider, beside the first, with its own `"document"` (PayPal
+// publishes Orders and Transaction Search apart): it is kept from that document at the same
+// pointer, and must not collide with what the others keep.
 //
 // Usage:
 //   payrecon-contract-extract --contracts DIR --specs DIR          write every contract
@@ -29,13 +32,17 @@
 #include <cstddef>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <regex>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
+#include <yaml.h>
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -80,6 +87,180 @@ json read_json(const fs::path& path) {
     }
 }
 
+// A plain YAML scalar as the YAML 1.2 core schema reads it: null, booleans, integers and floats;
+// everything else (and every quoted scalar) a string.
+json yaml_scalar(const yaml_event_t& event) {
+    const std::string text(reinterpret_cast<const char*>(event.data.scalar.value),
+                           event.data.scalar.length);
+    if (event.data.scalar.style != YAML_PLAIN_SCALAR_STYLE) {
+        return text;
+    }
+    if (text.empty() || text == "~" || text == "null" || text == "Null" || text == "NULL") {
+        return nullptr;
+    }
+    if (text == "true" || text == "True" || text == "TRUE") {
+        return true;
+    }
+    if (text == "false" || text == "False" || text == "FALSE") {
+        return false;
+    }
+    static const std::regex k_int("^[-+]?[0-9]+$");
+    static const std::regex k_float(R"(^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$)");
+    try {
+        if (std::regex_match(text, k_int)) {
+            return json::parse(text.front() == '+' ? text.substr(1) : text);
+        }
+        if (std::regex_match(text, k_float)) {
+            return std::stod(text);
+        }
+    } catch (const std::exception&) {
+        return text; // out of range: kept as written
+    }
+    return text;
+}
+
+// A YAML file (one document; no anchors or tags needed by the providers' documents) as JSON,
+// through libyaml's event parser.
+json read_yaml(const fs::path& path) {
+    const auto text = read_text(path);
+    if (!text) {
+        throw ExtractError("cannot read " + path.string());
+    }
+    yaml_parser_t parser;
+    if (yaml_parser_initialize(&parser) == 0) {
+        throw ExtractError("cannot start the YAML parser");
+    }
+    yaml_parser_set_input_string(&parser, reinterpret_cast<const unsigned char*>(text->data()),
+                                 text->size());
+    // Each open collection, and for a mapping the key waiting for its value.
+    struct Open {
+        json value;
+        std::optional<std::string> key;
+    };
+    std::vector<Open> stack;
+    json root;
+    bool done = false;
+    const auto add = [&](json value) {
+        if (stack.empty()) {
+            root = std::move(value);
+            return;
+        }
+        Open& top = stack.back();
+        if (top.value.is_array()) {
+            top.value.push_back(std::move(value));
+        } else if (!top.key) {
+            top.key = value.is_string() ? value.get<std::string>() : value.dump();
+        } else {
+            top.value[*top.key] = std::move(value);
+            top.key.reset();
+        }
+    };
+    while (!done) {
+        yaml_event_t event;
+        if (yaml_parser_parse(&parser, &event) == 0) {
+            const std::string problem = parser.problem != nullptr ? parser.problem : "unreadable";
+            const auto line = parser.problem_mark.line + 1;
+            yaml_parser_delete(&parser);
+            throw ExtractError(path.string() + " is not YAML (line " + std::to_string(line) +
+                               "): " + problem);
+        }
+        switch (event.type) {
+        case YAML_SCALAR_EVENT:
+            add(yaml_scalar(event));
+            break;
+        case YAML_SEQUENCE_START_EVENT:
+            stack.push_back(Open{json::array(), std::nullopt});
+            break;
+        case YAML_MAPPING_START_EVENT:
+            stack.push_back(Open{json::object(), std::nullopt});
+            break;
+        case YAML_SEQUENCE_END_EVENT:
+        case YAML_MAPPING_END_EVENT: {
+            json value = std::move(stack.back().value);
+            stack.pop_back();
+            add(std::move(value));
+            break;
+        }
+        case YAML_ALIAS_EVENT:
+            yaml_event_delete(&event);
+            yaml_parser_delete(&parser);
+            throw ExtractError(path.string() + ": YAML aliases are not read here");
+        case YAML_STREAM_END_EVENT:
+            done = true;
+            break;
+        default:
+            break;
+        }
+        yaml_event_delete(&event);
+    }
+    yaml_parser_delete(&parser);
+    return root;
+}
+
+// A published reference kept as many YAML files that its own build merges (Checkout.com's
+// nas_spec: `swagger.yaml`, `paths/` with one file per path, `@` for `/`, and `components/<kind>/`
+// with one file per component, in subfolders): the one document they make, each path at
+// /paths/<path> and each component at /components/<kind>/<file name without .yaml>, as the
+// document's $refs name them.
+json read_yaml_tree(const fs::path& dir) {
+    json document = read_yaml(dir / "swagger.yaml");
+    const auto sorted_files = [](const fs::path& from, bool recursive) {
+        std::vector<fs::path> out;
+        if (!fs::is_directory(from)) {
+            return out;
+        }
+        if (recursive) {
+            for (const auto& e : fs::recursive_directory_iterator(from)) {
+                if (e.is_regular_file() && e.path().extension() == ".yaml") {
+                    out.push_back(e.path());
+                }
+            }
+        } else {
+            for (const auto& e : fs::directory_iterator(from)) {
+                if (e.is_regular_file() && e.path().extension() == ".yaml") {
+                    out.push_back(e.path());
+                }
+            }
+        }
+        std::sort(out.begin(), out.end());
+        return out;
+    };
+    for (const auto& file : sorted_files(dir / "paths", false)) {
+        std::string name = file.stem().string();
+        if (name.front() == '_') {
+            continue; // not a path of the API
+        }
+        std::replace(name.begin(), name.end(), '@', '/');
+        document["paths"]["/" + name] = read_yaml(file);
+    }
+    if (fs::is_directory(dir / "components")) {
+        for (const auto& kind : fs::directory_iterator(dir / "components")) {
+            if (!kind.is_directory()) {
+                continue;
+            }
+            for (const auto& file : sorted_files(kind.path(), true)) {
+                json& slot =
+                    document["components"][kind.path().filename().string()][file.stem().string()];
+                if (slot.is_null()) { // the first in path order, where a name repeats
+                    slot = read_yaml(file);
+                }
+            }
+        }
+    }
+    return document;
+}
+
+// A published document: JSON, one YAML file, or a directory of YAML files (read_yaml_tree).
+json read_document(const fs::path& path) {
+    if (fs::is_directory(path)) {
+        return read_yaml_tree(path);
+    }
+    if (path.extension() == ".yaml" || path.extension() == ".yml") {
+        return read_yaml(path);
+    }
+    return read_json(path);
+}
+
 // The reference tokens of `pointer`, first to last.
 std::vector<std::string> tokens(json::json_pointer pointer) {
     std::vector<std::string> out;
@@ -109,8 +290,36 @@ void merge(json& dst, const json& src, const std::string& where) {
     }
 }
 
+// A fact the provider documents outside its published document (an endpoint its reference does
+// not list yet): {"pointer", "documented": the value, "source": where it is documented, "why"}.
+// It is written into the contract at `pointer` as given. The document must not say otherwise:
+// where it has the pointer, its value must be the same (the contract itself, under --self-check;
+// a newer document that now publishes it).
+void keep_documented(const json& document, const json& item, json& out, const std::string& what) {
+    if (!item.contains("source") || !item["source"].is_string() || !item.contains("why") ||
+        !item["why"].is_string() || !item.contains("pointer") || !item["pointer"].is_string()) {
+        throw ExtractError(what +
+                           ": a documented entry is {\"pointer\", \"documented\", "
+                           "\"source\", \"why\"}; got " +
+                           item.dump());
+    }
+    const std::string pointer_text = item["pointer"].get<std::string>();
+    const json::json_pointer pointer(pointer_text);
+    if (document.contains(pointer) && document.at(pointer) != item["documented"]) {
+        throw ExtractError(what + ": the document has " + pointer_text +
+                           ", and not as the selection documents it: keep it from the document "
+                           "(\"keep\") or correct the selection");
+    }
+    json& to = out[pointer];
+    merge(to, item["documented"], pointer_text);
+}
+
 // Copies what `item` keeps of `document` into `out`, at the same pointer.
 void keep(const json& document, const json& item, json& out, const std::string& what) {
+    if (item.is_object() && item.contains("documented")) {
+        keep_documented(document, item, out, what);
+        return;
+    }
     if (!item.is_object() || !item.contains("pointer") || !item["pointer"].is_string() ||
         !item.contains("keep") || !item.contains("why") || !item["why"].is_string()) {
         throw ExtractError(what +
@@ -193,8 +402,10 @@ void keep(const json& document, const json& item, json& out, const std::string& 
     merge(*to, kept, pointer_text);
 }
 
-// The contract `selection` keeps of `document`.
-json extract(const Selection& selection, const json& document) {
+// The contract `selection` keeps of `document`; an entry that names another document is kept from
+// `other_document(its name)`.
+json extract(const Selection& selection, const json& document,
+             const std::function<const json&(const std::string&)>& other_document) {
     const json& s = selection.select;
     const std::string what = selection.select_path.filename().string();
     if (!s.is_object() || !s.contains("document") || !s["document"].is_string() ||
@@ -210,7 +421,13 @@ json extract(const Selection& selection, const json& document) {
              what);
     }
     for (const json& item : s["keep"]) {
-        keep(document, item, out, what);
+        const bool elsewhere = item.is_object() && item.contains("document");
+        if (elsewhere && !item["document"].is_string()) {
+            throw ExtractError(what + ": an entry's \"document\" is a file name; got " +
+                               item["document"].dump());
+        }
+        keep(elsewhere ? other_document(item["document"].get<std::string>()) : document, item, out,
+             what);
     }
     out[k_meta_key] = json{
         {"document", s["document"]},
@@ -326,9 +543,21 @@ bool process(const Selection& s, Mode mode, const std::optional<fs::path>& specs
         }
         const fs::path path = *specs_dir / s.select["document"].get<std::string>();
         document_name = path.string();
-        document = read_json(path);
+        document = read_document(path);
     }
-    const json contract = extract(s, document);
+    // The other documents entries name: beside the first; under --self-check, the contract itself.
+    std::map<std::string, json> others;
+    const auto other_document = [&](const std::string& name) -> const json& {
+        if (mode == Mode::self_check) {
+            return document;
+        }
+        auto it = others.find(name);
+        if (it == others.end()) {
+            it = others.emplace(name, read_json(*specs_dir / name)).first;
+        }
+        return it->second;
+    };
+    const json contract = extract(s, document, other_document);
     const std::string text = render(contract);
     if (mode == Mode::write) {
         if (checked_in == text) {

@@ -93,14 +93,18 @@ TEST_CASE("conformance: every registered kind keeps its invariants over its fuzz
 TEST_CASE("conformance: a fourth provider registered with one line is covered by the whole suite",
           "[providers][conformance][fourth]") {
     const auto before = known_kinds();
+    const std::string builtin_kinds = kinds_where();
+    const std::string listing_kinds =
+        kinds_where([](const ProviderDescriptor& d) { return d.api.list; });
+    CHECK(builtin_kinds.rfind("stripe, adyen, square, checkout", 0) == 0);
     {
         // The one registry line (a real provider's is one line in providers/registry.cpp).
         const test_hook::ScopedRegistration registration(fourth::descriptor());
 
         CHECK(known_kinds().back() == "fourth");
-        CHECK(kinds_where() == "stripe, adyen, square, fourth");
+        CHECK(kinds_where() == builtin_kinds + ", fourth");
         CHECK(kinds_where([](const ProviderDescriptor& d) { return d.api.list; }) ==
-              "stripe, square, fourth");
+              listing_kinds + ", fourth");
         const auto kinds = for_every_kind(&conformance::check_all, &fourth_or_standard);
         CHECK(std::find(kinds.begin(), kinds.end(), "fourth") != kinds.end());
 
@@ -208,15 +212,17 @@ TEST_CASE("conformance: messages and configuration errors name the kinds the reg
     };
     const std::string unknown_kind =
         R"({"providers": {"s": {"kind": "paypal2", "base_url": "https://x", "api_key_env": "CONFORMANCE_API_KEY"}}})";
-    CHECK(error_of(unknown_kind).find("use a kind this build has: stripe, adyen, square") !=
-          std::string::npos);
+    CHECK(
+        error_of(unknown_kind).find("use a kind this build has: stripe, adyen, square, checkout") !=
+        std::string::npos);
     const std::string unknown_field =
         R"({"providers": {"s": {"kind": "stripe", "base_url": "https://x", "api_key_env": "CONFORMANCE_API_KEY", "merchant_idd": 1}}})";
     CHECK(error_of(unknown_field).find("merchant_account and return_url (adyen)") !=
           std::string::npos);
     const test_hook::ScopedRegistration registration(fourth::descriptor());
-    CHECK(error_of(unknown_kind).find("use a kind this build has: stripe, adyen, square, fourth") !=
+    CHECK(error_of(unknown_kind).find("use a kind this build has: " + kinds_where()) !=
           std::string::npos);
+    CHECK(kinds_where().ends_with(", fourth"));
     CHECK(error_of(unknown_field).find("merchant_id (fourth)") != std::string::npos);
     CHECK(
         error_of(

@@ -1,0 +1,102 @@
+#include "providers/checkout/adapter.hpp"
+
+#include "core/encoding.hpp"
+#include "providers/checkout/wire.hpp"
+#include "providers/wire_util.hpp"
+
+namespace payrecon::providers::checkout {
+
+CheckoutAdapter::CheckoutAdapter(const ProviderConfig& config, SendFunction send)
+    : m_name(config.name), m_settings(settings_of(config)),
+      m_caps(configured_capabilities(config, descriptor().api)), m_client(config, std::move(send)) {
+}
+
+SubmitResult CheckoutAdapter::submit(const PaymentOrder& order) {
+    if (const auto problem =
+            carry_problem(carry_limits(), order.merchant_reference, order.metadata)) {
+        return not_carried(*problem);
+    }
+    const auto body = create_body(order, m_settings.processing_channel_id);
+    if (!body) {
+        // Nothing was sent, and sending again cannot help.
+        return not_expressible("not_expressible",
+                               "the amount (" + order.amount.currency +
+                                   "), the operation ID or the description cannot be expressed in "
+                                   "Checkout.com's payment request");
+    }
+    http::HttpRequest req = m_client.request("POST", "/payments", true);
+    req.headers.emplace_back("Content-Type", "application/json");
+    if (m_caps.honours_idempotency_keys) {
+        req.headers.emplace_back("Cko-Idempotency-Key", order.operation_id);
+    }
+    req.body = *body;
+    req.deadline = order.deadline;
+    return create_outcome(m_client.send(std::move(req)), [&order](int status, std::string_view b) {
+        return interpret_create(order, status, b);
+    });
+}
+
+LookupResult CheckoutAdapter::lookup(const PaymentOrder& order) {
+    LookupResult out;
+    if (!m_caps.lookup_by_operation_id) {
+        out.call.error_class = "lookup_not_supported";
+        return out;
+    }
+    std::vector<RemotePayment> matches;
+    long long skip = 0;
+    for (int pages = 0;; ++pages) {
+        if (pages == k_max_lookup_pages) {
+            out.call.error_class = "too_many_pages";
+            out.call.detail = "more than " +
+                              std::to_string(k_max_lookup_pages * k_lookup_page_size) +
+                              " payments with our reference";
+            return out; // failed: never read as absence
+        }
+        const std::string query = "/payments?reference=" + percent_encode(order.operation_id) +
+                                  "&limit=" + std::to_string(k_lookup_page_size) +
+                                  "&skip=" + std::to_string(skip);
+        const http::HttpResult res = m_client.send(m_client.request("GET", query, false));
+        const ReadCall read = read_call(res);
+        out.call = read.call;
+        if (!read.ok) {
+            return out; // failed: never read as absence
+        }
+        const auto page = parse_payment_list(res.body);
+        if (!page) {
+            out.call.error_class = "unrecognised_response";
+            return out;
+        }
+        for (const auto& p : page->data) {
+            // The endpoint filters by reference; a payment it answers that is not ours (another
+            // reference, or none) is not counted, and it is not proof of anything either.
+            if (p.operation_id == order.operation_id) {
+                matches.push_back(p);
+            }
+        }
+        skip += static_cast<long long>(page->data.size());
+        if (page->data.empty() || skip >= page->total_count) {
+            break;
+        }
+    }
+    if (matches.empty()) {
+        out.status = LookupResult::Status::not_found;
+        return out;
+    }
+    // Newest first, as Checkout.com answers: the payment is the oldest, as the first request with
+    // our key made it; the others are duplicates.
+    out.status = LookupResult::Status::found;
+    out.payment = matches.back();
+    matches.pop_back();
+    out.duplicates = std::move(matches);
+    return out;
+}
+
+ListPage CheckoutAdapter::list(const TimeWindow& /*window*/,
+                               const std::optional<std::string>& /*cursor*/) {
+    ListPage out;
+    out.call.error_class = "list_not_supported";
+    out.call.detail = "Checkout.com's Payments API cannot list payments by time window";
+    return out;
+}
+
+} // namespace payrecon::providers::checkout

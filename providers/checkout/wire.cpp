@@ -1,0 +1,336 @@
+#include "providers/checkout/wire.hpp"
+
+#include "core/external_json.hpp"
+#include "providers/wire_util.hpp"
+
+#include <array>
+#include <nlohmann/json.hpp>
+#include <utility>
+
+namespace payrecon::providers::checkout {
+namespace {
+
+using nlohmann::json;
+
+// PaymentRequest.reference: "maxLength: 50".
+constexpr std::size_t k_max_reference = 50;
+// PaymentRequest.description: "maxLength: 100".
+constexpr std::size_t k_max_description = 100;
+// "Not contain more than nine digits" (format-the-amount-value).
+constexpr std::int64_t k_max_amount = 999'999'999;
+
+constexpr std::array<std::string_view, 15> k_full_amount = {
+    "BIF", "DJF", "GNF", "ISK", "JPY", "KMF", "KRW", "PYG",
+    "RWF", "UGX", "VUV", "VND", "XAF", "XOF", "XPF",
+};
+constexpr std::array<std::string_view, 7> k_thousandths = {
+    "BHD", "IQD", "JOD", "KWD", "LYD", "OMR", "TND",
+};
+
+bool listed(const auto& list, std::string_view code) {
+    for (const auto c : list) {
+        if (c == code) {
+            return true;
+        }
+    }
+    return false;
+}
+
+std::optional<Payment> payment_from(const json& j) {
+    if (!j.is_object()) {
+        return std::nullopt;
+    }
+    Payment p;
+    const auto id = wire::string_member(j, "id");
+    if (!id || id->empty()) {
+        return std::nullopt;
+    }
+    p.id = *id;
+    p.status = wire::string_member(j, "status");
+    if (j.contains("approved")) {
+        if (!j["approved"].is_boolean()) {
+            return std::nullopt;
+        }
+        p.approved = j["approved"].get<bool>();
+    }
+    const bool has_amount = j.contains("amount");
+    const bool has_currency = j.contains("currency");
+    if (has_amount || has_currency) {
+        if (!has_amount || !has_currency || !j["amount"].is_number_integer() ||
+            !j["currency"].is_string()) {
+            return std::nullopt;
+        }
+        p.amount =
+            from_checkout_amount(j["amount"].get<std::int64_t>(), j["currency"].get<std::string>());
+        if (!p.amount) {
+            return std::nullopt;
+        }
+    }
+    p.reference = wire::string_member(j, "reference");
+    p.response_code = wire::string_member(j, "response_code");
+    p.response_summary = wire::string_member(j, "response_summary");
+    p.created_on = wire::string_member(j, "requested_on");
+    if (!p.created_on) {
+        p.created_on = wire::string_member(j, "processed_on");
+    }
+    return p;
+}
+
+} // namespace
+
+std::optional<int> checkout_exponent(std::string_view currency) {
+    const std::string code = wire::upper(currency);
+    if (!find_currency(code)) {
+        return std::nullopt;
+    }
+    if (listed(k_full_amount, code)) {
+        return 0;
+    }
+    if (listed(k_thousandths, code)) {
+        return 3;
+    }
+    return 2;
+}
+
+std::optional<std::int64_t> to_checkout_amount(const Money& money) {
+    const auto exponent = checkout_exponent(money.currency);
+    const auto amount = wire::to_provider_units(money, exponent);
+    if (!amount || *amount <= 0 || *amount > k_max_amount) {
+        return std::nullopt;
+    }
+    if (*exponent == 3 && *amount % 10 != 0) {
+        return std::nullopt; // "The last digit must always be a 0"
+    }
+    return amount;
+}
+
+std::optional<Money> from_checkout_amount(std::int64_t amount, std::string_view currency) {
+    return wire::from_provider_units(amount, currency, checkout_exponent(currency));
+}
+
+const CarryLimits& carry_limits() {
+    // The published schema sets no limit on metadata beyond "one level of depth" of primitive
+    // values; these bounds are payrecon's own, kept well inside what Checkout.com's dashboard and
+    // reports show, so that nothing is cut where a person reads it.
+    static const CarryLimits k_limits{
+        "Checkout.com",
+        MetadataLimits{20,
+                       {"operation_id", "merchant_reference"},
+                       50,
+                       255,
+                       "payrecon sends at most 20 metadata entries (its own two included), keys up "
+                       "to 50 and values up to 255 characters to Checkout.com, whose schema "
+                       "publishes no limit"}};
+    return k_limits;
+}
+
+std::optional<std::string> create_body(const PaymentOrder& order,
+                                       std::string_view processing_channel_id) {
+    const auto amount = to_checkout_amount(order.amount);
+    if (!amount || order.operation_id.empty() || order.operation_id.size() > k_max_reference ||
+        (order.description && order.description->size() > k_max_description) ||
+        carry_problem(carry_limits(), order.merchant_reference, order.metadata)) {
+        return std::nullopt;
+    }
+    json metadata = json::object();
+    for (const auto& [k, v] : order.metadata) {
+        metadata[k] = v;
+    }
+    metadata["operation_id"] = order.operation_id;
+    metadata["merchant_reference"] = order.merchant_reference;
+    json body = {
+        {"source", {{"type", "id"}, {"id", order.payment_method}}},
+        {"amount", *amount},
+        {"currency", wire::upper(order.amount.currency)},
+        {"reference", order.operation_id},
+        {"processing_channel_id", std::string(processing_channel_id)},
+        {"capture", true},
+        {"payment_type", "Recurring"},
+        {"merchant_initiated", true},
+        {"metadata", std::move(metadata)},
+    };
+    if (order.description) {
+        body["description"] = *order.description;
+    }
+    if (order.customer) {
+        body["customer"] = {{"id", *order.customer}};
+    }
+    return body.dump();
+}
+
+Outcome map_status(std::string_view status) {
+    // payrecon asks for automatic capture: an authorisation is the charge it asked for (the capture
+    // follows on Checkout.com's side), and so is a payment captured or paid out.
+    if (status == "Authorized" || status == "Captured" || status == "Paid") {
+        return Outcome::succeeded;
+    }
+    if (status == "Declined" || status == "Canceled" || status == "Expired") {
+        return Outcome::declined;
+    }
+    if (status == "Pending") {
+        return Outcome::pending;
+    }
+    // Card Verified (no money asked for), Partially Captured (not our amount), Voided, Refunded and
+    // Partially Refunded (money moved and moved back: what was kept is the statement's question),
+    // Retry Scheduled, and anything newer: an operator decides.
+    return Outcome::unknown;
+}
+
+std::optional<Payment> parse_payment(std::string_view json_text) {
+    const auto parsed = parse_external_json(json_text);
+    if (!parsed) {
+        return std::nullopt;
+    }
+    return payment_from(*parsed);
+}
+
+std::optional<RemotePayment> to_remote(const Payment& payment, std::string raw) {
+    if (!payment.amount) {
+        return std::nullopt;
+    }
+    RemotePayment r;
+    r.provider_reference = payment.id;
+    r.operation_id = payment.reference;
+    r.amount = *payment.amount;
+    r.raw_status = payment.status.value_or("");
+    r.state = payment.status                                   ? map_status(*payment.status)
+              : payment.approved == std::optional<bool>(false) ? Outcome::declined
+                                                               : Outcome::unknown;
+    if (payment.created_on) {
+        if (const auto t = wire::parse_rfc3339(*payment.created_on)) {
+            r.created_at = *t;
+        }
+    }
+    r.raw = std::move(raw);
+    return r;
+}
+
+std::optional<PaymentList> parse_payment_list(std::string_view json_text) {
+    const auto parsed = parse_external_json(json_text);
+    if (!parsed || !parsed->is_object() || !parsed->contains("data") ||
+        !(*parsed)["data"].is_array()) {
+        return std::nullopt;
+    }
+    const json& j = *parsed;
+    PaymentList out;
+    if (j.contains("total_count")) {
+        if (!j["total_count"].is_number_integer()) {
+            return std::nullopt;
+        }
+        out.total_count = j["total_count"].get<long long>();
+    }
+    if (j.contains("skip")) {
+        if (!j["skip"].is_number_integer()) {
+            return std::nullopt;
+        }
+        out.skip = j["skip"].get<long long>();
+    }
+    for (const auto& item : j["data"]) {
+        const auto p = payment_from(item);
+        if (!p) {
+            return std::nullopt;
+        }
+        auto remote = to_remote(*p, item.dump());
+        if (!remote) {
+            return std::nullopt;
+        }
+        out.data.push_back(std::move(*remote));
+    }
+    if (out.total_count < static_cast<long long>(out.data.size())) {
+        out.total_count = static_cast<long long>(out.data.size());
+    }
+    return out;
+}
+
+std::optional<CheckoutError> parse_error(std::string_view json_text) {
+    const auto parsed = parse_external_json(json_text);
+    if (!parsed || !parsed->is_object()) {
+        return std::nullopt;
+    }
+    const json& j = *parsed;
+    CheckoutError out;
+    const auto type = wire::string_member(j, "error_type");
+    if (!type) {
+        return std::nullopt;
+    }
+    out.error_type = *type;
+    if (j.contains("error_codes")) {
+        if (!j["error_codes"].is_array()) {
+            return std::nullopt;
+        }
+        for (const auto& c : j["error_codes"]) {
+            if (c.is_string()) {
+                out.error_codes.push_back(c.get<std::string>());
+            }
+        }
+    }
+    return out;
+}
+
+SubmitResult interpret_create(const PaymentOrder& order, int http_status, std::string_view body) {
+    SubmitResult r;
+    r.call.http_status = http_status;
+    r.call.detail = wire::excerpt(body);
+    if (http_status == 201 || http_status == 202) {
+        const auto p = parse_payment(body);
+        // A 202 (PaymentAcceptedResponse) carries no amount: it must still name our reference.
+        const bool amount_ok = p && (p->amount ? *p->amount == order.amount : http_status == 202);
+        if (!p || !amount_ok || p->reference != order.operation_id) {
+            r.call.error_class = "unrecognised_response";
+            return r; // unknown: a success we cannot match to our request proves nothing
+        }
+        r.provider_reference = p->id;
+        if (p->status) {
+            r.outcome = map_status(*p->status);
+        } else {
+            r.outcome =
+                p->approved == std::optional<bool>(false) ? Outcome::declined : Outcome::unknown;
+        }
+        if (r.outcome == Outcome::succeeded && p->approved == std::optional<bool>(false)) {
+            r.outcome = Outcome::unknown; // a status that says charged, a flag that says not
+        }
+        if (r.outcome == Outcome::declined) {
+            r.call.error_class = "card_declined:" + p->response_code.value_or("declined");
+        } else if (r.outcome == Outcome::unknown) {
+            r.call.error_class = "unexpected_status_" + p->status.value_or("none");
+        }
+        return r;
+    }
+    if (http_status == 401 || http_status == 403) {
+        // The secret key, or what it may do. Nothing was executed, and Checkout.com saves no
+        // non-2xx answer under the key: an operator's retry executes afresh.
+        return rejected_request(
+            http_status, http_status == 401 ? "unauthorized" : "access_forbidden",
+            http_status == 401 ? "Checkout.com refused the secret key (401 Unauthorized)"
+                               : "the secret key may not request payments (403 Forbidden)",
+            wire::excerpt(body));
+    }
+    if (http_status == 422) {
+        const auto e = parse_error(body);
+        if (e && e->error_type == "request_invalid") {
+            std::string codes;
+            for (const auto& c : e->error_codes) {
+                codes += (codes.empty() ? "" : ", ") + c;
+            }
+            return rejected_request(http_status,
+                                    e->error_codes.empty() ? e->error_type : e->error_codes.front(),
+                                    "Checkout.com refused the request as invalid: " +
+                                        (codes.empty() ? e->error_type : codes),
+                                    wire::excerpt(body));
+        }
+        r.call.error_class = "unrecognised_response";
+        return r;
+    }
+    if (http_status == 409) {
+        r.call.error_class = "idempotency_conflict";
+        return r; // the first request with our key is still running: it may charge
+    }
+    if (http_status == 429) {
+        r.call.error_class = "too_many_requests";
+        return r; // "too many requests or duplicate request detected": the second may be ours
+    }
+    r.call.error_class = "http_" + std::to_string(http_status);
+    return r;
+}
+
+} // namespace payrecon::providers::checkout

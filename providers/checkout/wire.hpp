@@ -1,0 +1,97 @@
+#pragma once
+// Checkout.com's wire format for the Payments API (the new account structure, "NAS"): the JSON
+// payment request, the payment response, the error envelope, the payment list that
+// `GET /payments?reference=` answers, amounts in Checkout.com's own exponents and the status
+// mapping. Pure functions: no I/O. See adapter.hpp for the provider's quirks.
+
+#include "core/carry_limits.hpp"
+#include "providers/provider.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace payrecon::providers::checkout {
+
+// Checkout.com's `amount` exponent for `currency` ("Format the amount value",
+// checkout.com/docs/payments/accept-payments/format-the-amount-value): the full amount (0) for BIF,
+// DJF, GNF, ISK, JPY, KMF, KRW, PYG, RWF, UGX, VUV, VND, XAF, XOF, XPF; divided by 1000 (3) for
+// BHD, IQD, JOD, KWD, LYD, OMR, TND; divided by 100 (2) for every other currency -- CLP included,
+// whose ISO 4217 exponent is 0. nullopt for a currency ISO 4217 does not have.
+std::optional<int> checkout_exponent(std::string_view currency);
+
+// ISO minor units -> Checkout.com's `amount`. nullopt if it cannot be sent exactly: an unknown
+// currency, not a whole number of Checkout.com's units, not positive, more than nine digits, or,
+// for the divided-by-1000 currencies, a last digit other than 0 (Checkout.com refuses those).
+std::optional<std::int64_t> to_checkout_amount(const Money& money);
+// Checkout.com's `amount` in `currency` -> ISO minor units. nullopt for an unknown currency or an
+// amount that is not a whole number of ISO minor units.
+std::optional<Money> from_checkout_amount(std::int64_t amount, std::string_view currency);
+
+// What Checkout.com carries of a payment: `metadata`, one level of primitive values; payrecon puts
+// its operation_id and merchant_reference there too.
+const CarryLimits& carry_limits();
+
+// The JSON body of POST /payments: `source` {type "id", id: the stored payment instrument},
+// `amount` and `currency` (upper case), `reference` = our operation ID (at most 50 characters),
+// `processing_channel_id`, `capture` true, `payment_type` "Unscheduled" and `merchant_initiated`
+// true (a stored credential charged without the customer), `description`, `customer` {id} when
+// present, and `metadata` with every caller entry plus ours. nullopt if the amount is not
+// expressible, the reference too long, or carry_problem(carry_limits(), ...) finds something.
+std::optional<std::string> create_body(const PaymentOrder& order,
+                                       std::string_view processing_channel_id);
+
+// A payment's status mapped to an outcome, for payrecon's automatic capture (`capture: true`):
+// Authorized, Captured, Paid, Partially Captured... see map_status in wire.cpp for the table
+// (descriptor.cpp lists it with the reasons). Anything not listed -> unknown.
+Outcome map_status(std::string_view status);
+
+// The parts of a payment (a create's 201/202 body, or an item of the payment list) that decide an
+// outcome. nullopt if it is not one: no `id` string, or an `amount`/`currency` that is present but
+// unreadable.
+struct Payment {
+    std::string id; // "pay_..."
+    std::optional<std::string> status;
+    std::optional<bool> approved;
+    std::optional<Money> amount; // ISO minor units; absent when the body has no amount
+    std::optional<std::string> reference;
+    std::optional<std::string> response_code;    // "10000" approved, "20051" insufficient funds...
+    std::optional<std::string> response_summary; // "Approved", "Insufficient Funds"...
+    std::optional<std::string> created_on;       // requested_on or processed_on, RFC 3339
+};
+std::optional<Payment> parse_payment(std::string_view json_text);
+
+// A payment as RemotePayment (state from its status; a payment with `approved: false` and no
+// status is declined). nullopt without an amount and currency.
+std::optional<RemotePayment> to_remote(const Payment& payment, std::string raw);
+
+// `GET /payments?reference=` answers {"limit", "skip", "total_count", "data": [payment...]}, newest
+// first. nullopt if it is not one or any item is unreadable (one unreadable item makes the page
+// untrustworthy).
+struct PaymentList {
+    std::vector<RemotePayment> data;
+    long long total_count = 0;
+    long long skip = 0;
+};
+std::optional<PaymentList> parse_payment_list(std::string_view json_text);
+
+// Checkout.com's error envelope {"request_id", "error_type", "error_codes": [...]}.
+struct CheckoutError {
+    std::string error_type;
+    std::vector<std::string> error_codes;
+};
+std::optional<CheckoutError> parse_error(std::string_view json_text);
+
+// Decides the outcome of a create call from its HTTP status and body (DESIGN section 5: unknown
+// unless positively recognised; README.md has the table). A 201 or 202 must carry a payment
+// echoing our amount, currency and reference; then its status decides (Declined, or approved
+// false: declined, with the provider's reference). 401, 403, and 422 request_invalid -> rejected
+// (Checkout.com executed nothing); 409 (the first request with our key still runs), 429 ("too many
+// requests or duplicate request detected": which is not told apart), 5xx and anything unparseable
+// -> unknown. Checkout.com saves only 2xx answers under the key: a non-2xx answer tells nothing
+// about what a later request with the same key does.
+SubmitResult interpret_create(const PaymentOrder& order, int http_status, std::string_view body);
+
+} // namespace payrecon::providers::checkout
