@@ -506,6 +506,58 @@ TEST_CASE("reconcile policy: not found exactly at retention - margin is outside 
     }
 }
 
+TEST_CASE("reconcile policy: PayPal's numbers (keys kept 6 h, search 3 h behind): not found "
+          "proves nothing inside 3 h, allows a re-send until 5 h, then review",
+          "[core][reconcile][paypal]") {
+    // providers/paypal: key_retention 6 h ("The server stores keys for 6 hours"), lookup_staleness
+    // 3 h ("It takes a maximum of three hours for executed transactions to appear"). The margin is
+    // min(1 h, 6 h / 4) = 1 h, so the key window ends at 5 h.
+    const ReconcilePolicy policy;
+    ReconcileInput in = base_input();
+    in.key_retention = 6h;
+    in.settle_delay = 3h;
+    in.resends = 0;
+    const auto at = [&](seconds since_first, seconds since_last) {
+        in.since_first_attempt = since_first;
+        in.since_last_attempt = since_last;
+        return decide_reconciliation(in, policy);
+    };
+
+    // Inside the search delay, absence proves nothing: asked again when the delay ends.
+    for (const seconds t : std::initializer_list<seconds>{0s, 10min, 1h, 2h + 59min + 59s}) {
+        INFO(t.count() << " s");
+        const ReconcileDecision d = at(t, t);
+        CHECK(d.action == ReconcileAction::check_later);
+        CHECK(d.check_in == 3h - t);
+        CHECK_FALSE(d.review);
+    }
+    // Between 3 h and 5 h after the first attempt, a confirmed absence allows a re-send with the
+    // same PayPal-Request-Id.
+    for (const seconds t : std::initializer_list<seconds>{3h, 3h + 1s, 4h, 4h + 59min + 59s}) {
+        INFO(t.count() << " s");
+        CHECK(at(t, t).action == ReconcileAction::resend);
+    }
+    // From 5 h on, PayPal may have forgotten the key: a re-send could charge twice.
+    for (const seconds t : std::initializer_list<seconds>{5h, 5h + 1s, 6h, 24h}) {
+        INFO(t.count() << " s");
+        const ReconcileDecision d = at(t, t);
+        CHECK(d.action == ReconcileAction::review);
+        CHECK(d.review == ReviewCode::outside_key_window);
+    }
+    // A re-send at 3 h 30 min resets the search delay: its absence proves nothing until 6 h 30
+    // min, by which time the key window is over.
+    CHECK(at(4h, 30min).action == ReconcileAction::check_later);
+    CHECK(at(6h + 30min, 3h).review == ReviewCode::outside_key_window);
+    // A failed search is never absence, inside the window or not.
+    in.lookup = LookupStatus::failed;
+    CHECK(at(4h, 4h).action == ReconcileAction::check_later);
+    // An account with 72 h keeps the window open until 71 h.
+    in.lookup = LookupStatus::not_found;
+    in.key_retention = 72h;
+    CHECK(at(70h + 59min, 4h).action == ReconcileAction::resend);
+    CHECK(at(71h, 4h).review == ReviewCode::outside_key_window);
+}
+
 TEST_CASE("reconcile policy: a provider that keeps no keys at all never gets a re-send",
           "[core][reconcile]") {
     ReconcileInput in = base_input();

@@ -156,9 +156,10 @@ TEST_CASE("carry limits: every kind declares its own, and the catalog carries th
     CHECK(carry_limits_of("adyen").metadata.max_key_bytes == 20);
     CHECK(carry_limits_of("adyen").metadata.max_value_bytes == 80);
     CHECK(carry_limits_of("square").metadata.max_entries == 0);
+    CHECK(carry_limits_of("paypal").metadata.max_entries == 0);
     for (const auto& kind : known_kinds()) {
         INFO(kind);
         CHECK_FALSE(carry_limits_of(kind).provider.empty());
     }
-    CHECK_THROWS(carry_limits_of("paypal"));
+    CHECK_THROWS(carry_limits_of("paypal2"));
 }

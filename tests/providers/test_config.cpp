@@ -1,6 +1,7 @@
 #include "core/errors.hpp"
 #include "providers/adyen/adapter.hpp"
 #include "providers/config.hpp"
+#include "providers/paypal/adapter.hpp"
 #include "providers/registry.hpp"
 #include "tests/providers/fourth/fourth.hpp"
 
@@ -249,8 +250,8 @@ TEST_CASE("config: the provider names can be read without the API keys", "[provi
 TEST_CASE("config: credentials are what the kind takes: an API key, HTTP basic or OAuth2 client "
           "credentials, each from the environment",
           "[providers][config][credentials]") {
-    // Fourth (tests/providers/fourth/) takes OAuth2 client credentials or basic; the kinds payrecon
-    // has take an API key.
+    // Fourth (tests/providers/fourth/) takes OAuth2 client credentials or basic; paypal takes
+    // OAuth2 client credentials (the next test); the other kinds payrecon has take an API key.
     const providers::test_hook::ScopedRegistration fourth(fourth::descriptor());
     const std::string head =
         R"({"providers": {"f": {"kind": "fourth", "base_url": "https://api.fourth.test", "merchant_id": "MERCHANT42", )";
@@ -314,6 +315,78 @@ TEST_CASE("config: credentials are what the kind takes: an API key, HTTP basic o
              R"("credentials": {"type": "oauth2_client_credentials", "client_id_env": "not a name", "client_secret_env": "CLIENT_SECRET", "token_url": "https://api.fourth.test/token"}}}})",
          "providers.f.credentials.client_id_env: is required: the NAME of the environment "
          "variable"},
+    };
+    for (const auto& c : cases) {
+        INFO(c.text);
+        const std::string error = error_of(c.text);
+        CHECK(error.find("payrecon.json: " + c.names) == 0);
+        CHECK(error.find("hunter2") == std::string::npos);
+    }
+}
+
+TEST_CASE("config: a paypal provider takes OAuth2 client credentials; PayPal's key retention "
+          "and search delay apply unless the entry says more",
+          "[providers][config][paypal]") {
+    using namespace std::chrono_literals;
+    const std::string head =
+        R"({"providers": {"p": {"kind": "paypal", "base_url": "https://api-m.sandbox.paypal.com", )";
+    const std::string oauth =
+        R"("credentials": {"type": "oauth2_client_credentials", "client_id_env": "CLIENT_ID", "client_secret_env": "CLIENT_SECRET", "token_url": "https://api-m.sandbox.paypal.com/v1/oauth2/token"})";
+    const ProviderConfig p = parse(head + oauth + "}}}").providers.at("p");
+    CHECK(p.kind == "paypal");
+    const auto& o = std::get<OAuth2ClientCredentials>(p.credentials);
+    CHECK(o.client_id.reveal() == "client-id-abcdefgh");
+    CHECK(o.client_secret.reveal() == "client-secret-ijklmnop");
+    CHECK(o.token_url == "https://api-m.sandbox.paypal.com/v1/oauth2/token");
+    // Without key_retention_h: PayPal's 6 h, not the common 24 h; the settle delay (120 s by
+    // default) is raised to the search's 3 h.
+    CHECK(paypal::settings_of(p).key_retention == 6h);
+    CHECK(create_provider(p)->capabilities().key_retention == 6h);
+    CHECK(create_provider(p)->capabilities().lookup_staleness == 3h);
+    // An account whose keys PayPal keeps 72 h, searched with a longer delay.
+    const ProviderConfig extended =
+        parse(head + oauth + R"(, "key_retention_h": 72, "settle_delay_s": 14400}}})")
+            .providers.at("p");
+    CHECK(create_provider(extended)->capabilities().key_retention == 72h);
+    CHECK(create_provider(extended)->capabilities().lookup_staleness == 4h);
+    CHECK(create_provider(parse(head + oauth + R"(, "key_retention_h": 6, "settle_delay_s": 0}}})")
+                              .providers.at("p"))
+              ->capabilities()
+              .lookup_staleness == 3h);
+
+    struct Case {
+        std::string text;
+        std::string names;
+    };
+    const std::vector<Case> cases = {
+        {head + oauth + R"(, "key_retention_h": 73}}})",
+         "providers.p.key_retention_h: PayPal keeps a PayPal-Request-Id for 6 hours, or up to 72 "
+         "hours"},
+        {head + oauth + R"(, "key_retention_h": 720}}})", "providers.p.key_retention_h: PayPal"},
+        {head + oauth + R"(, "key_retention_h": "6"}}})",
+         "providers.p.key_retention_h: must be an integer"},
+        {head + R"("api_key_env": "CLIENT_SECRET"}}})",
+         "providers.p.credentials: is required for kind paypal: it takes credentials of type "
+         "oauth2_client_credentials"},
+        {head +
+             R"("credentials": {"type": "basic", "user_env": "PSP_USER", "password_env": "PSP_PASSWORD"}}}})",
+         "providers.p.credentials.type: kind paypal takes credentials of type "
+         "oauth2_client_credentials, not basic"},
+        {head +
+             R"("credentials": {"type": "oauth2_client_credentials", "client_id_env": "CLIENT_ID", "client_secret_env": "CLIENT_SECRET"}}}})",
+         "providers.p.credentials.token_url: is required"},
+        {head +
+             R"("credentials": {"type": "oauth2_client_credentials", "client_id_env": "PAYPAL_CLIENT_ID", "client_secret_env": "CLIENT_SECRET", "token_url": "https://api-m.paypal.com/v1/oauth2/token"}}}})",
+         "providers.p.credentials.client_id_env: the environment variable PAYPAL_CLIENT_ID is "
+         "not set"},
+        {head +
+             R"("credentials": {"type": "oauth2_client_credentials", "client_id_env": "CLIENT_ID", "client_secret": "hunter2", "token_url": "https://api-m.paypal.com/v1/oauth2/token"}}}})",
+         "providers.p.credentials.client_secret: is not a setting of oauth2_client_credentials "
+         "credentials (secrets never go in the file)"},
+        {head + oauth + R"(, "merchant_account": "AcmeShopECOM"}}})",
+         "providers.p.merchant_account: is only used by kind adyen"},
+        {head + oauth + R"(, "webhook_secret_env": "PAYPAL_WEBHOOK_ID"}}})",
+         "providers.p.webhook_secret_env: kind paypal has no webhook verifier in this build"},
     };
     for (const auto& c : cases) {
         INFO(c.text);

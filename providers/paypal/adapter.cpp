@@ -1,0 +1,200 @@
+#include "providers/paypal/adapter.hpp"
+
+#include "core/encoding.hpp"
+#include "providers/wire_util.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+namespace payrecon::providers::paypal {
+namespace {
+
+using std::chrono::system_clock;
+
+Capabilities capabilities_of(const ProviderConfig& config) {
+    Capabilities caps = configured_capabilities(config, descriptor().api);
+    caps.key_retention = settings_of(config).key_retention;
+    caps.lookup_staleness =
+        std::max<std::chrono::seconds>(config.settle_delay, std::chrono::seconds(k_search_delay));
+    return caps;
+}
+
+std::int64_t unix_seconds(system_clock::time_point t) {
+    return std::chrono::duration_cast<std::chrono::seconds>(t.time_since_epoch()).count();
+}
+
+// "<unix seconds>/<page>" -> (seconds, page); nullopt if it is not that.
+std::optional<std::pair<std::int64_t, std::int64_t>> parse_cursor(std::string_view cursor) {
+    const auto slash = cursor.find('/');
+    if (slash == std::string_view::npos || slash == 0 || slash + 1 == cursor.size() || slash > 12 ||
+        cursor.size() - slash - 1 > 9) {
+        return std::nullopt;
+    }
+    const auto number = [](std::string_view digits) -> std::optional<std::int64_t> {
+        std::int64_t v = 0;
+        for (const char c : digits) {
+            if (std::isdigit(static_cast<unsigned char>(c)) == 0) {
+                return std::nullopt;
+            }
+            v = v * 10 + (c - '0');
+        }
+        return v;
+    };
+    const auto from = number(cursor.substr(0, slash));
+    const auto page = number(cursor.substr(slash + 1));
+    if (!from || !page || *page < 1) {
+        return std::nullopt;
+    }
+    return std::make_pair(*from, *page);
+}
+
+std::string cursor_of(system_clock::time_point from, std::int64_t page) {
+    return std::to_string(unix_seconds(from)) + "/" + std::to_string(page);
+}
+
+} // namespace
+
+PaypalAdapter::PaypalAdapter(const ProviderConfig& config, SendFunction send, Clock clock)
+    : m_name(config.name), m_caps(capabilities_of(config)), m_client(config, std::move(send)),
+      m_clock(clock ? std::move(clock) : Clock([] { return system_clock::now(); })) {}
+
+SubmitResult PaypalAdapter::submit(const PaymentOrder& order) {
+    if (const auto problem =
+            carry_problem(carry_limits(), order.merchant_reference, order.metadata)) {
+        return not_carried(*problem);
+    }
+    const auto body = create_body(order);
+    if (!body) {
+        // Nothing was sent, and sending again cannot help.
+        return not_expressible("not_expressible",
+                               "the amount (" + order.amount.currency +
+                                   "), the description, the payment method or the operation ID "
+                                   "cannot be expressed in PayPal's Orders v2 create");
+    }
+    // PayPal-Request-Id is sent whatever the idempotency_keys override says: PayPal requires it
+    // for an order that processes a payment (400 PAYPAL_REQUEST_ID_REQUIRED); the override changes
+    // only what the reconciler trusts.
+    http::HttpRequest req = m_client.request("POST", "/v2/checkout/orders", true);
+    req.headers.emplace_back("Content-Type", "application/json");
+    req.headers.emplace_back("PayPal-Request-Id", order.operation_id);
+    req.headers.emplace_back("Prefer", "return=representation");
+    req.body = *body;
+    req.deadline = order.deadline;
+    return create_outcome(m_client.send(std::move(req)), [&order](int status, std::string_view b) {
+        return interpret_create(order, status, b);
+    });
+}
+
+ListPage PaypalAdapter::fetch_page(system_clock::time_point from, system_clock::time_point to,
+                                   std::int64_t page, std::int64_t& total_pages) {
+    const std::string query =
+        "/v1/reporting/transactions?start_date=" + percent_encode(wire::format_rfc3339(from)) +
+        "&end_date=" + percent_encode(wire::format_rfc3339(to)) +
+        "&fields=transaction_info&page_size=" + std::to_string(k_page_size) +
+        "&page=" + std::to_string(page);
+    ListPage out;
+    const http::HttpResult res = m_client.send(m_client.request("GET", query, false));
+    const ReadCall read = read_call(res);
+    out.call = read.call;
+    if (!read.ok) {
+        out.retry_after = read.retry_after;
+        return out;
+    }
+    auto parsed = parse_search_page(res.body);
+    if (!parsed) {
+        out.call.error_class = "unrecognised_response";
+        out.call.detail = wire::excerpt(res.body);
+        return out;
+    }
+    out.ok = true;
+    out.items = std::move(parsed->items);
+    total_pages = parsed->total_pages;
+    return out;
+}
+
+LookupResult PaypalAdapter::lookup(const PaymentOrder& order) {
+    LookupResult out;
+    if (!m_caps.lookup_by_operation_id) {
+        out.call.error_class = "lookup_not_supported";
+        return out;
+    }
+    if (!order.created_at) {
+        out.call.error_class = "lookup_needs_time";
+        out.call.detail = "PayPal is searched by time window: the payment has no created_at";
+        return out;
+    }
+    const system_clock::time_point from = *order.created_at - k_lookup_before;
+    const system_clock::time_point to = std::min(m_clock(), from + k_max_search_window);
+    if (to <= from) {
+        out.call.error_class = "lookup_window_empty";
+        out.call.detail = "the clock is before the payment's acceptance: nothing to search yet";
+        return out; // failed: never read as absence
+    }
+    std::vector<RemotePayment> matches;
+    for (std::int64_t page = 1;; ++page) {
+        if (page > k_max_lookup_pages) {
+            out.call.error_class = "too_many_pages";
+            out.call.detail = "more than " + std::to_string(k_max_lookup_pages) +
+                              " pages of transactions in the lookup window";
+            return out; // failed: never read as absence
+        }
+        std::int64_t total_pages = 0;
+        ListPage p = fetch_page(from, to, page, total_pages);
+        out.call = p.call;
+        if (!p.ok) {
+            return out; // failed: never read as absence
+        }
+        for (auto& item : p.items) {
+            if (item.operation_id == order.operation_id) {
+                matches.push_back(std::move(item));
+            }
+        }
+        if (page >= total_pages) {
+            break;
+        }
+    }
+    if (matches.empty()) {
+        out.status = LookupResult::Status::not_found;
+        return out;
+    }
+    out.status = LookupResult::Status::found;
+    out.payment = matches.front();
+    out.duplicates.assign(matches.begin() + 1, matches.end());
+    return out;
+}
+
+ListPage PaypalAdapter::list(const TimeWindow& window, const std::optional<std::string>& cursor) {
+    if (!m_caps.list_transactions) {
+        ListPage out;
+        out.call.error_class = "list_not_supported";
+        return out;
+    }
+    system_clock::time_point from = window.from;
+    std::int64_t page = 1;
+    if (cursor) {
+        const auto c = parse_cursor(*cursor);
+        const system_clock::time_point at{std::chrono::seconds(c ? c->first : 0)};
+        if (!c || at < window.from - std::chrono::seconds(1) || at >= window.to) {
+            ListPage out;
+            out.call.error_class = "bad_cursor";
+            out.call.detail = "the cursor is not one this adapter gave for this window";
+            return out;
+        }
+        from = std::max(at, window.from);
+        page = c->second;
+    }
+    const system_clock::time_point to = std::min(window.to, from + k_max_search_window);
+    std::int64_t total_pages = 0;
+    ListPage out = fetch_page(from, to, page, total_pages);
+    if (!out.ok) {
+        return out;
+    }
+    if (page < total_pages) {
+        out.next_cursor = cursor_of(from, page + 1);
+    } else if (to < window.to) {
+        out.next_cursor = cursor_of(to, 1);
+    }
+    return out;
+}
+
+} // namespace payrecon::providers::paypal

@@ -1,0 +1,121 @@
+#pragma once
+// PayPal, through Orders v2 (create with a vaulted payment source, captured at once) and
+// Transaction Search v1 (lookup and listing).
+//
+// Quirks that matter for charging once:
+// - Credentials: OAuth2 client credentials only. The access token comes from
+//   POST /v1/oauth2/token (the configuration's token_url) and is cached, refreshed before it
+//   expires and once after a 401 (providers/oauth2.hpp, through ProviderClient).
+// - Idempotency: the `PayPal-Request-Id` header (1 to 108 characters; our operation ID). "The
+//   server stores keys for 6 hours. The API callers can request the times to up to 72 hours by
+//   speaking to their Account Manager" (the Orders v2 document): the retention is 6 h unless the
+//   configuration's key_retention_h says more (descriptor.cpp refuses over 72). A replay returns
+//   "the latest status of the previous request", not the first response. "When you send two
+//   simultaneous API requests with same PayPal-Request-Id header, PayPal processes the first
+//   request and might fail the second request": whatever that failure is, unknown. The same key
+//   with another body is undocumented. PayPal also requires the header for an order that
+//   processes a payment (400 PAYPAL_REQUEST_ID_REQUIRED), so it is always sent.
+// - One call charges: intent CAPTURE with payment_source.card.vault_id (a card saved in PayPal's
+//   vault: no buyer redirect), `Prefer: return=representation` for the whole order. The outcome is
+//   the capture's status, not the order's: a COMPLETED order can hold a DECLINED capture. The
+//   provider reference is the capture's ID (what Transaction Search, the dashboard and refunds
+//   know), or the order's ID when there is no capture. Our operation ID is the purchase unit's
+//   invoice_id and custom_id; its reference_id is our payment ID.
+// - Lookup: there is none by request ID. Transaction Search (GET /v1/reporting/transactions) lists
+//   a window of at most 31 days, and "it takes a maximum of three hours for executed transactions
+//   to appear": the settle delay is at least 3 h (a shorter settle_delay_s is raised to it), and
+//   "not found" before then proves nothing. Search has no invoice filter: we list
+//   [created_at - 5 min, now) (at most 31 days) and match invoice_id (else custom_field) ourselves,
+//   page by page (at most 50 pages of 500, else failed). A re-send after a confirmed absence is
+//   possible only between 3 h and the key window's end (6 h minus the policy's 1 h margin).
+// - Amounts are decimal strings in the currency's major unit, converted exactly: ISO 4217's
+//   exponent except HUF, JPY and TWD, which have no decimals at PayPal (wire.hpp).
+// - Orders carry no metadata: a payment with metadata is never sent (not_carried, declined).
+// - Errors are {"name", "message", "debug_id", "details": [{"issue", "description"}]}. 422 with an
+//   issue meaning PayPal tried and the source or payer was refused (INSTRUMENT_DECLINED,
+//   TRANSACTION_REFUSED, ...) is declined; 422 DUPLICATE_INVOICE_ID is unknown (a transaction with
+//   our invoice ID exists); 400 INVALID_REQUEST, other 422 issues, 401 (after the one refresh),
+//   403 and 415 mean PayPal executed nothing: rejected. 429 RATE_LIMIT_REACHED ("Blocked due to
+//   rate limiting") is not executed (sent again); 5xx ("might have created a PayPal transaction"),
+//   404, 409 and anything unrecognised are unknown. Whether PayPal keeps a refused request's
+//   answer under its PayPal-Request-Id is not documented (README.md).
+
+#include "providers/adapter_support.hpp"
+#include "providers/config.hpp"
+#include "providers/descriptor.hpp"
+#include "providers/paypal/wire.hpp"
+#include "providers/provider.hpp"
+
+#include <chrono>
+#include <functional>
+#include <memory>
+
+namespace payrecon::providers::paypal {
+
+// How long PayPal keeps a PayPal-Request-Id by default, and the most an account can have.
+inline constexpr std::chrono::hours k_key_retention{6};
+inline constexpr std::chrono::hours k_max_key_retention{72};
+// "It takes a maximum of three hours for executed transactions to appear in the list
+// transactions call": the shortest settle delay.
+inline constexpr std::chrono::hours k_search_delay{3};
+// Transaction Search's longest window ("The maximum supported range is 31 days").
+inline constexpr std::chrono::hours k_max_search_window{31 * 24};
+// The lookup window starts this long before PaymentOrder::created_at; at most this many pages of
+// k_page_size are read for one lookup.
+inline constexpr std::chrono::minutes k_lookup_before{5};
+inline constexpr int k_max_lookup_pages = 50;
+inline constexpr int k_page_size = 500;
+
+// Kind "paypal": OAuth2 client credentials; PayPal-Request-Id up to 108 characters; lookup and
+// listing through Transaction Search; the capture's status words.
+const ProviderDescriptor& descriptor();
+
+// What descriptor.cpp reads of a paypal entry: the key retention, 6 h unless key_retention_h is
+// given (at most 72).
+struct Settings : ProviderSettings {
+    std::chrono::hours key_retention = k_key_retention;
+};
+// Settings for a configuration built in code (tests).
+std::shared_ptr<const ProviderSettings> settings(std::chrono::hours key_retention);
+// The configuration's Settings; PayPal's defaults when it has none (a configuration built in
+// code).
+Settings settings_of(const ProviderConfig& config);
+
+class PaypalAdapter : public Provider {
+public:
+    using Clock = std::function<std::chrono::system_clock::time_point()>;
+
+    // `clock` gives "now", the end of a lookup's window: the system clock unless given (tests).
+    PaypalAdapter(const ProviderConfig& config, SendFunction send, Clock clock = {});
+
+    const std::string& name() const override { return m_name; }
+    std::string_view kind() const override { return "paypal"; }
+    // The API's, with the key retention of settings_of(config) and a lookup staleness of at least
+    // k_search_delay.
+    const Capabilities& capabilities() const override { return m_caps; }
+
+    SubmitResult submit(const PaymentOrder& order) override;
+    // Searches [created_at - 5 min, now), at most 31 days, and matches our operation ID; failed
+    // with error_class "lookup_needs_time" without created_at, "lookup_window_empty" if now is not
+    // after the window's start, "too_many_pages" past k_max_lookup_pages, and on any page that
+    // fails. Several matches: the first found, the others in duplicates.
+    LookupResult lookup(const PaymentOrder& order) override;
+    // One page of Transaction Search over `window`, split into windows of at most 31 days. The
+    // cursor is "<start of the 31-day window, unix seconds>/<page>"; one that is not ours is a
+    // failed page (error_class "bad_cursor").
+    ListPage list(const TimeWindow& window, const std::optional<std::string>& cursor) override;
+
+private:
+    // GET /v1/reporting/transactions for [from, to), page `page` of k_page_size; on success
+    // `total_pages` is PayPal's.
+    ListPage fetch_page(std::chrono::system_clock::time_point from,
+                        std::chrono::system_clock::time_point to, std::int64_t page,
+                        std::int64_t& total_pages);
+
+    std::string m_name;
+    Capabilities m_caps;
+    ProviderClient m_client;
+    Clock m_clock;
+};
+
+} // namespace payrecon::providers::paypal

@@ -1,0 +1,488 @@
+#include "providers/paypal/wire.hpp"
+
+#include "core/external_json.hpp"
+#include "providers/wire_util.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <utility>
+
+namespace payrecon::providers::paypal {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::int64_t k_int64_max = std::numeric_limits<std::int64_t>::max();
+
+bool is_digit(char c) {
+    return c >= '0' && c <= '9';
+}
+
+// `v` * 10 + `digit`, nullopt past int64.
+std::optional<std::int64_t> push_digit(std::int64_t v, int digit) {
+    if (v > (k_int64_max - digit) / 10) {
+        return std::nullopt;
+    }
+    return v * 10 + digit;
+}
+
+const json* member(const json& obj, const char* key) {
+    if (!obj.is_object()) {
+        return nullptr;
+    }
+    const auto it = obj.find(key);
+    return it == obj.end() ? nullptr : &*it;
+}
+
+// A money object {currency_code, value}, exact in PayPal's units; nullopt if it is not one.
+std::optional<Money> money_from(const json* m) {
+    if (m == nullptr) {
+        return std::nullopt;
+    }
+    const auto currency = wire::string_member(*m, "currency_code");
+    const auto value = wire::string_member(*m, "value");
+    if (!currency || !value) {
+        return std::nullopt;
+    }
+    return from_paypal_value(*value, *currency);
+}
+
+// An RFC 3339 time, or one whose offset lacks its colon ("2026-12-02T10:00:03+0000"): the schema's
+// pattern asks for "+00:00", but a time read wrongly would put a transaction outside every window.
+std::optional<std::chrono::system_clock::time_point> time_from(std::string text) {
+    const std::size_t n = text.size();
+    if (n > 5 && (text[n - 5] == '+' || text[n - 5] == '-') &&
+        std::all_of(text.end() - 4, text.end(), is_digit)) {
+        text.insert(n - 2, ":");
+    }
+    return wire::parse_rfc3339(text);
+}
+
+// True if the entry moves money out of the account (a refund, a reversal, a fee, a withdrawal:
+// a negative gross amount). It is not a charge, though its invoice ID may be that of the capture
+// it refunds.
+bool money_out(const json& detail) {
+    const json* info = member(detail, "transaction_info");
+    const json* amount = info == nullptr ? nullptr : member(*info, "transaction_amount");
+    const auto value =
+        amount == nullptr ? std::optional<std::string>() : wire::string_member(*amount, "value");
+    return value && !value->empty() && value->front() == '-';
+}
+
+// A charge's entry; nullopt if it is unreadable.
+std::optional<RemotePayment> transaction_from(const json& detail) {
+    const json* info = member(detail, "transaction_info");
+    if (info == nullptr || !info->is_object()) {
+        return std::nullopt;
+    }
+    const auto id = wire::string_member(*info, "transaction_id");
+    const json* amount = member(*info, "transaction_amount");
+    if (!id || id->empty() || amount == nullptr) {
+        return std::nullopt;
+    }
+    const auto money = money_from(amount);
+    if (!money) {
+        return std::nullopt;
+    }
+    RemotePayment p;
+    p.provider_reference = *id;
+    p.amount = *money;
+    p.raw_status = wire::string_member(*info, "transaction_status").value_or("");
+    p.state = map_transaction_status(p.raw_status);
+    if (p.raw_status == "V") {
+        p.amount_refunded_minor = p.amount.minor; // "fully reversed and funds were refunded"
+    }
+    const auto invoice_id = wire::string_member(*info, "invoice_id");
+    const auto custom_field = wire::string_member(*info, "custom_field");
+    if (invoice_id && !invoice_id->empty()) {
+        p.operation_id = *invoice_id;
+    } else if (custom_field && !custom_field->empty()) {
+        p.operation_id = *custom_field;
+    }
+    if (const auto at = wire::string_member(*info, "transaction_initiation_date")) {
+        if (const auto t = time_from(*at)) {
+            p.created_at = *t;
+        }
+    }
+    p.raw = info->dump();
+    return p;
+}
+
+} // namespace
+
+std::optional<int> paypal_exponent(std::string_view currency) {
+    return wire::provider_exponent(currency, {{"HUF", 0}, {"JPY", 0}, {"TWD", 0}});
+}
+
+std::optional<std::string> format_decimal(std::int64_t units, int exponent) {
+    if (units < 0 || exponent < 0 || exponent > 18) {
+        return std::nullopt;
+    }
+    std::string digits = std::to_string(units);
+    const auto exp = static_cast<std::size_t>(exponent);
+    if (digits.size() <= exp) {
+        digits.insert(0, exp + 1 - digits.size(), '0');
+    }
+    const std::size_t integer_digits = digits.size() - exp;
+    if (integer_digits > static_cast<std::size_t>(k_max_integer_digits)) {
+        return std::nullopt;
+    }
+    if (exp == 0) {
+        return digits;
+    }
+    return digits.substr(0, integer_digits) + "." + digits.substr(integer_digits);
+}
+
+std::optional<std::int64_t> parse_decimal(std::string_view text, int exponent) {
+    if (exponent < 0 || exponent > 18 || text.empty() || !is_digit(text.front())) {
+        return std::nullopt;
+    }
+    std::int64_t v = 0;
+    std::size_t pos = 0;
+    while (pos < text.size() && is_digit(text[pos])) {
+        const auto next = push_digit(v, text[pos] - '0');
+        if (!next) {
+            return std::nullopt;
+        }
+        v = *next;
+        ++pos;
+    }
+    int fraction = 0;
+    if (pos < text.size()) {
+        if (text[pos] != '.' || pos + 1 == text.size()) {
+            return std::nullopt;
+        }
+        ++pos;
+        while (pos < text.size()) {
+            if (!is_digit(text[pos]) || fraction == exponent) {
+                return std::nullopt; // not a digit, or more fractional digits than the exponent
+            }
+            const auto next = push_digit(v, text[pos] - '0');
+            if (!next) {
+                return std::nullopt;
+            }
+            v = *next;
+            ++fraction;
+            ++pos;
+        }
+    }
+    for (; fraction < exponent; ++fraction) {
+        const auto next = push_digit(v, 0);
+        if (!next) {
+            return std::nullopt;
+        }
+        v = *next;
+    }
+    return v;
+}
+
+std::optional<std::string> to_paypal_value(const Money& money) {
+    const auto exponent = paypal_exponent(money.currency);
+    if (!exponent || money.minor <= 0 || !find_currency(money.currency)) {
+        return std::nullopt;
+    }
+    const auto units = wire::to_provider_units(money, exponent);
+    if (!units) {
+        return std::nullopt;
+    }
+    return format_decimal(*units, *exponent);
+}
+
+std::optional<Money> from_paypal_value(std::string_view value, std::string_view currency) {
+    const auto exponent = paypal_exponent(currency);
+    if (!exponent) {
+        return std::nullopt;
+    }
+    const auto units = parse_decimal(value, *exponent);
+    if (!units) {
+        return std::nullopt;
+    }
+    return wire::from_provider_units(*units, currency, exponent);
+}
+
+const CarryLimits& carry_limits() {
+    static const CarryLimits k_limits{
+        "PayPal", MetadataLimits{0, {}, 0, 0, "PayPal's Orders v2 create has no metadata field"}};
+    return k_limits;
+}
+
+std::optional<std::string> create_body(const PaymentOrder& order) {
+    // vault_id: "minLength": 1, "maxLength": 255, "pattern": "^[0-9a-zA-Z_-]+$".
+    static const std::regex k_vault_id("^[0-9a-zA-Z_-]{1,255}$");
+    const auto value = to_paypal_value(order.amount);
+    const std::string& op = order.operation_id;
+    if (!value || op.empty() || op.size() > k_max_key_length || op.size() > k_max_invoice_id ||
+        !std::regex_match(order.payment_method, k_vault_id) ||
+        (order.description && order.description->size() > k_max_description) ||
+        carry_problem(carry_limits(), order.merchant_reference, order.metadata)) {
+        return std::nullopt;
+    }
+    json unit = {
+        {"reference_id", order.payment_id.empty() ? op : order.payment_id},
+        {"invoice_id", op},
+        {"custom_id", op},
+        {"amount", {{"currency_code", wire::upper(order.amount.currency)}, {"value", *value}}},
+    };
+    if (order.description && !order.description->empty()) {
+        unit["description"] = *order.description;
+    }
+    const json body = {
+        {"intent", "CAPTURE"},
+        {"purchase_units", json::array({unit})},
+        {"payment_source", {{"card", {{"vault_id", order.payment_method}}}}},
+    };
+    return body.dump();
+}
+
+Outcome map_capture_status(std::string_view status) {
+    if (status == "COMPLETED" || status == "PARTIALLY_REFUNDED" || status == "REFUNDED") {
+        return Outcome::succeeded;
+    }
+    if (status == "PENDING") {
+        return Outcome::pending;
+    }
+    if (status == "DECLINED" || status == "FAILED") {
+        return Outcome::declined;
+    }
+    return Outcome::unknown;
+}
+
+Outcome map_transaction_status(std::string_view code) {
+    if (code == "S" || code == "V") {
+        return Outcome::succeeded;
+    }
+    if (code == "P") {
+        return Outcome::pending;
+    }
+    if (code == "D") {
+        return Outcome::declined;
+    }
+    return Outcome::unknown;
+}
+
+std::optional<PaypalError> parse_error(std::string_view body) {
+    const auto parsed = parse_external_json(body);
+    if (!parsed || !parsed->is_object()) {
+        return std::nullopt;
+    }
+    const json& j = *parsed;
+    const auto name = wire::string_member(j, "name");
+    if (!name) {
+        return std::nullopt;
+    }
+    PaypalError e;
+    e.name = *name;
+    e.message = wire::string_member(j, "message").value_or("");
+    e.debug_id = wire::string_member(j, "debug_id").value_or("");
+    if (const json* details = member(j, "details"); details != nullptr && details->is_array()) {
+        for (const json& d : *details) {
+            const auto issue = wire::string_member(d, "issue");
+            if (!issue) {
+                continue;
+            }
+            if (e.issues.empty()) {
+                e.description = wire::string_member(d, "description").value_or("");
+            }
+            e.issues.push_back(*issue);
+        }
+    }
+    return e;
+}
+
+std::optional<Order> parse_order(std::string_view body) {
+    const auto parsed = parse_external_json(body);
+    if (!parsed || !parsed->is_object()) {
+        return std::nullopt;
+    }
+    const json& j = *parsed;
+    const auto id = wire::string_member(j, "id");
+    const auto status = wire::string_member(j, "status");
+    if (!id || !status) {
+        return std::nullopt;
+    }
+    Order o;
+    o.id = *id;
+    o.status = *status;
+    const json* units = member(j, "purchase_units");
+    if (units == nullptr || !units->is_array() || units->empty()) {
+        return o;
+    }
+    o.purchase_units = units->size();
+    const json& unit = units->front();
+    o.amount = money_from(member(unit, "amount"));
+    o.invoice_id = wire::string_member(unit, "invoice_id");
+    o.custom_id = wire::string_member(unit, "custom_id");
+    const json* payments = member(unit, "payments");
+    const json* captures = payments == nullptr ? nullptr : member(*payments, "captures");
+    if (captures == nullptr || !captures->is_array()) {
+        return o;
+    }
+    for (const json& c : *captures) {
+        Capture capture;
+        capture.id = wire::string_member(c, "id").value_or("");
+        capture.status = wire::string_member(c, "status").value_or("");
+        capture.amount = money_from(member(c, "amount"));
+        capture.invoice_id = wire::string_member(c, "invoice_id");
+        capture.custom_id = wire::string_member(c, "custom_id");
+        o.captures.push_back(std::move(capture));
+    }
+    return o;
+}
+
+std::optional<SearchPage> parse_search_page(std::string_view body) {
+    const auto parsed = parse_external_json(body);
+    if (!parsed || !parsed->is_object()) {
+        return std::nullopt;
+    }
+    const json& j = *parsed;
+    const json* total_pages = member(j, "total_pages");
+    if (total_pages == nullptr || !total_pages->is_number_integer() ||
+        total_pages->get<std::int64_t>() < 0) {
+        return std::nullopt;
+    }
+    SearchPage page;
+    page.total_pages = total_pages->get<std::int64_t>();
+    const json* details = member(j, "transaction_details");
+    if (details == nullptr) {
+        return page;
+    }
+    if (!details->is_array()) {
+        return std::nullopt;
+    }
+    for (const json& d : *details) {
+        if (money_out(d)) {
+            continue;
+        }
+        auto p = transaction_from(d);
+        if (!p) {
+            return std::nullopt; // one unreadable entry makes the page untrustworthy
+        }
+        page.items.push_back(std::move(*p));
+    }
+    return page;
+}
+
+bool declined_issue(std::string_view issue) {
+    static constexpr std::string_view k_declined[] = {
+        "INSTRUMENT_DECLINED",
+        "TRANSACTION_REFUSED",
+        "PAYMENT_SOURCE_DECLINED_BY_PROCESSOR",
+        "PAYMENT_SOURCE_CANNOT_BE_USED",
+        "CARD_EXPIRED",
+        "PAYER_CANNOT_PAY",
+        "PAYER_ACCOUNT_RESTRICTED",
+        "PAYER_ACCOUNT_LOCKED_OR_CLOSED",
+        "COMPLIANCE_VIOLATION",
+        "TRANSACTION_LIMIT_EXCEEDED",
+        "PAYEE_BLOCKED_TRANSACTION",
+        "TRANSACTION_BLOCKED_BY_PAYEE",
+        "MAX_NUMBER_OF_PAYMENT_ATTEMPTS_EXCEEDED",
+        "INVALID_CURRENCY_CODE",
+        "MAX_VALUE_EXCEEDED",
+    };
+    return std::find(std::begin(k_declined), std::end(k_declined), issue) != std::end(k_declined);
+}
+
+SubmitResult interpret_create(const PaymentOrder& order, int http_status, std::string_view body) {
+    SubmitResult r;
+    r.call.http_status = http_status;
+    r.call.detail = wire::excerpt(body);
+    const std::string& op = order.operation_id;
+    if (http_status >= 200 && http_status < 300) {
+        const auto o = parse_order(body);
+        const auto ours = [&op](const std::optional<std::string>& id) { return !id || *id == op; };
+        const auto same_amount = [&order](const std::optional<Money>& m) {
+            return !m || *m == order.amount;
+        };
+        const Capture* capture = o && o->captures.size() == 1 ? &o->captures.front() : nullptr;
+        // The echo: one purchase unit, our invoice ID on it or its capture and nobody else's, our
+        // amount and currency on the capture (else on the unit) and no other.
+        const bool echoes = o && o->purchase_units == 1 &&
+                            (o->invoice_id || (capture && capture->invoice_id)) &&
+                            ours(o->invoice_id) && ours(o->custom_id) && same_amount(o->amount) &&
+                            (capture ? capture->amount && same_amount(capture->amount) &&
+                                           ours(capture->invoice_id) && ours(capture->custom_id)
+                                     : o->amount.has_value());
+        if (!echoes || o->captures.size() > 1 || (capture && capture->id.empty()) ||
+            o->id.empty()) {
+            r.call.error_class = "unrecognised_response";
+            return r; // unknown: a success we cannot match to our request proves nothing
+        }
+        if (capture) {
+            r.provider_reference = capture->id;
+            r.outcome = map_capture_status(capture->status);
+            r.call.error_class = r.outcome == Outcome::unknown
+                                     ? "unexpected_status_" + capture->status
+                                 : r.outcome == Outcome::declined ? "capture_" + capture->status
+                                                                  : "";
+            return r;
+        }
+        r.provider_reference = o->id;
+        if (o->status == "PAYER_ACTION_REQUIRED") {
+            r.outcome = Outcome::pending; // the payer must act: it cannot finish off-session
+            r.call.error_class = "payer_action_required";
+        } else if (o->status == "VOIDED") {
+            r.outcome = Outcome::declined; // "all purchase units in the order are voided"
+            r.call.error_class = "order_voided";
+        } else {
+            r.call.error_class = "order_" + o->status + "_without_capture";
+        }
+        return r;
+    }
+    if (http_status == 429) {
+        r.outcome = Outcome::not_sent; // "Too many requests. Blocked due to rate limiting."
+        r.call.error_class = "rate_limited";
+        return r;
+    }
+    const auto err = parse_error(body);
+    const std::string issue = err && !err->issues.empty() ? err->issues.front() : "";
+    const auto message = [&err]() {
+        if (!err) {
+            return std::string();
+        }
+        std::string m = err->description.empty() ? err->message : err->description;
+        if (!err->debug_id.empty()) {
+            m += (m.empty() ? "" : " ") + std::string("(debug_id ") + err->debug_id + ")";
+        }
+        return m;
+    };
+    if (http_status == 401) {
+        // The access token was refused even after a fresh one (ProviderClient sends once more), or
+        // the token endpoint refused the client credentials (its OAuth2 error passed on).
+        std::string code = err && !err->name.empty() ? err->name : "";
+        std::string said = message();
+        if (code.empty()) {
+            if (const auto parsed = parse_external_json(body); parsed && parsed->is_object()) {
+                code = wire::string_member(*parsed, "error").value_or("");
+                said = wire::string_member(*parsed, "error_description").value_or("");
+            }
+        }
+        return rejected_request(http_status, code.empty() ? "AUTHENTICATION_FAILURE" : code, said,
+                                wire::excerpt(body));
+    }
+    if (http_status >= 500 || !err || err->name.empty()) {
+        r.call.error_class =
+            http_status >= 500 ? "http_" + std::to_string(http_status) : "unrecognised_response";
+        return r;
+    }
+    if (http_status == 422 && std::find(err->issues.begin(), err->issues.end(),
+                                        "DUPLICATE_INVOICE_ID") != err->issues.end()) {
+        r.call.error_class = "DUPLICATE_INVOICE_ID";
+        return r; // a transaction with our invoice ID exists: it may be our first attempt's
+    }
+    if (http_status == 422 && declined_issue(issue)) {
+        r.outcome = Outcome::declined;
+        r.call.error_class = "declined:" + issue;
+        return r;
+    }
+    if (http_status == 400 || http_status == 403 || http_status == 415 || http_status == 422) {
+        return rejected_request(http_status, issue.empty() ? err->name : issue, message(),
+                                wire::excerpt(body));
+    }
+    r.call.error_class = "http_" + std::to_string(http_status);
+    return r;
+}
+
+} // namespace payrecon::providers::paypal

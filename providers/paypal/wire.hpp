@@ -1,0 +1,137 @@
+#pragma once
+// PayPal's wire format: the Orders v2 create request and the order it answers (Orders 2.13), the
+// error envelope, and Transaction Search's page (Transaction Search 1.9); amounts as exact decimal
+// strings in PayPal's exponents, status mapping. Pure functions: no I/O. See adapter.hpp for the
+// provider's quirks.
+
+#include "core/carry_limits.hpp"
+#include "providers/provider.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace payrecon::providers::paypal {
+
+// The longest PayPal-Request-Id ("minLength": 1, "maxLength": 108, the Orders v2 document's
+// paypal_request_id parameter).
+inline constexpr std::size_t k_max_key_length = 108;
+// purchase_units[].description, invoice_id and custom_id: at most 127 characters.
+inline constexpr std::size_t k_max_description = 127;
+inline constexpr std::size_t k_max_invoice_id = 127;
+// money.value: "supports up to 15 digits preceding the decimal" (purchase_unit_request.amount).
+inline constexpr int k_max_integer_digits = 15;
+
+// PayPal's exponent for `currency` (either case): ISO 4217's, except HUF, JPY and TWD, which
+// "do not support decimals. Decimal amounts cause an error" (PayPal's Currency Codes). nullopt for
+// a currency ISO 4217 does not have.
+std::optional<int> paypal_exponent(std::string_view currency);
+
+// `units` at `exponent` decimal digits as PayPal's money.value: 4999 at 2 -> "49.99", 5 at 2 ->
+// "0.05", 1000 at 0 -> "1000". nullopt for a negative amount, an exponent outside 0..18, or more
+// than k_max_integer_digits before the point. Never through floating point.
+std::optional<std::string> format_decimal(std::int64_t units, int exponent);
+
+// PayPal's money.value at `exponent` as an integer count of units, exactly: one or more digits,
+// then optionally '.' and 1 to `exponent` digits ("49.99", "49.9", "49" at 2). nullopt for
+// anything else: a sign, a leading '.', a trailing '.', an exponent ("1e3"), spaces, more
+// fractional digits than `exponent` ("49.990" at 2, "10.0" at 0), or a value over int64.
+std::optional<std::int64_t> parse_decimal(std::string_view text, int exponent);
+
+// ISO minor units -> PayPal's {currency_code, value}: the value in PayPal's exponent. nullopt for
+// an unknown currency, a non-positive amount, or one not whole in PayPal's units (10.50 HUF).
+std::optional<std::string> to_paypal_value(const Money& money);
+// PayPal's value in `currency` -> ISO minor units (currency upper case). nullopt if the value is
+// not one parse_decimal reads in PayPal's exponent, the currency is unknown, or it overflows.
+std::optional<Money> from_paypal_value(std::string_view value, std::string_view currency);
+
+// What PayPal carries of a payment: no metadata at all (order_request has no metadata field).
+const CarryLimits& carry_limits();
+
+// The JSON body of POST /v2/checkout/orders: intent CAPTURE, one purchase unit with reference_id
+// (our payment ID, else the operation ID), invoice_id and custom_id (the operation ID), description
+// when there is one, amount; payment_source.card.vault_id the payment method. nullopt if the
+// amount is not expressible in PayPal's units, the operation ID is empty or longer than 108 (the
+// key) or 127 (invoice_id), the description is longer than 127 bytes, the payment method is not a
+// vault_id (1 to 255 of 0-9, a-z, A-Z, '_', '-'), or the payment has metadata.
+std::optional<std::string> create_body(const PaymentOrder& order);
+
+// A capture's status (the payment object's: capture_status.status) as an outcome: COMPLETED,
+// PARTIALLY_REFUNDED, REFUNDED -> succeeded (it was charged; a refund is another matter);
+// PENDING -> pending; DECLINED, FAILED -> declined; anything else -> unknown.
+Outcome map_capture_status(std::string_view status);
+
+// Transaction Search's transaction_status code as an outcome: S and V (a success, reversed
+// later) -> succeeded; P -> pending; D -> declined; anything else -> unknown.
+Outcome map_transaction_status(std::string_view code);
+
+// PayPal's error envelope {"name", "message", "debug_id", "details": [{"issue", "description"}]}.
+struct PaypalError {
+    std::string name;
+    std::string message;
+    std::string debug_id;
+    std::vector<std::string> issues; // details[].issue, in order
+    std::string description;         // details[0].description
+};
+// nullopt if `body` is not a JSON object with a string `name` (a member of another type counts as
+// absent; details entries that are not objects with a string issue are skipped).
+std::optional<PaypalError> parse_error(std::string_view body);
+
+// One capture of purchase_units[0].payments.captures.
+struct Capture {
+    std::string id;
+    std::string status;
+    std::optional<Money> amount;
+    std::optional<std::string> invoice_id;
+    std::optional<std::string> custom_id;
+};
+
+// The order of a create's 2xx: what interpret_create reads of it.
+struct Order {
+    std::string id;
+    std::string status;
+    std::size_t purchase_units = 0;
+    // purchase_units[0]:
+    std::optional<Money> amount;
+    std::optional<std::string> invoice_id;
+    std::optional<std::string> custom_id;
+    std::vector<Capture> captures;
+};
+// nullopt if `body` is not an order: a JSON object with string id and status. A member of the
+// wrong type counts as absent; an amount that is not exact in PayPal's units is absent too.
+std::optional<Order> parse_order(std::string_view body);
+
+// One page of GET /v1/reporting/transactions: the transactions that are charges (a gross amount
+// that is not negative: refunds, reversals, fees and withdrawals carry negative ones and are left
+// out), and total_pages.
+struct SearchPage {
+    std::vector<RemotePayment> items;
+    std::int64_t total_pages = 0;
+};
+// nullopt if the body is not a JSON object with an integer total_pages >= 0, or transaction_details
+// is not an array, or an entry in it is unreadable (no transaction_info object, no transaction_id,
+// no transaction_amount with a currency ISO 4217 knows and an exact value): one unreadable entry
+// makes the page untrustworthy. Each item's operation_id is its invoice_id, else its custom_field.
+std::optional<SearchPage> parse_search_page(std::string_view body);
+
+// The 422 issues that mean PayPal tried the payment and the payment source or payer was refused,
+// or that the payment can never be sent as it is (a currency PayPal does not take, an amount over
+// its maximum): declined. README.md quotes each.
+bool declined_issue(std::string_view issue);
+
+// Decides the outcome of a create call from its HTTP status and body (DESIGN section 5: unknown
+// unless positively recognised; README.md has the table). A 2xx counts only as an order with one
+// purchase unit echoing our amount, currency and operation ID (invoice_id); its outcome is its
+// one capture's status (a COMPLETED order can hold a DECLINED capture), the reference the
+// capture's ID; an order without a capture is pending for PAYER_ACTION_REQUIRED, declined for
+// VOIDED, unknown otherwise, with the order's ID. 422 with a declined_issue -> declined;
+// DUPLICATE_INVOICE_ID -> unknown (a transaction with our invoice ID exists: it may be our first
+// attempt); 400, 403, 415, another 422 (with PayPal's envelope) and 401 -> rejected with the issue
+// (else the name) and description; 429 -> not_sent; 5xx, 404, 409 and anything unrecognised ->
+// unknown.
+SubmitResult interpret_create(const PaymentOrder& order, int http_status, std::string_view body);
+
+} // namespace payrecon::providers::paypal
