@@ -6,7 +6,9 @@
 namespace payrecon::fake {
 
 void add_options(CLI::App& app, CommandLine& c) {
-    app.add_option("--port", c.port, "main (Stripe) port on 127.0.0.1; 0: any free port")
+    app.add_option("--port", c.port,
+                   "main port on 127.0.0.1 (Stripe, Adyen, Checkout.com and PayPal); 0: any free "
+                   "port")
         ->capture_default_str()
         ->check(CLI::Range(0, 65535));
     app.add_option("--admin-port", c.admin_port, "admin API port on 127.0.0.1; 0: any free port")
@@ -14,15 +16,34 @@ void add_options(CLI::App& app, CommandLine& c) {
         ->check(CLI::Range(0, 65535));
     app.add_option("--api-key-env", c.api_key_env,
                    "name of the environment variable holding the accepted API key "
-                   "(Authorization: Bearer <key>); the key itself never goes on the command line")
+                   "(Authorization: Bearer <key> for Stripe and Checkout.com, X-API-Key for "
+                   "Adyen); the key itself never goes on the command line")
         ->required();
     app.add_option("--key-retention-s", c.key_retention_s,
-                   "how long an Idempotency-Key is remembered, in fake seconds")
+                   "how long a Stripe or Adyen Idempotency-Key is remembered, in fake seconds")
         ->capture_default_str();
+    app.add_option("--checkout-key-retention-s", c.checkout_key_retention_s,
+                   "how long a Checkout.com Cko-Idempotency-Key keeps its 2xx, in fake seconds")
+        ->capture_default_str();
+    app.add_option("--paypal-key-retention-s", c.paypal_key_retention_s,
+                   "how long a PayPal-Request-Id is remembered, in fake seconds")
+        ->capture_default_str();
+    app.add_option("--paypal-client-id", c.paypal_client_id,
+                   "the PayPal client ID the token endpoint accepts")
+        ->capture_default_str();
+    app.add_option("--paypal-client-secret-env", c.paypal_client_secret_env,
+                   "name of the environment variable holding PayPal's client secret; without it "
+                   "every PayPal token request is refused");
+    app.add_option("--paypal-token-ttl-s", c.paypal_token_ttl_s,
+                   "how long a PayPal access token lives (its expires_in), in fake seconds")
+        ->capture_default_str()
+        ->check(CLI::Range(std::int64_t{1}, std::int64_t{365} * 86400));
     app.add_flag("--no-idempotency", c.no_idempotency,
-                 "ignore Idempotency-Key: every POST executes (a provider without keys)");
+                 "ignore every dialect's idempotency key header: every POST executes (a "
+                 "provider without keys)");
     app.add_flag("--no-lookup", c.no_lookup,
-                 "no search endpoint: search answers 404 resource_missing");
+                 "no lookup: Stripe's search answers 404 resource_missing, Checkout.com's "
+                 "GET /payments?reference= 404, PayPal's transaction search 403");
     app.add_option("--latency-ms", c.latency_ms, "latency added to every main-port request")
         ->capture_default_str();
     app.add_option("--seed", c.seed, "seed for the fault rates")->capture_default_str();
@@ -80,6 +101,29 @@ FakeProviderOptions to_options(const CommandLine& c,
     options.stripe.key_retention = std::chrono::seconds(c.key_retention_s);
     options.stripe.idempotency = !c.no_idempotency;
     options.stripe.lookup = !c.no_lookup;
+    for (const auto& [flag, value] :
+         {std::pair{"--checkout-key-retention-s", c.checkout_key_retention_s},
+          std::pair{"--paypal-key-retention-s", c.paypal_key_retention_s}}) {
+        if (value < 0) {
+            throw std::invalid_argument(std::string(flag) + " must not be negative");
+        }
+    }
+    options.checkout.key_retention = std::chrono::seconds(c.checkout_key_retention_s);
+    options.paypal.key_retention = std::chrono::seconds(c.paypal_key_retention_s);
+    options.paypal.token_ttl = std::chrono::seconds(c.paypal_token_ttl_s);
+    if (c.paypal_client_id.empty()) {
+        throw std::invalid_argument("--paypal-client-id must not be empty");
+    }
+    options.paypal.client_id = c.paypal_client_id;
+    if (!c.paypal_client_secret_env.empty()) {
+        const char* secret = get_env(c.paypal_client_secret_env.c_str());
+        if (secret == nullptr || *secret == '\0') {
+            throw std::invalid_argument("the environment variable " + c.paypal_client_secret_env +
+                                        " (named by --paypal-client-secret-env) is unset or "
+                                        "empty; export PayPal's client secret there");
+        }
+        options.paypal.client_secret = Secret(secret);
+    }
 
     // The same parser as POST /__admin/faults, so both accept exactly the same configs.
     nlohmann::json faults;

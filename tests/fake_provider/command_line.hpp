@@ -1,6 +1,7 @@
 #pragma once
-// The command line of `payrecon-fake-provider`, parsed in-process so tests can check it. The API
-// key is never an argument: `--api-key-env NAME` names the environment variable that holds it.
+// The command line of `payrecon-fake-provider`, parsed in-process so tests can check it. Secrets
+// are never arguments: `--api-key-env NAME` names the environment variable that holds the API key,
+// `--paypal-client-secret-env NAME` the one that holds PayPal's client secret.
 
 #include "tests/fake_provider/fake_provider.hpp"
 
@@ -17,6 +18,11 @@ struct CommandLine {
     int admin_port = 0;
     std::string api_key_env;
     std::int64_t key_retention_s = 86400;
+    std::int64_t checkout_key_retention_s = 86400;
+    std::int64_t paypal_key_retention_s = 21600;
+    std::string paypal_client_id = "fake-paypal-client-id";
+    std::string paypal_client_secret_env; // empty: PayPal refuses every token request
+    std::int64_t paypal_token_ttl_s = 32400;
     bool no_idempotency = false;
     bool no_lookup = false;
     std::int64_t latency_ms = 0;
@@ -41,8 +47,9 @@ struct CommandLine {
 void add_options(CLI::App& app, CommandLine& command_line);
 
 // The server options the command line describes. Throws std::invalid_argument, with a message for
-// the operator, if the key variable is unset or empty, or a fault, rate or duration is invalid, or
-// a webhook URL is not on loopback or comes without its secret's variable.
+// the operator, if the key variable (or PayPal's secret variable, when named) is unset or empty, or
+// a fault, rate or duration is invalid, or a webhook URL is not on loopback or comes without its
+// secret's variable.
 FakeProviderOptions to_options(const CommandLine& command_line,
                                const std::function<const char*(const char*)>& get_env);
 

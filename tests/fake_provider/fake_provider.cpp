@@ -131,8 +131,10 @@ void linger_close(int fd) {
 } // namespace
 
 FakeProvider::FakeProvider(FakeProviderOptions options, std::ostream& log)
-    : m_options(std::move(options)), m_log(log), m_api(m_options.stripe) {
-    m_api.set_faults(m_options.faults);
+    : m_options(std::move(options)), m_log(log), m_api(m_ledger, m_options.stripe),
+      m_checkout(m_ledger, m_options.stripe, m_options.checkout),
+      m_paypal(m_ledger, m_options.stripe, m_options.paypal) {
+    m_ledger.set_faults(m_options.faults);
     m_webhooks.configure(m_options.webhooks);
     m_api.set_on_executed([this](const Executed& e) { m_webhooks.notify(e); });
 }
@@ -170,6 +172,10 @@ void FakeProvider::start() {
     event["idempotency"] = m_options.stripe.idempotency;
     event["lookup"] = m_options.stripe.lookup;
     event["key_retention_s"] = m_options.stripe.key_retention.count();
+    event["checkout_key_retention_s"] = m_options.checkout.key_retention.count();
+    event["paypal_key_retention_s"] = m_options.paypal.key_retention.count();
+    event["paypal_client_id"] = m_options.paypal.client_id;
+    event["paypal_token_ttl_s"] = m_options.paypal.token_ttl.count();
     log_event(event);
     apply_refusal();
     m_acceptor = std::thread(&FakeProvider::accept_loop, this);
@@ -227,13 +233,32 @@ std::size_t FakeProvider::connection_threads() const {
     return m_connections.size();
 }
 
+nlohmann::ordered_json FakeProvider::ledger(LedgerOptions options) const {
+    const auto lock = m_ledger.lock();
+    Json j;
+    m_ledger.write_counts_locked(j, options.operations);
+    m_api.write_ledger_locked(j, options);
+    m_checkout.write_ledger_locked(j, options);
+    m_paypal.write_ledger_locked(j, options);
+    j["now"] =
+        std::chrono::duration_cast<std::chrono::seconds>(m_ledger.now_locked().time_since_epoch())
+            .count();
+    return j;
+}
+
 void FakeProvider::set_faults(FaultConfig config) {
-    m_api.set_faults(std::move(config));
+    m_ledger.set_faults(std::move(config));
     apply_refusal();
 }
 
 void FakeProvider::reset() {
-    m_api.reset();
+    {
+        const auto lock = m_ledger.lock();
+        m_ledger.reset_locked();
+        m_api.reset_locked();
+        m_checkout.reset_locked();
+        m_paypal.reset_locked();
+    }
     open_gate();
     {
         std::lock_guard lock(m_listener_mutex);
@@ -300,7 +325,7 @@ void FakeProvider::apply_refusal() {
         if (m_refusing || m_main_fd < 0) {
             return; // a refusal still due waits for the listener to reopen
         }
-        const auto due = m_api.take_refusal();
+        const auto due = m_ledger.take_refusal();
         if (!due) {
             return;
         }
@@ -322,6 +347,17 @@ void FakeProvider::reopen_listener() {
     // Under m_listener_mutex, from the acceptor.
     m_main_fd = make_listener(m_port);
     m_refusing = false;
+}
+
+Reply FakeProvider::handle(const http::Request& request) {
+    const Wait wait = [this](std::chrono::milliseconds d) { return request_pause(d); };
+    if (CheckoutApi::serves(request.path)) {
+        return m_checkout.handle(request, wait);
+    }
+    if (PayPalApi::serves(request.path)) {
+        return m_paypal.handle(request, wait);
+    }
+    return m_api.handle(request, wait);
 }
 
 void FakeProvider::accept_loop() {
@@ -464,8 +500,7 @@ void FakeProvider::serve(Connection& connection) {
             if (connection.admin) {
                 reply.response = admin(request);
             } else {
-                reply = m_api.handle(
-                    request, [this](std::chrono::milliseconds d) { return request_pause(d); });
+                reply = handle(request);
                 if (request.method == "POST") {
                     apply_refusal(); // a refusal drawn by rate starts after this POST
                 }
@@ -493,7 +528,7 @@ void FakeProvider::serve(Connection& connection) {
                 break;
             case SocketAction::hang_then_fin:
                 keep = false;
-                pause(m_api.faults().hang);
+                pause(m_ledger.faults().hang);
                 break;
             case SocketAction::partial_then_fin: {
                 keep = false;
@@ -557,7 +592,7 @@ http::Response FakeProvider::admin(const http::Request& request) {
             }
             *flag = value == "true";
         }
-        return admin_json(200, m_api.ledger(options));
+        return admin_json(200, ledger(options));
     }
     if (path == "/__admin/seed" && method == "POST") {
         const auto parsed = nlohmann::json::parse(request.body, nullptr, false);
@@ -589,12 +624,15 @@ http::Response FakeProvider::admin(const http::Request& request) {
         }
         return admin_json(200, body);
     }
+    if (path == "/__admin/paypal/expire-tokens" && method == "POST") {
+        return admin_json(200, Json{{"expired", expire_paypal_tokens()}});
+    }
     if (path == "/__admin/reset" && method == "POST") {
         reset();
         return admin_json(200, Json{{"reset", true}});
     }
     if (path == "/__admin/faults" && method == "GET") {
-        return admin_json(200, faults_json(m_api.faults()));
+        return admin_json(200, faults_json(m_ledger.faults()));
     }
     if (path == "/__admin/faults" && method == "POST") {
         const auto parsed = nlohmann::json::parse(request.body, nullptr, false);
@@ -606,7 +644,7 @@ http::Response FakeProvider::admin(const http::Request& request) {
         } catch (const std::invalid_argument& e) {
             return admin_error(400, e.what());
         }
-        return admin_json(200, faults_json(m_api.faults()));
+        return admin_json(200, faults_json(m_ledger.faults()));
     }
     if (path == "/__admin/gate" && (method == "GET" || method == "POST")) {
         if (method == "POST") {
@@ -627,8 +665,8 @@ http::Response FakeProvider::admin(const http::Request& request) {
             parsed["advance_s"].get<std::int64_t>() < 0) {
             return admin_error(400, R"(expected {"advance_s": <non-negative integer>})");
         }
-        m_api.advance_clock(std::chrono::seconds(parsed["advance_s"].get<std::int64_t>()));
-        const auto now = m_api.now().time_since_epoch();
+        m_ledger.advance_clock(std::chrono::seconds(parsed["advance_s"].get<std::int64_t>()));
+        const auto now = m_ledger.now().time_since_epoch();
         return admin_json(
             200, Json{{"now", std::chrono::duration_cast<std::chrono::seconds>(now).count()}});
     }

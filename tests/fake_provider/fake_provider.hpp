@@ -1,16 +1,22 @@
 #pragma once
-// The fake payment provider server: a Stripe PaymentIntents subset on 127.0.0.1 with fault
-// injection, and an admin API on a second port that keeps working while the main listener refuses
-// connections. Acceptance tests start it in-process on port 0; the demo runs
-// `payrecon-fake-provider`. It is honest about what it executed: see StripeApi for the ledger.
+// The fake payment provider server on 127.0.0.1, with fault injection, and an admin API on a second
+// port that keeps working while the main listener refuses connections. One main port speaks four
+// dialects on one ledger, one set of faults and one fake clock (ledger.hpp): a Stripe
+// PaymentIntents subset and Adyen's /v71/payments (stripe.hpp), Checkout.com's /payments
+// (checkout.hpp), PayPal's Orders v2, Transaction Search and OAuth2 (paypal.hpp). Acceptance tests
+// start it in-process on port 0; the demo runs `payrecon-fake-provider`. It is honest about what
+// it executed: see the Ledger.
 //
 // Threads: one acceptor (both listeners), one thread per connection. stop() closes the listeners,
 // shuts every connection down, interrupts latency and hang waits, and joins every thread; it
 // returns promptly even while a connection is hanging. One JSON log line per request goes to the
 // log stream; no header or body is ever logged, so neither is the API key.
 
+#include "tests/fake_provider/checkout.hpp"
 #include "tests/fake_provider/faults.hpp"
 #include "tests/fake_provider/http.hpp"
+#include "tests/fake_provider/ledger.hpp"
+#include "tests/fake_provider/paypal.hpp"
 #include "tests/fake_provider/stripe.hpp"
 #include "tests/fake_provider/webhooks.hpp"
 
@@ -29,9 +35,11 @@
 namespace payrecon::fake {
 
 struct FakeProviderOptions {
-    int port = 0;       // main (Stripe) port on 127.0.0.1; 0: any free port
-    int admin_port = 0; // admin port on 127.0.0.1; 0: any free port
-    StripeOptions stripe;
+    int port = 0;         // main port (every dialect) on 127.0.0.1; 0: any free port
+    int admin_port = 0;   // admin port on 127.0.0.1; 0: any free port
+    StripeOptions stripe; // also the account: its api_key, idempotency and lookup hold for all
+    CheckoutOptions checkout;
+    PayPalOptions paypal;
     FaultConfig faults;      // the initial fault config
     WebhookOptions webhooks; // none unless its url is set
     http::Limits limits;
@@ -60,9 +68,7 @@ public:
     std::size_t connection_threads() const;
 
     // The same operations as the admin API, in-process.
-    nlohmann::ordered_json ledger(LedgerOptions options = {}) const {
-        return m_api.ledger(options);
-    }
+    nlohmann::ordered_json ledger(LedgerOptions options = {}) const;
     // Seeds a discrepancy (seed.hpp, README "Seeding"); answers the PaymentIntent ids created or
     // changed. Throws SeedNotFound or std::invalid_argument, changing nothing.
     std::vector<std::string> seed(const Seed& seed) { return m_api.seed(seed); }
@@ -78,7 +84,7 @@ public:
                              std::move(operation_id_prefix)});
     }
     void set_faults(FaultConfig config); // a `refuse` at the head of `next` closes the listener now
-    FaultConfig faults() const { return m_api.faults(); }
+    FaultConfig faults() const { return m_ledger.faults(); }
     void reset(); // also reopens a refusing listener and opens the gate
     // The gate: while closed, every main-port request that reaches its latency point (a POST
     // holding its key, a lookup, a listing) waits there until the gate opens or stop(). A test
@@ -87,7 +93,11 @@ public:
     void close_gate();
     void open_gate();
     std::size_t held() const; // requests waiting at the gate now
-    void advance_clock(std::chrono::seconds by) { m_api.advance_clock(by); }
+    void advance_clock(std::chrono::seconds by) { m_ledger.advance_clock(by); }
+    // Every PayPal access token issued so far is expired from now on (an adapter's next call gets
+    // 401 invalid_token, and must fetch a new one); answers how many were still valid. Also POST
+    // /__admin/paypal/expire-tokens.
+    std::size_t expire_paypal_tokens() { return m_paypal.expire_tokens(); }
 
     // The webhooks sent after each execution (webhooks.hpp): where, signed how, with which faults.
     void set_webhooks(WebhookOptions options) { m_webhooks.configure(std::move(options)); }
@@ -104,6 +114,9 @@ private:
         std::atomic<bool> done{false};
     };
 
+    // The dialect that serves `request`'s path: Checkout.com's, PayPal's, else Stripe's (and
+    // Adyen's).
+    Reply handle(const http::Request& request);
     void accept_loop();
     void accept_one(int listener, bool admin);
     void serve(Connection& connection);
@@ -128,7 +141,10 @@ private:
     FakeProviderOptions m_options;
     std::ostream& m_log;
     std::mutex m_log_mutex;
+    Ledger m_ledger; // before the dialects: they hold it
     StripeApi m_api;
+    CheckoutApi m_checkout;
+    PayPalApi m_paypal;
     WebhookSender m_webhooks;
 
     int m_port = 0;

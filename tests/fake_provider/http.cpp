@@ -99,12 +99,16 @@ std::string_view reason_phrase(int status) {
         return "Continue";
     case 200:
         return "OK";
+    case 201:
+        return "Created";
     case 400:
         return "Bad Request";
     case 401:
         return "Unauthorized";
     case 402:
         return "Payment Required";
+    case 403:
+        return "Forbidden";
     case 404:
         return "Not Found";
     case 405:
@@ -113,6 +117,8 @@ std::string_view reason_phrase(int status) {
         return "Conflict";
     case 413:
         return "Payload Too Large";
+    case 422:
+        return "Unprocessable Entity";
     case 431:
         return "Request Header Fields Too Large";
     case 500:

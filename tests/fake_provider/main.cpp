@@ -1,5 +1,6 @@
 // payrecon-fake-provider: parses the command line, serves until SIGTERM or SIGINT, stops cleanly.
-// Exit codes: 0 stopped by a signal, 1 could not listen, 2 bad arguments or missing key variable.
+// Exit codes: 0 stopped by a signal, 1 could not listen, 2 bad arguments or a missing secret
+// variable (the API key's, or PayPal's client secret's when named).
 #include "tests/fake_provider/command_line.hpp"
 
 #include <csignal>
@@ -11,9 +12,10 @@
 
 int main(int argc, char** argv) {
     using namespace payrecon::fake;
-    CLI::App app{"payrecon-fake-provider: a fake Stripe (PaymentIntents) on 127.0.0.1 with fault "
-                 "injection and an honest ledger of what it executed (see "
-                 "tests/fake_provider/README.md)"};
+    CLI::App app{"payrecon-fake-provider: a fake payment provider on 127.0.0.1 -- Stripe "
+                 "(PaymentIntents), Adyen (/v71/payments), Checkout.com (/payments) and PayPal "
+                 "(Orders v2, Transaction Search) on one ledger -- with fault injection and an "
+                 "honest ledger of what it executed (see tests/fake_provider/README.md)"};
     CommandLine command_line;
     add_options(app, command_line);
     try {

@@ -22,7 +22,6 @@ constexpr std::size_t k_max_metadata_key_length = 40;
 constexpr std::size_t k_max_metadata_value_length = 500;
 constexpr std::int64_t k_default_limit = 10;
 constexpr std::int64_t k_max_limit = 100;
-constexpr std::string_view k_no_operation = "(none)";
 constexpr std::string_view k_page_prefix = "fakepage_";
 constexpr std::string_view k_list_url = "/v1/payment_intents";
 constexpr std::string_view k_search_url = "/v1/payment_intents/search";
@@ -60,13 +59,6 @@ const std::set<std::string_view> k_create_params{
     "use_stripe_sdk",
 };
 
-http::Response json_response(int status, const Json& body) {
-    http::Response r;
-    r.status = status;
-    r.body = body.dump(-1, ' ', false, Json::error_handler_t::replace);
-    return r;
-}
-
 Json error_object(std::string_view type, std::string_view message, std::string_view code = {},
                   std::string_view param = {}) {
     Json e = Json::object();
@@ -101,16 +93,6 @@ http::Response api_error_500(std::string_view when) {
                  "An unknown error occurred while processing your request (fake provider: "
                  "injected " +
                      std::string(when) + ").");
-}
-
-bool constant_time_equal(std::string_view a, std::string_view b) {
-    unsigned char diff = a.size() == b.size() ? 0 : 1;
-    const std::size_t n = std::min(a.size(), b.size());
-    for (std::size_t i = 0; i < n; ++i) {
-        diff = static_cast<unsigned char>(
-            diff | (static_cast<unsigned char>(a[i]) ^ static_cast<unsigned char>(b[i])));
-    }
-    return diff == 0;
 }
 
 std::optional<std::int64_t> parse_int(std::string_view text) {
@@ -452,143 +434,22 @@ std::optional<Decline> decline_of(IntentOutcome outcome) {
 
 } // namespace
 
-std::string_view to_string(SocketAction action) {
-    switch (action) {
-    case SocketAction::respond:
-        return "respond";
-    case SocketAction::close_fin:
-        return "fin";
-    case SocketAction::close_rst:
-        return "rst";
-    case SocketAction::hang_then_fin:
-        return "hang";
-    case SocketAction::partial_then_fin:
-        return "partial";
-    }
-    return "respond";
-}
+StripeApi::StripeApi(Ledger& ledger, StripeOptions options)
+    : m_ledger(ledger), m_options(std::move(options)) {}
 
-StripeApi::StripeApi(StripeOptions options)
-    : m_options(std::move(options)), m_fault_rng(m_faults.seed), m_id_rng(std::random_device{}()) {}
-
-Clock::time_point StripeApi::now_locked() const {
-    return Clock::now() + m_clock_offset;
-}
-
-Clock::time_point StripeApi::now() const {
-    std::lock_guard lock(m_mutex);
-    return now_locked();
-}
-
-void StripeApi::advance_clock(std::chrono::seconds by) {
-    std::lock_guard lock(m_mutex);
-    m_clock_offset += by;
-}
-
-void StripeApi::set_faults(FaultConfig config) {
-    std::lock_guard lock(m_mutex);
-    m_faults = std::move(config);
-    m_fault_rng.seed(m_faults.seed);
-    m_refusals_drawn = 0;
-}
-
-FaultConfig StripeApi::faults() const {
-    std::lock_guard lock(m_mutex);
-    return m_faults;
-}
-
-void StripeApi::reset() {
-    std::lock_guard lock(m_mutex);
-    m_faults = FaultConfig{};
-    m_fault_rng.seed(m_faults.seed);
-    m_refusals_drawn = 0;
-    m_clock_offset = std::chrono::seconds(0);
+void StripeApi::reset_locked() {
     m_by_id.clear();
     m_order.clear();
     m_intents.clear();
     m_keys.clear();
-    m_deliveries = 0;
-    m_replays = 0;
-    m_deliveries_by_operation.clear();
-    m_executions.clear();
-    m_charged.clear();
     m_refunded.clear();
     m_seeded.clear();
-    m_faults_applied.clear();
-}
-
-std::optional<std::chrono::milliseconds> StripeApi::take_refusal() {
-    std::lock_guard lock(m_mutex);
-    if (!m_faults.next.empty() && m_faults.next.front() == Fault::refuse) {
-        m_faults.next.erase(m_faults.next.begin());
-    } else if (m_refusals_drawn > 0) {
-        --m_refusals_drawn;
-    } else {
-        return std::nullopt;
-    }
-    ++m_faults_applied[Fault::refuse];
-    return m_faults.refuse;
-}
-
-Fault StripeApi::draw_fault() {
-    if (!m_faults.next.empty()) {
-        const Fault head = m_faults.next.front();
-        if (head == Fault::refuse) {
-            return Fault::none; // the listener takes it (take_refusal), not a request
-        }
-        m_faults.next.erase(m_faults.next.begin());
-        return head;
-    }
-    if (m_faults.rates.empty()) {
-        return Fault::none;
-    }
-    const double u = std::uniform_real_distribution<double>(0.0, 1.0)(m_fault_rng);
-    double cumulative = 0.0;
-    for (const Fault f : all_faults()) {
-        const auto it = m_faults.rates.find(f);
-        if (it == m_faults.rates.end()) {
-            continue;
-        }
-        cumulative += it->second;
-        if (u < cumulative) {
-            if (f == Fault::refuse) {
-                ++m_refusals_drawn; // this POST is served; the listener closes after it
-                return Fault::none;
-            }
-            return f;
-        }
-    }
-    return Fault::none;
-}
-
-std::string StripeApi::random_id(std::string_view prefix, std::size_t length) {
-    static constexpr std::string_view k_alphabet =
-        "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
-    std::uniform_int_distribution<std::size_t> pick(0, k_alphabet.size() - 1);
-    std::string id(prefix);
-    for (std::size_t i = 0; i < length; ++i) {
-        id += k_alphabet[pick(m_id_rng)];
-    }
-    return id;
 }
 
 bool StripeApi::authorized(const http::Request& request) const {
-    const std::string* value = request.header("authorization");
-    if (value == nullptr || value->size() < 7 || m_options.api_key.empty()) {
-        return false;
-    }
-    std::string scheme = value->substr(0, 6);
-    std::transform(scheme.begin(), scheme.end(), scheme.begin(), [](char c) {
-        return static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
-    });
-    if (scheme != "bearer" || (*value)[6] != ' ') {
-        return false;
-    }
-    std::string_view token = std::string_view(*value).substr(7);
-    while (!token.empty() && token.front() == ' ') {
-        token.remove_prefix(1);
-    }
-    return constant_time_equal(token, m_options.api_key.reveal());
+    const auto token = bearer_credential(request);
+    return token && !m_options.api_key.empty() &&
+           constant_time_equal(*token, m_options.api_key.reveal());
 }
 
 Reply StripeApi::handle(const http::Request& request, const Wait& wait) {
@@ -631,15 +492,15 @@ Reply StripeApi::handle(const http::Request& request, const Wait& wait) {
         }
     }
     if (reply.action == SocketAction::respond || reply.action == SocketAction::partial_then_fin) {
-        std::lock_guard lock(m_mutex);
-        reply.response.headers.emplace_back("Request-Id", random_id("req_", 14));
+        const auto lock = m_ledger.lock();
+        reply.response.headers.emplace_back("Request-Id", m_ledger.random_id_locked("req_", 14));
         reply.response.headers.emplace_back("Stripe-Version", "2020-08-27");
     }
     return reply;
 }
 
 void StripeApi::set_on_executed(std::function<void(const Executed&)> callback) {
-    std::lock_guard lock(m_mutex);
+    const auto lock = m_ledger.lock();
     m_on_executed = std::move(callback);
 }
 
@@ -667,10 +528,9 @@ Reply StripeApi::create(const http::Request& request, const Wait& wait, bool ady
         reply.operation_id = header != nullptr ? *header : std::string(k_no_operation);
     }
 
-    std::unique_lock lock(m_mutex);
-    ++m_deliveries;
-    ++m_deliveries_by_operation[reply.operation_id];
-    const auto latency = m_faults.latency;
+    std::unique_lock lock = m_ledger.lock();
+    m_ledger.count_delivery_locked(reply.operation_id);
+    const auto latency = m_ledger.faults_locked().latency;
 
     // Answers without executing, after the configured latency.
     auto answer = [&](Reply r) {
@@ -681,27 +541,7 @@ Reply StripeApi::create(const http::Request& request, const Wait& wait, bool ady
         return r;
     };
     // What the after-execute faults do to the socket (and a 500 to the response).
-    auto after = [](Reply& r) {
-        switch (r.fault) {
-        case Fault::execute_then_hang:
-            r.action = SocketAction::hang_then_fin;
-            break;
-        case Fault::execute_then_fin:
-            r.action = SocketAction::close_fin;
-            break;
-        case Fault::execute_then_rst:
-            r.action = SocketAction::close_rst;
-            break;
-        case Fault::execute_then_partial:
-            r.action = SocketAction::partial_then_fin;
-            break;
-        case Fault::http_500_after_execute:
-            r.response = api_error_500("after execution");
-            break;
-        default:
-            break;
-        }
-    };
+    auto after = [](Reply& r) { apply_after_execute(r, api_error_500("after execution")); };
 
     if (adyen) {
         const std::string* api_key = request.header("x-api-key");
@@ -721,10 +561,7 @@ Reply StripeApi::create(const http::Request& request, const Wait& wait, bool ady
         return answer(std::move(reply));
     }
 
-    reply.fault = draw_fault();
-    if (reply.fault != Fault::none) {
-        ++m_faults_applied[reply.fault];
-    }
+    reply.fault = m_ledger.draw_fault_locked();
     if (reply.fault == Fault::drop_before_execute) {
         reply.action = SocketAction::close_fin;
         return answer(std::move(reply));
@@ -751,7 +588,7 @@ Reply StripeApi::create(const http::Request& request, const Wait& wait, bool ady
         return answer(std::move(reply));
     }
     auto validated = adyen ? validate_adyen_create(adyen_body)
-                           : validate_create(*form, m_faults.unknown_parameters);
+                           : validate_create(*form, m_ledger.faults_locked().unknown_parameters);
     if (auto* rejected = std::get_if<http::Response>(&validated)) {
         reply.response = std::move(*rejected);
         after(reply);
@@ -772,7 +609,7 @@ Reply StripeApi::create(const http::Request& request, const Wait& wait, bool ady
         }
         auto it = m_keys.find(*key);
         if (it != m_keys.end() && !it->second.in_flight &&
-            now_locked() - it->second.first_seen >= m_options.key_retention) {
+            m_ledger.now_locked() - it->second.first_seen >= m_options.key_retention) {
             m_keys.erase(it); // pruned: the key is new again, as at Stripe after 24 h
             it = m_keys.end();
         }
@@ -796,14 +633,14 @@ Reply StripeApi::create(const http::Request& request, const Wait& wait, bool ady
                 reply.response.body = it->second.body;
                 reply.response.headers.emplace_back("Idempotent-Replayed", "true");
                 reply.replayed = true;
-                ++m_replays;
+                m_ledger.count_replay_locked();
             }
             after(reply);
             return answer(std::move(reply));
         }
         KeyRecord record;
         record.params = sorted;
-        record.first_seen = now_locked();
+        record.first_seen = m_ledger.now_locked();
         m_keys.emplace(*key, std::move(record));
     }
 
@@ -840,7 +677,7 @@ Reply StripeApi::create(const http::Request& request, const Wait& wait, bool ady
         intent.charge_id = random_part();
     }
     intent.secret = random_part();
-    intent.created_at = now_locked();
+    intent.created_at = m_ledger.now_locked();
     intent.created = unix_seconds(intent.created_at);
     intent.amount = params.amount;
     intent.currency = params.currency;
@@ -919,7 +756,8 @@ StripeApi::IdPart StripeApi::random_part() {
         "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
     IdPart part{};
     for (std::size_t i = 0; i < part.size(); i += 8) {
-        std::uint64_t bits = m_id_rng(); // 8 characters from each draw (62^8 < 2^64)
+        std::uint64_t bits =
+            m_ledger.id_rng_locked()(); // 8 characters from each draw (62^8 < 2^64)
         for (std::size_t j = i; j < i + 8; ++j) {
             part[j] = k_alphabet[bits % k_alphabet.size()];
             bits /= k_alphabet.size();
@@ -1086,9 +924,9 @@ std::size_t StripeApi::add_intent(Intent intent) {
             [this](std::int64_t created, std::size_t i) { return created < m_intents[i].created; });
         m_order.insert(at, index);
     }
-    ++m_executions[in.operation_id];
+    m_ledger.count_execution_locked(in.operation_id);
     if (in.succeeded()) {
-        m_charged[in.currency] += in.net();
+        m_ledger.add_charged_locked(in.currency, in.net());
     }
     return index;
 }
@@ -1129,7 +967,7 @@ std::size_t StripeApi::find_ref(const IntentRef& ref) const {
 }
 
 std::vector<std::string> StripeApi::seed(const Seed& seed) {
-    std::lock_guard lock(m_mutex);
+    const auto lock = m_ledger.lock();
     auto ids = std::visit([this](const auto& s) { return seed_locked(s); }, seed);
     m_seeded[std::string(seed_kind(seed))] += ids.size();
     return ids;
@@ -1155,7 +993,7 @@ std::vector<std::string> StripeApi::seed_locked(const OrphanCharge& s) {
     in.payment_method = s.payment_method;
     in.customer = s.customer;
     in.description = s.description;
-    in.created_at = s.created ? from_unix_seconds(*s.created) : now_locked();
+    in.created_at = s.created ? from_unix_seconds(*s.created) : m_ledger.now_locked();
     in.created = unix_seconds(in.created_at);
     in.id = random_part();
     in.charge_id = random_part();
@@ -1174,7 +1012,7 @@ std::vector<std::string> StripeApi::seed_locked(const DuplicateCharge& s) {
     in.customer = original.customer;
     in.description = original.description;
     in.metadata = original.metadata;
-    in.created_at = s.created ? from_unix_seconds(*s.created) : now_locked();
+    in.created_at = s.created ? from_unix_seconds(*s.created) : m_ledger.now_locked();
     in.created = unix_seconds(in.created_at);
     in.id = random_part();
     in.charge_id = random_part();
@@ -1193,7 +1031,7 @@ std::vector<std::string> StripeApi::seed_locked(const AmountMismatch& s) {
     const std::int64_t before = in.net();
     in.amount = s.amount;
     if (in.succeeded()) {
-        m_charged[in.currency] += in.net() - before;
+        m_ledger.add_charged_locked(in.currency, in.net() - before);
     }
     return {concat("pi_", view(in.id))};
 }
@@ -1215,10 +1053,10 @@ std::vector<std::string> StripeApi::seed_locked(const Refunded& s) {
     Refund refund;
     refund.id = random_part();
     refund.amount = amount;
-    refund.created = s.created.value_or(unix_seconds(now_locked()));
+    refund.created = s.created.value_or(unix_seconds(m_ledger.now_locked()));
     in.refunds.push_back(refund);
     in.amount_refunded += amount;
-    m_charged[in.currency] -= amount;
+    m_ledger.add_charged_locked(in.currency, -amount);
     m_refunded[in.currency] += amount;
     return {concat("pi_", view(in.id))};
 }
@@ -1238,7 +1076,8 @@ std::vector<std::string> StripeApi::seed_locked(const BulkSeed& s) {
     std::vector<std::string> ids;
     ids.reserve(s.n);
     const Clock::time_point start = from_unix_seconds(s.start_time);
-    std::uint64_t& none = m_executions[std::string(k_no_operation)];
+    std::map<std::string, std::uint64_t>& executions = m_ledger.executions_locked();
+    std::uint64_t& none = executions[std::string(k_no_operation)];
     const bool with_metadata = !s.operation_id_prefix.empty();
     for (std::size_t i = 0; i < s.n; ++i) {
         Intent& in = m_intents.emplace_back();
@@ -1253,7 +1092,7 @@ std::vector<std::string> StripeApi::seed_locked(const BulkSeed& s) {
         if (with_metadata) {
             in.operation_id = s.operation_id_prefix + std::to_string(i);
             in.metadata.emplace("operation_id", in.operation_id);
-            ++m_executions[in.operation_id];
+            ++executions[in.operation_id];
         } else {
             in.operation_id = k_no_operation;
             ++none;
@@ -1263,10 +1102,10 @@ std::vector<std::string> StripeApi::seed_locked(const BulkSeed& s) {
         ids.push_back(concat("pi_", view(in.id)));
     }
     if (none == 0) {
-        m_executions.erase(std::string(k_no_operation));
+        executions.erase(std::string(k_no_operation));
     }
     if (s.n > 0) {
-        m_charged[currency] += s.amount * static_cast<std::int64_t>(s.n);
+        m_ledger.add_charged_locked(currency, s.amount * static_cast<std::int64_t>(s.n));
     }
     // The new run is in order (spacing >= 0); merge it in if it starts before the newest.
     const auto mid = m_order.begin() + static_cast<std::ptrdiff_t>(order_before);
@@ -1279,7 +1118,7 @@ std::vector<std::string> StripeApi::seed_locked(const BulkSeed& s) {
 
 Reply StripeApi::retrieve(const std::string& id, const http::Fields& query, const Wait& wait) {
     Reply reply;
-    if (!wait(faults().latency)) {
+    if (!wait(m_ledger.faults().latency)) {
         reply.action = SocketAction::close_fin;
         return reply;
     }
@@ -1287,7 +1126,7 @@ Reply StripeApi::retrieve(const std::string& id, const http::Fields& query, cons
         reply.response = std::move(*rejected);
         return reply;
     }
-    std::lock_guard lock(m_mutex);
+    const auto lock = m_ledger.lock();
     if (const auto i = find_id(id)) {
         reply.response = json_response(200, render(m_intents[*i]));
         return reply;
@@ -1306,7 +1145,7 @@ Reply StripeApi::search(const http::Fields& query, const Wait& wait) {
                                "resource_missing");
         return reply;
     }
-    if (!wait(faults().latency)) {
+    if (!wait(m_ledger.faults().latency)) {
         reply.action = SocketAction::close_fin;
         return reply;
     }
@@ -1344,13 +1183,14 @@ Reply StripeApi::search(const http::Fields& query, const Wait& wait) {
         offset = static_cast<std::size_t>(*n);
     }
 
-    std::lock_guard lock(m_mutex);
-    if (m_faults.lookup_down) {
+    const auto lock = m_ledger.lock();
+    const FaultConfig& faults = m_ledger.faults_locked();
+    if (faults.lookup_down) {
         reply.response = error(503, "api_error",
                                "Search is temporarily unavailable (fake provider: lookup_down).");
         return reply;
     }
-    const auto now = now_locked();
+    const auto now = m_ledger.now_locked();
     std::vector<const Intent*> found;
     for (auto it = m_order.rbegin(); it != m_order.rend(); ++it) { // newest first
         const Intent& intent = m_intents[*it];
@@ -1358,7 +1198,7 @@ Reply StripeApi::search(const http::Fields& query, const Wait& wait) {
         if (meta == intent.metadata.end() || meta->second != clause->second) {
             continue;
         }
-        if (intent.created_at + m_faults.lookup_stale > now) {
+        if (intent.created_at + faults.lookup_stale > now) {
             continue; // not indexed yet
         }
         found.push_back(&intent);
@@ -1381,7 +1221,7 @@ Reply StripeApi::search(const http::Fields& query, const Wait& wait) {
 
 Reply StripeApi::list(const http::Fields& query, const Wait& wait) {
     Reply reply;
-    if (!wait(faults().latency)) {
+    if (!wait(m_ledger.faults().latency)) {
         reply.action = SocketAction::close_fin;
         return reply;
     }
@@ -1422,8 +1262,9 @@ Reply StripeApi::list(const http::Fields& query, const Wait& wait) {
         return reply;
     }
 
-    std::lock_guard lock(m_mutex);
-    if (m_faults.lookup_down) {
+    const auto lock = m_ledger.lock();
+    const FaultConfig& faults = m_ledger.faults_locked();
+    if (faults.lookup_down) {
         reply.response = error(503, "api_error",
                                "Listing is temporarily unavailable (fake provider: lookup_down).");
         return reply;
@@ -1509,32 +1350,10 @@ Reply StripeApi::list(const http::Fields& query, const Wait& wait) {
     return reply;
 }
 
-nlohmann::ordered_json StripeApi::ledger(LedgerOptions options) const {
-    std::lock_guard lock(m_mutex);
-    Json j;
-    j["deliveries"] = m_deliveries;
-    if (options.operations) {
-        j["deliveries_by_operation"] = Json::object();
-        for (const auto& [op, n] : m_deliveries_by_operation) {
-            j["deliveries_by_operation"][op] = n;
-        }
-        j["executions"] = Json::object();
-        for (const auto& [op, n] : m_executions) {
-            j["executions"][op] = n;
-        }
-    }
-    j["replays"] = m_replays;
-    j["charged"] = Json::object();
-    for (const auto& [currency, amount] : m_charged) {
-        j["charged"][currency] = amount;
-    }
+void StripeApi::write_ledger_locked(nlohmann::ordered_json& j, LedgerOptions options) const {
     j["refunded"] = Json::object();
     for (const auto& [currency, amount] : m_refunded) {
         j["refunded"][currency] = amount;
-    }
-    j["faults_applied"] = Json::object();
-    for (const auto& [fault, n] : m_faults_applied) {
-        j["faults_applied"][std::string(to_string(fault))] = n;
     }
     j["seeded"] = Json::object();
     for (const auto& [kind, n] : m_seeded) {
@@ -1547,8 +1366,6 @@ nlohmann::ordered_json StripeApi::ledger(LedgerOptions options) const {
             j["payment_intents"].push_back(render(m_intents[i]));
         }
     }
-    j["now"] = unix_seconds(now_locked());
-    return j;
 }
 
 } // namespace payrecon::fake

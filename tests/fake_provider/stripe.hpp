@@ -1,11 +1,14 @@
 #pragma once
-// The Stripe subset the fake provider serves, and its ledger. No sockets here: `handle` turns a
-// parsed request into a reply and a socket action (answer, FIN, RST, hang, half a body), and the
-// server carries the action out. The ledger is the truth of what this "provider" executed:
-//   deliveries  every POST /v1/payment_intents that was read in full, whatever it was answered
+// The Stripe subset the fake provider serves (and Adyen's create in its dialect), on the ledger
+// every dialect shares (ledger.hpp). No sockets here: `handle` turns a parsed request into a reply
+// and a socket action (answer, FIN, RST, hang, half a body), and the server carries the action out.
+// In the ledger:
+//   deliveries  every POST /v1/payment_intents (and /v71/payments) read in full, whatever it was
+//               answered
 //   executions  per operation ID, PaymentIntents actually created (a decline is an execution too:
 //               Stripe creates the PaymentIntent and a failed charge, and the key keeps the 402)
-// The operation ID is `metadata[operation_id]`, else the Idempotency-Key, else "(none)".
+// The operation ID is `metadata[operation_id]` (Adyen: `reference`), else the Idempotency-Key,
+// else "(none)".
 //
 // Idempotency follows Stripe's v1 contract: a result is saved only once execution began (a 200,
 // a 402, or a 500 after execution); validation errors, 401, 409 and a 500 before execution save
@@ -17,6 +20,7 @@
 #include "core/secret.hpp"
 #include "tests/fake_provider/faults.hpp"
 #include "tests/fake_provider/http.hpp"
+#include "tests/fake_provider/ledger.hpp"
 #include "tests/fake_provider/seed.hpp"
 
 #include <algorithm>
@@ -38,30 +42,14 @@
 
 namespace payrecon::fake {
 
+// The account's settings. `api_key`, `idempotency` and `lookup` hold for every dialect: Adyen's
+// X-API-Key and Checkout.com's bearer key are this key too, and --no-idempotency / --no-lookup
+// switch off every dialect's keys / lookups.
 struct StripeOptions {
     Secret api_key;                            // the only accepted `Authorization: Bearer` value
-    std::chrono::seconds key_retention{86400}; // fake time
+    std::chrono::seconds key_retention{86400}; // fake time (Stripe's and Adyen's keys)
     bool idempotency = true; // false: Idempotency-Key ignored, every POST executes
     bool lookup = true;      // false: search answers 404 resource_missing
-};
-
-enum class SocketAction {
-    respond,          // write the response; keep the connection if the request allows
-    close_fin,        // close without a response (FIN)
-    close_rst,        // reset the connection (SO_LINGER 0), no response
-    hang_then_fin,    // hold the connection for the configured hang, no response, then FIN
-    partial_then_fin, // write the headers and half the body, then FIN
-};
-
-std::string_view to_string(SocketAction action);
-
-struct Reply {
-    http::Response response;
-    SocketAction action = SocketAction::respond;
-    Fault fault = Fault::none;
-    std::string operation_id; // POST /v1/payment_intents only
-    bool executed = false;    // a PaymentIntent was created by this request
-    bool replayed = false;
 };
 
 // How a PaymentIntent ended: succeeded (a paid charge), requires_action (no charge), or a decline
@@ -72,14 +60,6 @@ enum class IntentOutcome : std::uint8_t {
     declined_generic,
     declined_insufficient_funds,
     declined_authentication_required,
-};
-
-// What the ledger JSON holds besides the counts: `payment_intents` (every PaymentIntent, as
-// retrieve answers it) and the per-operation maps (`deliveries_by_operation`, `executions`), which
-// are huge after a bulk seed.
-struct LedgerOptions {
-    bool payment_intents = true;
-    bool operations = true;
 };
 
 // A payment the fake executed, as its webhooks tell it (webhooks.hpp): the provider's ID, our
@@ -96,11 +76,10 @@ struct Executed {
 
 class StripeApi {
 public:
-    // Waits `duration` (latency); returns false if the server is stopping, and the request is
-    // then abandoned: nothing executes, an in-flight key is released, the connection is closed.
-    using Wait = std::function<bool(std::chrono::milliseconds)>;
+    using Wait = fake::Wait;
 
-    explicit StripeApi(StripeOptions options);
+    // `ledger` is the fake provider's, shared with the other dialects; it outlives this.
+    StripeApi(Ledger& ledger, StripeOptions options);
 
     // Serves one request on the main port. Never throws for anything the client sent.
     // `POST /v71/payments` is Adyen's Checkout create in its dialect (JSON, X-API-Key, resultCode
@@ -110,10 +89,9 @@ public:
     // Called (outside the lock) after each execution: what the webhooks tell.
     void set_on_executed(std::function<void(const Executed&)> callback);
 
-    // {"deliveries", "deliveries_by_operation", "executions", "replays", "charged" (succeeded
-    // amounts less refunds, per currency), "refunded", "faults_applied", "seeded",
-    // "payment_intent_count", "payment_intents" (oldest first by created), "now"}.
-    nlohmann::ordered_json ledger(LedgerOptions options = {}) const;
+    // Adds "refunded", "seeded", "payment_intent_count" and "payment_intents" (oldest first by
+    // created; only if options.payment_intents) to the ledger JSON. Under the ledger's lock.
+    void write_ledger_locked(nlohmann::ordered_json& j, LedgerOptions options) const;
 
     // Seeds a discrepancy (seed.hpp); answers the ids of the PaymentIntents it created or changed.
     // Throws SeedNotFound for an unknown PaymentIntent or operation, std::invalid_argument for a
@@ -126,19 +104,9 @@ public:
     std::vector<std::string> seed_refunded(const Refunded& s) { return seed(s); }
     std::vector<std::string> seed_bulk(const BulkSeed& s) { return seed(s); }
 
-    // Forgets every PaymentIntent, key and count; faults back to none; fake clock back to real.
-    void reset();
-
-    // Replaces the fault config (and reseeds the rate draws).
-    void set_faults(FaultConfig config);
-    FaultConfig faults() const;
-
-    // A listener refusal that is due now: a `refuse` at the head of `next` (popped), or one drawn
-    // by rate since the last call. Counted in faults_applied. nullopt if none is due.
-    std::optional<std::chrono::milliseconds> take_refusal();
-
-    void advance_clock(std::chrono::seconds by);
-    std::chrono::system_clock::time_point now() const;
+    // Forgets every PaymentIntent, key and seed count. Under the ledger's lock (the ledger resets
+    // its own counts, faults and clock).
+    void reset_locked();
 
 private:
     Reply create(const http::Request& request, const Wait& wait, bool adyen);
@@ -191,9 +159,7 @@ private:
     Reply search(const http::Fields& query, const Wait& wait);
     Reply list(const http::Fields& query, const Wait& wait);
 
-    // Under m_mutex.
-    Fault draw_fault();
-    std::string random_id(std::string_view prefix, std::size_t length);
+    // Under the ledger's lock.
     IdPart random_part();
     nlohmann::ordered_json render(const Intent& intent) const;
     // Adds an intent (index, order, executions, charged); returns its index in m_intents.
@@ -210,16 +176,11 @@ private:
     std::vector<std::string> seed_locked(const AmountMismatch& s);
     std::vector<std::string> seed_locked(const Refunded& s);
     std::vector<std::string> seed_locked(const BulkSeed& s);
-    std::chrono::system_clock::time_point now_locked() const;
     bool authorized(const http::Request& request) const;
 
+    Ledger& m_ledger;
     StripeOptions m_options;
-    mutable std::mutex m_mutex;
-    FaultConfig m_faults;
-    std::mt19937_64 m_fault_rng;
     std::mt19937_64 m_id_rng;
-    std::uint64_t m_refusals_drawn = 0;
-    std::chrono::seconds m_clock_offset{0};
 
     // Intents in creation order, in fixed chunks: an intent never moves once added (m_by_id's
     // keys view Intent::id), and a bulk seed allocates one chunk per 4096 intents, not one each
@@ -259,14 +220,8 @@ private:
     };
     std::unordered_map<std::string_view, std::size_t, IdHash> m_by_id; // the 24 after "pi_"
     std::map<std::string, KeyRecord> m_keys;
-    std::uint64_t m_deliveries = 0;
-    std::uint64_t m_replays = 0;
-    std::map<std::string, std::uint64_t> m_deliveries_by_operation;
-    std::map<std::string, std::uint64_t> m_executions;
-    std::map<std::string, std::int64_t> m_charged;  // succeeded less refunded
     std::map<std::string, std::int64_t> m_refunded; // refunds seeded
     std::map<std::string, std::uint64_t> m_seeded;  // seeds applied, by kind
-    std::map<Fault, std::uint64_t> m_faults_applied;
 };
 
 } // namespace payrecon::fake

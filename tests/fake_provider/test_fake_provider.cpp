@@ -3,6 +3,7 @@
 // was delivered and executed.
 #include "tests/fake_provider/command_line.hpp"
 #include "tests/fake_provider/fake_provider.hpp"
+#include "tests/fake_provider/test_client.hpp"
 
 #include <algorithm>
 #include <arpa/inet.h>
@@ -27,147 +28,12 @@
 
 using namespace payrecon;
 using namespace payrecon::fake;
+using namespace payrecon::fake::test;
 using Json = nlohmann::json;
 using std::chrono::milliseconds;
 using SteadyClock = std::chrono::steady_clock;
 
 namespace {
-
-constexpr const char* k_api_key = "sk_test_fAkE4eC39HqLyjWDarjtT1zdp7dc";
-
-FakeProviderOptions options_with(FaultConfig faults = {}) {
-    FakeProviderOptions o;
-    o.stripe.api_key = Secret(k_api_key);
-    o.faults = std::move(faults);
-    return o;
-}
-
-FaultConfig faults_from(const char* json) {
-    return FaultConfig::from_json(Json::parse(json));
-}
-
-// A started server whose log is kept for inspection (read it after stop()).
-struct Running {
-    explicit Running(FakeProviderOptions options = options_with())
-        : server(std::move(options), log) {
-        server.start();
-    }
-    std::string url(const std::string& path) const {
-        return "http://127.0.0.1:" + std::to_string(server.port()) + path;
-    }
-    std::string admin_url(const std::string& path) const {
-        return "http://127.0.0.1:" + std::to_string(server.admin_port()) + path;
-    }
-    Json ledger() const { return Json::parse(server.ledger().dump()); }
-    std::uint64_t deliveries() const { return ledger()["deliveries"].get<std::uint64_t>(); }
-    std::uint64_t executions(const std::string& op) const {
-        Json l = ledger();
-        return l["executions"].contains(op) ? l["executions"][op].get<std::uint64_t>() : 0;
-    }
-
-    std::ostringstream log;
-    FakeProvider server;
-};
-
-// Polls `condition` every 2 ms until it holds or `timeout` passes.
-template <class F>
-bool eventually(F condition, milliseconds timeout = milliseconds(3000)) {
-    const auto deadline = SteadyClock::now() + timeout;
-    while (SteadyClock::now() < deadline) {
-        if (condition()) {
-            return true;
-        }
-        std::this_thread::sleep_for(milliseconds(2));
-    }
-    return condition();
-}
-
-// ---- libcurl client -------------------------------------------------------------------------
-
-// Before main, on one thread: curl_global_init is not thread-safe.
-const bool k_curl_ready = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
-
-struct HttpResult {
-    CURLcode code = CURLE_OK;
-    long status = 0;
-    std::map<std::string, std::string> headers; // lower-case names, of the final response
-    std::string body;
-    Json json() const { return Json::parse(body); }
-    std::string header(const std::string& name) const {
-        const auto it = headers.find(name);
-        return it == headers.end() ? std::string() : it->second;
-    }
-};
-
-std::size_t on_body(char* data, std::size_t size, std::size_t count, void* out) {
-    static_cast<std::string*>(out)->append(data, size * count);
-    return size * count;
-}
-
-std::size_t on_header(char* data, std::size_t size, std::size_t count, void* out) {
-    auto& headers = *static_cast<std::map<std::string, std::string>*>(out);
-    std::string line(data, size * count);
-    if (line.rfind("HTTP/", 0) == 0) {
-        headers.clear(); // a new response (after 100 Continue)
-    }
-    const auto colon = line.find(':');
-    if (colon != std::string::npos) {
-        std::string name = line.substr(0, colon);
-        for (char& c : name) {
-            c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-        }
-        std::string value = line.substr(colon + 1);
-        while (!value.empty() && (value.front() == ' ')) {
-            value.erase(0, 1);
-        }
-        while (!value.empty() && (value.back() == '\r' || value.back() == '\n')) {
-            value.pop_back();
-        }
-        headers[name] = value;
-    }
-    return size * count;
-}
-
-HttpResult call(const std::string& method, const std::string& url,
-                const std::vector<std::string>& headers = {}, const std::string& body = {},
-                long timeout_ms = 5000) {
-    // No Catch2 assertions here: the in-flight test calls this from a second thread.
-    HttpResult result;
-    CURL* h = k_curl_ready ? curl_easy_init() : nullptr;
-    if (h == nullptr) {
-        result.code = CURLE_FAILED_INIT;
-        return result;
-    }
-    curl_slist* list = nullptr;
-    for (const auto& header : headers) {
-        list = curl_slist_append(list, header.c_str());
-    }
-    curl_easy_setopt(h, CURLOPT_URL, url.c_str());
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_FORBID_REUSE, 1L);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, list);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, &on_body);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, static_cast<void*>(&result.body));
-    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, &on_header);
-    curl_easy_setopt(h, CURLOPT_HEADERDATA, static_cast<void*>(&result.headers));
-    if (method == "POST") {
-        curl_easy_setopt(h, CURLOPT_POST, 1L);
-        curl_easy_setopt(h, CURLOPT_POSTFIELDS, body.c_str());
-        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, static_cast<long>(body.size()));
-    } else if (method != "GET") {
-        curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method.c_str());
-    }
-    result.code = curl_easy_perform(h);
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &result.status);
-    curl_slist_free_all(list);
-    curl_easy_cleanup(h);
-    return result;
-}
-
-std::string auth(const std::string& key = k_api_key) {
-    return "Authorization: Bearer " + key;
-}
 
 // A PaymentIntent create as payrecon's Stripe adapter sends it.
 std::string charge_form(const std::string& operation_id, long amount = 4999,
@@ -199,71 +65,6 @@ HttpResult search_operation(const Running& r, const std::string& operation_id) {
 }
 
 // ---- raw sockets ----------------------------------------------------------------------------
-
-// Connects to 127.0.0.1:port; returns the socket, or -errno. (No assertions in these helpers:
-// tests call them from other threads.)
-int raw_connect(int port) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-        return -errno;
-    }
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<std::uint16_t>(port));
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
-        const int error = errno;
-        ::close(fd);
-        return -error;
-    }
-    return fd;
-}
-
-enum class Ending { fin, rst, timeout, not_connected };
-
-struct RawOutcome {
-    std::string bytes;
-    Ending ending = Ending::timeout;
-    milliseconds took{0};
-};
-
-// Sends `request` and reads until the server closes (FIN), resets (RST) or `timeout` passes.
-RawOutcome raw_exchange(int port, const std::string& request, milliseconds timeout) {
-    RawOutcome out;
-    const int fd = raw_connect(port);
-    if (fd < 0) {
-        out.ending = Ending::not_connected;
-        return out;
-    }
-    timeval tv{};
-    tv.tv_sec = static_cast<time_t>(timeout.count() / 1000);
-    tv.tv_usec = static_cast<suseconds_t>((timeout.count() % 1000) * 1000);
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    const auto started = SteadyClock::now();
-    if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) !=
-        static_cast<ssize_t>(request.size())) {
-        out.ending = Ending::rst;
-    }
-    char buf[4096];
-    for (;;) {
-        const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-        if (n > 0) {
-            out.bytes.append(buf, static_cast<std::size_t>(n));
-            continue;
-        }
-        if (n == 0) {
-            out.ending = Ending::fin;
-        } else if (errno == ECONNRESET) {
-            out.ending = Ending::rst;
-        } else {
-            out.ending = Ending::timeout;
-        }
-        break;
-    }
-    out.took = std::chrono::duration_cast<milliseconds>(SteadyClock::now() - started);
-    ::close(fd);
-    return out;
-}
 
 std::string raw_post(const std::string& key, const std::string& form) {
     return "POST /v1/payment_intents HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " +

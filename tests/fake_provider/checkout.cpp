@@ -1,0 +1,626 @@
+#include "tests/fake_provider/checkout.hpp"
+
+#include "core/money.hpp"
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <limits>
+#include <utility>
+#include <variant>
+
+namespace payrecon::fake {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+constexpr std::string_view k_payments = "/payments";
+constexpr std::string_view k_base32 = "abcdefghijklmnopqrstuvwxyz234567";
+constexpr std::string_view k_hex = "0123456789abcdef";
+constexpr std::string_view k_upper_alnum = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ";
+constexpr std::string_view k_declined_source = "src_card_declined";
+constexpr std::int64_t k_max_amount = 999'999'999'999;
+constexpr std::size_t k_max_reference = 50;    // PaymentRequest.reference maxLength
+constexpr std::size_t k_max_description = 100; // PaymentRequest.description maxLength
+constexpr std::size_t k_max_customer_text = 255;
+constexpr std::int64_t k_default_limit = 10;
+constexpr std::int64_t k_max_limit = 100;
+constexpr std::int64_t k_max_skip = 1'000'000;
+
+http::Response empty_response(int status) {
+    http::Response r;
+    r.status = status;
+    return r;
+}
+
+// `prefix` and then one or more word characters: the spec's `^(src)_(\w{26})$` and its kin, with
+// the length relaxed so that test sources such as src_card_declined are accepted.
+bool prefixed_word(const Json& value, std::string_view prefix) {
+    if (!value.is_string()) {
+        return false;
+    }
+    const std::string& text = value.get_ref<const std::string&>();
+    return text.size() > prefix.size() && text.compare(0, prefix.size(), prefix) == 0 &&
+           std::all_of(text.begin() + static_cast<std::ptrdiff_t>(prefix.size()), text.end(),
+                       [](char c) {
+                           return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                                  (c >= '0' && c <= '9') || c == '_';
+                       });
+}
+
+bool string_at_most(const Json& value, std::size_t length) {
+    return value.is_string() && value.get_ref<const std::string&>().size() <= length;
+}
+
+std::optional<std::int64_t> parse_int(std::string_view text) {
+    std::int64_t value = 0;
+    const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (text.empty() || ec != std::errc{} || ptr != text.data() + text.size()) {
+        return std::nullopt;
+    }
+    return value;
+}
+
+struct CreateRequest {
+    std::string source_id;
+    std::int64_t amount = 0;
+    std::string currency;
+    std::string reference;
+    std::string payment_type = "Regular";
+    bool capture = true;
+    std::optional<bool> merchant_initiated;
+    std::optional<std::string> description;
+    std::optional<std::string> processing_channel_id;
+    Json customer;
+    Json metadata;
+};
+
+// PaymentRequest as the spec defines it (components/schemas/Payments/PaymentRequest.yaml and
+// the id source, RequestSources/02_PaymentRequestIdSource.yaml), for the subset the fake executes:
+// a stored source (`type: id`). Answers the request, or every error code found (in field order).
+// Fields the fake does not use are accepted as they are.
+std::variant<CreateRequest, std::vector<std::string>> validate(const Json& body) {
+    std::vector<std::string> codes;
+    CreateRequest r;
+    if (!body.is_object()) {
+        return std::vector<std::string>{"request_body_invalid"};
+    }
+    const auto member = [&](const char* name) -> const Json* {
+        const auto it = body.find(name);
+        return it == body.end() ? nullptr : &*it;
+    };
+
+    if (const Json* source = member("source"); source == nullptr) {
+        codes.emplace_back("payment_source_required");
+    } else if (!source->is_object()) {
+        codes.emplace_back("source_invalid");
+    } else if (!source->contains("type")) {
+        codes.emplace_back("source_type_required");
+    } else if (!(*source)["type"].is_string() || (*source)["type"] != "id") {
+        codes.emplace_back("source_type_invalid"); // token, card, ...: the fake stores no cards
+    } else if (!source->contains("id")) {
+        codes.emplace_back("source_id_required");
+    } else if (!prefixed_word((*source)["id"], "src_")) {
+        codes.emplace_back("source_id_invalid");
+    } else {
+        r.source_id = (*source)["id"].get<std::string>();
+    }
+
+    if (const Json* amount = member("amount"); amount != nullptr) {
+        // An integer, minimum 0; absent or 0 is a card verification.
+        if (amount->is_number_unsigned() && amount->get<std::uint64_t>() <= k_max_amount) {
+            r.amount = static_cast<std::int64_t>(amount->get<std::uint64_t>());
+        } else if (amount->is_number_integer() && !amount->is_number_unsigned() &&
+                   amount->get<std::int64_t>() >= 0 &&
+                   amount->get<std::int64_t>() <= k_max_amount) {
+            r.amount = amount->get<std::int64_t>();
+        } else {
+            codes.emplace_back("amount_invalid");
+        }
+    }
+
+    if (const Json* currency = member("currency"); currency == nullptr) {
+        codes.emplace_back("currency_required");
+    } else if (!currency->is_string() || currency->get_ref<const std::string&>().size() != 3 ||
+               !find_currency(currency->get_ref<const std::string&>())) {
+        codes.emplace_back("currency_invalid"); // upper case ISO 4217 only
+    } else {
+        r.currency = currency->get<std::string>();
+    }
+
+    if (const Json* payment_type = member("payment_type"); payment_type != nullptr) {
+        static const std::vector<std::string> k_types{"Regular", "Recurring", "MOTO",
+                                                      "Installment"};
+        if (!payment_type->is_string() ||
+            std::find(k_types.begin(), k_types.end(), payment_type->get<std::string>()) ==
+                k_types.end()) {
+            codes.emplace_back("payment_type_invalid");
+        } else {
+            r.payment_type = payment_type->get<std::string>();
+        }
+    }
+    if (const Json* mit = member("merchant_initiated"); mit != nullptr) {
+        if (!mit->is_boolean()) {
+            codes.emplace_back("merchant_initiated_invalid");
+        } else {
+            r.merchant_initiated = mit->get<bool>();
+        }
+    }
+    if (const Json* reference = member("reference"); reference != nullptr) {
+        if (!string_at_most(*reference, k_max_reference)) {
+            codes.emplace_back("reference_invalid");
+        } else {
+            r.reference = reference->get<std::string>();
+        }
+    }
+    if (const Json* description = member("description"); description != nullptr) {
+        if (!string_at_most(*description, k_max_description)) {
+            codes.emplace_back("description_invalid");
+        } else {
+            r.description = description->get<std::string>();
+        }
+    }
+    if (const Json* capture = member("capture"); capture != nullptr) {
+        if (!capture->is_boolean()) {
+            codes.emplace_back("capture_invalid");
+        } else {
+            r.capture = capture->get<bool>();
+        }
+    }
+    if (const Json* channel = member("processing_channel_id"); channel != nullptr) {
+        if (!prefixed_word(*channel, "pc_")) {
+            codes.emplace_back("processing_channel_id_invalid");
+        } else {
+            r.processing_channel_id = channel->get<std::string>();
+        }
+    }
+    if (const Json* customer = member("customer"); customer != nullptr) {
+        if (!customer->is_object()) {
+            codes.emplace_back("customer_invalid");
+        } else {
+            if (customer->contains("id") && !prefixed_word((*customer)["id"], "cus_")) {
+                codes.emplace_back("customer_id_invalid");
+            }
+            if (customer->contains("email") &&
+                !string_at_most((*customer)["email"], k_max_customer_text)) {
+                codes.emplace_back("customer_email_invalid");
+            }
+            if (customer->contains("name") &&
+                !string_at_most((*customer)["name"], k_max_customer_text)) {
+                codes.emplace_back("customer_name_invalid");
+            }
+            r.customer = *customer;
+        }
+    }
+    if (const Json* metadata = member("metadata"); metadata != nullptr) {
+        // One level only: primitive values (the spec's note on `metadata`).
+        if (!metadata->is_object() ||
+            std::any_of(metadata->begin(), metadata->end(),
+                        [](const Json& v) { return v.is_object() || v.is_array(); })) {
+            codes.emplace_back("metadata_invalid");
+        } else {
+            r.metadata = *metadata;
+        }
+    }
+    if (!codes.empty()) {
+        return codes;
+    }
+    return r;
+}
+
+std::string_view status_text(bool declined, bool authorized_only, bool verified) {
+    if (declined) {
+        return "Declined";
+    }
+    if (verified) {
+        return "Card Verified";
+    }
+    return authorized_only ? "Authorized" : "Captured";
+}
+
+} // namespace
+
+CheckoutApi::CheckoutApi(Ledger& ledger, const StripeOptions& account, CheckoutOptions options)
+    : m_ledger(ledger), m_account(account), m_options(options) {}
+
+bool CheckoutApi::serves(const std::string& path) {
+    return path == k_payments ||
+           path.compare(0, k_payments.size() + 1, std::string(k_payments) + "/") == 0;
+}
+
+bool CheckoutApi::authorized(const http::Request& request) const {
+    const auto token = bearer_credential(request);
+    return token && !m_account.api_key.empty() &&
+           constant_time_equal(*token, m_account.api_key.reveal());
+}
+
+void CheckoutApi::reset_locked() {
+    m_payments.clear();
+    m_by_id.clear();
+    m_keys.clear();
+}
+
+Reply CheckoutApi::handle(const http::Request& request, const Wait& wait) {
+    Reply reply;
+    const std::string& path = request.path;
+    const std::string prefix = std::string(k_payments) + "/";
+    if (request.method == "POST" && path == k_payments) {
+        reply = create(request, wait);
+    } else if (!authorized(request)) {
+        reply.response = empty_response(401);
+    } else if (request.method == "GET" && path == k_payments) {
+        reply = lookup(request, wait);
+    } else if (request.method == "GET" && path.size() > prefix.size() &&
+               path.find('/', prefix.size()) == std::string::npos) {
+        reply = retrieve(path.substr(prefix.size()), wait);
+    } else {
+        reply.response = empty_response(404);
+    }
+    if (reply.action == SocketAction::respond || reply.action == SocketAction::partial_then_fin) {
+        const auto lock = m_ledger.lock();
+        std::string id = m_ledger.random_id_locked("", 32, k_hex);
+        for (const std::size_t at : std::array<std::size_t, 4>{8, 13, 18, 23}) { // a UUID's form
+            id.insert(at, 1, '-');
+        }
+        reply.response.headers.emplace_back("Cko-Request-Id", id);
+    }
+    return reply;
+}
+
+http::Response CheckoutApi::validation_error(const std::vector<std::string>& codes) {
+    Json body;
+    body["request_id"] = m_ledger.random_id_locked("", 13, k_upper_alnum);
+    body["error_type"] = "request_invalid";
+    body["error_codes"] = codes;
+    return json_response(422, body);
+}
+
+Reply CheckoutApi::create(const http::Request& request, const Wait& wait) {
+    Reply reply;
+    const Json body = Json::parse(request.body, nullptr, false); // discarded if not JSON
+    const std::string* key_header = request.header("cko-idempotency-key");
+    if (key_header != nullptr && key_header->empty()) {
+        key_header = nullptr;
+    }
+    const std::string* key = m_account.idempotency ? key_header : nullptr;
+    if (body.is_object() && body.contains("reference") && body["reference"].is_string() &&
+        !body["reference"].get_ref<const std::string&>().empty()) {
+        reply.operation_id = body["reference"].get<std::string>();
+    } else {
+        reply.operation_id = key_header != nullptr ? *key_header : std::string(k_no_operation);
+    }
+
+    std::unique_lock lock = m_ledger.lock();
+    m_ledger.count_delivery_locked(reply.operation_id);
+    const auto latency = m_ledger.faults_locked().latency;
+    // Answers without executing, after the configured latency.
+    auto answer = [&](Reply r) {
+        lock.unlock();
+        if (!wait(latency)) {
+            r.action = SocketAction::close_fin;
+        }
+        return r;
+    };
+    const http::Response error_500 = empty_response(500);
+
+    if (!authorized(request)) {
+        reply.response = empty_response(401);
+        return answer(std::move(reply));
+    }
+    reply.fault = m_ledger.draw_fault_locked();
+    if (reply.fault == Fault::drop_before_execute) {
+        reply.action = SocketAction::close_fin;
+        return answer(std::move(reply));
+    }
+    if (reply.fault == Fault::http_500_before_execute) {
+        reply.response = error_500;
+        return answer(std::move(reply));
+    }
+    // A known key answers before the body is looked at (Checkout.com does not compare it).
+    if (key != nullptr) {
+        auto it = m_keys.find(*key);
+        if (it != m_keys.end() && !it->second.in_flight &&
+            m_ledger.now_locked() - it->second.first_seen >= m_options.key_retention) {
+            m_keys.erase(it); // forgotten: the key executes again
+            it = m_keys.end();
+        }
+        if (it != m_keys.end()) {
+            if (it->second.in_flight) {
+                reply.response = empty_response(409);
+            } else {
+                reply.response.status = it->second.status;
+                reply.response.body = it->second.body;
+                reply.replayed = true;
+                m_ledger.count_replay_locked();
+            }
+            apply_after_execute(reply, error_500);
+            return answer(std::move(reply));
+        }
+    }
+
+    std::variant<CreateRequest, std::vector<std::string>> validated =
+        std::vector<std::string>{"request_body_malformed"};
+    if (!body.is_discarded()) {
+        validated = validate(body);
+    }
+    if (auto* codes = std::get_if<std::vector<std::string>>(&validated)) {
+        reply.response = validation_error(*codes);
+        apply_after_execute(reply, error_500);
+        return answer(std::move(reply));
+    }
+    CreateRequest params = std::get<CreateRequest>(std::move(validated));
+
+    if (key != nullptr) {
+        KeyRecord record;
+        record.first_seen = m_ledger.now_locked();
+        m_keys.emplace(*key, std::move(record));
+    }
+
+    // The key is in flight for as long as the latency lasts.
+    lock.unlock();
+    const bool go_on = wait(latency);
+    lock.lock();
+    if (!go_on) {
+        if (key != nullptr) {
+            const auto it = m_keys.find(*key);
+            if (it != m_keys.end() && it->second.in_flight) {
+                m_keys.erase(it);
+            }
+        }
+        reply.action = SocketAction::close_fin;
+        return reply;
+    }
+
+    // Execute: one payment.
+    Payment p;
+    p.id = m_ledger.random_id_locked("pay_", 26, k_base32);
+    p.action_id = m_ledger.random_id_locked("act_", 26, k_base32);
+    p.source_id = std::move(params.source_id);
+    p.amount = params.amount;
+    p.currency = std::move(params.currency);
+    p.reference = std::move(params.reference);
+    p.operation_id = reply.operation_id;
+    p.payment_type = std::move(params.payment_type);
+    p.merchant_initiated = params.merchant_initiated;
+    p.description = std::move(params.description);
+    p.processing_channel_id = std::move(params.processing_channel_id);
+    p.customer = std::move(params.customer);
+    if (p.customer.is_object() && !p.customer.contains("id")) {
+        p.customer["id"] = m_ledger.random_id_locked("cus_", 26, k_base32);
+    }
+    p.metadata = std::move(params.metadata);
+    p.created_at = m_ledger.now_locked();
+    const std::string* host = request.header("host");
+    p.base_url = "http://" + (host != nullptr && !host->empty() ? *host : "127.0.0.1");
+    if (reply.fault == Fault::decline || p.source_id == k_declined_source) {
+        p.status = Status::declined;
+    } else if (p.amount == 0) {
+        p.status = Status::card_verified;
+    } else {
+        p.status = params.capture ? Status::captured : Status::authorized;
+    }
+    m_ledger.count_execution_locked(p.operation_id);
+    if (p.status == Status::captured) {
+        m_ledger.add_charged_locked(p.currency, p.amount);
+    }
+    reply.response = json_response(201, render_response(p));
+    m_by_id.emplace(p.id, m_payments.size());
+    m_payments.push_back(std::move(p));
+    reply.executed = true;
+    apply_after_execute(reply, error_500);
+
+    if (key != nullptr) {
+        const auto it = m_keys.find(*key);
+        if (it != m_keys.end()) { // gone only if reset() ran meanwhile
+            if (reply.response.status >= 200 && reply.response.status < 300) {
+                it->second.in_flight = false;
+                it->second.status = reply.response.status;
+                it->second.body = reply.response.body;
+            } else {
+                m_keys.erase(it); // only 2xx is saved: the key is free again
+            }
+        }
+    }
+    return reply;
+}
+
+Reply CheckoutApi::retrieve(const std::string& id, const Wait& wait) {
+    Reply reply;
+    if (!wait(m_ledger.faults().latency)) {
+        reply.action = SocketAction::close_fin;
+        return reply;
+    }
+    const auto lock = m_ledger.lock();
+    const auto it = m_by_id.find(id);
+    reply.response = it == m_by_id.end()
+                         ? empty_response(404)
+                         : json_response(200, render_details(m_payments[it->second]));
+    return reply;
+}
+
+Reply CheckoutApi::lookup(const http::Request& request, const Wait& wait) {
+    Reply reply;
+    if (!m_account.lookup) {
+        reply.response = empty_response(404);
+        return reply;
+    }
+    if (!wait(m_ledger.faults().latency)) {
+        reply.action = SocketAction::close_fin;
+        return reply;
+    }
+    const auto query = http::parse_form(request.query);
+    std::vector<std::string> codes;
+    std::string reference;
+    std::int64_t limit = k_default_limit;
+    std::int64_t skip = 0;
+    if (!query) {
+        codes.emplace_back("request_invalid");
+    } else {
+        bool has_reference = false;
+        for (const auto& [name, value] : *query) {
+            if (name == "reference") {
+                has_reference = true;
+                reference = value;
+            } else if (name == "limit") {
+                const auto n = parse_int(value);
+                if (!n || *n < 1 || *n > k_max_limit) {
+                    codes.emplace_back("paging_limit_invalid");
+                } else {
+                    limit = *n;
+                }
+            } else if (name == "skip") {
+                const auto n = parse_int(value);
+                if (!n || *n < 0 || *n > k_max_skip) {
+                    codes.emplace_back("paging_skip_invalid");
+                } else {
+                    skip = *n;
+                }
+            }
+        }
+        if (!has_reference || reference.empty()) {
+            codes.emplace_back("reference_required");
+        } else if (reference.size() > k_max_reference) {
+            codes.emplace_back("reference_invalid");
+        }
+    }
+    const auto lock = m_ledger.lock();
+    if (!codes.empty()) {
+        reply.response = validation_error(codes);
+        return reply;
+    }
+    const FaultConfig& faults = m_ledger.faults_locked();
+    if (faults.lookup_down) {
+        reply.response = empty_response(503);
+        return reply;
+    }
+    const auto now = m_ledger.now_locked();
+    std::vector<const Payment*> found; // newest first
+    for (auto it = m_payments.rbegin(); it != m_payments.rend(); ++it) {
+        if (it->reference == reference && it->created_at + faults.lookup_stale <= now) {
+            found.push_back(&*it);
+        }
+    }
+    Json body;
+    body["limit"] = limit;
+    body["skip"] = skip;
+    body["total_count"] = found.size();
+    body["data"] = Json::array();
+    const auto first = static_cast<std::size_t>(skip);
+    for (std::size_t i = first; i < found.size() && i < first + static_cast<std::size_t>(limit);
+         ++i) {
+        body["data"].push_back(render_details(*found[i]));
+    }
+    reply.response = json_response(200, body);
+    return reply;
+}
+
+namespace {
+
+Json source_json(const std::string& id) {
+    Json s;
+    s["id"] = id;
+    s["type"] = "card";
+    s["expiry_month"] = 12;
+    s["expiry_year"] = 2030;
+    s["scheme"] = "Visa";
+    s["last4"] = "4242";
+    s["bin"] = "424242";
+    s["card_type"] = "CREDIT";
+    return s;
+}
+
+} // namespace
+
+Json CheckoutApi::render_response(const Payment& p) {
+    const bool declined = p.status == Status::declined;
+    const std::string self = p.base_url + std::string(k_payments) + "/" + p.id;
+    Json j;
+    j["id"] = p.id;
+    j["action_id"] = p.action_id;
+    j["amount"] = p.amount;
+    j["currency"] = p.currency;
+    j["approved"] = !declined;
+    j["status"] =
+        status_text(declined, p.status == Status::authorized, p.status == Status::card_verified);
+    if (!declined) {
+        j["auth_code"] = p.id.substr(4, 6);
+    }
+    j["response_code"] = declined ? "20051" : "10000";
+    j["response_summary"] = declined ? "Insufficient Funds" : "Approved";
+    j["risk"] = Json{{"flagged", false}};
+    j["source"] = source_json(p.source_id);
+    if (p.customer.is_object()) {
+        j["customer"] = p.customer;
+    }
+    j["processed_on"] = rfc3339(p.created_at);
+    if (!p.reference.empty()) {
+        j["reference"] = p.reference;
+    }
+    j["_links"]["self"]["href"] = self;
+    j["_links"]["actions"]["href"] = self + "/actions";
+    if (p.status == Status::authorized) {
+        j["_links"]["capture"]["href"] = self + "/captures";
+        j["_links"]["void"]["href"] = self + "/voids";
+    } else if (p.status == Status::captured) {
+        j["_links"]["refund"]["href"] = self + "/refunds";
+    }
+    return j;
+}
+
+Json CheckoutApi::render_details(const Payment& p) {
+    const bool declined = p.status == Status::declined;
+    const bool captured = p.status == Status::captured;
+    const bool authorized = p.status == Status::authorized;
+    const std::string self = p.base_url + std::string(k_payments) + "/" + p.id;
+    Json j;
+    j["id"] = p.id;
+    j["requested_on"] = rfc3339(p.created_at);
+    j["source"] = source_json(p.source_id);
+    j["amount"] = p.amount;
+    j["currency"] = p.currency;
+    j["payment_type"] = p.payment_type;
+    if (!p.reference.empty()) {
+        j["reference"] = p.reference;
+    }
+    if (p.description) {
+        j["description"] = *p.description;
+    }
+    j["approved"] = !declined;
+    j["status"] = status_text(declined, authorized, p.status == Status::card_verified);
+    const std::int64_t held = captured || authorized ? p.amount : 0;
+    j["balances"] = Json{{"total_authorized", held},
+                         {"total_voided", 0},
+                         {"available_to_void", authorized ? p.amount : 0},
+                         {"total_captured", captured ? p.amount : 0},
+                         {"available_to_capture", authorized ? p.amount : 0},
+                         {"total_refunded", 0},
+                         {"available_to_refund", captured ? p.amount : 0}};
+    j["risk"] = Json{{"flagged", false}};
+    if (p.customer.is_object()) {
+        j["customer"] = p.customer;
+    }
+    if (p.metadata.is_object()) {
+        j["metadata"] = p.metadata;
+    }
+    if (p.merchant_initiated) {
+        j["merchant_initiated"] = *p.merchant_initiated;
+    }
+    if (p.processing_channel_id) {
+        j["processing_channel_id"] = *p.processing_channel_id;
+    }
+    j["_links"]["self"]["href"] = self;
+    j["_links"]["actions"]["href"] = self + "/actions";
+    return j;
+}
+
+void CheckoutApi::write_ledger_locked(nlohmann::ordered_json& j, LedgerOptions options) const {
+    j["checkout_payment_count"] = m_payments.size();
+    if (options.payment_intents) {
+        j["checkout_payments"] = Json::array();
+        for (const Payment& p : m_payments) {
+            j["checkout_payments"].push_back(render_details(p));
+        }
+    }
+}
+
+} // namespace payrecon::fake

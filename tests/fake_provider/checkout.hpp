@@ -1,0 +1,107 @@
+#pragma once
+// Checkout.com's dialect of the fake provider (its NAS API, shared/specs/checkout-nas/), on the
+// ledger, keys, clock and faults every dialect shares (ledger.hpp):
+//   POST /payments          PaymentRequest (JSON) -> 201 PaymentResponse; a decline is a 201 too
+//                           (`approved: false`, `status: "Declined"`); invalid: 422
+//                           {"request_id","error_type":"request_invalid","error_codes":[...]}
+//   GET  /payments/{id}     the payment's details; 404 (empty body) if unknown
+//   GET  /payments?reference=X[&limit=N&skip=M]
+//                           {"limit","skip","total_count","data":[details, newest first]}
+// Every request needs `Authorization: Bearer <the account's API key>`; otherwise 401 with an
+// empty body, as Checkout.com answers.
+//
+// Idempotency as Checkout.com documents it (`Cko-Idempotency-Key`): only a 2xx answer is saved
+// under the key -- replayed byte for byte, nothing executed, for key_retention of fake time. A
+// 4xx or 5xx answer saves nothing, so the same key after an `http_500_after_execute` EXECUTES
+// AGAIN: the double charge a blind retry causes at Checkout.com. A key whose first request is
+// still executing gets 409 (empty body). The body of a replay is not compared with the first one
+// (Checkout.com does not say what it does then). Executions count per operation ID: `reference`,
+// else the key, else "(none)". `charged` counts a Captured payment's `amount` as sent:
+// Checkout.com's minor units (ISK has exponent 0 there, 2 in ISO 4217).
+
+#include "tests/fake_provider/ledger.hpp"
+#include "tests/fake_provider/stripe.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace payrecon::fake {
+
+struct CheckoutOptions {
+    std::chrono::seconds key_retention{86400}; // fake time; Checkout.com plans for 24 h
+};
+
+class CheckoutApi {
+public:
+    // `ledger` is the fake provider's, shared with the other dialects; it outlives this.
+    // `account`: the API key (the same as Stripe's), and whether keys and lookups exist at all.
+    CheckoutApi(Ledger& ledger, const StripeOptions& account, CheckoutOptions options);
+
+    // True for the paths this dialect serves: /payments and /payments/...
+    static bool serves(const std::string& path);
+
+    // Serves one request on the main port. Never throws for anything the client sent.
+    Reply handle(const http::Request& request, const Wait& wait);
+
+    // Adds "checkout_payment_count" and "checkout_payments" (oldest first, as GET /payments/{id}
+    // answers each; only if options.payment_intents). Under the ledger's lock.
+    void write_ledger_locked(nlohmann::ordered_json& j, LedgerOptions options) const;
+
+    // Forgets every payment and key. Under the ledger's lock.
+    void reset_locked();
+
+private:
+    enum class Status { captured, authorized, declined, card_verified };
+
+    struct Payment {
+        std::string id;        // "pay_" + 26 lower-case base32 characters
+        std::string action_id; // "act_" + 26
+        std::string source_id;
+        std::int64_t amount = 0; // as sent: Checkout.com's minor units
+        std::string currency;    // upper case, as sent
+        std::string reference;
+        std::string operation_id;
+        std::string payment_type;
+        std::optional<bool> merchant_initiated;
+        std::optional<std::string> description;
+        std::optional<std::string> processing_channel_id;
+        nlohmann::ordered_json customer; // as sent, or null
+        nlohmann::ordered_json metadata; // as sent, or null
+        Status status = Status::captured;
+        std::chrono::system_clock::time_point created_at;
+        std::string base_url; // "http://" + the create's Host: where `_links` point
+    };
+
+    struct KeyRecord {
+        std::chrono::system_clock::time_point first_seen;
+        bool in_flight = true;
+        int status = 0; // the saved 2xx
+        std::string body;
+    };
+
+    Reply create(const http::Request& request, const Wait& wait);
+    Reply retrieve(const std::string& id, const Wait& wait);
+    Reply lookup(const http::Request& request, const Wait& wait);
+    bool authorized(const http::Request& request) const;
+
+    // Under the ledger's lock.
+    // What POST /payments answers, and what GET /payments/{id} answers.
+    static nlohmann::ordered_json render_response(const Payment& p);
+    static nlohmann::ordered_json render_details(const Payment& p);
+    // 422 {"request_id", "error_type": "request_invalid", "error_codes"}.
+    http::Response validation_error(const std::vector<std::string>& codes);
+
+    Ledger& m_ledger;
+    StripeOptions m_account;
+    CheckoutOptions m_options;
+    std::vector<Payment> m_payments; // creation order
+    std::map<std::string, std::size_t> m_by_id;
+    std::map<std::string, KeyRecord> m_keys;
+};
+
+} // namespace payrecon::fake

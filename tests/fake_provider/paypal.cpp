@@ -1,0 +1,1069 @@
+#include "tests/fake_provider/paypal.hpp"
+
+#include "core/money.hpp"
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <tuple>
+#include <utility>
+#include <variant>
+
+namespace payrecon::fake {
+namespace {
+
+using Json = nlohmann::ordered_json;
+using Clock = std::chrono::system_clock;
+
+constexpr std::string_view k_token_path = "/v1/oauth2/token";
+constexpr std::string_view k_orders = "/v2/checkout/orders";
+constexpr std::string_view k_transactions = "/v1/reporting/transactions";
+constexpr std::string_view k_upper_alnum = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ";
+constexpr std::string_view k_hex = "0123456789abcdef";
+constexpr std::string_view k_declined_vault_id = "vault_declined";
+constexpr std::string_view k_account_number = "FAKEMERCHANT01";
+constexpr std::string_view k_app_id = "APP-80W284485P519543T";
+constexpr std::string_view k_scope =
+    "https://uri.paypal.com/services/payments/payment "
+    "https://uri.paypal.com/services/payments/orders/client-side-integration "
+    "https://uri.paypal.com/services/reporting/search/read";
+constexpr std::size_t k_id_length = 17;          // order and capture IDs
+constexpr std::size_t k_max_request_id = 108;    // PayPal-Request-Id maxLength
+constexpr std::size_t k_max_purchase_units = 10; // order_request.purchase_units maxItems
+constexpr std::size_t k_max_reference_id = 256;
+constexpr std::size_t k_max_text = 127; // invoice_id, custom_id, description
+constexpr std::size_t k_max_value = 32; // money.value maxLength
+constexpr std::size_t k_max_vault_id = 255;
+constexpr std::size_t k_max_integer_digits = 15; // 999999999999999.99 at most
+constexpr std::int64_t k_max_page_size = 500;
+constexpr std::int64_t k_default_page_size = 100;
+constexpr auto k_max_window = std::chrono::hours(24 * 31);
+constexpr std::string_view k_400_message =
+    "Request is not well-formed, syntactically incorrect, or violates schema.";
+constexpr std::string_view k_422_message = "The requested action could not be performed, "
+                                           "semantically incorrect, or failed business validation.";
+
+// The OAuth2 error answer {"error","error_description"}.
+http::Response oauth_error(int status, std::string_view error, std::string_view description) {
+    Json body;
+    body["error"] = error;
+    body["error_description"] = description;
+    return json_response(status, body);
+}
+
+std::optional<std::string> base64_decode(std::string_view text) {
+    constexpr std::string_view k_alphabet =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    while (!text.empty() && text.back() == '=') {
+        text.remove_suffix(1);
+    }
+    std::string out;
+    std::uint32_t bits = 0;
+    int count = 0;
+    for (const char c : text) {
+        const std::size_t v = k_alphabet.find(c);
+        if (v == std::string_view::npos) {
+            return std::nullopt;
+        }
+        bits = (bits << 6) | static_cast<std::uint32_t>(v);
+        count += 6;
+        if (count >= 8) {
+            count -= 8;
+            out += static_cast<char>((bits >> count) & 0xFFU);
+        }
+    }
+    return out;
+}
+
+std::optional<std::int64_t> parse_int(std::string_view text) {
+    std::int64_t value = 0;
+    const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (text.empty() || ec != std::errc{} || ptr != text.data() + text.size()) {
+        return std::nullopt;
+    }
+    return value;
+}
+
+bool vault_id_syntax(std::string_view id) {
+    return std::all_of(id.begin(), id.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+               c == '_' || c == '-';
+    });
+}
+
+struct Amount {
+    std::string currency;
+    std::int64_t minor = 0;
+    std::string value; // normalised
+};
+
+struct OrderRequest {
+    Amount amount;
+    std::string reference_id = "default";
+    std::optional<std::string> invoice_id;
+    std::optional<std::string> custom_id;
+    std::optional<std::string> description;
+    bool has_source = false;
+    bool paypal_wallet = false;
+    std::string vault_id;
+};
+
+struct Problem {
+    int status = 400;
+    std::string issue;
+    std::string field;
+    std::string description;
+};
+
+Problem bad(std::string issue, std::string field, std::string description, int status = 400) {
+    return Problem{status, std::move(issue), std::move(field), std::move(description)};
+}
+
+// money {currency_code, value} exactly: the spec's pattern for value
+// (^((-?[0-9]+)|(-?([0-9]+)?[.][0-9]+))$, at most 32 characters), then PayPal's business rules:
+// a known currency, more than zero, no more decimals than the currency has, at most 15 digits
+// before the point.
+std::variant<Amount, Problem> parse_amount(const Json& amount, const std::string& at) {
+    if (!amount.is_object()) {
+        return bad("INVALID_PARAMETER_SYNTAX", at,
+                   "The value of a field does not conform to the "
+                   "expected format.");
+    }
+    if (!amount.contains("currency_code")) {
+        return bad("MISSING_REQUIRED_PARAMETER", at + "/currency_code",
+                   "A required field / parameter is missing.");
+    }
+    if (!amount.contains("value")) {
+        return bad("MISSING_REQUIRED_PARAMETER", at + "/value",
+                   "A required field / parameter is missing.");
+    }
+    const Json& code = amount["currency_code"];
+    const Json& value = amount["value"];
+    if (!code.is_string() || !value.is_string()) {
+        return bad("INVALID_PARAMETER_SYNTAX",
+                   at + (code.is_string() ? "/value" : "/currency_code"),
+                   "The value of a field does not conform to the expected format.");
+    }
+    const std::string& currency = code.get_ref<const std::string&>();
+    const std::string& text = value.get_ref<const std::string&>();
+    if (currency.size() != 3) {
+        return bad("INVALID_STRING_LENGTH", at + "/currency_code",
+                   "The value of a field is either too short or too long.");
+    }
+    if (text.empty() || text.size() > k_max_value) {
+        return bad("INVALID_STRING_LENGTH", at + "/value",
+                   "The value of a field is either too short or too long.");
+    }
+    std::string_view rest = text;
+    const bool negative = rest.front() == '-';
+    if (negative) {
+        rest.remove_prefix(1);
+    }
+    const std::size_t point = rest.find('.');
+    const std::string_view whole = rest.substr(0, point);
+    const std::string_view fraction =
+        point == std::string_view::npos ? std::string_view() : rest.substr(point + 1);
+    const auto all_digits = [](std::string_view s) {
+        return std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+    };
+    const bool syntax = point == std::string_view::npos
+                            ? !whole.empty() && all_digits(whole)
+                            : !fraction.empty() && all_digits(whole) && all_digits(fraction);
+    if (!syntax) {
+        return bad("INVALID_PARAMETER_SYNTAX", at + "/value",
+                   "The value of a field does not conform to the expected format.");
+    }
+    const auto known = find_currency(currency);
+    if (!known) {
+        return bad("INVALID_CURRENCY_CODE", at + "/currency_code",
+                   "Currency code is invalid or is not currently supported.", 422);
+    }
+    if (fraction.size() > static_cast<std::size_t>(known->exponent)) {
+        return bad("DECIMAL_PRECISION", at + "/value",
+                   "If the currency supports decimals, only " + std::to_string(known->exponent) +
+                       " decimal place precision is supported.",
+                   422);
+    }
+    std::string_view significant = whole;
+    while (!significant.empty() && significant.front() == '0') {
+        significant.remove_prefix(1);
+    }
+    if (significant.size() > k_max_integer_digits ||
+        significant.size() + static_cast<std::size_t>(known->exponent) > 18) {
+        return bad("MAX_VALUE_EXCEEDED", at + "/value",
+                   "Should be less than or equal to 999999999999999.99.", 422);
+    }
+    std::int64_t minor = 0;
+    for (const char c : significant) {
+        minor = minor * 10 + (c - '0');
+    }
+    for (int i = 0; i < known->exponent; ++i) {
+        const std::size_t index = static_cast<std::size_t>(i);
+        minor = minor * 10 + (index < fraction.size() ? fraction[index] - '0' : 0);
+    }
+    if (negative || minor == 0) {
+        return bad("CANNOT_BE_ZERO_OR_NEGATIVE", at + "/value",
+                   "Must be greater than zero. If the currency supports decimals, only two "
+                   "decimal place precision is supported.",
+                   422);
+    }
+    Amount a;
+    a.currency = currency;
+    a.minor = minor;
+    a.value = major_units(minor, currency).value_or(text);
+    return a;
+}
+
+// An optional string member of at most `max` characters (at least 1).
+std::optional<Problem> optional_text(const Json& object, const char* name, std::size_t max,
+                                     const std::string& at, std::optional<std::string>& out) {
+    if (!object.contains(name)) {
+        return std::nullopt;
+    }
+    const Json& value = object[name];
+    if (!value.is_string()) {
+        return bad("INVALID_PARAMETER_SYNTAX", at + "/" + name,
+                   "The value of a field does not conform to the expected format.");
+    }
+    const std::string& text = value.get_ref<const std::string&>();
+    if (text.empty() || text.size() > max) {
+        return bad("INVALID_STRING_LENGTH", at + "/" + name,
+                   "The value of a field is either too short or too long.");
+    }
+    out = text;
+    return std::nullopt;
+}
+
+// order_request (the spec's components/schemas/order_request) for what the fake executes: intent
+// CAPTURE, one purchase unit, and a vaulted payment source or none.
+std::variant<OrderRequest, Problem> validate_order(const Json& body) {
+    OrderRequest r;
+    if (!body.is_object()) {
+        return bad("MALFORMED_REQUEST_JSON", "/", "The request JSON is not well formed.");
+    }
+    if (!body.contains("intent")) {
+        return bad("MISSING_REQUIRED_PARAMETER", "/intent",
+                   "A required field / parameter is missing.");
+    }
+    if (!body["intent"].is_string() ||
+        (body["intent"] != "CAPTURE" && body["intent"] != "AUTHORIZE")) {
+        return bad("INVALID_PARAMETER_VALUE", "/intent", "A parameter value is not valid.");
+    }
+    if (body["intent"] != "CAPTURE") {
+        return bad("NOT_SUPPORTED", "/intent",
+                   "This field is not currently supported (the fake provider executes intent "
+                   "CAPTURE only).");
+    }
+    if (!body.contains("purchase_units")) {
+        return bad("MISSING_REQUIRED_PARAMETER", "/purchase_units",
+                   "A required field / parameter is missing.");
+    }
+    const Json& units = body["purchase_units"];
+    if (!units.is_array()) {
+        return bad("INVALID_PARAMETER_SYNTAX", "/purchase_units",
+                   "The value of a field does not conform to the expected format.");
+    }
+    if (units.empty()) {
+        return bad("INVALID_ARRAY_MIN_ITEMS", "/purchase_units",
+                   "The number of items in an array parameter is too small.");
+    }
+    if (units.size() > k_max_purchase_units) {
+        return bad("INVALID_ARRAY_MAX_ITEMS", "/purchase_units",
+                   "The number of items in an array parameter is too large.");
+    }
+    if (units.size() > 1) {
+        return bad("NOT_SUPPORTED", "/purchase_units",
+                   "This field is not currently supported (the fake provider executes one "
+                   "purchase unit).");
+    }
+    const Json& unit = units[0];
+    const std::string at = "/purchase_units/0";
+    if (!unit.is_object()) {
+        return bad("INVALID_PARAMETER_SYNTAX", at,
+                   "The value of a field does not conform to the expected format.");
+    }
+    std::optional<std::string> reference_id;
+    if (auto p = optional_text(unit, "reference_id", k_max_reference_id, at, reference_id)) {
+        return *p;
+    }
+    r.reference_id = reference_id.value_or("default");
+    for (const auto& [name, out] :
+         {std::pair{"invoice_id", &r.invoice_id}, std::pair{"custom_id", &r.custom_id},
+          std::pair{"description", &r.description}}) {
+        if (auto p = optional_text(unit, name, k_max_text, at, *out)) {
+            return *p;
+        }
+    }
+    if (!unit.contains("amount")) {
+        return bad("MISSING_REQUIRED_PARAMETER", at + "/amount",
+                   "A required field / parameter is missing.");
+    }
+
+    // The payment source's shape (400) before the amount's business rules (422).
+    std::optional<Problem> source_problem;
+    if (body.contains("payment_source")) {
+        const Json& source = body["payment_source"];
+        if (!source.is_object()) {
+            return bad("INVALID_PARAMETER_SYNTAX", "/payment_source",
+                       "The value of a field does not conform to the expected format.");
+        }
+        const bool card = source.contains("card");
+        const bool paypal = source.contains("paypal");
+        if (!card && !paypal) {
+            return bad("NOT_SUPPORTED", "/payment_source",
+                       "This field is not currently supported (the fake provider executes a "
+                       "vaulted card or PayPal wallet only).");
+        }
+        if (card && paypal) {
+            source_problem = bad("INCOMPATIBLE_PARAMETER_VALUE", "/payment_source",
+                                 "The value of the field is incompatible/redundant with other "
+                                 "fields in the order.",
+                                 422);
+        } else {
+            const std::string kind = card ? "card" : "paypal";
+            const Json& wallet = source[kind];
+            const std::string field = "/payment_source/" + kind;
+            if (!wallet.is_object()) {
+                return bad("INVALID_PARAMETER_SYNTAX", field,
+                           "The value of a field does not conform to the expected format.");
+            }
+            if (!wallet.contains("vault_id")) {
+                return bad("NOT_SUPPORTED", field,
+                           "This field is not currently supported (the fake provider executes "
+                           "vaulted payment sources only: " +
+                               field.substr(1) + "/vault_id).");
+            }
+            const Json& vault_id = wallet["vault_id"];
+            if (!vault_id.is_string()) {
+                return bad("INVALID_PARAMETER_SYNTAX", field + "/vault_id",
+                           "The value of a field does not conform to the expected format.");
+            }
+            const std::string& id = vault_id.get_ref<const std::string&>();
+            if (id.empty() || id.size() > k_max_vault_id) {
+                return bad("INVALID_STRING_LENGTH", field + "/vault_id",
+                           "The value of a field is either too short or too long.");
+            }
+            if (!vault_id_syntax(id)) {
+                return bad("INVALID_PARAMETER_SYNTAX", field + "/vault_id",
+                           "The value of a field does not conform to the expected format.");
+            }
+            r.has_source = true;
+            r.paypal_wallet = paypal;
+            r.vault_id = id;
+        }
+    }
+    auto amount = parse_amount(unit["amount"], at + "/amount");
+    if (auto* problem = std::get_if<Problem>(&amount)) {
+        if (problem->status == 400 || !source_problem) {
+            return *problem;
+        }
+    }
+    if (source_problem) {
+        return *source_problem;
+    }
+    r.amount = std::get<Amount>(std::move(amount));
+    return r;
+}
+
+bool wants_representation(const http::Request& request) {
+    const std::string* prefer = request.header("prefer");
+    return prefer != nullptr &&
+           to_lower_ascii(*prefer).find("return=representation") != std::string::npos;
+}
+
+Json link(std::string href, std::string_view rel, std::string_view method) {
+    Json l;
+    l["href"] = std::move(href);
+    l["rel"] = rel;
+    l["method"] = method;
+    return l;
+}
+
+Json money(const std::string& currency, const std::string& value) {
+    return Json{{"currency_code", currency}, {"value", value}};
+}
+
+} // namespace
+
+PayPalApi::PayPalApi(Ledger& ledger, const StripeOptions& account, PayPalOptions options)
+    : m_ledger(ledger), m_account(account), m_options(std::move(options)) {}
+
+bool PayPalApi::serves(const std::string& path) {
+    for (const std::string_view prefix : {"/v1/oauth2/", "/v2/", "/v1/reporting/"}) {
+        if (path.compare(0, prefix.size(), prefix) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+void PayPalApi::reset_locked() {
+    m_orders.clear();
+    m_by_id.clear();
+    m_requests.clear();
+    m_tokens.clear();
+    m_tokens_issued = 0;
+}
+
+std::size_t PayPalApi::expire_tokens() {
+    const auto lock = m_ledger.lock();
+    const auto now = m_ledger.now_locked();
+    std::size_t valid = 0;
+    for (auto& [token, expiry] : m_tokens) {
+        if (expiry > now) {
+            ++valid;
+            expiry = now;
+        }
+    }
+    return valid;
+}
+
+Reply PayPalApi::handle(const http::Request& request, const Wait& wait) {
+    Reply reply;
+    const std::string& path = request.path;
+    const std::string order_prefix = std::string(k_orders) + "/";
+    if (request.method == "POST" && path == k_token_path) {
+        reply = token(request, wait);
+    } else if (request.method == "POST" && path == k_orders) {
+        reply = create(request, wait);
+    } else if (request.method == "GET" && path.size() > order_prefix.size() &&
+               path.compare(0, order_prefix.size(), order_prefix) == 0 &&
+               path.find('/', order_prefix.size()) == std::string::npos) {
+        reply = get_order(request, path.substr(order_prefix.size()), wait);
+    } else if (request.method == "GET" && path == k_transactions) {
+        reply = search(request, wait);
+    } else {
+        const auto lock = m_ledger.lock();
+        if (auto refused = token_refusal_locked(request)) {
+            reply.response = std::move(*refused);
+        } else {
+            reply.response =
+                error_locked(404, "RESOURCE_NOT_FOUND", "The specified resource does not exist.",
+                             {Issue{404, "INVALID_RESOURCE_ID", "",
+                                    "Specified "
+                                    "resource ID does not exist. Please check the "
+                                    "resource ID and try again.",
+                                    "path"}});
+        }
+    }
+    if (reply.action == SocketAction::respond || reply.action == SocketAction::partial_then_fin) {
+        const auto lock = m_ledger.lock();
+        reply.response.headers.emplace_back("Paypal-Debug-Id",
+                                            m_ledger.random_id_locked("", 13, k_hex));
+    }
+    return reply;
+}
+
+std::optional<http::Response> PayPalApi::token_refusal_locked(const http::Request& request) const {
+    const auto token = bearer_credential(request);
+    if (!token || token->empty()) {
+        Json body;
+        body["name"] = "AUTHENTICATION_FAILURE";
+        body["message"] = "Authentication failed due to missing authorization header, or invalid "
+                          "authentication credentials.";
+        body["links"] =
+            Json::array({link("https://developer.paypal.com/api/rest/reference/orders/v2/errors/"
+                              "#link-authenticationfailure",
+                              "information_link", "GET")});
+        return json_response(401, body);
+    }
+    const auto it = m_tokens.find(std::string(*token));
+    if (it == m_tokens.end()) {
+        return oauth_error(401, "invalid_token", "Token signature verification failed");
+    }
+    if (it->second <= m_ledger.now_locked()) {
+        return oauth_error(401, "invalid_token", "Access Token not found in cache");
+    }
+    return std::nullopt;
+}
+
+http::Response PayPalApi::error_locked(int status, std::string_view name, std::string_view message,
+                                       const std::vector<Issue>& details) {
+    Json body;
+    body["name"] = name;
+    body["message"] = message;
+    body["debug_id"] = m_ledger.random_id_locked("", 13, k_hex);
+    if (!details.empty()) {
+        body["details"] = Json::array();
+        for (const Issue& d : details) {
+            Json item;
+            if (!d.field.empty()) {
+                item["field"] = d.field;
+            }
+            item["location"] = d.location;
+            item["issue"] = d.issue;
+            item["description"] = d.description;
+            body["details"].push_back(std::move(item));
+        }
+    }
+    body["links"] = Json::array(
+        {link("https://developer.paypal.com/api/rest/reference/orders/v2/errors/#" +
+                  to_lower_ascii(details.empty() ? std::string(name) : details.front().issue),
+              "information_link", "GET")});
+    return json_response(status, body);
+}
+
+http::Response PayPalApi::issue_locked(const Issue& issue) {
+    if (issue.status == 422) {
+        return error_locked(422, "UNPROCESSABLE_ENTITY", k_422_message, {issue});
+    }
+    return error_locked(issue.status, "INVALID_REQUEST", k_400_message, {issue});
+}
+
+Reply PayPalApi::token(const http::Request& request, const Wait& wait) {
+    Reply reply;
+    if (!wait(m_ledger.faults().latency)) {
+        reply.action = SocketAction::close_fin;
+        return reply;
+    }
+    // HTTP basic client_id:client_secret.
+    bool authenticated = false;
+    if (const std::string* value = request.header("authorization");
+        value != nullptr && value->size() > 6 && to_lower_ascii(value->substr(0, 6)) == "basic ") {
+        const auto decoded = base64_decode(std::string_view(*value).substr(6));
+        const std::size_t colon = decoded ? decoded->find(':') : std::string::npos;
+        if (colon != std::string::npos && !m_options.client_secret.empty()) {
+            const std::string_view id = std::string_view(*decoded).substr(0, colon);
+            const std::string_view secret = std::string_view(*decoded).substr(colon + 1);
+            // Both compared whole, whatever the first says.
+            const bool id_ok = constant_time_equal(id, m_options.client_id);
+            const bool secret_ok = constant_time_equal(secret, m_options.client_secret.reveal());
+            authenticated = id_ok && secret_ok;
+        }
+    }
+    if (!authenticated) {
+        reply.response = oauth_error(401, "invalid_client", "Client Authentication failed");
+        return reply;
+    }
+    const auto form = http::parse_form(request.body);
+    const std::string* grant = nullptr;
+    if (form) {
+        for (const auto& [name, value] : *form) {
+            if (name == "grant_type") {
+                grant = &value;
+            }
+        }
+    }
+    if (grant == nullptr) {
+        reply.response = oauth_error(400, "unsupported_grant_type", "Grant Type is NULL");
+        return reply;
+    }
+    if (*grant != "client_credentials") {
+        reply.response = oauth_error(400, "unsupported_grant_type", "unsupported grant_type");
+        return reply;
+    }
+    const auto lock = m_ledger.lock();
+    const auto now = m_ledger.now_locked();
+    std::string access_token = m_ledger.random_id_locked("A21AA", 92, Ledger::k_base62);
+    m_tokens[access_token] = now + m_options.token_ttl;
+    ++m_tokens_issued;
+    Json body;
+    body["scope"] = k_scope;
+    body["access_token"] = std::move(access_token);
+    body["token_type"] = "Bearer";
+    body["app_id"] = k_app_id;
+    body["expires_in"] = m_options.token_ttl.count();
+    body["nonce"] = rfc3339(now) + m_ledger.random_id_locked("", 43, Ledger::k_base62);
+    reply.response = json_response(200, body);
+    return reply;
+}
+
+Reply PayPalApi::create(const http::Request& request, const Wait& wait) {
+    Reply reply;
+    const Json body = Json::parse(request.body, nullptr, false); // discarded if not JSON
+    const std::string* request_id_header = request.header("paypal-request-id");
+    const std::string* request_id = m_account.idempotency ? request_id_header : nullptr;
+    const bool representation = wants_representation(request);
+
+    // The operation ID: the first purchase unit's invoice_id, custom_id or reference_id.
+    if (body.is_object() && body.contains("purchase_units") && body["purchase_units"].is_array() &&
+        !body["purchase_units"].empty() && body["purchase_units"][0].is_object()) {
+        const Json& unit = body["purchase_units"][0];
+        for (const char* name : {"invoice_id", "custom_id", "reference_id"}) {
+            if (unit.contains(name) && unit[name].is_string() &&
+                !unit[name].get_ref<const std::string&>().empty()) {
+                reply.operation_id = unit[name].get<std::string>();
+                break;
+            }
+        }
+    }
+    if (reply.operation_id.empty()) {
+        reply.operation_id = request_id_header != nullptr && !request_id_header->empty()
+                                 ? *request_id_header
+                                 : std::string(k_no_operation);
+    }
+
+    std::unique_lock lock = m_ledger.lock();
+    m_ledger.count_delivery_locked(reply.operation_id);
+    const auto latency = m_ledger.faults_locked().latency;
+    // Answers without executing, after the configured latency.
+    auto answer = [&](Reply r) {
+        lock.unlock();
+        if (!wait(latency)) {
+            r.action = SocketAction::close_fin;
+        }
+        return r;
+    };
+    const auto error_500 = [this] {
+        return error_locked(500, "INTERNAL_SERVER_ERROR", "An internal server error occurred.", {});
+    };
+
+    if (auto refused = token_refusal_locked(request)) {
+        reply.response = std::move(*refused);
+        return answer(std::move(reply));
+    }
+    reply.fault = m_ledger.draw_fault_locked();
+    if (reply.fault == Fault::drop_before_execute) {
+        reply.action = SocketAction::close_fin;
+        return answer(std::move(reply));
+    }
+    if (reply.fault == Fault::http_500_before_execute) {
+        reply.response = error_500();
+        return answer(std::move(reply));
+    }
+    if (request_id != nullptr && request_id->empty()) {
+        request_id = nullptr;
+    }
+    if (request_id != nullptr && request_id->size() > k_max_request_id) {
+        reply.response = issue_locked(Issue{400, "INVALID_STRING_LENGTH", "PayPal-Request-Id",
+                                            "The value of a field is either too short or too "
+                                            "long.",
+                                            "header"});
+        apply_after_execute(reply, error_500());
+        return answer(std::move(reply));
+    }
+    // A known request ID answers before the body is looked at (PayPal does not compare it).
+    if (request_id != nullptr) {
+        auto it = m_requests.find(*request_id);
+        if (it != m_requests.end() && !it->second.in_flight &&
+            m_ledger.now_locked() - it->second.first_seen >= m_options.key_retention) {
+            m_requests.erase(it); // forgotten: the request ID executes again
+            it = m_requests.end();
+        }
+        if (it != m_requests.end()) {
+            if (it->second.in_flight) {
+                reply.response = error_locked(
+                    409, "RESOURCE_CONFLICT",
+                    "The server has detected a conflict while processing this request.",
+                    {Issue{409, "PREVIOUS_REQUEST_IN_PROGRESS", "PayPal-Request-Id",
+                           "A previous request with this PayPal-Request-Id is still being "
+                           "processed (fake provider).",
+                           "header"}});
+            } else {
+                // The current state of the order it created.
+                reply.response =
+                    json_response(200, render_order(m_orders[it->second.order], representation));
+                reply.replayed = true;
+                m_ledger.count_replay_locked();
+            }
+            apply_after_execute(reply, error_500());
+            return answer(std::move(reply));
+        }
+    }
+
+    std::variant<OrderRequest, Problem> validated =
+        bad("MALFORMED_REQUEST_JSON", "/", "The request JSON is not well formed.");
+    if (!body.is_discarded()) {
+        validated = validate_order(body);
+    }
+    if (auto* problem = std::get_if<Problem>(&validated)) {
+        reply.response = issue_locked(
+            Issue{problem->status, problem->issue, problem->field, problem->description, "body"});
+        apply_after_execute(reply, error_500());
+        return answer(std::move(reply));
+    }
+    OrderRequest order_request = std::get<OrderRequest>(std::move(validated));
+
+    if (m_account.idempotency && order_request.has_source &&
+        (request_id == nullptr || request_id->empty())) {
+        reply.response = issue_locked(
+            Issue{400, "PAYPAL_REQUEST_ID_REQUIRED", "PayPal-Request-Id",
+                  "A PayPal-Request-Id is required if you are trying to process payment for an "
+                  "Order. Please specify a PayPal-Request-Id or Create the Order without a "
+                  "'payment_source' specified.",
+                  "header"});
+        apply_after_execute(reply, error_500());
+        return answer(std::move(reply));
+    }
+    if (request_id != nullptr) {
+        RequestRecord record;
+        record.first_seen = m_ledger.now_locked();
+        m_requests.emplace(*request_id, record);
+    }
+
+    // The request ID is in flight for as long as the latency lasts.
+    lock.unlock();
+    const bool go_on = wait(latency);
+    lock.lock();
+    if (!go_on) {
+        if (request_id != nullptr) {
+            const auto it = m_requests.find(*request_id);
+            if (it != m_requests.end() && it->second.in_flight) {
+                m_requests.erase(it);
+            }
+        }
+        reply.action = SocketAction::close_fin;
+        return reply;
+    }
+
+    // Execute: the order, and with a payment source its capture at once.
+    Order order;
+    order.id = m_ledger.random_id_locked("", k_id_length, k_upper_alnum);
+    order.currency = order_request.amount.currency;
+    order.value = order_request.amount.value;
+    order.minor = order_request.amount.minor;
+    order.reference_id = std::move(order_request.reference_id);
+    order.invoice_id = std::move(order_request.invoice_id);
+    order.custom_id = std::move(order_request.custom_id);
+    order.description = std::move(order_request.description);
+    order.operation_id = reply.operation_id;
+    order.created_at = m_ledger.now_locked();
+    const std::string* host = request.header("host");
+    order.base_url = "http://" + (host != nullptr && !host->empty() ? *host : "127.0.0.1");
+    if (order_request.has_source) {
+        order.source = order_request.paypal_wallet ? Source::paypal : Source::card;
+        order.vault_id = std::move(order_request.vault_id);
+        if (order_request.paypal_wallet) {
+            order.payer_id = m_ledger.random_id_locked("", 13, k_upper_alnum);
+        }
+        order.capture_id = m_ledger.random_id_locked("", k_id_length, k_upper_alnum);
+        order.capture = reply.fault == Fault::decline || order.vault_id == k_declined_vault_id
+                            ? Capture::declined
+                            : Capture::completed;
+        m_ledger.count_execution_locked(order.operation_id);
+        if (order.capture == Capture::completed) {
+            m_ledger.add_charged_locked(order.currency, order.minor);
+        }
+        reply.executed = true;
+    }
+    reply.response = json_response(201, render_order(order, representation));
+    const std::size_t index = m_orders.size();
+    m_by_id.emplace(order.id, index);
+    m_orders.push_back(std::move(order));
+    apply_after_execute(reply, error_500());
+
+    if (request_id != nullptr) {
+        const auto it = m_requests.find(*request_id);
+        if (it != m_requests.end()) { // gone only if reset() ran meanwhile
+            it->second.in_flight = false;
+            it->second.order = index; // whatever was answered: the order exists
+        }
+    }
+    return reply;
+}
+
+Reply PayPalApi::get_order(const http::Request& request, const std::string& id, const Wait& wait) {
+    Reply reply;
+    if (!wait(m_ledger.faults().latency)) {
+        reply.action = SocketAction::close_fin;
+        return reply;
+    }
+    const auto lock = m_ledger.lock();
+    if (auto refused = token_refusal_locked(request)) {
+        reply.response = std::move(*refused);
+        return reply;
+    }
+    const auto it = m_by_id.find(id);
+    if (it == m_by_id.end()) {
+        reply.response =
+            error_locked(404, "RESOURCE_NOT_FOUND", "The specified resource does not exist.",
+                         {Issue{404, "INVALID_RESOURCE_ID", "order_id",
+                                "Specified resource ID does not exist. Please check the resource "
+                                "ID and try again.",
+                                "path"}});
+        return reply;
+    }
+    reply.response = json_response(200, render_order(m_orders[it->second], true));
+    return reply;
+}
+
+Reply PayPalApi::search(const http::Request& request, const Wait& wait) {
+    Reply reply;
+    if (!wait(m_ledger.faults().latency)) {
+        reply.action = SocketAction::close_fin;
+        return reply;
+    }
+    const auto lock = m_ledger.lock();
+    if (auto refused = token_refusal_locked(request)) {
+        reply.response = std::move(*refused);
+        return reply;
+    }
+    if (!m_account.lookup) {
+        // What an account without Transaction Search enabled is answered.
+        reply.response = error_locked(
+            403, "NOT_AUTHORIZED", "Authorization failed due to insufficient permissions.",
+            {Issue{403, "PERMISSION_DENIED", "",
+                   "You do not have permission to access or perform operations on this resource "
+                   "(fake provider: --no-lookup).",
+                   "query"}});
+        return reply;
+    }
+    const auto query_issue = [&](std::string issue, std::string field, std::string description) {
+        return issue_locked(
+            Issue{400, std::move(issue), std::move(field), std::move(description), "query"});
+    };
+    const auto query = http::parse_form(request.query);
+    if (!query) {
+        reply.response =
+            query_issue("INVALID_PARAMETER_SYNTAX", "", "The query string is not well formed.");
+        return reply;
+    }
+    const auto param = [&](std::string_view name) -> const std::string* {
+        for (const auto& [key, value] : *query) {
+            if (key == name) {
+                return &value;
+            }
+        }
+        return nullptr;
+    };
+    std::optional<Clock::time_point> window[2];
+    for (int i = 0; i < 2; ++i) {
+        const char* name = i == 0 ? "start_date" : "end_date";
+        const std::string* text = param(name);
+        if (text == nullptr) {
+            reply.response = query_issue("MISSING_REQUIRED_PARAMETER", name,
+                                         "A required field / parameter is missing.");
+            return reply;
+        }
+        window[i] = parse_rfc3339(*text);
+        if (!window[i]) {
+            reply.response = query_issue("INVALID_PARAMETER_SYNTAX", name,
+                                         "The value of a field does not conform to the expected "
+                                         "format (RFC 3339, seconds required).");
+            return reply;
+        }
+    }
+    const Clock::time_point start = *window[0];
+    const Clock::time_point end = *window[1];
+    if (end < start) {
+        reply.response = query_issue("INVALID_PARAMETER_VALUE", "end_date",
+                                     "end_date must not be before start_date.");
+        return reply;
+    }
+    if (end - start > k_max_window) {
+        reply.response = query_issue("Date range is greater than 31 days", "start_date",
+                                     "The window from start_date to end_date is at most 31 days.");
+        return reply;
+    }
+    std::int64_t page_size = k_default_page_size;
+    std::int64_t page = 1;
+    for (const auto& [name, out, max] : {std::tuple{"page_size", &page_size, k_max_page_size},
+                                         std::tuple{"page", &page, std::int64_t{2147483647}}}) {
+        if (const std::string* text = param(name)) {
+            const auto n = parse_int(*text);
+            if (!n || *n < 1 || *n > max) {
+                reply.response =
+                    query_issue("INVALID_PARAMETER_VALUE", name, "A parameter value is not valid.");
+                return reply;
+            }
+            *out = *n;
+        }
+    }
+    if (const std::string* fields = param("fields")) {
+        static const std::vector<std::string_view> k_fields{
+            "transaction_info", "payer_info",     "shipping_info", "auction_info",
+            "cart_info",        "incentive_info", "store_info",    "all"};
+        std::string_view rest = *fields;
+        while (true) {
+            const std::size_t comma = rest.find(',');
+            if (std::find(k_fields.begin(), k_fields.end(), rest.substr(0, comma)) ==
+                k_fields.end()) {
+                reply.response = query_issue("INVALID_PARAMETER_VALUE", "fields",
+                                             "A parameter value is not valid.");
+                return reply;
+            }
+            if (comma == std::string_view::npos) {
+                break;
+            }
+            rest.remove_prefix(comma + 1);
+        }
+    }
+    const std::string* status_filter = param("transaction_status");
+    if (status_filter != nullptr && *status_filter != "D" && *status_filter != "P" &&
+        *status_filter != "S" && *status_filter != "V") {
+        reply.response = query_issue("INVALID_PARAMETER_VALUE", "transaction_status",
+                                     "A parameter value is not valid.");
+        return reply;
+    }
+    const std::string* id_filter = param("transaction_id");
+    const std::string* currency_filter = param("transaction_currency");
+
+    const FaultConfig& faults = m_ledger.faults_locked();
+    if (faults.lookup_down) {
+        reply.response = error_locked(503, "SERVICE_UNAVAILABLE", "Service Unavailable.", {});
+        return reply;
+    }
+    // PayPal's lag: a capture is searchable lookup_stale after its creation; the data is
+    // refreshed up to now - lookup_stale.
+    const Clock::time_point refreshed = m_ledger.now_locked() - faults.lookup_stale;
+    std::vector<const Order*> found;
+    for (const Order& o : m_orders) {
+        if (o.capture == Capture::none || o.created_at < start || o.created_at >= end ||
+            o.created_at > refreshed) {
+            continue;
+        }
+        const char status = o.capture == Capture::completed ? 'S' : 'D';
+        if ((status_filter != nullptr && (*status_filter)[0] != status) ||
+            (id_filter != nullptr && *id_filter != o.capture_id) ||
+            (currency_filter != nullptr && *currency_filter != o.currency)) {
+            continue;
+        }
+        found.push_back(&o);
+    }
+    std::stable_sort(found.begin(), found.end(), [](const Order* a, const Order* b) {
+        return a->created_at < b->created_at; // oldest first
+    });
+    const auto total = static_cast<std::int64_t>(found.size());
+    const std::int64_t pages = (total + page_size - 1) / page_size;
+    Json details = Json::array();
+    for (std::int64_t i = (page - 1) * page_size; i < total && i < page * page_size; ++i) {
+        const Order& o = *found[static_cast<std::size_t>(i)];
+        Json info;
+        if (o.source == Source::paypal) {
+            info["paypal_account_id"] = o.payer_id;
+        }
+        info["transaction_id"] = o.capture_id;
+        info["paypal_reference_id"] = o.id;
+        info["paypal_reference_id_type"] = "ODR";
+        info["transaction_event_code"] = "T0006";
+        info["transaction_initiation_date"] = rfc3339(o.created_at);
+        info["transaction_updated_date"] = rfc3339(o.created_at);
+        info["transaction_amount"] = money(o.currency, o.value);
+        info["transaction_status"] = o.capture == Capture::completed ? "S" : "D";
+        if (o.invoice_id) {
+            info["invoice_id"] = *o.invoice_id;
+        }
+        if (o.custom_id) {
+            info["custom_field"] = *o.custom_id;
+        }
+        details.push_back(Json{{"transaction_info", std::move(info)}});
+    }
+    const std::string* host = request.header("host");
+    std::string base = "http://" + (host != nullptr && !host->empty() ? *host : "127.0.0.1") +
+                       std::string(k_transactions) + "?";
+    for (const auto& [name, value] : *query) {
+        if (name != "page") {
+            base += http::percent_encode(name) + "=" + http::percent_encode(value) + "&";
+        }
+    }
+    Json links = Json::array();
+    links.push_back(link(base + "page=" + std::to_string(page), "self", "GET"));
+    if (page < pages) {
+        links.push_back(link(base + "page=" + std::to_string(page + 1), "next", "GET"));
+    }
+    if (pages > 0) {
+        links.push_back(link(base + "page=" + std::to_string(pages), "last", "GET"));
+    }
+    Json body;
+    body["transaction_details"] = std::move(details);
+    body["account_number"] = k_account_number;
+    body["start_date"] = rfc3339(start);
+    body["end_date"] = rfc3339(std::max(start, std::min(end, refreshed)));
+    body["last_refreshed_datetime"] = rfc3339(refreshed);
+    body["page"] = page;
+    body["total_items"] = total;
+    body["total_pages"] = pages;
+    body["links"] = std::move(links);
+    reply.response = json_response(200, body);
+    return reply;
+}
+
+Json PayPalApi::render_order(const Order& o, bool representation) const {
+    const std::string self = o.base_url + std::string(k_orders) + "/" + o.id;
+    const bool created_only = !o.source.has_value();
+    Json links = Json::array();
+    links.push_back(link(self, "self", "GET"));
+    if (created_only) {
+        links.push_back(link(o.base_url + "/checkoutnow?token=" + o.id, "approve", "GET"));
+        links.push_back(link(self, "update", "PATCH"));
+        links.push_back(link(self + "/capture", "capture", "POST"));
+    }
+    Json j;
+    j["id"] = o.id;
+    if (representation) {
+        j["intent"] = "CAPTURE";
+    }
+    j["status"] = created_only ? "CREATED" : "COMPLETED";
+    if (!representation) {
+        j["links"] = std::move(links);
+        return j;
+    }
+    if (o.source == Source::card) {
+        Json card;
+        card["name"] = "Fake Cardholder";
+        card["last_digits"] = "1111";
+        card["brand"] = "VISA";
+        card["type"] = "CREDIT";
+        card["attributes"]["vault"] = Json{{"id", o.vault_id}, {"status", "VAULTED"}};
+        j["payment_source"]["card"] = std::move(card);
+    } else if (o.source == Source::paypal) {
+        Json wallet;
+        wallet["email_address"] = "buyer@example.com";
+        wallet["account_id"] = o.payer_id;
+        wallet["account_status"] = "VERIFIED";
+        wallet["attributes"]["vault"] = Json{{"id", o.vault_id}, {"status", "VAULTED"}};
+        j["payment_source"]["paypal"] = std::move(wallet);
+    }
+    Json unit;
+    unit["reference_id"] = o.reference_id;
+    unit["amount"] = money(o.currency, o.value);
+    unit["payee"] = Json{{"merchant_id", k_account_number}};
+    if (o.description) {
+        unit["description"] = *o.description;
+    }
+    if (o.custom_id) {
+        unit["custom_id"] = *o.custom_id;
+    }
+    if (o.invoice_id) {
+        unit["invoice_id"] = *o.invoice_id;
+    }
+    if (o.capture != Capture::none) {
+        const bool completed = o.capture == Capture::completed;
+        const std::string capture_url = o.base_url + "/v2/payments/captures/" + o.capture_id;
+        Json capture;
+        capture["id"] = o.capture_id;
+        capture["status"] = completed ? "COMPLETED" : "DECLINED";
+        capture["amount"] = money(o.currency, o.value);
+        capture["final_capture"] = true;
+        capture["seller_protection"] = Json{{"status", "NOT_ELIGIBLE"}};
+        if (o.invoice_id) {
+            capture["invoice_id"] = *o.invoice_id;
+        }
+        if (o.custom_id) {
+            capture["custom_id"] = *o.custom_id;
+        }
+        if (o.source == Source::card) {
+            capture["processor_response"] = Json{{"avs_code", "Y"},
+                                                 {"cvv_code", "S"},
+                                                 {"response_code", completed ? "0000" : "5120"}};
+        }
+        Json capture_links = Json::array();
+        capture_links.push_back(link(capture_url, "self", "GET"));
+        if (completed) {
+            capture_links.push_back(link(capture_url + "/refund", "refund", "POST"));
+        }
+        capture_links.push_back(link(self, "up", "GET"));
+        capture["links"] = std::move(capture_links);
+        capture["create_time"] = rfc3339(o.created_at);
+        capture["update_time"] = rfc3339(o.created_at);
+        unit["payments"]["captures"] = Json::array({std::move(capture)});
+    }
+    j["purchase_units"] = Json::array({std::move(unit)});
+    j["create_time"] = rfc3339(o.created_at);
+    j["update_time"] = rfc3339(o.created_at);
+    j["links"] = std::move(links);
+    return j;
+}
+
+void PayPalApi::write_ledger_locked(nlohmann::ordered_json& j, LedgerOptions options) const {
+    j["paypal_tokens_issued"] = m_tokens_issued;
+    j["paypal_order_count"] = m_orders.size();
+    if (options.payment_intents) {
+        j["paypal_orders"] = Json::array();
+        for (const Order& o : m_orders) {
+            j["paypal_orders"].push_back(render_order(o, true));
+        }
+    }
+}
+
+} // namespace payrecon::fake

@@ -1,0 +1,142 @@
+#pragma once
+// PayPal's dialect of the fake provider (Orders v2, Transaction Search v1, OAuth2; shared/specs/
+// paypal-*.json), on the ledger, clock and faults every dialect shares (ledger.hpp):
+//   POST /v1/oauth2/token       HTTP basic client_id:client_secret, grant_type=client_credentials
+//                               -> {"scope","access_token","token_type","app_id","expires_in",
+//                               "nonce"}; bad credentials: 401 invalid_client
+//   POST /v2/checkout/orders    an order_request with a vaulted payment source
+//                               (payment_source.card.vault_id or .paypal.vault_id): executes at
+//                               once -> 201, a COMPLETED order whose one capture is COMPLETED (or
+//                               DECLINED: still a COMPLETED order, no charge). Without a
+//                               payment_source the order is only CREATED (awaiting a payer's
+//                               approval): no capture, no execution
+//   GET  /v2/checkout/orders/{id}
+//   GET  /v1/reporting/transactions?start_date=&end_date=[&page_size=&page=&fields=...]
+//                               the captures initiated in [start_date, end_date), oldest first,
+//                               each only `lookup_stale` after its creation (PayPal's search lag)
+// Every API call needs `Authorization: Bearer <an access token this fake issued>`; the tokens
+// expire `token_ttl` of fake time after issue, or at once on expire_tokens(); an expired or unknown
+// one gets 401 invalid_token (what an adapter's refresh-once-on-401 meets).
+//
+// Responses follow the `Prefer` header as the spec says: `return=representation` gives the whole
+// order; otherwise (its default, `return=minimal`) only id, status and links -- so an adapter that
+// does not ask for the representation never sees the capture, nor whether it was declined.
+//
+// Idempotency as PayPal documents it (`PayPal-Request-Id`, required when a payment_source is
+// given): a known request ID answers the CURRENT state of the order it created -- 200, nothing
+// executed, also after an `http_500_after_execute` -- for key_retention (6 h) of fake time. A
+// request ID whose first request is still executing gets 409 RESOURCE_CONFLICT (ambiguous: the
+// first may yet execute). Nothing is remembered for a request that created no order (validation
+// errors, 401, a 500 before execution). The body of a repeated request is not compared.
+//
+// Executions count per operation ID: purchase_units[0].invoice_id, else its custom_id, else its
+// reference_id, else the PayPal-Request-Id, else "(none)". `charged` counts a COMPLETED capture in
+// the ISO 4217 minor units of its decimal value (the value is parsed exactly, never as a float).
+
+#include "core/secret.hpp"
+#include "tests/fake_provider/ledger.hpp"
+#include "tests/fake_provider/stripe.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace payrecon::fake {
+
+struct PayPalOptions {
+    std::string client_id = "fake-paypal-client-id";
+    Secret client_secret; // empty: every token request is refused (401 invalid_client)
+    std::chrono::seconds token_ttl{32400};     // expires_in; fake time
+    std::chrono::seconds key_retention{21600}; // PayPal-Request-Id; fake time (6 h)
+};
+
+class PayPalApi {
+public:
+    // `ledger` is the fake provider's, shared with the other dialects; it outlives this.
+    // `account`: whether request IDs and the transaction search exist at all.
+    PayPalApi(Ledger& ledger, const StripeOptions& account, PayPalOptions options);
+
+    // True for the paths this dialect serves: /v1/oauth2/..., /v2/..., /v1/reporting/...
+    static bool serves(const std::string& path);
+
+    // Serves one request on the main port. Never throws for anything the client sent.
+    Reply handle(const http::Request& request, const Wait& wait);
+
+    // Every access token issued so far is expired from now on; answers how many were still valid.
+    std::size_t expire_tokens();
+
+    // Adds "paypal_tokens_issued", "paypal_order_count" and "paypal_orders" (oldest first, as GET
+    // /v2/checkout/orders/{id} answers each; only if options.payment_intents). Under the ledger's
+    // lock.
+    void write_ledger_locked(nlohmann::ordered_json& j, LedgerOptions options) const;
+
+    // Forgets every order, request ID and token, and the token count. Under the ledger's lock.
+    void reset_locked();
+
+private:
+    enum class Source { card, paypal };
+    enum class Capture { none, completed, declined };
+
+    struct Order {
+        std::string id;         // 17 upper-case letters and digits
+        std::string capture_id; // the same form; empty without a capture
+        Capture capture = Capture::none;
+        std::string currency;     // upper case
+        std::string value;        // normalised to the currency's decimals
+        std::int64_t minor = 0;   // ISO 4217 minor units
+        std::string reference_id; // "default" when not given, as PayPal sets it
+        std::optional<std::string> invoice_id;
+        std::optional<std::string> custom_id;
+        std::optional<std::string> description;
+        std::string operation_id;
+        std::optional<Source> source;
+        std::string vault_id;
+        std::string payer_id; // a PayPal wallet's account ID
+        std::chrono::system_clock::time_point created_at;
+        std::string base_url; // "http://" + the create's Host: where `links` point
+    };
+
+    struct RequestRecord {
+        std::chrono::system_clock::time_point first_seen;
+        bool in_flight = true;
+        std::size_t order = 0; // meaningful once not in flight
+    };
+
+    // One entry of an error's `details`.
+    struct Issue {
+        int status = 400; // 400 INVALID_REQUEST or 422 UNPROCESSABLE_ENTITY
+        std::string issue;
+        std::string field; // a JSON pointer, or a header or query parameter's name
+        std::string description;
+        std::string location = "body";
+    };
+
+    Reply token(const http::Request& request, const Wait& wait);
+    Reply create(const http::Request& request, const Wait& wait);
+    Reply get_order(const http::Request& request, const std::string& id, const Wait& wait);
+    Reply search(const http::Request& request, const Wait& wait);
+
+    // Under the ledger's lock.
+    // nullopt if the request carries a valid access token; else the 401 to answer.
+    std::optional<http::Response> token_refusal_locked(const http::Request& request) const;
+    // PayPal's error envelope {"name","message","debug_id","details","links"}.
+    http::Response error_locked(int status, std::string_view name, std::string_view message,
+                                const std::vector<Issue>& details);
+    http::Response issue_locked(const Issue& issue);
+    nlohmann::ordered_json render_order(const Order& order, bool representation) const;
+
+    Ledger& m_ledger;
+    StripeOptions m_account;
+    PayPalOptions m_options;
+    std::vector<Order> m_orders; // creation order
+    std::map<std::string, std::size_t> m_by_id;
+    std::map<std::string, RequestRecord> m_requests;
+    std::map<std::string, std::chrono::system_clock::time_point> m_tokens; // token -> expiry
+    std::uint64_t m_tokens_issued = 0;
+};
+
+} // namespace payrecon::fake
