@@ -124,7 +124,10 @@ LookupResult PaypalAdapter::lookup(const PaymentOrder& order) {
         return out;
     }
     const system_clock::time_point from = *order.created_at - k_lookup_before;
-    const system_clock::time_point to = std::min(m_clock(), from + k_max_search_window);
+    // Whole seconds on the wire (RFC 3339): the end rounded up, so that what the provider
+    // recorded in the current second is inside the window rather than cut off with its fraction.
+    const system_clock::time_point to =
+        std::chrono::ceil<std::chrono::seconds>(std::min(m_clock(), from + k_max_search_window));
     if (to <= from) {
         out.call.error_class = "lookup_window_empty";
         out.call.detail = "the clock is before the payment's acceptance: nothing to search yet";

@@ -4,7 +4,10 @@
 // counts from the fake's ledger.
 #include "core/fingerprint.hpp"
 #include "engine/executor.hpp"
+#include "providers/adyen/adapter.hpp"
+#include "providers/checkout/adapter.hpp"
 #include "providers/config.hpp"
+#include "providers/paypal/adapter.hpp"
 #include "services/intake.hpp"
 #include "tests/fake_provider/fake_provider.hpp"
 #include "tests/support/test_db.hpp"
@@ -25,22 +28,62 @@ struct World {
     TestPrincipal writer = make_principal(*db, tenant);
     providers::ProviderConfig config;
 
-    explicit World(fake::FaultConfig faults = {}, bool idempotency = true) {
-        fake::FakeProviderOptions o;
-        o.stripe.api_key = Secret("sk_test_fake_" + to_hex(random_bytes(8)));
-        o.stripe.idempotency = idempotency;
-        o.faults = std::move(faults);
-        fake = std::make_unique<fake::FakeProvider>(o, provider_log);
+    // The payment method the fake charges, and the one it declines, in the kind's dialect.
+    std::string method = "pm_card_visa";
+    std::string declined_method = "pm_card_chargeDeclined";
+    fake::FakeProviderOptions fake_options;
+
+    explicit World(fake::FaultConfig faults = {}, bool idempotency = true)
+        : World("stripe", std::move(faults), idempotency) {}
+
+    // A world whose provider is of `kind` (stripe, adyen, checkout, paypal), speaking that kind's
+    // dialect of the one fake provider.
+    World(const std::string& kind, fake::FaultConfig faults, bool idempotency = true) {
+        fake_options.stripe.api_key = Secret("sk_test_fake_" + to_hex(random_bytes(8)));
+        fake_options.stripe.idempotency = idempotency;
+        fake_options.paypal.client_secret = Secret("paypal-secret-" + to_hex(random_bytes(8)));
+        fake_options.faults = std::move(faults);
+        fake = std::make_unique<fake::FakeProvider>(fake_options, provider_log);
         fake->start();
-        config.name = "st" + to_hex(random_bytes(8));
-        config.kind = "stripe";
-        config.base_url = "http://127.0.0.1:" + std::to_string(fake->port());
-        config.credentials = providers::ApiKey{"STRIPE_API_KEY", o.stripe.api_key};
-        config.connect_timeout = std::chrono::milliseconds(500);
-        config.timeout = std::chrono::milliseconds(800);
+        config = config_for(kind);
+        method = method_for(kind);
+        declined_method = kind == "checkout" ? "src_card_declined"
+                          : kind == "paypal" ? "vault_declined"
+                                             : "pm_card_chargeDeclined";
     }
 
-    std::vector<std::string> payments(int n, const std::string& payment_method = "pm_card_visa") {
+    // A provider of `kind` on this world's fake, under a name of its own.
+    providers::ProviderConfig config_for(const std::string& kind) const {
+        providers::ProviderConfig c;
+        c.name = kind.substr(0, 2) + to_hex(random_bytes(8));
+        c.kind = kind;
+        c.base_url = "http://127.0.0.1:" + std::to_string(fake->port());
+        c.credentials = providers::ApiKey{"STRIPE_API_KEY", fake_options.stripe.api_key};
+        c.connect_timeout = std::chrono::milliseconds(500);
+        c.timeout = std::chrono::milliseconds(800);
+        if (kind == "adyen") {
+            c.settings =
+                providers::adyen::settings("AcmeShopECOM", "https://shop.example.com/return");
+        } else if (kind == "checkout") {
+            c.settings = providers::checkout::settings("pc_q4dbxom5jbgudnjzjpz7j2z6uq");
+        } else if (kind == "paypal") {
+            c.credentials = providers::OAuth2ClientCredentials{
+                "PAYPAL_CLIENT_ID", "PAYPAL_CLIENT_SECRET", c.base_url + "/v1/oauth2/token",
+                Secret(fake_options.paypal.client_id), fake_options.paypal.client_secret};
+            c.settings = providers::paypal::settings(std::chrono::hours(6));
+        }
+        return c;
+    }
+    // The payment method the fake charges in `kind`'s dialect.
+    static std::string method_for(const std::string& kind) {
+        return kind == "adyen"      ? "8415718415172204"
+               : kind == "checkout" ? "src_nwd3m4in3hkuddfpjsaevunhdy"
+               : kind == "paypal"   ? "vault_8ab3c2d1"
+                                    : "pm_card_visa";
+    }
+
+    std::vector<std::string> payments(int n) { return payments(n, method); }
+    std::vector<std::string> payments(int n, const std::string& payment_method) {
         IntakeService intake(*db, test_keys());
         std::vector<std::string> refs;
         for (int i = 0; i < n; ++i) {
