@@ -379,3 +379,39 @@ TEST_CASE("statement: sides larger than the sort memory spill sorted runs and fi
     // The runs' file was unlinked when it was created: the directory is empty again.
     CHECK(::rmdir(dir) == 0);
 }
+
+TEST_CASE("statement: PayPal's books through Transaction Search -- every payment matched, a "
+          "charge made outside payrecon found missing_local, and Checkout.com refused (no listing)",
+          "[statement][db][paypal][checkout]") {
+    World w("paypal", next({fake::Fault::decline}));
+    auto provider = providers::create_provider(w.config);
+    const auto refs = w.payments(5);
+    send_all(w, *provider);
+    CHECK(count_rows("payments", w.tenant.tenant_id, "state = 'succeeded'") == 4);
+    CHECK(count_rows("payments", w.tenant.tenant_id, "state = 'failed'") == 1);
+    // A charge someone made in PayPal with no payment of ours behind it.
+    providers::PaymentOrder orphan;
+    orphan.operation_id = "pr_made_in_the_paypal_dashboard";
+    orphan.payment_id = "00000000-0000-7000-8000-000000000001";
+    orphan.merchant_reference = "manual-1";
+    orphan.amount = Money{777, "EUR"};
+    orphan.payment_method = w.method;
+    REQUIRE(provider->submit(orphan).outcome == providers::Outcome::succeeded);
+
+    const reports::Report report = engine::run_statement(*w.db, *provider, window_around_now());
+    INFO(report.failure.value_or(""));
+    CHECK_FALSE(report.failure);
+    const auto counts = counts_of(report);
+    // The four charges, and the declined one: its DECLINED capture (status D) agrees with us.
+    CHECK(counts.at("matched") == 5);
+    CHECK(counts.at("missing_local") == 1);
+    CHECK(counts.count("missing_remote") == 0);
+    CHECK(counts.count("amount_mismatch") == 0);
+    CHECK(counts.count("duplicate_remote") == 0);
+    CHECK(report.exit_code == 3); // the orphan needs a person
+
+    World c("checkout", {});
+    auto checkout = providers::create_provider(c.config);
+    CHECK_FALSE(checkout->capabilities().list_transactions);
+    CHECK_THROWS_AS(engine::run_statement(*c.db, *checkout, window_around_now()), Refused);
+}
