@@ -69,12 +69,21 @@ bool loopback_host(const std::string& url) {
 
 // The members every provider entry may have, whatever its kind.
 const std::vector<std::string_view>& common_fields() {
-    static const std::vector<std::string_view> k_fields = {
-        "kind",           "base_url",           "api_key_env",
-        "credentials",    "connect_timeout_ms", "timeout_ms",
-        "settle_delay_s", "key_retention_h",    "amount_tolerance_minor",
-        "capabilities",   "dashboard_url",      "webhook_secret_env",
-        "webhook_url"};
+    static const std::vector<std::string_view> k_fields = {"kind",
+                                                           "base_url",
+                                                           "api_key_env",
+                                                           "credentials",
+                                                           "client_id_env",
+                                                           "client_secret_env",
+                                                           "connect_timeout_ms",
+                                                           "timeout_ms",
+                                                           "settle_delay_s",
+                                                           "key_retention_h",
+                                                           "amount_tolerance_minor",
+                                                           "capabilities",
+                                                           "dashboard_url",
+                                                           "webhook_secret_env",
+                                                           "webhook_url"};
     return k_fields;
 }
 
@@ -107,7 +116,8 @@ std::string and_list(const std::vector<std::string_view>& names) {
 
 // What the "is not a known setting" hint lists: the common members, then each kind's own.
 std::string known_settings() {
-    std::string out = "known: kind, base_url, api_key_env or credentials, connect_timeout_ms, "
+    std::string out = "known: kind, base_url, api_key_env or credentials (or client_id_env and "
+                      "client_secret_env), connect_timeout_ms, "
                       "timeout_ms, settle_delay_s, key_retention_h, amount_tolerance_minor, "
                       "capabilities, dashboard_url, webhook_secret_env, webhook_url";
     for (const auto* d : registered()) {
@@ -131,10 +141,14 @@ std::string credential_syntax(CredentialKind kind) {
 std::string accepted_credentials(const ProviderDescriptor& d) {
     std::string out;
     for (std::size_t i = 0; i < d.credentials.size(); ++i) {
+        const bool flat = d.credentials[i] == CredentialKind::oauth2_client_credentials &&
+                          !d.oauth2_token_path.empty();
         out += (i == 0                          ? ""
                 : i + 1 == d.credentials.size() ? " or "
                                                 : ", ") +
-               credential_syntax(d.credentials[i]);
+               (flat ? "client_id_env and client_secret_env (or " +
+                           credential_syntax(d.credentials[i]) + ")"
+                     : credential_syntax(d.credentials[i]));
     }
     return out;
 }
@@ -159,6 +173,38 @@ public:
     Credentials read(const ProviderDescriptor& d) const {
         const bool has_key = m_entry.contains("api_key_env");
         const bool has_credentials = m_entry.contains("credentials");
+        const bool has_flat =
+            m_entry.contains("client_id_env") || m_entry.contains("client_secret_env");
+        if (has_flat) {
+            const std::string field =
+                m_entry.contains("client_id_env") ? "client_id_env" : "client_secret_env";
+            if (d.oauth2_token_path.empty()) {
+                bad(m_source, m_path + "." + field,
+                    "is not a setting of kind " + std::string(d.kind) + ": it takes " +
+                        accepted_credentials(d),
+                    "client_id_env and client_secret_env name OAuth2 client credentials beside "
+                    "base_url for " +
+                        kinds_where([](const ProviderDescriptor& k) {
+                            return !k.oauth2_token_path.empty();
+                        }));
+            }
+            if (has_key || has_credentials) {
+                bad(m_source, m_path + "." + field,
+                    "is given together with " +
+                        std::string(has_key ? "api_key_env" : "credentials"),
+                    "give one of them: kind " + std::string(d.kind) + " takes " +
+                        accepted_credentials(d));
+            }
+            const std::string base =
+                m_entry.contains("base_url") && m_entry.at("base_url").is_string()
+                    ? m_entry.at("base_url").get<std::string>()
+                    : std::string();
+            std::string trimmed = base;
+            while (!trimmed.empty() && trimmed.back() == '/') {
+                trimmed.pop_back();
+            }
+            return oauth2(m_entry, m_path, trimmed + std::string(d.oauth2_token_path));
+        }
         if (has_key && has_credentials) {
             bad(m_source, m_path + ".credentials", "is given together with api_key_env",
                 "give one of them: kind " + std::string(d.kind) + " takes " +
@@ -237,16 +283,23 @@ private:
         return b;
     }
 
-    OAuth2ClientCredentials oauth2(const json& c, const std::string& cpath) const {
+    // `default_token_url`: the flat form's (base_url + the kind's token path); empty: the
+    // credentials object, which names its token_url.
+    OAuth2ClientCredentials oauth2(const json& c, const std::string& cpath,
+                                   const std::string& default_token_url = {}) const {
         OAuth2ClientCredentials o;
         o.client_id_env = env_name(c, cpath, "client_id_env", "the client ID");
         o.client_secret_env = env_name(c, cpath, "client_secret_env", "the client secret");
-        if (!c.contains("token_url") || !c.at("token_url").is_string()) {
-            bad(m_source, cpath + ".token_url",
-                "is required: the URL that issues access tokens, e.g. "
-                "https://api-m.paypal.com/v1/oauth2/token");
+        if (default_token_url.empty()) {
+            if (!c.contains("token_url") || !c.at("token_url").is_string()) {
+                bad(m_source, cpath + ".token_url",
+                    "is required: the URL that issues access tokens, e.g. "
+                    "https://api-m.paypal.com/v1/oauth2/token");
+            }
+            o.token_url = c.at("token_url").get<std::string>();
+        } else {
+            o.token_url = default_token_url;
         }
-        o.token_url = c.at("token_url").get<std::string>();
         if (has_userinfo(o.token_url)) {
             bad(m_source, cpath + ".token_url",
                 "carries credentials (user:password@ before the host), which never go in the file",

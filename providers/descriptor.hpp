@@ -104,6 +104,11 @@ struct ProviderDescriptor {
     // True if its notifications are signed over the notification URL: `webhook_url` is then
     // required with `webhook_secret_env`.
     bool webhook_url_signed = false;
+    // Where the provider issues OAuth2 access tokens, on its base_url ("/v1/oauth2/token"), for a
+    // kind that takes client credentials: an entry may then name them flat, `client_id_env` and
+    // `client_secret_env`, beside `base_url` (the token URL is base_url + this path). Empty: only
+    // the `credentials` object, with its `token_url`.
+    std::string_view oauth2_token_path;
 };
 
 } // namespace payrecon::providers

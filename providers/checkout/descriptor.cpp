@@ -90,6 +90,7 @@ const ProviderDescriptor& descriptor() {
                 return webhook_verifier(std::move(secrets));
             },
         .webhook_url_signed = false,
+        .oauth2_token_path = "",
     };
     return k_descriptor;
 }

@@ -84,6 +84,9 @@ const ProviderDescriptor& descriptor() {
         // certificate: not read yet.
         .webhook_verifier = nullptr,
         .webhook_url_signed = false,
+        // "client_id_env" and "client_secret_env" beside base_url: the token from
+        // POST /v1/oauth2/token on the same host.
+        .oauth2_token_path = "/v1/oauth2/token",
     };
     return k_descriptor;
 }

@@ -39,6 +39,7 @@ const ProviderDescriptor& descriptor() {
                 return webhook_verifier(std::move(secrets), config.webhook_url);
             },
         .webhook_url_signed = true,
+        .oauth2_token_path = "",
     };
     return k_descriptor;
 }

@@ -338,6 +338,15 @@ TEST_CASE("config: a paypal provider takes OAuth2 client credentials; PayPal's k
     CHECK(o.client_id.reveal() == "client-id-abcdefgh");
     CHECK(o.client_secret.reveal() == "client-secret-ijklmnop");
     CHECK(o.token_url == "https://api-m.sandbox.paypal.com/v1/oauth2/token");
+    // As the issue and the README write it: the client credentials named flat, the token from
+    // the same host's /v1/oauth2/token.
+    const ProviderConfig flat =
+        parse(head + R"("client_id_env": "CLIENT_ID", "client_secret_env": "CLIENT_SECRET"}}})")
+            .providers.at("p");
+    const auto& f = std::get<OAuth2ClientCredentials>(flat.credentials);
+    CHECK(f.client_id_env == "CLIENT_ID");
+    CHECK(f.client_secret.reveal() == "client-secret-ijklmnop");
+    CHECK(f.token_url == "https://api-m.sandbox.paypal.com/v1/oauth2/token");
     // Without key_retention_h: PayPal's 6 h, not the common 24 h; the settle delay (120 s by
     // default) is raised to the search's 3 h.
     CHECK(paypal::settings_of(p).key_retention == 6h);
@@ -366,12 +375,24 @@ TEST_CASE("config: a paypal provider takes OAuth2 client credentials; PayPal's k
         {head + oauth + R"(, "key_retention_h": "6"}}})",
          "providers.p.key_retention_h: must be an integer"},
         {head + R"("api_key_env": "CLIENT_SECRET"}}})",
-         "providers.p.credentials: is required for kind paypal: it takes credentials of type "
-         "oauth2_client_credentials"},
+         "providers.p.credentials: is required for kind paypal: it takes client_id_env and "
+         "client_secret_env (or credentials of type oauth2_client_credentials)"},
+        {head +
+             R"("api_key_env": "CLIENT_SECRET", "client_id_env": "CLIENT_ID", "client_secret_env": "CLIENT_SECRET"}}})",
+         "providers.p.client_id_env: is given together with api_key_env"},
+        {head + oauth +
+             R"(, "client_id_env": "CLIENT_ID", "client_secret_env": "CLIENT_SECRET"}}})",
+         "providers.p.client_id_env: is given together with credentials"},
+        {head + R"("client_id_env": "CLIENT_ID"}}})",
+         "providers.p.client_secret_env: is required: the NAME of the environment variable"},
+        {head + R"("client_id_env": "CLIENT_ID", "client_secret_env": "PAYPAL_SECRET"}}})",
+         "providers.p.client_secret_env: the environment variable PAYPAL_SECRET is not set"},
+        {R"({"providers": {"s": {"kind": "stripe", "base_url": "https://api.stripe.com", "client_id_env": "CLIENT_ID", "client_secret_env": "CLIENT_SECRET"}}})",
+         "providers.s.client_id_env: is not a setting of kind stripe: it takes api_key_env"},
         {head +
              R"("credentials": {"type": "basic", "user_env": "PSP_USER", "password_env": "PSP_PASSWORD"}}}})",
-         "providers.p.credentials.type: kind paypal takes credentials of type "
-         "oauth2_client_credentials, not basic"},
+         "providers.p.credentials.type: kind paypal takes client_id_env and client_secret_env "
+         "(or credentials of type oauth2_client_credentials), not basic"},
         {head +
              R"("credentials": {"type": "oauth2_client_credentials", "client_id_env": "CLIENT_ID", "client_secret_env": "CLIENT_SECRET"}}}})",
          "providers.p.credentials.token_url: is required"},

@@ -312,6 +312,7 @@ const ProviderDescriptor& descriptor() {
         },
         .webhook_verifier = nullptr,
         .webhook_url_signed = false,
+        .oauth2_token_path = "",
     };
     return k_descriptor;
 }
