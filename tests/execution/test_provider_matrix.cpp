@@ -11,6 +11,7 @@
 //   remembered 6 h. "Not found" means nothing before 3 h, allows a re-send between 3 h and the key
 //   window's end (6 h less its 1 h margin), and sends the payment to review after that. Its OAuth2
 //   access token expires: the adapter fetches a new one once, never sending the charge twice.
+#include "core/fingerprint.hpp"
 #include "core/reconcile_policy.hpp"
 #include "engine/executor.hpp"
 #include "engine/nightly.hpp"
@@ -18,6 +19,7 @@
 #include "engine/worker.hpp"
 #include "providers/registry.hpp"
 #include "services/intake.hpp"
+#include "services/webhooks.hpp"
 #include "store/executor_store.hpp"
 #include "store/reconcile_store.hpp"
 #include "tests/execution/world.hpp"
@@ -608,4 +610,49 @@ TEST_CASE("provider matrix: a mixed run of 1,000 payments across Stripe, Adyen, 
     }
     CHECK(count_rows("outbox", w.tenant.tenant_id, "event_type = 'payment.succeeded'") ==
           count_rows("payments", w.tenant.tenant_id, "state = 'succeeded'"));
+}
+
+TEST_CASE("provider matrix: a verified Checkout.com webhook for an unknown payment is adopted "
+          "without a lookup or a re-send; a badly signed one stores nothing",
+          "[execution][db][matrix][webhook][checkout]") {
+    const bool captured = GENERATE(true, false);
+    INFO((captured ? "payment_captured" : "payment_declined"));
+    Case c("checkout", {fake::Fault::execute_then_rst});
+    REQUIRE(c.state() == "unknown");
+    const std::string key = "cko_signature_key_" + to_hex(random_bytes(8));
+    const auto verifier =
+        providers::descriptor_of("checkout").webhook_verifier({Secret(key)}, c.w.config);
+    const std::string body =
+        nlohmann::json{{"id", "evt_" + to_hex(random_bytes(13))},
+                       {"type", captured ? "payment_captured" : "payment_declined"},
+                       {"created_on", "2026-12-04T10:00:00Z"},
+                       {"data",
+                        {{"id", "pay_" + to_hex(random_bytes(13))},
+                         {"amount", 2500},
+                         {"currency", "EUR"},
+                         {"reference", c.op},
+                         {"response_code", captured ? "10000" : "20051"}}}}
+            .dump();
+    WebhookRequest forged;
+    forged.body = body;
+    forged.headers = {{"cko-signature", to_hex(hmac_sha256("not the key", body))}};
+    forged.received_at = std::chrono::system_clock::now();
+    CHECK(receive_webhook(*c.w.db, c.w.config.name, *verifier, forged).status ==
+          WebhookVerdict::Status::bad_signature);
+    CHECK(count_rows("provider_events", c.w.tenant.tenant_id, "true") == 0);
+
+    WebhookRequest signed_request = forged;
+    signed_request.headers = {{"cko-signature", to_hex(hmac_sha256(key, body))}};
+    const auto receipt = receive_webhook(*c.w.db, c.w.config.name, *verifier, signed_request);
+    CHECK(receipt.status == WebhookVerdict::Status::verified);
+    CHECK(receipt.new_events == 1);
+    CHECK(receipt.unmatched == 0);
+    const auto applied = engine::apply_webhook_evidence(*c.w.db, "matrix", {c.w.config.name}, 10);
+    REQUIRE(applied.size() == 1);
+    CHECK(c.state() == (captured ? "succeeded" : "failed"));
+    CHECK(count_rows("payment_lookups", c.w.tenant.tenant_id, "true") == 0); // nobody asked
+    CHECK(c.send() == 0);
+    CHECK(c.reconcile().empty());
+    CHECK(c.executions() == 1);
+    CHECK(c.deliveries() == 1);
 }
