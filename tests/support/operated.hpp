@@ -270,6 +270,9 @@ struct Operated {
     std::ostringstream provider_log;
     std::unique_ptr<fake::FakeProvider> fake;
     providers::ProviderConfig config; // the in-process adapter: the file's provider, same key
+    // The fake's PayPal app (its dialect's OAuth2 client), for a test that configures one.
+    Secret paypal_secret{"paypal-secret-" + to_hex(random_bytes(8))};
+    std::string paypal_client_id;
     TempDir dir;
     std::filesystem::path config_file;
     pqxx::connection sql_connection{url}; // the test's own reads and set-up writes
@@ -279,6 +282,8 @@ struct Operated {
           tenant(make_tenant(*db, "opcli")), writer(make_principal(*db, tenant)) {
         fake::FakeProviderOptions o;
         o.stripe.api_key = Secret("sk_test_fake_" + to_hex(random_bytes(8)));
+        o.paypal.client_secret = paypal_secret;
+        paypal_client_id = o.paypal.client_id;
         fake = std::make_unique<fake::FakeProvider>(o, provider_log);
         fake->start();
         config.name = "st" + to_hex(random_bytes(8));
