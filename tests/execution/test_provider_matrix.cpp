@@ -613,7 +613,7 @@ TEST_CASE("provider matrix: a mixed run of 1,000 payments across Stripe, Adyen, 
 }
 
 TEST_CASE("provider matrix: a verified Checkout.com webhook for an unknown payment is adopted "
-          "without a lookup or a re-send; a badly signed one stores nothing",
+          "without a lookup or a re-send, a badly signed one stores nothing",
           "[execution][db][matrix][webhook][checkout]") {
     const bool captured = GENERATE(true, false);
     INFO((captured ? "payment_captured" : "payment_declined"));

@@ -85,7 +85,7 @@ long long unix_now() {
 
 } // namespace
 
-TEST_CASE("checkout: a payment executes once and answers 201; a same-key retry replays it byte "
+TEST_CASE("checkout: a payment executes once and answers 201, a same-key retry replays it byte "
           "for byte",
           "[fake_provider][checkout][idempotency]") {
     Running r;
@@ -337,7 +337,7 @@ TEST_CASE("checkout: the same key while the first request executes gets 409, the
     CHECK(r.executions("op-1") == 1);
 }
 
-TEST_CASE("checkout: a key keeps its 2xx for its retention of fake time; without idempotency every "
+TEST_CASE("checkout: a key keeps its 2xx for its retention of fake time, without idempotency every "
           "POST executes",
           "[fake_provider][checkout][idempotency]") {
     {

@@ -148,7 +148,7 @@ std::string issue_of(const HttpResult& result) {
 
 // ---- OAuth2 ---------------------------------------------------------------------------------
 
-TEST_CASE("paypal: client credentials get a bearer token, bad ones 401 invalid_client; the ledger "
+TEST_CASE("paypal: client credentials get a bearer token, bad ones 401 invalid_client, the ledger "
           "counts tokens issued",
           "[fake_provider][paypal][auth]") {
     Running r(paypal_options());
@@ -198,7 +198,7 @@ TEST_CASE("paypal: client credentials get a bearer token, bad ones 401 invalid_c
     CHECK(log.find(base64(std::string(k_client_id) + ":" + k_client_secret)) == std::string::npos);
 }
 
-TEST_CASE("paypal: an expired, revoked or unknown token gets 401 invalid_token; a new token works",
+TEST_CASE("paypal: an expired, revoked or unknown token gets 401 invalid_token, a new token works",
           "[fake_provider][paypal][auth]") {
     Running r(paypal_options());
     const std::string first = fetch_token(r);

@@ -324,7 +324,7 @@ TEST_CASE("config: credentials are what the kind takes: an API key, HTTP basic o
     }
 }
 
-TEST_CASE("config: a paypal provider takes OAuth2 client credentials; PayPal's key retention "
+TEST_CASE("config: a paypal provider takes OAuth2 client credentials, PayPal's key retention "
           "and search delay apply unless the entry says more",
           "[providers][config][paypal]") {
     using namespace std::chrono_literals;

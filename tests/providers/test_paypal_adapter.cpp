@@ -198,7 +198,7 @@ TEST_CASE("paypal adapter: the token is cached across calls, and every attempt c
     }
 }
 
-TEST_CASE("paypal adapter: a 401 is sent once more with a fresh token; a second 401 is rejected",
+TEST_CASE("paypal adapter: a 401 is sent once more with a fresh token, a second 401 is rejected",
           "[providers][paypal]") {
     SECTION("the fresh token works") {
         Seam seam;
@@ -475,7 +475,7 @@ TEST_CASE("paypal adapter: the registry builds it for kind paypal", "[providers]
     CHECK(d.webhook_verifier == nullptr);
 }
 
-TEST_CASE("paypal adapter: lookup searches [created_at - 5 min, now) and finds our capture",
+TEST_CASE("paypal adapter: lookup searches from created_at - 5 min until now and finds our capture",
           "[providers][paypal]") {
     Seam seam;
     seam.replies = {response(200, fixture("search_found.json"))};

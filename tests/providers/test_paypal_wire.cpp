@@ -315,7 +315,7 @@ TEST_CASE("paypal wire: the capture's and the transaction's status words map on 
 }
 
 TEST_CASE("paypal wire: a 2xx order counts only when it echoes our amount, currency and invoice "
-          "ID; its capture's status decides",
+          "ID, its capture's status decides",
           "[providers][paypal]") {
     const auto decide = [](const json& body, int status = 201) {
         return interpret_create(order(), status, body.dump());
