@@ -503,35 +503,10 @@ TEST_CASE("reconcile: a mixed run of 1,000 payments with every fault mode ends w
     }
 
     // The invariants.
-    const auto ledger = w.fake->ledger();
-    for (const auto& [op, n] : ledger["executions"].items()) {
-        INFO(op);
-        CHECK(n.get<int>() <= 1); // at most one execution per operation ID
-    }
-    for (const auto& [currency, amount] : kinds) {
-        (void)amount;
-        const std::string ours = query_value(
-            "SELECT coalesce(sum(amount_minor), 0)::text FROM payments WHERE tenant_id = $1::uuid "
-            "AND state = 'succeeded' AND currency = '" +
-                currency + "'",
-            w.tenant.tenant_id);
-        std::string lower = currency;
-        std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
-        const long long theirs =
-            ledger["charged"].contains(lower) ? ledger["charged"][lower].get<long long>() : 0;
-        INFO(currency);
-        CHECK(std::stoll(ours) == theirs); // our succeeded sum is what the provider charged
-    }
-    CHECK(count_rows("payments", w.tenant.tenant_id,
-                     "state IN ('processing', 'unknown', 'pending', 'retry_scheduled')") == 0);
-    CHECK(count_rows("payments", w.tenant.tenant_id,
-                     "state = 'needs_review' AND (review_code IS NULL OR review_reason IS NULL)") ==
-          0);
+    check_invariants(w, {"EUR", "USD", "JPY"});
     CHECK(count_rows("payments", w.tenant.tenant_id,
                      "state IN ('succeeded', 'failed', 'needs_review')") == 1000);
     CHECK(count_rows("payments", w.tenant.tenant_id, "state = 'failed'") > 0);
-    // Every state change has its event; every reconciler decision its lookup record.
-    CHECK(count_rows("outbox", w.tenant.tenant_id, "event_type = 'payment.succeeded'") ==
-          count_rows("payments", w.tenant.tenant_id, "state = 'succeeded'"));
+    // Every reconciler decision has its lookup record.
     CHECK(count_rows("payment_lookups", w.tenant.tenant_id, "true") >= unknown_after_send);
 }

@@ -12,7 +12,9 @@
 #include "tests/fake_provider/fake_provider.hpp"
 #include "tests/support/test_db.hpp"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <cctype>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -36,8 +38,8 @@ struct World {
     explicit World(fake::FaultConfig faults = {}, bool idempotency = true)
         : World("stripe", std::move(faults), idempotency) {}
 
-    // A world whose provider is of `kind` (stripe, adyen, checkout, paypal), speaking that kind's
-    // dialect of the one fake provider.
+    // A world whose provider is of `kind` (stripe, adyen, checkout, paypal, square), speaking that
+    // kind's dialect of the one fake provider.
     World(const std::string& kind, fake::FaultConfig faults, bool idempotency = true) {
         fake_options.stripe.api_key = Secret("sk_test_fake_" + to_hex(random_bytes(8)));
         fake_options.stripe.idempotency = idempotency;
@@ -49,6 +51,7 @@ struct World {
         method = method_for(kind);
         declined_method = kind == "checkout" ? "src_card_declined"
                           : kind == "paypal" ? "vault_declined"
+                          : kind == "square" ? "cnon:card-nonce-declined"
                                              : "pm_card_chargeDeclined";
     }
 
@@ -71,6 +74,9 @@ struct World {
                 "PAYPAL_CLIENT_ID", "PAYPAL_CLIENT_SECRET", c.base_url + "/v1/oauth2/token",
                 Secret(fake_options.paypal.client_id), fake_options.paypal.client_secret};
             c.settings = providers::paypal::settings(std::chrono::hours(6));
+        } else if (kind == "square") {
+            // Square's access token: the fake takes the same key in every dialect.
+            c.credentials = providers::ApiKey{"SQUARE_ACCESS_TOKEN", fake_options.stripe.api_key};
         }
         return c;
     }
@@ -79,6 +85,7 @@ struct World {
         return kind == "adyen"      ? "8415718415172204"
                : kind == "checkout" ? "src_nwd3m4in3hkuddfpjsaevunhdy"
                : kind == "paypal"   ? "vault_8ab3c2d1"
+               : kind == "square"   ? "cnon:card-nonce-ok"
                                     : "pm_card_visa";
     }
 
@@ -130,6 +137,39 @@ struct World {
         return o;
     }
 };
+
+// DESIGN section 12's invariants over `w`'s tenant and its fake's ledger, after a run has quiesced:
+// at most one execution per operation ID (every dialect); per currency of `currencies`, our
+// succeeded sum equals what the provider charged; nothing processing, unknown, pending or due
+// again; review only with a code and a reason; every succeeded payment's event in the outbox.
+inline void check_invariants(World& w, const std::vector<std::string>& currencies) {
+    const auto ledger = w.fake->ledger();
+    for (const auto& [op, n] : ledger["executions"].items()) {
+        INFO(op);
+        CHECK(n.get<int>() <= 1);
+    }
+    for (const auto& currency : currencies) {
+        const std::string ours = query_value(
+            "SELECT coalesce(sum(amount_minor), 0)::text FROM payments WHERE tenant_id = $1::uuid "
+            "AND state = 'succeeded' AND currency = '" +
+                currency + "'",
+            w.tenant.tenant_id);
+        std::string lower = currency;
+        std::transform(lower.begin(), lower.end(), lower.begin(),
+                       [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+        const long long theirs =
+            ledger["charged"].contains(lower) ? ledger["charged"][lower].get<long long>() : 0;
+        INFO(currency);
+        CHECK(std::stoll(ours) == theirs);
+    }
+    CHECK(count_rows("payments", w.tenant.tenant_id,
+                     "state IN ('processing', 'unknown', 'pending', 'retry_scheduled')") == 0);
+    CHECK(count_rows("payments", w.tenant.tenant_id,
+                     "state = 'needs_review' AND (review_code IS NULL OR review_reason IS NULL)") ==
+          0);
+    CHECK(count_rows("outbox", w.tenant.tenant_id, "event_type = 'payment.succeeded'") ==
+          count_rows("payments", w.tenant.tenant_id, "state = 'succeeded'"));
+}
 
 inline fake::FaultConfig next(std::vector<fake::Fault> faults) {
     fake::FaultConfig f;
