@@ -6,9 +6,10 @@
 namespace payrecon::fake {
 
 void add_options(CLI::App& app, CommandLine& c) {
-    app.add_option("--port", c.port,
-                   "main port on 127.0.0.1 (Stripe, Adyen, Checkout.com and PayPal); 0: any free "
-                   "port")
+    app.add_option(
+           "--port", c.port,
+           "main port on 127.0.0.1 (Stripe, Adyen, Checkout.com, PayPal and Square); 0: any "
+           "free port")
         ->capture_default_str()
         ->check(CLI::Range(0, 65535));
     app.add_option("--admin-port", c.admin_port, "admin API port on 127.0.0.1; 0: any free port")
@@ -16,8 +17,8 @@ void add_options(CLI::App& app, CommandLine& c) {
         ->check(CLI::Range(0, 65535));
     app.add_option("--api-key-env", c.api_key_env,
                    "name of the environment variable holding the accepted API key "
-                   "(Authorization: Bearer <key> for Stripe and Checkout.com, X-API-Key for "
-                   "Adyen); the key itself never goes on the command line")
+                   "(Authorization: Bearer <key> for Stripe, Checkout.com and Square, X-API-Key "
+                   "for Adyen); the key itself never goes on the command line")
         ->required();
     app.add_option("--key-retention-s", c.key_retention_s,
                    "how long a Stripe or Adyen Idempotency-Key is remembered, in fake seconds")
@@ -27,6 +28,10 @@ void add_options(CLI::App& app, CommandLine& c) {
         ->capture_default_str();
     app.add_option("--paypal-key-retention-s", c.paypal_key_retention_s,
                    "how long a PayPal-Request-Id is remembered, in fake seconds")
+        ->capture_default_str();
+    app.add_option("--square-key-retention-s", c.square_key_retention_s,
+                   "how long a Square idempotency_key holds its payment, in fake seconds (Square "
+                   "does not publish its own)")
         ->capture_default_str();
     app.add_option("--paypal-client-id", c.paypal_client_id,
                    "the PayPal client ID the token endpoint accepts")
@@ -39,11 +44,12 @@ void add_options(CLI::App& app, CommandLine& c) {
         ->capture_default_str()
         ->check(CLI::Range(std::int64_t{1}, std::int64_t{365} * 86400));
     app.add_flag("--no-idempotency", c.no_idempotency,
-                 "ignore every dialect's idempotency key header: every POST executes (a "
-                 "provider without keys)");
+                 "ignore every dialect's idempotency key (the headers, Square's idempotency_key "
+                 "field): every POST executes (a provider without keys)");
     app.add_flag("--no-lookup", c.no_lookup,
                  "no lookup: Stripe's search answers 404 resource_missing, Checkout.com's "
-                 "GET /payments?reference= 404, PayPal's transaction search 403");
+                 "GET /payments?reference= 404, PayPal's transaction search 403, Square's "
+                 "ListPayments 403 INSUFFICIENT_SCOPES");
     app.add_option("--latency-ms", c.latency_ms, "latency added to every main-port request")
         ->capture_default_str();
     app.add_option("--seed", c.seed, "seed for the fault rates")->capture_default_str();
@@ -59,7 +65,8 @@ void add_options(CLI::App& app, CommandLine& c) {
     app.add_option("--lookup-stale-s", c.lookup_stale_s,
                    "search finds a PaymentIntent only this many seconds after its creation")
         ->capture_default_str();
-    app.add_flag("--lookup-down", c.lookup_down, "search and list answer 503");
+    app.add_flag("--lookup-down", c.lookup_down,
+                 "search and list answer 503 (every dialect's lookup and listing)");
     app.add_option("--port-file", c.port_file,
                    "write \"<port> <admin_port>\" to this file once listening");
     app.add_option("--webhook-url", c.webhook_url,
@@ -103,13 +110,15 @@ FakeProviderOptions to_options(const CommandLine& c,
     options.stripe.lookup = !c.no_lookup;
     for (const auto& [flag, value] :
          {std::pair{"--checkout-key-retention-s", c.checkout_key_retention_s},
-          std::pair{"--paypal-key-retention-s", c.paypal_key_retention_s}}) {
+          std::pair{"--paypal-key-retention-s", c.paypal_key_retention_s},
+          std::pair{"--square-key-retention-s", c.square_key_retention_s}}) {
         if (value < 0) {
             throw std::invalid_argument(std::string(flag) + " must not be negative");
         }
     }
     options.checkout.key_retention = std::chrono::seconds(c.checkout_key_retention_s);
     options.paypal.key_retention = std::chrono::seconds(c.paypal_key_retention_s);
+    options.square.key_retention = std::chrono::seconds(c.square_key_retention_s);
     options.paypal.token_ttl = std::chrono::seconds(c.paypal_token_ttl_s);
     if (c.paypal_client_id.empty()) {
         throw std::invalid_argument("--paypal-client-id must not be empty");

@@ -20,6 +20,7 @@ struct CommandLine {
     std::int64_t key_retention_s = 86400;
     std::int64_t checkout_key_retention_s = 86400;
     std::int64_t paypal_key_retention_s = 21600;
+    std::int64_t square_key_retention_s = 86400;
     std::string paypal_client_id = "fake-paypal-client-id";
     std::string paypal_client_secret_env; // empty: PayPal refuses every token request
     std::int64_t paypal_token_ttl_s = 32400;

@@ -133,7 +133,8 @@ void linger_close(int fd) {
 FakeProvider::FakeProvider(FakeProviderOptions options, std::ostream& log)
     : m_options(std::move(options)), m_log(log), m_api(m_ledger, m_options.stripe),
       m_checkout(m_ledger, m_options.stripe, m_options.checkout),
-      m_paypal(m_ledger, m_options.stripe, m_options.paypal) {
+      m_paypal(m_ledger, m_options.stripe, m_options.paypal),
+      m_square(m_ledger, m_options.stripe, m_options.square) {
     m_ledger.set_faults(m_options.faults);
     m_webhooks.configure(m_options.webhooks);
     m_api.set_on_executed([this](const Executed& e) { m_webhooks.notify(e); });
@@ -176,6 +177,7 @@ void FakeProvider::start() {
     event["paypal_key_retention_s"] = m_options.paypal.key_retention.count();
     event["paypal_client_id"] = m_options.paypal.client_id;
     event["paypal_token_ttl_s"] = m_options.paypal.token_ttl.count();
+    event["square_key_retention_s"] = m_options.square.key_retention.count();
     log_event(event);
     apply_refusal();
     m_acceptor = std::thread(&FakeProvider::accept_loop, this);
@@ -240,6 +242,7 @@ nlohmann::ordered_json FakeProvider::ledger(LedgerOptions options) const {
     m_api.write_ledger_locked(j, options);
     m_checkout.write_ledger_locked(j, options);
     m_paypal.write_ledger_locked(j, options);
+    m_square.write_ledger_locked(j, options);
     j["now"] =
         std::chrono::duration_cast<std::chrono::seconds>(m_ledger.now_locked().time_since_epoch())
             .count();
@@ -258,6 +261,7 @@ void FakeProvider::reset() {
         m_api.reset_locked();
         m_checkout.reset_locked();
         m_paypal.reset_locked();
+        m_square.reset_locked();
     }
     open_gate();
     {
@@ -353,6 +357,9 @@ Reply FakeProvider::handle(const http::Request& request) {
     const Wait wait = [this](std::chrono::milliseconds d) { return request_pause(d); };
     if (CheckoutApi::serves(request.path)) {
         return m_checkout.handle(request, wait);
+    }
+    if (SquareApi::serves(request.path)) { // before PayPal's, which serves the rest of /v2/
+        return m_square.handle(request, wait);
     }
     if (PayPalApi::serves(request.path)) {
         return m_paypal.handle(request, wait);

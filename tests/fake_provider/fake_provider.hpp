@@ -1,9 +1,10 @@
 #pragma once
 // The fake payment provider server on 127.0.0.1, with fault injection, and an admin API on a second
-// port that keeps working while the main listener refuses connections. One main port speaks four
+// port that keeps working while the main listener refuses connections. One main port speaks five
 // dialects on one ledger, one set of faults and one fake clock (ledger.hpp): a Stripe
 // PaymentIntents subset and Adyen's /v71/payments (stripe.hpp), Checkout.com's /payments
-// (checkout.hpp), PayPal's Orders v2, Transaction Search and OAuth2 (paypal.hpp). Acceptance tests
+// (checkout.hpp), PayPal's Orders v2, Transaction Search and OAuth2 (paypal.hpp), Square's
+// Payments API /v2/payments (square.hpp). Acceptance tests
 // start it in-process on port 0; the demo runs `payrecon-fake-provider`. It is honest about what
 // it executed: see the Ledger.
 //
@@ -17,6 +18,7 @@
 #include "tests/fake_provider/http.hpp"
 #include "tests/fake_provider/ledger.hpp"
 #include "tests/fake_provider/paypal.hpp"
+#include "tests/fake_provider/square.hpp"
 #include "tests/fake_provider/stripe.hpp"
 #include "tests/fake_provider/webhooks.hpp"
 
@@ -40,6 +42,7 @@ struct FakeProviderOptions {
     StripeOptions stripe; // also the account: its api_key, idempotency and lookup hold for all
     CheckoutOptions checkout;
     PayPalOptions paypal;
+    SquareOptions square;
     FaultConfig faults;      // the initial fault config
     WebhookOptions webhooks; // none unless its url is set
     http::Limits limits;
@@ -114,8 +117,8 @@ private:
         std::atomic<bool> done{false};
     };
 
-    // The dialect that serves `request`'s path: Checkout.com's, PayPal's, else Stripe's (and
-    // Adyen's).
+    // The dialect that serves `request`'s path: Checkout.com's, Square's (/v2/payments, before
+    // PayPal's /v2/...), PayPal's, else Stripe's (and Adyen's).
     Reply handle(const http::Request& request);
     void accept_loop();
     void accept_one(int listener, bool admin);
@@ -145,6 +148,7 @@ private:
     StripeApi m_api;
     CheckoutApi m_checkout;
     PayPalApi m_paypal;
+    SquareApi m_square;
     WebhookSender m_webhooks;
 
     int m_port = 0;

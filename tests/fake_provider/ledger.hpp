@@ -1,10 +1,10 @@
 #pragma once
 // What every dialect of the fake provider shares -- Stripe's and Adyen's (stripe.hpp),
-// Checkout.com's (checkout.hpp), PayPal's (paypal.hpp): one mutex over all of their state, the
-// fault engine (the config, `next`, the seeded draws of `rates`, the refusals due), the fake clock,
-// the random source of ids, and the ledger's counts. So one fault config applies to whichever
-// dialect's create comes next, and one ledger says what the "provider" executed, in whatever
-// dialect it was asked:
+// Checkout.com's (checkout.hpp), PayPal's (paypal.hpp), Square's (square.hpp): one mutex over all
+// of their state, the fault engine (the config, `next`, the seeded draws of `rates`, the refusals
+// due), the fake clock, the random source of ids, and the ledger's counts. So one fault config
+// applies to whichever dialect's create comes next, and one ledger says what the "provider"
+// executed, in whatever dialect it was asked:
 //   deliveries              every create POST read in full, whatever it was answered
 //   deliveries_by_operation the same per operation ID (each dialect says where it finds it)
 //   executions              per operation ID, payments actually created (declines included)
@@ -56,9 +56,9 @@ struct Reply {
 using Wait = std::function<bool(std::chrono::milliseconds)>;
 
 // What the ledger JSON holds besides the counts: the payments of each dialect
-// (`payment_intents`, `checkout_payments`, `paypal_orders`, each as its retrieve answers it) and
-// the per-operation maps (`deliveries_by_operation`, `executions`), which are huge after a bulk
-// seed.
+// (`payment_intents`, `checkout_payments`, `paypal_orders`, `square_payments`, each as its
+// retrieve answers it) and the per-operation maps (`deliveries_by_operation`, `executions`), which
+// are huge after a bulk seed.
 struct LedgerOptions {
     bool payment_intents = true; // every dialect's list of payments
     bool operations = true;

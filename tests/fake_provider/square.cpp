@@ -1,0 +1,869 @@
+#include "tests/fake_provider/square.hpp"
+
+#include "core/encoding.hpp"
+#include "core/money.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <limits>
+#include <set>
+#include <utility>
+#include <variant>
+
+namespace payrecon::fake {
+namespace {
+
+using Json = nlohmann::ordered_json;
+using Clock = std::chrono::system_clock;
+
+constexpr std::string_view k_payments = "/v2/payments";
+constexpr std::string_view k_upper_alnum = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ";
+constexpr std::size_t k_id_length = 29;
+constexpr std::size_t k_max_idempotency_key = 45; // bytes: "might be less ... if multi-byte"
+constexpr std::size_t k_max_reference_id = 40;
+constexpr std::size_t k_max_note = 500;
+constexpr std::size_t k_max_customer_id = 191;
+constexpr std::int64_t k_max_limit = 100;
+constexpr std::string_view k_cursor_tag = "sqfake1";
+constexpr auto k_default_window = std::chrono::hours(24 * 365);
+constexpr auto k_approval_window = std::chrono::hours(168); // delay_duration PT168H
+
+// CreatePaymentRequest's properties in the published document: anything else is
+// UNKNOWN_BODY_PARAMETER.
+const std::set<std::string_view>& known_create_fields() {
+    static const std::set<std::string_view> k_fields{"source_id",
+                                                     "idempotency_key",
+                                                     "amount_money",
+                                                     "tip_money",
+                                                     "app_fee_money",
+                                                     "delay_duration",
+                                                     "delay_action",
+                                                     "autocomplete",
+                                                     "order_id",
+                                                     "customer_id",
+                                                     "location_id",
+                                                     "team_member_id",
+                                                     "reference_id",
+                                                     "verification_token",
+                                                     "accept_partial_authorization",
+                                                     "buyer_email_address",
+                                                     "buyer_phone_number",
+                                                     "billing_address",
+                                                     "shipping_address",
+                                                     "note",
+                                                     "statement_description_identifier",
+                                                     "cash_details",
+                                                     "external_details",
+                                                     "customer_details",
+                                                     "offline_payment_details"};
+    return k_fields;
+}
+
+// Square's sandbox test nonces that decline, and the code each declines with.
+std::optional<std::string_view> declined_source(std::string_view source_id) {
+    if (source_id == "cnon:card-nonce-declined") {
+        return "CARD_DECLINED";
+    }
+    if (source_id == "cnon:card-nonce-rejected-cvv") {
+        return "CVV_FAILURE";
+    }
+    if (source_id == "cnon:card-nonce-rejected-postalcode") {
+        return "ADDRESS_VERIFICATION_FAILURE";
+    }
+    if (source_id == "cnon:card-nonce-rejected-expiration") {
+        return "INVALID_EXPIRATION";
+    }
+    return std::nullopt;
+}
+
+// "2026-01-02T03:04:05.678Z": RFC 3339 with milliseconds, as Square writes its timestamps.
+std::string rfc3339_ms(Clock::time_point t) {
+    const auto ms = std::chrono::floor<std::chrono::milliseconds>(t);
+    const auto seconds = std::chrono::floor<std::chrono::seconds>(ms);
+    std::string text = rfc3339(seconds);
+    text.pop_back(); // the 'Z'
+    const auto fraction = static_cast<int>((ms - seconds).count());
+    char buf[8];
+    std::snprintf(buf, sizeof buf, ".%03dZ", fraction);
+    return text + buf;
+}
+
+// RFC 3339 with an optional fraction kept to the microsecond (parse_rfc3339 drops it).
+std::optional<Clock::time_point> parse_time(std::string_view text) {
+    std::int64_t micros = 0;
+    std::string whole(text);
+    if (text.size() > 19 && text[19] == '.') {
+        std::size_t at = 20;
+        std::int64_t scale = 100000;
+        while (at < text.size() && text[at] >= '0' && text[at] <= '9') {
+            micros += (text[at] - '0') * scale;
+            scale /= 10;
+            ++at;
+        }
+        if (at == 20) {
+            return std::nullopt;
+        }
+        whole = std::string(text.substr(0, 19)) + std::string(text.substr(at));
+    }
+    const auto t = parse_rfc3339(whole);
+    if (!t) {
+        return std::nullopt;
+    }
+    return *t + std::chrono::microseconds(micros);
+}
+
+std::int64_t micros_of(Clock::time_point t) {
+    return std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
+}
+
+std::optional<std::int64_t> parse_int(std::string_view text) {
+    std::int64_t value = 0;
+    const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (text.empty() || ec != std::errc{} || ptr != text.data() + text.size()) {
+        return std::nullopt;
+    }
+    return value;
+}
+
+Json money(std::int64_t amount, const std::string& currency) {
+    return Json{{"amount", amount}, {"currency", currency}};
+}
+
+// Where a listing stands: the query it pages (the sort order and the window) and the last payment
+// it answered, by (created_at, creation order). Opaque to the client: URL-safe base64.
+struct Cursor {
+    bool ascending = false;
+    std::int64_t begin_us = 0;
+    std::int64_t end_us = 0;
+    std::int64_t after_us = 0;
+    std::uint64_t after_seq = 0;
+};
+
+std::string encode_cursor(const Cursor& c) {
+    const std::string text = std::string(k_cursor_tag) + ":" + (c.ascending ? "ASC" : "DESC") +
+                             ":" + std::to_string(c.begin_us) + ":" + std::to_string(c.end_us) +
+                             ":" + std::to_string(c.after_us) + ":" + std::to_string(c.after_seq);
+    return base64url(text);
+}
+
+std::optional<Cursor> decode_cursor(std::string_view text) {
+    std::string standard(text);
+    for (char& ch : standard) {
+        ch = ch == '-' ? '+' : ch == '_' ? '/' : ch;
+    }
+    while (standard.size() % 4 != 0) {
+        standard += '=';
+    }
+    const auto bytes = from_base64(standard);
+    if (!bytes) {
+        return std::nullopt;
+    }
+    std::vector<std::string_view> parts;
+    std::string_view rest = *bytes;
+    for (;;) {
+        const std::size_t colon = rest.find(':');
+        parts.push_back(rest.substr(0, colon));
+        if (colon == std::string_view::npos) {
+            break;
+        }
+        rest.remove_prefix(colon + 1);
+    }
+    if (parts.size() != 6 || parts[0] != k_cursor_tag ||
+        (parts[1] != "ASC" && parts[1] != "DESC")) {
+        return std::nullopt;
+    }
+    const auto begin = parse_int(parts[2]);
+    const auto end = parse_int(parts[3]);
+    const auto after = parse_int(parts[4]);
+    const auto seq = parse_int(parts[5]);
+    if (!begin || !end || !after || !seq || *seq < 0) {
+        return std::nullopt;
+    }
+    Cursor c;
+    c.ascending = parts[1] == "ASC";
+    c.begin_us = *begin;
+    c.end_us = *end;
+    c.after_us = *after;
+    c.after_seq = static_cast<std::uint64_t>(*seq);
+    return c;
+}
+
+struct CreateRequest {
+    std::string idempotency_key;
+    std::string source_id;
+    std::int64_t amount = 0;
+    std::string currency;
+    bool autocomplete = true;
+    std::optional<std::string> customer_id;
+    std::optional<std::string> location_id;
+    std::optional<std::string> reference_id;
+    std::optional<std::string> note;
+};
+
+} // namespace
+
+SquareApi::SquareApi(Ledger& ledger, const StripeOptions& account, SquareOptions options)
+    : m_ledger(ledger), m_account(account), m_options(std::move(options)) {
+    const auto lock = m_ledger.lock();
+    m_location_id = m_ledger.random_id_locked("L", 12, k_upper_alnum);
+}
+
+bool SquareApi::serves(const std::string& path) {
+    if (path == k_payments) {
+        return true;
+    }
+    const std::string prefix = std::string(k_payments) + "/";
+    if (path.compare(0, prefix.size(), prefix) != 0) {
+        return false;
+    }
+    // PayPal's Payments v2 lives under the same prefix.
+    for (const std::string_view paypal : {"captures/", "authorizations/", "refunds/"}) {
+        if (path.compare(prefix.size(), paypal.size(), paypal) == 0) {
+            return false;
+        }
+    }
+    return true;
+}
+
+bool SquareApi::authorized(const http::Request& request) const {
+    const auto token = bearer_credential(request);
+    return token && !m_account.api_key.empty() &&
+           constant_time_equal(*token, m_account.api_key.reveal());
+}
+
+void SquareApi::reset_locked() {
+    m_payments.clear();
+    m_by_id.clear();
+    m_keys.clear();
+}
+
+Json SquareApi::render_error(const Error& e) {
+    Json j;
+    j["category"] = e.category;
+    j["code"] = e.code;
+    j["detail"] = e.detail;
+    if (!e.field.empty()) {
+        j["field"] = e.field;
+    }
+    return j;
+}
+
+http::Response SquareApi::errors_response(int status, const std::vector<Error>& errors) {
+    Json body;
+    body["errors"] = Json::array();
+    for (const Error& e : errors) {
+        body["errors"].push_back(render_error(e));
+    }
+    return json_response(status, body);
+}
+
+namespace {
+
+http::Response unauthorized(const http::Request& request) {
+    Json e;
+    e["category"] = "AUTHENTICATION_ERROR";
+    e["code"] = "UNAUTHORIZED";
+    e["detail"] = request.header("authorization") == nullptr
+                      ? "Your request did not include an `Authorization` http header with an "
+                        "access token. The header value is expected to be of the format "
+                        "\"Bearer TOKEN\" (without quotation marks), where TOKEN is to be replaced "
+                        "with your access token (e.g. \"Bearer ABC123def456GHI789jkl0\")."
+                      : "This request could not be authorized.";
+    return json_response(401, Json{{"errors", Json::array({e})}});
+}
+
+} // namespace
+
+Reply SquareApi::handle(const http::Request& request, const Wait& wait) {
+    Reply reply;
+    const std::string& path = request.path;
+    const std::string prefix = std::string(k_payments) + "/";
+    if (request.method == "POST" && path == k_payments) {
+        reply = create(request, wait);
+    } else if (!authorized(request)) {
+        reply.response = unauthorized(request);
+    } else if (request.method == "GET" && path == k_payments) {
+        reply = list(request, wait);
+    } else if (request.method == "GET" && path.size() > prefix.size() &&
+               path.find('/', prefix.size()) == std::string::npos) {
+        reply = retrieve(path.substr(prefix.size()), wait);
+    } else {
+        reply.response = errors_response(
+            404, {Error{"INVALID_REQUEST_ERROR", "NOT_FOUND",
+                        "The fake provider serves CreatePayment (POST /v2/payments), GetPayment "
+                        "and ListPayments only, not " +
+                            request.method + " " + path + ".",
+                        ""}});
+    }
+    return reply;
+}
+
+Reply SquareApi::create(const http::Request& request, const Wait& wait) {
+    Reply reply;
+    const Json body = Json::parse(request.body, nullptr, false); // discarded if not JSON
+    const auto string_field = [&](const char* name) -> const std::string* {
+        if (!body.is_object()) {
+            return nullptr;
+        }
+        const auto it = body.find(name);
+        return it != body.end() && it->is_string() ? &it->get_ref<const std::string&>() : nullptr;
+    };
+    const std::string* key_field = string_field("idempotency_key");
+    if (key_field != nullptr && key_field->empty()) {
+        key_field = nullptr;
+    }
+    if (const std::string* reference = string_field("reference_id");
+        reference != nullptr && !reference->empty()) {
+        reply.operation_id = *reference;
+    } else {
+        reply.operation_id = key_field != nullptr ? *key_field : std::string(k_no_operation);
+    }
+
+    std::unique_lock lock = m_ledger.lock();
+    m_ledger.count_delivery_locked(reply.operation_id);
+    const auto latency = m_ledger.faults_locked().latency;
+    // Answers without executing, after the configured latency.
+    auto answer = [&](Reply r) {
+        lock.unlock();
+        if (!wait(latency)) {
+            r.action = SocketAction::close_fin;
+        }
+        return r;
+    };
+    const http::Response error_500 = errors_response(
+        500, {Error{"API_ERROR", "INTERNAL_SERVER_ERROR",
+                    "An internal error has occurred, and the API was unable to service your "
+                    "request.",
+                    ""}});
+
+    if (!authorized(request)) {
+        reply.response = unauthorized(request);
+        return answer(std::move(reply));
+    }
+    reply.fault = m_ledger.draw_fault_locked();
+    if (reply.fault == Fault::drop_before_execute) {
+        reply.action = SocketAction::close_fin;
+        return answer(std::move(reply));
+    }
+    if (reply.fault == Fault::http_500_before_execute) {
+        reply.response = error_500;
+        return answer(std::move(reply));
+    }
+    if (!body.is_object()) {
+        reply.response =
+            errors_response(400, {Error{"INVALID_REQUEST_ERROR", "EXPECTED_JSON_BODY",
+                                        "The request body is not a JSON object.", ""}});
+        apply_after_execute(reply, error_500);
+        return answer(std::move(reply));
+    }
+
+    // A known key: the same body answers what the key holds, another body is refused. Compared
+    // as JSON (nlohmann::json sorts object keys), so spacing and key order do not matter.
+    const std::string fingerprint = nlohmann::json::parse(request.body, nullptr, false).dump();
+    const bool key_usable =
+        m_account.idempotency && key_field != nullptr && key_field->size() <= k_max_idempotency_key;
+    const std::string* key = key_usable ? key_field : nullptr;
+    if (key != nullptr) {
+        auto it = m_keys.find(*key);
+        if (it != m_keys.end() && !it->second.in_flight &&
+            m_ledger.now_locked() - it->second.first_seen >= m_options.key_retention) {
+            m_keys.erase(it); // forgotten: the key executes again
+            it = m_keys.end();
+        }
+        if (it != m_keys.end()) {
+            if (it->second.fingerprint != fingerprint) {
+                reply.response = errors_response(
+                    400, {Error{"INVALID_REQUEST_ERROR", "IDEMPOTENCY_KEY_REUSED",
+                                "The idempotency key can only be retried with the same request "
+                                "data.",
+                                "idempotency_key"}});
+            } else if (it->second.in_flight) {
+                reply.response = errors_response(
+                    409, {Error{"INVALID_REQUEST_ERROR", "CONFLICT",
+                                "A request with this idempotency key is still being processed "
+                                "(fake provider: the first may yet execute).",
+                                "idempotency_key"}});
+            } else {
+                reply.response = create_answer(m_payments[it->second.payment]);
+                reply.replayed = true;
+                m_ledger.count_replay_locked();
+            }
+            apply_after_execute(reply, error_500);
+            return answer(std::move(reply));
+        }
+    }
+
+    // Validation: every error found, in field order.
+    std::vector<Error> errors;
+    CreateRequest params;
+    const auto invalid = [&](std::string code, std::string detail, std::string field) {
+        errors.push_back(
+            Error{"INVALID_REQUEST_ERROR", std::move(code), std::move(detail), std::move(field)});
+    };
+    for (auto it = body.begin(); it != body.end(); ++it) {
+        const std::string& name = it.key();
+        if (known_create_fields().count(name) == 0) {
+            invalid("UNKNOWN_BODY_PARAMETER", "Unknown body parameter: `" + name + "`.", name);
+        } else if (name == "tip_money" || name == "app_fee_money") {
+            // Money the fake would have to split; refused rather than charged wrongly.
+            invalid("BAD_REQUEST",
+                    "`" + name +
+                        "` is not supported by the fake provider (it charges "
+                        "amount_money only).",
+                    name);
+        }
+    }
+    // A required string: MISSING_REQUIRED_PARAMETER, EXPECTED_STRING, VALUE_EMPTY, VALUE_TOO_LONG.
+    const auto string_at = [&](const Json& parent, const char* name, const std::string& field,
+                               bool required,
+                               std::size_t max_length) -> std::optional<std::string> {
+        const auto it = parent.find(name);
+        if (it == parent.end() || it->is_null()) {
+            if (required) {
+                invalid("MISSING_REQUIRED_PARAMETER", "Missing required parameter.", field);
+            }
+            return std::nullopt;
+        }
+        if (!it->is_string()) {
+            invalid("EXPECTED_STRING", "Expected a string value.", field);
+            return std::nullopt;
+        }
+        const std::string& text = it->get_ref<const std::string&>();
+        if (text.empty() && required) {
+            invalid("VALUE_EMPTY", "Field must not be blank.", field);
+            return std::nullopt;
+        }
+        if (text.size() > max_length) {
+            invalid("VALUE_TOO_LONG",
+                    "Field must not be greater than " + std::to_string(max_length) + " length.",
+                    field);
+            return std::nullopt;
+        }
+        return text;
+    };
+    if (auto v =
+            string_at(body, "idempotency_key", "idempotency_key", true, k_max_idempotency_key)) {
+        params.idempotency_key = std::move(*v);
+    }
+    if (auto v = string_at(body, "source_id", "source_id", true, 192)) {
+        params.source_id = std::move(*v);
+    }
+    if (const auto it = body.find("amount_money"); it == body.end() || it->is_null()) {
+        invalid("MISSING_REQUIRED_PARAMETER", "Missing required parameter.", "amount_money");
+    } else if (!it->is_object()) {
+        invalid("EXPECTED_OBJECT", "Expected an object.", "amount_money");
+    } else {
+        const Json& m = *it;
+        if (const auto amount = m.find("amount"); amount == m.end() || amount->is_null()) {
+            invalid("MISSING_REQUIRED_PARAMETER", "Missing required parameter.",
+                    "amount_money.amount");
+        } else if (!amount->is_number_integer()) {
+            invalid("EXPECTED_INTEGER", "Expected an integer value.", "amount_money.amount");
+        } else if (amount->is_number_unsigned() &&
+                   amount->get<std::uint64_t>() >
+                       static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+            invalid("VALUE_TOO_HIGH", "`amount_money.amount` is too large.", "amount_money.amount");
+        } else if (amount->get<std::int64_t>() < 1) {
+            invalid("VALUE_TOO_LOW", "`amount_money.amount` must be greater than 0.",
+                    "amount_money.amount");
+        } else {
+            params.amount = amount->get<std::int64_t>();
+        }
+        if (auto currency = string_at(m, "currency", "amount_money.currency", true, 64)) {
+            if (!find_currency(*currency)) {
+                invalid("INVALID_ENUM_VALUE",
+                        "`" + *currency + "` is not a valid enum value for `Currency`.",
+                        "amount_money.currency");
+            } else if (!m_options.currencies.empty() &&
+                       std::find(m_options.currencies.begin(), m_options.currencies.end(),
+                                 *currency) == m_options.currencies.end()) {
+                invalid("UNSUPPORTED_CURRENCY",
+                        "This merchant can only process payments in " +
+                            m_options.currencies.front() + ", but amount was provided in " +
+                            *currency + ".",
+                        "amount_money.currency");
+            } else {
+                params.currency = std::move(*currency);
+            }
+        }
+    }
+    if (const auto it = body.find("autocomplete"); it != body.end() && !it->is_null()) {
+        if (!it->is_boolean()) {
+            invalid("EXPECTED_BOOLEAN", "Expected a boolean value.", "autocomplete");
+        } else {
+            params.autocomplete = it->get<bool>();
+        }
+    }
+    params.customer_id = string_at(body, "customer_id", "customer_id", false, k_max_customer_id);
+    params.location_id = string_at(body, "location_id", "location_id", false, 50);
+    params.reference_id =
+        string_at(body, "reference_id", "reference_id", false, k_max_reference_id);
+    params.note = string_at(body, "note", "note", false, k_max_note);
+    if (!errors.empty()) {
+        reply.response = errors_response(400, errors);
+        apply_after_execute(reply, error_500);
+        return answer(std::move(reply));
+    }
+
+    if (key != nullptr) {
+        KeyRecord record;
+        record.first_seen = m_ledger.now_locked();
+        record.fingerprint = fingerprint;
+        m_keys.emplace(*key, std::move(record));
+    }
+
+    // The key is in flight for as long as the latency lasts.
+    lock.unlock();
+    const bool go_on = wait(latency);
+    lock.lock();
+    if (!go_on) {
+        if (key != nullptr) {
+            const auto it = m_keys.find(*key);
+            if (it != m_keys.end() && it->second.in_flight) {
+                m_keys.erase(it);
+            }
+        }
+        reply.action = SocketAction::close_fin;
+        return reply;
+    }
+
+    // Execute: one payment.
+    Payment p;
+    p.id = m_ledger.random_id_locked("", k_id_length);
+    p.order_id = m_ledger.random_id_locked("", k_id_length);
+    p.source_id = std::move(params.source_id);
+    p.amount = params.amount;
+    p.currency = std::move(params.currency);
+    p.reference_id = std::move(params.reference_id);
+    p.customer_id = std::move(params.customer_id);
+    p.note = std::move(params.note);
+    p.location_id = params.location_id.value_or(m_location_id);
+    p.operation_id = reply.operation_id;
+    p.auth_result_code = m_ledger.random_id_locked("", 6, k_upper_alnum);
+    p.version_token = m_ledger.random_id_locked("", 45);
+    p.created_at = std::chrono::floor<std::chrono::milliseconds>(m_ledger.now_locked());
+    if (reply.fault == Fault::decline) {
+        p.status = Status::failed;
+        p.decline_code = "CARD_DECLINED";
+    } else if (const auto code = declined_source(p.source_id)) {
+        p.status = Status::failed;
+        p.decline_code = std::string(*code);
+    } else {
+        p.status = params.autocomplete ? Status::completed : Status::approved;
+    }
+    m_ledger.count_execution_locked(p.operation_id);
+    if (p.status == Status::completed) {
+        m_ledger.add_charged_locked(p.currency, p.amount);
+    }
+    reply.response = create_answer(p);
+    const std::size_t index = m_payments.size();
+    m_by_id.emplace(p.id, index);
+    m_payments.push_back(std::move(p));
+    reply.executed = true;
+    apply_after_execute(reply, error_500);
+
+    if (key != nullptr) {
+        const auto it = m_keys.find(*key);
+        if (it != m_keys.end()) { // gone only if reset() ran meanwhile
+            it->second.in_flight = false;
+            it->second.payment = index; // whatever was answered: the payment exists
+        }
+    }
+    return reply;
+}
+
+Reply SquareApi::retrieve(const std::string& id, const Wait& wait) {
+    Reply reply;
+    if (!wait(m_ledger.faults().latency)) {
+        reply.action = SocketAction::close_fin;
+        return reply;
+    }
+    const auto lock = m_ledger.lock();
+    const auto it = m_by_id.find(id);
+    if (it == m_by_id.end()) {
+        reply.response = errors_response(404, {Error{"INVALID_REQUEST_ERROR", "NOT_FOUND",
+                                                     "Could not find payment with id: " + id, ""}});
+        return reply;
+    }
+    reply.response = json_response(200, Json{{"payment", render_payment(m_payments[it->second])}});
+    return reply;
+}
+
+Reply SquareApi::list(const http::Request& request, const Wait& wait) {
+    Reply reply;
+    if (!m_account.lookup) {
+        // What an access token without PAYMENTS_READ is answered.
+        reply.response = errors_response(
+            403, {Error{"AUTHENTICATION_ERROR", "INSUFFICIENT_SCOPES",
+                        "The merchant has not given your application sufficient permissions to do "
+                        "this (fake provider: --no-lookup).",
+                        ""}});
+        return reply;
+    }
+    if (!wait(m_ledger.faults().latency)) {
+        reply.action = SocketAction::close_fin;
+        return reply;
+    }
+    const auto bad = [&](std::string code, std::string detail, std::string field) {
+        Reply r;
+        r.response = errors_response(400, {Error{"INVALID_REQUEST_ERROR", std::move(code),
+                                                 std::move(detail), std::move(field)}});
+        return r;
+    };
+    const auto query = http::parse_form(request.query);
+    if (!query) {
+        return bad("BAD_REQUEST", "The query string is not well formed.", "");
+    }
+    const auto param = [&](std::string_view name) -> const std::string* {
+        for (const auto& [key, value] : *query) {
+            if (key == name) {
+                return &value;
+            }
+        }
+        return nullptr;
+    };
+    static const std::set<std::string_view> k_supported{
+        "begin_time", "end_time", "sort_order", "cursor", "location_id",
+        "total",      "last_4",   "card_brand", "limit",  "sort_field"};
+    static const std::set<std::string_view> k_unsupported{
+        "is_offline_payment", "offline_begin_time", "offline_end_time", "updated_at_begin_time",
+        "updated_at_end_time"};
+    for (const auto& [name, value] : *query) {
+        if (k_unsupported.count(name) != 0) {
+            return bad("BAD_REQUEST",
+                       "`" + name +
+                           "` is not supported by the fake provider (it takes no "
+                           "offline payments and never updates one).",
+                       name);
+        }
+        if (k_supported.count(name) == 0) {
+            return bad("UNKNOWN_QUERY_PARAMETER", "Unknown query parameter: `" + name + "`.", name);
+        }
+    }
+    std::optional<Clock::time_point> window[2];
+    for (int i = 0; i < 2; ++i) {
+        const char* name = i == 0 ? "begin_time" : "end_time";
+        if (const std::string* text = param(name)) {
+            window[i] = parse_time(*text);
+            if (!window[i]) {
+                return bad("INVALID_TIME",
+                           "`" + std::string(name) + "` must be an RFC 3339 timestamp.", name);
+            }
+        }
+    }
+    std::optional<bool> ascending;
+    if (const std::string* order = param("sort_order")) {
+        if (*order != "ASC" && *order != "DESC") {
+            return bad("INVALID_SORT_ORDER", "The sort order must be `ASC` or `DESC`.",
+                       "sort_order");
+        }
+        ascending = *order == "ASC";
+    }
+    if (const std::string* field = param("sort_field");
+        field != nullptr && *field != "CREATED_AT") {
+        return bad(*field == "UPDATED_AT" || *field == "OFFLINE_CREATED_AT" ? "BAD_REQUEST"
+                                                                            : "INVALID_ENUM_VALUE",
+                   "`" + *field + "` is not a sort field the fake provider lists by (CREATED_AT).",
+                   "sort_field");
+    }
+    std::int64_t limit = k_max_limit;
+    if (const std::string* text = param("limit")) {
+        const auto n = parse_int(*text);
+        if (!n) {
+            return bad("EXPECTED_INTEGER", "Expected an integer value.", "limit");
+        }
+        if (*n < 1) {
+            return bad("INVALID_VALUE", "`limit` must be at least 1.", "limit");
+        }
+        limit =
+            *n > k_max_limit ? k_max_limit : *n; // above the maximum: the default, as documented
+    }
+    std::optional<std::int64_t> total;
+    if (const std::string* text = param("total")) {
+        total = parse_int(*text);
+        if (!total) {
+            return bad("EXPECTED_INTEGER", "Expected an integer value.", "total");
+        }
+    }
+
+    const auto lock = m_ledger.lock();
+    const FaultConfig& faults = m_ledger.faults_locked();
+    const Clock::time_point now = m_ledger.now_locked();
+    Cursor cursor;
+    bool continuing = false;
+    if (const std::string* text = param("cursor")) {
+        const auto decoded = decode_cursor(*text);
+        // A cursor pages its original query: a different window or order is another query.
+        if (!decoded || (ascending && *ascending != decoded->ascending) ||
+            (window[0] && micros_of(*window[0]) != decoded->begin_us) ||
+            (window[1] && micros_of(*window[1]) != decoded->end_us)) {
+            return bad("INVALID_CURSOR",
+                       decoded ? "The cursor was returned for another query (begin_time, "
+                                 "end_time or sort_order differ)."
+                               : "The pagination cursor is invalid.",
+                       "cursor");
+        }
+        cursor = *decoded;
+        continuing = true;
+    } else {
+        const Clock::time_point end = window[1].value_or(now);
+        cursor.ascending = ascending.value_or(false); // DESC by default
+        cursor.end_us = micros_of(end);
+        cursor.begin_us = micros_of(window[0].value_or(end - k_default_window));
+    }
+    if (cursor.end_us < cursor.begin_us) {
+        return bad("INVALID_TIME_RANGE", "`end_time` must not be before `begin_time`.", "end_time");
+    }
+    if (faults.lookup_down) {
+        reply.response =
+            errors_response(503, {Error{"API_ERROR", "SERVICE_UNAVAILABLE",
+                                        "Service Unavailable (fake provider: lookup_down).", ""}});
+        return reply;
+    }
+
+    const std::string* location = param("location_id");
+    const std::string* last_4 = param("last_4");
+    const std::string* brand = param("card_brand");
+    std::vector<std::size_t> found; // indexes into m_payments
+    for (std::size_t i = 0; i < m_payments.size(); ++i) {
+        const Payment& p = m_payments[i];
+        const std::int64_t created = micros_of(p.created_at);
+        if (created < cursor.begin_us || created >= cursor.end_us ||
+            p.created_at + faults.lookup_stale > now ||
+            (location != nullptr && *location != p.location_id) || (total && *total != p.amount) ||
+            (last_4 != nullptr && *last_4 != "1111") || (brand != nullptr && *brand != "VISA")) {
+            continue;
+        }
+        if (continuing) {
+            const auto position = std::pair(created, static_cast<std::uint64_t>(i));
+            const auto after = std::pair(cursor.after_us, cursor.after_seq);
+            if (cursor.ascending ? position <= after : position >= after) {
+                continue;
+            }
+        }
+        found.push_back(i);
+    }
+    std::sort(found.begin(), found.end(), [&](std::size_t a, std::size_t b) {
+        const auto ka = std::pair(m_payments[a].created_at, a);
+        const auto kb = std::pair(m_payments[b].created_at, b);
+        return cursor.ascending ? ka < kb : kb < ka;
+    });
+    Json body = Json::object();
+    const auto count = std::min(found.size(), static_cast<std::size_t>(limit));
+    if (count > 0) {
+        body["payments"] = Json::array();
+        for (std::size_t i = 0; i < count; ++i) {
+            body["payments"].push_back(render_payment(m_payments[found[i]]));
+        }
+    }
+    if (found.size() > count) {
+        const std::size_t last = found[count - 1];
+        cursor.after_us = micros_of(m_payments[last].created_at);
+        cursor.after_seq = last;
+        body["cursor"] = encode_cursor(cursor);
+    }
+    reply.response = json_response(200, body);
+    return reply;
+}
+
+http::Response SquareApi::create_answer(const Payment& p) {
+    Json body;
+    if (p.status == Status::failed) {
+        body["errors"] =
+            Json::array({render_error(Error{"PAYMENT_METHOD_ERROR", p.decline_code,
+                                            "Authorization error: '" + p.decline_code + "'", ""})});
+        body["payment"] = render_payment(p);
+        return json_response(400, body);
+    }
+    body["payment"] = render_payment(p);
+    return json_response(200, body);
+}
+
+Json SquareApi::render_payment(const Payment& p) {
+    const bool completed = p.status == Status::completed;
+    const bool approved = p.status == Status::approved;
+    const bool failed = p.status == Status::failed;
+    const std::string created = rfc3339_ms(p.created_at);
+    Json j;
+    j["id"] = p.id;
+    j["created_at"] = created;
+    j["updated_at"] = created;
+    j["amount_money"] = money(p.amount, p.currency);
+    j["total_money"] = money(p.amount, p.currency);
+    j["approved_money"] = money(failed ? 0 : p.amount, p.currency);
+    j["status"] = completed ? "COMPLETED" : approved ? "APPROVED" : "FAILED";
+    j["delay_duration"] = "PT168H";
+    j["delay_action"] = "CANCEL";
+    j["delayed_until"] = rfc3339_ms(p.created_at + k_approval_window);
+    j["source_type"] = "CARD";
+
+    Json card;
+    card["card_brand"] = "VISA";
+    card["last_4"] = "1111";
+    card["exp_month"] = 11;
+    card["exp_year"] = 2030;
+    card["fingerprint"] = "sq-1-FakeProviderCardFingerprintVisa1111000000000";
+    card["card_type"] = "CREDIT";
+    card["prepaid_type"] = "NOT_PREPAID";
+    card["bin"] = "411111";
+    Json details;
+    details["status"] = completed ? "CAPTURED" : approved ? "AUTHORIZED" : "FAILED";
+    details["card"] = std::move(card);
+    details["entry_method"] = p.source_id.rfind("cnon:", 0) == 0 ? "KEYED" : "ON_FILE";
+    details["cvv_status"] = p.decline_code == "CVV_FAILURE" ? "CVV_REJECTED" : "CVV_ACCEPTED";
+    details["avs_status"] =
+        p.decline_code == "ADDRESS_VERIFICATION_FAILURE" ? "AVS_REJECTED" : "AVS_ACCEPTED";
+    if (!failed) {
+        details["auth_result_code"] = p.auth_result_code;
+    }
+    details["statement_description"] = "SQ *FAKE PROVIDER";
+    Json timeline = Json::object();
+    if (!failed) {
+        timeline["authorized_at"] = created;
+    }
+    if (completed) {
+        timeline["captured_at"] = created;
+    }
+    details["card_payment_timeline"] = std::move(timeline);
+    if (failed) {
+        details["errors"] =
+            Json::array({render_error(Error{"PAYMENT_METHOD_ERROR", p.decline_code,
+                                            "Authorization error: '" + p.decline_code + "'", ""})});
+    }
+    j["card_details"] = std::move(details);
+    j["location_id"] = p.location_id;
+    j["order_id"] = p.order_id;
+    if (p.reference_id) {
+        j["reference_id"] = *p.reference_id;
+    }
+    if (p.customer_id) {
+        j["customer_id"] = *p.customer_id;
+    }
+    if (p.note) {
+        j["note"] = *p.note;
+    }
+    if (!failed) {
+        j["risk_evaluation"] = Json{{"created_at", created}, {"risk_level", "NORMAL"}};
+    }
+    if (completed) {
+        j["receipt_number"] = p.id.substr(0, 4);
+        j["receipt_url"] = "https://squareupsandbox.com/receipt/preview/" + p.id;
+    }
+    j["application_details"] =
+        Json{{"square_product", "ECOMMERCE_API"}, {"application_id", "sandbox-sq0idb-fake"}};
+    j["version_token"] = p.version_token;
+    return j;
+}
+
+void SquareApi::write_ledger_locked(nlohmann::ordered_json& j, LedgerOptions options) const {
+    j["square_payment_count"] = m_payments.size();
+    if (options.payment_intents) {
+        j["square_payments"] = Json::array();
+        for (const Payment& p : m_payments) {
+            j["square_payments"].push_back(render_payment(p));
+        }
+    }
+}
+
+} // namespace payrecon::fake

@@ -1,0 +1,137 @@
+#pragma once
+// Square's dialect of the fake provider (the Payments API, Connect v2; shared/specs/
+// square-connect-api.json: CreatePaymentRequest, Payment, ListPaymentsResponse, Error), on the
+// ledger, clock and faults every dialect shares (ledger.hpp):
+//   POST /v2/payments       CreatePaymentRequest (JSON; the idempotency_key is a body field)
+//                           -> 200 {"payment": {... "status": "COMPLETED"}} (APPROVED when
+//                           `autocomplete` is false); a decline is 400 {"errors": [{"category":
+//                           "PAYMENT_METHOD_ERROR", "code": "CARD_DECLINED", ...}], "payment":
+//                           {... "status": "FAILED"}}: an execution that charges nothing
+//   GET  /v2/payments/{id}  {"payment": {...}}; 404 NOT_FOUND
+//   GET  /v2/payments?begin_time=&end_time=&sort_order=&cursor=&limit=
+//                           {"payments": [...], "cursor": "..."}: created in [begin_time,
+//                           end_time), paged by an opaque cursor, no cursor on the last page, {}
+//                           when nothing matches; a payment shows only lookup_stale after its
+//                           creation; lookup_down 503 SERVICE_UNAVAILABLE; --no-lookup 403
+//                           INSUFFICIENT_SCOPES
+// Every request needs `Authorization: Bearer <the account's API key>` (the same key as Stripe's);
+// otherwise 401 {"errors": [{"category": "AUTHENTICATION_ERROR", "code": "UNAUTHORIZED", ...}]}.
+// Errors are always Square's envelope {"errors": [{"category", "code", "detail", "field"}]}.
+//
+// Idempotency (the body's `idempotency_key`, at most 45 bytes). Square documents that a repeat
+// with the same key and the same request returns the first successful response, and that the
+// same key with another request is 400 IDEMPOTENCY_KEY_REUSED; the rest is the fake's choice,
+// conservative for a client:
+// - once a request executed, the key holds that payment -- whatever was answered: the 200, a
+//   decline, an http_500_after_execute, a connection broken after execution -- and a repeat with
+//   the same body answers the payment as a create answers it (200, or the 400 decline with its
+//   FAILED payment), nothing executed, counted in `replays`;
+// - the same key with another body (compared as JSON, so key order and spacing do not matter) is
+//   400 IDEMPOTENCY_KEY_REUSED, also while the first is still executing;
+// - the same key and body while the first request still executes is 409 CONFLICT (ambiguous: the
+//   first may yet execute);
+// - before execution nothing is saved (validation errors, 401, drop_before_execute, a 500 before
+//   execution): the key stays free;
+// - a key is forgotten key_retention after its first request, on the fake clock (Square does not
+//   publish how long it keeps keys), and then executes again.
+// Executions count per operation ID: `reference_id`, else the idempotency key, else "(none)".
+// `charged` counts a COMPLETED payment's amount_money: Square's units are ISO 4217 minor units.
+
+#include "tests/fake_provider/ledger.hpp"
+#include "tests/fake_provider/stripe.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace payrecon::fake {
+
+struct SquareOptions {
+    std::chrono::seconds key_retention{86400}; // fake time; Square does not publish its own
+    // The currencies this account takes (upper case); a known ISO 4217 currency outside the list
+    // is 400 UNSUPPORTED_CURRENCY. Empty: every ISO 4217 currency.
+    std::vector<std::string> currencies;
+};
+
+class SquareApi {
+public:
+    // `ledger` is the fake provider's, shared with the other dialects; it outlives this.
+    // `account`: the API key (the same as Stripe's), and whether keys and lookups exist at all.
+    SquareApi(Ledger& ledger, const StripeOptions& account, SquareOptions options);
+
+    // True for the paths this dialect serves: /v2/payments and /v2/payments/{id} -- but not
+    // PayPal's /v2/payments/captures/, /authorizations/ and /refunds/, which stay PayPal's.
+    static bool serves(const std::string& path);
+
+    // Serves one request on the main port. Never throws for anything the client sent.
+    Reply handle(const http::Request& request, const Wait& wait);
+
+    // Adds "square_payment_count" and "square_payments" (oldest first, each the Payment object
+    // GET /v2/payments/{id} answers; only if options.payment_intents). Under the ledger's lock.
+    void write_ledger_locked(nlohmann::ordered_json& j, LedgerOptions options) const;
+
+    // Forgets every payment and key. Under the ledger's lock.
+    void reset_locked();
+
+private:
+    enum class Status { completed, approved, failed };
+
+    struct Payment {
+        std::string id;       // 29 characters of base 62, as Square's are
+        std::string order_id; // the order Square creates for a payment without one
+        std::string source_id;
+        std::int64_t amount = 0; // ISO 4217 minor units, as Square counts
+        std::string currency;    // upper case
+        std::optional<std::string> reference_id;
+        std::optional<std::string> customer_id;
+        std::optional<std::string> note;
+        std::string location_id;
+        std::string operation_id;
+        Status status = Status::completed;
+        std::string decline_code; // FAILED only: CARD_DECLINED, CVV_FAILURE, ...
+        std::string auth_result_code;
+        std::string version_token;
+        std::chrono::system_clock::time_point created_at; // whole milliseconds
+    };
+
+    struct KeyRecord {
+        std::chrono::system_clock::time_point first_seen;
+        std::string fingerprint; // the request body as canonical JSON
+        bool in_flight = true;
+        std::size_t payment = 0; // meaningful once not in flight
+    };
+
+    // One entry of Square's error envelope.
+    struct Error {
+        std::string category;
+        std::string code;
+        std::string detail;
+        std::string field; // empty: none
+    };
+
+    Reply create(const http::Request& request, const Wait& wait);
+    Reply retrieve(const std::string& id, const Wait& wait);
+    Reply list(const http::Request& request, const Wait& wait);
+    bool authorized(const http::Request& request) const;
+
+    // What a create answers for `p`: 200 {"payment"}, or for a FAILED payment 400 {"errors",
+    // "payment"}. A replay answers the same.
+    static http::Response create_answer(const Payment& p);
+    static nlohmann::ordered_json render_payment(const Payment& p);
+    static nlohmann::ordered_json render_error(const Error& e);
+    static http::Response errors_response(int status, const std::vector<Error>& errors);
+
+    Ledger& m_ledger;
+    StripeOptions m_account;
+    SquareOptions m_options;
+    std::string m_location_id;       // the account's main location
+    std::vector<Payment> m_payments; // creation order
+    std::map<std::string, std::size_t> m_by_id;
+    std::map<std::string, KeyRecord> m_keys;
+};
+
+} // namespace payrecon::fake
