@@ -425,8 +425,8 @@ TEST_CASE("provider matrix: PayPal's access token expires between payments: fetc
     CHECK(w.fake->ledger()["paypal_tokens_issued"].get<int>() == issued.get<int>() + 1);
 }
 
-TEST_CASE("provider matrix: a mixed run of 1,000 payments across Stripe, Adyen, Checkout.com and "
-          "PayPal with every fault mode ends with the invariants of DESIGN section 12",
+TEST_CASE("provider matrix: a mixed run of 1,000 payments across Stripe, Adyen, Checkout.com, "
+          "PayPal and Square with every fault mode ends with the invariants of DESIGN section 12",
           "[execution][db][matrix][fault][slow]") {
     fake::FaultConfig faults;
     faults.seed = 20261204;
@@ -442,20 +442,21 @@ TEST_CASE("provider matrix: a mixed run of 1,000 payments across Stripe, Adyen, 
                     {fake::Fault::http_500_before_execute, 0.03},
                     {fake::Fault::decline, 0.03}};
     World w("stripe", faults);
-    const std::vector<std::string> kinds = {"stripe", "adyen", "checkout", "paypal"};
+    const std::vector<std::string> kinds = {"stripe", "adyen", "checkout", "paypal", "square"};
     std::vector<providers::ProviderConfig> configs;
     for (const auto& kind : kinds) {
         configs.push_back(kind == "stripe" ? w.config : w.config_for(kind));
         configs.back().settle_delay = std::chrono::seconds(0); // PayPal's is raised to 3 h
     }
 
-    // 1,000 payments in three currencies, a quarter to each provider, through the real intake.
+    // 1,000 payments in three currencies, a fifth to each provider, through the real intake.
     const std::vector<std::pair<std::string, long long>> currencies = {
         {"EUR", 2500}, {"USD", 1999}, {"JPY", 1200}};
     IntakeService intake(*w.db, test_keys());
     for (int i = 0; i < 1000; ++i) {
         const auto k = static_cast<std::size_t>(i) % kinds.size();
-        const auto& [currency, amount] = currencies[static_cast<std::size_t>(i / 4) % 3];
+        const auto& [currency, amount] =
+            currencies[static_cast<std::size_t>(i) / kinds.size() % currencies.size()];
         const std::string ref = unique_name("mix");
         const std::string body =
             R"({"amount": )" + std::to_string(amount + i) + R"(, "currency": ")" + currency +
@@ -562,7 +563,7 @@ TEST_CASE("provider matrix: a mixed run of 1,000 payments across Stripe, Adyen, 
         INFO(kinds[k]);
         const std::string mine = "provider = '" + configs[k].name + "'";
         // Every provider took part: charges made, declines, and (but Adyen) unknowns resolved.
-        CHECK(count_rows("payments", w.tenant.tenant_id, mine + " AND state = 'succeeded'") > 150);
+        CHECK(count_rows("payments", w.tenant.tenant_id, mine + " AND state = 'succeeded'") > 120);
         CHECK(count_rows("payments", w.tenant.tenant_id, mine + " AND state = 'failed'") > 0);
         if (kinds[k] == "adyen") {
             // No lookup: every unknown Adyen payment went to a person, never concluded.
