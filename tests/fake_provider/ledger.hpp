@@ -64,6 +64,25 @@ struct LedgerOptions {
     bool operations = true;
 };
 
+// Waits out a create's `latency` with the lock released, its idempotency key's record (in `keys`,
+// with an `in_flight` member) held in flight meanwhile. False if the server is stopping: the
+// create is abandoned and a key still in flight is forgotten, as if it had never come. `key` null:
+// a create without a key.
+template <class Keys>
+bool wait_in_flight(std::unique_lock<std::mutex>& lock, const Wait& wait,
+                    std::chrono::milliseconds latency, Keys& keys, const std::string* key) {
+    lock.unlock();
+    const bool go_on = wait(latency);
+    lock.lock();
+    if (!go_on && key != nullptr) {
+        const auto it = keys.find(*key);
+        if (it != keys.end() && it->second.in_flight) {
+            keys.erase(it);
+        }
+    }
+    return go_on;
+}
+
 // The operation ID of a create that names none and carries no key.
 inline constexpr std::string_view k_no_operation = "(none)";
 

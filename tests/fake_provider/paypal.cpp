@@ -692,16 +692,7 @@ Reply PayPalApi::create(const http::Request& request, const Wait& wait) {
     }
 
     // The request ID is in flight for as long as the latency lasts.
-    lock.unlock();
-    const bool go_on = wait(latency);
-    lock.lock();
-    if (!go_on) {
-        if (request_id != nullptr) {
-            const auto it = m_requests.find(*request_id);
-            if (it != m_requests.end() && it->second.in_flight) {
-                m_requests.erase(it);
-            }
-        }
+    if (!wait_in_flight(lock, wait, latency, m_requests, request_id)) {
         reply.action = SocketAction::close_fin;
         return reply;
     }

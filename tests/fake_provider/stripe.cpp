@@ -645,16 +645,7 @@ Reply StripeApi::create(const http::Request& request, const Wait& wait, bool ady
     }
 
     // The key is in flight for as long as the latency lasts.
-    lock.unlock();
-    const bool go_on = wait(latency);
-    lock.lock();
-    if (!go_on) {
-        if (key != nullptr) {
-            const auto it = m_keys.find(*key);
-            if (it != m_keys.end() && it->second.in_flight) {
-                m_keys.erase(it);
-            }
-        }
+    if (!wait_in_flight(lock, wait, latency, m_keys, key)) {
         reply.action = SocketAction::close_fin;
         return reply;
     }
