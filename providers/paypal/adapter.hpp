@@ -4,8 +4,9 @@
 //
 // Quirks that matter for charging once:
 // - Credentials: OAuth2 client credentials only. The access token comes from
-//   POST /v1/oauth2/token (the configuration's token_url) and is cached, refreshed before it
-//   expires and once after a 401 (providers/oauth2.hpp, through ProviderClient).
+//   POST /v1/oauth2/token on base_url (the entry's client_id_env and client_secret_env; or the
+//   credentials object's token_url) and is cached, refreshed before it expires and once after a
+//   401 (providers/oauth2.hpp, through ProviderClient).
 // - Idempotency: the `PayPal-Request-Id` header (1 to 108 characters; our operation ID). "The
 //   server stores keys for 6 hours. The API callers can request the times to up to 72 hours by
 //   speaking to their Account Manager" (the Orders v2 document): the retention is 6 h unless the
@@ -25,8 +26,9 @@
 //   a window of at most 31 days, and "it takes a maximum of three hours for executed transactions
 //   to appear": the settle delay is at least 3 h (a shorter settle_delay_s is raised to it), and
 //   "not found" before then proves nothing. Search has no invoice filter: we list
-//   [created_at - 5 min, now) (at most 31 days) and match invoice_id (else custom_field) ourselves,
-//   page by page (at most 50 pages of 500, else failed). A re-send after a confirmed absence is
+//   [created_at - 5 min, now rounded up to the second) (at most 31 days) and match invoice_id
+//   (else custom_field) ourselves, page by page (at most 50 pages of 500, else failed). A re-send
+//   after a confirmed absence is
 //   possible only between 3 h and the key window's end (6 h minus the policy's 1 h margin).
 // - Amounts are decimal strings in the currency's major unit, converted exactly: ISO 4217's
 //   exponent except HUF, JPY and TWD, which have no decimals at PayPal (wire.hpp).
