@@ -28,8 +28,8 @@
 //   "not found" before then proves nothing. Search has no invoice filter: we list
 //   [created_at - 5 min, now rounded up to the second) (at most 31 days) and match invoice_id
 //   (else custom_field) ourselves, page by page (at most 50 pages of 500, else failed). A re-send
-//   after a confirmed absence is
-//   possible only between 3 h and the key window's end (6 h minus the policy's 1 h margin).
+//   after a confirmed absence is possible only between 3 h and the key window's end (6 h minus
+//   the policy's 1 h margin).
 // - Amounts are decimal strings in the currency's major unit, converted exactly: ISO 4217's
 //   exponent except HUF, JPY and TWD, which have no decimals at PayPal (wire.hpp).
 // - Orders carry no metadata: a payment with metadata is never sent (not_carried, declined).
