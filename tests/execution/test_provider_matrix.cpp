@@ -47,80 +47,18 @@ fake::FaultConfig faults_for(const std::string& kind, std::vector<fake::Fault> f
     return f;
 }
 
-// One payment of `kind` sent once through the executor, meeting `faults` on its first send.
-struct Case {
+// One payment of `kind`, its first send meeting `first` (and PayPal's search lagging 3 h).
+struct Case : OnePayment {
     std::string kind;
-    World w;
-    std::unique_ptr<providers::Provider> provider;
-    std::string ref;
-    std::string op;
 
     Case(const std::string& k, std::vector<fake::Fault> first, bool send = true)
-        : kind(k), w(k, faults_for(k, std::move(first))) {
-        w.config.settle_delay = std::chrono::seconds(0); // PayPal's adapter raises it to 3 h
-        provider = providers::create_provider(w.config);
-        ref = w.payments(1)[0];
-        op = w.op_of(ref);
-        if (send) {
-            REQUIRE(this->send() == 1);
-        }
-    }
+        : OnePayment(k, faults_for(k, std::move(first)), send), kind(k) {}
 
-    int send() {
-        engine::Executor ex(*w.db, {provider.get()}, w.options());
-        return ex.run_once();
-    }
-    std::vector<engine::ReconcileOutcome> reconcile(ReconcilePolicy policy = {}) {
-        engine::ReconcilerOptions o;
-        o.actor = "matrix-reconciler";
-        o.policy = policy;
-        engine::Reconciler r(*w.db, {provider.get()}, o);
-        return r.run();
-    }
-    std::optional<engine::ReconcileOutcome> recheck() {
-        engine::Reconciler r(*w.db, {provider.get()}, {});
-        return r.recheck(w.tenant.tenant_id, w.payment_id_of(ref));
-    }
-    // `by` passes on both clocks: the payment's attempts are that much older, and the provider's
-    // clock (its key retention, its search lag) that much later.
-    void pass(std::chrono::seconds by) {
-        w.fake->advance_clock(by);
-        exec_sql("UPDATE payments SET first_attempt_at = first_attempt_at - interval '" +
-                 std::to_string(by.count()) +
-                 " seconds', last_attempt_at = last_attempt_at - interval '" +
-                 std::to_string(by.count()) +
-                 " seconds', next_attempt_at = now() - interval '1 second' "
-                 "WHERE merchant_reference = '" +
-                 ref + "'");
-    }
     // Past the settle delay: Checkout.com's is 0 here, PayPal's its 3 h search lag.
     void settle() {
         if (kind == "paypal") {
             pass(k_paypal_lag + std::chrono::minutes(1));
         }
-    }
-    // The payment as a worker sends it: what a late or second send carries.
-    providers::PaymentOrder order() {
-        providers::PaymentOrder o;
-        o.operation_id = op;
-        o.payment_id = w.payment_id_of(ref);
-        o.merchant_reference = ref;
-        o.amount = Money{2500, "EUR"};
-        o.payment_method = w.method;
-        o.created_at = std::chrono::system_clock::now();
-        return o;
-    }
-    std::string state() { return w.state_of(ref); }
-    std::string column(const std::string& name) {
-        return query_value("SELECT coalesce(" + name +
-                               "::text, '') FROM payments WHERE merchant_reference = $1",
-                           ref);
-    }
-    int executions() { return w.executions(op); }
-    int deliveries() { return w.deliveries(op); }
-    long long charged_eur() {
-        const auto l = w.fake->ledger();
-        return l["charged"].contains("eur") ? l["charged"]["eur"].get<long long>() : 0;
     }
 };
 

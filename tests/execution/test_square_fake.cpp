@@ -64,40 +64,10 @@ long long charged_eur(const World& w) {
     return l["charged"].contains("eur") ? l["charged"]["eur"].get<long long>() : 0;
 }
 
-// One payment through the executor and the reconciler, as test_provider_matrix.cpp's Case.
-struct Case {
-    World w;
-    std::unique_ptr<providers::Provider> provider;
-    std::string ref;
-    std::string op;
-
+// One Square payment, its first send meeting `first` (world.hpp's OnePayment).
+struct Case : OnePayment {
     explicit Case(std::vector<fake::Fault> first, bool send = true)
-        : w("square", next(std::move(first))) {
-        w.config.settle_delay = std::chrono::seconds(0);
-        provider = providers::create_provider(w.config);
-        ref = w.payments(1)[0];
-        op = w.op_of(ref);
-        if (send) {
-            REQUIRE(this->send() == 1);
-        }
-    }
-    int send() {
-        engine::Executor ex(*w.db, {provider.get()}, w.options());
-        return ex.run_once();
-    }
-    std::vector<engine::ReconcileOutcome> reconcile(ReconcilePolicy policy = {}) {
-        engine::ReconcilerOptions o;
-        o.actor = "square-reconciler";
-        o.policy = policy;
-        engine::Reconciler r(*w.db, {provider.get()}, o);
-        return r.run();
-    }
-    std::string state() { return w.state_of(ref); }
-    std::string column(const std::string& name) {
-        return query_value("SELECT coalesce(" + name +
-                               "::text, '') FROM payments WHERE merchant_reference = $1",
-                           ref);
-    }
+        : OnePayment("square", next(std::move(first)), send) {}
 };
 
 } // namespace

@@ -4,6 +4,7 @@
 // counts from the fake's ledger.
 #include "core/fingerprint.hpp"
 #include "engine/executor.hpp"
+#include "engine/reconciler.hpp"
 #include "providers/adyen/adapter.hpp"
 #include "providers/checkout/adapter.hpp"
 #include "providers/config.hpp"
@@ -135,6 +136,78 @@ struct World {
         o.backoff.base = std::chrono::milliseconds(1);
         o.backoff.cap = std::chrono::milliseconds(1);
         return o;
+    }
+};
+
+// One payment of `kind` through the real intake, sent once by the executor (unless `send` is
+// false) meeting `faults`, and what the execution tests ask of it: send again, reconcile, recheck,
+// let time pass on both clocks, its columns and the fake's counts of its operation ID.
+struct OnePayment {
+    World w;
+    std::unique_ptr<providers::Provider> provider;
+    std::string ref;
+    std::string op;
+
+    OnePayment(const std::string& kind, fake::FaultConfig faults, bool send = true)
+        : w(kind, std::move(faults)) {
+        w.config.settle_delay = std::chrono::seconds(0); // PayPal's adapter raises it to 3 h
+        provider = providers::create_provider(w.config);
+        ref = w.payments(1)[0];
+        op = w.op_of(ref);
+        if (send) {
+            REQUIRE(this->send() == 1);
+        }
+    }
+
+    int send() {
+        engine::Executor ex(*w.db, {provider.get()}, w.options());
+        return ex.run_once();
+    }
+    std::vector<engine::ReconcileOutcome> reconcile(ReconcilePolicy policy = {}) {
+        engine::ReconcilerOptions o;
+        o.actor = "test-reconciler";
+        o.policy = policy;
+        engine::Reconciler r(*w.db, {provider.get()}, o);
+        return r.run();
+    }
+    std::optional<engine::ReconcileOutcome> recheck() {
+        engine::Reconciler r(*w.db, {provider.get()}, {});
+        return r.recheck(w.tenant.tenant_id, w.payment_id_of(ref));
+    }
+    // `by` passes on both clocks: the payment's attempts are that much older, and the provider's
+    // clock (its key retention, its search lag) that much later.
+    void pass(std::chrono::seconds by) {
+        w.fake->advance_clock(by);
+        exec_sql("UPDATE payments SET first_attempt_at = first_attempt_at - interval '" +
+                 std::to_string(by.count()) +
+                 " seconds', last_attempt_at = last_attempt_at - interval '" +
+                 std::to_string(by.count()) +
+                 " seconds', next_attempt_at = now() - interval '1 second' "
+                 "WHERE merchant_reference = '" +
+                 ref + "'");
+    }
+    // The payment as a worker sends it: what a late or second send carries.
+    providers::PaymentOrder order() {
+        providers::PaymentOrder o;
+        o.operation_id = op;
+        o.payment_id = w.payment_id_of(ref);
+        o.merchant_reference = ref;
+        o.amount = Money{2500, "EUR"};
+        o.payment_method = w.method;
+        o.created_at = std::chrono::system_clock::now();
+        return o;
+    }
+    std::string state() { return w.state_of(ref); }
+    std::string column(const std::string& name) {
+        return query_value("SELECT coalesce(" + name +
+                               "::text, '') FROM payments WHERE merchant_reference = $1",
+                           ref);
+    }
+    int executions() { return w.executions(op); }
+    int deliveries() { return w.deliveries(op); }
+    long long charged_eur() {
+        const auto l = w.fake->ledger();
+        return l["charged"].contains("eur") ? l["charged"]["eur"].get<long long>() : 0;
     }
 };
 
