@@ -366,19 +366,7 @@ TEST_CASE("provider matrix: PayPal's access token expires between payments: fetc
 TEST_CASE("provider matrix: a mixed run of 1,000 payments across Stripe, Adyen, Checkout.com, "
           "PayPal and Square with every fault mode ends with the invariants of DESIGN section 12",
           "[execution][db][matrix][fault][slow]") {
-    fake::FaultConfig faults;
-    faults.seed = 20261204;
-    faults.hang = std::chrono::milliseconds(1200);
-    faults.refuse = std::chrono::milliseconds(150);
-    faults.rates = {{fake::Fault::refuse, 0.01},
-                    {fake::Fault::drop_before_execute, 0.04},
-                    {fake::Fault::execute_then_hang, 0.02},
-                    {fake::Fault::execute_then_fin, 0.03},
-                    {fake::Fault::execute_then_rst, 0.03},
-                    {fake::Fault::execute_then_partial, 0.03},
-                    {fake::Fault::http_500_after_execute, 0.03},
-                    {fake::Fault::http_500_before_execute, 0.03},
-                    {fake::Fault::decline, 0.03}};
+    const fake::FaultConfig faults = every_fault_at_rates(20261204);
     World w("stripe", faults);
     const std::vector<std::string> kinds = {"stripe", "adyen", "checkout", "paypal", "square"};
     std::vector<providers::ProviderConfig> configs;

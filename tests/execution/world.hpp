@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cctype>
+#include <cstdint>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -242,6 +243,24 @@ inline void check_invariants(World& w, const std::vector<std::string>& currencie
           0);
     CHECK(count_rows("outbox", w.tenant.tenant_id, "event_type = 'payment.succeeded'") ==
           count_rows("payments", w.tenant.tenant_id, "state = 'succeeded'"));
+}
+
+// Every fault mode drawn at rates (seeded): what the mixed 1,000-payment runs meet.
+inline fake::FaultConfig every_fault_at_rates(std::uint64_t seed) {
+    fake::FaultConfig faults;
+    faults.seed = seed;
+    faults.hang = std::chrono::milliseconds(1200);
+    faults.refuse = std::chrono::milliseconds(150);
+    faults.rates = {{fake::Fault::refuse, 0.01},
+                    {fake::Fault::drop_before_execute, 0.04},
+                    {fake::Fault::execute_then_hang, 0.02},
+                    {fake::Fault::execute_then_fin, 0.03},
+                    {fake::Fault::execute_then_rst, 0.03},
+                    {fake::Fault::execute_then_partial, 0.03},
+                    {fake::Fault::http_500_after_execute, 0.03},
+                    {fake::Fault::http_500_before_execute, 0.03},
+                    {fake::Fault::decline, 0.03}};
+    return faults;
 }
 
 inline fake::FaultConfig next(std::vector<fake::Fault> faults) {
