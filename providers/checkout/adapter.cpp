@@ -19,10 +19,23 @@ SubmitResult CheckoutAdapter::submit(const PaymentOrder& order) {
     const auto body = create_body(order, m_settings.processing_channel_id);
     if (!body) {
         // Nothing was sent, and sending again cannot help.
-        return not_expressible("not_expressible",
-                               "the amount (" + order.amount.currency +
-                                   "), the operation ID or the description cannot be expressed in "
-                                   "Checkout.com's payment request");
+        // Say which part: the only one an operator can act on differs.
+        if (!to_checkout_amount(order.amount)) {
+            return not_expressible(
+                "amount_not_expressible",
+                "the amount cannot be sent in Checkout.com's units for " + order.amount.currency +
+                    " (an integer of at most nine digits; for BHD, IQD, JOD, KWD, LYD, OMR and "
+                    "TND its last digit 0): the client must create the payment with another "
+                    "amount");
+        }
+        if (order.description && order.description->size() > k_max_description) {
+            return not_expressible("description_too_long",
+                                   "the description is longer than Checkout.com's 100 characters: "
+                                   "the client must create the payment with a shorter one");
+        }
+        return not_expressible("operation_id_too_long",
+                               "the operation ID is longer than Checkout.com's 50-character "
+                               "reference");
     }
     http::HttpRequest req = m_client.request("POST", "/payments", true);
     req.headers.emplace_back("Content-Type", "application/json");

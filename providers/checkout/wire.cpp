@@ -14,8 +14,6 @@ using nlohmann::json;
 
 // PaymentRequest.reference: "maxLength: 50".
 constexpr std::size_t k_max_reference = 50;
-// PaymentRequest.description: "maxLength: 100".
-constexpr std::size_t k_max_description = 100;
 // "Not contain more than nine digits" (format-the-amount-value).
 constexpr std::int64_t k_max_amount = 999'999'999;
 

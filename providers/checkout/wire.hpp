@@ -22,6 +22,9 @@ namespace payrecon::providers::checkout {
 // whose ISO 4217 exponent is 0. nullopt for a currency ISO 4217 does not have.
 std::optional<int> checkout_exponent(std::string_view currency);
 
+// PaymentRequest.description: "maxLength: 100".
+inline constexpr std::size_t k_max_description = 100;
+
 // ISO minor units -> Checkout.com's `amount`. nullopt if it cannot be sent exactly: an unknown
 // currency, not a whole number of Checkout.com's units, not positive, more than nine digits, or,
 // for the divided-by-1000 currencies, a last digit other than 0 (Checkout.com refuses those).
