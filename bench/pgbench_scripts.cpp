@@ -104,21 +104,10 @@ std::string executor_script() {
         "-- (store/statements.hpp), written by payrecon-pgbench-sql executor.\n";
     s += line(st::executor_claim(), {{1, worker}, {2, lease_ms}, {3, "1"}, {4, "'{pgbench}'"}}) +
          " \\gset\n";
-    s += line(st::executor_renew(), {{1, worker},
-                                     {2, lease_ms},
-                                     {3, "ARRAY[:tenant_id::uuid]"},
-                                     {4, "ARRAY[:payment_id::uuid]"},
-                                     {5, "ARRAY[:generation::bigint]"}}) +
-         ";\n";
-    s += "BEGIN;\n";
-    s += line(st::executor_finish_attempt(), {{1, ":tenant_id"},
-                                              {2, ":payment_id"},
-                                              {3, ":attempt_count"},
-                                              {4, "'succeeded'"},
-                                              {5, "200"},
-                                              {6, "''"},
-                                              {7, "'pi_pgbench'"},
-                                              {8, "''"}}) +
+    s += line(st::executor_check(), {{1, worker},
+                                     {2, "ARRAY[:tenant_id::uuid]"},
+                                     {3, "ARRAY[:payment_id::uuid]"},
+                                     {4, "ARRAY[:generation::bigint]"}}) +
          ";\n";
     s += line(st::executor_settle(), {{1, ":tenant_id"},
                                       {2, ":payment_id"},
@@ -127,9 +116,13 @@ std::string executor_script() {
                                       {5, "NULL"},
                                       {6, "'pi_pgbench'"},
                                       {7, "NULL"},
-                                      {8, "NULL"}}) +
+                                      {8, "NULL"},
+                                      {9, ":attempt_count"},
+                                      {10, "'succeeded'"},
+                                      {11, "200"},
+                                      {12, "''"},
+                                      {13, "''"}}) +
          ";\n";
-    s += "END;\n";
     return s;
 }
 

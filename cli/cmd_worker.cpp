@@ -24,6 +24,7 @@ namespace {
 struct WorkerCliOptions {
     bool once = false;
     int concurrency = 4;
+    int threads = 0;
     int batch = 4;
     std::vector<std::string> only;
     std::string retry_base = "1s";
@@ -69,8 +70,9 @@ std::optional<OpenDatabase> open_database_waiting(const GlobalOptions& g, bool o
 }
 
 void run_worker(AppState& state, const WorkerCliOptions& opts) {
-    if (opts.concurrency < 1 || opts.concurrency > 256 || opts.batch < 1 || opts.batch > 100) {
-        throw UsageError("--concurrency must be 1..256 and --batch 1..100");
+    if (opts.concurrency < 1 || opts.concurrency > 256 || opts.batch < 1 || opts.batch > 100 ||
+        opts.threads < 0 || opts.threads > 256) {
+        throw UsageError("--concurrency must be 1..256, --threads 1..256 and --batch 1..100");
     }
     const providers::Config config = load_provider_config(state.global);
     const std::vector<const providers::ProviderConfig*> chosen =
@@ -91,6 +93,7 @@ void run_worker(AppState& state, const WorkerCliOptions& opts) {
     wo.database_url = opened->db->url();
     wo.worker_id = process_id_text();
     wo.concurrency = opts.concurrency;
+    wo.threads = opts.threads > 0 ? opts.threads : engine::worker_threads(opts.concurrency);
     wo.batch = opts.batch;
     wo.once = opts.once;
     wo.backoff.base = parse_duration_ms(opts.retry_base, "--retry-base");
@@ -128,6 +131,7 @@ void run_worker(AppState& state, const WorkerCliOptions& opts) {
         started["event"] = "worker_started";
         started["worker"] = wo.worker_id;
         started["concurrency"] = wo.concurrency;
+        started["threads"] = wo.threads;
         started["lease_ms"] = wo.lease.count();
         std::cout << started.dump() << std::endl;
         std::thread relay_thread;
@@ -170,7 +174,12 @@ void setup_worker(CLI::App& app, AppState& state) {
         "worker", "send due payments to their providers (pending, and retries that are due); "
                   "SIGTERM finishes the calls in flight");
     w->add_flag("--once", opts->once, "process what is due now, then exit");
-    w->add_option("--concurrency", opts->concurrency, "executor threads")->capture_default_str();
+    w->add_option("--concurrency", opts->concurrency, "provider calls in flight at most")
+        ->capture_default_str();
+    w->add_option("--threads", opts->threads,
+                  "executor threads, each with its own database connection (default: "
+                  "--concurrency and half as many again, so that claims and settlements overlap "
+                  "the calls)");
     w->add_option("--batch", opts->batch, "payments claimed per transaction")
         ->capture_default_str();
     w->add_option("--provider", opts->only, "only these configured providers (repeatable)");

@@ -152,6 +152,71 @@ void Executor::release_uncalled(const store::ClaimedPayment& claim, const std::s
     }
 }
 
+namespace {
+
+// Holds one of `slots`' permits for its lifetime (none when `slots` is null).
+class CallSlot {
+public:
+    explicit CallSlot(std::counting_semaphore<>* slots) : m_slots(slots) {
+        if (m_slots != nullptr) {
+            m_slots->acquire();
+        }
+    }
+    ~CallSlot() {
+        if (m_slots != nullptr) {
+            m_slots->release();
+        }
+    }
+    CallSlot(const CallSlot&) = delete;
+    CallSlot& operator=(const CallSlot&) = delete;
+
+private:
+    std::counting_semaphore<>* m_slots;
+};
+
+} // namespace
+
+std::optional<providers::SubmitResult> Executor::fence_and_submit(
+    const store::ClaimedPayment& claim, const std::vector<store::ClaimedPayment>& rest,
+    providers::Provider& provider, providers::PaymentOrder& order, std::string& not_called) {
+    // A call slot first, so that the fence is immediately before the call however long the wait.
+    const CallSlot slot(m_options.call_slots);
+    // The pre-call fence (DESIGN section 6). The database proves the claim is still ours (and
+    // says what is left of the rest of the batch's leases); the local monotonic clock, read
+    // before asking, bounds when the lease ends, whatever pause comes after. The proof writes
+    // nothing while the leases are long enough: for this call, and for the next payment's after
+    // it. When they are not, the same proof renews them all.
+    crash_point("executor.before_fence");
+    const auto worst_case = provider.capabilities().worst_case_call;
+    auto asked = std::chrono::steady_clock::now();
+    auto held = store::check_claims(m_db, m_options.worker_id, rest);
+    const auto renew_below =
+        (rest.size() > 1 ? 2 * worst_case : worst_case) + m_options.call_margin;
+    const bool short_lease = std::any_of(held.begin(), held.end(),
+                                         [&](const auto& h) { return h.second < renew_below; });
+    if (held.count(claim.payment_id) != 0 && short_lease) {
+        asked = std::chrono::steady_clock::now();
+        held = store::renew_claims(m_db, m_options.worker_id, m_options.lease, rest);
+    }
+    const auto mine = held.find(claim.payment_id);
+    if (mine == held.end()) {
+        not_called = "not sent: just before the call the claim was no longer this worker's "
+                     "(lease expired, or another generation owns the payment)";
+        return std::nullopt;
+    }
+    const auto lease_end = asked + mine->second;
+    order.deadline = lease_end - m_options.call_margin;
+    crash_point("executor.before_submit");
+    if (std::chrono::steady_clock::now() + worst_case > *order.deadline) {
+        not_called = "not sent: the claim's lease no longer covered the call's worst case (the "
+                     "worker was paused or slow after its fence)";
+        return std::nullopt;
+    }
+    providers::SubmitResult result = provider.submit(order);
+    crash_point("executor.after_submit");
+    return result;
+}
+
 void Executor::execute(const std::vector<store::ClaimedPayment>& batch, std::size_t index) {
     const store::ClaimedPayment& claim = batch[index];
     providers::Provider* provider = nullptr;
@@ -165,34 +230,16 @@ void Executor::execute(const std::vector<store::ClaimedPayment>& batch, std::siz
     }
     providers::PaymentOrder order = order_for(claim);
 
-    // The pre-call fence (DESIGN section 6). The database proves the claim is still ours and
-    // renews it (and the rest of the batch); the local monotonic clock, read before asking, bounds
-    // when the renewed lease ends, whatever pause comes after.
-    crash_point("executor.before_fence");
-    const auto asked = std::chrono::steady_clock::now();
-    const auto held =
-        store::renew_claims(m_db, m_options.worker_id, m_options.lease,
-                            std::vector<store::ClaimedPayment>(
-                                batch.begin() + static_cast<std::ptrdiff_t>(index), batch.end()));
-    const auto mine = held.find(claim.payment_id);
-    if (mine == held.end()) {
-        release_uncalled(claim, "not sent: just before the call the claim was no longer this "
-                                "worker's (lease expired, or another generation owns the payment)");
+    const std::vector<store::ClaimedPayment> rest(
+        batch.begin() + static_cast<std::ptrdiff_t>(index), batch.end());
+    std::string not_called;
+    const std::optional<providers::SubmitResult> called =
+        fence_and_submit(claim, rest, *provider, order, not_called);
+    if (!called) {
+        release_uncalled(claim, not_called);
         return;
     }
-    const auto worst_case = provider->capabilities().worst_case_call;
-    const auto lease_end = asked + mine->second;
-    order.deadline = lease_end - m_options.call_margin;
-    crash_point("executor.before_submit");
-    if (std::chrono::steady_clock::now() + worst_case > *order.deadline) {
-        release_uncalled(claim,
-                         "not sent: the claim's lease no longer covered the call's worst case "
-                         "(the worker was paused or slow after renewing it)");
-        return;
-    }
-    const providers::SubmitResult result = provider->submit(order);
-    crash_point("executor.after_submit");
-
+    const providers::SubmitResult& result = *called;
     store::AttemptResult attempt;
     attempt.outcome = std::string(providers::to_string(result.outcome));
     if (result.call.http_status != 0) {

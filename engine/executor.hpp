@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <semaphore>
 #include <string>
 #include <vector>
 
@@ -39,14 +40,19 @@ providers::PaymentOrder order_for(const store::ClaimedPayment& payment);
 
 struct ExecutorOptions {
     std::string worker_id; // recorded as lease_owner and in every attempt
-    // Each claim's lease, renewed immediately before each call; longer than the slowest
-    // provider's worst-case call plus `call_margin` (minimum_lease()) by at least the renewal's
-    // round trip, or every call is skipped.
+    // Each claim's lease, proved immediately before each call and renewed there when what is
+    // left would not cover the call and the next one; longer than the slowest provider's
+    // worst-case call plus `call_margin` (minimum_lease()) by at least the fence's round trip, or
+    // every call is skipped.
     std::chrono::milliseconds lease{60000};
     // What the lease must still cover beyond a call's worst case when the call starts: the
     // settlement's round trip and the clocks' disagreement.
     std::chrono::milliseconds call_margin{1000};
     int batch = 8;
+    // Shared by the executors of one worker: a permit is held from just before the fence until
+    // the provider's answer, so that at most as many calls are in flight as it has permits while
+    // the claims and settlements of other executors overlap them. Null: no limit.
+    std::counting_semaphore<>* call_slots = nullptr;
     Backoff backoff;
     // Called for every attempt the provider rejected (Outcome::rejected) after it was settled or
     // fenced out, with the provider's code and message: `payrecon worker` logs it at error level.
@@ -76,9 +82,10 @@ public:
     Executor(store::Db& db, std::vector<providers::Provider*> providers, ExecutorOptions options);
 
     // Claims one batch and executes it, one payment at a time. Immediately before each provider
-    // call a fenced statement proves the claim is still this executor's and renews the leases of
-    // the rest of the batch (store::renew_claims), and the local monotonic clock confirms that the
-    // renewed lease still covers the call's worst case; a payment that fails either check is not
+    // call a fenced statement proves the claim is still this executor's (store::check_claims,
+    // read only; store::renew_claims instead when what is left of the batch's leases would not
+    // cover this call and the next one's worst case), and the local monotonic clock confirms
+    // that the lease still covers the call's worst case; a payment that fails either check is not
     // sent (its attempt is recorded as not sent, and it goes back to retry_scheduled unless
     // another generation owns it now). Returns the number of payments claimed. Throws
     // DatabaseUnavailable if the database went away (what was settled stays settled; a claimed
@@ -96,6 +103,12 @@ public:
 
 private:
     void execute(const std::vector<store::ClaimedPayment>& batch, std::size_t index);
+    // Takes a call slot, runs the fence and, if the claim is still held and its lease covers the
+    // call, submits `order`. Returns nothing (and says why in `not_called`) if it did not call.
+    std::optional<providers::SubmitResult>
+    fence_and_submit(const store::ClaimedPayment& claim,
+                     const std::vector<store::ClaimedPayment>& rest, providers::Provider& provider,
+                     providers::PaymentOrder& order, std::string& not_called);
     void release_uncalled(const store::ClaimedPayment& claim, const std::string& why);
 
     store::Db& m_db;

@@ -5,6 +5,7 @@
 #include "engine/reconciler.hpp"
 #include "store/db.hpp"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -28,9 +29,15 @@ void Worker::log_event(const std::string& json_line) {
     m_log << (json_line + '\n') << std::flush; // one write: a relay's lines may share the stream
 }
 
+int worker_threads(int concurrency) {
+    return std::min(256, concurrency + (concurrency + 1) / 2);
+}
+
 long Worker::run() {
+    m_call_slots = std::make_unique<std::counting_semaphore<>>(m_options.concurrency);
+    const int n = m_options.threads > 0 ? m_options.threads : worker_threads(m_options.concurrency);
     std::vector<std::thread> threads;
-    for (int i = 0; i < m_options.concurrency; ++i) {
+    for (int i = 0; i < n; ++i) {
         threads.emplace_back([this, i] { thread_main(i); });
     }
     for (auto& t : threads) {
@@ -81,6 +88,7 @@ void Worker::thread_main(int index) {
     eo.worker_id = m_options.worker_id + "/" + std::to_string(index);
     eo.lease = m_options.lease;
     eo.batch = m_options.batch;
+    eo.call_slots = m_call_slots.get();
     eo.backoff = m_options.backoff;
     eo.on_rejected = [this](const store::ClaimedPayment& claim,
                             const providers::Rejection& rejection) {

@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <ostream>
+#include <semaphore>
 #include <string>
 #include <vector>
 
@@ -23,13 +24,21 @@ using ProviderFactory = std::function<std::vector<std::unique_ptr<providers::Pro
 struct WorkerOptions {
     std::string database_url;
     std::string worker_id; // host:pid by default; recorded on every claim and attempt
-    int concurrency = 4;   // executor threads
-    int batch = 4;         // payments claimed per transaction; a stop finishes the batch
+    int concurrency = 4;   // provider calls in flight at most (call slots)
+    // Executor threads, each with its own database connection; more than `concurrency`, so that
+    // claims and settlements overlap the calls in flight. 0: worker_threads(concurrency).
+    int threads = 0;
+    int batch = 4; // payments claimed per transaction; a stop finishes the batch
     std::chrono::milliseconds lease{60000}; // per claim, renewed before each call (ExecutorOptions)
     std::chrono::milliseconds idle_poll{500}; // wait when nothing was due
     bool once = false;                        // process what is due now, then return
     Backoff backoff;
 };
+
+// The executor threads a worker runs for `concurrency` call slots by default: half as many again
+// (a claim, a fence and a settlement take about half as long as a 20 ms provider call), at most
+// 256.
+int worker_threads(int concurrency);
 
 class Worker {
 public:
@@ -65,6 +74,7 @@ private:
     std::atomic<long> m_fenced{0};
     std::atomic<long> m_not_called{0}; // claims found lost just before the call, and not sent
     std::map<std::string, long> m_settled_as; // under m_mutex: attempts by the state they settled
+    std::unique_ptr<std::counting_semaphore<>> m_call_slots;
     std::atomic<bool> m_db_failed{false};
     std::atomic<bool> m_failed{false};
 };

@@ -47,16 +47,26 @@ UPDATE payments p
 RETURNING p.payment_id::text,
           floor(extract(epoch FROM p.lease_expires_at - clock_timestamp()) * 1000)::bigint)sql";
 
-constexpr const char* k_finish_attempt = "executor_finish_attempt";
-const std::string k_finish_attempt_sql = R"sql(
-UPDATE payment_attempts
-   SET finished_at = now(), outcome = $4::text, http_status = $5, error_class = nullif($6, ''),
-       provider_reference = $7, detail = left($8, 4096)
- WHERE tenant_id = $1::uuid AND payment_id = $2::uuid AND attempt_no = $3)sql";
+constexpr const char* k_check = "executor_check";
+const std::string k_check_sql = R"sql(
+SELECT p.payment_id::text,
+       floor(extract(epoch FROM p.lease_expires_at - clock_timestamp()) * 1000)::bigint
+  FROM payments p
+  JOIN unnest($2::uuid[], $3::uuid[], $4::bigint[]) AS c(tenant_id, payment_id, generation)
+    ON p.tenant_id = c.tenant_id AND p.payment_id = c.payment_id AND p.generation = c.generation
+ WHERE p.state = 'processing' AND p.lease_owner = $1 AND p.lease_expires_at > clock_timestamp())sql";
 
+// The attempt is finished whatever the fence says (a fenced-out worker's observation is kept);
+// the payment is settled only at the claim's generation. One statement: atomic without a
+// transaction block, one round trip.
 constexpr const char* k_settle = "executor_settle";
 const std::string k_settle_sql = R"sql(
-WITH settled AS (
+WITH attempt AS (
+    UPDATE payment_attempts
+       SET finished_at = now(), outcome = $10::text, http_status = $11, error_class = nullif($12, ''),
+           provider_reference = $6, detail = left($13, 4096)
+     WHERE tenant_id = $1::uuid AND payment_id = $2::uuid AND attempt_no = $9
+), settled AS (
     UPDATE payments
        SET state = $4::text, lease_owner = NULL, lease_expires_at = NULL,
            next_attempt_at = CASE WHEN $5::bigint IS NULL THEN NULL
@@ -105,8 +115,8 @@ const std::string& statements::executor_claim() {
 const std::string& statements::executor_renew() {
     return k_renew_sql;
 }
-const std::string& statements::executor_finish_attempt() {
-    return k_finish_attempt_sql;
+const std::string& statements::executor_check() {
+    return k_check_sql;
 }
 const std::string& statements::executor_settle() {
     return k_settle_sql;
@@ -156,15 +166,59 @@ std::vector<ClaimedPayment> claim_payments(Db& db, const std::string& worker,
             names += (names.size() > 1 ? "," : "") + p;
         }
         names += "}";
-        pqxx::work tx(impl.connection());
+        // One statement: atomic without a transaction block, one round trip.
+        pqxx::nontransaction tx(impl.connection());
         const pqxx::result r =
             tx.exec_prepared(k_claim, worker, static_cast<long long>(lease.count()), batch, names);
-        tx.commit();
         std::vector<ClaimedPayment> out;
         for (const auto& row : r) {
             out.push_back(payment_from_row(row));
         }
         return out;
+    });
+}
+
+namespace {
+
+// The claims as the three arrays the fence's statements unnest. UUIDs and integers need no
+// quoting inside an array literal.
+struct ClaimArrays {
+    std::string tenants = "{", payments = "{", generations = "{";
+    explicit ClaimArrays(const std::vector<ClaimedPayment>& claims) {
+        for (const auto& c : claims) {
+            const char* sep = tenants.size() > 1 ? "," : "";
+            tenants += sep + c.tenant_id;
+            payments += sep + c.payment_id;
+            generations += sep + std::to_string(c.generation);
+        }
+        tenants += "}";
+        payments += "}";
+        generations += "}";
+    }
+};
+
+std::map<std::string, std::chrono::milliseconds> held_from(const pqxx::result& r) {
+    std::map<std::string, std::chrono::milliseconds> held;
+    for (const auto& row : r) {
+        held.emplace(row[0].as<std::string>(), std::chrono::milliseconds(row[1].as<long long>()));
+    }
+    return held;
+}
+
+} // namespace
+
+std::map<std::string, std::chrono::milliseconds>
+check_claims(Db& db, const std::string& worker, const std::vector<ClaimedPayment>& claims) {
+    if (claims.empty()) {
+        return {};
+    }
+    const ClaimArrays arrays(claims);
+    Db::Impl& impl = db.impl();
+    return translate_errors(impl, [&] {
+        impl.prepare(k_check, k_check_sql);
+        pqxx::nontransaction tx(impl.connection());
+        return held_from(
+            tx.exec_prepared(k_check, worker, arrays.tenants, arrays.payments, arrays.generations));
     });
 }
 
@@ -174,30 +228,13 @@ renew_claims(Db& db, const std::string& worker, std::chrono::milliseconds lease,
     if (claims.empty()) {
         return {};
     }
-    // UUIDs and integers need no quoting inside an array literal.
-    std::string tenants = "{", payments = "{", generations = "{";
-    for (const auto& c : claims) {
-        const char* sep = tenants.size() > 1 ? "," : "";
-        tenants += sep + c.tenant_id;
-        payments += sep + c.payment_id;
-        generations += sep + std::to_string(c.generation);
-    }
-    tenants += "}";
-    payments += "}";
-    generations += "}";
+    const ClaimArrays arrays(claims);
     Db::Impl& impl = db.impl();
     return translate_errors(impl, [&] {
         impl.prepare(k_renew, k_renew_sql);
-        pqxx::work tx(impl.connection());
-        const pqxx::result r = tx.exec_prepared(
-            k_renew, worker, static_cast<long long>(lease.count()), tenants, payments, generations);
-        tx.commit();
-        std::map<std::string, std::chrono::milliseconds> held;
-        for (const auto& row : r) {
-            held.emplace(row[0].as<std::string>(),
-                         std::chrono::milliseconds(row[1].as<long long>()));
-        }
-        return held;
+        pqxx::nontransaction tx(impl.connection());
+        return held_from(tx.exec_prepared(k_renew, worker, static_cast<long long>(lease.count()),
+                                          arrays.tenants, arrays.payments, arrays.generations));
     });
 }
 
@@ -214,21 +251,17 @@ bool settle_attempt(Db& db, const ClaimedPayment& claim, const AttemptResult& re
     }
     Db::Impl& impl = db.impl();
     return translate_errors(impl, [&] {
-        impl.prepare(k_finish_attempt, k_finish_attempt_sql);
         impl.prepare(k_settle, k_settle_sql);
-        pqxx::work tx(impl.connection());
+        pqxx::nontransaction tx(impl.connection());
         const std::string http = result.http_status ? std::to_string(*result.http_status) : "";
-        tx.exec_prepared0(k_finish_attempt, claim.tenant_id, claim.payment_id, claim.attempt_no,
-                          result.outcome, result.http_status ? http.c_str() : nullptr,
-                          result.error_class, or_null(result.provider_reference), result.detail);
         const std::string retry =
             settlement.retry_in ? std::to_string(settlement.retry_in->count()) : "";
         const pqxx::row r = tx.exec_prepared1(
             k_settle, claim.tenant_id, claim.payment_id, claim.generation,
             std::string(to_string(settlement.to)), settlement.retry_in ? retry.c_str() : nullptr,
             or_null(result.provider_reference), or_null(settlement.reason),
-            or_null(settlement.review_code));
-        tx.commit();
+            or_null(settlement.review_code), claim.attempt_no, result.outcome,
+            result.http_status ? http.c_str() : nullptr, result.error_class, result.detail);
         return r[0].as<long long>() == 1;
     });
 }

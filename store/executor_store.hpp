@@ -35,17 +35,22 @@ struct ClaimedPayment {
 // Claims up to `batch` payments of `providers` (the ones this worker can call) that are `pending`,
 // or `retry_scheduled` and due, oldest first: state processing, lease to `worker` for `lease`,
 // generation + 1, and an attempt row opened (outcome unknown until finished) -- all in one
-// transaction. Rows other workers hold are skipped, never waited for.
+// statement (one transaction). Rows other workers hold are skipped, never waited for.
 std::vector<ClaimedPayment> claim_payments(Db& db, const std::string& worker,
                                            std::chrono::milliseconds lease, int batch,
                                            const std::vector<std::string>& providers);
 
 // Immediately before a provider call (DESIGN section 6): proves, by the database's clock, which of
 // `claims` are still `worker`'s -- same generation, `processing`, leased to `worker`, lease not
-// expired -- and renews the lease of each of those to `lease` from now, in one statement. Returns
-// the lease left on each claim still held (after renewal, by the database's clock), by payment ID;
-// a claim missing from the result is no longer this worker's and must not be sent. Renewing the
-// rest of a batch with each call keeps a long batch from outliving its leases.
+// expired -- in one read-only statement (no write, so no commit to wait for). Returns the lease
+// left on each claim still held, by payment ID; a claim missing from the result is no longer this
+// worker's and must not be sent.
+std::map<std::string, std::chrono::milliseconds>
+check_claims(Db& db, const std::string& worker, const std::vector<ClaimedPayment>& claims);
+
+// The same proof, and the lease of each claim still held renewed to `lease` from now, in one
+// statement: what the fence runs when the leases left are too short for the calls still to make
+// (a long batch, slow calls). Returns the lease left on each claim still held, after renewal.
 std::map<std::string, std::chrono::milliseconds>
 renew_claims(Db& db, const std::string& worker, std::chrono::milliseconds lease,
              const std::vector<ClaimedPayment>& claims);
@@ -68,8 +73,8 @@ struct Settlement {
 };
 
 // Records the attempt (always: the observation is kept even when fenced out) and, if the payment
-// is still `processing` at `claim.generation`, applies `settlement` with its outbox event in the
-// same transaction. Returns false if the worker was fenced out (another generation owns it now).
+// is still `processing` at `claim.generation`, applies `settlement` with its outbox event, in one
+// statement. Returns false if the worker was fenced out (another generation owns it now).
 // Throws std::logic_error if the transition is not processing -> settlement.to, or retry_in or
 // review_code does not go with settlement.to.
 bool settle_attempt(Db& db, const ClaimedPayment& claim, const AttemptResult& result,

@@ -9,14 +9,15 @@
 namespace payrecon::store::statements {
 
 // executor_store.cpp: claim a batch ($1 worker, $2 lease ms, $3 batch, $4 providers text[]); the
-// pre-call fence ($1 worker, $2 lease ms, $3 tenant IDs, $4 payment IDs, $5 generations); finish
-// an attempt ($1 tenant, $2 payment, $3 attempt, $4 outcome, $5 HTTP status, $6 error class,
-// $7 provider reference, $8 detail); settle fenced by generation, with its outbox event ($1
-// tenant, $2 payment, $3 generation, $4 state, $5 retry in ms, $6 provider reference, $7 review
-// reason, $8 review code).
+// pre-call fence, read only ($1 worker, $2 tenant IDs, $3 payment IDs, $4 generations), and the
+// renewal it runs when the leases run short ($1 worker, $2 lease ms, $3 tenant IDs, $4 payment
+// IDs, $5 generations); the attempt finished and the payment settled fenced by generation, with
+// its outbox event ($1 tenant, $2 payment, $3 generation, $4 state, $5 retry in ms, $6 provider
+// reference, $7 review reason, $8 review code, $9 attempt, $10 outcome, $11 HTTP status, $12 error
+// class, $13 detail).
 const std::string& executor_claim();
+const std::string& executor_check();
 const std::string& executor_renew();
-const std::string& executor_finish_attempt();
 const std::string& executor_settle();
 
 // intake_store.cpp: a fresh request in one statement ($1 tenant, $2 principal, $3 operation, $4

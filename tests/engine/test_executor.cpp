@@ -360,30 +360,92 @@ TEST_CASE("leases: a claim whose lease ran out before its call, with no takeover
     CHECK(w.state_of(ops[1]) == "succeeded");
 }
 
-TEST_CASE("leases: each provider call renews the leases of the rest of its batch, and is given the "
-          "lease's end as its deadline",
+namespace {
+
+// The lease end of `operation_id`'s payment, in microseconds since the epoch.
+long long lease_end_us(const std::string& operation_id) {
+    return std::stoll(query_value(
+        "SELECT (extract(epoch FROM lease_expires_at) * 1000000)::bigint::text FROM payments "
+        "WHERE operation_id = $1",
+        operation_id));
+}
+
+} // namespace
+
+TEST_CASE("leases: while what is left of the batch's leases covers this call and the next, the "
+          "fence before each call writes nothing, and each call is given the lease's end as its "
+          "deadline",
           "[engine][fencing][db]") {
     World w;
+    w.provider.capabilities().worst_case_call = std::chrono::seconds(2); // renew below 5 s
     const auto ops = w.payments(3);
-    std::vector<std::string> last_lease;
+    std::vector<long long> last_lease;
     w.provider.on_submit = [&](const providers::PaymentOrder&) {
-        last_lease.push_back(query_value(
-            "SELECT (extract(epoch FROM lease_expires_at) * 1000000)::bigint::text FROM payments "
-            "WHERE operation_id = $1",
-            ops[2]));
+        last_lease.push_back(lease_end_us(ops[2]));
     };
     engine::Executor ex(*w.db, {&w.provider}, w.options());
     const auto before = std::chrono::steady_clock::now();
     CHECK(ex.run_once() == 3);
     REQUIRE(last_lease.size() == 3);
-    CHECK(std::stoll(last_lease[0]) < std::stoll(last_lease[1]));
-    CHECK(std::stoll(last_lease[1]) < std::stoll(last_lease[2]));
+    // The claim's lease, never renewed: the fences only read.
+    CHECK(last_lease[0] == last_lease[1]);
+    CHECK(last_lease[1] == last_lease[2]);
     for (const auto& deadline : w.provider.deadlines()) {
         REQUIRE(deadline.has_value());
-        // The 30 s lease less the 1 s margin, from the moment the claim was renewed.
+        // The 30 s lease less the 1 s margin, from the moment the claim was made.
         CHECK(*deadline > before);
-        CHECK(*deadline <= std::chrono::steady_clock::now() + std::chrono::seconds(29));
+        CHECK(*deadline <= before + std::chrono::seconds(29) + std::chrono::milliseconds(500));
     }
+    CHECK(w.state_of(ops[2]) == "succeeded");
+}
+
+TEST_CASE("leases: when what is left of the batch's leases would not cover this call and the "
+          "next one's worst case, the fence renews the rest of the batch before each call",
+          "[engine][fencing][db]") {
+    World w;
+    // 2 x 15 s + the 1 s margin is more than the 30 s lease: every fence with a next call to
+    // cover renews.
+    w.provider.capabilities().worst_case_call = std::chrono::seconds(15);
+    const auto ops = w.payments(3);
+    std::vector<long long> last_lease;
+    w.provider.on_submit = [&](const providers::PaymentOrder&) {
+        last_lease.push_back(lease_end_us(ops[2]));
+    };
+    engine::Executor ex(*w.db, {&w.provider}, w.options());
+    CHECK(ex.run_once() == 3);
+    REQUIRE(last_lease.size() == 3);
+    // Renewed before the first and the second call; the last call, with no next one to cover,
+    // needs 16 s of the 30 s just renewed: its fence only reads.
+    CHECK(last_lease[0] < last_lease[1]);
+    CHECK(last_lease[1] == last_lease[2]);
+    CHECK(w.provider.submits(ops[2]) == 1);
+    CHECK(ex.counts().attempted == 3);
+    CHECK(ex.counts().not_called == 0);
+
+    // A batch whose leases were cut short while its first payment was at the provider (the
+    // worker was slow): the fence renews them instead of letting them lapse, and all are sent.
+    World v;
+    v.provider.capabilities().worst_case_call = std::chrono::seconds(2); // renew below 5 s
+    const auto short_ops = v.payments(3);
+    v.provider.on_submit = [&](const providers::PaymentOrder& order) {
+        if (order.operation_id == short_ops[0]) {
+            exec_sql("UPDATE payments SET lease_expires_at = now() + interval '4 seconds' "
+                     "WHERE operation_id IN ('" +
+                     short_ops[1] + "', '" + short_ops[2] + "')");
+        }
+    };
+    engine::Executor short_ex(*v.db, {&v.provider}, v.options());
+    const auto cut = std::chrono::steady_clock::now();
+    CHECK(short_ex.run_once() == 3);
+    CHECK(short_ex.counts().attempted == 3);
+    for (const auto& op : short_ops) {
+        CHECK(v.provider.submits(op) == 1);
+        CHECK(v.state_of(op) == "succeeded");
+    }
+    // The last two calls' deadlines come from the renewed 30 s lease, not the 4 s left.
+    const auto deadlines = v.provider.deadlines();
+    REQUIRE(deadlines.size() == 3);
+    CHECK(*deadlines[2] > cut + std::chrono::seconds(20));
 }
 
 TEST_CASE("leases: an executor whose lease cannot cover the slowest call's worst case plus the "

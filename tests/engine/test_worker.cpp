@@ -4,6 +4,7 @@
 #include "tests/support/scripted_provider.hpp"
 #include "tests/support/test_db.hpp"
 
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <sstream>
 #include <thread>
@@ -91,6 +92,45 @@ TEST_CASE("worker: with --once and no database it reports the failure", "[engine
     CHECK(worker.run() == 0);
     CHECK(worker.database_failed());
     CHECK(log.str().find("database_unavailable") != std::string::npos);
+}
+
+TEST_CASE("worker: at most --concurrency provider calls are in flight while its other threads "
+          "claim and settle beside them, and every payment is sent once",
+          "[engine][worker][db]") {
+    auto db = connect();
+    const auto tenant = make_tenant(*db);
+    const auto writer = make_principal(*db, tenant);
+    ScriptedProvider provider("s" + to_hex(random_bytes(8)));
+    create_payments(*db, writer, provider.name(), 30);
+    std::atomic<int> in_flight{0};
+    std::atomic<int> most{0};
+    provider.on_submit = [&](const providers::PaymentOrder&) {
+        const int now = ++in_flight;
+        int seen = most.load();
+        while (now > seen && !most.compare_exchange_weak(seen, now)) {
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(30));
+        --in_flight;
+    };
+    engine::WorkerOptions o;
+    o.database_url = database_url();
+    o.worker_id = "slots-worker";
+    o.concurrency = 2;
+    o.threads = 6;
+    o.batch = 1;
+    o.once = true;
+    std::ostringstream log;
+    engine::Worker worker(o, factory_for(provider), log);
+    CHECK(worker.run() == 30);
+    CHECK(most.load() <= 2);
+    CHECK(most.load() == 2); // six threads with payments to send: both slots were used at once
+    CHECK(provider.total_submits() == 30);
+    CHECK(count_rows("payments", tenant.tenant_id, "state = 'succeeded'") == 30);
+    CHECK(count_rows("payment_attempts", tenant.tenant_id,
+                     "outcome = 'succeeded' AND finished_at IS NOT NULL") == 30);
+    CHECK(engine::worker_threads(8) == 12);
+    CHECK(engine::worker_threads(1) == 2);
+    CHECK(engine::worker_threads(256) == 256);
 }
 
 TEST_CASE("worker: an unexpected error in a thread is logged and the thread goes on, instead of "
