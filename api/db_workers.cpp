@@ -6,8 +6,9 @@ namespace payrecon::api {
 
 DbSlot::~DbSlot() = default;
 
-DbWorkers::DbWorkers(int workers, std::size_t queue_length, std::chrono::milliseconds queue_timeout)
-    : m_queue_length(queue_length), m_queue_timeout(queue_timeout) {
+DbWorkers::DbWorkers(int workers, std::size_t queue_length, std::chrono::milliseconds queue_timeout,
+                     Job warm)
+    : m_queue_length(queue_length), m_warm(std::move(warm)), m_queue_timeout(queue_timeout) {
     for (int i = 0; i < workers; ++i) {
         m_workers.emplace_back([this] { work(); });
     }
@@ -63,6 +64,9 @@ int DbWorkers::busy() const {
 
 void DbWorkers::work() {
     Slot slot;
+    if (m_warm) {
+        m_warm(slot);
+    }
     std::unique_lock lock(m_mutex);
     for (;;) {
         m_work_ready.wait(lock, [this] { return m_stopping || !m_queue.empty(); });

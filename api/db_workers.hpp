@@ -1,9 +1,9 @@
 #pragma once
 // The fixed pool of database workers behind `payrecon serve`: N threads, each holding one database
-// connection (opened on its first job, dropped after a job found it broken). Requests wait in one
-// bounded FIFO queue: a job that no worker has taken within the queue timeout is not run; its
-// `expired` callback answers instead (503), so a saturated database makes clients retry rather than
-// pile up. Nothing here blocks the caller: submit() only queues.
+// connection (opened as it starts, or by its first job; dropped after a job found it broken).
+// Requests wait in one bounded FIFO queue: a job that no worker has taken within the queue timeout
+// is not run; its `expired` callback answers instead (503), so a saturated database makes clients
+// retry rather than pile up. Nothing here blocks the caller: submit() only queues.
 
 #include <chrono>
 #include <condition_variable>
@@ -21,7 +21,8 @@ class Db;
 
 namespace payrecon::api {
 
-// A worker's connection: `db` is null until a job opens it; a job resets it after a failure.
+// A worker's connection: `db` is null until the warm-up or a job opens it; a job resets it after a
+// failure.
 struct DbSlot {
     std::unique_ptr<store::Db> db;
     ~DbSlot();
@@ -33,7 +34,11 @@ public:
     using Job = std::function<void(Slot&)>;
     using Expired = std::function<void()>;
 
-    DbWorkers(int workers, std::size_t queue_length, std::chrono::milliseconds queue_timeout);
+    // `warm`, if given, runs first on each worker's own slot before it takes any job (serve opens
+    // the connection and prepares its statements there, so that the first requests do not pay
+    // for them); it may not throw.
+    DbWorkers(int workers, std::size_t queue_length, std::chrono::milliseconds queue_timeout,
+              Job warm = {});
     // stop().
     ~DbWorkers();
     DbWorkers(const DbWorkers&) = delete;
@@ -62,6 +67,7 @@ private:
     void keep_time();
 
     const std::size_t m_queue_length;
+    const Job m_warm;
     const std::chrono::milliseconds m_queue_timeout;
     mutable std::mutex m_mutex;
     std::condition_variable m_work_ready;

@@ -210,8 +210,20 @@ int Server::bind() {
 
 void Server::run() {
     // The threads start here, so that they inherit the caller's signal mask (cli/signals.hpp).
+    // Each worker opens its connection and prepares the intake's statement as it starts, as
+    // pgbench connects before it measures: the first requests do not wait for a new backend
+    // and its first plan. Best effort: a database that is down now is connected to on demand.
     m_workers = std::make_unique<DbWorkers>(m_options.db_workers, m_options.queue_length,
-                                            m_options.queue_timeout);
+                                            m_options.queue_timeout, [this](DbSlot& slot) {
+                                                try {
+                                                    slot.db = std::make_unique<store::Db>(
+                                                        m_options.database_url);
+                                                    m_metrics.connection_opened();
+                                                    prepare_intake(*slot.db);
+                                                } catch (const std::exception&) {
+                                                    drop_connection(slot);
+                                                }
+                                            });
     m_http->run(m_options.io_threads);
     m_workers->stop(); // every request was answered: nothing is queued
 }

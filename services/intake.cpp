@@ -335,4 +335,8 @@ IntakeResponse IntakeService::create_payment(const Principal& principal,
     return response;
 }
 
+void prepare_intake(store::Db& db) {
+    store::prepare_intake(db);
+}
+
 } // namespace payrecon

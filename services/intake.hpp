@@ -87,4 +87,9 @@ std::string new_operation_id();
 // A new payment ID: a time-ordered (version 7) UUID in canonical text form (core/uuid).
 std::string new_uuid();
 
+// Prepares on `db`'s connection the statement create_payment runs for a fresh request or a replay,
+// so that the first request on a new connection does not pay for it (serve's database workers
+// call it as they start). Throws DatabaseUnavailable, or an SQL error if the schema is not current.
+void prepare_intake(store::Db& db);
+
 } // namespace payrecon

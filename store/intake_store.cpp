@@ -249,6 +249,15 @@ write_intake_once(Db& db, const IntakeClaim& claim, const NewPayment& payment,
 // the read, COMMIT) runs only when that statement cannot decide. The IDs cost none: the caller
 // makes the payment and operation IDs (core/uuid), the outbox event ID is the column's default
 // (uuid_generate_v7(), migration 0010).
+void prepare_intake(Db& db) {
+    Db::Impl& impl = db.impl();
+    translate_errors(impl, [&] {
+        impl.prepare(k_intake_once, k_intake_once_sql);
+        impl.connection().prepare_now(k_intake_once);
+        return 0;
+    });
+}
+
 IntakeWrite write_intake(Db& db, const IntakeClaim& claim, const NewPayment& payment,
                          const std::function<IntakeBodies(const std::string&)>& make_bodies) {
     if (auto once = write_intake_once(db, claim, payment, make_bodies)) {

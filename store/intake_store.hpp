@@ -88,6 +88,11 @@ IntakeWrite
 write_intake(Db& db, const IntakeClaim& claim, const NewPayment& payment,
              const std::function<IntakeBodies(const std::string& created_at)>& make_bodies);
 
+// Prepares on `db`'s connection the statement a fresh request or a replay runs (write_intake's one
+// statement), so that the first request on a new connection does not pay for it. Throws what
+// write_intake would (DatabaseUnavailable; an SQL error if the schema is not current).
+void prepare_intake(Db& db);
+
 // Who purges, under which minimum: what the audit log keeps of a purge run.
 struct PurgeAudit {
     std::string actor;
