@@ -178,8 +178,8 @@ void setup_worker(CLI::App& app, AppState& state) {
         ->capture_default_str();
     w->add_option("--threads", opts->threads,
                   "executor threads, each with its own database connection (default: "
-                  "--concurrency and half as many again, so that claims and settlements overlap "
-                  "the calls)");
+                  "--concurrency and half as many again, at most 8 more, so that claims and "
+                  "settlements overlap the calls)");
     w->add_option("--batch", opts->batch, "payments claimed per transaction")
         ->capture_default_str();
     w->add_option("--provider", opts->only, "only these configured providers (repeatable)");

@@ -30,7 +30,7 @@ void Worker::log_event(const std::string& json_line) {
 }
 
 int worker_threads(int concurrency) {
-    return std::min(256, concurrency + (concurrency + 1) / 2);
+    return std::min(256, concurrency + std::min((concurrency + 1) / 2, 8));
 }
 
 long Worker::run() {

@@ -36,8 +36,9 @@ struct WorkerOptions {
 };
 
 // The executor threads a worker runs for `concurrency` call slots by default: half as many again
-// (a claim, a fence and a settlement take about half as long as a 20 ms provider call), at most
-// 256.
+// (a claim, a fence and a settlement take about half as long as a 20 ms provider call), at most 8
+// more (past that the database, not the slots, limits a worker; more connections only slow it:
+// bench/executor), at most 256.
 int worker_threads(int concurrency);
 
 class Worker {

@@ -130,6 +130,7 @@ TEST_CASE("worker: at most --concurrency provider calls are in flight while its 
                      "outcome = 'succeeded' AND finished_at IS NOT NULL") == 30);
     CHECK(engine::worker_threads(8) == 12);
     CHECK(engine::worker_threads(1) == 2);
+    CHECK(engine::worker_threads(32) == 40);
     CHECK(engine::worker_threads(256) == 256);
 }
 
