@@ -294,36 +294,20 @@ Reply CheckoutApi::create(const http::Request& request, const Wait& wait) {
     m_ledger.count_delivery_locked(reply.operation_id);
     const auto latency = m_ledger.faults_locked().latency;
     // Answers without executing, after the configured latency.
-    auto answer = [&](Reply r) {
-        lock.unlock();
-        if (!wait(latency)) {
-            r.action = SocketAction::close_fin;
-        }
-        return r;
-    };
+    auto answer = [&](Reply r) { return answer_after(lock, wait, latency, std::move(r)); };
     const http::Response error_500 = empty_response(500);
 
     if (!authorized(request)) {
         reply.response = empty_response(401);
         return answer(std::move(reply));
     }
-    reply.fault = m_ledger.draw_fault_locked();
-    if (reply.fault == Fault::drop_before_execute) {
-        reply.action = SocketAction::close_fin;
-        return answer(std::move(reply));
-    }
-    if (reply.fault == Fault::http_500_before_execute) {
-        reply.response = error_500;
+    if (fault_before_execute_locked(m_ledger, reply, [&] { return error_500; })) {
         return answer(std::move(reply));
     }
     // A known key answers before the body is looked at (Checkout.com does not compare it).
     if (key != nullptr) {
-        auto it = m_keys.find(*key);
-        if (it != m_keys.end() && !it->second.in_flight &&
-            m_ledger.now_locked() - it->second.first_seen >= m_options.key_retention) {
-            m_keys.erase(it); // forgotten: the key executes again
-            it = m_keys.end();
-        }
+        const auto it =
+            known_key_locked(m_keys, *key, m_ledger.now_locked(), m_options.key_retention);
         if (it != m_keys.end()) {
             if (it->second.in_flight) {
                 reply.response = empty_response(409);

@@ -157,6 +157,15 @@ void Ledger::write_counts_locked(nlohmann::ordered_json& j, bool operations) con
     }
 }
 
+Reply answer_after(std::unique_lock<std::mutex>& lock, const Wait& wait,
+                   std::chrono::milliseconds latency, Reply reply) {
+    lock.unlock();
+    if (!wait(latency)) {
+        reply.action = SocketAction::close_fin;
+    }
+    return reply;
+}
+
 void apply_after_execute(Reply& reply, const http::Response& error_500) {
     switch (reply.fault) {
     case Fault::execute_then_hang:

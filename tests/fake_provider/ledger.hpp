@@ -83,6 +83,21 @@ bool wait_in_flight(std::unique_lock<std::mutex>& lock, const Wait& wait,
     return go_on;
 }
 
+// The record of idempotency key `key` in `keys` (a map whose records have `in_flight` and
+// `first_seen`), or keys.end(): a record settled longer than `retention` ago is forgotten first, so
+// the key executes again.
+template <class Keys>
+typename Keys::iterator known_key_locked(Keys& keys, const std::string& key,
+                                         std::chrono::system_clock::time_point now,
+                                         std::chrono::seconds retention) {
+    auto it = keys.find(key);
+    if (it != keys.end() && !it->second.in_flight && now - it->second.first_seen >= retention) {
+        keys.erase(it);
+        return keys.end();
+    }
+    return it;
+}
+
 // The operation ID of a create that names none and carries no key.
 inline constexpr std::string_view k_no_operation = "(none)";
 
@@ -158,6 +173,28 @@ private:
 // at the socket; `http_500_after_execute` replaces the response with `error_500` (the dialect's
 // own 500). Other faults leave the reply as it is.
 void apply_after_execute(Reply& reply, const http::Response& error_500);
+
+// Answers a create without executing it: releases `lock`, waits out the configured `latency`, and
+// returns `reply` -- with the connection closed (FIN) instead if the server is stopping meanwhile.
+Reply answer_after(std::unique_lock<std::mutex>& lock, const Wait& wait,
+                   std::chrono::milliseconds latency, Reply reply);
+
+// Draws the create's fault into `reply.fault`. A before-execute fault is answered here: a drop
+// closes the connection (FIN), a 500 is `make_500()` (the dialect's own); true then, and the create
+// is answered (answer_after) without executing.
+template <class Make500>
+bool fault_before_execute_locked(Ledger& ledger, Reply& reply, const Make500& make_500) {
+    reply.fault = ledger.draw_fault_locked();
+    if (reply.fault == Fault::drop_before_execute) {
+        reply.action = SocketAction::close_fin;
+        return true;
+    }
+    if (reply.fault == Fault::http_500_before_execute) {
+        reply.response = make_500();
+        return true;
+    }
+    return false;
+}
 
 // A JSON response (invalid UTF-8 replaced, never thrown on).
 http::Response json_response(int status, const nlohmann::ordered_json& body);

@@ -597,13 +597,7 @@ Reply PayPalApi::create(const http::Request& request, const Wait& wait) {
     m_ledger.count_delivery_locked(reply.operation_id);
     const auto latency = m_ledger.faults_locked().latency;
     // Answers without executing, after the configured latency.
-    auto answer = [&](Reply r) {
-        lock.unlock();
-        if (!wait(latency)) {
-            r.action = SocketAction::close_fin;
-        }
-        return r;
-    };
+    auto answer = [&](Reply r) { return answer_after(lock, wait, latency, std::move(r)); };
     const auto error_500 = [this] {
         return error_locked(500, "INTERNAL_SERVER_ERROR", "An internal server error occurred.", {});
     };
@@ -612,13 +606,7 @@ Reply PayPalApi::create(const http::Request& request, const Wait& wait) {
         reply.response = std::move(*refused);
         return answer(std::move(reply));
     }
-    reply.fault = m_ledger.draw_fault_locked();
-    if (reply.fault == Fault::drop_before_execute) {
-        reply.action = SocketAction::close_fin;
-        return answer(std::move(reply));
-    }
-    if (reply.fault == Fault::http_500_before_execute) {
-        reply.response = error_500();
+    if (fault_before_execute_locked(m_ledger, reply, error_500)) {
         return answer(std::move(reply));
     }
     if (request_id != nullptr && request_id->empty()) {
@@ -634,12 +622,8 @@ Reply PayPalApi::create(const http::Request& request, const Wait& wait) {
     }
     // A known request ID answers before the body is looked at (PayPal does not compare it).
     if (request_id != nullptr) {
-        auto it = m_requests.find(*request_id);
-        if (it != m_requests.end() && !it->second.in_flight &&
-            m_ledger.now_locked() - it->second.first_seen >= m_options.key_retention) {
-            m_requests.erase(it); // forgotten: the request ID executes again
-            it = m_requests.end();
-        }
+        const auto it = known_key_locked(m_requests, *request_id, m_ledger.now_locked(),
+                                         m_options.key_retention);
         if (it != m_requests.end()) {
             if (it->second.in_flight) {
                 reply.response = error_locked(

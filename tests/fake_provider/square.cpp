@@ -324,13 +324,7 @@ Reply SquareApi::create(const http::Request& request, const Wait& wait) {
     m_ledger.count_delivery_locked(reply.operation_id);
     const auto latency = m_ledger.faults_locked().latency;
     // Answers without executing, after the configured latency.
-    auto answer = [&](Reply r) {
-        lock.unlock();
-        if (!wait(latency)) {
-            r.action = SocketAction::close_fin;
-        }
-        return r;
-    };
+    auto answer = [&](Reply r) { return answer_after(lock, wait, latency, std::move(r)); };
     const http::Response error_500 = errors_response(
         500, {Error{"API_ERROR", "INTERNAL_SERVER_ERROR",
                     "An internal error has occurred, and the API was unable to service your "
@@ -341,13 +335,7 @@ Reply SquareApi::create(const http::Request& request, const Wait& wait) {
         reply.response = unauthorized(request);
         return answer(std::move(reply));
     }
-    reply.fault = m_ledger.draw_fault_locked();
-    if (reply.fault == Fault::drop_before_execute) {
-        reply.action = SocketAction::close_fin;
-        return answer(std::move(reply));
-    }
-    if (reply.fault == Fault::http_500_before_execute) {
-        reply.response = error_500;
+    if (fault_before_execute_locked(m_ledger, reply, [&] { return error_500; })) {
         return answer(std::move(reply));
     }
     if (!body.is_object()) {
@@ -365,12 +353,8 @@ Reply SquareApi::create(const http::Request& request, const Wait& wait) {
         m_account.idempotency && key_field != nullptr && key_field->size() <= k_max_idempotency_key;
     const std::string* key = key_usable ? key_field : nullptr;
     if (key != nullptr) {
-        auto it = m_keys.find(*key);
-        if (it != m_keys.end() && !it->second.in_flight &&
-            m_ledger.now_locked() - it->second.first_seen >= m_options.key_retention) {
-            m_keys.erase(it); // forgotten: the key executes again
-            it = m_keys.end();
-        }
+        const auto it =
+            known_key_locked(m_keys, *key, m_ledger.now_locked(), m_options.key_retention);
         if (it != m_keys.end()) {
             if (it->second.fingerprint != fingerprint) {
                 reply.response = errors_response(

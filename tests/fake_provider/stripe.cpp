@@ -533,13 +533,7 @@ Reply StripeApi::create(const http::Request& request, const Wait& wait, bool ady
     const auto latency = m_ledger.faults_locked().latency;
 
     // Answers without executing, after the configured latency.
-    auto answer = [&](Reply r) {
-        lock.unlock();
-        if (!wait(latency)) {
-            r.action = SocketAction::close_fin;
-        }
-        return r;
-    };
+    auto answer = [&](Reply r) { return answer_after(lock, wait, latency, std::move(r)); };
     // What the after-execute faults do to the socket (and a 500 to the response).
     auto after = [](Reply& r) { apply_after_execute(r, api_error_500("after execution")); };
 
@@ -561,13 +555,9 @@ Reply StripeApi::create(const http::Request& request, const Wait& wait, bool ady
         return answer(std::move(reply));
     }
 
-    reply.fault = m_ledger.draw_fault_locked();
-    if (reply.fault == Fault::drop_before_execute) {
-        reply.action = SocketAction::close_fin;
-        return answer(std::move(reply));
-    }
-    if (reply.fault == Fault::http_500_before_execute) {
-        reply.response = api_error_500("before execution: nothing was executed");
+    if (fault_before_execute_locked(m_ledger, reply, [] {
+            return api_error_500("before execution: nothing was executed");
+        })) {
         return answer(std::move(reply));
     }
 
