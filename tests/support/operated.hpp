@@ -214,6 +214,7 @@ public:
         if (ready == 0) {
             FAIL("still running after " << deadline.count() << " s: it hangs");
         }
+        INFO("killed by signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0));
         REQUIRE(WIFEXITED(status));
         r.exit_code = WEXITSTATUS(status);
         return r;
