@@ -93,7 +93,7 @@ void run_worker(AppState& state, const WorkerCliOptions& opts) {
     wo.database_url = opened->db->url();
     wo.worker_id = process_id_text();
     wo.concurrency = opts.concurrency;
-    wo.threads = opts.threads > 0 ? opts.threads : engine::worker_threads(opts.concurrency);
+    wo.threads = opts.threads > 0 ? opts.threads : opts.concurrency;
     wo.batch = opts.batch;
     wo.once = opts.once;
     wo.backoff.base = parse_duration_ms(opts.retry_base, "--retry-base");
@@ -178,8 +178,8 @@ void setup_worker(CLI::App& app, AppState& state) {
         ->capture_default_str();
     w->add_option("--threads", opts->threads,
                   "executor threads, each with its own database connection (default: "
-                  "--concurrency and half as many again, at most 8 more, so that claims and "
-                  "settlements overlap the calls)");
+                  "--concurrency; more, such as 1.5 x, let claims and settlements overlap the "
+                  "calls: docs/operations.md)");
     w->add_option("--batch", opts->batch, "payments claimed per transaction")
         ->capture_default_str();
     w->add_option("--provider", opts->only, "only these configured providers (repeatable)");

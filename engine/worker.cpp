@@ -5,7 +5,6 @@
 #include "engine/reconciler.hpp"
 #include "store/db.hpp"
 
-#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -29,13 +28,9 @@ void Worker::log_event(const std::string& json_line) {
     m_log << (json_line + '\n') << std::flush; // one write: a relay's lines may share the stream
 }
 
-int worker_threads(int concurrency) {
-    return std::min(256, concurrency + std::min((concurrency + 1) / 2, 8));
-}
-
 long Worker::run() {
     m_call_slots = std::make_unique<std::counting_semaphore<>>(m_options.concurrency);
-    const int n = m_options.threads > 0 ? m_options.threads : worker_threads(m_options.concurrency);
+    const int n = m_options.threads > 0 ? m_options.threads : m_options.concurrency;
     std::vector<std::thread> threads;
     for (int i = 0; i < n; ++i) {
         threads.emplace_back([this, i] { thread_main(i); });

@@ -25,8 +25,8 @@ struct WorkerOptions {
     std::string database_url;
     std::string worker_id; // host:pid by default; recorded on every claim and attempt
     int concurrency = 4;   // provider calls in flight at most (call slots)
-    // Executor threads, each with its own database connection; more than `concurrency`, so that
-    // claims and settlements overlap the calls in flight. 0: worker_threads(concurrency).
+    // Executor threads, each with its own database connection; more than `concurrency` lets
+    // claims and settlements overlap the calls in flight (bench/executor). 0: `concurrency`.
     int threads = 0;
     int batch = 4; // payments claimed per transaction; a stop finishes the batch
     std::chrono::milliseconds lease{60000}; // per claim, renewed before each call (ExecutorOptions)
@@ -34,12 +34,6 @@ struct WorkerOptions {
     bool once = false;                        // process what is due now, then return
     Backoff backoff;
 };
-
-// The executor threads a worker runs for `concurrency` call slots by default: half as many again
-// (a claim, a fence and a settlement take about half as long as a 20 ms provider call), at most 8
-// more (past that the database, not the slots, limits a worker; more connections only slow it:
-// bench/executor), at most 256.
-int worker_threads(int concurrency);
 
 class Worker {
 public:
