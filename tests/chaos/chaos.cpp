@@ -214,6 +214,11 @@ private:
     std::unique_ptr<Payrecon> payrecon(const std::vector<std::string>& args) {
         return m_world->start(args, home_env());
     }
+    // A process the run pauses (serve, the workers): in a process group of its own, so that no
+    // orphaned-group SIGHUP ends it while it is stopped (see ProcessGroup).
+    std::unique_ptr<Payrecon> pausable(const std::vector<std::string>& args) {
+        return m_world->start(args, home_env(), ProcessGroup::own);
+    }
     // `payrecon db ...` on the private cluster; the test fails if it does not exit 0.
     void db(const std::vector<std::string>& args) {
         Payrecon p(m_home.home.path(), home_env(), args);
@@ -276,7 +281,7 @@ void Chaos::start_serve() {
         if (m_port == 0) {
             m_port = closed_port();
         }
-        m_serve.process = payrecon(
+        m_serve.process = pausable(
             {"serve", "--listen", "127.0.0.1:" + std::to_string(m_port), "--threads", "4"});
         m_serve.resume_at.reset();
         const auto until = Clock::now() + seconds(30);
@@ -311,7 +316,7 @@ void Chaos::start_serve() {
 
 void Chaos::start_worker(std::size_t slot) {
     m_workers[slot].name = "worker " + std::to_string(++m_worker_count);
-    m_workers[slot].process = payrecon({"worker", "--concurrency", "2", "--batch", "4", "--lease",
+    m_workers[slot].process = pausable({"worker", "--concurrency", "2", "--batch", "4", "--lease",
                                         std::to_string(k_lease.count()) + "ms", "--retry-base",
                                         "200ms", "--retry-cap", "1s"});
     m_workers[slot].resume_at.reset();

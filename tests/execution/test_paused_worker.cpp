@@ -47,7 +47,8 @@ struct PausedWorker {
         w.fake->set_faults(faults);
         refs = w.payments(4);
         worker =
-            w.start({"worker", "--once", "--concurrency", "1", "--batch", "4", "--lease", "3s"});
+            w.start({"worker", "--once", "--concurrency", "1", "--batch", "4", "--lease", "3s"}, {},
+                    ProcessGroup::own); // it is stopped: see ProcessGroup
     }
 
     int deliveries() { return w.fake->ledger()["deliveries"].get<int>(); }

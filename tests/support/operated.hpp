@@ -87,13 +87,25 @@ inline std::string read_file(const std::filesystem::path& path) {
     return s.str();
 }
 
+// Whether a child shares this process's process group, or leads one of its own.
+//
+// A test that stops a child (SIGSTOP) must give it its own (`own`). Otherwise the child is a
+// stopped member of the test's group, and when that group loses its last member whose parent is
+// outside it -- the shell that started the test run exits, or a job-control shell's job ends --
+// the kernel sends every process of an orphaned group that has a stopped member SIGHUP and SIGCONT
+// (POSIX's orphaned process groups), and the stopped payrecon dies of SIGHUP. A child alone in its
+// group has its parent, this test process, outside it for as long as the test runs. The cost: a
+// Ctrl-C at the terminal reaches the test but not an `own` child; one the test is running when it
+// dies that way finishes on its own (SIGHUP and SIGCONT still end it if it is stopped then).
+enum class ProcessGroup { shared, own };
+
 // `$PAYRECON_BIN args...` as a child process: its environment is this process's without any
 // PAYRECON_* variable (a developer's shell must not leak a configuration in), plus `env`; stdin
 // /dev/null, stdout and stderr to files in `dir`. Several may run at once.
 class Payrecon {
 public:
-    Payrecon(const std::filesystem::path& dir, const Env& env,
-             const std::vector<std::string>& args) {
+    Payrecon(const std::filesystem::path& dir, const Env& env, const std::vector<std::string>& args,
+             ProcessGroup group = ProcessGroup::shared) {
         static std::atomic<int> counter{0};
         const std::string stem = "run" + std::to_string(++counter);
         m_out = dir / (stem + ".out");
@@ -134,7 +146,14 @@ public:
                                            0600);
         ::posix_spawn_file_actions_addopen(&actions, 2, m_err.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
                                            0600);
-        const int rc = ::posix_spawn(&m_pid, bin, &actions, nullptr, argv.data(), envp.data());
+        posix_spawnattr_t attributes;
+        REQUIRE(::posix_spawnattr_init(&attributes) == 0);
+        if (group == ProcessGroup::own) {
+            REQUIRE(::posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP) == 0);
+            REQUIRE(::posix_spawnattr_setpgroup(&attributes, 0) == 0); // its own PID
+        }
+        const int rc = ::posix_spawn(&m_pid, bin, &actions, &attributes, argv.data(), envp.data());
+        ::posix_spawnattr_destroy(&attributes);
         ::posix_spawn_file_actions_destroy(&actions);
         REQUIRE(rc == 0);
     }
@@ -318,11 +337,13 @@ struct Operated {
                            std::get<providers::ApiKey>(config.credentials).value.reveal());
         return extra;
     }
-    // `payrecon --database URL --config FILE args...`, started.
-    std::unique_ptr<Payrecon> start(const std::vector<std::string>& args, const Env& extra = {}) {
+    // `payrecon --database URL --config FILE args...`, started; `ProcessGroup::own` for a process
+    // the test will stop (see ProcessGroup).
+    std::unique_ptr<Payrecon> start(const std::vector<std::string>& args, const Env& extra = {},
+                                    ProcessGroup group = ProcessGroup::shared) {
         std::vector<std::string> all{"--database", url, "--config", config_file.string()};
         all.insert(all.end(), args.begin(), args.end());
-        return std::make_unique<Payrecon>(dir.path(), env(extra), all);
+        return std::make_unique<Payrecon>(dir.path(), env(extra), all, group);
     }
     Run payrecon(const std::vector<std::string>& args, const Env& extra = {}) {
         return start(args, extra)->wait();
