@@ -1,6 +1,7 @@
 // payrecon statement: the provider's transactions for a window against our payments, every
 // discrepancy found and reported (DESIGN section 9). Exit 0 clean, 3 findings need attention,
-// 1 the run failed (a failed listing resumes when the same window is run again).
+// 1 the run failed (a failed listing resumes when the same window is run again). A provider that
+// cannot list is read by looking our payments up, one call each (engine/statement).
 #include "cli/app.hpp"
 #include "cli/context.hpp"
 #include "cli/reconcile_view.hpp"
@@ -66,8 +67,10 @@ void run_statement_cmd(AppState& state, const StatementCliOptions& opts) {
 void setup_statement(CLI::App& app, AppState& state) {
     auto opts = std::make_shared<StatementCliOptions>();
     CLI::App* s = app.add_subcommand(
-        "statement", "diff a provider's transactions for a window against our payments and report "
-                     "every discrepancy (exit 0 clean, 3 findings, 1 failed)");
+        "statement",
+        "diff a provider's transactions for a window against our payments and report every "
+        "discrepancy (exit 0 clean, 3 findings, 1 failed); a provider that lists nothing by "
+        "window (Checkout.com) is read by looking each of our payments up");
     s->add_option("--provider", opts->provider, "the configured provider")->required();
     s->add_option("--from", opts->from,
                   "window start, UTC: 2026-12-01 or 2026-12-01T06:00:00Z (default: yesterday)");

@@ -2,6 +2,7 @@
 
 #include "core/backoff.hpp"
 #include "core/errors.hpp"
+#include "engine/executor.hpp"
 #include "providers/registry.hpp"
 
 #include <optional>
@@ -86,27 +87,86 @@ struct ListingStop {
     ExitCode code;
 };
 
+// Failed provider calls in a row, and what comes after one: a wait (the provider's Retry-After,
+// else 1 s doubling up to 64 s; never over max_wait) and another try, or the end of the run.
+// 401/403 end it at once: credentials or permissions, which asking again cannot fix.
+class Retrying {
+public:
+    Retrying(const StatementOptions& options, std::string permission,
+             std::function<void(const std::string&)> say)
+        : m_options(options), m_permission(std::move(permission)), m_say(std::move(say)) {}
+
+    void succeeded() { m_failures = 0; }
+
+    // After a failed call (`what`: "listing page 3"): nullopt once it has waited to try again.
+    std::optional<ListingStop> failed(const providers::CallRecord& call,
+                                      std::optional<std::chrono::seconds> retry_after,
+                                      const std::string& what, const store::StatementRun& run) {
+        const int status = call.http_status;
+        if (status == 401 || status == 403) {
+            return ListingStop{
+                "the provider refused our " +
+                    std::string(status == 401 ? "credentials (HTTP 401)"
+                                              : "request as not permitted (HTTP 403)") +
+                    " " + what + (call.detail.empty() ? "" : ": " + call.detail),
+                "not retried. Check " +
+                    (m_options.credentials.empty() ? "the provider's API key"
+                                                   : m_options.credentials) +
+                    " and that the key may " + m_permission + ", then run the same window again" +
+                    (run.complete_kept ? " (its last complete result is kept until then)" : ""),
+                ExitCode::config};
+        }
+        ++m_failures;
+        const std::string why = call.error_class.empty() ? "no answer" : call.error_class;
+        if (m_failures > m_options.max_page_retries) {
+            return ListingStop{"the provider failed " + std::to_string(m_failures) +
+                                   " times in a row " + what + " (" + why + ")",
+                               "run the same window again to resume where it stopped",
+                               ExitCode::failure};
+        }
+        const std::chrono::seconds delay = std::min(
+            retry_after
+                ? *retry_after
+                : std::chrono::duration_cast<std::chrono::seconds>(m_backoff.delay(m_failures - 1)),
+            m_options.max_wait);
+        m_say(what + ": " + why + ", waiting " + std::to_string(delay.count()) + " s");
+        const auto wait = m_options.wait ? m_options.wait : [](std::chrono::milliseconds d) {
+            std::this_thread::sleep_for(d);
+        };
+        wait(std::chrono::duration_cast<std::chrono::milliseconds>(delay));
+        return std::nullopt;
+    }
+
+private:
+    const StatementOptions& m_options;
+    std::string m_permission; // what the key must be allowed: "list payments"
+    std::function<void(const std::string&)> m_say;
+    const Backoff m_backoff{std::chrono::seconds(1), std::chrono::seconds(64)};
+    int m_failures = 0;
+};
+
 // Lists the provider's records of the window (widened by the margin) page by page into the run,
-// from where the run's listing stands; retries a failed page on the provider's Retry-After, else a
-// doubling backoff, at most max_page_retries times in a row. 401/403 stop at once.
+// from where the run's listing stands; retries a failed page (Retrying), at most max_page_retries
+// times in a row.
 std::optional<ListingStop> list_statement(store::Db& db, providers::Provider& provider,
                                           const StatementOptions& options, store::StatementRun& run,
                                           const std::function<void(const std::string&)>& say) {
-    const auto wait = options.wait ? options.wait : [](std::chrono::milliseconds d) {
-        std::this_thread::sleep_for(d);
-    };
+    if (run.list_cursor && store::is_lookup_cursor(*run.list_cursor)) {
+        throw UsageError("the unfinished statement run of this window for " + provider.name() +
+                             " was looking payments up, not reading the provider's listing",
+                         "its configuration changed since (the provider's \"list\" "
+                         "capability): switch it back to finish that run");
+    }
     providers::TimeWindow window;
     window.from = std::chrono::system_clock::time_point(
         std::chrono::seconds(options.window_from - options.margin.count()));
     window.to = std::chrono::system_clock::time_point(
         std::chrono::seconds(options.window_to + options.margin.count()));
-    // The provider's Retry-After, else 1 s doubling up to 64 s; never over max_wait.
-    const Backoff backoff{std::chrono::seconds(1), std::chrono::seconds(64)};
-    int failures = 0;
+    Retrying retrying(options, "list payments", say);
     while (run.status == StatementRunStatus::listing) {
         const providers::ListPage page = provider.list(window, run.list_cursor);
         if (page.ok) {
-            failures = 0;
+            retrying.succeeded();
             std::vector<store::StatementRecord> records;
             records.reserve(page.items.size());
             for (const auto& item : page.items) {
@@ -117,37 +177,72 @@ std::optional<ListingStop> list_statement(store::Db& db, providers::Provider& pr
                 std::to_string(run.pages) + " pages)");
             continue;
         }
-        const int status = page.call.http_status;
-        if (status == 401 || status == 403) {
-            // Credentials or permissions: asking again cannot help, and the operator must act.
-            return ListingStop{
-                "the provider refused our " +
-                    std::string(status == 401 ? "credentials (HTTP 401)"
-                                              : "request as not permitted (HTTP 403)") +
-                    " listing page " + std::to_string(run.pages + 1) +
-                    (page.call.detail.empty() ? "" : ": " + page.call.detail),
-                "not retried. Check " +
-                    (options.credentials.empty() ? "the provider's API key" : options.credentials) +
-                    " and that the key may list payments, then run the same window again" +
-                    (run.complete_kept ? " (its last complete result is kept until then)" : ""),
-                ExitCode::config};
+        if (auto stop = retrying.failed(page.call, page.retry_after,
+                                        "listing page " + std::to_string(run.pages + 1), run)) {
+            return stop;
         }
-        ++failures;
-        const std::string why = page.call.error_class.empty() ? "no answer" : page.call.error_class;
-        if (failures > options.max_page_retries) {
-            return ListingStop{
-                "the provider's listing failed " + std::to_string(failures) +
-                    " times in a row at page " + std::to_string(run.pages + 1) + " (" + why + ")",
-                "run the same window again to resume where it stopped", ExitCode::failure};
+    }
+    return std::nullopt;
+}
+
+// For a provider that cannot list: looks up each of our payments sent inside the window (not the
+// margin: the diff reports only on the window, and what a lookup finds is ours by its operation
+// ID), page by page of our payments, storing what the provider has of each, from where the run
+// stands. A lookup that fails is retried (Retrying); when it stops the run, the lookups done
+// before it are kept and the next run goes on from the payment that failed. Counts the lookups in
+// `lookups`.
+std::optional<ListingStop> lookup_statement(store::Db& db, providers::Provider& provider,
+                                            const StatementOptions& options,
+                                            store::StatementRun& run, long long& lookups,
+                                            const std::function<void(const std::string&)>& say) {
+    Retrying retrying(options, "read payments", say);
+    const int limit = std::max(1, options.lookups_per_page);
+    while (run.status == StatementRunStatus::listing) {
+        const std::vector<store::StatementLookup> ours =
+            store::statement_lookup_page(db, run, run.list_cursor, limit);
+        std::vector<store::StatementRecord> records;
+        std::optional<std::string> cursor = run.list_cursor;
+        for (const auto& l : ours) {
+            providers::LookupResult found;
+            for (;;) {
+                found = provider.lookup(order_for(l.payment));
+                ++lookups;
+                if (found.status != providers::LookupResult::Status::failed) {
+                    retrying.succeeded();
+                    break;
+                }
+                if (auto stop =
+                        retrying.failed(found.call, std::nullopt,
+                                        "looking up payment " + l.payment.payment_id, run)) {
+                    if (cursor != run.list_cursor) {
+                        store::store_statement_page(db, run, records, cursor);
+                    }
+                    return stop;
+                }
+            }
+            if (found.status == providers::LookupResult::Status::found && found.payment) {
+                const std::size_t first = records.size();
+                records.push_back(statement_record_of(*found.payment));
+                for (const auto& d : found.duplicates) {
+                    records.push_back(statement_record_of(d));
+                }
+                // Found by our operation ID: ours, whether or not the provider echoes it.
+                for (std::size_t i = first; i < records.size(); ++i) {
+                    if (!records[i].record.operation_id) {
+                        records[i].record.operation_id = l.payment.operation_id;
+                        records[i].record.match_key = l.payment.operation_id;
+                    }
+                }
+            }
+            cursor = l.cursor;
         }
-        const std::chrono::seconds delay = std::min(
-            page.retry_after
-                ? *page.retry_after
-                : std::chrono::duration_cast<std::chrono::seconds>(backoff.delay(failures - 1)),
-            options.max_wait);
-        say("page " + std::to_string(run.pages + 1) + ": " + why + ", waiting " +
-            std::to_string(delay.count()) + " s");
-        wait(std::chrono::duration_cast<std::chrono::milliseconds>(delay));
+        // A short page is the last; a full one may be followed by an empty one.
+        store::store_statement_page(db, run, records,
+                                    static_cast<int>(ours.size()) < limit
+                                        ? std::nullopt
+                                        : std::optional<std::string>(cursor));
+        say("looked up " + std::to_string(lookups) + " payments, " +
+            std::to_string(run.remote_records) + " provider records");
     }
     return std::nullopt;
 }
@@ -212,15 +307,38 @@ void diff_into_report(store::Db& db, store::StatementRun& run, const StatementOp
 reports::Report run_statement(store::Db& db, providers::Provider& provider,
                               const StatementOptions& options,
                               const std::function<void(const std::string&)>& progress) {
-    if (!provider.capabilities().list_transactions) {
-        throw Refused("provider " + provider.name() + " cannot list its transactions",
+    const providers::Capabilities& caps = provider.capabilities();
+    const bool by_lookup = !caps.list_transactions;
+    if (by_lookup && !caps.lookup_by_operation_id) {
+        throw Refused("provider " + provider.name() +
+                          " can neither list its transactions nor look a payment up",
                       "statement reconciliation needs a provider that lists (" +
                           providers::kinds_where(
                               [](const providers::ProviderDescriptor& d) { return d.api.list; }) +
+                          ") or finds a payment by our operation ID (" +
+                          providers::kinds_where([](const providers::ProviderDescriptor& d) {
+                              return d.api.lookup && !d.api.list;
+                          }) +
                           "); check its capabilities in the configuration");
     }
     if (options.window_to <= options.window_from) {
         throw UsageError("the statement window is empty: its end must be after its start");
+    }
+    if (by_lookup && caps.lookup_staleness.count() > 0) {
+        // A payment sent less than the lookup's staleness ago may not be findable yet: its "not
+        // found" would be a false missing_remote.
+        const long long now = std::chrono::duration_cast<std::chrono::seconds>(
+                                  std::chrono::system_clock::now().time_since_epoch())
+                                  .count();
+        const long long ready = options.window_to + caps.lookup_staleness.count();
+        if (ready > now) {
+            throw Refused("the window ends too recently to look " + provider.name() +
+                              "'s payments up: a payment sent in its last " +
+                              std::to_string(caps.lookup_staleness.count()) +
+                              " s may not be findable yet, and its absence would prove nothing",
+                          "run it after " + reports::format_utc_seconds(ready) +
+                              ", or end the window earlier");
+        }
     }
     const auto say = [&](const std::string& s) {
         if (progress) {
@@ -230,7 +348,19 @@ reports::Report run_statement(store::Db& db, providers::Provider& provider,
     store::StatementRun run = store::open_statement_run(db, provider.name(), options.window_from,
                                                         options.window_to, options.margin.count());
     reports::Report report = statement_report(provider.name(), options, run);
-    if (const auto stop = list_statement(db, provider, options, run, say)) {
+    long long lookups = 0;
+    if (by_lookup) {
+        report.facts.emplace_back(
+            "read by", "looking up each of our payments sent in the window (" + provider.name() +
+                           " lists no payments by window): a charge made outside payrecon is not "
+                           "seen this way; find those in the provider's own reports");
+    }
+    const auto stop = by_lookup ? lookup_statement(db, provider, options, run, lookups, say)
+                                : list_statement(db, provider, options, run, say);
+    if (by_lookup) {
+        report.facts.emplace_back("lookups made", std::to_string(lookups));
+    }
+    if (stop) {
         store::fail_statement_run(db, run, stop->error);
         report.failure = stop->error + "; " + stop->next;
         report.exit_code = static_cast<int>(stop->code);

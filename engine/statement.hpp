@@ -21,7 +21,9 @@ struct StatementOptions {
     long long window_to = 0;           // unix seconds, exclusive
     std::chrono::seconds margin{3600}; // both sides are read this much wider, for pairing
     long long amount_tolerance_minor = 0;
-    int max_page_retries = 5;           // a page that fails this often in a row stops the run
+    int max_page_retries = 5; // a page (or a lookup) that fails this often in a row stops the run
+    // A provider that cannot list is read by looking our payments up, this many per stored page.
+    int lookups_per_page = 100;
     std::chrono::seconds max_wait{120}; // longest wait for a rate limit or a retry
     std::size_t listed_findings =
         10000;                  // findings listed in the report (all are counted and stored)
@@ -46,8 +48,13 @@ reports::Finding report_finding(const DiffFinding& f, const std::string& provide
 // Runs the statement for `provider` and returns its report (exit code 0 clean, 3 findings need
 // attention, 1 the run failed, 4 the provider refused our credentials -- not retried -- and
 // `failure` says why; a run whose listing failed resumes where it stopped when started again; the
-// window's last complete result stays stored until a new run of it is complete). Throws Refused if
-// the provider cannot list transactions, and DatabaseUnavailable if the database went away.
+// window's last complete result stays stored until a new run of it is complete).
+// A provider that cannot list its transactions but can find a payment by our operation ID
+// (Checkout.com) is read by looking up each of our payments sent inside the window: the same diff,
+// except that a charge made outside payrecon cannot be found that way (the report says so).
+// Throws Refused if the provider can do neither, or if the window ends so recently that a "not
+// found" would prove nothing yet (its lookup's staleness); DatabaseUnavailable if the database
+// went away.
 reports::Report run_statement(store::Db& db, providers::Provider& provider,
                               const StatementOptions& options,
                               const std::function<void(const std::string&)>& progress = {});

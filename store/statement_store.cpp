@@ -88,6 +88,24 @@ DELETE FROM recon_runs o
  WHERE n.run_id = $1::uuid AND o.provider = n.provider AND o.window_from = n.window_from
    AND o.window_to = n.window_to AND o.status = 'done' AND o.run_id <> n.run_id)sql";
 
+// Our sent payments of a provider inside [from, to) by first attempt, after a (first attempt,
+// payment ID) position, in that order: the payments_statement index's range, then a sort of the
+// page's rows at most. The position is exact: integer microseconds on both sides.
+constexpr const char* k_lookup_page = "statement_lookup_page";
+const std::string k_lookup_page_sql = std::string("SELECT ") + k_payment_columns + R"sql(,
+       (extract(epoch FROM coalesce(p.first_attempt_at, p.created_at)) * 1000000)::bigint
+  FROM payments p
+ WHERE p.provider = $1 AND p.first_attempt_at IS NOT NULL
+   AND coalesce(p.first_attempt_at, p.created_at) >=
+       greatest(to_timestamp($2), 'epoch'::timestamptz + $4::bigint * interval '1 microsecond')
+   AND coalesce(p.first_attempt_at, p.created_at) < to_timestamp($3)
+   AND (coalesce(p.first_attempt_at, p.created_at), p.payment_id) >
+       ('epoch'::timestamptz + $4::bigint * interval '1 microsecond', $5::uuid)
+ ORDER BY coalesce(p.first_attempt_at, p.created_at), p.payment_id
+ LIMIT $6)sql";
+
+constexpr std::string_view k_lookup_cursor_prefix = "lookup:";
+
 // recon_runs.status holds to_string() names only (its CHECK constraint).
 StatementRunStatus stored_run_status(const std::string& name) {
     if (const auto status = parse_statement_run_status(name)) {
@@ -568,6 +586,50 @@ void store_statement_page(Db& db, StatementRun& run, const std::vector<Statement
     if (!next_cursor) {
         translate_errors(impl, [&] { vacuum_statement_records(impl); });
     }
+}
+
+bool is_lookup_cursor(const std::string& cursor) {
+    return cursor.rfind(k_lookup_cursor_prefix, 0) == 0;
+}
+
+std::vector<StatementLookup> statement_lookup_page(Db& db, const StatementRun& run,
+                                                   const std::optional<std::string>& after,
+                                                   int limit) {
+    long long after_us = run.window_from * 1000000;
+    std::string after_id = "00000000-0000-0000-0000-000000000000";
+    if (after) {
+        const std::string rest =
+            is_lookup_cursor(*after) ? after->substr(k_lookup_cursor_prefix.size()) : "";
+        const auto colon = rest.find(':');
+        if (colon == std::string::npos || colon == 0 ||
+            !std::all_of(rest.begin(), rest.begin() + static_cast<std::ptrdiff_t>(colon),
+                         [](char c) { return c >= '0' && c <= '9'; })) {
+            throw UsageError("the unfinished statement run of this window for " + run.provider +
+                                 " was reading the provider's listing, not looking payments up",
+                             "its configuration changed since (the provider's \"list\" "
+                             "capability): switch it back to finish that run");
+        }
+        after_us = std::stoll(rest.substr(0, colon));
+        after_id = rest.substr(colon + 1);
+    }
+    Db::Impl& impl = db.impl();
+    return translate_errors(impl, [&] {
+        impl.prepare(k_lookup_page, k_lookup_page_sql);
+        pqxx::read_transaction tx(impl.connection());
+        const pqxx::result rows = tx.exec_prepared(k_lookup_page, run.provider, run.window_from,
+                                                   run.window_to, after_us, after_id, limit);
+        std::vector<StatementLookup> out;
+        out.reserve(rows.size());
+        for (const auto& row : rows) {
+            StatementLookup l;
+            l.payment = payment_from_row(row);
+            l.cursor = std::string(k_lookup_cursor_prefix) +
+                       std::to_string(row[k_payment_column_count].as<long long>()) + ":" +
+                       l.payment.payment_id;
+            out.push_back(std::move(l));
+        }
+        return out;
+    });
 }
 
 void fail_statement_run(Db& db, const StatementRun& run, const std::string& error) {

@@ -6,6 +6,7 @@
 // the window.
 
 #include "core/statement_diff.hpp"
+#include "store/executor_store.hpp"
 
 #include <cstddef>
 #include <functional>
@@ -50,6 +51,22 @@ struct StatementRecord {
 // kept as it was.
 void store_statement_page(Db& db, StatementRun& run, const std::vector<StatementRecord>& records,
                           const std::optional<std::string>& next_cursor);
+
+// A statement read by lookups, for a provider that can find a payment by our operation ID but
+// cannot list its payments by window (Checkout.com): our payments of the run's provider that were
+// sent (first attempt inside the window), in the order of their first attempt, each with the
+// cursor that goes on after it ("lookup:<first attempt in unix microseconds>:<payment ID>", kept
+// as the run's list cursor). `after` nullopt: from the window's start. Throws UsageError for a
+// cursor that is not such one (a run of the window that was listing instead).
+struct StatementLookup {
+    ClaimedPayment payment; // generation and attempt_no: as stored, nothing is claimed
+    std::string cursor;     // the one after this payment
+};
+std::vector<StatementLookup> statement_lookup_page(Db& db, const StatementRun& run,
+                                                   const std::optional<std::string>& after,
+                                                   int limit);
+// Whether a run's list cursor is a lookup cursor (see statement_lookup_page).
+bool is_lookup_cursor(const std::string& cursor);
 
 // Records a failure (status failed, unless the listing can resume: then it stays `listing` with
 // its cursor) with what happened.

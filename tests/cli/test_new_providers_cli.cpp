@@ -2,7 +2,8 @@
 // them -- a checkout entry with its processing channel, a paypal entry naming its client ID and
 // secret flat -- against the in-process fake provider speaking their dialects: `worker --once`
 // sends, an ambiguous answer becomes unknown, `reconcile` finds the charge without re-sending,
-// `statement` reads PayPal's books and refuses Checkout.com's (no listing). Secrets reach the child
+// `statement` reads PayPal's books and looks Checkout.com's payments up (it lists nothing by
+// window). Secrets reach the child
 // through its environment only. Counted in payments and in the fake's ledger.
 #include "tests/support/operated.hpp"
 
@@ -64,7 +65,8 @@ struct TwoProviders {
 } // namespace
 
 TEST_CASE("cli: Checkout.com and PayPal configured as an operator writes them -- worker sends, "
-          "reconcile finds what a lost answer hid, statement reads PayPal's books",
+          "reconcile finds what a lost answer hid, statement reads PayPal's books and looks "
+          "Checkout.com's payments up",
           "[cli][db][checkout][paypal]") {
     TwoProviders t;
     const std::string co_ok = t.pay(t.checkout, "src_nwd3m4in3hkuddfpjsaevunhdy");
@@ -104,12 +106,18 @@ TEST_CASE("cli: Checkout.com and PayPal configured as an operator writes them --
     const auto report = nlohmann::json::parse(statement.out);
     CHECK(report.dump().find("\"matched\"") != std::string::npos);
 
-    const Run refused = t.payrecon({"statement", "--provider", t.checkout});
-    CHECK(refused.exit_code != 0);
-    CHECK(refused.err.find("cannot list its transactions") != std::string::npos);
+    // Checkout.com lists nothing by window: its statement looks each of our payments up.
+    const Run by_lookup = t.payrecon({"statement", "--provider", t.checkout, "--from", "2000-01-01",
+                                      "--to", "2100-01-01", "--format", "json"});
+    INFO(by_lookup.all());
+    CHECK(by_lookup.exit_code == 0);
+    const auto looked_up = nlohmann::json::parse(by_lookup.out);
+    CHECK(looked_up.dump().find("lookups made") != std::string::npos);
+    CHECK(looked_up.dump().find("a charge made outside payrecon is not seen") != std::string::npos);
+    CHECK(t.w.fake->ledger()["charged"]["eur"] == 7500); // it charged nothing
 
     // Nothing secret in what the binary printed.
-    for (const Run* r : {&sent, &reconciled, &statement, &refused}) {
+    for (const Run* r : {&sent, &reconciled, &statement, &by_lookup}) {
         CHECK(r->all().find(t.w.paypal_secret.reveal()) == std::string::npos);
         CHECK(r->all().find(std::get<providers::ApiKey>(t.w.config.credentials).value.reveal()) ==
               std::string::npos);

@@ -6,6 +6,7 @@
 #include "store/statement_store.hpp"
 #include "tests/execution/world.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <cstdlib>
@@ -251,9 +252,11 @@ TEST_CASE("statement: a re-run whose listing fails keeps the last complete resul
               w.config.name) == "done,listing");
 }
 
-TEST_CASE("statement: a provider that cannot list is refused", "[statement][db]") {
+TEST_CASE("statement: a provider that can neither list nor look a payment up is refused",
+          "[statement][db]") {
     World w;
     w.config.overrides.list = false;
+    w.config.overrides.lookup = false;
     auto provider = providers::create_provider(w.config);
     CHECK_THROWS_AS(engine::run_statement(*w.db, *provider, window_around_now()), Refused);
 }
@@ -381,8 +384,8 @@ TEST_CASE("statement: sides larger than the sort memory spill sorted runs and fi
 }
 
 TEST_CASE("statement: PayPal's books through Transaction Search -- every payment matched, a "
-          "charge made outside payrecon found missing_local, and Checkout.com refused (no listing)",
-          "[statement][db][paypal][checkout]") {
+          "charge made outside payrecon found missing_local",
+          "[statement][db][paypal]") {
     World w("paypal", next({fake::Fault::decline}));
     auto provider = providers::create_provider(w.config);
     const auto refs = w.payments(5);
@@ -409,9 +412,197 @@ TEST_CASE("statement: PayPal's books through Transaction Search -- every payment
     CHECK(counts.count("amount_mismatch") == 0);
     CHECK(counts.count("duplicate_remote") == 0);
     CHECK(report.exit_code == 3); // the orphan needs a person
+}
 
-    World c("checkout", {});
-    auto checkout = providers::create_provider(c.config);
-    CHECK_FALSE(checkout->capabilities().list_transactions);
-    CHECK_THROWS_AS(engine::run_statement(*c.db, *checkout, window_around_now()), Refused);
+namespace {
+
+// A provider as the statement sees it, counting its lookups and calling `before_lookup` (with the
+// lookup's number, from 1) ahead of each one: a test turns the fake's faults on mid-run with it.
+class WatchedProvider : public providers::Provider {
+public:
+    WatchedProvider(providers::Provider& inner, std::function<void(int)> before_lookup = {})
+        : m_inner(inner), m_before_lookup(std::move(before_lookup)) {}
+    const std::string& name() const override { return m_inner.name(); }
+    std::string_view kind() const override { return m_inner.kind(); }
+    const providers::Capabilities& capabilities() const override { return m_inner.capabilities(); }
+    providers::SubmitResult submit(const providers::PaymentOrder& order) override {
+        return m_inner.submit(order);
+    }
+    providers::LookupResult lookup(const providers::PaymentOrder& order) override {
+        ++lookups;
+        looked_up.push_back(order.operation_id);
+        if (m_before_lookup) {
+            m_before_lookup(lookups);
+        }
+        return m_inner.lookup(order);
+    }
+    providers::ListPage list(const providers::TimeWindow& window,
+                             const std::optional<std::string>& cursor) override {
+        ++lists;
+        return m_inner.list(window, cursor);
+    }
+    int lookups = 0;
+    int lists = 0;
+    std::vector<std::string> looked_up; // operation IDs, in order
+
+private:
+    providers::Provider& m_inner;
+    std::function<void(int)> m_before_lookup;
+};
+
+bool contains(const std::string& haystack, const std::string& needle) {
+    return haystack.find(needle) != std::string::npos;
+}
+
+std::string fact_of(const reports::Report& r, const std::string& name) {
+    for (const auto& [n, v] : r.facts) {
+        if (n == name) {
+            return v;
+        }
+    }
+    return "";
+}
+
+} // namespace
+
+TEST_CASE("statement: Checkout.com's books by looking up each of our payments -- matched, a "
+          "reference it charged twice duplicate_remote, another amount amount_mismatch, a payment "
+          "we call succeeded that it never had missing_remote, and nothing charged by it",
+          "[statement][db][checkout]") {
+    World w("checkout", next({fake::Fault::decline}));
+    w.config.settle_delay = std::chrono::seconds(0);
+    auto checkout = providers::create_provider(w.config);
+    REQUIRE_FALSE(checkout->capabilities().list_transactions);
+    const auto refs = w.payments(5);
+    send_all(w, *checkout);
+    REQUIRE(w.state_of(refs[0]) == "failed"); // declined
+    for (std::size_t i = 1; i < refs.size(); ++i) {
+        REQUIRE(w.state_of(refs[i]) == "succeeded");
+    }
+    // refs[1] charged a second time under its reference: a day later, the key forgotten, a blind
+    // retry (what payrecon never does) made another payment.
+    w.fake->advance_clock(std::chrono::hours(25));
+    providers::PaymentOrder again;
+    again.operation_id = w.op_of(refs[1]);
+    again.payment_id = w.payment_id_of(refs[1]);
+    again.merchant_reference = refs[1];
+    again.amount = Money{2500, "EUR"};
+    again.payment_method = w.method;
+    REQUIRE(checkout->submit(again).outcome == providers::Outcome::succeeded);
+    REQUIRE(w.executions(again.operation_id) == 2);
+    // refs[2]: our record says 26.00 where the provider charged 25.00.
+    exec_sql("UPDATE payments SET amount_minor = 2600 WHERE merchant_reference = '" + refs[2] +
+             "'");
+    // A payment we say succeeded that never reached the provider (sent, by its first attempt).
+    const std::string never = w.payments(1)[0];
+    exec_sql("UPDATE payments SET state = 'succeeded', first_attempt_at = now() "
+             "WHERE merchant_reference = '" +
+             never + "'");
+    // One that was never sent is not looked up: the provider cannot have it.
+    const std::string unsent = w.payments(1)[0];
+    const nlohmann::json before = w.fake->ledger();
+
+    WatchedProvider watched(*checkout);
+    const reports::Report report = engine::run_statement(*w.db, watched, window_around_now());
+    INFO(report.failure.value_or(""));
+    REQUIRE_FALSE(report.failure);
+    const auto counts = counts_of(report);
+    // refs[3] and refs[4]; refs[0] declined on both sides; the unsent one, charged on neither.
+    CHECK(counts.at("matched") == 4);
+    CHECK(counts.at("duplicate_remote") == 1);
+    CHECK(counts.at("amount_mismatch") == 1);
+    CHECK(counts.at("missing_remote") == 1);
+    CHECK(counts.count("missing_local") == 0);
+    CHECK(report.exit_code == 3);
+    // One lookup for each payment sent, none for the unsent one, and no listing asked for.
+    CHECK(watched.lookups == 6);
+    CHECK(watched.lists == 0);
+    CHECK(std::find(watched.looked_up.begin(), watched.looked_up.end(), w.op_of(unsent)) ==
+          watched.looked_up.end());
+    CHECK(fact_of(report, "lookups made") == "6");
+    CHECK(contains(fact_of(report, "read by"), "a charge made outside payrecon is not seen"));
+    // The statement read, and charged nothing.
+    const nlohmann::json after = w.fake->ledger();
+    CHECK(after["charged"] == before["charged"]);
+    CHECK(after["executions"] == before["executions"]);
+    CHECK(query_value("SELECT count(*) FROM statement_records s JOIN recon_runs r USING (run_id) "
+                      "WHERE r.provider = $1",
+                      w.config.name) == "6"); // 5 charges or declines, and the duplicate
+    CHECK(complete_findings(w) == "3");
+}
+
+TEST_CASE("statement: a Checkout.com lookup that keeps failing stops the run (exit 1) with the "
+          "pages before it kept, and the next run goes on from the payment that failed",
+          "[statement][db][checkout][fault]") {
+    World w("checkout", {});
+    w.config.settle_delay = std::chrono::seconds(0);
+    auto checkout = providers::create_provider(w.config);
+    const auto refs = w.payments(5);
+    send_all(w, *checkout);
+    // The lookup endpoint goes down before the third lookup (the second page's first).
+    WatchedProvider failing(*checkout, [&](int n) {
+        if (n == 3) {
+            auto faults = w.fake->faults();
+            faults.lookup_down = true;
+            w.fake->set_faults(faults);
+        }
+    });
+    auto options = window_around_now();
+    options.lookups_per_page = 2;
+    options.max_page_retries = 1;
+    std::vector<std::chrono::milliseconds> waits;
+    options.wait = [&](std::chrono::milliseconds d) { waits.push_back(d); };
+    const reports::Report failed = engine::run_statement(*w.db, failing, options);
+    REQUIRE(failed.failure);
+    CHECK(failed.exit_code == 1);
+    CHECK(contains(*failed.failure, "looking up payment"));
+    CHECK(contains(*failed.failure, "resume where it stopped"));
+    CHECK(failing.lookups == 4); // two found, then the third tried twice
+    CHECK(waits.size() == 1);
+    CHECK(query_value("SELECT status || ' ' || pages || ' ' || remote_records FROM recon_runs "
+                      "WHERE provider = $1",
+                      w.config.name) == "listing 1 2");
+
+    auto faults = w.fake->faults();
+    faults.lookup_down = false;
+    w.fake->set_faults(faults);
+    WatchedProvider resumed_by(*checkout);
+    const reports::Report resumed = engine::run_statement(*w.db, resumed_by, options);
+    INFO(resumed.failure.value_or(""));
+    CHECK_FALSE(resumed.failure);
+    CHECK(resumed.exit_code == 0);
+    CHECK(resumed.totals.at("matched").count == 5);
+    CHECK(contains(fact_of(resumed, "resumed"), "page 2"));
+    // Only the three not read before, from the one that failed on.
+    CHECK(resumed_by.lookups == 3);
+    REQUIRE(failing.looked_up.size() == 4);
+    REQUIRE_FALSE(resumed_by.looked_up.empty());
+    CHECK(resumed_by.looked_up.front() == failing.looked_up[2]);
+    CHECK(query_value("SELECT status FROM recon_runs WHERE provider = $1", w.config.name) ==
+          "done");
+}
+
+TEST_CASE("statement: Checkout.com's window must end longer ago than its lookup's lag, or an "
+          "absence would prove nothing",
+          "[statement][db][checkout]") {
+    World w("checkout", {});
+    w.config.settle_delay = std::chrono::seconds(600);
+    auto checkout = providers::create_provider(w.config);
+    REQUIRE(checkout->capabilities().lookup_staleness == std::chrono::seconds(600));
+    WatchedProvider watched(*checkout);
+    auto options = window_around_now(); // ends in an hour
+    try {
+        engine::run_statement(*w.db, watched, options);
+        FAIL("a window ending now was read by lookups");
+    } catch (const Refused& e) {
+        CHECK(contains(e.what(), "too recently"));
+        CHECK(contains(e.hint(), "run it after"));
+    }
+    options.window_from = now_s() - 7200;
+    options.window_to = now_s() - 601;
+    const reports::Report report = engine::run_statement(*w.db, watched, options);
+    CHECK_FALSE(report.failure);
+    CHECK(report.exit_code == 0);
+    CHECK(watched.lookups == 0); // no payment of ours in that window
+    CHECK(query_value("SELECT count(*) FROM recon_runs WHERE provider = $1", w.config.name) == "1");
 }
