@@ -1,6 +1,7 @@
 // The Checkout.com adapter through an injected HTTP seam: it asserts on every request sent
-// (method, URL, headers, body) and replays recorded responses; and its wire: amounts in
-// Checkout.com's exponents, the status table, the lookup's pages and duplicates.
+// (method, URL, headers, body) and replays recorded responses: the create, what it refuses to send,
+// the README's outcome table, the lookup's pages and duplicates, and its configuration. Its wire's
+// pure functions are in test_checkout_wire.cpp.
 #include "core/errors.hpp"
 #include "providers/checkout/adapter.hpp"
 #include "providers/checkout/wire.hpp"
@@ -184,26 +185,9 @@ TEST_CASE("checkout adapter: every answer of the README's table, on purpose",
     }
 }
 
-TEST_CASE("checkout wire: amounts in Checkout.com's exponents, nine digits at most",
+TEST_CASE("checkout adapter: a payment it cannot express -- the amount in Checkout.com's units, "
+          "a description over 100 characters, our own metadata key -- is declined without a call",
           "[providers][checkout]") {
-    using checkout::from_checkout_amount;
-    using checkout::to_checkout_amount;
-    CHECK(to_checkout_amount(Money{4999, "EUR"}) == 4999);
-    CHECK(to_checkout_amount(Money{100, "JPY"}) == 100);
-    CHECK(to_checkout_amount(Money{1500, "ISK"}) == 1500);   // full amount, as ISO (Stripe: x100)
-    CHECK(to_checkout_amount(Money{5000, "CLP"}) == 500000); // hundredths (ISO: 0 decimals)
-    CHECK(to_checkout_amount(Money{1230, "KWD"}) == 1230);   // thousandths...
-    CHECK_FALSE(to_checkout_amount(Money{1234, "KWD"}));     // ...whose last digit must be 0
-    CHECK(to_checkout_amount(Money{999'999'999, "EUR"}) == 999'999'999);
-    CHECK_FALSE(to_checkout_amount(Money{1'000'000'000, "EUR"}));
-    CHECK_FALSE(to_checkout_amount(Money{10'000'000, "CLP"})); // 10 digits once in hundredths
-    CHECK_FALSE(to_checkout_amount(Money{0, "EUR"}));
-    CHECK_FALSE(to_checkout_amount(Money{-5, "EUR"}));
-    CHECK_FALSE(to_checkout_amount(Money{5, "XXY"}));
-    CHECK(from_checkout_amount(500000, "CLP") == Money{5000, "CLP"});
-    CHECK(from_checkout_amount(500, "isk") == Money{500, "ISK"});
-    CHECK_FALSE(from_checkout_amount(500050, "CLP")); // not a whole peso: never ours
-    // An amount that cannot be sent is declined without a call.
     Recorder rec;
     checkout::CheckoutAdapter a(config(), rec.fn());
     auto o = order();
@@ -294,21 +278,6 @@ TEST_CASE("checkout adapter: list is not offered and sends nothing", "[providers
     CHECK_FALSE(page.ok);
     CHECK(page.call.error_class == "list_not_supported");
     CHECK(rec.sent.empty());
-}
-
-TEST_CASE("checkout wire: the status table", "[providers][checkout]") {
-    using checkout::map_status;
-    CHECK(map_status("Authorized") == Outcome::succeeded);
-    CHECK(map_status("Captured") == Outcome::succeeded);
-    CHECK(map_status("Paid") == Outcome::succeeded);
-    CHECK(map_status("Declined") == Outcome::declined);
-    CHECK(map_status("Canceled") == Outcome::declined);
-    CHECK(map_status("Expired") == Outcome::declined);
-    CHECK(map_status("Pending") == Outcome::pending);
-    for (const char* s : {"Card Verified", "Voided", "Partially Captured", "Refunded",
-                          "Partially Refunded", "Retry Scheduled", "captured", ""}) {
-        CHECK(map_status(s) == Outcome::unknown);
-    }
 }
 
 namespace {
