@@ -89,8 +89,10 @@ DELETE FROM recon_runs o
    AND o.window_to = n.window_to AND o.status = 'done' AND o.run_id <> n.run_id)sql";
 
 // Our sent payments of a provider inside [from, to) by first attempt, after a (first attempt,
-// payment ID) position, in that order: the payments_statement index's range, then a sort of the
-// page's rows at most. The position is exact: integer microseconds on both sides.
+// payment ID) position, in that order: the payments_statement index's range read in its order, an
+// incremental sort breaking ties by payment ID (a page of 100 reads about 101 rows). The position
+// is exact: integer microseconds both ways (bigint times an interval goes through a double, exact
+// below 2^53 microseconds, the year 2255).
 constexpr const char* k_lookup_page = "statement_lookup_page";
 const std::string k_lookup_page_sql = std::string("SELECT ") + k_payment_columns + R"sql(,
        (extract(epoch FROM coalesce(p.first_attempt_at, p.created_at)) * 1000000)::bigint
