@@ -181,6 +181,10 @@ nlohmann::ordered_json summary_json(const engine::NightlyReport& r) {
         }
         j["statements"].push_back(e);
     }
+    j["statements_not_run"] = nlohmann::ordered_json::array();
+    for (const auto& [provider, why] : r.statements_not_run) {
+        j["statements_not_run"].push_back({{"provider", provider}, {"why", why}});
+    }
     j["rejected_requests"] = nlohmann::ordered_json::array();
     for (const auto& g : r.rejected) {
         j["rejected_requests"].push_back({{"provider", g.provider},
@@ -440,6 +444,9 @@ void print_summary(std::ostream& out, const engine::NightlyReport& r, int list_r
     print_open(out, r);
     for (const auto& st : r.statements) {
         print_statement(out, st, list_findings, report_files);
+    }
+    for (const auto& [provider, why] : r.statements_not_run) {
+        out << "statement of " << printable(provider) << ": not run, " << why << "\n";
     }
     out << result_line(r, report_files);
 }

@@ -246,6 +246,9 @@ reports::Report nightly_report(const NightlyReport& r) {
         reconciled_at[o.payment_id] = out.findings.size() - 1;
     }
     const std::string unresolved(to_string(FindingCategory::unresolved_unknown));
+    for (const auto& [provider, why] : r.statements_not_run) {
+        out.facts.emplace_back("statement not run", provider + ": " + why);
+    }
     for (const auto& s : r.statements) {
         out.facts.emplace_back("statement", s.title);
         for (const auto& c : s.categories) {
@@ -341,6 +344,13 @@ NightlyReport run_nightly(store::Db& db, const std::vector<providers::Provider*>
         if (options.statement_to > options.statement_from && !ro.dry_run) {
             for (auto* p : providers) {
                 if (!p->capabilities().list_transactions) {
+                    report.statements_not_run.emplace_back(
+                        p->name(),
+                        p->capabilities().lookup_by_operation_id
+                            ? "it lists nothing by window; payrecon statement --provider " +
+                                  p->name() + " looks each of our payments up (a call each)"
+                            : "it can neither list its payments nor look one up: compare its "
+                              "own reports");
                     continue;
                 }
                 phase = "diffing the statement of " + p->name();

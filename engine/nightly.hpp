@@ -61,8 +61,12 @@ struct NightlyReport {
     // delivery or a disabled endpoint is attention.
     std::vector<store::EndpointDeliveryStats> endpoints;
     std::vector<reports::Report> statements; // one per provider that can list
-    std::optional<std::string> failure;      // the run stopped: what happened and what to do
-    std::chrono::seconds stuck_after{3600};  // as in the options
+    // The providers whose statement the run did not diff, and why: one that lists nothing by
+    // window (read by lookups, a call per payment: only when asked), or one that can neither list
+    // nor look a payment up. Said in the summary, so that nobody takes their books as checked.
+    std::vector<std::pair<std::string, std::string>> statements_not_run;
+    std::optional<std::string> failure;     // the run stopped: what happened and what to do
+    std::chrono::seconds stuck_after{3600}; // as in the options
     std::map<std::string, std::string> dashboard_urls; // as in the options
 
     // Open payments (any open state) of a provider the configuration does not have: no worker

@@ -116,8 +116,20 @@ TEST_CASE("cli: Checkout.com and PayPal configured as an operator writes them --
     CHECK(looked_up.dump().find("a charge made outside payrecon is not seen") != std::string::npos);
     CHECK(t.w.fake->ledger()["charged"]["eur"] == 7500); // it charged nothing
 
+    // The nightly diffs PayPal's books and says that it did not diff Checkout.com's, and why.
+    // (Its exit code counts the shared database's other payments too: not asserted here.)
+    const Run nightly = t.payrecon({"nightly", "--json"});
+    INFO(nightly.all());
+    REQUIRE_FALSE(nightly.out.empty());
+    const auto summary = nlohmann::json::parse(nightly.out);
+    CHECK(summary["statements"].size() == 1);
+    REQUIRE(summary["statements_not_run"].size() == 1);
+    CHECK(summary["statements_not_run"][0]["provider"] == t.checkout);
+    CHECK(summary["statements_not_run"][0]["why"].get<std::string>().find(
+              "payrecon statement --provider " + t.checkout) != std::string::npos);
+
     // Nothing secret in what the binary printed.
-    for (const Run* r : {&sent, &reconciled, &statement, &by_lookup}) {
+    for (const Run* r : {&sent, &reconciled, &statement, &by_lookup, &nightly}) {
         CHECK(r->all().find(t.w.paypal_secret.reveal()) == std::string::npos);
         CHECK(r->all().find(std::get<providers::ApiKey>(t.w.config.credentials).value.reveal()) ==
               std::string::npos);
