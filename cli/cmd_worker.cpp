@@ -93,7 +93,7 @@ void run_worker(AppState& state, const WorkerCliOptions& opts) {
     wo.database_url = opened->db->url();
     wo.worker_id = process_id_text();
     wo.concurrency = opts.concurrency;
-    wo.threads = opts.threads > 0 ? opts.threads : opts.concurrency;
+    wo.threads = opts.threads;
     wo.batch = opts.batch;
     wo.once = opts.once;
     wo.backoff.base = parse_duration_ms(opts.retry_base, "--retry-base");
@@ -131,7 +131,7 @@ void run_worker(AppState& state, const WorkerCliOptions& opts) {
         started["event"] = "worker_started";
         started["worker"] = wo.worker_id;
         started["concurrency"] = wo.concurrency;
-        started["threads"] = wo.threads;
+        started["threads"] = wo.executor_threads();
         started["lease_ms"] = wo.lease.count();
         std::cout << started.dump() << std::endl;
         std::thread relay_thread;

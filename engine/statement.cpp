@@ -151,12 +151,6 @@ private:
 std::optional<ListingStop> list_statement(store::Db& db, providers::Provider& provider,
                                           const StatementOptions& options, store::StatementRun& run,
                                           const std::function<void(const std::string&)>& say) {
-    if (run.list_cursor && store::is_lookup_cursor(*run.list_cursor)) {
-        throw UsageError("the unfinished statement run of this window for " + provider.name() +
-                             " was looking payments up, not reading the provider's listing",
-                         "its configuration changed since (the provider's \"list\" "
-                         "capability): switch it back to finish that run");
-    }
     providers::TimeWindow window;
     window.from = std::chrono::system_clock::time_point(
         std::chrono::seconds(options.window_from - options.margin.count()));
@@ -220,18 +214,15 @@ std::optional<ListingStop> lookup_statement(store::Db& db, providers::Provider& 
                     return stop;
                 }
             }
+            // Found by our operation ID: ours, whether or not the provider echoes it.
+            const auto ours_of = [&](providers::RemotePayment p) {
+                p.operation_id = p.operation_id.value_or(l.payment.operation_id);
+                return statement_record_of(p);
+            };
             if (found.status == providers::LookupResult::Status::found && found.payment) {
-                const std::size_t first = records.size();
-                records.push_back(statement_record_of(*found.payment));
+                records.push_back(ours_of(*found.payment));
                 for (const auto& d : found.duplicates) {
-                    records.push_back(statement_record_of(d));
-                }
-                // Found by our operation ID: ours, whether or not the provider echoes it.
-                for (std::size_t i = first; i < records.size(); ++i) {
-                    if (!records[i].record.operation_id) {
-                        records[i].record.operation_id = l.payment.operation_id;
-                        records[i].record.match_key = l.payment.operation_id;
-                    }
+                    records.push_back(ours_of(d));
                 }
             }
             cursor = l.cursor;
@@ -347,6 +338,14 @@ reports::Report run_statement(store::Db& db, providers::Provider& provider,
     };
     store::StatementRun run = store::open_statement_run(db, provider.name(), options.window_from,
                                                         options.window_to, options.margin.count());
+    if (run.list_cursor && store::is_lookup_cursor(*run.list_cursor) != by_lookup) {
+        throw UsageError(
+            "the unfinished statement run of this window for " + provider.name() + " was " +
+                (by_lookup ? "reading the provider's listing" : "looking our payments up") +
+                ", and the provider's configuration now says to " +
+                (by_lookup ? "look them up" : "read its listing"),
+            "switch its \"list\" capability back to finish that run, then run the window again");
+    }
     reports::Report report = statement_report(provider.name(), options, run);
     long long lookups = 0;
     if (by_lookup) {

@@ -30,7 +30,7 @@ void Worker::log_event(const std::string& json_line) {
 
 long Worker::run() {
     m_call_slots = std::make_unique<std::counting_semaphore<>>(m_options.concurrency);
-    const int n = m_options.threads > 0 ? m_options.threads : m_options.concurrency;
+    const int n = m_options.executor_threads();
     std::vector<std::thread> threads;
     for (int i = 0; i < n; ++i) {
         threads.emplace_back([this, i] { thread_main(i); });

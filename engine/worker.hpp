@@ -28,6 +28,7 @@ struct WorkerOptions {
     // Executor threads, each with its own database connection; more than `concurrency` lets
     // claims and settlements overlap the calls in flight (bench/executor). 0: `concurrency`.
     int threads = 0;
+    int executor_threads() const { return threads > 0 ? threads : concurrency; }
     int batch = 4; // payments claimed per transaction; a stop finishes the batch
     std::chrono::milliseconds lease{60000}; // per claim, renewed before each call (ExecutorOptions)
     std::chrono::milliseconds idle_poll{500}; // wait when nothing was due

@@ -606,10 +606,8 @@ std::vector<StatementLookup> statement_lookup_page(Db& db, const StatementRun& r
         if (colon == std::string::npos || colon == 0 ||
             !std::all_of(rest.begin(), rest.begin() + static_cast<std::ptrdiff_t>(colon),
                          [](char c) { return c >= '0' && c <= '9'; })) {
-            throw UsageError("the unfinished statement run of this window for " + run.provider +
-                                 " was reading the provider's listing, not looking payments up",
-                             "its configuration changed since (the provider's \"list\" "
-                             "capability): switch it back to finish that run");
+            // run_statement refuses a run that was listing before it gets here.
+            throw std::logic_error("statement_lookup_page: not a lookup cursor: " + *after);
         }
         after_us = std::stoll(rest.substr(0, colon));
         after_id = rest.substr(colon + 1);

@@ -56,8 +56,8 @@ void store_statement_page(Db& db, StatementRun& run, const std::vector<Statement
 // cannot list its payments by window (Checkout.com): our payments of the run's provider that were
 // sent (first attempt inside the window), in the order of their first attempt, each with the
 // cursor that goes on after it ("lookup:<first attempt in unix microseconds>:<payment ID>", kept
-// as the run's list cursor). `after` nullopt: from the window's start. Throws UsageError for a
-// cursor that is not such one (a run of the window that was listing instead).
+// as the run's list cursor). `after` nullopt: from the window's start; anything but such a cursor
+// is a logic_error.
 struct StatementLookup {
     ClaimedPayment payment; // generation and attempt_no: as stored, nothing is claimed
     std::string cursor;     // the one after this payment

@@ -5,6 +5,7 @@
 #include "providers/registry.hpp"
 #include "store/statement_store.hpp"
 #include "tests/execution/world.hpp"
+#include "tests/support/scripted_provider.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -415,35 +416,28 @@ namespace {
 
 // A provider as the statement sees it, counting its lookups and calling `before_lookup` (with the
 // lookup's number, from 1) ahead of each one: a test turns the fake's faults on mid-run with it.
-class WatchedProvider : public providers::Provider {
+class WatchedProvider : public ForwardingProvider {
 public:
     WatchedProvider(providers::Provider& inner, std::function<void(int)> before_lookup = {})
-        : m_inner(inner), m_before_lookup(std::move(before_lookup)) {}
-    const std::string& name() const override { return m_inner.name(); }
-    std::string_view kind() const override { return m_inner.kind(); }
-    const providers::Capabilities& capabilities() const override { return m_inner.capabilities(); }
-    providers::SubmitResult submit(const providers::PaymentOrder& order) override {
-        return m_inner.submit(order);
-    }
+        : ForwardingProvider(inner), m_before_lookup(std::move(before_lookup)) {}
     providers::LookupResult lookup(const providers::PaymentOrder& order) override {
         ++lookups;
         looked_up.push_back(order.operation_id);
         if (m_before_lookup) {
             m_before_lookup(lookups);
         }
-        return m_inner.lookup(order);
+        return ForwardingProvider::lookup(order);
     }
     providers::ListPage list(const providers::TimeWindow& window,
                              const std::optional<std::string>& cursor) override {
         ++lists;
-        return m_inner.list(window, cursor);
+        return ForwardingProvider::list(window, cursor);
     }
     int lookups = 0;
     int lists = 0;
     std::vector<std::string> looked_up; // operation IDs, in order
 
 private:
-    providers::Provider& m_inner;
     std::function<void(int)> m_before_lookup;
 };
 
@@ -576,6 +570,46 @@ TEST_CASE("statement: a Checkout.com lookup that keeps failing stops the run (ex
     CHECK(resumed_by.looked_up.front() == failing.looked_up[2]);
     CHECK(query_value("SELECT status FROM recon_runs WHERE provider = $1", w.config.name) ==
           "done");
+}
+
+TEST_CASE("statement: a run left unfinished by lookups is not finished by a listing once the "
+          "provider's configuration lets it list again",
+          "[statement][db][fault]") {
+    World w;
+    w.config.settle_delay = std::chrono::seconds(0);
+    w.config.overrides.list = false; // an account without listing: read by lookups
+    auto by_lookup = providers::create_provider(w.config);
+    w.payments(3);
+    send_all(w, *by_lookup);
+    WatchedProvider failing(*by_lookup, [&](int n) {
+        if (n == 2) {
+            auto faults = w.fake->faults();
+            faults.lookup_down = true;
+            w.fake->set_faults(faults);
+        }
+    });
+    auto options = window_around_now();
+    options.lookups_per_page = 1;
+    options.max_page_retries = 0;
+    REQUIRE(engine::run_statement(*w.db, failing, options).exit_code == 1);
+    REQUIRE(query_value("SELECT status || ' ' || pages FROM recon_runs WHERE provider = $1",
+                        w.config.name) == "listing 1");
+
+    auto faults = w.fake->faults();
+    faults.lookup_down = false;
+    w.fake->set_faults(faults);
+    w.config.overrides.list.reset();
+    auto listing = providers::create_provider(w.config);
+    WatchedProvider watched(*listing);
+    try {
+        engine::run_statement(*w.db, watched, options);
+        FAIL("a listing went on from a lookup's cursor");
+    } catch (const UsageError& e) {
+        CHECK(contains(e.what(), "was looking our payments up"));
+        CHECK(contains(e.hint(), "\"list\" capability back"));
+    }
+    CHECK(watched.lists == 0);
+    CHECK(watched.lookups == 0);
 }
 
 TEST_CASE("statement: Checkout.com's window must end longer ago than its lookup's lag, or an "

@@ -95,26 +95,30 @@ private:
 
 namespace payrecon::testing {
 
-// A per-thread handle on a shared ScriptedProvider (the worker makes one set per thread).
-class SharedScriptedProvider : public providers::Provider {
+// A provider that passes every call to another one: a handle of its own on a shared provider, or
+// the base of a test's wrapper that watches some of the calls.
+class ForwardingProvider : public providers::Provider {
 public:
-    explicit SharedScriptedProvider(ScriptedProvider& shared) : m_shared(shared) {}
-    const std::string& name() const override { return m_shared.name(); }
-    std::string_view kind() const override { return m_shared.kind(); }
-    const providers::Capabilities& capabilities() const override { return m_shared.capabilities(); }
+    explicit ForwardingProvider(providers::Provider& inner) : m_inner(inner) {}
+    const std::string& name() const override { return m_inner.name(); }
+    std::string_view kind() const override { return m_inner.kind(); }
+    const providers::Capabilities& capabilities() const override { return m_inner.capabilities(); }
     providers::SubmitResult submit(const providers::PaymentOrder& order) override {
-        return m_shared.submit(order);
+        return m_inner.submit(order);
     }
     providers::LookupResult lookup(const providers::PaymentOrder& order) override {
-        return m_shared.lookup(order);
+        return m_inner.lookup(order);
     }
     providers::ListPage list(const providers::TimeWindow& w,
                              const std::optional<std::string>& c) override {
-        return m_shared.list(w, c);
+        return m_inner.list(w, c);
     }
 
 private:
-    ScriptedProvider& m_shared;
+    providers::Provider& m_inner;
 };
+
+// A per-thread handle on a shared ScriptedProvider (the worker makes one set per thread).
+using SharedScriptedProvider = ForwardingProvider;
 
 } // namespace payrecon::testing
