@@ -3,6 +3,10 @@
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${PAYRECON_BUILD_DIR:-$root/build}
 jobs=${PAYRECON_JOBS:-$(nproc 2>/dev/null || echo 2)}
+# ccache (CMakeLists.txt uses it when installed): paths relative to the checkout and the working
+# directory left out of the hash, so that another clone of the same tree hits the same cache.
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$root}
+export CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
 
 # Extra arguments go to cmake's configure step (-DPAYRECON_SANITIZE=ON).
 payrecon_build() {
