@@ -1,5 +1,6 @@
 #include "api/metrics.hpp"
 
+#include <algorithm>
 #include <sstream>
 
 namespace payrecon::api {
@@ -24,8 +25,55 @@ std::string label_value(const std::string& text) {
     return out;
 }
 
+// Events out (read from the database at scrape time), summed over every endpoint: /metrics is
+// unauthenticated, and a series per tenant would tell anyone who reaches it which tenants there
+// are and their volume.
+void render_delivery_totals(std::ostream& out, const EventDeliveryHealth& h) {
+    long long enabled = 0;
+    long long pending = 0;
+    long long dead = 0;
+    long long lag = 0;
+    long long delivered = 0;
+    long long failed = 0;
+    for (const auto& e : h.endpoints) {
+        enabled += e.state == "enabled" ? 1 : 0;
+        pending += e.pending;
+        dead += e.dead;
+        lag = std::max<long long>(lag, static_cast<long long>(e.lag_seconds));
+        delivered += e.attempts_delivered;
+        failed += e.attempts_failed;
+    }
+    out << "# HELP payrecon_outbox_publish_lag_seconds Age of the oldest committed event no relay "
+           "has published yet (0: none waits).\n"
+        << "# TYPE payrecon_outbox_publish_lag_seconds gauge\n"
+        << "payrecon_outbox_publish_lag_seconds " << h.publish_lag_seconds << "\n"
+        << "# HELP payrecon_webhook_endpoints Webhook endpoints, by state (disabled: by an "
+           "operator or by a 410). Per endpoint: serve --metrics-per-endpoint.\n"
+        << "# TYPE payrecon_webhook_endpoints gauge\n"
+        << "payrecon_webhook_endpoints{state=\"enabled\"} " << enabled << "\n"
+        << "payrecon_webhook_endpoints{state=\"disabled\"} "
+        << static_cast<long long>(h.endpoints.size()) - enabled << "\n"
+        << "# HELP payrecon_event_deliveries_pending Deliveries waiting for a try or being tried, "
+           "over every endpoint.\n"
+        << "# TYPE payrecon_event_deliveries_pending gauge\n"
+        << "payrecon_event_deliveries_pending " << pending << "\n"
+        << "# HELP payrecon_event_deliveries_dead Deliveries whose every try failed (dead "
+           "letters), over every endpoint: payrecon deliveries list --dead.\n"
+        << "# TYPE payrecon_event_deliveries_dead gauge\n"
+        << "payrecon_event_deliveries_dead " << dead << "\n"
+        << "# HELP payrecon_event_delivery_lag_seconds Age of the oldest delivery that is due and "
+           "not yet delivered, over every endpoint (0: none).\n"
+        << "# TYPE payrecon_event_delivery_lag_seconds gauge\n"
+        << "payrecon_event_delivery_lag_seconds " << lag << "\n"
+        << "# HELP payrecon_event_delivery_attempts_total Delivery attempts recorded, by result "
+           "(delivered: a 2xx; failed: anything else), over every endpoint.\n"
+        << "# TYPE payrecon_event_delivery_attempts_total counter\n"
+        << "payrecon_event_delivery_attempts_total{result=\"delivered\"} " << delivered << "\n"
+        << "payrecon_event_delivery_attempts_total{result=\"failed\"} " << failed << "\n";
+}
+
 // Events out (read from the database at scrape time): per webhook endpoint, labelled by tenant
-// and endpoint ID.
+// and endpoint ID (serve --metrics-per-endpoint, for a /metrics only operators reach).
 void render_deliveries(std::ostream& out, const EventDeliveryHealth& h) {
     const auto labels = [](const store::EndpointDeliveryStats& e) {
         return "tenant=\"" + label_value(e.tenant_id) + "\",endpoint=\"" +
@@ -73,7 +121,7 @@ void render_deliveries(std::ostream& out, const EventDeliveryHealth& h) {
 
 } // namespace
 
-std::string Metrics::render_rejected(const Rejected& rejected) {
+std::string Metrics::render_rejected(const Rejected& rejected, bool per_endpoint) {
     std::ostringstream out;
     out << "# HELP payrecon_rejected_requests_readable 1 if the database answered this scrape's "
            "count of rejected requests, else 0.\n"
@@ -104,7 +152,11 @@ std::string Metrics::render_rejected(const Rejected& rejected) {
             << label_value(e.result) << "\"} " << e.events << "\n";
     }
     if (rejected.readable) {
-        render_deliveries(out, rejected.deliveries);
+        if (per_endpoint) {
+            render_deliveries(out, rejected.deliveries);
+        } else {
+            render_delivery_totals(out, rejected.deliveries);
+        }
     }
     return out.str();
 }

@@ -45,7 +45,9 @@ public:
         ProviderRejections found;       // services/payments: what the database says
         EventDeliveryHealth deliveries; // services/events: events out, per endpoint
     };
-    static std::string render_rejected(const Rejected& rejected);
+    // `per_endpoint`: the events-out series per endpoint, labelled by tenant and endpoint ID;
+    // otherwise summed over every endpoint (the default: /metrics is unauthenticated).
+    static std::string render_rejected(const Rejected& rejected, bool per_endpoint = false);
 
     static constexpr std::array<double, 12> k_buckets = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
                                                          0.1,   0.25,   0.5,   1.0,  2.5,   5.0};

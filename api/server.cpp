@@ -336,8 +336,9 @@ void Server::scrape(HttpRequest request, Respond respond) {
     pending->respond = std::move(respond);
     const auto answer = [this, pending](const Metrics::Rejected& rejected) {
         HttpResponse res;
-        set_content(res, pending->own + Metrics::render_rejected(rejected),
-                    "text/plain; version=0.0.4");
+        set_content(
+            res, pending->own + Metrics::render_rejected(rejected, m_options.metrics_per_endpoint),
+            "text/plain; version=0.0.4");
         log_line(pending->ctx, pending->request, res.status);
         pending->respond(std::move(res));
     };

@@ -42,6 +42,9 @@ struct ServerOptions {
     // POST /v1/providers/{name}/webhooks: each configured provider account's verifier, by name
     // (providers::webhook_verifiers()); a name without one is 404.
     std::map<std::string, std::shared_ptr<const WebhookVerifier>> webhooks;
+    // /metrics labels the events-out series with tenant and endpoint IDs (opt in: /metrics is
+    // unauthenticated, so only where operators alone reach it); else it sums them.
+    bool metrics_per_endpoint = false;
 };
 
 class Server final : private HttpHandler {

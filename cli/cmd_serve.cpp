@@ -26,6 +26,7 @@ struct ServeOptions {
     int max_connections_per_peer = 256;
     int queue_length = 1024;
     std::string queue_timeout = "2s";
+    bool metrics_per_endpoint = false;
 };
 
 std::chrono::milliseconds bounded_duration(const std::string& text, const char* option,
@@ -122,6 +123,7 @@ void run_serve(AppState& state, const ServeOptions& opts) {
     server_options.queue_length = static_cast<std::size_t>(opts.queue_length);
     server_options.db_workers = opts.db_workers;
     server_options.io_threads = opts.io_threads;
+    server_options.metrics_per_endpoint = opts.metrics_per_endpoint;
     ensure_descriptors(server_options);
     OpenDatabase opened = open_database(state.global);
     server_options.host = host;
@@ -214,6 +216,10 @@ void setup_serve(CLI::App& app, AppState& state) {
     s->add_option("--queue-timeout", opts->queue_timeout,
                   "longest wait for a database worker; then 503 with Retry-After")
         ->capture_default_str();
+    s->add_flag("--metrics-per-endpoint", opts->metrics_per_endpoint,
+                "label /metrics' events-out series with each webhook endpoint's tenant and "
+                "endpoint ID (/metrics is unauthenticated: only where operators alone reach it; "
+                "by default they are summed)");
     s->callback([&state, opts] { run_serve(state, *opts); });
 }
 

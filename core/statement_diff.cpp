@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <ctime>
 #include <stdexcept>
 
 namespace payrecon {
@@ -17,10 +18,44 @@ bool unresolved(const std::string& state) {
 struct Verdict {
     FindingCategory category;
     std::string detail;
+    bool across_windows = false;
 };
 
 Verdict verdict(FindingCategory category, std::string detail) {
     return Verdict{category, std::move(detail)};
+}
+
+bool read_in_window(long long at, const DiffRules& rules) {
+    return at >= rules.read_from && at < rules.read_to;
+}
+
+// "2026-12-04T23:59:10Z"
+std::string utc(long long unix_seconds) {
+    const auto t = static_cast<std::time_t>(unix_seconds);
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return buf;
+}
+
+// The key's verdict, with both times said when one side is a counterpart from outside the window's
+// reading: a match across windows is noted, never a finding.
+Verdict with_counterpart(Verdict v, const LocalRecord* local, const RemoteRecord* remote,
+                         const DiffRules& rules) {
+    if (local == nullptr || remote == nullptr ||
+        (read_in_window(local->at, rules) && read_in_window(remote->at, rules))) {
+        return v;
+    }
+    v.across_windows = true;
+    const std::string times = "payrecon first sent it at " + utc(local->at) +
+                              "; the provider's record is of " + utc(remote->at);
+    if (v.category == FindingCategory::matched) {
+        v.detail = "matched by operation ID across windows: " + times;
+    } else {
+        v.detail += " (" + times + ")";
+    }
+    return v;
 }
 
 } // namespace
@@ -93,16 +128,19 @@ bool is_charge(RemoteStatus status) {
 
 namespace {
 
-std::optional<Verdict> classify(const LocalRecord* local, std::span<const RemoteRecord> remote,
-                                const DiffRules& rules) {
+std::optional<Verdict> classify_records(const LocalRecord* local,
+                                        std::span<const RemoteRecord> remote,
+                                        const DiffRules& rules) {
     if (!local && remote.empty()) {
         return std::nullopt;
     }
+    // Ours, unless our payment is a counterpart found outside the window's reading.
     const long long anchor =
-        local ? local->at
-              : std::min_element(remote.begin(), remote.end(), [](const auto& a, const auto& b) {
-                    return a.at < b.at;
-                })->at;
+        local && (remote.empty() || read_in_window(local->at, rules))
+            ? local->at
+            : std::min_element(remote.begin(), remote.end(), [](const auto& a, const auto& b) {
+                  return a.at < b.at;
+              })->at;
     if (anchor < rules.window_from || anchor >= rules.window_to) {
         return std::nullopt;
     }
@@ -179,6 +217,18 @@ std::optional<Verdict> classify(const LocalRecord* local, std::span<const Remote
                    "payrecon has it " + local->state + "; the provider " + theirs);
 }
 
+std::optional<Verdict> classify(const LocalRecord* local, std::span<const RemoteRecord> remote,
+                                const DiffRules& rules) {
+    std::optional<Verdict> v = classify_records(local, remote, rules);
+    if (!v || local == nullptr || remote.empty()) {
+        return v;
+    }
+    const auto charge = std::find_if(remote.begin(), remote.end(),
+                                     [](const auto& r) { return is_charge(r.status); });
+    return with_counterpart(std::move(*v), local,
+                            charge == remote.end() ? &remote.front() : &*charge, rules);
+}
+
 } // namespace
 
 const RemoteRecord* shown_remote(const DiffFinding& finding) {
@@ -197,7 +247,8 @@ std::optional<DiffFinding> classify_key(const std::optional<LocalRecord>& local,
     if (!v) {
         return std::nullopt;
     }
-    return DiffFinding{std::string(to_string(v->category)), local, remote, std::move(v->detail)};
+    return DiffFinding{std::string(to_string(v->category)), local, remote, std::move(v->detail),
+                       v->across_windows};
 }
 
 DiffCounts diff_sorted(const std::function<bool(LocalRecord&)>& next_local,
@@ -256,7 +307,7 @@ DiffCounts diff_sorted(const std::function<bool(LocalRecord&)>& next_local,
         }
         ++counts.keys;
         if (auto v = classify(ours, theirs, rules)) {
-            if (v->category == FindingCategory::matched) {
+            if (v->category == FindingCategory::matched && !v->across_windows) {
                 if (sink.matched) {
                     sink.matched(*ours); // a match always has our record
                 }
@@ -264,7 +315,8 @@ DiffCounts diff_sorted(const std::function<bool(LocalRecord&)>& next_local,
                 DiffFinding f{std::string(to_string(v->category)),
                               std::nullopt,
                               {theirs.begin(), theirs.end()},
-                              std::move(v->detail)};
+                              std::move(v->detail),
+                              v->across_windows};
                 if (ours) {
                     f.local = *ours;
                 }

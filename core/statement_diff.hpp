@@ -23,9 +23,20 @@
 // Only keys whose anchor time (ours when we have the payment, else the provider's) lies inside the
 // window are reported: the caller reads both sides with a margin around the window, so that a
 // payment accepted just before midnight and charged just after is still paired.
+//
+// Counterparts across windows. Our side is dated by the first attempt, the provider's by its
+// charge: a payment re-sent hours later (by the nightly, or an operator) or charged late by the
+// provider lies in two windows, and would be missing_remote in one and missing_local in the other
+// though its operation ID is ours. So before a record is called missing, the caller looks for its
+// counterpart by operation ID outside the window's reading (our payments of any time; the
+// provider's records of other runs, or a lookup). A record outside [read_from, read_to) is such a
+// counterpart: the key is anchored by the side that was read in the window (ours if both were),
+// and is classified as usual; a match is a match, with both times in its detail
+// (`across_windows`), never a finding.
 
 #include <chrono>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <span>
 #include <string>
@@ -77,6 +88,10 @@ struct DiffRules {
     long long amount_tolerance_minor = 0; // |ours - theirs| at most this is equal
     long long window_from = 0;            // unix seconds, inclusive
     long long window_to = 0;              // unix seconds, exclusive
+    // What the caller read of each side: the window widened by its margin. A record outside is a
+    // counterpart found by operation ID (see above).
+    long long read_from = std::numeric_limits<long long>::min(); // unix seconds, inclusive
+    long long read_to = std::numeric_limits<long long>::max();   // unix seconds, exclusive
 };
 
 // What the diff finds of one key (DESIGN section 9), in report order.
@@ -103,6 +118,9 @@ struct DiffFinding {
     std::optional<LocalRecord> local;
     std::vector<RemoteRecord> remote; // every provider record of the key
     std::string detail;
+    // One side was found outside the window's reading (a counterpart, see above); a match of this
+    // kind is stored with its detail (both times), counted as matched, and needs no one.
+    bool across_windows = false;
 };
 
 // The provider record a finding is shown with: its first charge, else its first record, else null.
@@ -118,8 +136,9 @@ std::optional<DiffFinding> classify_key(const std::optional<LocalRecord>& local,
 // `next_*` fill the record they are given with the stream's next one (overwriting every field the
 // stream carries: records are reused, and their strings keep their buffers) and return false at
 // the end. Throws std::invalid_argument if a stream is not sorted, or if the local stream repeats a
-// key. In key order, calls `sink.finding` once per finding that is not `matched` (it may move from
-// it), and `sink.matched` with our record of each matched key.
+// key. In key order, calls `sink.finding` once per finding that is not `matched` and per match
+// across windows (it may move from it), and `sink.matched` with our record of each other matched
+// key.
 struct DiffCounts {
     long long local_records = 0;
     long long remote_records = 0;

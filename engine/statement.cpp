@@ -179,6 +179,24 @@ std::optional<ListingStop> list_statement(store::Db& db, providers::Provider& pr
     return std::nullopt;
 }
 
+// What a lookup by `operation_id` found (the payment and any duplicates) into `records`, each ours
+// by that operation ID whether or not the provider echoes it. False if it found nothing.
+bool add_found(const providers::LookupResult& found, const std::string& operation_id,
+               std::vector<store::StatementRecord>& records) {
+    if (found.status != providers::LookupResult::Status::found || !found.payment) {
+        return false;
+    }
+    const auto ours_of = [&](providers::RemotePayment p) {
+        p.operation_id = p.operation_id.value_or(operation_id);
+        return statement_record_of(p);
+    };
+    records.push_back(ours_of(*found.payment));
+    for (const auto& d : found.duplicates) {
+        records.push_back(ours_of(d));
+    }
+    return true;
+}
+
 // For a provider that cannot list: looks up each of our payments sent inside the window (not the
 // margin: the diff reports only on the window, and what a lookup finds is ours by its operation
 // ID), page by page of our payments, storing what the provider has of each, from where the run
@@ -214,17 +232,7 @@ std::optional<ListingStop> lookup_statement(store::Db& db, providers::Provider& 
                     return stop;
                 }
             }
-            // Found by our operation ID: ours, whether or not the provider echoes it.
-            const auto ours_of = [&](providers::RemotePayment p) {
-                p.operation_id = p.operation_id.value_or(l.payment.operation_id);
-                return statement_record_of(p);
-            };
-            if (found.status == providers::LookupResult::Status::found && found.payment) {
-                records.push_back(ours_of(*found.payment));
-                for (const auto& d : found.duplicates) {
-                    records.push_back(ours_of(d));
-                }
-            }
+            add_found(found, l.payment.operation_id, records);
             cursor = l.cursor;
         }
         // A short page is the last; a full one may be followed by an empty one.
@@ -263,13 +271,23 @@ reports::Report statement_report(const std::string& provider, const StatementOpt
 }
 
 // Diffs the listed run and adds its findings (the first listed_findings in full), totals and exit
-// code to the report.
+// code to the report; the operation IDs of the payments found missing_remote into
+// `missing_remote` (at most options.counterpart_lookups), if given.
 void diff_into_report(store::Db& db, store::StatementRun& run, const StatementOptions& options,
-                      const std::string& provider, reports::Report& report) {
+                      const std::string& provider, reports::Report& report,
+                      std::vector<std::string>* missing_remote = nullptr) {
     std::size_t listed = 0;
+    const std::string missing_remote_name(to_string(FindingCategory::missing_remote));
     const store::StatementTotals totals = store::diff_statement_run(
         db, run, options.amount_tolerance_minor,
         [&](const DiffFinding& f) {
+            if (f.category == to_string(FindingCategory::matched)) {
+                return; // a match across windows: counted with the matches, stored with its times
+            }
+            if (missing_remote && f.category == missing_remote_name && f.local &&
+                missing_remote->size() < options.counterpart_lookups) {
+                missing_remote->push_back(f.local->operation_id);
+            }
             const bool list = listed < options.listed_findings;
             listed += list;
             report.findings_truncated = report.findings_truncated || !list;
@@ -285,12 +303,58 @@ void diff_into_report(store::Db& db, store::StatementRun& run, const StatementOp
     report.facts.emplace_back("our payments", std::to_string(totals.counts.local_records));
     report.facts.emplace_back("pages read", std::to_string(run.pages));
     report.facts.emplace_back("runs of this window", std::to_string(run.runs));
+    if (totals.matched_across_windows > 0) {
+        report.facts.emplace_back(
+            "matched across windows",
+            std::to_string(totals.matched_across_windows) +
+                " (one side dated outside this window: a re-send, or a late charge; matched by "
+                "operation ID, both times in payrecon payments show)");
+    }
     long long attention = 0;
     for (const auto& [category, n] : totals.by_category) {
         attention += category == matched_name ? 0 : n;
     }
     report.exit_code =
         attention > 0 ? static_cast<int>(ExitCode::attention) : static_cast<int>(ExitCode::ok);
+}
+
+// Looks up, by operation ID, the payments the diff found missing_remote, for a counterpart outside
+// the window's reading (a re-send, or a charge the provider made late): stores what it finds in
+// the run. One try each: a payment whose lookup fails stays missing_remote, as it was. Returns the
+// records stored; adds what it did to the report's facts.
+std::size_t look_up_counterparts(store::Db& db, providers::Provider& provider,
+                                 store::StatementRun& run,
+                                 const std::vector<std::string>& operation_ids,
+                                 reports::Report& report,
+                                 const std::function<void(const std::string&)>& say) {
+    std::vector<store::StatementRecord> records;
+    long long found = 0;
+    long long failed = 0;
+    for (const auto& payment : store::statement_payments(db, run, operation_ids)) {
+        const providers::LookupResult looked = provider.lookup(order_for(payment));
+        if (looked.status == providers::LookupResult::Status::failed) {
+            ++failed;
+            const int status = looked.call.http_status;
+            if (status == 401 || status == 403) {
+                break; // the same answer for every payment
+            }
+            continue;
+        }
+        found += add_found(looked, payment.operation_id, records) ? 1 : 0;
+    }
+    say("looked up " + std::to_string(operation_ids.size()) +
+        " payments missing from the provider's window: " + std::to_string(found) + " found");
+    report.facts.emplace_back(
+        "missing looked up",
+        std::to_string(operation_ids.size()) +
+            " payments the window's listing lacks, by operation ID: " + std::to_string(found) +
+            " found outside it" +
+            (failed > 0 ? ", " + std::to_string(failed) + " lookups failed (still missing_remote)"
+                        : ""));
+    if (!records.empty()) {
+        store::store_statement_counterparts(db, run, records);
+    }
+    return records.size();
 }
 
 } // namespace
@@ -367,7 +431,23 @@ reports::Report run_statement(store::Db& db, providers::Provider& provider,
         return report;
     }
     say("diffing");
-    diff_into_report(db, run, options, provider.name(), report);
+    // A payment the listing lacks may have been charged outside the window's reading (re-sent
+    // later, or charged late): before it is called missing_remote, a provider that can look it
+    // up is asked, and the run is diffed again with what it found. (A statement read by lookups
+    // has looked every payment up already.)
+    const reports::Report before_diff = report;
+    std::vector<std::string> missing_remote;
+    diff_into_report(db, run, options, provider.name(), report,
+                     by_lookup || !caps.lookup_by_operation_id ? nullptr : &missing_remote);
+    if (!missing_remote.empty()) {
+        reports::Report again = before_diff;
+        if (look_up_counterparts(db, provider, run, missing_remote, again, say) > 0) {
+            say("diffing again with what the lookups found");
+            diff_into_report(db, run, options, provider.name(), again);
+            return again;
+        }
+        report.facts.push_back(again.facts.back());
+    }
     return report;
 }
 

@@ -26,7 +26,10 @@ struct StatementOptions {
     int lookups_per_page = 100;
     std::chrono::seconds max_wait{120}; // longest wait for a rate limit or a retry
     std::size_t listed_findings =
-        10000;                  // findings listed in the report (all are counted and stored)
+        10000; // findings listed in the report (all are counted and stored)
+    // Payments the listing lacks (missing_remote) looked up by operation ID for a counterpart
+    // outside the window (a re-send, a late charge) before they are reported: at most this many.
+    std::size_t counterpart_lookups = 1000;
     store::DiffSorting sorting; // memory per side and where what does not fit is written
     // What an operator checks when the provider refuses our credentials ("STRIPE_API_KEY").
     std::string credentials;

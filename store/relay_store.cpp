@@ -302,11 +302,17 @@ std::optional<std::pair<long long, long long>> publish_events(Db& db, int limit)
     WITH ev AS (
         SELECT tenant_id, event_id, seq, aggregate_id, event_type FROM outbox
          WHERE published_at IS NULL ORDER BY seq LIMIT $1 FOR UPDATE),
+    per_tenant AS (
+        SELECT tenant_id, count(*) AS n FROM ev GROUP BY tenant_id),
     c AS (
-        UPDATE outbox_publish_counter SET last = last + (SELECT count(*) FROM ev)
-        RETURNING last - (SELECT count(*) FROM ev) AS base),
+        INSERT INTO outbox_tenant_publish_counters AS t (tenant_id, last)
+        SELECT tenant_id, n FROM per_tenant
+        ON CONFLICT (tenant_id) DO UPDATE SET last = t.last + EXCLUDED.last
+        RETURNING t.tenant_id, t.last),
     numbered AS (
-        SELECT ev.*, c.base + row_number() OVER (ORDER BY ev.seq) AS ps FROM ev CROSS JOIN c),
+        SELECT ev.*, c.last - per_tenant.n
+                     + row_number() OVER (PARTITION BY ev.tenant_id ORDER BY ev.seq) AS ps
+          FROM ev JOIN c USING (tenant_id) JOIN per_tenant USING (tenant_id)),
     pub AS (
         UPDATE outbox o SET publish_seq = n.ps, published_at = now() FROM numbered n
          WHERE o.tenant_id = n.tenant_id AND o.event_id = n.event_id

@@ -57,6 +57,18 @@ UPDATE recon_runs
  WHERE run_id = $1::uuid
 RETURNING remote_records)sql";
 
+constexpr const char* k_count_records = "statement_count_records";
+constexpr const char* k_count_records_sql = R"sql(
+UPDATE recon_runs
+   SET remote_records = (SELECT count(*) FROM statement_records WHERE run_id = $1::uuid)
+ WHERE run_id = $1::uuid
+RETURNING remote_records)sql";
+
+constexpr const char* k_payments_by_operation = "statement_payments_by_operation";
+const std::string k_payments_by_operation_sql = std::string("SELECT ") + k_payment_columns + R"sql(
+  FROM payments p
+ WHERE p.provider = $1 AND p.operation_id = ANY($2::text[]))sql";
+
 constexpr const char* k_fail = "statement_fail";
 constexpr const char* k_fail_sql = R"sql(
 UPDATE recon_runs
@@ -184,6 +196,21 @@ SELECT match_key, provider_reference, operation_id, amount_minor, currency, stat
  WHERE run_id = $1::uuid AND match_key = ANY($2::text[])
  ORDER BY match_key COLLATE "C", provider_reference COLLATE "C")sql";
 
+// Counterparts of our payments that this run's records lack (DESIGN section 9, across windows):
+// the provider's records of the same operation IDs stored by the provider's other runs (an earlier
+// or later window listed them), one per provider reference, the newest run's. Through
+// statement_records_diff, run by run.
+constexpr const char* k_counterpart_details_sql = R"sql(
+SELECT DISTINCT ON (s.match_key, s.provider_reference)
+       s.match_key, s.provider_reference, s.operation_id, s.amount_minor, s.currency, s.status,
+       s.raw_status, floor(date_part('epoch', s.created_at))::bigint
+  FROM statement_records s
+  JOIN recon_runs r ON r.run_id = s.run_id
+ WHERE s.run_id = ANY(ARRAY(SELECT run_id FROM recon_runs
+                             WHERE provider = $1 AND run_id <> $2::uuid))
+   AND s.match_key = ANY($3::text[])
+ ORDER BY s.match_key, s.provider_reference, r.window_to DESC)sql";
+
 // Streams `query` (in `snapshot`) on a connection and a thread of its own into an ExternalSort by
 // its first column -- in memory up to `sorting.memory_bytes`, in sorted runs in a temporary file
 // beyond -- so that both sides are read at once, each by a server process of its own. next() then
@@ -293,11 +320,29 @@ public:
 
     // The run's records with these match keys, by key, each key's in the order of the first read.
     std::map<std::string, std::vector<RemoteRecord>> remotes(const std::vector<std::string>& keys) {
+        return remote_records(false, keys);
+    }
+
+    // The provider's records of these match keys that its other runs stored (counterparts from
+    // other windows), by key.
+    std::map<std::string, std::vector<RemoteRecord>>
+    counterparts(const std::vector<std::string>& keys) {
+        return remote_records(true, keys);
+    }
+
+private:
+    // This run's records (or, `other_runs`, the provider's other runs') of these keys.
+    std::map<std::string, std::vector<RemoteRecord>>
+    remote_records(bool other_runs, const std::vector<std::string>& keys) {
         std::map<std::string, std::vector<RemoteRecord>> out;
         if (keys.empty()) {
             return out;
         }
-        for (const auto& row : tx().exec_params(k_remote_details_sql, m_run_id, text_array(keys))) {
+        const pqxx::result rows =
+            other_runs ? tx().exec_params(k_counterpart_details_sql, m_provider, m_run_id,
+                                          text_array(keys))
+                       : tx().exec_params(k_remote_details_sql, m_run_id, text_array(keys));
+        for (const auto& row : rows) {
             RemoteRecord r;
             r.match_key = row[0].as<std::string>();
             r.provider_reference = row[1].as<std::string>();
@@ -314,7 +359,6 @@ public:
         return out;
     }
 
-private:
     pqxx::transaction_base& tx() {
         if (!m_tx) {
             m_conn.emplace(m_url);
@@ -400,37 +444,56 @@ public:
         : m_details(details), m_rules(rules), m_found(std::move(found)) {}
 
     void add(const DiffFinding& first_read) {
-        m_pending.push_back(Pending{first_read.local ? first_read.local->match_key
-                                                     : first_read.remote.front().match_key,
-                                    first_read.local.has_value(), !first_read.remote.empty()});
+        m_pending.push_back(Pending{
+            first_read.local ? first_read.local->match_key : first_read.remote.front().match_key,
+            first_read.local.has_value(), !first_read.remote.empty(),
+            first_read.category == to_string(FindingCategory::missing_remote)});
         if (m_pending.size() >= k_details_batch) {
             flush();
         }
     }
 
+    // Before a record is called missing, its counterpart is looked for outside the window's
+    // reading: our payment of a provider record (any time), the provider's record of our payment
+    // in the provider's other runs. A counterpart found is classified with it (a match across
+    // windows, or what the pair says).
     void flush() {
         std::vector<std::string> local_keys;
         std::vector<std::string> remote_keys;
+        std::vector<std::string> missing_remote_keys;
         for (const auto& p : m_pending) {
-            if (p.local) {
+            // A provider record keyed by its own reference has no operation ID to look for.
+            if (p.local || p.key.rfind(k_reference_key_prefix, 0) != 0) {
                 local_keys.push_back(p.key);
             }
             if (p.remote) {
                 remote_keys.push_back(p.key);
             }
+            if (p.missing_remote) {
+                missing_remote_keys.push_back(p.key);
+            }
         }
         std::map<std::string, LocalRecord> locals = m_details.locals(local_keys);
         std::map<std::string, std::vector<RemoteRecord>> remotes = m_details.remotes(remote_keys);
+        for (auto& [key, records] : m_details.counterparts(missing_remote_keys)) {
+            std::vector<RemoteRecord>& into = remotes[key];
+            for (auto& r : records) {
+                if (std::none_of(into.begin(), into.end(), [&](const RemoteRecord& x) {
+                        return x.provider_reference == r.provider_reference;
+                    })) {
+                    into.push_back(std::move(r));
+                }
+            }
+        }
         const std::vector<RemoteRecord> none;
         for (const auto& p : m_pending) {
             std::optional<LocalRecord> l;
-            if (p.local) {
-                auto found = locals.find(p.key);
-                if (found == locals.end()) {
-                    throw std::logic_error("diff_statement_run: payment " + p.key +
-                                           " vanished inside one snapshot");
-                }
-                l = std::move(found->second);
+            auto local = locals.find(p.key);
+            if (local != locals.end()) {
+                l = std::move(local->second);
+            } else if (p.local) {
+                throw std::logic_error("diff_statement_run: payment " + p.key +
+                                       " vanished inside one snapshot");
             }
             const auto found = remotes.find(p.key);
             if (auto f = classify_key(l, found == remotes.end() ? none : found->second, m_rules)) {
@@ -441,10 +504,12 @@ public:
     }
 
 private:
+    static constexpr std::string_view k_reference_key_prefix = "ref:";
     struct Pending {
         std::string key;
-        bool local = false;  // we have the payment
-        bool remote = false; // the provider has records
+        bool local = false;          // we have the payment
+        bool remote = false;         // the provider has records
+        bool missing_remote = false; // so far: look for the provider's record in other runs
     };
     DetailReader& m_details;
     const DiffRules& m_rules;
@@ -564,6 +629,18 @@ StatementRun open_statement_run(Db& db, const std::string& provider, long long w
     });
 }
 
+namespace {
+
+void insert_record(pqxx::work& tx, const StatementRun& run, const StatementRecord& s) {
+    const RemoteRecord& r = s.record;
+    tx.exec_prepared0(k_insert_record, run.run_id, r.provider_reference, r.match_key,
+                      or_null(r.operation_id), r.amount_minor, s.amount_refunded, r.currency,
+                      std::string(to_string(r.status)), r.raw_status, r.at,
+                      s.raw.empty() ? nullptr : s.raw.c_str());
+}
+
+} // namespace
+
 void store_statement_page(Db& db, StatementRun& run, const std::vector<StatementRecord>& records,
                           const std::optional<std::string>& next_cursor) {
     Db::Impl& impl = db.impl();
@@ -572,11 +649,7 @@ void store_statement_page(Db& db, StatementRun& run, const std::vector<Statement
         impl.prepare(k_page_done, k_page_done_sql);
         pqxx::work tx(impl.connection());
         for (const auto& s : records) {
-            const RemoteRecord& r = s.record;
-            tx.exec_prepared0(k_insert_record, run.run_id, r.provider_reference, r.match_key,
-                              or_null(r.operation_id), r.amount_minor, s.amount_refunded,
-                              r.currency, std::string(to_string(r.status)), r.raw_status, r.at,
-                              s.raw.empty() ? nullptr : s.raw.c_str());
+            insert_record(tx, run, s);
         }
         run.remote_records =
             tx.exec_prepared1(k_page_done, run.run_id, or_null(next_cursor))[0].as<long long>();
@@ -588,6 +661,36 @@ void store_statement_page(Db& db, StatementRun& run, const std::vector<Statement
     if (!next_cursor) {
         translate_errors(impl, [&] { vacuum_statement_records(impl); });
     }
+}
+
+std::vector<ClaimedPayment> statement_payments(Db& db, const StatementRun& run,
+                                               const std::vector<std::string>& operation_ids) {
+    Db::Impl& impl = db.impl();
+    return translate_errors(impl, [&] {
+        impl.prepare(k_payments_by_operation, k_payments_by_operation_sql);
+        pqxx::read_transaction tx(impl.connection());
+        std::vector<ClaimedPayment> out;
+        for (const auto& row :
+             tx.exec_prepared(k_payments_by_operation, run.provider, text_array(operation_ids))) {
+            out.push_back(payment_from_row(row));
+        }
+        return out;
+    });
+}
+
+void store_statement_counterparts(Db& db, StatementRun& run,
+                                  const std::vector<StatementRecord>& records) {
+    Db::Impl& impl = db.impl();
+    translate_errors(impl, [&] {
+        impl.prepare(k_insert_record, k_insert_record_sql);
+        impl.prepare(k_count_records, k_count_records_sql);
+        pqxx::work tx(impl.connection());
+        for (const auto& s : records) {
+            insert_record(tx, run, s);
+        }
+        run.remote_records = tx.exec_prepared1(k_count_records, run.run_id)[0].as<long long>();
+        tx.commit();
+    });
 }
 
 bool is_lookup_cursor(const std::string& cursor) {
@@ -682,25 +785,33 @@ StatementTotals diff_statement_run(Db& db, StatementRun& run, long long amount_t
         rules.amount_tolerance_minor = amount_tolerance_minor;
         rules.window_from = run.window_from;
         rules.window_to = run.window_to;
+        rules.read_from = from;
+        rules.read_to = to;
         StatementTotals totals;
         FindingWriter findings(tx, run.run_id);
+        MatchedSums matched(totals.matched_amounts);
         UnmatchedKeys unmatched(details, rules, [&](const DiffFinding& f) {
-            ++totals.by_category[f.category];
+            if (f.category == to_string(FindingCategory::matched)) {
+                // A match across windows: counted as one, stored with both times.
+                matched.add(*f.local);
+                ++totals.matched_across_windows;
+            } else {
+                ++totals.by_category[f.category];
+            }
             if (on_finding) {
                 on_finding(f);
             }
             findings.write(f);
         });
-        MatchedSums matched(totals.matched_amounts);
         DiffSink sink;
         sink.matched = [&](const LocalRecord& l) { matched.add(l); };
         sink.finding = [&](DiffFinding&& f) { unmatched.add(f); };
         totals.counts = diff_sorted([&](LocalRecord& l) { return local.next(l); },
                                     [&](RemoteRecord& r) { return remote.next(r); }, rules, sink);
+        unmatched.flush(); // the last keys' second read: matches across windows among them
         if (matched.count() > 0) {
             totals.by_category[std::string(to_string(FindingCategory::matched))] += matched.count();
         }
-        unmatched.flush();
         findings.complete();
         nlohmann::json counts = totals.by_category;
         tx.exec_prepared0(k_replace_done, run.run_id);

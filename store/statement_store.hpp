@@ -77,14 +77,31 @@ struct StatementTotals {
     std::map<std::string, long long> by_category; // matched included
     std::map<std::string, long long>
         matched_amounts; // currency -> minor units of our matched payments
+    // Of the matches, those whose counterpart lay outside the window's reading (DESIGN section 9):
+    // stored as findings of category matched, with both times.
+    long long matched_across_windows = 0;
 };
+
+// Our payments of the run's provider with these operation IDs (as stored; nothing is claimed), for
+// looking up the provider's counterpart of a payment the run's records lack.
+std::vector<ClaimedPayment> statement_payments(Db& db, const StatementRun& run,
+                                               const std::vector<std::string>& operation_ids);
+
+// Adds records found by looking our payments up (counterparts outside the window's reading) to a
+// listed or diffed run, without touching its listing; a record already stored is kept. The run is
+// diffed again afterwards.
+void store_statement_counterparts(Db& db, StatementRun& run,
+                                  const std::vector<StatementRecord>& records);
 
 // Pairs provider records without our operation ID by provider reference, then merges our payments
 // of the provider (first attempt, else acceptance, inside the window widened by the margin) with
 // the run's records, replaces the run's findings with the non-matched ones, and marks it done --
 // in one transaction, whose snapshot the reads (on connections of their own, at once) share.
-// Calls `on_finding` for every finding that is not `matched`, in key order, with both sides'
-// records in full; matches are only counted (totals).
+// Before a record is called missing, its counterpart is looked for by operation ID outside the
+// window's reading: our payments of any time, and the records the provider's other runs stored
+// (core/statement_diff: a counterpart found is a match across windows, or what the pair says).
+// Calls `on_finding` for every finding that is not `matched`, and for every match across windows,
+// in key order, with both sides' records in full; other matches are only counted (totals).
 // Each side is sorted by payrecon (core/external_sort) in at most `memory_bytes`; what does not fit
 // is written as sorted runs to a temporary file, unlinked as soon as it is created.
 struct DiffSorting {

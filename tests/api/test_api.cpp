@@ -1367,6 +1367,25 @@ TEST_CASE("api: /metrics counts the requests providers rejected, per provider an
     CHECK(metric(resolved, attempts_series) == 2);
     CHECK(metric(resolved, review_series) == 1);
     CHECK(metric(resolved, "payrecon_db_connections_in_use") == 0);
+
+    // /metrics is unauthenticated: by default no series names a tenant (each webhook endpoint's
+    // series were labelled with its tenant's ID: who the tenants are, and their volume). Per
+    // endpoint only with serve --metrics-per-endpoint.
+    exec_sql("INSERT INTO webhook_endpoints (tenant_id, url, event_types, created_by) VALUES ('" +
+             s.tenant.tenant_id + "'::uuid, 'https://hooks.example.com/a', '{payment.*}', 'test')");
+    const std::string summed = scrape();
+    CHECK(summed.find("tenant=") == std::string::npos);
+    CHECK(summed.find(s.tenant.tenant_id) == std::string::npos);
+    CHECK(summed.find("payrecon_webhook_endpoints{state=\"enabled\"} ") != std::string::npos);
+    {
+        ServeProcess labelled(secret, 2, {}, {"--metrics-per-endpoint"});
+        HttpClient other;
+        const auto m = other.send(labelled.port(), get_request("/metrics"));
+        REQUIRE(m.status == 200);
+        CHECK(m.body.find("payrecon_webhook_endpoint_enabled{tenant=\"" + s.tenant.tenant_id) !=
+              std::string::npos);
+    }
+    exec_sql("DELETE FROM webhook_endpoints WHERE tenant_id = '" + s.tenant.tenant_id + "'::uuid");
     http.disconnect();
     check_exited_cleanly(server.terminate());
 }

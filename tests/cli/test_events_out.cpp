@@ -493,6 +493,25 @@ TEST_CASE("events out: GET /v1/events pages a tenant's events with a stable curs
     for (const char* bad : {"after=x", "limit=0", "limit=1001", "after=1&after=2", "cursor=1"}) {
         CHECK_FALSE(events_page(db, w.op.tenant.tenant_id, bad));
     }
+
+    // The cursor is no side channel: another tenant's 40 events published in between leave no
+    // gap in this tenant's numbers (one counter for all tenants made the gap their volume).
+    exec_sql("INSERT INTO outbox (tenant_id, aggregate_type, aggregate_id, event_type, payload) "
+             "SELECT '" +
+                 other.tenant_id +
+                 "'::uuid, 'payment', gen_random_uuid(), 'payment.succeeded', '{}'::jsonb "
+                 "FROM generate_series(1, 40)",
+             w.scratch.url());
+    REQUIRE(w.payrecon({"relay", "--once"}).exit_code == 0);
+    w.op.payments(1);
+    REQUIRE(w.payrecon({"relay", "--once"}).exit_code == 0);
+    const auto next =
+        nlohmann::json::parse(*events_page(db, w.op.tenant.tenant_id, "after=" + cursor));
+    REQUIRE(next["data"].size() == 1);
+    CHECK(next["next_cursor"] == std::to_string(std::stoll(cursor) + 1));
+    const auto theirs = nlohmann::json::parse(*events_page(db, other.tenant_id, "limit=100"));
+    CHECK(theirs["data"].size() == 40);
+    CHECK(theirs["next_cursor"] == "40");
 }
 
 TEST_CASE("events out: dead deliveries and disabled endpoints are nightly's attention and "
@@ -517,7 +536,7 @@ TEST_CASE("events out: dead deliveries and disabled endpoints are nightly's atte
         api::Metrics::Rejected found;
         found.readable = true;
         found.deliveries = event_delivery_health(db);
-        const std::string text = api::Metrics::render_rejected(found);
+        const std::string text = api::Metrics::render_rejected(found, true);
         const auto series = [&](const std::string& name, const std::string& endpoint,
                                 const std::string& extra = "") {
             return name + "{tenant=\"" + w.op.tenant.tenant_id + "\",endpoint=\"" + endpoint +
@@ -537,6 +556,17 @@ TEST_CASE("events out: dead deliveries and disabled endpoints are nightly's atte
         CHECK(text.find(series("payrecon_webhook_endpoint_enabled", ok_endpoint) + "1\n") !=
               std::string::npos);
         CHECK(text.find("payrecon_outbox_publish_lag_seconds 0\n") != std::string::npos);
+        // By default (serve without --metrics-per-endpoint) the series are summed: no tenant
+        // label for whoever reaches the unauthenticated /metrics.
+        const std::string totals = api::Metrics::render_rejected(found);
+        INFO(totals);
+        CHECK(totals.find("tenant=") == std::string::npos);
+        CHECK(totals.find(w.op.tenant.tenant_id) == std::string::npos);
+        CHECK(totals.find("payrecon_event_deliveries_dead 6\n") != std::string::npos);
+        CHECK(totals.find("payrecon_event_delivery_attempts_total{result=\"delivered\"} 6\n") !=
+              std::string::npos);
+        CHECK(totals.find("payrecon_webhook_endpoints{state=\"enabled\"} 2\n") !=
+              std::string::npos);
     }
 
     // nightly: the dead deliveries are attention (exit 3), and so is a disabled endpoint.

@@ -237,3 +237,77 @@ TEST_CASE("statement diff: a million keys stream through with one key's records 
     CHECK(matched == n);
     CHECK(other == 0);
 }
+
+TEST_CASE("statement diff: a counterpart found outside the window's reading is a match across "
+          "windows, anchored by the side read in the window",
+          "[core][statement]") {
+    // Read with a margin of 60 s: [k_from - 60, k_to + 60).
+    DiffRules r = rules();
+    r.read_from = k_from - 60;
+    r.read_to = k_to + 60;
+    const long long later = k_to + 3 * 3600; // the provider charged it three hours after the window
+    // The window of the first attempt: the provider's record found in another run or by lookup.
+    const auto first_window = classify_key(
+        ours("a", "succeeded"), {theirs("a", RemoteStatus::succeeded, 1000, "eur", later)}, r);
+    REQUIRE(first_window);
+    CHECK(first_window->category == "matched");
+    CHECK(first_window->across_windows);
+    CHECK(first_window->detail == "matched by operation ID across windows: payrecon first sent it "
+                                  "at 1970-01-12T13:46:50Z; the provider's record is of "
+                                  "1970-01-13T16:46:40Z");
+    // The window of the charge: our payment, first sent a day earlier, found by operation ID.
+    DiffRules next_window = r;
+    next_window.window_from = k_to;
+    next_window.window_to = k_to + 86400;
+    next_window.read_from = k_to - 60;
+    next_window.read_to = k_to + 86460;
+    const auto second_window =
+        classify_key(ours("a", "succeeded"),
+                     {theirs("a", RemoteStatus::succeeded, 1000, "eur", later)}, next_window);
+    REQUIRE(second_window);
+    CHECK(second_window->category == "matched");
+    CHECK(second_window->across_windows);
+    // What the pair says still holds across windows: another amount is a finding, with both times.
+    const auto mismatch = classify_key(
+        ours("a", "succeeded"), {theirs("a", RemoteStatus::succeeded, 900, "eur", later)}, r);
+    REQUIRE(mismatch);
+    CHECK(mismatch->category == "amount_mismatch");
+    CHECK(mismatch->detail.find("payrecon first sent it at") != std::string::npos);
+    // Our payment read in the window's margin (not a counterpart) anchors the key as before: the
+    // next window reports it.
+    CHECK_FALSE(classify_key(ours("a", "succeeded", 1000, "EUR", k_to + 30),
+                             {theirs("a", RemoteStatus::succeeded, 1000, "eur", k_to - 5)}, r));
+    // Both sides read in the window: a plain match, nothing noted.
+    const auto plain =
+        classify_key(ours("a", "succeeded"), {theirs("a", RemoteStatus::succeeded)}, r);
+    REQUIRE(plain);
+    CHECK_FALSE(plain->across_windows);
+    CHECK(plain->detail.empty());
+}
+
+TEST_CASE("statement diff: a match across windows goes to the finding sink, with its detail",
+          "[core][statement]") {
+    DiffRules r = rules();
+    r.read_from = k_from - 60;
+    r.read_to = k_to + 60;
+    std::vector<LocalRecord> local = {ours("a", "succeeded"), ours("b", "succeeded")};
+    std::vector<RemoteRecord> remote = {
+        theirs("a", RemoteStatus::succeeded),
+        theirs("b", RemoteStatus::succeeded, 1000, "eur", k_to + 600)};
+    std::size_t li = 0;
+    std::size_t ri = 0;
+    std::vector<DiffFinding> found;
+    int matched = 0;
+    DiffSink sink;
+    sink.finding = [&](DiffFinding&& f) { found.push_back(std::move(f)); };
+    sink.matched = [&](const LocalRecord&) { ++matched; };
+    diff_sorted(
+        [&](LocalRecord& l) { return li < local.size() ? (l = local[li++], true) : false; },
+        [&](RemoteRecord& x) { return ri < remote.size() ? (x = remote[ri++], true) : false; }, r,
+        sink);
+    CHECK(matched == 1);
+    REQUIRE(found.size() == 1);
+    CHECK(found[0].category == "matched");
+    CHECK(found[0].across_windows);
+    CHECK(found[0].local->match_key == "b");
+}

@@ -636,3 +636,90 @@ TEST_CASE("statement: Checkout.com's window must end longer ago than its lookup'
     CHECK(watched.lookups == 0); // no payment of ours in that window
     CHECK(query_value("SELECT count(*) FROM recon_runs WHERE provider = $1", w.config.name) == "1");
 }
+
+TEST_CASE("statement: a payment re-sent or charged late across a window's edge is matched by its "
+          "operation ID, never missing_remote in one window and missing_local in the next -- a "
+          "sweep of edges, delays and margins",
+          "[statement][db]") {
+    // Our side is dated by the first attempt, the provider's by its charge. Each payment here was
+    // first sent `delay` before the provider charged it: a re-send by the nightly, or a late
+    // charge. Before the fix, every delay longer than the margin was a false missing_remote in the
+    // window of the first attempt and a false missing_local in the window of the charge.
+    World w(next({}));
+    auto provider = providers::create_provider(w.config);
+    const std::vector<long long> delays = {30, 59, 61, 599, 3 * 3600, 5 * 3600 + 17, 25 * 3600};
+    const auto refs = w.payments(static_cast<int>(delays.size()));
+    send_all(w, *provider);
+    for (std::size_t i = 0; i < refs.size(); ++i) {
+        REQUIRE(w.state_of(refs[i]) == "succeeded");
+        exec_sql(
+            "UPDATE payments SET first_attempt_at = first_attempt_at - make_interval(secs => " +
+            std::to_string(delays[i]) + ") WHERE merchant_reference = '" + refs[i] + "'");
+    }
+    const long long charged = now_s();
+    const long long width = 2 * 3600;
+    const long long first = charged - 26 * 3600 - width;
+    long long windows = 0;
+    for (const long long margin : {0LL, 60LL}) {
+        for (const long long offset : {0LL, 20 * 60 + 7LL, 40 * 60 + 13LL, 7199LL}) {
+            long long matched = 0;
+            // Oldest window first, as a nightly meets them: the window of a first attempt is
+            // diffed before the provider's record of its charge is in any run.
+            for (long long from = first + offset; from < charged + 60; from += width) {
+                engine::StatementOptions o;
+                o.window_from = from;
+                o.window_to = from + width;
+                o.margin = std::chrono::seconds(margin);
+                o.wait = [](std::chrono::milliseconds) {};
+                const reports::Report report = engine::run_statement(*w.db, *provider, o);
+                ++windows;
+                INFO("margin " << margin << " s, window " << o.window_from << ".." << o.window_to
+                               << ": " << report.failure.value_or(""));
+                REQUIRE_FALSE(report.failure);
+                auto counts = counts_of(report);
+                matched += counts["matched"];
+                counts.erase("matched");
+                CHECK(counts.empty()); // nothing missing, nothing else
+                CHECK(report.exit_code == 0);
+            }
+            INFO("margin " << margin << " s, offset " << offset << " s");
+            // Each payment is matched in its first attempt's window, and again in its charge's
+            // window when its first attempt lies outside that window's reading.
+            CHECK(matched >= static_cast<long long>(refs.size()));
+            CHECK(matched <= 2 * static_cast<long long>(refs.size()));
+        }
+    }
+    CHECK(windows > 100);
+    // A match across windows is stored with both times; the statement charged nothing.
+    const std::string across = query_value(
+        "SELECT count(*) FROM recon_findings f JOIN recon_runs r USING (run_id) WHERE r.provider = "
+        "$1 AND f.category = 'matched' AND f.detail LIKE 'matched by operation ID across windows: "
+        "payrecon first sent it at %; the provider''s record is of %'",
+        w.config.name);
+    CHECK(std::stoll(across) > 0);
+    CHECK(query_value("SELECT count(*) FROM recon_findings f JOIN recon_runs r USING (run_id) "
+                      "WHERE r.provider = $1 AND f.category <> 'matched'",
+                      w.config.name) == "0");
+    for (const auto& ref : refs) {
+        CHECK(w.executions(w.op_of(ref)) == 1);
+        CHECK(w.deliveries(w.op_of(ref)) == 1);
+    }
+}
+
+TEST_CASE("statement: a payment the provider never charged is still missing_remote after its "
+          "counterpart was looked for in other windows and by lookup",
+          "[statement][db]") {
+    World w(next({}));
+    auto provider = providers::create_provider(w.config);
+    const std::string never_sent = w.payments(1)[0];
+    exec_sql(
+        "UPDATE payments SET state = 'succeeded', attempt_count = 1, first_attempt_at = now(), "
+        "last_attempt_at = now() WHERE merchant_reference = '" +
+        never_sent + "'");
+    WatchedProvider watched(*provider);
+    const reports::Report report = engine::run_statement(*w.db, watched, window_around_now());
+    CHECK(counts_of(report) == std::map<std::string, long long>{{"missing_remote", 1}});
+    CHECK(watched.looked_up == std::vector<std::string>{w.op_of(never_sent)});
+    CHECK(contains(fact_of(report, "missing looked up"), "1 payments the window's listing lacks"));
+    CHECK(report.exit_code == 3);
+}
