@@ -18,6 +18,8 @@ constexpr std::size_t k_max_card_length = 19;
 constexpr std::size_t k_min_unseparated_length = 14; // see card_number.hpp: 12-13 only in groups
 // The most digits of a group that may come before a card number in its run ("12/30 4242 ...").
 constexpr std::size_t k_max_leading_group = 2;
+// The fewest digits of the last group of a card number written after a longer group.
+constexpr std::size_t k_min_trailing_group = 3;
 
 // Lengths as a bit set: bit n set = n digits issued.
 constexpr std::uint32_t lengths(std::size_t first, std::size_t last) {
@@ -83,7 +85,8 @@ struct Cell {
     enum class Kind : std::uint8_t { digit, separator, letter, other };
     Kind kind = Kind::other;
     // '0'-'9' for a digit (whatever its script), 'a'-'z' for an ASCII letter; for a separator
-    // ' ' (any white space), '-' (any dash), '.' or '/'.
+    // ' ' (any white space), '-' (any dash), the character itself (other ASCII punctuation), or
+    // '*' (other Unicode punctuation).
     char ascii = 0;
 };
 
@@ -97,12 +100,13 @@ Cell classify_ascii(unsigned char c) {
     if (c >= 'A' && c <= 'Z') {
         return {Cell::Kind::letter, static_cast<char>(c - 'A' + 'a')};
     }
-    // ASCII's White_Space (tab, newline, vertical tab, form feed, carriage return, space) and its
-    // one dash.
+    // ASCII's White_Space (tab, newline, vertical tab, form feed, carriage return, space).
     if (c == ' ' || (c >= '\t' && c <= '\r')) {
         return {Cell::Kind::separator, ' '};
     }
-    if (c == '-' || c == '.' || c == '/') {
+    // Every other visible ASCII character: punctuation and symbols ("-", ".", "/", "_", ",", ":",
+    // "+", "|", ...).
+    if (c > ' ' && c < 0x7F) {
         return {Cell::Kind::separator, static_cast<char>(c)};
     }
     return {};
@@ -123,6 +127,9 @@ Cell classify(UChar32 c) {
     }
     if (u_charType(c) == U_DASH_PUNCTUATION || c == 0x2212) {
         return {Cell::Kind::separator, '-'};
+    }
+    if (u_ispunct(c)) {
+        return {Cell::Kind::separator, '*'};
     }
     return {};
 }
@@ -176,6 +183,15 @@ bool is_alnum(const Cell& cell) {
     return cell.kind == Cell::Kind::digit || cell.kind == Cell::Kind::letter;
 }
 
+// The index just past the separators that start at `i` (`i` itself if there are none): the gap
+// between two groups, one separator or several ("4242 - 4242", "4242,  4242").
+std::size_t past_separators(const std::vector<Cell>& cells, std::size_t i) {
+    while (i < cells.size() && cells[i].kind == Cell::Kind::separator) {
+        ++i;
+    }
+    return i;
+}
+
 // ISO 13616: the IBAN moved its first four characters to the end, letters as 10..35, mod 97 == 1.
 bool iban_check_passes(const std::string& iban) {
     unsigned remainder = 0;
@@ -198,13 +214,37 @@ bool iban_check_passes(const std::string& iban) {
 constexpr std::size_t k_min_iban_length = 15; // Norway
 constexpr std::size_t k_max_iban_length = 34;
 
-// If a valid IBAN starts at `start` (two letters, two digits, then letters and digits, optionally
-// in groups separated by single spaces), the index just past its longest valid form; else `start`.
+// The country codes IBANs are issued under: SWIFT's IBAN registry, the territories whose banks
+// issue IBANs in their own code's name (French overseas, Aland, the Crown Dependencies), and the
+// countries whose banks publish IBANs outside the registry (mostly West and Central Africa). Two
+// letters that are none of these ("cc", "fa") do not start an IBAN, so a card number with two
+// letters glued to it is not skipped as one when its first digits happen to pass the mod-97 check.
+constexpr auto k_iban_countries = std::to_array<std::string_view>({
+    "ad", "ae", "al", "ao", "at", "ax", "az", "ba", "be", "bf", "bg", "bh", "bi", "bj", "bl", "br",
+    "by", "cf", "cg", "ch", "ci", "cm", "cr", "cv", "cy", "cz", "de", "dj", "dk", "do", "dz", "ee",
+    "eg", "es", "fi", "fk", "fo", "fr", "ga", "gb", "ge", "gf", "gg", "gi", "gl", "gp", "gq", "gr",
+    "gt", "gw", "hn", "hr", "hu", "ie", "il", "im", "iq", "ir", "is", "it", "je", "jo", "km", "kw",
+    "kz", "lb", "lc", "li", "lt", "lu", "lv", "ly", "ma", "mc", "md", "me", "mf", "mg", "mk", "ml",
+    "mn", "mq", "mr", "mt", "mu", "mz", "nc", "ne", "ni", "nl", "no", "om", "pf", "pk", "pl", "pm",
+    "ps", "pt", "qa", "re", "ro", "rs", "ru", "sa", "sc", "sd", "se", "si", "sk", "sm", "sn", "so",
+    "st", "sv", "td", "tf", "tg", "tl", "tn", "tr", "ua", "va", "vg", "wf", "xk", "ye", "yt",
+});
+
+bool is_iban_country(char first, char second) {
+    const char code[2] = {first, second};
+    return std::binary_search(k_iban_countries.begin(), k_iban_countries.end(),
+                              std::string_view(code, 2));
+}
+
+// If a valid IBAN starts at `start` (a country code, two digits, then letters and digits,
+// optionally in groups separated as card groups are: by spaces, dashes, dots, slashes or any other
+// separators), the index just past its longest valid form; else `start`.
 std::size_t iban_end(const std::vector<Cell>& cells, std::size_t start) {
     const std::size_t n = cells.size();
     if (start + 4 > n || (start > 0 && is_alnum(cells[start - 1])) ||
         cells[start].kind != Cell::Kind::letter || cells[start + 1].kind != Cell::Kind::letter ||
-        cells[start + 2].kind != Cell::Kind::digit || cells[start + 3].kind != Cell::Kind::digit) {
+        cells[start + 2].kind != Cell::Kind::digit || cells[start + 3].kind != Cell::Kind::digit ||
+        !is_iban_country(cells[start].ascii, cells[start + 1].ascii)) {
         return start;
     }
     std::string iban;
@@ -225,10 +265,11 @@ std::size_t iban_end(const std::vector<Cell>& cells, std::size_t start) {
         if (iban.size() >= k_min_iban_length && iban_check_passes(iban)) {
             end = i;
         }
-        // Groups are separated by one space (the paper format); anything else ends it.
-        if (i + 1 < n && cells[i].kind == Cell::Kind::separator && cells[i].ascii == ' ' &&
-            is_alnum(cells[i + 1])) {
-            ++i;
+        // The paper format separates groups by a space; people also write dashes, dots or
+        // slashes, and the card search joins groups across any separators, so this does too.
+        const std::size_t next = past_separators(cells, i);
+        if (next > i && next < n && is_alnum(cells[next])) {
+            i = next;
             continue;
         }
         break;
@@ -267,22 +308,37 @@ std::size_t uuid_end(const std::vector<Cell>& cells, std::size_t start) {
 }
 
 constexpr std::size_t k_min_hex_token_length = 16;
+// How many of a hex token's characters must lie outside its longest run of digits: a random token
+// mixes letters and digits throughout (a UUID without dashes holds a run of 25 digits about 3
+// times in 100,000), while a card number with a letter or two glued to it ("cc4242424242424242",
+// "4242424242424242e") is a run of digits with almost nothing around it.
+constexpr std::size_t k_min_hex_token_rest = 8;
 
-// If a hex token starts at `start` -- at least 16 letters and digits, all hex, at least one a-f:
-// a UUID without dashes, a hash, an API token -- the index just past it; else `start`.
+// If a hex token starts at `start` -- at least 16 letters and digits, all hex, at least one a-f,
+// at least 8 of them outside its longest digit run: a UUID without dashes, a hash, an API token
+// -- the index just past it; else `start`.
 std::size_t hex_token_end(const std::vector<Cell>& cells, std::size_t start) {
     if (start > 0 && is_alnum(cells[start - 1])) {
         return start;
     }
     bool has_letter = false;
+    std::size_t digit_run = 0;
+    std::size_t longest_digit_run = 0;
     std::size_t i = start;
     for (; i < cells.size() && is_alnum(cells[i]); ++i) {
         if (!is_hex(cells[i])) {
             return start;
         }
-        has_letter = has_letter || cells[i].kind == Cell::Kind::letter;
+        const bool letter = cells[i].kind == Cell::Kind::letter;
+        has_letter = has_letter || letter;
+        digit_run = letter ? 0 : digit_run + 1;
+        longest_digit_run = std::max(longest_digit_run, digit_run);
     }
-    return has_letter && i - start >= k_min_hex_token_length ? i : start;
+    const std::size_t length = i - start;
+    return has_letter && length >= k_min_hex_token_length &&
+                   length - longest_digit_run >= k_min_hex_token_rest
+               ? i
+               : start;
 }
 
 constexpr std::size_t k_ups_tracking_length = 18;
@@ -325,7 +381,8 @@ bool card_like_grouping(const std::vector<std::size_t>& sizes, std::size_t total
         return total >= k_min_unseparated_length;
     }
     using Sizes = std::vector<std::size_t>;
-    if (sizes == Sizes{4, 6, 5} || sizes == Sizes{4, 6, 4}) {
+    if (sizes == Sizes{4, 6, 5} || sizes == Sizes{4, 6, 4} || sizes == Sizes{4, 6, 6} ||
+        sizes == Sizes{8, 8}) {
         return true;
     }
     // Fours, the last group 1-4 digits (4-4-4, 4-4-4-1 .. 4-4-4-4, 4-4-4-4-1 .. 4-4-4-4-3): how
@@ -346,8 +403,36 @@ struct Group {
     std::size_t size = 0;  // digits
 };
 
-// The spans of whole groups of one run that are preceded in it by nothing or only by groups of one
-// or two digits, and the single groups anywhere in it (card_number.hpp, "Choices").
+// Whether the groups of a run from `from` on are what may follow a card number written after a
+// long group: nothing, a security code (3-4 digits), an expiry date (1-2 digits, then 2 or 4), or
+// both in either order. Not a lone group of 1-2 digits: a 22-, 26- or 30-digit parcel tracking
+// number written in fours ends with one ("9400 4242 4242 4242 4242 00").
+bool card_tail(const std::vector<Group>& groups, std::size_t from) {
+    const auto security_code = [&](std::size_t i) {
+        return groups[i].size >= 3 && groups[i].size <= 4;
+    };
+    const auto expiry = [&](std::size_t i) {
+        return groups[i].size <= 2 && (groups[i + 1].size == 2 || groups[i + 1].size == 4);
+    };
+    const std::size_t left = groups.size() - from;
+    switch (left) {
+    case 0:
+        return true;
+    case 1:
+        return security_code(from);
+    case 2:
+        return expiry(from);
+    case 3:
+        return (security_code(from) && expiry(from + 1)) ||
+               (expiry(from) && security_code(from + 2));
+    default:
+        return false;
+    }
+}
+
+// The spans of whole groups of one run that may be a card number (card_number.hpp, "Choices"):
+// those preceded in it by nothing or only by groups of one or two digits; after a longer group,
+// those followed by nothing but a security code or an expiry date; and single groups anywhere.
 std::optional<CardNumberMatch> search_run(const std::vector<Cell>& cells,
                                           const std::vector<Group>& groups) {
     std::string digits;
@@ -356,14 +441,12 @@ std::optional<CardNumberMatch> search_run(const std::vector<Cell>& cells,
     for (std::size_t first = 0; first < groups.size(); ++first) {
         after_long_group =
             after_long_group || (first > 0 && groups[first - 1].size > k_max_leading_group);
-        // The digits of the longest span from `first` (an unseparated number may stand anywhere;
-        // after a long group, a span of several groups is inside a longer grouped number).
+        // The digits of the longest span from `first`.
         digits.clear();
         sizes.clear();
         for (std::size_t last = first; last < groups.size(); ++last) {
             const Group& group = groups[last];
-            if (digits.size() + group.size > k_max_card_length ||
-                (after_long_group && last > first)) {
+            if (digits.size() + group.size > k_max_card_length) {
                 break;
             }
             for (std::size_t i = group.start; i < group.start + group.size; ++i) {
@@ -373,7 +456,14 @@ std::optional<CardNumberMatch> search_run(const std::vector<Cell>& cells,
         }
         // Longest first: "6304 0000 0000 0000" is one 16-digit card, not a 12-digit one and more.
         while (!sizes.empty()) {
-            if (card_like_grouping(sizes, digits.size())) {
+            // After a long group, a span of several groups counts only at the end of the run,
+            // and only when it ends with a group of 3 digits or more: a longer grouped number
+            // written in fours ends with one of 1-2 digits as often as not (an unseparated
+            // number may stand anywhere).
+            const bool placed =
+                !after_long_group || sizes.size() == 1 ||
+                (sizes.back() >= k_min_trailing_group && card_tail(groups, first + sizes.size()));
+            if (placed && card_like_grouping(sizes, digits.size())) {
                 const std::string_view number(digits);
                 const auto brand = card_brand(number);
                 if (brand && luhn_valid(number)) {
@@ -387,7 +477,76 @@ std::optional<CardNumberMatch> search_run(const std::vector<Cell>& cells,
     return std::nullopt;
 }
 
+// Names of fields for card data, folded (is_card_field_name): the card number, the security code,
+// the expiry, and the magnetic stripe's tracks. Generic names that shops also use for other things
+// ("number", "card", "pan", "expiry") are here because a card form uses them too; a shop sends its
+// order number as merchant_reference.
+constexpr auto k_card_field_names = std::to_array<std::string_view>({
+    "number",
+    "card",
+    "cardnumber",
+    "cardnum",
+    "cardno",
+    "ccnumber",
+    "ccnum",
+    "ccno",
+    "creditcard",
+    "creditcardnumber",
+    "debitcard",
+    "debitcardnumber",
+    "pan",
+    "cardpan",
+    "primaryaccountnumber",
+    "csc",
+    "cardcode",
+    "cvn",
+    "cvd",
+    "expmonth",
+    "expyear",
+    "expdate",
+    "expiry",
+    "expirydate",
+    "expirymonth",
+    "expiryyear",
+    "expiration",
+    "expirationdate",
+    "expirationmonth",
+    "expirationyear",
+    "cardexp",
+    "cardexpiry",
+    "cardexpiration",
+    "cardexpmonth",
+    "cardexpyear",
+    "ccexp",
+    "ccexpiry",
+    "track1",
+    "track2",
+    "trackdata",
+    "pinblock",
+});
+
+// Words that mean card data wherever they stand in a name ("card_cvc", "cvv2", "cvc2").
+constexpr auto k_card_field_words = std::to_array<std::string_view>({"cvc", "cvv", "securitycode"});
+
 } // namespace
+
+bool is_card_field_name(std::string_view name) {
+    std::string folded;
+    for (const Cell& cell : cells_of(name)) {
+        if (cell.kind == Cell::Kind::letter || cell.kind == Cell::Kind::digit) {
+            folded += cell.ascii;
+        } else if (cell.kind == Cell::Kind::other) {
+            folded += '?'; // a letter outside ASCII: it still makes the name another name
+        }
+    }
+    for (const std::string_view word : k_card_field_words) {
+        if (folded.find(word) != std::string::npos) {
+            return true;
+        }
+    }
+    return std::find(k_card_field_names.begin(), k_card_field_names.end(), folded) !=
+           k_card_field_names.end();
+}
 
 std::string_view to_string(CardBrand brand) {
     switch (brand) {
@@ -471,7 +630,7 @@ std::optional<CardNumberMatch> find_card_number(std::string_view utf8_text) {
             ++i;
             continue;
         }
-        // One run: digit groups joined by single separators.
+        // One run: digit groups joined by separators.
         groups.clear();
         while (true) {
             const std::size_t start = i;
@@ -479,8 +638,9 @@ std::optional<CardNumberMatch> find_card_number(std::string_view utf8_text) {
                 ++i;
             }
             groups.push_back(Group{start, i - start});
-            if (i < cells.size() && cells[i].kind == Cell::Kind::separator && is_digit(i + 1)) {
-                ++i;
+            const std::size_t next = past_separators(cells, i);
+            if (next > i && is_digit(next)) {
+                i = next;
                 continue;
             }
             break;

@@ -1,8 +1,10 @@
 #include "core/endpoint_address.hpp"
 
+#include <algorithm>
 #include <arpa/inet.h>
 #include <charconv>
 #include <cstring>
+#include <initializer_list>
 
 namespace payrecon {
 
@@ -14,8 +16,12 @@ struct Range {
     const char* kind;
 };
 
-// The special-purpose ranges (IANA's registries, RFC 6890 and successors) an endpoint may not
-// reach unless allowed. Everything else is "public".
+// The special-purpose ranges an endpoint may not reach unless allowed: every entry of IANA's IPv4
+// and IPv6 Special-Purpose Address Registries that is not globally reachable (RFC 6890 and its
+// successors, checked against the registries as of 2025), and multicast. A few globally reachable
+// anycast entries inside a refused block (192.0.0.9/32, 2001:1::1/128, AMT's 2001:3::/32, ...)
+// are refused with it: no webhook receiver lives there. More specific ranges come first: the
+// first that holds an address names it.
 constexpr Range k_v4_ranges[] = {
     {"0.0.0.0", 8, "this network (0.0.0.0/8)"},
     {"10.0.0.0", 8, "private (10.0.0.0/8)"},
@@ -33,17 +39,29 @@ constexpr Range k_v4_ranges[] = {
     {"224.0.0.0", 4, "multicast (224.0.0.0/4)"},
     {"240.0.0.0", 4, "reserved (240.0.0.0/4, broadcast among it)"},
 };
+// IPv6 beyond the forms that carry an IPv4 address (address_kind judges those first).
 constexpr Range k_v6_ranges[] = {
     {"::", 128, "unspecified (::)"},
     {"::1", 128, "loopback"},
+    {"64:ff9b:1::", 48, "local-use NAT64 (64:ff9b:1::/48)"},
     {"100::", 64, "discard (100::/64)"},
-    {"2001::", 23, "IETF protocol assignments (2001::/23)"},
+    {"100:0:0:1::", 64, "dummy prefix (100:0:0:1::/64)"},
+    {"2001::", 32, "Teredo (2001::/32)"},
+    {"2001:2::", 48, "benchmarking (2001:2::/48)"},
     {"2001:db8::", 32, "documentation (2001:db8::/32)"},
+    {"2001::", 23, "IETF protocol assignments (2001::/23)"},
     {"2002::", 16, "6to4 (2002::/16)"},
+    {"3fff::", 20, "documentation (3fff::/20)"},
+    {"5f00::", 16, "segment routing SIDs (5f00::/16)"},
     {"fc00::", 7, "private (unique local, fc00::/7)"},
     {"fe80::", 10, "link-local (fe80::/10)"},
     {"fec0::", 10, "site-local (fec0::/10)"},
     {"ff00::", 8, "multicast (ff00::/8)"},
+    // Everything else outside global unicast is reserved by the IETF (IANA's IPv6 Address Space
+    // registry): ::/8 beyond the forms above, 0100::/8 .. 1fff::/16, 4000::/3 .. fe00::/9.
+    {"::", 3, "reserved (outside global unicast 2000::/3)"},
+    {"4000::", 2, "reserved (outside global unicast 2000::/3)"},
+    {"8000::", 1, "reserved (outside global unicast 2000::/3)"},
 };
 
 bool prefix_matches(const std::uint8_t* a, const std::uint8_t* b, int prefix) {
@@ -59,26 +77,67 @@ bool prefix_matches(const std::uint8_t* a, const std::uint8_t* b, int prefix) {
     return (a[whole] & mask) == (b[whole] & mask);
 }
 
-// The IPv4 address an IPv6 address carries: IPv4-mapped (::ffff:a.b.c.d), IPv4-compatible
-// (::a.b.c.d, deprecated) and the NAT64 well-known prefix (64:ff9b::/96).
+bool starts_with(const IpAddress& a, std::initializer_list<std::uint8_t> prefix) {
+    return std::equal(prefix.begin(), prefix.end(), a.bytes.begin());
+}
+
+IpAddress v4_at(const IpAddress& a, std::size_t offset) {
+    IpAddress v4;
+    std::memcpy(v4.bytes.data(), a.bytes.data() + offset, 4);
+    return v4;
+}
+
+// The IPv4 address an IPv6 address stands for, where a connection to it reaches that IPv4
+// address: IPv4-mapped (::ffff:a.b.c.d, a dual-stack socket's IPv4) and the NAT64 well-known
+// prefix (64:ff9b::/96, RFC 6052: the translator connects to a.b.c.d).
 std::optional<IpAddress> embedded_v4(const IpAddress& a) {
     if (!a.v6) {
         return std::nullopt;
     }
-    static constexpr std::uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-    static constexpr std::uint8_t compat[12] = {};
-    static constexpr std::uint8_t nat64[12] = {0, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0};
-    const bool carries = std::memcmp(a.bytes.data(), mapped, 12) == 0 ||
-                         std::memcmp(a.bytes.data(), nat64, 12) == 0 ||
-                         (std::memcmp(a.bytes.data(), compat, 12) == 0 &&
-                          // :: and ::1 are themselves, not 0.0.0.0 and 0.0.0.1
-                          (a.bytes[12] | a.bytes[13] | a.bytes[14]) != 0);
-    if (!carries) {
+    if (starts_with(a, {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff}) ||
+        starts_with(a, {0, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0})) {
+        return v4_at(a, 12);
+    }
+    return std::nullopt;
+}
+
+// The other IPv6 forms that carry an IPv4 address: their name and the address they carry. Never
+// a public destination of their own: IPv4-compatible (::a.b.c.d, deprecated by RFC 4291),
+// IPv4-translated (::ffff:0:a.b.c.d, SIIT, RFC 2765), and an ISATAP interface identifier
+// (RFC 5214: ...:0:5efe:a.b.c.d or ...:200:5efe:a.b.c.d, under any prefix).
+struct CarriedV4 {
+    const char* form;
+    IpAddress v4;
+    bool isatap = false;
+};
+std::optional<CarriedV4> carried_v4(const IpAddress& a) {
+    if (!a.v6) {
         return std::nullopt;
     }
-    IpAddress v4;
-    std::memcpy(v4.bytes.data(), a.bytes.data() + 12, 4);
-    return v4;
+    if (starts_with(a, {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}) &&
+        // :: and ::1 are themselves, not 0.0.0.0 and 0.0.0.1
+        (a.bytes[12] | a.bytes[13] | a.bytes[14]) != 0) {
+        return CarriedV4{"IPv4-compatible (::/96, deprecated)", v4_at(a, 12)};
+    }
+    if (starts_with(a, {0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0})) {
+        return CarriedV4{"IPv4-translated (::ffff:0:0:0/96)", v4_at(a, 12)};
+    }
+    if ((a.bytes[8] & 0xfd) == 0 && a.bytes[9] == 0 && a.bytes[10] == 0x5e && a.bytes[11] == 0xfe) {
+        return CarriedV4{"an ISATAP interface identifier", v4_at(a, 12), true};
+    }
+    return std::nullopt;
+}
+
+const char* range_kind(const IpAddress& a) {
+    const Range* begin = a.v6 ? std::begin(k_v6_ranges) : std::begin(k_v4_ranges);
+    const Range* end = a.v6 ? std::end(k_v6_ranges) : std::end(k_v4_ranges);
+    for (const Range* r = begin; r != end; ++r) {
+        const auto net = IpAddress::parse(r->network);
+        if (net && prefix_matches(a.bytes.data(), net->bytes.data(), r->prefix)) {
+            return r->kind;
+        }
+    }
+    return nullptr;
 }
 
 std::string trim(std::string_view s) {
@@ -180,15 +239,24 @@ std::string address_kind(const IpAddress& a) {
     if (const auto v4 = embedded_v4(a)) {
         return address_kind(*v4);
     }
-    const Range* begin = a.v6 ? std::begin(k_v6_ranges) : std::begin(k_v4_ranges);
-    const Range* end = a.v6 ? std::end(k_v6_ranges) : std::end(k_v4_ranges);
-    for (const Range* r = begin; r != end; ++r) {
-        const auto net = IpAddress::parse(r->network);
-        if (net && prefix_matches(a.bytes.data(), net->bytes.data(), r->prefix)) {
-            return r->kind;
+    if (const auto carried = carried_v4(a)) {
+        const std::string carrying =
+            std::string(carried->form) + " carrying " + carried->v4.to_string();
+        const std::string v4_kind = address_kind(carried->v4);
+        if (!carried->isatap) {
+            // In ::/8, reserved whatever it carries.
+            return carrying + " (" + v4_kind + ")";
         }
+        if (const char* kind = range_kind(a)) {
+            return kind;
+        }
+        if (v4_kind != "public") {
+            return carrying + " (" + v4_kind + ")";
+        }
+        return "public";
     }
-    return "public";
+    const char* kind = range_kind(a);
+    return kind != nullptr ? kind : "public";
 }
 
 bool is_loopback(const IpAddress& a) {

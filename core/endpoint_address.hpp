@@ -5,11 +5,18 @@
 //
 // An endpoint URL is https, or http to a loopback address (tests, a local receiver); it has no
 // user or password, no fragment, no space or control character. Its addresses must be public:
-// loopback, private (RFC 1918, unique local), link-local (169.254/16 with the cloud metadata
-// address, fe80::/10), carrier-grade NAT, "this network", multicast, reserved and documentation
-// ranges are refused unless the operator allows the network explicitly
-// (PAYRECON_ENDPOINT_ALLOWED_NETWORKS, a comma-separated list of CIDRs, e.g. "127.0.0.0/8,::1").
-// IPv4-mapped and NAT64 IPv6 addresses are judged as the IPv4 address they carry.
+// every range of IANA's IPv4 and IPv6 special-purpose registries that is not globally reachable
+// -- loopback, private (RFC 1918, unique local), link-local (169.254/16 with the cloud metadata
+// address, fe80::/10), carrier-grade NAT, "this network", benchmarking, documentation (192.0.2/24,
+// 2001:db8::/32, 3fff::/20), discard (100::/64), IETF protocol assignments (2001::/23, Teredo
+// among them), 6to4 (2002::/16), local-use NAT64 (64:ff9b:1::/48), segment routing (5f00::/16),
+// site-local --, multicast, and all IPv6 outside global unicast (2000::/3) are refused unless the
+// operator allows the network explicitly (PAYRECON_ENDPOINT_ALLOWED_NETWORKS, a comma-separated
+// list of CIDRs, e.g. "127.0.0.0/8,::1"). An IPv4-mapped address (::ffff:a.b.c.d) and one under
+// the NAT64 well-known prefix (64:ff9b::/96) are judged as the IPv4 address they reach; the other
+// forms that carry an IPv4 address are refused (IPv4-compatible ::a.b.c.d, IPv4-translated
+// ::ffff:0:a.b.c.d), or judged by their prefix and the IPv4 address they carry (an ISATAP
+// interface identifier, ...:5efe:a.b.c.d).
 
 #include <array>
 #include <cstdint>
@@ -48,7 +55,9 @@ struct NetworkAllowance {
 };
 
 // What kind of address `a` is: "public", or the name of the special range it is in ("loopback",
-// "private", "link-local", "carrier-grade NAT", "multicast", ...).
+// "private", "link-local", "carrier-grade NAT", "multicast", ...; for a form that carries an IPv4
+// address, the form, the address and its kind: "IPv4-translated (::ffff:0:0:0/96) carrying
+// 127.0.0.1 (loopback)").
 std::string address_kind(const IpAddress& a);
 bool is_loopback(const IpAddress& a);
 

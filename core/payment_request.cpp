@@ -31,11 +31,6 @@ constexpr std::array<std::string_view, 8> k_known_fields = {
 constexpr std::array<std::string_view, 5> k_transport_fields = {
     "trace_id", "traceparent", "tracestate", "request_id", "correlation_id"};
 
-// Field names that announce card data, compared after lower-casing and dropping '_' and '-'
-// (so "card_number", "cardNumber" and "CARD-NUMBER" all match "cardnumber").
-constexpr std::array<std::string_view, 8> k_card_field_names = {
-    "number", "cvc", "cvv", "card", "cardnumber", "pan", "expmonth", "expyear"};
-
 template <std::size_t N>
 bool contains(const std::array<std::string_view, N>& names, std::string_view name) {
     for (const std::string_view candidate : names) {
@@ -105,18 +100,6 @@ ValidationError card_data_error(std::string field, CardData what) {
 
 bool is_digit(char c) {
     return c >= '0' && c <= '9';
-}
-
-bool is_card_field_name(std::string_view name) {
-    std::string folded;
-    folded.reserve(name.size());
-    for (const char c : name) {
-        if (c == '_' || c == '-') {
-            continue;
-        }
-        folded += (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
-    }
-    return contains(k_card_field_names, folded);
 }
 
 // Every string value and every object key, at any depth (the depth is already bounded).

@@ -38,7 +38,8 @@ struct PaymentRequest {
 // Errors: malformed (not JSON, duplicate key at any level, deeper than k_max_request_depth, not an
 // object), unsupported_version, card_data (any string value or object key, at any depth, holding a
 // card number as core/card_number.hpp finds them -- code "card_number" -- or a field named like
-// card data: number, cvc, cvv, card, card_number, pan, exp_month, exp_year -- code "card_field"; a
+// card data as is_card_field_name finds them: number, card, card_number, cc_number, pan, cvc, cvv2,
+// security_code, csc, cardCode, exp_month, exp_date, expiry, ... -- code "card_field"; a
 // body that does not parse is searched whole, and its error is card_data if it holds a card
 // number), invalid (missing or unknown field, wrong type, float or out-of-range amount, unknown
 // currency, bad lengths or characters). Fields "trace_id", "traceparent", "tracestate",

@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <ctime>
 #include <curl/curl.h>
+#include <functional>
 #include <latch>
 #include <map>
 #include <netinet/in.h>
@@ -855,6 +856,188 @@ TEST_CASE("api: bad input gets a clear 4xx problem, stores nothing, and the serv
         request_lines += j.value("event", "") == "request" ? 1 : 0;
     }
     CHECK(request_lines == sent);
+}
+
+namespace {
+
+// `number` in groups of `sizes` joined by `separator`.
+std::string in_groups(const std::string& number, const std::vector<std::size_t>& sizes,
+                      const std::string& separator) {
+    std::string out;
+    std::size_t at = 0;
+    for (const std::size_t size : sizes) {
+        out += (at > 0 ? separator : "") + number.substr(at, size);
+        at += size;
+    }
+    return out;
+}
+
+// Issue 36's spellings of a card number that serve accepted and stored.
+std::vector<std::string> issue_36_spellings(const std::string& number) {
+    const std::vector<std::size_t> grouping = number.size() == 15
+                                                  ? std::vector<std::size_t>{4, 6, 5}
+                                                  : std::vector<std::size_t>{4, 4, 4, 4};
+    const auto in = [&](const std::string& separator) {
+        return in_groups(number, grouping, separator);
+    };
+    std::vector<std::string> out = {
+        "cc" + number,
+        number + "e",
+        "exp 12/2030 " + in(" "),
+        "2030-" + in("-"),
+        in("_"),
+        in(","),
+        in(":"),
+        in("+"),
+        in("  "),
+        in(" - "),
+        "ref 12345; " + in(" ") + " 12/30",
+    };
+    if (number.size() == 16) {
+        out.push_back(in_groups(number, {8, 8}, " "));
+        out.push_back(in_groups(number, {8, 8}, "-"));
+        out.push_back(in_groups(number, {4, 6, 6}, " "));
+        out.push_back(in_groups(number, {4, 6, 6}, "-"));
+    }
+    return out;
+}
+
+// A valid IBAN of `country` with `bban` (ISO 13616 check digits), in groups of four joined by
+// `separator`.
+std::string iban_written(const std::string& country, const std::string& bban,
+                         const std::string& separator) {
+    unsigned remainder = 0;
+    for (const char c : bban + country + "00") {
+        remainder = c >= '0' && c <= '9'
+                        ? (remainder * 10 + static_cast<unsigned>(c - '0')) % 97
+                        : (remainder * 100 + static_cast<unsigned>(c - 'A' + 10)) % 97;
+    }
+    const unsigned check = 98 - remainder;
+    const std::string iban =
+        country + std::to_string(check / 10) + std::to_string(check % 10) + bban;
+    std::vector<std::size_t> sizes(iban.size() / 4, 4);
+    if (iban.size() % 4 != 0) {
+        sizes.push_back(iban.size() % 4);
+    }
+    return in_groups(iban, sizes, separator);
+}
+
+} // namespace
+
+TEST_CASE("api: issue 36's card spellings are refused in the body and the Idempotency-Key and no "
+          "row holds the number; valid IBANs with any separator are accepted",
+          "[api][db][validation][card]") {
+    Scope s;
+    SecretFile secret;
+    ServeProcess server(secret);
+    HttpClient http;
+    const std::vector<std::string> numbers = {"4242424242424242", "5555555555554444",
+                                              "378282246310005"};
+    int n = 0;
+    const auto body_with = [&](const std::function<void(nlohmann::json&)>& add) {
+        nlohmann::json body = {{"amount", 1250},
+                               {"currency", "EUR"},
+                               {"merchant_reference", "ref-36-" + std::to_string(++n)},
+                               {"provider", "stripe"},
+                               {"payment_method", "pm_1"}};
+        add(body);
+        return body.dump();
+    };
+    struct Sent {
+        std::string what;
+        Response response;
+    };
+    std::vector<Sent> sent;
+    const auto post = [&](const std::string& what, const std::string& key,
+                          const std::string& body) {
+        sent.push_back({what, http.send(server.port(), create_request(s.key(), key, body))});
+    };
+    std::size_t keys_tried = 0;
+    for (const std::string& number : numbers) {
+        for (const std::string& spelling : issue_36_spellings(number)) {
+            const std::string key = "k36-" + std::to_string(n);
+            post("description \"" + spelling + "\"", key,
+                 body_with([&](auto& b) { b["description"] = "paid with " + spelling; }));
+            post("merchant_reference \"" + spelling + "\"", key + "r",
+                 body_with([&](auto& b) { b["merchant_reference"] = spelling; }));
+            post("metadata \"" + spelling + "\"", key + "m", body_with([&](auto& b) {
+                     b["metadata"] = {{"note", spelling}};
+                 }));
+            post("customer \"" + spelling + "\"", key + "c",
+                 body_with([&](auto& b) { b["customer"] = spelling; }));
+            if (spelling.find(' ') == std::string::npos) {
+                ++keys_tried;
+                post("Idempotency-Key \"" + spelling + "\"", spelling, body_with([](auto&) {}));
+            }
+        }
+    }
+    for (const std::string name : {"card_cvc", "cvv2", "cvc2", "security_code", "csc", "cardCode",
+                                   "exp_date", "expiry", "cc_number"}) {
+        post("field " + name, "k36-f-" + name, body_with([&](auto& b) { b[name] = "123"; }));
+        post("metadata field " + name, "k36-mf-" + name, body_with([&](auto& b) {
+                 b["metadata"] = {{name, "12/30"}};
+             }));
+    }
+    CHECK(keys_tried >= 20);
+    std::size_t refused = 0;
+    for (const Sent& one : sent) {
+        INFO(one.what << ": " << one.response.status << " " << one.response.body);
+        CHECK(one.response.status == 422);
+        CHECK(one.response.problem_type() == "card_data_refused");
+        refused += one.response.status == 422 ? 1 : 0;
+        for (const std::string& number : numbers) {
+            CHECK(one.response.body.find(number.substr(0, 8)) == std::string::npos);
+        }
+    }
+    CHECK(refused == sent.size());
+    CHECK(payments(s.tenant) == 0);
+    CHECK(records(s.tenant) == 0);
+    CHECK(events(s.tenant) == 0);
+
+    // The other way: valid IBANs holding a card-like stretch (a test card number in the account
+    // number), written with any separator, are references like any other.
+    sent.clear();
+    const std::string iban_card = "4000056655665556";
+    int ibans = 0;
+    for (const auto& [country, bban] : std::vector<std::pair<std::string, std::string>>{
+             {"DE", iban_card + "00"},
+             {"FR", iban_card + "1234567"},
+             {"ES", iban_card + "1234"},
+             {"AT", iban_card},
+             {"PL", iban_card + "12345678"},
+             {"GB", "NWBK" + iban_card.substr(0, 14)}}) {
+        for (const std::string separator : {" ", "-", ".", "/", "_", ""}) {
+            const std::string iban = iban_written(country, bban, separator);
+            ++ibans;
+            post("IBAN \"" + iban + "\"", "k36-iban-" + std::to_string(ibans),
+                 body_with([&](auto& b) {
+                     b["description"] = "refund to IBAN " + iban + ", thanks";
+                     b["metadata"] = {{"iban", iban}};
+                 }));
+        }
+    }
+    for (const Sent& one : sent) {
+        INFO(one.what << ": " << one.response.status << " " << one.response.body);
+        CHECK(one.response.status == 202);
+    }
+    CHECK(payments(s.tenant) == ibans);
+    CHECK(records(s.tenant) == ibans);
+
+    // No row of the tenant holds a refused number's digits, whatever stood between them.
+    for (const std::string& number : numbers) {
+        for (const std::string table : {"payments", "idempotency_records", "outbox"}) {
+            INFO(table << " holding " << number);
+            CHECK(count_rows(table, s.tenant.tenant_id,
+                             "regexp_replace(row_to_json(" + table +
+                                 ".*)::text, '[^0-9]', '', 'g') LIKE '%" + number + "%'") == 0);
+        }
+    }
+    http.disconnect();
+    check_exited_cleanly(server.terminate());
+    const std::string log = server.stdout_text() + server.stderr_text();
+    for (const std::string& number : numbers) {
+        CHECK(log.find(number.substr(0, 8)) == std::string::npos);
+    }
 }
 
 TEST_CASE("api: an Idempotency-Key with a NUL byte gets 400 instead of being cut short at the NUL",

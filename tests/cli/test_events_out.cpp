@@ -446,6 +446,58 @@ TEST_CASE("events out: SSRF -- metadata, private and loopback addresses refused 
                   "' AND last_error LIKE '%redirects are never followed%'") == 1);
 }
 
+TEST_CASE("events out: SSRF -- IPv6 forms of non-global and embedded IPv4 addresses are refused at "
+          "registration, loopback allowed or not, and again before connecting",
+          "[cli][events_out]") {
+    EventsWorld w;
+    // Issue 36: the first two were registered as public endpoints.
+    const std::vector<std::string> urls = {"https://[64:ff9b:1::a9fe:a9fe]/",
+                                           "https://[::ffff:0:7f00:1]/",
+                                           "https://[::ffff:0:a9fe:a9fe]/hook",
+                                           "https://[::7f00:1]/",
+                                           "https://[64:ff9b::a9fe:a9fe]/",
+                                           "https://[2002:7f00:1::1]/",
+                                           "https://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/",
+                                           "https://[2001:db8::1]/",
+                                           "https://[3fff::1]/",
+                                           "https://[5f00::1]/",
+                                           "https://[100::1]/",
+                                           "https://[fec0::1]/",
+                                           "https://[ff02::1]/",
+                                           "https://[2a00:1450::5efe:7f00:1]/",
+                                           "https://[1::1]/",
+                                           "https://198.18.0.1/",
+                                           "https://192.0.0.170/"};
+    for (const bool loopback_allowed : {false, true}) {
+        for (const std::string& url : urls) {
+            const Run r = w.payrecon(
+                {"endpoint", "add", "--tenant", w.op.tenant.name, "--url", url}, loopback_allowed);
+            INFO(url << (loopback_allowed ? " (loopback allowed)" : "") << "\n" << r.all());
+            CHECK(r.exit_code == 7);
+            CHECK(r.err.find("is refused") != std::string::npos);
+            CHECK(r.err.find("PAYRECON_ENDPOINT_ALLOWED_NETWORKS") != std::string::npos);
+        }
+    }
+    CHECK(w.count("SELECT count(*) FROM webhook_endpoints") == 0);
+
+    // Before connecting: registered while the operator allowed the address itself, the relay
+    // runs with loopback allowed only. ::ffff:0:7f00:1 carries 127.0.0.1, but it is not
+    // loopback: the relay's connect guard refuses it and no socket is opened.
+    Env allow_siit = w.env();
+    allow_siit.back().second = "::ffff:0:7f00:1";
+    const Run added = w.op.payrecon({"endpoint", "add", "--tenant", w.op.tenant.name, "--url",
+                                     "https://[::ffff:0:7f00:1]:9/hook", "--json"},
+                                    allow_siit);
+    INFO(added.all());
+    REQUIRE(added.exit_code == 0);
+    const std::string endpoint = nlohmann::json::parse(added.out)["endpoint_id"].get<std::string>();
+    w.op.payments(1);
+    REQUIRE(w.payrecon({"relay", "--once", "--retry-schedule", "0s,0s"}).exit_code == 0);
+    CHECK(w.deliveries(endpoint, "dead") == 1);
+    CHECK(w.count("SELECT count(*) FROM delivery_attempts WHERE error LIKE 'refused to connect: "
+                  "::ffff:0:7f00:1 is IPv4-translated%'") >= 1);
+}
+
 TEST_CASE("events out: GET /v1/events pages a tenant's events with a stable cursor, the same "
           "bodies the relay sends",
           "[cli][events_out]") {

@@ -1,6 +1,7 @@
 // The card number detector (core/card_number): every published test card number of the major
 // brands is found in every way people write one, and 10,000 generated realistic references are not.
 #include "core/card_number.hpp"
+#include "core/idempotency_key.hpp"
 #include "tests/core/reference_generator.hpp"
 
 #include <array>
@@ -8,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -390,15 +392,19 @@ TEST_CASE("card number: Luhn", "[core][card]") {
 
 TEST_CASE("card number: groupings that cards are not written in are not card numbers",
           "[core][card]") {
-    CHECK_FALSE(find_card_number("42424 24242 424242"));     // 5-5-6
-    CHECK_FALSE(find_card_number("424 242 424 242 4242"));   // 3-3-3-3-4
-    CHECK_FALSE(find_card_number("42424242 42424242"));      // 8-8
-    CHECK_FALSE(find_card_number("4242 4242 42424242"));     // 4-4-8
-    CHECK_FALSE(find_card_number("4242  4242  4242  4242")); // two separators
-    CHECK_FALSE(find_card_number("4242--4242--4242--4242"));
-    CHECK_FALSE(find_card_number("4242_4242_4242_4242")); // '_' is not a separator
-    CHECK_FALSE(find_card_number("4242:4242:4242:4242"));
-    CHECK(find_card_number("4242 4242-4242.4242")); // mixed single separators still are
+    CHECK_FALSE(find_card_number("42424 24242 424242"));   // 5-5-6
+    CHECK_FALSE(find_card_number("424 242 424 242 4242")); // 3-3-3-3-4
+    CHECK_FALSE(find_card_number("4242 4242 42424242"));   // 4-4-8
+    CHECK_FALSE(find_card_number("4242 42424242 4242"));   // 4-8-4
+    CHECK_FALSE(find_card_number("4242424 242424242"));    // 7-9
+    // Issue 36: 8-8 and 4-6-6 are, and so are several separators, or any punctuation.
+    CHECK(find_card_number("42424242 42424242"));
+    CHECK(find_card_number("4242 424242 424242"));
+    CHECK(find_card_number("4242  4242  4242  4242"));
+    CHECK(find_card_number("4242--4242--4242--4242"));
+    CHECK(find_card_number("4242_4242_4242_4242"));
+    CHECK(find_card_number("4242:4242:4242:4242"));
+    CHECK(find_card_number("4242 4242-4242.4242")); // mixed separators
 }
 
 TEST_CASE("card number: never inside a longer digit sequence or a longer grouped number",
@@ -406,9 +412,14 @@ TEST_CASE("card number: never inside a longer digit sequence or a longer grouped
     CHECK_FALSE(find_card_number("42424242424242421111")); // 20 digits
     CHECK_FALSE(find_card_number("14242424242424242"));    // 17 digits, no brand starts with 1
     CHECK_FALSE(find_card_number("42424242424242424242")); // 20 digits, Luhn passes
-    // In the middle of a 22-digit number written in fours (a parcel tracking number).
+    // In the middle of a 22-digit number written in fours (a parcel tracking number), and of the
+    // 26- and 30-digit ones: each ends with a group of two digits.
     CHECK_FALSE(find_card_number("9400 4242 4242 4242 4242 00"));
-    CHECK_FALSE(find_card_number("1234-5555-5555-5555-4444"));
+    CHECK_FALSE(find_card_number("9400-4242-4242-4242-4242-00"));
+    CHECK_FALSE(find_card_number("9205 5000 4242 4242 4242 4242 12"));
+    CHECK_FALSE(find_card_number("9205 5000 0000 4242 4242 4242 4242 12"));
+    // Issue 36: after a longer group, at the end of the run, it is the card (a year before it).
+    CHECK(find_card_number("1234-5555-5555-5555-4444"));
     // At the start of a run, or after one- and two-digit groups, it is the card.
     CHECK(find_card_number("4242 4242 4242 4242 9400 00"));
     CHECK(find_card_number("1 12/30 5555-5555-5555-4444"));
@@ -477,4 +488,319 @@ TEST_CASE("card number: 10,000 generated realistic references are all accepted",
         }
     }
     CHECK(refused == 0);
+}
+
+// ---- issue 36: the spellings an adversarial run got through, and IBANs the other way -----------
+
+namespace {
+
+// The spellings of issue 36, each as a function of a card number. `key` says whether the text is
+// a valid Idempotency-Key on its own (visible ASCII, no space).
+struct Spelling {
+    std::string name;
+    std::function<std::string(std::string_view)> write;
+    bool key = false;
+};
+
+std::vector<Spelling> issue_36_spellings() {
+    const auto in = [](const std::string& separator) {
+        return [separator](std::string_view n) {
+            return grouped(n, card_grouping(n.size()), separator);
+        };
+    };
+    const auto is_key = [](const std::string& text) {
+        for (const char c : text) {
+            if (c <= ' ' || c > '~') {
+                return false;
+            }
+        }
+        return true;
+    };
+    std::vector<Spelling> spellings = {
+        // Next to letters a-f: not a hex token.
+        {"cc before", [](std::string_view n) { return "cc" + std::string(n); }},
+        {"e after", [](std::string_view n) { return std::string(n) + "e"; }},
+        {"hex letters around", [](std::string_view n) { return "fa" + std::string(n) + "ce"; }},
+        {"card= and a hex letter",
+         [](std::string_view n) { return "card=" + std::string(n) + "d"; }},
+        // After a group of 3 or more digits.
+        {"after an expiry with a year",
+         [in](std::string_view n) { return "exp 12/2030 " + in(" ")(n); }},
+        {"after a year, dashed", [in](std::string_view n) { return "2030-" + in("-")(n); }},
+        {"after an order number", [in](std::string_view n) { return "order 12345 " + in(" ")(n); }},
+        {"after a year, with its code",
+         [in](std::string_view n) { return "exp 12/2030 " + in(" ")(n) + " 123"; }},
+        {"after a reference, with its expiry",
+         [in](std::string_view n) { return "ref 12345; " + in(" ")(n) + " 12/30"; }},
+        {"after a year, with code and expiry",
+         [in](std::string_view n) { return "2030 " + in("-")(n) + " 123 12/30"; }},
+    };
+    // Separators: issue 36's, and the rest of ASCII punctuation.
+    for (const std::string separator :
+         {"_",           ",",  ":",  "+",    "  ",
+          " - ",         ", ", "--", "\t\t", "|",
+          ";",           "*",  "#",  "~",    "=",
+          "'",           "\\", ")(", " / ",  "\xE3\x83\xBB" /* katakana middle dot */,
+          "\xE2\x80\xA2" /* bullet */}) {
+        spellings.push_back({"separated by \"" + separator + "\"", in(separator)});
+    }
+    for (Spelling& spelling : spellings) {
+        spelling.key = is_key(spelling.write("4242424242424242"));
+    }
+    return spellings;
+}
+
+// 16-digit cards only: 8-8 and 4-6-6.
+std::vector<Spelling> issue_36_groupings() {
+    std::vector<Spelling> out;
+    for (const std::string separator : {" ", "-", "_", "."}) {
+        out.push_back({"8-8 by \"" + separator + "\"",
+                       [separator](std::string_view n) {
+                           return grouped(n, {8, 8}, separator);
+                       },
+                       separator != " "});
+        out.push_back({"4-6-6 by \"" + separator + "\"",
+                       [separator](std::string_view n) {
+                           return grouped(n, {4, 6, 6}, separator);
+                       },
+                       separator != " "});
+    }
+    return out;
+}
+
+void check_found(const TestCard& card, const Spelling& spelling, std::size_t& checked) {
+    const std::string text = spelling.write(card.number);
+    const auto found = find_card_number(text);
+    if (!found || found->length < card.number.size()) {
+        FAIL_CHECK(card.number << " written " << spelling.name << " as \"" << text << "\": "
+                               << (found ? "only " + std::to_string(found->length) + " digits"
+                                         : std::string("not found")));
+    }
+    if (spelling.key) {
+        const auto error = validate_idempotency_key(text);
+        if (!error || error->kind != ValidationKind::card_data) {
+            FAIL_CHECK(card.number << " written " << spelling.name
+                                   << " accepted as an Idempotency-Key: \"" << text << "\"");
+        }
+    }
+    ++checked;
+}
+
+// An IBAN of `country` with `bban`, its check digits computed (ISO 13616: 98 - (BBAN + country +
+// "00", letters as 10..35) mod 97).
+std::string iban_of(std::string_view country, const std::string& bban) {
+    unsigned remainder = 0;
+    for (const char c : bban + std::string(country) + "00") {
+        if (c >= '0' && c <= '9') {
+            remainder = (remainder * 10 + static_cast<unsigned>(c - '0')) % 97;
+        } else {
+            remainder = (remainder * 100 + static_cast<unsigned>(c - 'A' + 10)) % 97;
+        }
+    }
+    const unsigned check = 98 - remainder;
+    return std::string(country) + static_cast<char>('0' + check / 10) +
+           static_cast<char>('0' + check % 10) + bban;
+}
+
+// The paper format, in groups of four, with `separator` between them.
+std::string paper(const std::string& iban, const std::string& separator) {
+    return grouped(iban, fours(iban.size()), separator);
+}
+
+struct IbanCountry {
+    std::string_view code;
+    std::string_view bank_letters; // the BBAN's leading letters (a bank code), if any
+    std::size_t digits;            // then this many digits
+};
+
+// The formats of the IBAN registry for a few countries (BBAN lengths as issued).
+constexpr std::array<IbanCountry, 18> k_iban_countries = {{
+    {"DE", "", 18},
+    {"FR", "", 23},
+    {"ES", "", 20},
+    {"IT", "X", 22},
+    {"GB", "NWBK", 14},
+    {"NL", "ABNA", 10},
+    {"BE", "", 12},
+    {"AT", "", 16},
+    {"PL", "", 24},
+    {"CH", "", 17},
+    {"SE", "", 20},
+    {"PT", "", 21},
+    {"NO", "", 11},
+    {"IE", "AIBK", 14},
+    {"SA", "", 22},
+    {"BR", "", 25},
+    {"LU", "", 16},
+    {"DK", "", 14},
+}};
+
+const std::vector<std::string> k_iban_separators = {"", " ", "-", ".", "/", "_", " - ", ":"};
+
+} // namespace
+
+TEST_CASE("card number: issue 36's spellings are found, and refused as an Idempotency-Key",
+          "[core][card]") {
+    const std::vector<Spelling> spellings = issue_36_spellings();
+    const std::vector<Spelling> groupings = issue_36_groupings();
+    std::size_t checked = 0;
+    for (const TestCard& card : k_test_cards) {
+        if (card.number.size() < 14) {
+            continue;
+        }
+        for (const Spelling& spelling : spellings) {
+            check_found(card, spelling, checked);
+        }
+        if (card.number.size() == 16) {
+            for (const Spelling& spelling : groupings) {
+                check_found(card, spelling, checked);
+            }
+        }
+    }
+    CHECK(checked > 1'500);
+    // The examples of the issue, as written there.
+    for (const char* text :
+         {"cc4242424242424242", "4242424242424242e", "exp 12/2030 4242 4242 4242 4242",
+          "2030-4242-4242-4242-4242", "4242_4242_4242_4242", "4242,4242,4242,4242",
+          "4242:4242:4242:4242", "4242+4242+4242+4242", "4242  4242  4242  4242",
+          "4242 - 4242 - 4242 - 4242", "42424242 42424242", "4242 424242 424242"}) {
+        INFO(text);
+        CHECK(find_card_number(text));
+    }
+}
+
+TEST_CASE("card number: field names for card data are found in any case and spelling",
+          "[core][card]") {
+    for (const char* name : {"card_cvc",
+                             "cvv2",
+                             "cvc2",
+                             "security_code",
+                             "csc",
+                             "cardCode",
+                             "exp_date",
+                             "expiry",
+                             "cc_number",
+                             "CVC",
+                             "Cvv",
+                             "card-cvv",
+                             "cardCVV2",
+                             "billing_cvc",
+                             "SecurityCode",
+                             "SECURITY-CODE",
+                             "card number",
+                             "card.number",
+                             "cardNumber",
+                             "CardNumber",
+                             "ccNumber",
+                             "CC-NUMBER",
+                             "pan",
+                             "PAN",
+                             "expMonth",
+                             "exp_month",
+                             "EXP_YEAR",
+                             "expiryDate",
+                             "expiration_date",
+                             "card_expiry",
+                             "creditCardNumber",
+                             "number",
+                             "card",
+                             "track2",
+                             "\xEF\xBD\x83\xEF\xBD\x96\xEF\xBD\x83" /* full-width cvc */}) {
+        INFO(name);
+        CHECK(is_card_field_name(name));
+    }
+    for (const char* name : {"amount",       "currency",       "merchant_reference",
+                             "provider",     "payment_method", "customer",
+                             "description",  "metadata",       "order",
+                             "order_number", "note",           "phone",
+                             "company",      "expires_at",     "tracking_number",
+                             "invoice",      "span",           "ref",
+                             "sku",          "cart_id"}) {
+        INFO(name);
+        CHECK_FALSE(is_card_field_name(name));
+    }
+}
+
+TEST_CASE("card number: valid IBANs are skipped with every separator between their groups",
+          "[core][card]") {
+    // Issue 36: 17 of 300 valid IBANs written with '-', '.' or '/' were refused as card data.
+    // Each BBAN here holds a published test card, so the IBAN must be recognised to pass.
+    std::size_t checked = 0;
+    for (const IbanCountry& country : k_iban_countries) {
+        for (const TestCard& card : k_test_cards) {
+            if (card.number.size() > country.digits) {
+                continue;
+            }
+            std::string digits(card.number);
+            while (digits.size() < country.digits) {
+                digits += static_cast<char>('0' + digits.size() % 10);
+            }
+            const std::string iban =
+                iban_of(country.code, std::string(country.bank_letters) + digits);
+            for (const std::string& separator : k_iban_separators) {
+                const std::string written = paper(iban, separator);
+                for (const std::string& text :
+                     {written, "refund to IBAN " + written + ", thanks", "IBAN:" + written}) {
+                    if (const auto found = find_card_number(text)) {
+                        FAIL_CHECK("the valid IBAN \"" << text << "\" was taken for a "
+                                                       << to_string(found->brand) << " card");
+                    }
+                    ++checked;
+                }
+            }
+        }
+    }
+    CHECK(checked > 3'000);
+    // The same text with wrong check digits is not an IBAN, and the card in it is found: what lets
+    // the texts above through is the IBAN's check.
+    for (const std::string& separator : k_iban_separators) {
+        if (separator.empty()) {
+            continue; // unseparated, the card sits inside a 20-digit run
+        }
+        std::string wrong = iban_of("DE", "4242424242424242" + std::string("00"));
+        wrong[2] = wrong[2] == '9' ? '0' : static_cast<char>(wrong[2] + 1);
+        INFO(paper(wrong, separator));
+        CHECK(find_card_number(paper(wrong, separator)));
+    }
+}
+
+TEST_CASE("card number: 3,000 random valid IBANs of 18 countries are skipped, whatever separates "
+          "their groups",
+          "[core][card]") {
+    std::mt19937_64 rng(36);
+    const auto between = [&rng](std::size_t low, std::size_t high) {
+        return std::uniform_int_distribution<std::size_t>(low, high)(rng);
+    };
+    std::size_t refused = 0;
+    for (int i = 0; i < 3'000; ++i) {
+        const IbanCountry& country = k_iban_countries[between(0, k_iban_countries.size() - 1)];
+        std::string bban(country.bank_letters);
+        for (std::size_t d = 0; d < country.digits; ++d) {
+            bban += static_cast<char>('0' + between(0, 9));
+        }
+        const std::string text = paper(iban_of(country.code, bban),
+                                       k_iban_separators[between(0, k_iban_separators.size() - 1)]);
+        if (find_card_number(text)) {
+            ++refused;
+            FAIL_CHECK("the valid IBAN \"" << text << "\" was taken for a card");
+        }
+    }
+    CHECK(refused == 0);
+}
+
+TEST_CASE("card number: references like issue 36's spellings that are not card numbers pass",
+          "[core][card]") {
+    // Hex tokens with a long digit run among letters (a UUID without dashes, a SHA-1), an Amazon
+    // order ID (3-7-7: 7-7 is no card grouping), dates and times with colons, amounts with
+    // commas, phone numbers, lists of short numbers.
+    for (const char* text :
+         {"01c11313e55471e38088054737581ca0", "3f2a4242424242424242ab9c0d1e2f3a",
+          "da39a3ee5e6b4b0d3255bfef95601890afd80709", "123-4242424-2424242", "2026-12-02 12:30:45",
+          "2026-12-02T12:30:45.123Z", "12:30:45:123456", "Qty 3 x 12.34, total 1.234,56",
+          "+44 20 7946 0958", "(555) 123-4567", "rows 12, 13, 14, 15", "evt_1764670797123_123456",
+          "1764670797123:42:123456", "order_2026_1202_000125", "order-2026-1202-000125",
+          "ORD-20261202-12345", "20261202-12345678", "2026/12/02-123456"}) {
+        INFO(text);
+        CHECK_FALSE(find_card_number(text));
+    }
 }

@@ -657,6 +657,24 @@ TEST_CASE("payment request: card numbers and card field names anywhere are card 
     });
 }
 
+TEST_CASE("payment request: issue 36's card field names are card data, at the top and in "
+          "metadata, in any case and spelling",
+          "[core][request][card]") {
+    // Each was accepted and stored.
+    const auto card = ValidationKind::card_data;
+    for (const std::string name :
+         {"card_cvc", "cvv2", "cvc2", "security_code", "csc", "cardCode", "exp_date", "expiry",
+          "cc_number", "CC-Number", "securityCode", "Card_CVV", "expiry_date", "cardExpiry"}) {
+        check_rejections({
+            {"top-level " + name, with(name, "123").dump(), card, name, "card_field"},
+            {"metadata " + name, with_metadata(name, "12/30").dump(), card, "metadata." + name,
+             "card_field"},
+            {"a number in metadata " + name, with_metadata(name, 123).dump(), card,
+             "metadata." + name, "card_field"},
+        });
+    }
+}
+
 TEST_CASE("payment request: no error message or field echoes the card number",
           "[core][request][card]") {
     const std::vector<std::string> bodies = {
