@@ -134,6 +134,9 @@ std::string route_of(const std::string& method, const std::string& path) {
         path.find('/', k_payment_prefix.size()) == std::string::npos) {
         return "GET /v1/payments/{id}";
     }
+    if (method == "GET" && path == k_payments) {
+        return "GET /v1/payments";
+    }
     if (method == "GET" && path == "/v1/events") {
         return "GET /v1/events";
     }
@@ -568,6 +571,26 @@ void Server::get_payment(const HttpRequest& req, HttpResponse& res, Context& ctx
     set_content(res, *body, "application/json");
 }
 
+void Server::list_payments(const HttpRequest& req, HttpResponse& res, Context& ctx) {
+    const auto principal = reader(req, res, ctx);
+    if (!principal) {
+        return;
+    }
+    store::Db& db = connection(ctx);
+    const std::size_t q = req.target.find('?');
+    const std::string query = q == std::string::npos ? std::string() : req.target.substr(q + 1);
+    // Only the credential's tenant's payments are looked at: another tenant's is never found.
+    const auto list = payments_by_query(db, principal->tenant_id, query);
+    if (!list) {
+        ctx.outcome = "invalid";
+        send_problem(res, list.error().status, list.error().type, "Invalid query",
+                     list.error().detail);
+        return;
+    }
+    res.status = 200;
+    set_content(res, *list, "application/json");
+}
+
 void Server::get_events(const HttpRequest& req, HttpResponse& res, Context& ctx) {
     const auto principal = reader(req, res, ctx);
     if (!principal) {
@@ -594,6 +617,8 @@ void Server::handle(const HttpRequest& req, HttpResponse& res, Context& ctx) {
         provider_webhook(req, res, ctx);
     } else if (ctx.route == "GET /v1/payments/{id}") {
         get_payment(req, res, ctx);
+    } else if (ctx.route == "GET /v1/payments") {
+        list_payments(req, res, ctx);
     } else if (ctx.route == "GET /v1/events") {
         get_events(req, res, ctx);
     } else {

@@ -75,6 +75,7 @@ private:
     // with the refusal written to `res`.
     std::optional<Principal> reader(const HttpRequest& req, HttpResponse& res, Context& ctx);
     void get_payment(const HttpRequest& req, HttpResponse& res, Context& ctx);
+    void list_payments(const HttpRequest& req, HttpResponse& res, Context& ctx);
     void get_events(const HttpRequest& req, HttpResponse& res, Context& ctx);
     void readyz(HttpResponse& res, Context& ctx);
     void provider_webhook(const HttpRequest& req, HttpResponse& res, Context& ctx);

@@ -38,6 +38,21 @@ void add_global_footer(CLI::App& app) {
         add_global_footer(*sub);
     }
 }
+// Each subcommand, as it is parsed, records its path ("payments list") in state.global.command:
+// the deepest one parsed is the command given.
+void record_command(CLI::App& app, AppState& state) {
+    for (CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+        sub->preparse_callback([&state, sub](std::size_t) {
+            std::string path = sub->get_name();
+            for (const CLI::App* up = sub->get_parent();
+                 up != nullptr && up->get_parent() != nullptr; up = up->get_parent()) {
+                path = up->get_name() + " " + path;
+            }
+            state.global.command = path;
+        });
+        record_command(*sub, state);
+    }
+}
 } // namespace
 
 std::unique_ptr<CLI::App> build_app(AppState& state) {
@@ -85,6 +100,7 @@ std::unique_ptr<CLI::App> build_app(AppState& state) {
     setup_nightly(*app, state);
     setup_statement(*app, state);
     add_global_footer(*app);
+    record_command(*app, state);
     return app;
 }
 

@@ -14,6 +14,7 @@ struct GlobalOptions {
     std::string home;          // --home / PAYRECON_HOME
     std::string operator_name; // --operator / PAYRECON_OPERATOR; empty: the OS user
     std::string config_file;   // --config / PAYRECON_CONFIG: the provider configuration
+    std::string command; // the subcommand given, "payments list" (its database sessions' name)
 };
 
 struct AppState {

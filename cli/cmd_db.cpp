@@ -2,10 +2,14 @@
 #include "cli/app.hpp"
 #include "cli/context.hpp"
 #include "core/errors.hpp"
+#include "core/settings.hpp"
 #include "store/migrations.hpp"
 
+#include <chrono>
 #include <iostream>
 #include <memory>
+#include <optional>
+#include <string>
 
 namespace payrecon::cli {
 namespace {
@@ -23,8 +27,9 @@ void run_start(AppState& state) {
     require_private(state, "start");
     store::LocalCluster cluster = local_cluster(state.global);
     cluster.ensure_started();
+    name_sessions(state.global);
     store::Db db(cluster.url());
-    const auto applied = store::migrate(db);
+    const auto applied = store::migrate(db, migration_lock_wait());
     const auto st = cluster.status();
     std::cout << "PostgreSQL " << st.server_version << " is running (pid "
               << (st.pid ? std::to_string(*st.pid) : "?") << ") on "
@@ -89,9 +94,14 @@ void run_status(AppState& state, bool json) {
         out["reachable"].get<bool>() ? 0 : static_cast<int>(ExitCode::database_unavailable);
 }
 
-void run_migrate(AppState& state) {
+void run_migrate(AppState& state, const std::string& lock_timeout) {
+    std::optional<std::chrono::milliseconds> timeout;
+    if (!lock_timeout.empty()) {
+        timeout = parse_duration_ms(lock_timeout, "--lock-timeout");
+    }
+    const store::MigrationLockWait wait = migration_lock_wait(timeout);
     OpenDatabase opened = open_database(state.global, SchemaCheck::none);
-    const auto applied = store::migrate(*opened.db);
+    const auto applied = store::migrate(*opened.db, wait);
     if (applied.empty()) {
         std::cout << "schema is current (version " << store::schema_version(*opened.db) << ")\n";
     } else {
@@ -128,9 +138,14 @@ void setup_db(CLI::App& app, AppState& state) {
     CLI::App* status = db->add_subcommand("status", "where the database is, and whether it runs");
     status->add_flag("--json", *json, "print JSON");
     status->callback([&state, json] { run_status(state, *json); });
-    db->add_subcommand("migrate",
-                       "apply pending schema migrations (idempotent, safe to run at once)")
-        ->callback([&state] { run_migrate(state); });
+    auto lock_timeout = std::make_shared<std::string>();
+    CLI::App* migrate = db->add_subcommand(
+        "migrate", "apply pending schema migrations (idempotent, safe to run at once)");
+    migrate->add_option("--lock-timeout", *lock_timeout,
+                        "how long to wait for the migration lock another session holds (250ms, "
+                        "30s, 5m) instead of PAYRECON_MIGRATION_LOCK_TIMEOUT (default 60s); then "
+                        "exit 6 naming the session that holds it");
+    migrate->callback([&state, lock_timeout] { run_migrate(state, *lock_timeout); });
     db->add_subcommand("url", "print the libpq URL of the private PostgreSQL (passwords hidden)")
         ->callback([&state] { run_url(state); });
 }

@@ -1,7 +1,8 @@
 // payrecon events: the providers' webhook events as payrecon stored them (DESIGN section 14) --
 // verified, deduplicated, linked to our payment when the operation ID is ours -- and what became
 // of each. A contradiction (an event that disagrees with a payment that settled without it) waits
-// in the review queue until an operator acknowledges it with a note.
+// in the review queue until an operator acknowledges it with a note. `events purge` deletes old
+// events that are no longer anyone's evidence (store::purge_provider_events says which), audited.
 #include "cli/app.hpp"
 #include "cli/context.hpp"
 #include "cli/payment_view.hpp"
@@ -9,8 +10,10 @@
 #include "core/errors.hpp"
 #include "core/money.hpp"
 #include "core/resolution_policy.hpp"
+#include "core/settings.hpp"
 #include "store/webhook_store.hpp"
 
+#include <chrono>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -270,6 +273,70 @@ void setup_events(CLI::App& app, AppState& state) {
         std::cout << "event " << id << " acknowledged by " << printable(actor) << "; payment "
                   << r.event->payment_id.value_or("-") << " stays "
                   << r.event->payment_state.value_or("-") << "; recorded in the audit log\n";
+    });
+
+    struct PurgeOptions {
+        std::string retention;
+        bool dry_run = false;
+        bool json = false;
+    };
+    auto po = std::make_shared<PurgeOptions>();
+    CLI::App* purge = events->add_subcommand(
+        "purge", "delete events last received longer ago than the retention (audited); never one "
+                 "of a payment not settled, an unacknowledged contradiction, or one not yet "
+                 "compared with its settled payment");
+    purge->add_option("--retention", po->retention,
+                      "older than this (31d, 90d; at least 31d) instead of "
+                      "PAYRECON_PROVIDER_EVENT_RETENTION (default 90d)");
+    purge->add_flag("--dry-run", po->dry_run, "count what would be deleted, delete nothing");
+    purge->add_flag("--json", po->json, "print JSON");
+    purge->callback([&state, po] {
+        std::chrono::seconds retention{};
+        if (po->retention.empty()) {
+            retention = provider_event_retention();
+        } else {
+            retention = parse_duration(po->retention, "--retention");
+            if (retention < k_minimum_provider_event_retention) {
+                throw UsageError("--retention " + po->retention + " is shorter than 31d",
+                                 "providers redeliver an event for up to 30 days, and a purged "
+                                 "event that comes again is stored as new: use 31d or more");
+            }
+        }
+        const std::string actor = operator_name(state.global);
+        OpenDatabase opened = open_database(state.global);
+        const store::ProviderEventPurgeResult r =
+            store::purge_provider_events(*opened.db, retention, po->dry_run, actor);
+        if (po->json) {
+            print_json({{"events", r.events},
+                        {"unmatched", r.unmatched},
+                        {"kept_unsettled", r.kept_unsettled},
+                        {"kept_contradicting", r.kept_contradicting},
+                        {"kept_unexamined", r.kept_unexamined},
+                        {"tenants", r.tenants},
+                        {"dry_run", po->dry_run},
+                        {"retention_s", retention.count()},
+                        {"operator", actor},
+                        {"run_id", po->dry_run ? nlohmann::json() : nlohmann::json(r.run_id)}});
+            return;
+        }
+        std::cout << (po->dry_run ? "would delete " : "deleted ") << r.events
+                  << " provider event(s) last received more than " << retention.count() << "s ago ("
+                  << r.unmatched << " of them naming no payment of ours); kept " << r.kept_unsettled
+                  << " of payments not settled, " << r.kept_contradicting
+                  << " unacknowledged contradiction(s), " << r.kept_unexamined
+                  << " not yet compared with their settled payment\n";
+        if (r.kept_contradicting > 0) {
+            std::cout << "  a contradiction goes once acknowledged: payrecon events list "
+                         "--contradicting\n";
+        }
+        if (r.kept_unexamined > 0) {
+            std::cout << "  the worker or `payrecon reconcile` compares them (a provider no "
+                         "longer configured is never compared: configure it for one run)\n";
+        }
+        if (!po->dry_run) {
+            std::cout << "recorded in the audit log as purge run " << r.run_id << " (" << r.tenants
+                      << " tenant(s)): payrecon audit\n";
+        }
     });
 }
 

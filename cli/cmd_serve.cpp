@@ -182,7 +182,8 @@ void run_serve(AppState& state, const ServeOptions& opts) {
 void setup_serve(CLI::App& app, AppState& state) {
     auto opts = std::make_shared<ServeOptions>();
     CLI::App* s = app.add_subcommand(
-        "serve", "serve the HTTP intake API (POST /v1/payments, GET /v1/payments/{id}, /healthz, "
+        "serve", "serve the HTTP intake API (POST /v1/payments, GET /v1/payments/{id}, GET "
+                 "/v1/payments?merchant_reference=REF, /healthz, "
                  "/readyz, /metrics) and the providers' webhooks (POST "
                  "/v1/providers/{name}/webhooks, for each provider whose configuration names a "
                  "webhook_secret_env); SIGTERM drains and exits 0. Give it the workers' --config "

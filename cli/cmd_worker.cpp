@@ -36,7 +36,8 @@ struct WorkerCliOptions {
 // The database, for a worker about to start. A daemon started while PostgreSQL is down (a
 // restart, a failover, a host booting) waits for it -- logging each try, doubling from 200 ms up to
 // 10 s -- as it does when the database goes away later; `--once` reports it at once (exit 5).
-// nullopt: SIGTERM or SIGINT came while it waited.
+// A private cluster whose schema needs migrating waits for the migration lock as open_database
+// says. nullopt: SIGTERM or SIGINT came while it waited for either.
 std::optional<OpenDatabase> open_database_waiting(const GlobalOptions& g, bool once) {
     const Backoff reconnect{std::chrono::milliseconds(200), std::chrono::milliseconds(10000)};
     std::mutex mutex;
@@ -47,9 +48,15 @@ std::optional<OpenDatabase> open_database_waiting(const GlobalOptions& g, bool o
         stop = true;
         wake.notify_all();
     });
+    const auto stop_requested = [&] {
+        std::lock_guard lock(mutex);
+        return stop;
+    };
     for (int failures = 0;; ++failures) {
         try {
-            return open_database(g);
+            return open_database(g, SchemaCheck::migrate_embedded, stop_requested);
+        } catch (const store::MigrationWaitStopped&) {
+            return std::nullopt;
         } catch (const DatabaseUnavailable& e) {
             if (once) {
                 throw;
@@ -83,7 +90,8 @@ void run_worker(AppState& state, const WorkerCliOptions& opts) {
     std::optional<OpenDatabase> opened = open_database_waiting(state.global, opts.once);
     if (!opened) {
         std::cout << nlohmann::ordered_json{{"event", "worker_stopped"},
-                                            {"reason", "stopped while waiting for the database"}}
+                                            {"reason", "stopped while waiting for the database "
+                                                       "or its migration lock"}}
                          .dump()
                   << std::endl;
         return;

@@ -29,7 +29,31 @@ store::LocalCluster local_cluster(const GlobalOptions& g) {
     });
 }
 
-OpenDatabase open_database(const GlobalOptions& g, SchemaCheck check) {
+store::MigrationLockWait migration_lock_wait(std::optional<std::chrono::milliseconds> timeout,
+                                             std::function<bool()> stop_requested) {
+    store::MigrationLockWait wait;
+    wait.timeout = timeout ? *timeout
+                           : std::chrono::milliseconds(duration_from_env(
+                                 "PAYRECON_MIGRATION_LOCK_TIMEOUT", std::chrono::seconds(60)));
+    wait.stop_requested = std::move(stop_requested);
+    const long long seconds = wait.timeout.count() / 1000;
+    wait.on_wait = [seconds](const std::string& holder) {
+        std::cerr << "payrecon: the schema needs migrating, and " << holder
+                  << " holds the migration lock; waiting up to " << seconds
+                  << " s for it (PAYRECON_MIGRATION_LOCK_TIMEOUT; `db migrate --lock-timeout`)"
+                  << std::endl;
+    };
+    return wait;
+}
+
+void name_sessions(const GlobalOptions& g) {
+    store::set_application_name("payrecon" + (g.command.empty() ? "" : " " + g.command) + " (pid " +
+                                std::to_string(::getpid()) + ")");
+}
+
+OpenDatabase open_database(const GlobalOptions& g, SchemaCheck check,
+                           std::function<bool()> stop_requested) {
+    name_sessions(g);
     OpenDatabase out;
     if (g.database_url.empty()) {
         store::LocalCluster cluster = local_cluster(g);
@@ -37,7 +61,7 @@ OpenDatabase open_database(const GlobalOptions& g, SchemaCheck check) {
         out.db = std::make_unique<store::Db>(cluster.url());
         out.embedded = true;
         if (check == SchemaCheck::migrate_embedded) {
-            store::migrate(*out.db);
+            store::migrate(*out.db, migration_lock_wait(std::nullopt, std::move(stop_requested)));
         } else if (check == SchemaCheck::require_current) {
             store::require_current_schema(*out.db);
         }

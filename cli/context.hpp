@@ -10,9 +10,11 @@
 #include "services/intake.hpp"
 #include "store/cluster.hpp"
 #include "store/db.hpp"
+#include "store/migrations.hpp"
 
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -31,11 +33,27 @@ enum class SchemaCheck { require_current, migrate_embedded, none };
 std::filesystem::path home_dir(const GlobalOptions& g);
 store::LocalCluster local_cluster(const GlobalOptions& g);
 
-// Throws UsageError for a password in --database (password, sslpassword or any other libpq
-// secret: it would show in the process list),
-// DatabaseUnavailable, SchemaMismatch.
+// Names the database sessions this process opens from now on after its command: "payrecon worker
+// (pid 5678)" (store::set_application_name), so that a session holding a lock can be traced back.
+void name_sessions(const GlobalOptions& g);
+
+// Opens the database, its sessions named after this command ("payrecon worker (pid 5678)"); the
+// private cluster is started and migrated (`migrate_embedded`: a schema already current is found
+// so without waiting for the migration lock; one that needs migrating waits as
+// migration_lock_wait() says, `stop_requested` ending the wait), a database given by URL only
+// checked (`require_current`). Throws UsageError for a password in --database (password,
+// sslpassword or any other libpq secret: it would show in the process list), DatabaseUnavailable,
+// SchemaMismatch (also: the migration lock stayed held), store::MigrationWaitStopped.
 OpenDatabase open_database(const GlobalOptions& g,
-                           SchemaCheck check = SchemaCheck::migrate_embedded);
+                           SchemaCheck check = SchemaCheck::migrate_embedded,
+                           std::function<bool()> stop_requested = {});
+
+// How long a migration waits for the lock another session holds: `timeout` if given, else
+// PAYRECON_MIGRATION_LOCK_TIMEOUT (default 60s; ConfigError if it is not a duration). Says once on
+// stderr who holds it. `stop_requested` as store::MigrationLockWait's.
+store::MigrationLockWait
+migration_lock_wait(std::optional<std::chrono::milliseconds> timeout = std::nullopt,
+                    std::function<bool()> stop_requested = {});
 
 // Operator names: at most this many bytes, printable (display_name_problem in core/encoding.hpp).
 inline constexpr std::size_t k_max_operator_name = 100;

@@ -136,6 +136,17 @@ std::chrono::seconds event_retention() {
     return retention;
 }
 
+std::chrono::seconds provider_event_retention() {
+    const auto retention =
+        duration_from_env("PAYRECON_PROVIDER_EVENT_RETENTION", std::chrono::hours(24 * 90));
+    if (retention < k_minimum_provider_event_retention) {
+        throw ConfigError("PAYRECON_PROVIDER_EVENT_RETENTION is shorter than the minimum of 31d",
+                          "providers redeliver an event for up to 30 days, and a purged event "
+                          "that comes again is stored as new: raise it to 31d or more");
+    }
+    return retention;
+}
+
 namespace {
 
 // The secrets in `file` (one per line, the first the current one; '#' lines are comments), each

@@ -42,6 +42,16 @@ inline constexpr std::chrono::seconds k_minimum_event_retention{24 * 3600};
 // older ones; pull consumers must read within it). Throws ConfigError if under 24h.
 std::chrono::seconds event_retention();
 
+// Provider webhook events (raw bodies) are kept at least this long after their last delivery: a
+// provider redelivers an unacknowledged event for up to 30 days (Adyen), and one purged before its
+// last redelivery would be stored again as new -- a contradiction acknowledged long ago back in
+// the review queue.
+inline constexpr std::chrono::seconds k_minimum_provider_event_retention{31 * 24 * 3600};
+// PAYRECON_PROVIDER_EVENT_RETENTION, default 90d: how long provider webhook events are kept after
+// their last delivery (`payrecon events purge`). Throws ConfigError if not a duration or under
+// the minimum.
+std::chrono::seconds provider_event_retention();
+
 // The fingerprint secrets: one per line in `file`, the first the current one, the others previous
 // ones kept for verification after a rotation (each at least 32 bytes; '#' lines are comments).
 // With `create_if_missing`, a missing file is created (mode 0600) with a new random secret.

@@ -270,11 +270,21 @@ IntakeResponse IntakeService::create_payment(const Principal& principal,
                         "record expired; it was not created again.",
                     "merchant_reference", holder.payment_id);
             }
-            return problem_json(
+            // The holder is always of this tenant (merchant references are unique per tenant),
+            // whose every credential may read it: its ID leaks nothing, and a retry sent under a
+            // rotated API key finds its payment by it.
+            const std::string where =
+                holder.payment_id + " (GET /v1/payments/" + holder.payment_id + ")";
+            return problem_with_payment(
                 409, "duplicate_merchant_reference", "Duplicate merchant reference",
-                "A payment with this merchant_reference exists already under another "
-                "Idempotency-Key; it was not created again.",
-                std::string_view("merchant_reference"));
+                ours ? "This merchant_reference is taken by payment " + where +
+                           ", created with another Idempotency-Key of this API key; it was not "
+                           "created again."
+                     : "This merchant_reference is taken by payment " + where +
+                           ", created with another API key of this tenant -- after a key "
+                           "rotation, a retry of a request the old key sent gets this answer, "
+                           "and that payment is its result; it was not created again.",
+                "merchant_reference", holder.payment_id);
         };
         return bodies;
     };

@@ -4,9 +4,47 @@
 #include "services/intake.hpp"
 #include "store/payment_store.hpp"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 namespace payrecon {
+
+namespace {
+
+// A query value as forms encode it (application/x-www-form-urlencoded): %XX is a byte, '+' a
+// space. nullopt for a '%' not followed by two hex digits.
+std::optional<std::string> form_decode(std::string_view text) {
+    std::string out;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        if (text[i] == '+') {
+            out += ' ';
+        } else if (text[i] == '%') {
+            if (i + 2 >= text.size()) {
+                return std::nullopt;
+            }
+            const auto bytes = from_hex(text.substr(i + 1, 2));
+            if (!bytes) {
+                return std::nullopt;
+            }
+            out += *bytes;
+            i += 2;
+        } else {
+            out += text[i];
+        }
+    }
+    return out;
+}
+
+bool valid_utf8(const std::string& text) {
+    try {
+        (void)nlohmann::json(text).dump(); // strict: overlong forms and surrogates throw
+        return true;
+    } catch (const nlohmann::json::type_error&) {
+        return false;
+    }
+}
+
+} // namespace
 
 std::optional<std::string> payment_resource(store::Db& db, const std::string& tenant_id,
                                             std::string_view payment_id) {
@@ -37,6 +75,56 @@ std::optional<std::string> payment_resource(store::Db& db, const std::string& te
     body["attempt_count"] = payment->attempts.size();
     body["attempts"] = std::move(attempts);
     return body.dump();
+}
+
+tl::expected<std::string, PaymentsQueryProblem>
+payments_by_query(store::Db& db, const std::string& tenant_id, std::string_view query) {
+    const auto invalid = [](std::string detail) {
+        return tl::unexpected(PaymentsQueryProblem{400, "invalid_query", std::move(detail)});
+    };
+    std::optional<std::string> reference;
+    while (!query.empty()) {
+        const std::size_t amp = query.find('&');
+        const std::string_view item = query.substr(0, amp);
+        query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+        if (item.empty()) {
+            continue;
+        }
+        const std::size_t eq = item.find('=');
+        if (item.substr(0, eq) != "merchant_reference" || reference) {
+            return invalid("the query takes merchant_reference=REF once, and nothing else "
+                           "(payments are listed by merchant reference only)");
+        }
+        const auto decoded =
+            form_decode(eq == std::string_view::npos ? std::string_view() : item.substr(eq + 1));
+        if (!decoded) {
+            return invalid("merchant_reference is not percent-encoded right: a '%' must be "
+                           "followed by two hex digits");
+        }
+        reference = *decoded;
+    }
+    if (!reference) {
+        return invalid("give merchant_reference=REF: GET /v1/payments finds a payment by its "
+                       "merchant reference (GET /v1/payments/{id} by its ID)");
+    }
+    const bool control = std::any_of(reference->begin(), reference->end(), [](char c) {
+        const auto byte = static_cast<unsigned char>(c);
+        return byte < 0x20 || byte == 0x7F;
+    });
+    if (reference->empty() || reference->size() > 255 || control || !valid_utf8(*reference)) {
+        return invalid("merchant_reference must decode to 1-255 bytes of UTF-8 with no control "
+                       "character, as in POST /v1/payments (percent-encode it; '+' is a space, "
+                       "%2B a plus)");
+    }
+    nlohmann::ordered_json list;
+    list["object"] = "list";
+    list["data"] = nlohmann::ordered_json::array();
+    if (const auto id = store::payment_id_by_reference(db, tenant_id, *reference)) {
+        if (const auto body = payment_resource(db, tenant_id, *id)) {
+            list["data"].push_back(nlohmann::ordered_json::parse(*body));
+        }
+    }
+    return list.dump();
 }
 
 bool store_ready(store::Db& db) {

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tl/expected.hpp>
 #include <vector>
 
 namespace payrecon {
@@ -22,6 +23,22 @@ class Db;
 // payment is "none" too, so existence never leaks. Throws DatabaseUnavailable.
 std::optional<std::string> payment_resource(store::Db& db, const std::string& tenant_id,
                                             std::string_view payment_id);
+
+// Why GET /v1/payments has no list: always 400 invalid_query, `detail` saying what is wrong.
+struct PaymentsQueryProblem {
+    int status = 400;
+    std::string type = "invalid_query";
+    std::string detail;
+};
+
+// GET /v1/payments?merchant_reference=REF: `tenant_id`'s payment with that merchant reference as
+// {"object": "list", "data": [resource]} -- the resource as payment_resource() gives it -- or with
+// "data" empty: merchant references are unique per tenant, and another tenant's payment is never
+// found. `query` (the target's text after '?') must hold merchant_reference exactly once, and
+// nothing else, its value percent-encoded as forms encode it ('+' is a space; a plus is %2B) and
+// decoding to 1-255 bytes of UTF-8 with no control character. Throws DatabaseUnavailable.
+tl::expected<std::string, PaymentsQueryProblem>
+payments_by_query(store::Db& db, const std::string& tenant_id, std::string_view query);
 
 // True if the database answers and its schema is the one this binary knows. Throws
 // DatabaseUnavailable if the connection is lost.

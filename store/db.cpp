@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cstring>
 #include <libpq-fe.h>
+#include <mutex>
 #include <optional>
 #include <string_view>
 
@@ -163,7 +164,47 @@ std::optional<std::vector<std::string>> libpq_secrets(const std::string& url) {
     return out;
 }
 
+std::mutex g_application_name_mutex;
+std::string g_application_name;
+
+// `url` with `fallback_application_name` added in its own form: a URI's query parameter
+// (percent-encoded), or a quoted keyword/value pair.
+std::string with_application_name(const std::string& url, const std::string& name) {
+    const bool uri = url.rfind("postgresql://", 0) == 0 || url.rfind("postgres://", 0) == 0;
+    std::string out = url;
+    if (uri) {
+        static constexpr char k_hex[] = "0123456789ABCDEF";
+        out += url.find('?') == std::string::npos ? "?" : "&";
+        out += "fallback_application_name=";
+        for (const char c : name) {
+            const auto u = static_cast<unsigned char>(c);
+            if (std::isalnum(u) || c == '-' || c == '.' || c == '_' || c == '~') {
+                out += c;
+            } else {
+                out += '%';
+                out += k_hex[u >> 4];
+                out += k_hex[u & 0xf];
+            }
+        }
+        return out;
+    }
+    out += " fallback_application_name='";
+    for (const char c : name) {
+        if (c == '\\' || c == '\'') {
+            out += '\\';
+        }
+        out += c;
+    }
+    out += "'";
+    return out;
+}
+
 } // namespace
+
+void set_application_name(std::string name) {
+    std::lock_guard lock(g_application_name_mutex);
+    g_application_name = std::move(name);
+}
 
 std::string redact_url(const std::string& url) {
     std::string out = url;
@@ -198,7 +239,12 @@ std::vector<std::string> url_secret_names(const std::string& url) {
 pqxx::connection& Db::Impl::connection() {
     if (!conn) {
         try {
-            conn.emplace(url);
+            std::string name;
+            {
+                std::lock_guard lock(g_application_name_mutex);
+                name = g_application_name;
+            }
+            conn.emplace(name.empty() ? url : with_application_name(url, name));
         } catch (const pqxx::broken_connection& e) {
             throw DatabaseUnavailable(
                 "cannot connect to the database at " + redact_url(url) + ": " + e.what(),

@@ -27,6 +27,11 @@ private:
     std::unique_ptr<Impl> m_impl;
 };
 
+// The application_name this process's connections opened from now on give PostgreSQL, unless their
+// URL or PGAPPNAME names one (libpq's fallback_application_name), so that pg_stat_activity tells
+// whose session holds a lock: "payrecon worker (pid 5678)". Empty: none. Thread-safe.
+void set_application_name(std::string name);
+
 // `url` with the value of every secret libpq parameter -- password (also as the URI's
 // user:password@), sslpassword, and whatever else libpq marks as a secret -- replaced by "***", in
 // the URI form (parameter names percent-decoded as libpq does) and the keyword/value form. For

@@ -3,13 +3,20 @@
 #include "core/fingerprint.hpp"
 #include "store/pq.hpp"
 
+#include <algorithm>
+#include <map>
+#include <optional>
 #include <string>
+#include <thread>
 
 namespace payrecon::store {
 namespace {
 
 // pg_advisory_xact_lock key: "payrecon" folded into 63 bits, fixed forever.
 constexpr long long k_migration_lock = 0x7061797265636f6eLL;
+
+// How often a migration waiting for the lock tries again (and checks stop_requested).
+constexpr std::chrono::milliseconds k_lock_poll{200};
 
 constexpr const char* k_create_table = R"sql(
 CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -35,6 +42,105 @@ SchemaMismatch newer_schema(int found) {
                               std::to_string(found) + "; this binary will not touch it");
 }
 
+// Throws SchemaMismatch if a migration applied to the database (of those up to `current`) differs
+// from this binary's.
+void check_applied(pqxx::transaction_base& tx, int current) {
+    if (current == 0) {
+        return;
+    }
+    std::map<int, std::string> applied;
+    for (const auto& row : tx.exec("SELECT version, checksum FROM schema_migrations")) {
+        applied.emplace(row[0].as<int>(), row[1].as<std::string>());
+    }
+    for (const Migration& m : embedded_migrations()) {
+        if (m.version > current) {
+            break;
+        }
+        const auto found = applied.find(m.version);
+        if (found != applied.end() && found->second != sha256_hex(m.sql)) {
+            throw SchemaMismatch(
+                "migration " + std::to_string(m.version) + " (" + std::string(m.name) +
+                    ") applied to this database differs from the one in this binary",
+                "a released migration must never be edited; add a new migration instead");
+        }
+    }
+}
+
+// Who holds the migration lock, as pg_locks and pg_stat_activity say (the activity of sessions of
+// other roles may be hidden without pg_read_all_stats: what is known is said). Read in a
+// transaction of its own, so the statistics snapshot is fresh. nullopt: nobody holds it now.
+struct LockHolder {
+    long long backend_pid = 0;
+    std::string text;
+};
+
+std::optional<LockHolder> lock_holder(pqxx::transaction_base& tx) {
+    const pqxx::result r = tx.exec_params(
+        "SELECT l.pid, a.application_name, a.usename::text, a.client_addr::text, " +
+            iso_utc("a.backend_start") + ", a.state, " + iso_utc("a.state_change") +
+            ", floor(extract(epoch FROM clock_timestamp() - a.state_change))::bigint "
+            "FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid "
+            "WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 "
+            "AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
+            "AND l.classid = $1::bigint::oid AND l.objid = $2::bigint::oid "
+            "ORDER BY l.pid LIMIT 1",
+        k_migration_lock >> 32, k_migration_lock & 0xffffffffLL);
+    if (r.empty() || r[0][0].is_null()) {
+        return std::nullopt;
+    }
+    const pqxx::row row = r[0];
+    const auto text_of = [&](int i) {
+        return row[i].is_null() ? std::string() : row[i].as<std::string>();
+    };
+    LockHolder h;
+    h.backend_pid = row[0].as<long long>();
+    h.text = "database session " + std::to_string(h.backend_pid) + " (";
+    const std::string app = text_of(1);
+    h.text += app.empty() ? std::string("no application name") : "\"" + app + "\"";
+    if (const std::string user = text_of(2); !user.empty()) {
+        h.text += ", user " + user;
+    }
+    if (const std::string from = text_of(3); !from.empty()) {
+        h.text += ", from " + from;
+    }
+    if (const std::string since = text_of(4); !since.empty()) {
+        h.text += ", connected " + since;
+    }
+    if (const std::string state = text_of(5); !state.empty()) {
+        h.text += ", " + state;
+        if (const std::string changed = text_of(6); !changed.empty()) {
+            h.text += " since " + changed + " (" + text_of(7) + " s)";
+        }
+    }
+    h.text += ")";
+    return h;
+}
+
+SchemaMismatch lock_timeout(int current, const std::optional<LockHolder>& holder,
+                            std::chrono::milliseconds waited) {
+    const std::string needs = "the database schema is version " + std::to_string(current) +
+                              " and this payrecon needs version " +
+                              std::to_string(latest_known_version());
+    const std::string waited_text = std::to_string(waited.count() / 1000) + " s";
+    if (!holder) {
+        return SchemaMismatch(needs + "; the migration lock stayed taken for " + waited_text +
+                                  ", by sessions that kept changing",
+                              "run the command again; if it keeps happening, look for payrecon "
+                              "processes starting in a loop");
+    }
+    const std::string pid = std::to_string(holder->backend_pid);
+    return SchemaMismatch(
+        needs + "; " + holder->text + " holds the migration lock, and held it for the " +
+            waited_text + " this waited",
+        "if that process is stopped (kill -STOP, Ctrl-Z, a debugger), resume it (kill -CONT) or "
+        "end it; a migration that is running takes seconds: wait for it and run the command "
+        "again. If the process cannot be found, end its database session (SELECT "
+        "pg_terminate_backend(" +
+            pid +
+            ")): its transaction rolls back. PAYRECON_MIGRATION_LOCK_TIMEOUT (or `db migrate "
+            "--lock-timeout`) sets how long to wait");
+}
+
 } // namespace
 
 int latest_known_version() {
@@ -50,39 +156,75 @@ int schema_version(Db& db) {
     });
 }
 
-std::vector<int> migrate(Db& db) {
+std::vector<int> migrate(Db& db, const MigrationLockWait& wait) {
     Db::Impl& impl = db.impl();
-    return translate_errors(impl, [&] {
-        pqxx::work tx(impl.connection());
-        tx.exec_params("SELECT pg_advisory_xact_lock($1)", k_migration_lock);
-        tx.exec0(k_create_table);
+    // Without the lock first: a current schema needs nothing, and reading it waits for nobody --
+    // not even for a process stopped while it held the lock.
+    const int found = translate_errors(impl, [&] {
+        pqxx::read_transaction tx(impl.connection());
         const int current = version_in(tx);
         if (current > latest_known_version()) {
             throw newer_schema(current);
         }
-        std::vector<int> applied;
-        for (const Migration& m : embedded_migrations()) {
-            const std::string checksum = sha256_hex(m.sql);
-            if (m.version <= current) {
-                const pqxx::result r = tx.exec_params(
-                    "SELECT checksum FROM schema_migrations WHERE version = $1", m.version);
-                if (!r.empty() && r[0][0].as<std::string>() != checksum) {
-                    throw SchemaMismatch(
-                        "migration " + std::to_string(m.version) + " (" + std::string(m.name) +
-                            ") applied to this database differs from the one in this binary",
-                        "a released migration must never be edited; add a new migration instead");
-                }
-                continue;
-            }
-            tx.exec0(std::string(m.sql));
-            tx.exec_params0("INSERT INTO schema_migrations (version, name, checksum) "
-                            "VALUES ($1, $2, $3)",
-                            m.version, std::string(m.name), checksum);
-            applied.push_back(m.version);
-        }
-        tx.commit();
-        return applied;
+        check_applied(tx, current);
+        return current;
     });
+    if (found == latest_known_version()) {
+        return {};
+    }
+    const auto started = std::chrono::steady_clock::now();
+    const auto deadline = started + wait.timeout;
+    bool announced = false;
+    for (;;) {
+        std::optional<LockHolder> holder;
+        const std::optional<std::vector<int>> done =
+            translate_errors(impl, [&]() -> std::optional<std::vector<int>> {
+                pqxx::work tx(impl.connection());
+                if (!tx.exec_params1("SELECT pg_try_advisory_xact_lock($1)", k_migration_lock)[0]
+                         .as<bool>()) {
+                    holder = lock_holder(tx);
+                    return std::nullopt; // rolled back: nothing held, nothing changed
+                }
+                tx.exec0(k_create_table);
+                const int current = version_in(tx);
+                if (current > latest_known_version()) {
+                    throw newer_schema(current);
+                }
+                check_applied(tx, current);
+                std::vector<int> applied;
+                for (const Migration& m : embedded_migrations()) {
+                    if (m.version <= current) {
+                        continue;
+                    }
+                    tx.exec0(std::string(m.sql));
+                    tx.exec_params0("INSERT INTO schema_migrations (version, name, checksum) "
+                                    "VALUES ($1, $2, $3)",
+                                    m.version, std::string(m.name), sha256_hex(m.sql));
+                    applied.push_back(m.version);
+                }
+                tx.commit();
+                return applied;
+            });
+        if (done) {
+            return *done;
+        }
+        if (!announced && wait.on_wait) {
+            wait.on_wait(holder ? holder->text : std::string("a session that has just let it go"));
+            announced = true;
+        }
+        if (wait.stop_requested && wait.stop_requested()) {
+            throw MigrationWaitStopped("stopped while waiting for the migration lock; nothing was "
+                                       "migrated");
+        }
+        const auto now = std::chrono::steady_clock::now();
+        if (now >= deadline) {
+            throw lock_timeout(
+                found, holder,
+                std::chrono::duration_cast<std::chrono::milliseconds>(now - started));
+        }
+        std::this_thread::sleep_for(
+            std::min<std::chrono::steady_clock::duration>(k_lock_poll, deadline - now));
+    }
 }
 
 void require_current_schema(Db& db) {

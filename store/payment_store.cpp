@@ -21,6 +21,11 @@ constexpr const char* k_find_attempts_sql =
         "finished_at") " FROM payment_attempts "
                        "WHERE tenant_id = $1::uuid AND payment_id = $2::uuid ORDER BY attempt_no";
 
+// On payments_tenant_id_merchant_reference_key.
+constexpr const char* k_payment_by_reference = "payment_by_reference";
+constexpr const char* k_payment_by_reference_sql =
+    "SELECT payment_id::text FROM payments WHERE tenant_id = $1::uuid AND merchant_reference = $2";
+
 #undef PAYRECON_ISO
 
 } // namespace
@@ -64,6 +69,21 @@ std::optional<PaymentDetail> find_payment(Db& db, const std::string& tenant_id,
             p.attempts.push_back(std::move(s));
         }
         return p;
+    });
+}
+
+std::optional<std::string> payment_id_by_reference(Db& db, const std::string& tenant_id,
+                                                   const std::string& merchant_reference) {
+    Db::Impl& impl = db.impl();
+    return translate_errors(impl, [&]() -> std::optional<std::string> {
+        impl.prepare(k_payment_by_reference, k_payment_by_reference_sql);
+        pqxx::read_transaction tx(impl.connection());
+        const pqxx::result r =
+            tx.exec_prepared(k_payment_by_reference, tenant_id, merchant_reference);
+        if (r.empty()) {
+            return std::nullopt;
+        }
+        return r[0][0].as<std::string>();
     });
 }
 

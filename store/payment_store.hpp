@@ -36,6 +36,12 @@ struct PaymentDetail {
 std::optional<PaymentDetail> find_payment(Db& db, const std::string& tenant_id,
                                           const std::string& payment_id);
 
+// The ID of `tenant_id`'s payment with `merchant_reference` (unique per tenant); nullopt if it has
+// none -- another tenant's payment with the same reference is never found. Throws
+// DatabaseUnavailable.
+std::optional<std::string> payment_id_by_reference(Db& db, const std::string& tenant_id,
+                                                   const std::string& merchant_reference);
+
 // True if the database answers and its schema is the one this binary knows; false if it answers
 // otherwise. Throws DatabaseUnavailable if the connection is lost (the caller may reconnect and ask
 // again).

@@ -4,6 +4,7 @@
 #include "store/payment_event.hpp"
 #include "store/pq.hpp"
 
+#include <nlohmann/json.hpp>
 #include <set>
 #include <stdexcept>
 
@@ -361,6 +362,103 @@ std::vector<StoredEvent> store_provider_events(Db& db, const std::string& provid
             out.push_back(std::move(s));
         }
         tx.commit();
+        return out;
+    });
+}
+
+ProviderEventPurgeResult purge_provider_events(Db& db, std::chrono::seconds retention, bool dry_run,
+                                               const std::string& actor, int batch_size) {
+    Db::Impl& impl = db.impl();
+    const long long secs = retention.count();
+    // Why an old event stays, first reason first: NULL when none holds and it may go. Terminal
+    // states never change (core/payment_state), a contradiction is only ever acknowledged and an
+    // unexamined event only ever examined: each reason can only lapse, so a batch that decides on
+    // its snapshot never deletes what a concurrent transaction made evidence again.
+    const std::string kept_because = R"sql(
+CASE WHEN p.payment_id IS NOT NULL AND p.state NOT IN ('succeeded', 'failed') THEN 'unsettled'
+     WHEN e.applied_result = 'contradicts' AND e.acknowledged_at IS NULL THEN 'contradicting'
+     WHEN e.payment_id IS NOT NULL AND e.applied_at IS NULL
+          AND e.outcome IN ('succeeded', 'failed') THEN 'unexamined'
+END)sql";
+    const std::string old_enough =
+        "e.last_received_at <= now() - make_interval(secs => $1::bigint)";
+    const std::string payment_join = " LEFT JOIN payments p ON p.tenant_id = e.tenant_id "
+                                     "AND p.payment_id = e.payment_id ";
+    nlohmann::json run;
+    run["retention_s"] = secs;
+    return translate_errors(impl, [&] {
+        ProviderEventPurgeResult out;
+        {
+            pqxx::read_transaction tx(impl.connection());
+            const pqxx::row r =
+                tx.exec_params1("SELECT count(*) FILTER (WHERE why = 'unsettled'), "
+                                "count(*) FILTER (WHERE why = 'contradicting'), "
+                                "count(*) FILTER (WHERE why = 'unexamined'), "
+                                "count(*) FILTER (WHERE why IS NULL), "
+                                "count(*) FILTER (WHERE why IS NULL AND payment_id IS NULL) "
+                                "FROM (SELECT e.payment_id, " +
+                                    kept_because + " AS why FROM provider_events e" + payment_join +
+                                    "WHERE " + old_enough + ") x",
+                                secs);
+            out.kept_unsettled = r[0].as<long long>();
+            out.kept_contradicting = r[1].as<long long>();
+            out.kept_unexamined = r[2].as<long long>();
+            if (dry_run) {
+                out.events = r[3].as<long long>();
+                out.unmatched = r[4].as<long long>();
+                return out;
+            }
+            out.run_id = tx.exec1("SELECT gen_random_uuid()::text")[0].as<std::string>();
+        }
+        run["run_id"] = out.run_id;
+        // Keyset batches over the primary key: each scans the next `batch_size` events old enough
+        // by their first delivery (a later one can only be later), locks those that may go --
+        // skipping rows a redelivery or an acknowledgement holds -- and deletes them with their
+        // audit rows.
+        const std::string del =
+            "WITH scanned AS (SELECT e.event_id FROM provider_events e WHERE e.event_id > $6 "
+            "AND e.received_at <= now() - make_interval(secs => $1::bigint) "
+            "ORDER BY e.event_id LIMIT $2), "
+            "doomed AS (SELECT e.event_id FROM provider_events e JOIN scanned s "
+            "ON s.event_id = e.event_id" +
+            payment_join + "WHERE " + old_enough + " AND " + kept_because +
+            " IS NULL FOR UPDATE OF e SKIP LOCKED), "
+            "gone AS (DELETE FROM provider_events e USING doomed d WHERE e.event_id = d.event_id "
+            "RETURNING e.tenant_id), "
+            "per_tenant AS (SELECT tenant_id, count(*) AS n FROM gone GROUP BY tenant_id), "
+            "audited AS (INSERT INTO audit_log (tenant_id, actor, action, subject_type, "
+            "subject_id, detail) SELECT tenant_id, $3, 'provider_events.purge', 'purge_run', $4, "
+            "$5::jsonb || jsonb_build_object('events', n) FROM per_tenant "
+            "WHERE tenant_id IS NOT NULL) "
+            "SELECT (SELECT count(*) FROM scanned), (SELECT coalesce(max(event_id), 0) FROM "
+            "scanned), coalesce(sum(n), 0)::bigint, "
+            "coalesce(sum(n) FILTER (WHERE tenant_id IS NULL), 0)::bigint, "
+            "coalesce(string_agg(tenant_id::text, ',') FILTER (WHERE tenant_id IS NOT NULL), '') "
+            "FROM per_tenant";
+        std::set<std::string> tenants;
+        long long after = 0;
+        for (;;) {
+            pqxx::work tx(impl.connection());
+            const pqxx::row r =
+                tx.exec_params1(del, secs, batch_size, actor, out.run_id, run.dump(), after);
+            tx.commit();
+            out.events += r[2].as<long long>();
+            out.unmatched += r[3].as<long long>();
+            add_listed(tenants, r[4].as<std::string>());
+            if (r[0].as<long long>() < batch_size) {
+                break;
+            }
+            after = r[1].as<long long>();
+        }
+        out.tenants = static_cast<long long>(tenants.size());
+        nlohmann::json totals = run;
+        totals["events"] = out.events;
+        totals["unmatched"] = out.unmatched;
+        totals["kept_unsettled"] = out.kept_unsettled;
+        totals["kept_contradicting"] = out.kept_contradicting;
+        totals["kept_unexamined"] = out.kept_unexamined;
+        totals["tenants"] = out.tenants;
+        audit_purge_run(impl, "provider_events.purge_run", actor, out.run_id, totals.dump());
         return out;
     });
 }

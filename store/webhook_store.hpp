@@ -6,6 +6,7 @@
 #include "core/reconcile_policy.hpp"
 #include "core/webhook.hpp"
 
+#include <chrono>
 #include <functional>
 #include <optional>
 #include <string>
@@ -143,5 +144,30 @@ struct ProviderEventCount {
     long long events = 0;
 };
 std::vector<ProviderEventCount> provider_event_results(Db& db);
+
+// Retention of the stored provider events (raw bodies). An event goes once its last delivery
+// (`last_received_at`) is older than `retention`, unless it is still evidence someone needs:
+// - its payment is not settled (`succeeded` or `failed`): every event of a payment still pending,
+//   in flight, `unknown` or `needs_review` stays, however old;
+// - it contradicts its payment and no operator has acknowledged that (`events acknowledge`);
+// - it is terminal evidence (succeeded or failed) of a payment that settled without it and was
+//   not yet compared with it (marked consistent or contradicts by the worker or reconcile).
+// Events that name no payment of ours go by age alone. In batches of `batch_size` events in
+// event-ID order, each one transaction whose deletions commit with an audit row per tenant it
+// purged from (provider_events.purge: the run, the count, the retention); then one row for the
+// run under the deployment tenant (provider_events.purge_run: the totals, unmatched events among
+// them, written even when nothing was purged). `dry_run` counts and writes nothing. Throws
+// DatabaseUnavailable.
+struct ProviderEventPurgeResult {
+    long long events = 0;             // purged (a dry run: would be)
+    long long unmatched = 0;          // of them, events that named no payment of ours
+    long long kept_unsettled = 0;     // old enough, but their payment is not settled
+    long long kept_contradicting = 0; // old enough, but a contradiction nobody acknowledged
+    long long kept_unexamined = 0;    // old enough, but not yet compared with its settled payment
+    long long tenants = 0;            // tenants whose events were purged
+    std::string run_id;               // the audit log's subject_id; empty for a dry run
+};
+ProviderEventPurgeResult purge_provider_events(Db& db, std::chrono::seconds retention, bool dry_run,
+                                               const std::string& actor, int batch_size = 2000);
 
 } // namespace payrecon::store

@@ -1,6 +1,7 @@
 // `payrecon serve` over real HTTP: the binary runs as a child process on a free loopback port,
 // libcurl (and a plain TCP socket for bytes curl will not send) is the client, and every
 // assertion that matters counts rows in the real PostgreSQL, not only status codes.
+#include "core/encoding.hpp"
 #include "core/fingerprint.hpp"
 #include "store/admin_store.hpp"
 #include "store/executor_store.hpp"
@@ -1800,4 +1801,114 @@ TEST_CASE("api: serve refuses to start when a webhook secret's variable is unset
     CHECK(WIFEXITED(status));
     CHECK(WEXITSTATUS(status) == 4);
     CHECK(out.find("PAYRECON_TEST_WH_OLD is not set") != std::string::npos);
+}
+
+TEST_CASE("api: after a credential rotation, a retry under the new key is told its payment's ID, "
+          "and GET /v1/payments?merchant_reference= finds that payment for its tenant only",
+          "[api][db][auth][regression]") {
+    // The same Idempotency-Key and body under the new writer key got 409 saying the payment
+    // existed "under another Idempotency-Key" (false), with no payment ID: the retry had lost its
+    // payment (issue 36 item 9).
+    Scope a;
+    Scope b;
+    const TestPrincipal a_reader = make_principal(*a.db, a.tenant, Role::reader);
+    SecretFile secret;
+    ServeProcess server(secret);
+    HttpClient http;
+    const std::string reference = "order 77+rot/" + unique_name("r");
+    const std::string body = payment_body(reference);
+    const auto first = http.send(server.port(), create_request(a.key(), "retry-77", body));
+    REQUIRE(first.status == 202);
+    const std::string payment_id = first.json()["id"];
+
+    // The rotation: a new writer key for the tenant, the old one revoked.
+    const TestPrincipal rotated = make_principal(*a.db, a.tenant, Role::writer);
+    store::revoke_principal(*a.db, a.writer.principal.principal_id, "ops");
+    const auto retry =
+        http.send(server.port(), create_request(rotated.api_key.reveal(), "retry-77", body));
+    CHECK(retry.status == 409);
+    CHECK(retry.header("Content-Type") == "application/problem+json");
+    const auto problem = retry.json();
+    CHECK(problem["type"] == "duplicate_merchant_reference");
+    CHECK(problem["field"] == "merchant_reference");
+    CHECK(problem["payment_id"] == payment_id);
+    CHECK(problem["payment"] == "/v1/payments/" + payment_id);
+    const std::string detail = problem["detail"];
+    CHECK(detail.find("taken by payment " + payment_id) != std::string::npos);
+    CHECK(detail.find("another API key of this tenant") != std::string::npos);
+    CHECK(detail.find("under another Idempotency-Key") == std::string::npos);
+    CHECK(payments(a.tenant) == 1); // not created again
+    CHECK(records(a.tenant) == 2);  // the new key's answer is stored, and replayed
+    const auto again =
+        http.send(server.port(), create_request(rotated.api_key.reveal(), "retry-77", body));
+    CHECK(again.replayed());
+    CHECK(again.body == retry.body);
+    CHECK(http.send(server.port(),
+                    get_request(problem["payment"].get<std::string>(), rotated.api_key.reveal()))
+              .status == 200);
+
+    // Found by merchant reference, percent-encoded or with '+' for the space, by any of the
+    // tenant's credentials.
+    const auto find = [&](const std::string& query, const std::string& key) {
+        return http.send(server.port(), get_request("/v1/payments?" + query, key));
+    };
+    const std::string encoded = "merchant_reference=" + percent_encode(reference);
+    std::string form = percent_encode(reference);
+    form.replace(form.find("%20"), 3, "+");
+    for (const auto& [query, key] : std::vector<std::pair<std::string, std::string>>{
+             {encoded, rotated.api_key.reveal()},
+             {"merchant_reference=" + form, rotated.api_key.reveal()},
+             {encoded, a_reader.api_key.reveal()}}) {
+        INFO(query);
+        const auto found = find(query, key);
+        REQUIRE(found.status == 200);
+        CHECK(found.header("Content-Type") == "application/json");
+        const auto list = found.json();
+        CHECK(list["object"] == "list");
+        REQUIRE(list["data"].size() == 1);
+        CHECK(list["data"][0]["id"] == payment_id);
+        CHECK(list["data"][0]["merchant_reference"] == reference);
+        CHECK(list["data"][0]["status"] == "pending");
+    }
+
+    // Another tenant with the same merchant reference and key gets a payment of its own, and
+    // never sees the first one.
+    const auto theirs = http.send(server.port(), create_request(b.key(), "retry-77", body));
+    REQUIRE(theirs.status == 202);
+    const std::string their_id = theirs.json()["id"];
+    CHECK(their_id != payment_id);
+    CHECK(theirs.body.find(payment_id) == std::string::npos);
+    CHECK(payments(b.tenant) == 1);
+    const auto their_list = find(encoded, b.key());
+    REQUIRE(their_list.status == 200);
+    REQUIRE(their_list.json()["data"].size() == 1);
+    CHECK(their_list.json()["data"][0]["id"] == their_id);
+    CHECK(their_list.body.find(payment_id) == std::string::npos);
+    const auto their_retry = http.send(server.port(), create_request(b.key(), "retry-78", body));
+    CHECK(their_retry.status == 409);
+    CHECK(their_retry.json()["payment_id"] == their_id);
+    CHECK(their_retry.body.find(payment_id) == std::string::npos);
+    CHECK(payments(a.tenant) == 1);
+    CHECK(payments(b.tenant) == 1);
+    // A reference the tenant does not have: an empty list, whoever has it.
+    Scope c;
+    const auto none = find(encoded, c.key());
+    REQUIRE(none.status == 200);
+    CHECK(none.json()["data"].empty());
+    CHECK(none.body.find(payment_id) == std::string::npos);
+
+    // The query takes merchant_reference once, well encoded, and nothing else; a credential is
+    // needed.
+    for (const std::string& query :
+         {std::string(), std::string("limit=10"), encoded + "&" + encoded,
+          encoded + "&status=pending", std::string("merchant_reference="),
+          std::string("merchant_reference=%zz"), std::string("merchant_reference=a%0Ab")}) {
+        INFO(query);
+        const auto bad = find(query, rotated.api_key.reveal());
+        CHECK(bad.status == 400);
+        CHECK(bad.problem_type() == "invalid_query");
+    }
+    CHECK(http.send(server.port(), get_request("/v1/payments?" + encoded)).status == 401);
+    http.disconnect();
+    check_exited_cleanly(server.terminate());
 }

@@ -16,6 +16,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <pqxx/pqxx>
 
 using namespace payrecon;
 using namespace payrecon::testing;
@@ -594,4 +595,163 @@ TEST_CASE("webhook evidence: Stripe's events from the provider, delivered three 
     CHECK(w.count("provider_events", mine + " AND outcome = 'pending' AND applied_at IS NULL") ==
           1);
     serve.terminate();
+}
+
+TEST_CASE("events purge: provider events older than the retention go, audited with a count; "
+          "never the evidence of a payment not settled, an unacknowledged contradiction or an "
+          "event not yet compared",
+          "[cli][db][webhooks][purge][regression]") {
+    // provider_events kept every raw body forever (issue 36 item 10). A database of its own: the
+    // purge is global, and every count here is of the whole table.
+    MigratedScratch scratch;
+    Operated w(scratch.url());
+    pqxx::connection c(scratch.url());
+    const auto number = [&](const std::string& sql) {
+        pqxx::nontransaction tx(c);
+        return tx.exec1(sql)[0].as<long long>();
+    };
+    const auto exec = [&](const std::string& sql) {
+        pqxx::nontransaction tx(c);
+        tx.exec0(sql);
+    };
+    const auto events_of = [&](const std::string& ref, const std::string& where = "true") {
+        return number("SELECT count(*) FROM provider_events WHERE payment_id = '" +
+                      w.payment_id_of(ref) + "'::uuid AND (" + where + ")");
+    };
+    const auto refs = w.unknown_payments(4, fake::Fault::execute_then_fin);
+    const std::string& unsettled = refs[0];
+    const std::string& consistent = refs[1];
+    const std::string& contradicted = refs[2];
+    const std::string& acknowledged = refs[3];
+    w.set_lookup_down(true); // `unsettled` stays unknown: only its event speaks of it
+
+    // Still unknown: a pending event is all there is about it.
+    REQUIRE(deliver(w, event_body(w, unsettled, unique_name("evt"), "payment_intent.processing",
+                                  "processing", 2500))
+                .new_events == 1);
+    // Three settle from their events; then one agrees, two contradict (one of them acknowledged).
+    std::map<std::string, std::string> adopted;
+    for (const std::string& ref : {consistent, contradicted, acknowledged}) {
+        adopted[ref] =
+            event_body(w, ref, unique_name("evt"), "payment_intent.succeeded", "succeeded", 2500);
+        REQUIRE(deliver(w, adopted[ref]).new_events == 1);
+    }
+    w.payrecon({"reconcile"});
+    REQUIRE(deliver(w, event_body(w, consistent, unique_name("evt"), "payment_intent.succeeded",
+                                  "succeeded", 2500))
+                .new_events == 1);
+    for (const std::string& ref : {contradicted, acknowledged}) {
+        REQUIRE(deliver(w, event_body(w, ref, unique_name("evt"), "payment_intent.canceled",
+                                      "canceled", 2500))
+                    .new_events == 1);
+    }
+    w.payrecon({"reconcile"});
+    REQUIRE(w.state_of(unsettled) == "unknown");
+    for (const std::string& ref : {consistent, contradicted, acknowledged}) {
+        REQUIRE(w.state_of(ref) == "succeeded");
+    }
+    REQUIRE(events_of(contradicted, "applied_result = 'contradicts'") == 1);
+    const std::string contradiction = std::to_string(
+        number("SELECT event_id FROM provider_events WHERE payment_id = '" +
+               w.payment_id_of(acknowledged) + "'::uuid AND applied_result = 'contradicts'"));
+    REQUIRE(w.payrecon({"events", "acknowledge", contradiction, "--note", "refunded by hand"})
+                .exit_code == 0);
+    // Received after the last comparison: not yet compared with its settled payment.
+    REQUIRE(deliver(w, event_body(w, consistent, unique_name("evt"), "payment_intent.succeeded",
+                                  "succeeded", 2500))
+                .new_events == 1);
+    REQUIRE(events_of(consistent, "applied_at IS NULL") == 1);
+    // About a payment that is not ours.
+    const auto not_ours = [&](const std::string& id) {
+        return nlohmann::json{{"id", id},
+                              {"object", "event"},
+                              {"type", "payment_intent.succeeded"},
+                              {"created", std::time(nullptr)},
+                              {"data",
+                               {{"object",
+                                 {{"id", "pi_" + unique_name("other")},
+                                  {"object", "payment_intent"},
+                                  {"amount", 700},
+                                  {"currency", "eur"},
+                                  {"status", "succeeded"},
+                                  {"metadata", {{"operation_id", unique_name("pr_other")}}}}}}}}
+            .dump();
+    };
+    REQUIRE(deliver(w, not_ours(unique_name("evt"))).unmatched == 1);
+    REQUIRE(number("SELECT count(*) FROM provider_events") == 9);
+
+    // All of them 100 days old; then one more unmatched event, new, and one old event delivered
+    // again today (the provider still sends it: it stays).
+    exec("UPDATE provider_events SET received_at = now() - interval '100 days', "
+         "last_received_at = now() - interval '100 days'");
+    REQUIRE(deliver(w, not_ours(unique_name("evt"))).unmatched == 1);
+    REQUIRE(deliver(w, adopted[acknowledged]).new_events == 0);
+    REQUIRE(number("SELECT count(*) FROM provider_events") == 10);
+    // What goes under the default 90 days: of `consistent` the adopted and the consistent event,
+    // of `contradicted` the adopted one, of `acknowledged` the acknowledged contradiction, and
+    // the old unmatched event.
+    const auto counted = [](const Run& r) {
+        INFO(r.all());
+        REQUIRE(r.exit_code == 0);
+        return nlohmann::json::parse(r.out);
+    };
+    const auto dry = counted(w.payrecon({"events", "purge", "--dry-run", "--json"}));
+    CHECK(dry["events"] == 5);
+    CHECK(dry["unmatched"] == 1);
+    CHECK(dry["kept_unsettled"] == 1);
+    CHECK(dry["kept_contradicting"] == 1);
+    CHECK(dry["kept_unexamined"] == 1);
+    CHECK(dry["retention_s"] == 90 * 24 * 3600);
+    CHECK(dry["run_id"].is_null());
+    CHECK(number("SELECT count(*) FROM provider_events") == 10); // a dry run deletes nothing
+    CHECK(number("SELECT count(*) FROM audit_log WHERE action LIKE 'provider_events.%'") == 0);
+
+    const auto purged = counted(w.payrecon({"events", "purge", "--json"}));
+    CHECK(purged["events"] == 5);
+    CHECK(purged["unmatched"] == 1);
+    CHECK(purged["tenants"] == 1);
+    CHECK(number("SELECT count(*) FROM provider_events") == 5);
+    CHECK(events_of(unsettled) == 1);
+    CHECK(events_of(consistent) == 1);
+    CHECK(events_of(consistent, "applied_at IS NULL") == 1);
+    CHECK(events_of(contradicted) == 1);
+    CHECK(events_of(contradicted, "applied_result = 'contradicts'") == 1);
+    CHECK(events_of(acknowledged) == 1);
+    CHECK(events_of(acknowledged, "deliveries = 2 AND applied_result = 'adopt_succeeded'") == 1);
+    CHECK(number("SELECT count(*) FROM provider_events WHERE payment_id IS NULL") == 1);
+    CHECK(number("SELECT count(*) FROM provider_events WHERE payment_id IS NULL AND "
+                 "received_at > now() - interval '1 day'") == 1);
+    // Audited: one row for the tenant with its count, one for the run with the totals.
+    const std::string run_id = purged["run_id"];
+    CHECK(w.count("audit_log", "action = 'provider_events.purge' AND subject_id = '" + run_id +
+                                   "' AND (detail->>'events')::int = 4 AND detail->>'retention_s' "
+                                   "= '7776000'") == 1);
+    CHECK(number("SELECT count(*) FROM audit_log WHERE action = 'provider_events.purge_run' AND "
+                 "tenant_id = '00000000-0000-0000-0000-000000000000' AND subject_id = '" +
+                 run_id +
+                 "' AND (detail->>'events')::int = 5 AND (detail->>'unmatched')::int = 1 AND "
+                 "(detail->>'kept_contradicting')::int = 1") == 1);
+    // Nothing left to purge; the run is on record all the same.
+    const auto again = counted(w.payrecon({"events", "purge", "--json"}));
+    CHECK(again["events"] == 0);
+    CHECK(number("SELECT count(*) FROM provider_events") == 5);
+    CHECK(number("SELECT count(*) FROM audit_log WHERE action = 'provider_events.purge_run'") == 2);
+    // Once acknowledged, the contradiction goes too.
+    const std::string second =
+        std::to_string(number("SELECT event_id FROM provider_events WHERE payment_id = '" +
+                              w.payment_id_of(contradicted) + "'::uuid"));
+    REQUIRE(
+        w.payrecon({"events", "acknowledge", second, "--note", "customer refunded"}).exit_code ==
+        0);
+    CHECK(counted(w.payrecon({"events", "purge", "--json"}))["events"] == 1);
+    CHECK(events_of(contradicted) == 0);
+
+    // A retention under the minimum is refused, from the option and from the environment.
+    const Run short_option = w.payrecon({"events", "purge", "--retention", "7d"});
+    CHECK(short_option.exit_code == 2);
+    CHECK(contains(short_option.err, "shorter than 31d"));
+    const Run short_env =
+        w.payrecon({"events", "purge", "--dry-run"}, {{"PAYRECON_PROVIDER_EVENT_RETENTION", "7d"}});
+    CHECK(short_env.exit_code == 4);
+    CHECK(number("SELECT count(*) FROM provider_events") == 4);
 }

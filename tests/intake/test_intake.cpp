@@ -860,15 +860,22 @@ TEST_CASE("intake: a retry after purge deleted its key's record is told the reco
     CHECK(again.replayed);
     CHECK(again.body == retry.body);
 
-    // Another key, or the same key string of another principal (its keys are its own): truly
-    // another Idempotency-Key.
+    // Another key, or the same key string of another principal of the tenant (its keys are its
+    // own; a rotated API key is one): each told which payment holds the reference -- the
+    // tenant's own, which every credential of it may read.
     const auto other = create(db, writer.principal, "k-other", body);
-    CHECK(nlohmann::json::parse(other.body)["type"] == "duplicate_merchant_reference");
-    CHECK(other.body.find("under another Idempotency-Key") != std::string::npos);
+    const auto o = nlohmann::json::parse(other.body);
+    CHECK(o["type"] == "duplicate_merchant_reference");
+    CHECK(o["payment_id"] == payment_id);
+    CHECK(o.value("detail", "").find("another Idempotency-Key of this API key") !=
+          std::string::npos);
     const auto colleague = make_principal(db, tenant);
     const auto theirs = create(db, colleague.principal, "k-expired", body);
-    CHECK(nlohmann::json::parse(theirs.body)["type"] == "duplicate_merchant_reference");
-    CHECK(theirs.body.find(payment_id) == std::string::npos);
+    const auto t = nlohmann::json::parse(theirs.body);
+    CHECK(t["type"] == "duplicate_merchant_reference");
+    CHECK(t["payment_id"] == payment_id);
+    CHECK(t.value("detail", "").find("another API key of this tenant") != std::string::npos);
+    CHECK(t.value("detail", "").find("Idempotency-Key") == std::string::npos);
 
     // A payment made before payments kept their key's digest: which key made it is unknown.
     sql("UPDATE payments SET idempotency_key_hash = NULL");

@@ -177,6 +177,8 @@ public:
     pid_t pid() const { return m_pid; }
     // What it has written to stdout so far.
     std::string output_so_far() const { return read_file(m_out); }
+    // What it has written to stderr so far.
+    std::string errors_so_far() const { return read_file(m_err); }
     const std::string& command() const { return m_command; }
 
     // Without waiting: the run if the process has ended (reaped here; a death by signal N has
