@@ -20,10 +20,11 @@ Global options (before or after the subcommand):
 constexpr const char* k_footer = R"(
 Exit codes:
   0  success
-  1  the run failed (unexpected error; details on stderr)
+  1  the run failed (unexpected error; details on stderr); also worker --once when no call
+     reached a provider, and reconcile when every status query failed
   2  bad arguments or bad input
   3  the run worked, and something needs an operator
-  4  bad or missing configuration
+  4  bad or missing configuration; also a provider refused our credentials (HTTP 401/403)
   5  the database cannot be reached; nothing was changed
   6  the schema is older (run `payrecon db migrate`) or newer than this payrecon
   7  refused: not found, not allowed, or a conflict

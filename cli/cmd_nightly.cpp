@@ -1,6 +1,7 @@
 // payrecon nightly: the unattended job (cron, systemd timer). Expired leases -> unknown, every
 // provider's unknown payments reconciled, due sends made, then one summary. Exit 0 clean, 3 an
-// operator is needed, 1 the run failed. On a terminal, progress goes to stderr; under cron only
+// operator is needed, 4 a configuration error (a provider refused our credentials), 1 the run
+// failed. On a terminal, progress goes to stderr; under cron only
 // the summary is printed.
 #include "cli/app.hpp"
 #include "cli/context.hpp"
@@ -115,6 +116,12 @@ std::vector<std::string> attention_reasons(const engine::NightlyReport& r) {
                       " status queries FAILED: check the provider's status page and credentials; "
                       "they are asked again next run (payrecon review recheck <id> asks now)");
     }
+    if (r.lookups_failing() > r.lookups_failed()) {
+        out.push_back(std::to_string(r.lookups_failing()) +
+                      " unknown payment(s) whose last status query FAILED are still unknown "
+                      "(asked again at their next check; payrecon payments list --state unknown, "
+                      "payrecon review recheck <id> asks now)");
+    }
     for (const auto& st : r.statements) {
         if (st.exit_code == static_cast<int>(ExitCode::attention)) {
             out.push_back(st.title + " has " + std::to_string(st.needing_attention) +
@@ -213,6 +220,16 @@ nlohmann::ordered_json summary_json(const engine::NightlyReport& r) {
     j["in_review"] = r.in_review();
     j["still_unknown"] = r.still_unknown();
     j["status_queries_failed"] = r.lookups_failed();
+    j["unknown_after_failed_queries"] = r.lookups_failing();
+    j["configuration_errors"] = r.configuration_errors();
+    j["credentials_refused"] = nlohmann::ordered_json::array();
+    for (const auto& c : r.credentials_refused) {
+        j["credentials_refused"].push_back({{"provider", c.provider},
+                                            {"http_status", c.http_status},
+                                            {"code", c.code},
+                                            {"while", c.call},
+                                            {"check", c.check}});
+    }
     long long stuck = 0;
     for (const auto& q : r.stuck()) {
         stuck += q.stuck;
@@ -237,14 +254,18 @@ std::string result_line(const engine::NightlyReport& r,
             << "  what was done before is recorded; run payrecon nightly again when it is fixed\n";
         return out.str();
     }
-    if (code == static_cast<int>(ExitCode::failure) || code == static_cast<int>(ExitCode::config)) {
-        out << "result: "
-            << (code == static_cast<int>(ExitCode::config) ? "CONFIGURATION ERROR" : "FAILED")
-            << " (exit " << code << "): a statement did not complete; the rest of the run did\n";
+    if (code == static_cast<int>(ExitCode::failure)) {
+        out << "result: FAILED (exit " << code
+            << "): a statement did not complete; the rest of the run did\n";
         for (const auto& st : r.statements) {
             if (st.failure) {
                 out << "  - " << st.title << ": " << printable(*st.failure) << "\n";
             }
+        }
+    } else if (code == static_cast<int>(ExitCode::config)) {
+        out << "result: CONFIGURATION ERROR (exit " << code << ")\n";
+        for (const auto& e : r.configuration_errors()) {
+            out << "  - " << printable(e) << "\n";
         }
     }
     const auto reasons = attention_reasons(r);
@@ -286,6 +307,10 @@ void print_work(std::ostream& out, const engine::NightlyReport& r,
     }
     out << "  providers: " << (names.empty() ? "(none configured)" : names) << "\n";
     out << "  expired leases taken over (a worker died mid-call): " << r.leases_expired << "\n";
+    for (const auto& c : r.credentials_refused) {
+        out << "  provider " << c.provider << " REFUSED our credentials (HTTP " << c.http_status
+            << ") " << c.call << ": called no more in this run\n";
+    }
     out << "  unknown payments reconciled: " << r.reconciled.size();
     if (summary.lookups_failed > 0) {
         out << " (" << summary.lookups_failed
@@ -514,7 +539,8 @@ void setup_nightly(CLI::App& app, AppState& state) {
     auto opts = std::make_shared<NightlyCliOptions>();
     CLI::App* n = app.add_subcommand(
         "nightly", "the nightly job: take over expired leases, reconcile every provider, send what "
-                   "is due, print a summary (exit 0 clean, 3 attention needed, 1 failed)");
+                   "is due, print a summary (exit 0 clean, 3 attention needed, 4 configuration "
+                   "error, 1 failed)");
     n->add_option("--provider", opts->only, "only these configured providers (repeatable)");
     n->add_option("--limit", opts->limit, "payments reconciled at most")->capture_default_str();
     n->add_flag("--no-send", opts->no_send, "schedule re-sends but leave the sending to workers");

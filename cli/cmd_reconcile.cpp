@@ -1,5 +1,7 @@
 // payrecon reconcile: resolves unknown payments by asking their provider (DESIGN section 7).
-// Exit 0: nothing went to review; 3: some payments need an operator.
+// Exit 0: nothing went to review; 3: some payments need an operator; 4: a provider refused our
+// credentials (asked nothing more); 1: every status query failed and nothing
+// went to review.
 #include "cli/app.hpp"
 #include "cli/context.hpp"
 #include "cli/reconcile_view.hpp"
@@ -9,6 +11,7 @@
 #include "engine/reconciler.hpp"
 
 #include <iostream>
+#include <map>
 
 namespace payrecon::cli {
 namespace {
@@ -27,8 +30,15 @@ void run_reconcile(AppState& state, const ReconcileCliOptions& opts) {
         throw UsageError("--limit must be at least 1");
     }
     const providers::Config config = load_provider_config(state.global);
-    ProviderSet set = make_providers(choose_providers(config, opts.only));
+    const auto chosen = choose_providers(config, opts.only);
+    ProviderSet set = make_providers(chosen);
+    std::map<std::string, std::string> checks;
+    for (const auto* p : chosen) {
+        checks[p->name] = credentials_hint(*p);
+    }
+    engine::CredentialGate credentials(checks);
     engine::ReconcilerOptions ro;
+    ro.credentials = &credentials;
     ro.actor = "reconcile:" + operator_name(state.global);
     ro.limit = opts.limit;
     ro.dry_run = opts.dry_run;
@@ -44,10 +54,12 @@ void run_reconcile(AppState& state, const ReconcileCliOptions& opts) {
             std::cout << outcome_line(o) << std::endl;
         }
     });
-    const engine::ReconcileSummary summary = engine::summarize(outcomes);
+    const engine::ReconcileSummary summary =
+        engine::summarize(outcomes, reconciler.credentials_refused());
     const long long to_review = summary.to_review;
     if (opts.report.wanted()) {
-        const reports::Report report = engine::reconcile_report(outcomes, opts.dry_run);
+        const reports::Report report =
+            engine::reconcile_report(outcomes, opts.dry_run, summary.credentials_refused);
         emit_report(report, opts.report);
         if (opts.report.outputs.empty()) {
             state.exit_code = report.exit_code;
@@ -60,6 +72,13 @@ void run_reconcile(AppState& state, const ReconcileCliOptions& opts) {
         j["reconciled"] = outcomes.size();
         j["to_review"] = to_review;
         j["fenced_out"] = summary.fenced_out;
+        j["status_queries"] = summary.lookups_asked;
+        j["status_queries_failed"] = summary.lookups_failed;
+        j["credentials_refused"] = nlohmann::ordered_json::array();
+        for (const auto& r : summary.credentials_refused) {
+            j["credentials_refused"].push_back(
+                {{"provider", r.provider}, {"http_status", r.http_status}, {"check", r.check}});
+        }
         j["payments"] = nlohmann::ordered_json::array();
         for (const auto& o : outcomes) {
             j["payments"].push_back(outcome_json(o));
@@ -73,6 +92,9 @@ void run_reconcile(AppState& state, const ReconcileCliOptions& opts) {
         if (to_review > 0) {
             std::cout << "work the queue: payrecon review list\n";
         }
+    }
+    if (auto problem = summary.problem()) {
+        throw *problem;
     }
     state.exit_code = summary.exit_code();
 }

@@ -1,15 +1,18 @@
-// payrecon review resolve | recheck, and payments cancel: an operator's decisions (DESIGN section
-// 8). All are fenced: a payment that changed since it was shown is refused, never overwritten; each
-// decision is one transaction with its audit row and outbox event.
+// payrecon review resolve | recheck | requeue, and payments cancel: an operator's decisions (DESIGN
+// section 8). All are fenced: a payment that changed since it was shown is refused, never
+// overwritten; each decision is one transaction with its audit row and outbox event.
 #include "cli/app.hpp"
 #include "cli/context.hpp"
+#include "cli/payment_view.hpp"
 #include "cli/reconcile_view.hpp"
 #include "cli/table.hpp"
 #include "core/errors.hpp"
 #include "core/money.hpp"
 #include "core/resolution_policy.hpp"
 #include "engine/reconciler.hpp"
+#include "providers/config.hpp"
 #include "providers/registry.hpp"
+#include "services/requeue.hpp"
 #include "store/inspect_store.hpp"
 #include "store/payment_store.hpp"
 #include "store/reconcile_store.hpp"
@@ -40,6 +43,15 @@ struct CancelCliOptions {
 
 struct RecheckCliOptions {
     std::string id;
+    bool json = false;
+};
+
+struct RequeueCliOptions {
+    std::string provider;
+    std::optional<std::string> tenant;
+    bool auth_failures = false;
+    std::string note;
+    bool dry_run = false;
     bool json = false;
 };
 
@@ -326,6 +338,111 @@ void run_recheck(AppState& state, const RecheckCliOptions& opts) {
     }
 }
 
+std::string requeue_status(RequeuedPayment::Status status) {
+    switch (status) {
+    case RequeuedPayment::Status::requeued:
+        return "requeued";
+    case RequeuedPayment::Status::would_requeue:
+        return "would_requeue";
+    case RequeuedPayment::Status::changed:
+        return "changed";
+    case RequeuedPayment::Status::not_eligible:
+        return "not_eligible";
+    }
+    return "changed";
+}
+
+void run_requeue(AppState& state, const RequeueCliOptions& opts) {
+    if (!opts.auth_failures) {
+        throw UsageError("review requeue sends again only payments whose provider refused our "
+                         "credentials: give --auth-failures",
+                         "any other request_rejected payment is decided one by one: payrecon "
+                         "review show <id>");
+    }
+    if (!state.global.config_file.empty()) {
+        const providers::Config config =
+            providers::load_config(state.global.config_file, providers::ApiKeys::not_read);
+        if (config.providers.find(opts.provider) == config.providers.end()) {
+            throw UsageError("--provider " + opts.provider + " is not in " + config.source.string(),
+                             "name one of the providers that file configures");
+        }
+    }
+    if (!opts.dry_run && trimmed_note(opts.note).empty()) {
+        throw UsageError("--note is needed: say what you fixed (recorded with every payment)",
+                         "or look first with --dry-run");
+    }
+    OpenDatabase opened = open_database(state.global);
+    RequeueRequest request;
+    request.provider = opts.provider;
+    request.tenant_id = tenant_id_or_refuse(*opened.db, opts.tenant);
+    request.note = opts.note;
+    request.operator_name = operator_name(state.global);
+    request.dry_run = opts.dry_run;
+    const RequeueResult result = requeue_credential_refusals(*opened.db, request);
+    if (opts.json) {
+        nlohmann::ordered_json j;
+        j["provider"] = opts.provider;
+        j["dry_run"] = opts.dry_run;
+        j["requeued"] = result.requeued();
+        j["changed"] = result.changed();
+        j["left"] = result.left.size();
+        j["payments"] = nlohmann::ordered_json::array();
+        for (const auto& r : result.payments) {
+            nlohmann::ordered_json e;
+            e["payment_id"] = r.payment.payment_id;
+            e["tenant_id"] = r.payment.tenant_id;
+            e["status"] = requeue_status(r.status);
+            e["http_status"] = r.payment.http_status.value_or(0);
+            e["error_class"] = r.payment.error_class;
+            e["state"] = r.state;
+            e["generation"] = r.generation;
+            if (!r.why.empty()) {
+                e["why"] = r.why;
+            }
+            j["payments"].push_back(e);
+        }
+        j["left_payments"] = nlohmann::ordered_json::array();
+        for (const auto& l : result.left) {
+            j["left_payments"].push_back(l.payment_id);
+        }
+        print_json(j);
+    } else {
+        for (const auto& r : result.payments) {
+            const store::RejectedPayment& p = r.payment;
+            std::cout << requeue_status(r.status) << "  " << p.payment_id << "  "
+                      << describe_money(p.amount_minor, p.currency) << "  refused with HTTP "
+                      << p.http_status.value_or(0) << " (" << printable(p.error_class) << ") at "
+                      << p.attempt_at << "  now " << r.state << ", generation " << r.generation
+                      << (r.why.empty() ? "" : ": " + printable(r.why)) << "\n";
+        }
+        if (result.payments.empty()) {
+            std::cout << "no payment of provider " << opts.provider
+                      << " is in review because it refused our credentials\n";
+        } else if (opts.dry_run) {
+            std::cout << result.payments.size()
+                      << " payment(s) would be requeued (dry run: nothing was written); without "
+                         "--dry-run, and with --note, each becomes retry_scheduled\n";
+        } else {
+            std::cout << result.requeued()
+                      << " payment(s) requeued: retry_scheduled and due now, each recorded in the "
+                         "audit log (review.requeue); a worker sends each again with the same "
+                         "operation ID\n";
+        }
+        if (!result.left.empty()) {
+            std::cout << result.left.size() << " other payment(s) of " << opts.provider
+                      << " in review as request_rejected were refused for another reason and are "
+                         "left for you: payrecon review list --provider "
+                      << opts.provider << "\n";
+        }
+    }
+    if (result.changed() > 0) {
+        throw Refused(std::to_string(result.changed()) +
+                          " payment(s) changed since they were selected (decided or rechecked "
+                          "meanwhile); nothing was written for them",
+                      "look again: payrecon review list --provider " + opts.provider);
+    }
+}
+
 } // namespace
 
 void setup_review_actions(CLI::App& review, AppState& state) {
@@ -366,6 +483,22 @@ void setup_review_actions(CLI::App& review, AppState& state) {
     recheck->add_option("id", rc->id, "payment ID or operation ID")->required();
     recheck->add_flag("--json", rc->json, "print JSON");
     recheck->callback([&state, rc] { run_recheck(state, *rc); });
+
+    auto qo = std::make_shared<RequeueCliOptions>();
+    CLI::App* requeue = review.add_subcommand(
+        "requeue", "after a provider's credentials are fixed: send again every payment it put in "
+                   "review by refusing them (request_rejected with HTTP 401/403: nothing was "
+                   "executed), each fenced and audited on its own");
+    requeue->add_option("--provider", qo->provider, "the configured provider")->required();
+    requeue->add_flag("--auth-failures", qo->auth_failures,
+                      "only payments whose latest attempt the provider refused with 401 or 403 "
+                      "(required: other rejections are decided one by one)");
+    requeue->add_option("--tenant", qo->tenant, "only this tenant's payments (name or ID)");
+    requeue->add_option("--note", qo->note,
+                        "what you fixed (recorded in the audit log with every payment)");
+    requeue->add_flag("--dry-run", qo->dry_run, "list what would be requeued; write nothing");
+    requeue->add_flag("--json", qo->json, "print JSON");
+    requeue->callback([&state, qo] { run_requeue(state, *qo); });
 }
 
 void setup_payment_actions(CLI::App& payments, AppState& state) {

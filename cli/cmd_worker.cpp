@@ -1,5 +1,7 @@
 // payrecon worker: claims due payments and sends them to their provider with the stable operation
-// ID. SIGTERM or SIGINT lets the calls in flight finish and be recorded, then exits 0.
+// ID. SIGTERM or SIGINT lets the calls in flight finish and be recorded, then exits 0 -- or 4 when
+// a provider refused our credentials (the worker calls it no more, and stops by itself when no
+// provider is left); `--once` exits 1 when no call got through.
 #include "cli/app.hpp"
 #include "cli/context.hpp"
 #include "cli/relay_launch.hpp"
@@ -107,6 +109,9 @@ void run_worker(AppState& state, const WorkerCliOptions& opts) {
     wo.backoff.base = parse_duration_ms(opts.retry_base, "--retry-base");
     wo.backoff.cap = parse_duration_ms(opts.retry_cap, "--retry-cap");
     wo.lease = lease;
+    for (const auto* p : chosen) {
+        wo.credentials[p->name] = credentials_hint(*p);
+    }
     // `--relay N`: the relay's senders run beside the executor, on their own connections.
     std::unique_ptr<engine::Relay> relay;
     if (opts.relay > 0) {
@@ -172,6 +177,9 @@ void run_worker(AppState& state, const WorkerCliOptions& opts) {
     if (relay) {
         check_relay_outcome(*relay);
     }
+    if (auto problem = worker.problem()) {
+        throw *problem;
+    }
 }
 
 } // namespace
@@ -180,7 +188,9 @@ void setup_worker(CLI::App& app, AppState& state) {
     auto opts = std::make_shared<WorkerCliOptions>();
     CLI::App* w = app.add_subcommand(
         "worker", "send due payments to their providers (pending, and retries that are due); "
-                  "SIGTERM finishes the calls in flight");
+                  "SIGTERM finishes the calls in flight. Exit 4 when a provider refused our "
+                  "credentials (called no more after that one call), 1 with --once when no call "
+                  "got through");
     w->add_flag("--once", opts->once, "process what is due now, then exit");
     w->add_option("--concurrency", opts->concurrency, "provider calls in flight at most")
         ->capture_default_str();

@@ -10,10 +10,10 @@ namespace payrecon {
 // Every exit code payrecon uses; documented in `payrecon --help` and the README.
 enum class ExitCode : int {
     ok = 0,
-    failure = 1,   // the run failed (an unexpected error; details on stderr)
+    failure = 1,   // the run failed (an unexpected error, or nothing got through; on stderr)
     usage = 2,     // bad arguments or bad input
     attention = 3, // the run worked, and something needs an operator (nightly, statement)
-    config = 4,    // bad or missing configuration
+    config = 4,    // bad or missing configuration, or credentials a provider refused
     database_unavailable = 5, // the database cannot be reached; nothing was changed
     schema_mismatch =
         6,       // the schema is older (run `payrecon db migrate`) or newer than this binary

@@ -1,5 +1,8 @@
 #include "core/resolution_policy.hpp"
 
+#include "core/credential_refusal.hpp"
+#include "core/reconcile_policy.hpp"
+
 namespace payrecon {
 
 std::string_view to_string(OperatorDecision decision) {
@@ -100,6 +103,25 @@ std::string describe(const ResolutionProblem& problem) {
         return "a confirmation " + problem.rule;
     }
     return problem.rule;
+}
+
+std::optional<std::string> requeue_refusal(const RequeueEvidence& evidence) {
+    if (evidence.state != PaymentState::needs_review) {
+        return "it is " + std::string(to_string(evidence.state)) + ", not in review";
+    }
+    const std::string_view rejected = to_string(ReviewCode::request_rejected);
+    if (evidence.review_code.value_or("") != rejected) {
+        return "it is in review as " + evidence.review_code.value_or("(no code)") + ", not as " +
+               std::string(rejected);
+    }
+    if (evidence.last_outcome != "rejected" || !evidence.last_http_status ||
+        !refuses_credentials(*evidence.last_http_status)) {
+        return "its provider refused the request for another reason than our credentials (" +
+               (evidence.last_http_status ? "HTTP " + std::to_string(*evidence.last_http_status)
+                                          : std::string("no HTTP status recorded")) +
+               "): an operator decides whether it can be sent again as it is";
+    }
+    return std::nullopt;
 }
 
 } // namespace payrecon

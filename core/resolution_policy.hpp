@@ -60,4 +60,21 @@ std::optional<ResolutionProblem> check_resolution(const ResolutionRequest& reque
 // "the note must say ...": the problem as one sentence.
 std::string describe(const ResolutionProblem& problem);
 
+// What the record holds of a payment, for a requeue: its state and review code, and the outcome
+// ("rejected", as payment_attempts stores it) and HTTP status of its latest attempt.
+struct RequeueEvidence {
+    PaymentState state = PaymentState::needs_review;
+    std::optional<std::string> review_code;
+    std::string last_outcome; // empty: no attempt
+    std::optional<int> last_http_status;
+};
+
+// A requeue is a retry (same operation ID, retry_scheduled and due at once) whose confirmation
+// that no charge exists is the record's own: the provider refused our credentials (401/403,
+// core/credential_refusal) before executing anything. Returns why `evidence` does not allow one,
+// in words that name no flag, or nullopt if it does: the payment is in review as request_rejected
+// and its latest attempt was rejected with 401 or 403. Everything else a provider rejected (a
+// parameter, a setting) needs an operator's own `retry` decision.
+std::optional<std::string> requeue_refusal(const RequeueEvidence& evidence);
+
 } // namespace payrecon

@@ -86,7 +86,8 @@ const ReviewGuidance k_request_rejected{
     "integration or configuration fault, usually for every payment to this provider",
     "the provider's code and message against our configuration, credentials and account",
     "fix the cause first and try one payment; then retry (same operation ID), or failed if the "
-    "payment can never be sent as it is",
+    "payment can never be sent as it is; refused with HTTP 401/403 (our credentials): all of "
+    "them at once, payrecon review requeue --provider P --auth-failures",
     {D::failed, D::retry},
     false};
 

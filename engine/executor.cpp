@@ -1,6 +1,7 @@
 #include "engine/executor.hpp"
 
 #include "core/crash_point.hpp"
+#include "core/credential_refusal.hpp"
 #include "core/errors.hpp"
 #include "core/fingerprint.hpp"
 #include "core/reconcile_policy.hpp"
@@ -60,6 +61,16 @@ store::Settlement decide_settlement(providers::Outcome outcome, int attempt_no,
         s.reason = "the provider has not finished the payment; the reconciler will look again";
         return s;
     case Outcome::rejected: {
+        if (rejection && refuses_credentials(rejection->http_status)) {
+            s.to = PaymentState::retry_scheduled;
+            s.retry_in = std::chrono::milliseconds(0);
+            s.reason = "the provider refused our credentials (HTTP " +
+                       std::to_string(rejection->http_status) + " " + rejection->code +
+                       (rejection->message.empty() ? "" : ": " + rejection->message) +
+                       ") before executing anything; nothing was charged. Sent again with the "
+                       "same operation ID once the credentials are fixed";
+            return s;
+        }
         s.to = PaymentState::needs_review;
         s.review_code = std::string(to_string(ReviewCode::request_rejected));
         const std::string said =
@@ -108,7 +119,9 @@ std::chrono::milliseconds default_lease(const std::vector<providers::Provider*>&
 
 Executor::Executor(store::Db& db, std::vector<providers::Provider*> providers,
                    ExecutorOptions options)
-    : m_db(db), m_providers(std::move(providers)), m_options(std::move(options)) {
+    : m_db(db), m_providers(std::move(providers)), m_options(std::move(options)),
+      m_own_gate(m_options.credentials == nullptr ? std::make_unique<CredentialGate>() : nullptr),
+      m_gate(m_options.credentials != nullptr ? m_options.credentials : m_own_gate.get()) {
     if (m_providers.empty()) {
         throw std::invalid_argument("an executor needs at least one provider");
     }
@@ -129,27 +142,57 @@ Executor::Executor(store::Db& db, std::vector<providers::Provider*> providers,
 }
 
 int Executor::run_once() {
-    const auto claims =
-        store::claim_payments(m_db, m_options.worker_id, m_options.lease, m_options.batch, m_names);
+    std::vector<std::string> callable;
+    for (const auto& name : m_names) {
+        if (!m_gate->refused(name)) {
+            callable.push_back(name);
+        }
+    }
+    if (callable.empty()) {
+        return 0;
+    }
+    const auto claims = store::claim_payments(m_db, m_options.worker_id, m_options.lease,
+                                              m_options.batch, callable);
     for (std::size_t i = 0; i < claims.size(); ++i) {
         execute(claims, i);
     }
     return static_cast<int>(claims.size());
 }
 
-void Executor::release_uncalled(const store::ClaimedPayment& claim, const std::string& why) {
+void Executor::report_unfinished(const store::ClaimedPayment& claim, UnfinishedAttempt attempt,
+                                 bool settled, PaymentState to) {
+    if (!m_options.on_unfinished) {
+        return;
+    }
+    if (settled) {
+        attempt.became = to;
+    }
+    m_options.on_unfinished(claim, attempt);
+}
+
+void Executor::release_uncalled(const store::ClaimedPayment& claim, const std::string& error_class,
+                                const std::string& why, bool immediately) {
     ++m_counts.not_called;
     store::AttemptResult attempt;
     attempt.outcome = std::string(providers::to_string(providers::Outcome::not_sent));
-    attempt.error_class = "not_sent:claim_not_held";
+    attempt.error_class = error_class;
     attempt.detail = why;
     // Nothing was sent: if no one else owns the payment now, it is due again; if another
     // generation does, this write affects nothing and only the attempt is recorded.
-    const store::Settlement settlement = decide_settlement(
-        providers::Outcome::not_sent, claim.attempt_no, m_options.backoff, jitter());
-    if (!store::settle_attempt(m_db, claim, attempt, settlement)) {
+    store::Settlement settlement = decide_settlement(providers::Outcome::not_sent, claim.attempt_no,
+                                                     m_options.backoff, jitter());
+    if (immediately) {
+        settlement.retry_in = std::chrono::milliseconds(0);
+    }
+    const bool settled = store::settle_attempt(m_db, claim, attempt, settlement);
+    if (!settled) {
         ++m_counts.fenced_out;
     }
+    UnfinishedAttempt u;
+    u.outcome = providers::Outcome::not_sent;
+    u.error_class = error_class;
+    u.reason = why;
+    report_unfinished(claim, std::move(u), settled, settlement.to);
 }
 
 namespace {
@@ -230,16 +273,41 @@ void Executor::execute(const std::vector<store::ClaimedPayment>& batch, std::siz
     }
     providers::PaymentOrder order = order_for(claim);
 
+    // The account's credentials first (one caller at a time until they are proven), then the
+    // call slot and the fence (fence_and_submit): a caller waiting here holds no slot.
+    std::optional<CredentialGate::Pass> pass = m_gate->enter(claim.provider);
+    if (!pass) {
+        const std::string check = m_gate->check_of(claim.provider);
+        release_uncalled(claim, "not_sent:credentials_refused",
+                         "not sent: provider " + claim.provider +
+                             " refused our credentials in this run" +
+                             (check.empty() ? "" : "; check " + check),
+                         true);
+        return;
+    }
     const std::vector<store::ClaimedPayment> rest(
         batch.begin() + static_cast<std::ptrdiff_t>(index), batch.end());
     std::string not_called;
     const std::optional<providers::SubmitResult> called =
         fence_and_submit(claim, rest, *provider, order, not_called);
     if (!called) {
-        release_uncalled(claim, not_called);
+        release_uncalled(claim, "not_sent:claim_not_held", not_called);
         return;
     }
     const providers::SubmitResult& result = *called;
+    const bool credentials_refused = result.outcome == providers::Outcome::rejected &&
+                                     result.rejection &&
+                                     refuses_credentials(result.rejection->http_status);
+    CredentialRefusal refusal;
+    if (credentials_refused) {
+        refusal.code = result.rejection->code;
+        refusal.message = result.rejection->message;
+        refusal.payment_id = claim.payment_id;
+        refusal.call = "sending a payment";
+    }
+    pass->answered(result.outcome != providers::Outcome::not_sent,
+                   credentials_refused ? result.rejection->http_status : 0, refusal);
+    pass.reset();
     store::AttemptResult attempt;
     attempt.outcome = std::string(providers::to_string(result.outcome));
     if (result.call.http_status != 0) {
@@ -251,10 +319,41 @@ void Executor::execute(const std::vector<store::ClaimedPayment>& batch, std::siz
     const store::Settlement settlement = decide_settlement(
         result.outcome, claim.attempt_no, m_options.backoff, jitter(), result.rejection);
     ++m_counts.attempted;
-    if (!store::settle_attempt(m_db, claim, attempt, settlement)) {
+    const bool settled = store::settle_attempt(m_db, claim, attempt, settlement);
+    if (!settled) {
         ++m_counts.fenced_out; // a newer generation owns the payment; our observation is recorded
     } else {
         ++m_counts.settled_as[std::string(to_string(settlement.to))];
+    }
+    if (result.outcome == providers::Outcome::not_sent) {
+        ++m_counts.not_sent;
+    }
+    if (result.outcome == providers::Outcome::not_sent ||
+        result.outcome == providers::Outcome::unknown) {
+        UnfinishedAttempt u;
+        u.outcome = result.outcome;
+        u.called = true;
+        u.http_status = result.call.http_status;
+        u.error_class = result.call.error_class;
+        u.reason = !result.call.reason.empty() ? result.call.reason
+                   : result.call.http_status != 0
+                       ? "the provider answered HTTP " + std::to_string(result.call.http_status)
+                       : result.call.error_class;
+        u.detail = result.call.detail;
+        report_unfinished(claim, std::move(u), settled, settlement.to);
+    }
+    if (credentials_refused) {
+        // Our refusal, if the gate took it as the account's (a caller racing past an unproven
+        // gate cannot: it is held by one at a time).
+        for (const CredentialRefusal& r : m_gate->refusals()) {
+            if (r.provider == claim.provider && r.payment_id == claim.payment_id) {
+                m_counts.credentials_refused.push_back(r);
+                if (m_options.on_credentials_refused) {
+                    m_options.on_credentials_refused(r);
+                }
+            }
+        }
+        return;
     }
     if (result.outcome == providers::Outcome::rejected) {
         ++m_counts.rejected;

@@ -3,12 +3,14 @@
 // operation ID, records every attempt, and applies the outcome fenced by generation.
 
 #include "core/backoff.hpp"
+#include "engine/credential_gate.hpp"
 #include "providers/provider.hpp"
 #include "store/executor_store.hpp"
 
 #include <chrono>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <semaphore>
 #include <string>
@@ -29,7 +31,11 @@ namespace payrecon::engine {
 //   rejected  -> needs_review with review code request_rejected, the reason naming the provider's
 //                code and message (`rejection`) -- never failed: the provider executed nothing and
 //                the customer refused nothing; an operator fixes the integration and resolves it
-//                with --as retry (the same operation ID).
+//                with --as retry (the same operation ID);
+//                with 401 or 403 (`rejection->http_status`: our credentials, refused for every
+//                payment alike, core/credential_refusal) -> retry_scheduled, due at once: nothing
+//                about the payment needs deciding, and it is sent again with the same operation ID
+//                by the first process whose credentials the provider accepts.
 store::Settlement
 decide_settlement(providers::Outcome outcome, int attempt_no, const Backoff& backoff,
                   double jitter01,
@@ -37,6 +43,17 @@ decide_settlement(providers::Outcome outcome, int attempt_no, const Backoff& bac
 
 // The order a provider is sent (or asked about) for a claimed payment.
 providers::PaymentOrder order_for(const store::ClaimedPayment& payment);
+
+// An attempt that ended not_sent or unknown, for a log line.
+struct UnfinishedAttempt {
+    providers::Outcome outcome = providers::Outcome::unknown;
+    bool called = false;     // false: released before the call (claim lost, credentials refused)
+    int http_status = 0;     // 0: no response
+    std::string error_class; // as recorded: "not_sent:curl_6", "http_500", ...
+    std::string reason;      // in words: "could not resolve host", "the provider answered HTTP 500"
+    std::string detail;      // the call's redacted excerpt (libcurl's own message)
+    std::optional<PaymentState> became; // nullopt: fenced out, another generation owns it
+};
 
 struct ExecutorOptions {
     std::string worker_id; // recorded as lease_owner and in every attempt
@@ -56,7 +73,17 @@ struct ExecutorOptions {
     Backoff backoff;
     // Called for every attempt the provider rejected (Outcome::rejected) after it was settled or
     // fenced out, with the provider's code and message: `payrecon worker` logs it at error level.
+    // Not for a refusal of our credentials (on_credentials_refused).
     std::function<void(const store::ClaimedPayment&, const providers::Rejection&)> on_rejected;
+    // What the executors of one process know of each provider account's credentials (shared by a
+    // worker's threads). Null: the executor keeps its own.
+    CredentialGate* credentials = nullptr;
+    // Called once, by the executor whose call it was, when a provider refused our credentials: the
+    // account is called no more by this process, and its claimed payments are released uncalled.
+    std::function<void(const CredentialRefusal&)> on_credentials_refused;
+    // Called for every attempt that ended not_sent or unknown (a call that did not get through or
+    // whose outcome is not known, or a claim released uncalled), after it was recorded.
+    std::function<void(const store::ClaimedPayment&, const UnfinishedAttempt&)> on_unfinished;
 };
 
 // The shortest lease under which `providers` can be called: the slowest worst-case call
@@ -81,7 +108,10 @@ public:
     // Throws ConfigError unless options.lease is longer than minimum_lease(providers, call_margin).
     Executor(store::Db& db, std::vector<providers::Provider*> providers, ExecutorOptions options);
 
-    // Claims one batch and executes it, one payment at a time. Immediately before each provider
+    // Claims one batch of the providers whose credentials have not been refused (CredentialGate)
+    // and executes it, one payment at a time; a payment whose provider refuses our credentials
+    // meanwhile is released uncalled (not_sent, retry_scheduled due at once). Claims nothing, and
+    // returns 0, once every provider refused them. Immediately before each provider
     // call a fenced statement proves the claim is still this executor's (store::check_claims,
     // read only; store::renew_claims instead when what is left of the batch's leases would not
     // cover this call and the next one's worst case), and the local monotonic clock confirms
@@ -93,11 +123,16 @@ public:
     int run_once();
 
     struct Counts {
-        int attempted = 0;  // provider calls made
-        int not_called = 0; // claims found no longer held (or out of time) just before the call
+        int attempted = 0; // provider calls made
+        int not_sent = 0;  // of them, calls that never reached the provider
+        // Claims released without a call: no longer held (or out of time) just before it, or their
+        // provider had refused our credentials.
+        int not_called = 0;
         int fenced_out = 0;
         int rejected = 0; // calls the provider refused before executing anything
         std::map<std::string, int> settled_as; // by the state each attempt settled the payment in
+        // The refusals of our credentials this executor's calls met (at most one per provider).
+        std::vector<CredentialRefusal> credentials_refused;
     };
     const Counts& counts() const { return m_counts; }
 
@@ -109,12 +144,19 @@ private:
     fence_and_submit(const store::ClaimedPayment& claim,
                      const std::vector<store::ClaimedPayment>& rest, providers::Provider& provider,
                      providers::PaymentOrder& order, std::string& not_called);
-    void release_uncalled(const store::ClaimedPayment& claim, const std::string& why);
+    // `immediately`: due again at once (its provider refused our credentials: the next process
+    // with working ones sends it), else after the backoff.
+    void release_uncalled(const store::ClaimedPayment& claim, const std::string& error_class,
+                          const std::string& why, bool immediately = false);
+    void report_unfinished(const store::ClaimedPayment& claim, UnfinishedAttempt attempt,
+                           bool settled, PaymentState to);
 
     store::Db& m_db;
     std::vector<providers::Provider*> m_providers;
     std::vector<std::string> m_names;
     ExecutorOptions m_options;
+    std::unique_ptr<CredentialGate> m_own_gate; // when the options share none
+    CredentialGate* m_gate;
     Counts m_counts;
 };
 

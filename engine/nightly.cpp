@@ -40,6 +40,35 @@ long long NightlyReport::lookups_failed() const {
     return n;
 }
 
+long long NightlyReport::lookups_failing() const {
+    long long n = 0;
+    for (const auto& q : open) {
+        n += q.state == "unknown" ? q.lookups_failing : 0;
+    }
+    return n;
+}
+
+std::vector<std::string> NightlyReport::configuration_errors() const {
+    std::vector<std::string> out;
+    for (const CredentialRefusal& r : credentials_refused) {
+        out.push_back("provider " + r.provider + " REFUSED our credentials (HTTP " +
+                      std::to_string(r.http_status) + (r.code.empty() ? "" : " " + r.code) + ") " +
+                      (r.call.empty() ? "" : r.call + " ") +
+                      "and was called no more in this run: its payments wait as they were, nothing "
+                      "was charged. Check " +
+                      (r.check.empty() ? "its credentials" : r.check) +
+                      ", then run payrecon nightly (or a worker) again; payments an earlier run "
+                      "sent to review for it: payrecon review requeue --provider " +
+                      r.provider + " --auth-failures --note \"...\"");
+    }
+    for (const auto& s : statements) {
+        if (s.failure && s.exit_code == static_cast<int>(ExitCode::config)) {
+            out.push_back(s.title + ": " + *s.failure);
+        }
+    }
+    return out;
+}
+
 long long NightlyReport::in_review() const {
     long long n = 0;
     for (const auto& q : open) {
@@ -90,15 +119,14 @@ int NightlyReport::exit_code() const {
     if (failure) {
         return static_cast<int>(ExitCode::failure);
     }
-    // A statement refused our credentials: a configuration error (4), unless another failed too.
-    bool config = false;
+    // A provider refused our credentials: a configuration error (4), unless a statement failed
+    // otherwise.
     for (const auto& s : statements) {
         if (s.failure && s.exit_code != static_cast<int>(ExitCode::config)) {
             return static_cast<int>(ExitCode::failure);
         }
-        config = config || s.failure.has_value();
     }
-    if (config) {
+    if (!configuration_errors().empty()) {
         return static_cast<int>(ExitCode::config);
     }
     bool findings = false;
@@ -106,8 +134,8 @@ int NightlyReport::exit_code() const {
         findings = findings || s.exit_code == static_cast<int>(ExitCode::attention);
     }
     if (in_review() > 0 || rejected_requests() > 0 || contradictions() > 0 || !orphaned().empty() ||
-        !stuck().empty() || lookups_failed() > 0 || findings || dead_deliveries() > 0 ||
-        disabled_endpoints() > 0) {
+        !stuck().empty() || lookups_failed() > 0 || lookups_failing() > 0 || findings ||
+        dead_deliveries() > 0 || disabled_endpoints() > 0) {
         return static_cast<int>(ExitCode::attention);
     }
     return static_cast<int>(ExitCode::ok);
@@ -164,15 +192,40 @@ std::string outcome_bucket(const ReconcileOutcome& o) {
     return "to review";
 }
 
+std::optional<OperatorError> ReconcileSummary::problem() const {
+    if (!credentials_refused.empty()) {
+        return credentials_error(credentials_refused,
+                                 "it was asked nothing more in this run; its unknown payments wait "
+                                 "for the next run",
+                                 "run payrecon reconcile again");
+    }
+    if (lookups_asked > 0 && lookups_failed == lookups_asked && to_review == 0) {
+        return OperatorError(ExitCode::failure,
+                             "every one of the " + std::to_string(lookups_asked) +
+                                 " status queries FAILED: nothing was learned, and the payments "
+                                 "are still unknown",
+                             "check the providers' status pages, base_url and the network; the "
+                             "payments are asked again at their next check (payrecon review "
+                             "recheck <id> asks now)");
+    }
+    return std::nullopt;
+}
+
 int ReconcileSummary::exit_code() const {
+    if (const auto p = problem()) {
+        return static_cast<int>(p->code());
+    }
     return to_review > 0 ? static_cast<int>(ExitCode::attention) : 0;
 }
 
-ReconcileSummary summarize(const std::vector<ReconcileOutcome>& outcomes) {
+ReconcileSummary summarize(const std::vector<ReconcileOutcome>& outcomes,
+                           std::vector<CredentialRefusal> credentials_refused) {
     ReconcileSummary s;
     s.reconciled = outcomes.size();
+    s.credentials_refused = std::move(credentials_refused);
     for (const auto& o : outcomes) {
         s.fenced_out += o.fenced_out;
+        s.lookups_asked += o.lookup != LookupStatus::not_asked;
         s.lookups_failed += o.lookup == LookupStatus::failed;
         s.by_outcome[outcome_bucket(o)].add(o.amount_minor, o.currency);
         if (o.newly_in_review()) {
@@ -183,8 +236,9 @@ ReconcileSummary summarize(const std::vector<ReconcileOutcome>& outcomes) {
     return s;
 }
 
-reports::Report reconcile_report(const std::vector<ReconcileOutcome>& outcomes, bool dry_run) {
-    const ReconcileSummary s = summarize(outcomes);
+reports::Report reconcile_report(const std::vector<ReconcileOutcome>& outcomes, bool dry_run,
+                                 std::vector<CredentialRefusal> credentials_refused) {
+    const ReconcileSummary s = summarize(outcomes, std::move(credentials_refused));
     reports::Report report;
     report.kind = "reconcile";
     report.generated_at = reports::format_utc(std::chrono::system_clock::now());
@@ -195,7 +249,12 @@ reports::Report reconcile_report(const std::vector<ReconcileOutcome>& outcomes, 
     }
     report.facts = {{"reconciled", std::to_string(s.reconciled)},
                     {"to review", std::to_string(s.to_review)},
-                    {"changed meanwhile", std::to_string(s.fenced_out)}};
+                    {"changed meanwhile", std::to_string(s.fenced_out)},
+                    {"status queries failed",
+                     std::to_string(s.lookups_failed) + " of " + std::to_string(s.lookups_asked)}};
+    if (const auto p = s.problem()) {
+        report.failure = std::string(p->what()) + " (" + p->hint() + ")";
+    }
     report.exit_code = s.exit_code();
     return report;
 }
@@ -217,10 +276,14 @@ reports::Report nightly_report(const NightlyReport& r) {
         {"in review after the run", std::to_string(r.in_review())},
         {"still unknown after the run", std::to_string(r.still_unknown())},
         {"status queries failed", std::to_string(r.lookups_failed())},
+        {"unknown payments whose last status query failed", std::to_string(r.lookups_failing())},
         {"requests the provider rejected (in review)", std::to_string(r.rejected_requests())},
         {"provider events contradicting a settled payment", std::to_string(r.contradictions())},
         {"dead event deliveries", std::to_string(r.dead_deliveries())},
         {"disabled webhook endpoints", std::to_string(r.disabled_endpoints())}};
+    for (const auto& e : r.configuration_errors()) {
+        out.facts.emplace_back("configuration error", e);
+    }
     for (const auto& g : r.rejected) {
         out.facts.emplace_back("rejected by " + g.provider,
                                g.code + ": " + std::to_string(g.payments) + " payment(s), e.g. " +
@@ -314,6 +377,9 @@ NightlyReport run_nightly(store::Db& db, const std::vector<providers::Provider*>
             progress(phase, report);
         }
     };
+    // One record of the providers' credentials for the reconciler and the send pass: an account
+    // whose lookup refused them is not called to send either.
+    CredentialGate credentials(options.credentials);
     std::string phase = "expiring leases";
     try {
         step(phase);
@@ -322,6 +388,7 @@ NightlyReport run_nightly(store::Db& db, const std::vector<providers::Provider*>
         step(phase);
         ReconcilerOptions ro = options.reconcile;
         ro.actor = options.actor;
+        ro.credentials = &credentials;
         Reconciler reconciler(db, providers, ro);
         reconciler.run([&](const ReconcileOutcome& o) {
             report.reconciled.push_back(o);
@@ -333,6 +400,7 @@ NightlyReport run_nightly(store::Db& db, const std::vector<providers::Provider*>
             ExecutorOptions eo = options.send;
             eo.worker_id = options.actor;
             eo.lease = default_lease(providers, eo.call_margin);
+            eo.credentials = &credentials;
             Executor executor(db, providers, eo);
             while (executor.run_once() > 0 &&
                    executor.counts().attempted < options.reconcile.limit) {
@@ -341,8 +409,14 @@ NightlyReport run_nightly(store::Db& db, const std::vector<providers::Provider*>
             }
             report.sent = executor.counts();
         }
+        report.credentials_refused = credentials.refusals();
         if (options.statement_to > options.statement_from && !ro.dry_run) {
             for (auto* p : providers) {
+                if (credentials.refused(p->name())) {
+                    report.statements_not_run.emplace_back(
+                        p->name(), "it refused our credentials earlier in this run");
+                    continue;
+                }
                 if (!p->capabilities().list_transactions) {
                     report.statements_not_run.emplace_back(
                         p->name(),
@@ -375,9 +449,11 @@ NightlyReport run_nightly(store::Db& db, const std::vector<providers::Provider*>
         report.contradicting_events = store::contradicting_event_counts(db, report.providers);
         report.endpoints = store::endpoint_delivery_stats(db);
     } catch (const OperatorError& e) {
+        report.credentials_refused = credentials.refusals();
         report.failure =
             "while " + phase + ": " + e.what() + (e.hint().empty() ? "" : " (" + e.hint() + ")");
     } catch (const std::exception& e) {
+        report.credentials_refused = credentials.refusals();
         report.failure = "while " + phase + ": " + e.what();
     }
     report.finished = std::chrono::system_clock::now();

@@ -60,6 +60,10 @@ struct NightlyReport {
     // Events out, after the run: every webhook endpoint with its dead deliveries; a dead
     // delivery or a disabled endpoint is attention.
     std::vector<store::EndpointDeliveryStats> endpoints;
+    // The provider accounts that refused our credentials (401/403) in this run, reconciling or
+    // sending: each was asked and called no more after that one call, its payments left as they
+    // were (unknown ones for the next run, due ones queued). Always a configuration error.
+    std::vector<CredentialRefusal> credentials_refused;
     std::vector<reports::Report> statements; // one per provider that can list
     // The providers whose statement the run did not diff, and why: one that lists nothing by
     // window (read by lookups, a call per payment: only when asked), or one that can neither list
@@ -77,14 +81,22 @@ struct NightlyReport {
     long long in_review() const;
     long long still_unknown() const;
     long long lookups_failed() const; // status queries of this run that got no trustworthy answer
+    // Unknown payments whose latest status query failed, after the run (whichever run asked):
+    // waiting for their next check, and not clean meanwhile.
+    long long lookups_failing() const;
+    // What is wrong with the configuration, one sentence each with what to fix and what to run
+    // then: a provider that refused our credentials (its variables named), a statement stopped by
+    // a refusal. Empty when nothing is.
+    std::vector<std::string> configuration_errors() const;
     long long rejected_requests() const; // payments in review as request_rejected
     long long contradictions() const;    // contradicting events awaiting acknowledgement
     long long dead_deliveries() const;   // events no endpoint try delivered (replay them)
     long long disabled_endpoints() const;
     // 0 clean; 3 something needs an operator (review queue not empty -- rejected requests among
     // it --, provider events contradicting a settled payment, payments nobody can send or
-    // reconcile, payments waiting too long, status queries that failed, statement findings, dead
-    // event deliveries, disabled webhook endpoints); 1 the run failed.
+    // reconcile, payments waiting too long, status queries that failed in this run or before it
+    // for payments still unknown, statement findings, dead event deliveries, disabled webhook
+    // endpoints); 4 a configuration error (configuration_errors()); 1 the run failed.
     int exit_code() const;
 };
 
@@ -110,23 +122,33 @@ struct ReconcileSummary {
     std::size_t reconciled = 0;
     long long to_review = 0;      // newly in review (ReconcileOutcome::newly_in_review)
     long long fenced_out = 0;     // changed meanwhile by someone else: nothing written
+    long long lookups_asked = 0;  // status queries made
     long long lookups_failed = 0; // status queries that got no trustworthy answer
+    std::vector<CredentialRefusal>
+        credentials_refused; // the providers that refused our credentials
     // By how each payment ended: "succeeded", "failed (declined)", "re-sent", "check again later",
     // "to review", "changed meanwhile".
     std::map<std::string, Tally> by_outcome;
     std::vector<const ReconcileOutcome*> newly_in_review; // in the order they were decided
 
-    // 3 (attention) when a payment went to review, else 0.
+    // What an operator must act on before anything else: a provider refused our credentials
+    // (ConfigError, exit 4, naming what to fix), or status queries were made, every one failed and
+    // nothing went to review (exit 1: the run learned and decided nothing; with a payment sent to
+    // review for its failures, exit_code() is 3, as always). nullopt otherwise.
+    std::optional<OperatorError> problem() const;
+    // problem()'s code; else 3 (attention) when a payment went to review; else 0.
     int exit_code() const;
 };
-ReconcileSummary summarize(const std::vector<ReconcileOutcome>& outcomes);
+ReconcileSummary summarize(const std::vector<ReconcileOutcome>& outcomes,
+                           std::vector<CredentialRefusal> credentials_refused = {});
 
 // How a reconciled payment ended, as ReconcileSummary::by_outcome names it.
 std::string outcome_bucket(const ReconcileOutcome& outcome);
 
 // A `reconcile` run as one report (--format, --output): each payment (category: the decision),
 // the counts as facts, exit code 3 when a payment went to review.
-reports::Report reconcile_report(const std::vector<ReconcileOutcome>& outcomes, bool dry_run);
+reports::Report reconcile_report(const std::vector<ReconcileOutcome>& outcomes, bool dry_run,
+                                 std::vector<CredentialRefusal> credentials_refused = {});
 
 // What happened so far, after each step and each payment (progress on a terminal).
 using NightlyProgress = std::function<void(const std::string& phase, const NightlyReport& so_far)>;

@@ -151,7 +151,19 @@ ReconcileInput reconcile_input(const store::ReconcileCandidate& c,
 
 Reconciler::Reconciler(store::Db& db, std::vector<providers::Provider*> providers,
                        ReconcilerOptions options)
-    : m_db(db), m_providers(std::move(providers)), m_options(std::move(options)) {}
+    : m_db(db), m_providers(std::move(providers)), m_options(std::move(options)),
+      m_own_gate(m_options.credentials == nullptr ? std::make_unique<CredentialGate>() : nullptr),
+      m_gate(m_options.credentials != nullptr ? m_options.credentials : m_own_gate.get()) {}
+
+std::vector<CredentialRefusal> Reconciler::credentials_refused() const {
+    std::vector<CredentialRefusal> out;
+    for (CredentialRefusal& r : m_gate->refusals()) {
+        if (provider_named(r.provider) != nullptr) {
+            out.push_back(std::move(r));
+        }
+    }
+    return out;
+}
 
 providers::Provider* Reconciler::provider_named(const std::string& name) const {
     for (auto* p : m_providers) {
@@ -173,7 +185,19 @@ ReconcileOutcome Reconciler::handle(const store::ReconcileCandidate& c, bool ope
     std::optional<providers::LookupResult> lookup;
     if (caps.lookup_by_operation_id &&
         (operator_recheck || c.since_last_attempt >= caps.lookup_staleness)) {
+        std::optional<CredentialGate::Pass> pass = m_gate->enter(provider->name());
+        if (!pass) {
+            throw std::logic_error("reconciling a payment of a provider that refused our "
+                                   "credentials in this run");
+        }
         lookup = provider->lookup(order_for(c.payment));
+        CredentialRefusal refusal;
+        refusal.payment_id = c.payment.payment_id;
+        refusal.call = "looking a payment up";
+        refusal.message = lookup->call.detail;
+        pass->answered(lookup->status != providers::LookupResult::Status::failed ||
+                           lookup->call.http_status != 0,
+                       lookup->call.http_status, refusal);
     }
     const ReconcileInput input =
         reconcile_input(c, caps, caps.lookup_staleness, lookup ? &*lookup : nullptr);
@@ -209,13 +233,20 @@ ReconcileOutcome Reconciler::handle(const store::ReconcileCandidate& c, bool ope
 
 std::vector<ReconcileOutcome>
 Reconciler::run(const std::function<void(const ReconcileOutcome&)>& on_outcome) {
-    std::vector<store::ProviderSchedule> schedules;
-    for (const auto* p : m_providers) {
-        const auto& caps = p->capabilities();
-        // Without a lookup there is nothing to wait for: the payment goes to review at once.
-        schedules.push_back({p->name(), caps.lookup_by_operation_id ? caps.lookup_staleness
-                                                                    : std::chrono::seconds(0)});
-    }
+    // The providers still to be asked: one that refused our credentials is left out.
+    const auto schedules = [this] {
+        std::vector<store::ProviderSchedule> out;
+        for (const auto* p : m_providers) {
+            if (m_gate->refused(p->name())) {
+                continue;
+            }
+            const auto& caps = p->capabilities();
+            // Without a lookup there is nothing to wait for: the payment goes to review at once.
+            out.push_back({p->name(), caps.lookup_by_operation_id ? caps.lookup_staleness
+                                                                  : std::chrono::seconds(0)});
+        }
+        return out;
+    };
     std::vector<ReconcileOutcome> outcomes;
     // First what providers told us unasked: a verified terminal webhook event settles an unknown
     // payment without a lookup or a settle delay (DESIGN section 14).
@@ -235,9 +266,9 @@ Reconciler::run(const std::function<void(const ReconcileOutcome&)>& on_outcome) 
             m_options.dry_run
                 ? m_options.limit
                 : std::min(m_options.batch, m_options.limit - static_cast<int>(outcomes.size()));
-        const auto batch = m_options.dry_run ? store::peek_unknown(m_db, want, schedules)
+        const auto batch = m_options.dry_run ? store::peek_unknown(m_db, want, schedules())
                                              : store::claim_unknown(m_db, m_options.hold, want,
-                                                                    schedules, started);
+                                                                    schedules(), started);
         int fresh = 0;
         for (const auto& c : batch) {
             // Cannot happen (claims are due by the run's start); kept as a guard against a loop.
@@ -245,6 +276,9 @@ Reconciler::run(const std::function<void(const ReconcileOutcome&)>& on_outcome) 
                 continue;
             }
             ++fresh;
+            if (m_gate->refused(c.payment.provider)) {
+                continue; // claimed before the refusal: due again after `hold`
+            }
             outcomes.push_back(handle(c, false));
             if (on_outcome) {
                 on_outcome(outcomes.back());

@@ -4,11 +4,13 @@
 // generation. Any number of reconcilers may run at once: claims skip what another one holds.
 
 #include "core/reconcile_policy.hpp"
+#include "engine/credential_gate.hpp"
 #include "providers/provider.hpp"
 #include "store/reconcile_store.hpp"
 
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -25,6 +27,9 @@ struct ReconcilerOptions {
     bool dry_run = false;             // ask and decide, write nothing
     std::chrono::seconds hold{300};   // a claimed payment is left alone this long by others
     ReconcilePolicy policy;
+    // What this process knows of each provider account's credentials (nightly shares it with its
+    // send pass). Null: the reconciler keeps its own.
+    CredentialGate* credentials = nullptr;
 };
 
 // One payment's reconciliation, for progress lines and the run summary.
@@ -92,8 +97,11 @@ public:
                ReconcilerOptions options);
 
     // Handles due unknown payments of its providers until none is due or `limit` is reached,
-    // calling `on_outcome` after each. Throws DatabaseUnavailable if the database went away (what
-    // was written stays written; a claimed payment is picked up again after `hold`).
+    // calling `on_outcome` after each. A provider whose lookup refuses our credentials (401/403)
+    // is asked nothing more in this run: that lookup is recorded as failed, its other due payments
+    // are left for the next run (claimed ones after `hold`), and credentials_refused() says so.
+    // Throws DatabaseUnavailable if the database went away (what was written stays written; a
+    // claimed payment is picked up again after `hold`).
     std::vector<ReconcileOutcome>
     run(const std::function<void(const ReconcileOutcome&)>& on_outcome = {});
 
@@ -115,6 +123,9 @@ public:
                                                   const std::string& reference,
                                                   std::optional<long long> charged_minor = {});
 
+    // The provider accounts whose lookups refused our credentials so far.
+    std::vector<CredentialRefusal> credentials_refused() const;
+
 private:
     // Applies the unapplied terminal webhook events of unknown payments (store/webhook_store).
     std::vector<ReconcileOutcome> apply_evidence();
@@ -124,6 +135,8 @@ private:
     store::Db& m_db;
     std::vector<providers::Provider*> m_providers;
     ReconcilerOptions m_options;
+    std::unique_ptr<CredentialGate> m_own_gate; // when the options share none
+    CredentialGate* m_gate;
 };
 
 } // namespace payrecon::engine

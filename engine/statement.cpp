@@ -1,6 +1,7 @@
 #include "engine/statement.hpp"
 
 #include "core/backoff.hpp"
+#include "core/credential_refusal.hpp"
 #include "core/errors.hpp"
 #include "engine/executor.hpp"
 #include "providers/registry.hpp"
@@ -103,7 +104,7 @@ public:
                                       std::optional<std::chrono::seconds> retry_after,
                                       const std::string& what, const store::StatementRun& run) {
         const int status = call.http_status;
-        if (status == 401 || status == 403) {
+        if (refuses_credentials(status)) {
             return ListingStop{
                 "the provider refused our " +
                     std::string(status == 401 ? "credentials (HTTP 401)"

@@ -5,13 +5,15 @@
 #include "engine/reconciler.hpp"
 #include "store/db.hpp"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <thread>
 
 namespace payrecon::engine {
 
 Worker::Worker(WorkerOptions options, ProviderFactory factory, std::ostream& log)
-    : m_options(std::move(options)), m_factory(std::move(factory)), m_log(log) {}
+    : m_options(std::move(options)), m_factory(std::move(factory)), m_log(log),
+      m_credentials(std::make_unique<CredentialGate>(m_options.credentials)) {}
 
 void Worker::stop() {
     m_stop = true;
@@ -42,8 +44,16 @@ long Worker::run() {
     done["event"] = "worker_stopped";
     done["worker"] = m_options.worker_id;
     done["attempted"] = m_attempted.load();
+    done["not_sent"] = m_not_sent.load();
     done["not_called"] = m_not_called.load();
     done["fenced_out"] = m_fenced.load();
+    std::vector<std::string> refused;
+    for (const auto& r : m_credentials->refusals()) {
+        refused.push_back(r.provider);
+    }
+    if (!refused.empty()) {
+        done["credentials_refused"] = refused;
+    }
     {
         // What the calls came to, by the state each settled its payment in ("succeeded": 9,
         // "unknown": 2, ...): the operator sees the outcome of a run, not only its size.
@@ -52,6 +62,24 @@ long Worker::run() {
     }
     log_event(done.dump());
     return m_attempted.load();
+}
+
+std::optional<OperatorError> Worker::problem() const {
+    if (const auto refused = m_credentials->refusals(); !refused.empty()) {
+        return credentials_error(refused,
+                                 "the worker stopped calling it after that one call; its payments "
+                                 "stay queued and nothing was charged",
+                                 "run the worker again: it sends each with the same operation ID");
+    }
+    if (m_options.once && m_attempted.load() > 0 && m_not_sent.load() == m_attempted.load()) {
+        return OperatorError(
+            ExitCode::failure,
+            "no call reached a provider: every one of the " + std::to_string(m_attempted.load()) +
+                " calls was not sent (the attempt_not_sent lines say why)",
+            "the payments are retry_scheduled and go out with the same operation ID once the "
+            "provider is reachable: check base_url in the configuration, DNS and the network");
+    }
+    return std::nullopt;
 }
 
 void Worker::log_evidence(const std::vector<ReconcileOutcome>& applied) {
@@ -103,6 +131,51 @@ void Worker::thread_main(int index) {
                        claim.payment_id +
                        " --as retry --confirm-no-charge (docs/operations.md, "
                        "request_rejected)";
+        log_event(line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    };
+    eo.credentials = m_credentials.get();
+    eo.on_credentials_refused = [this](const CredentialRefusal& r) {
+        // Every payment of the account would be refused alike: the worker calls it no more and
+        // leaves its payments queued; nothing about them needs deciding.
+        nlohmann::ordered_json line;
+        line["level"] = "error";
+        line["event"] = "credentials_refused";
+        line["provider"] = r.provider;
+        line["http_status"] = r.http_status;
+        line["code"] = r.code;
+        line["message"] = r.message;
+        line["payment_id"] = r.payment_id;
+        line["check"] = r.check.empty() ? "the provider's credentials" : r.check;
+        line["effect"] =
+            "this worker calls provider " + r.provider +
+            " no more; its payments stay queued (pending, or retry_scheduled and due), "
+            "nothing was charged";
+        line["next"] = "fix the credentials, then start the worker again (it reads them at start); "
+                       "payments an earlier run sent to review for this: payrecon review requeue "
+                       "--provider " +
+                       r.provider + " --auth-failures --note \"...\" (docs/operations.md)";
+        log_event(line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    };
+    eo.on_unfinished = [this](const store::ClaimedPayment& claim, const UnfinishedAttempt& a) {
+        // What went wrong, in words, for each attempt that did not end the payment's story.
+        nlohmann::ordered_json line;
+        line["level"] = "warning";
+        line["event"] =
+            a.outcome == providers::Outcome::not_sent ? "attempt_not_sent" : "attempt_unknown";
+        line["provider"] = claim.provider;
+        line["payment_id"] = claim.payment_id;
+        line["operation_id"] = claim.operation_id;
+        line["called"] = a.called;
+        line["reason"] = a.reason;
+        line["error_class"] = a.error_class;
+        if (a.http_status != 0) {
+            line["http_status"] = a.http_status;
+        }
+        if (!a.detail.empty()) {
+            line["detail"] = a.detail;
+        }
+        line["became"] = a.became ? std::string(to_string(*a.became))
+                                  : std::string("unchanged (another generation owns it)");
         log_event(line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     };
     auto last_expiry = std::chrono::steady_clock::now() - std::chrono::hours(1);
@@ -163,6 +236,7 @@ void Worker::thread_main(int index) {
             Executor executor(*db, providers, eo);
             const int n = executor.run_once();
             m_attempted += executor.counts().attempted;
+            m_not_sent += executor.counts().not_sent;
             m_fenced += executor.counts().fenced_out;
             m_not_called += executor.counts().not_called;
             if (!executor.counts().settled_as.empty()) {
@@ -170,6 +244,12 @@ void Worker::thread_main(int index) {
                 for (const auto& [state, count] : executor.counts().settled_as) {
                     m_settled_as[state] += count;
                 }
+            }
+            if (std::all_of(provider_names.begin(), provider_names.end(),
+                            [this](const std::string& p) { return m_credentials->refused(p); })) {
+                // Nothing left that this process may call: a daemon stops rather than idle.
+                stop();
+                return;
             }
             if (n == 0) {
                 if (m_options.once || wait_or_stop(m_options.idle_poll)) {

@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <ostream>
 #include <semaphore>
 #include <string>
@@ -34,6 +35,9 @@ struct WorkerOptions {
     std::chrono::milliseconds idle_poll{500}; // wait when nothing was due
     bool once = false;                        // process what is due now, then return
     Backoff backoff;
+    // What to check when a provider refuses our credentials, by provider name (the variables that
+    // hold them: "the API key in STRIPE_API_KEY (provider stripe)").
+    std::map<std::string, std::string> credentials;
 };
 
 class Worker {
@@ -52,6 +56,18 @@ public:
     bool database_failed() const { return m_db_failed.load(); }
     // True if a run with `once` ended on another error (logged as worker_error).
     bool failed() const { return m_failed.load(); }
+    // The provider accounts that refused our credentials (HTTP 401/403), each after one call: the
+    // worker called them no more, and left their payments queued (logged as credentials_refused).
+    // A daemon whose every provider refused them stops by itself.
+    std::vector<CredentialRefusal> credentials_refused() const { return m_credentials->refusals(); }
+    // Provider calls made, and of them those that never reached the provider: with `once`, equal
+    // and not 0 means no call got through.
+    long calls() const { return m_attempted.load(); }
+    long calls_not_sent() const { return m_not_sent.load(); }
+    // What the run came to that an operator must act on, after run(): a provider refused our
+    // credentials (ConfigError, exit 4, naming what to fix); with `once`, no call got through --
+    // calls were made and every one was not sent (exit 1). nullopt otherwise.
+    std::optional<OperatorError> problem() const;
 
 private:
     void thread_main(int index);
@@ -69,6 +85,8 @@ private:
     std::atomic<long> m_attempted{0};
     std::atomic<long> m_fenced{0};
     std::atomic<long> m_not_called{0}; // claims found lost just before the call, and not sent
+    std::atomic<long> m_not_sent{0};   // calls that never reached the provider
+    std::unique_ptr<CredentialGate> m_credentials; // shared by the executor threads
     std::map<std::string, long> m_settled_as; // under m_mutex: attempts by the state they settled
     std::unique_ptr<std::counting_semaphore<>> m_call_slots;
     std::atomic<bool> m_db_failed{false};

@@ -15,13 +15,21 @@ CallRecord call_record_of(const http::HttpResult& r) {
     c.duration = r.total_time;
     if (r.deadline_passed) {
         c.error_class = "not_sent:deadline_passed";
+        c.reason = "the claim's lease ran out before the request was sent";
     } else if (r.token_unavailable) {
         c.error_class = "not_sent:token_unavailable";
+        c.reason = "no OAuth2 access token could be had";
     } else if (r.cls == http::SendClass::not_sent) {
         c.error_class = "not_sent:curl_" + std::to_string(r.curl_code);
+        c.reason = r.address_refused  ? "every address of the host was refused"
+                   : r.curl_code == 0 ? "refused before sending"
+                                      : http::describe_curl_code(r.curl_code);
     } else if (r.cls == http::SendClass::unknown) {
         c.error_class =
             r.truncated ? "response_too_large" : "unknown:curl_" + std::to_string(r.curl_code);
+        c.reason = r.truncated                              ? "the response was larger than allowed"
+                   : r.curl_code == 0 && r.http_status == 0 ? "no response"
+                                                            : http::describe_curl_code(r.curl_code);
     }
     c.detail = r.error.substr(0, 300);
     return c;

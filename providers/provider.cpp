@@ -49,7 +49,7 @@ SubmitResult rejected_request(int http_status, std::string code, std::string_vie
     r.call.http_status = http_status;
     r.call.error_class = "request_rejected:" + code;
     r.call.detail = std::move(detail);
-    r.rejection = Rejection{std::move(code), std::move(printable)};
+    r.rejection = Rejection{std::move(code), std::move(printable), http_status};
     return r;
 }
 

@@ -83,6 +83,9 @@ struct CallRecord {
     int http_status = 0;     // 0: no response
     std::string error_class; // "connect_refused", "timeout_after_send", "http_500", ...
     std::string detail;      // at most a few hundred bytes; never a secret or card data
+    // Why a call got no response, in words for a log line ("could not resolve host", "timed out",
+    // "no OAuth2 access token"); empty when a response came back.
+    std::string reason;
     std::chrono::microseconds duration{0};
 };
 
@@ -93,6 +96,7 @@ struct CallRecord {
 struct Rejection {
     std::string code;
     std::string message;
+    int http_status = 0; // the refusal's status; 401 and 403 refuse our credentials
 };
 
 struct SubmitResult {

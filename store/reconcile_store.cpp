@@ -148,7 +148,8 @@ constexpr const char* k_queue = "reconcile_queue_counts";
 constexpr const char* k_queue_sql = R"sql(
 SELECT state, provider, coalesce(review_code, ''), currency, count(*), sum(amount_minor),
        count(*) FILTER (WHERE state IN ('pending', 'retry_scheduled')
-                          AND updated_at < now() - make_interval(secs => $1::double precision))
+                          AND updated_at < now() - make_interval(secs => $1::double precision)),
+       count(*) FILTER (WHERE state = 'unknown' AND lookup_failures > 0)
   FROM payments
  WHERE state IN ('pending', 'retry_scheduled', 'processing', 'unknown', 'needs_review')
  GROUP BY 1, 2, 3, 4
@@ -168,6 +169,34 @@ SELECT p.provider, coalesce(substr(a.error_class, 18), '') AS code, count(*),
  WHERE p.state = 'needs_review' AND p.review_code = 'request_rejected'
  GROUP BY 1, 2
  ORDER BY 1, 2)sql";
+
+// A provider's payments in review as request_rejected, each with its latest attempt
+// (attempt_no = attempt_count: nothing claims a payment in review).
+constexpr const char* k_rejected_payments = "review_rejected_payments";
+const std::string k_rejected_payments_sql = R"sql(
+SELECT p.tenant_id::text, p.payment_id::text, p.generation, p.amount_minor, p.currency,
+       coalesce(p.review_reason, ''), coalesce(a.attempt_no, 0), coalesce(a.outcome, ''),
+       a.http_status, coalesce(a.error_class, ''), )sql" +
+                                            iso_utc("coalesce(a.finished_at, a.started_at)") +
+                                            R"sql(
+  FROM payments p
+  LEFT JOIN payment_attempts a
+    ON a.tenant_id = p.tenant_id AND a.payment_id = p.payment_id AND a.attempt_no = p.attempt_count
+ WHERE p.state = 'needs_review' AND p.review_code = 'request_rejected' AND p.provider = $1
+   AND ($2::uuid IS NULL OR p.tenant_id = $2::uuid)
+ ORDER BY p.updated_at, p.payment_id)sql";
+
+// The payment as a requeue must see it, its row locked: state, generation, review code, and its
+// latest attempt's outcome, HTTP status, number and error class.
+constexpr const char* k_requeue_lock = "requeue_lock";
+constexpr const char* k_requeue_lock_sql = R"sql(
+SELECT p.state, p.generation, p.review_code, coalesce(a.outcome, ''), a.http_status,
+       coalesce(a.attempt_no, 0), coalesce(a.error_class, '')
+  FROM payments p
+  LEFT JOIN payment_attempts a
+    ON a.tenant_id = p.tenant_id AND a.payment_id = p.payment_id AND a.attempt_no = p.attempt_count
+ WHERE p.tenant_id = $1::uuid AND p.payment_id = $2::uuid
+   FOR UPDATE OF p)sql";
 
 constexpr const char* k_rejected_attempts = "reconcile_rejected_attempts";
 constexpr const char* k_rejected_attempts_sql = R"sql(
@@ -385,6 +414,97 @@ ResolveResult resolve_payment(Db& db, const Resolution& resolution) {
     });
 }
 
+std::vector<RejectedPayment> rejected_payments(Db& db, const std::string& provider,
+                                               const std::optional<std::string>& tenant_id) {
+    Db::Impl& impl = db.impl();
+    return translate_errors(impl, [&] {
+        impl.prepare(k_rejected_payments, k_rejected_payments_sql);
+        pqxx::read_transaction tx(impl.connection());
+        std::vector<RejectedPayment> out;
+        for (const auto& row :
+             tx.exec_prepared(k_rejected_payments, provider, or_null(tenant_id))) {
+            RejectedPayment p;
+            p.tenant_id = row[0].as<std::string>();
+            p.payment_id = row[1].as<std::string>();
+            p.generation = row[2].as<long long>();
+            p.amount_minor = row[3].as<long long>();
+            p.currency = row[4].as<std::string>();
+            p.review_reason = row[5].as<std::string>();
+            p.attempt_no = row[6].as<int>();
+            p.outcome = row[7].as<std::string>();
+            if (!row[8].is_null()) {
+                p.http_status = row[8].as<int>();
+            }
+            p.error_class = row[9].as<std::string>();
+            p.attempt_at = row[10].is_null() ? "" : row[10].as<std::string>();
+            out.push_back(std::move(p));
+        }
+        return out;
+    });
+}
+
+ResolveResult requeue_payment(Db& db, const Requeue& requeue) {
+    // A requeue is a retry whose confirmation is the record's (core/resolution_policy).
+    if (const auto problem = check_resolution(
+            {OperatorDecision::retry, requeue.note, std::nullopt, true, requeue.generation})) {
+        throw UsageError(describe(*problem));
+    }
+    const PaymentState to = target_state(OperatorDecision::retry);
+    Db::Impl& impl = db.impl();
+    return translate_errors(impl, [&] {
+        impl.prepare(k_requeue_lock, k_requeue_lock_sql);
+        impl.prepare(k_resolve, k_resolve_sql);
+        pqxx::work tx(impl.connection());
+        ResolveResult out;
+        const pqxx::result current =
+            tx.exec_prepared(k_requeue_lock, requeue.tenant_id, requeue.payment_id);
+        if (current.empty()) {
+            return out;
+        }
+        const pqxx::row row = current[0];
+        out.state = row[0].as<std::string>();
+        out.generation = row[1].as<long long>();
+        if (out.generation != requeue.generation) {
+            out.status = ResolveResult::Status::changed;
+            return out;
+        }
+        const auto from = parse_payment_state(out.state);
+        if (!from) {
+            throw std::logic_error("a payment in a state this build does not know");
+        }
+        RequeueEvidence evidence;
+        evidence.state = *from;
+        if (!row[2].is_null()) {
+            evidence.review_code = row[2].as<std::string>();
+        }
+        evidence.last_outcome = row[3].as<std::string>();
+        if (!row[4].is_null()) {
+            evidence.last_http_status = row[4].as<int>();
+        }
+        if (const auto why = requeue_refusal(evidence)) {
+            out.status = ResolveResult::Status::not_resolvable;
+            out.why = *why;
+            return out;
+        }
+        require_transition(*from, to);
+        const std::string note = trimmed_note(requeue.note);
+        const std::string evidence_note =
+            note + " [requeued: attempt " + row[5].as<std::string>() + " was refused with HTTP " +
+            std::to_string(*evidence.last_http_status) + " (" + row[6].as<std::string>() +
+            "), our credentials, before the provider executed anything]";
+        const pqxx::row r = tx.exec_prepared1(
+            k_resolve, requeue.tenant_id, requeue.payment_id, requeue.generation,
+            std::string(to_string(to)), "requeued by " + requeue.operator_name + ": " + note,
+            static_cast<const char*>(nullptr), requeue.operator_name, out.state, "requeue",
+            evidence_note, "review.requeue", static_cast<const char*>(nullptr));
+        tx.commit();
+        out.status = ResolveResult::Status::applied;
+        out.state = r[0].as<std::string>();
+        out.generation = r[1].as<long long>();
+        return out;
+    });
+}
+
 std::vector<QueueCount> open_queue_counts(Db& db, std::chrono::seconds stuck_after) {
     Db::Impl& impl = db.impl();
     return translate_errors(impl, [&] {
@@ -395,7 +515,8 @@ std::vector<QueueCount> open_queue_counts(Db& db, std::chrono::seconds stuck_aft
              tx.exec_prepared(k_queue, static_cast<long long>(stuck_after.count()))) {
             out.push_back({row[0].as<std::string>(), row[1].as<std::string>(),
                            row[2].as<std::string>(), row[3].as<std::string>(),
-                           row[4].as<long long>(), row[5].as<long long>(), row[6].as<long long>()});
+                           row[4].as<long long>(), row[5].as<long long>(), row[6].as<long long>(),
+                           row[7].as<long long>()});
         }
         return out;
     });

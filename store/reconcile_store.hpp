@@ -108,6 +108,7 @@ struct ResolveResult {
     std::string state;        // now (after the write, when applied)
     long long generation = 0; // now
     std::string holder;       // with reference_taken: the payment that holds the reference
+    std::string why;          // with not_resolvable from requeue_payment: the rule it breaks
 };
 
 // Applies the decision if the payment is still at `generation` and unknown or needs_review (a
@@ -117,9 +118,47 @@ struct ResolveResult {
 // in one transaction. Otherwise changes nothing and says why.
 ResolveResult resolve_payment(Db& db, const Resolution& resolution);
 
+// A payment in review as request_rejected, with what its latest attempt recorded: what a requeue
+// selects from (core's requeue_refusal decides which may go).
+struct RejectedPayment {
+    std::string tenant_id;
+    std::string payment_id;
+    long long generation = 0;
+    long long amount_minor = 0;
+    std::string currency;
+    std::string review_reason;
+    int attempt_no = 0;
+    std::string outcome; // of the latest attempt; empty: none
+    std::optional<int> http_status;
+    std::string error_class;
+    std::string attempt_at; // when the latest attempt was recorded, RFC 3339 UTC
+};
+// The payments of `provider` in review as request_rejected (of `tenant_id` only, when given),
+// oldest in review first.
+std::vector<RejectedPayment> rejected_payments(Db& db, const std::string& provider,
+                                               const std::optional<std::string>& tenant_id = {});
+
+// A requeue (core/resolution_policy): a payment in review sent again with the same operation ID
+// on the record's evidence that its provider refused our credentials before executing anything.
+struct Requeue {
+    std::string tenant_id;
+    std::string payment_id;
+    long long generation = 0; // as selected
+    std::string note;         // the operator's, 1..2000 characters once trimmed
+    std::string operator_name;
+};
+// In one transaction, under the payment's row lock: if it is still at `generation` and core's
+// requeue_refusal finds nothing against what its row and latest attempt say, it becomes
+// retry_scheduled, due at once (same operation ID), generation + 1, review fields cleared, with an
+// audit row "review.requeue" (the operator, the note and the refused attempt's status) and an
+// outbox event. Otherwise nothing is written: not_found, changed, or not_resolvable with `why`.
+// Throws UsageError if the note breaks check_resolution's rule.
+ResolveResult requeue_payment(Db& db, const Requeue& requeue);
+
 // What is left open (pending, retry_scheduled, processing, unknown, needs_review), per state,
 // provider, review code and currency, for the nightly summary. `stuck`: the pending and
-// retry_scheduled payments among them that have been in that state longer than `stuck_after`.
+// retry_scheduled payments among them that have been in that state longer than `stuck_after`;
+// `lookups_failing`: the unknown ones whose latest status query failed.
 struct QueueCount {
     std::string state;
     std::string provider;
@@ -128,6 +167,7 @@ struct QueueCount {
     long long payments = 0;
     long long amount_minor = 0;
     long long stuck = 0;
+    long long lookups_failing = 0;
 };
 std::vector<QueueCount> open_queue_counts(Db& db, std::chrono::seconds stuck_after);
 

@@ -56,4 +56,47 @@ SendClass classify(const CurlObservation& observation) noexcept {
     return SendClass::unknown;
 }
 
+std::string describe_curl_code(int curl_code) {
+    // Numbers rather than CURLE_* names, as above; transport.cpp checks the ones it relies on.
+    struct Named {
+        int code;
+        const char* words;
+    };
+    static constexpr std::array<Named, 24> k_words{{
+        {1, "unsupported protocol in the URL"},
+        {2, "libcurl failed to initialise"},
+        {3, "malformed URL"},
+        {5, "could not resolve proxy"},
+        {6, "could not resolve host"},
+        {7, "could not connect"},
+        {8, "unreadable answer from the server"},
+        {16, "HTTP/2 framing error"},
+        {18, "the response was cut short"},
+        {23, "the response was refused while being written (too large)"},
+        {25, "failed to send the request"},
+        {26, "failed to read the request body"},
+        {27, "out of memory"},
+        {28, "timed out"},
+        {35, "TLS handshake failed"},
+        {42, "aborted by a callback (the claim's lease or the address check)"},
+        {47, "too many redirects"},
+        {52, "the server closed the connection without answering"},
+        {55, "connection lost while sending the request"},
+        {56, "connection lost while receiving the response"},
+        {58, "problem with the local TLS client certificate"},
+        {60, "the server's TLS certificate could not be verified"},
+        {63, "the response was larger than allowed"},
+        {92, "HTTP/2 stream error"},
+    }};
+    if (curl_code == 0) {
+        return {};
+    }
+    for (const Named& n : k_words) {
+        if (n.code == curl_code) {
+            return n.words;
+        }
+    }
+    return "libcurl error " + std::to_string(curl_code);
+}
+
 } // namespace payrecon::providers::http

@@ -6,6 +6,7 @@
 //
 // Pure: no I/O, no libcurl types; the CURLcode is carried as an int.
 
+#include <string>
 #include <string_view>
 
 namespace payrecon::providers::http {
@@ -40,5 +41,11 @@ struct CurlObservation {
 // or a status line received, CURLcode 0 without a status line) is `unknown`: the classifier
 // never concludes `not_sent` from evidence that something was sent.
 SendClass classify(const CurlObservation& observation) noexcept;
+
+// libcurl's failure in words an operator reads in a log line: 6 "could not resolve host", 7
+// "could not connect", 28 "timed out", 56 "connection lost while receiving the response", ...;
+// "libcurl error N" for a code this table does not name (the call's detail keeps libcurl's own
+// message). Empty for 0.
+std::string describe_curl_code(int curl_code);
 
 } // namespace payrecon::providers::http

@@ -18,6 +18,13 @@ static_assert(CURLE_COULDNT_RESOLVE_PROXY == 5 && CURLE_COULDNT_RESOLVE_HOST == 
               CURLE_COULDNT_CONNECT == 7);
 static_assert(CURLE_OPERATION_TIMEDOUT == 28 && CURLE_SSL_CONNECT_ERROR == 35 &&
               CURLE_PEER_FAILED_VERIFICATION == 60);
+// And these for describe_curl_code's words.
+static_assert(CURLE_WEIRD_SERVER_REPLY == 8 && CURLE_HTTP2 == 16 && CURLE_PARTIAL_FILE == 18 &&
+              CURLE_WRITE_ERROR == 23 && CURLE_UPLOAD_FAILED == 25 && CURLE_READ_ERROR == 26 &&
+              CURLE_OUT_OF_MEMORY == 27 && CURLE_ABORTED_BY_CALLBACK == 42 &&
+              CURLE_TOO_MANY_REDIRECTS == 47 && CURLE_GOT_NOTHING == 52 && CURLE_SEND_ERROR == 55 &&
+              CURLE_RECV_ERROR == 56 && CURLE_SSL_CERTPROBLEM == 58 &&
+              CURLE_FILESIZE_EXCEEDED == 63 && CURLE_HTTP2_STREAM == 92);
 
 namespace {
 

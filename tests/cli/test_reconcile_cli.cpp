@@ -1020,3 +1020,73 @@ TEST_CASE("operator cli: payments cancel fails a payment never sent, fenced by g
     CHECK(w.state_of(sent) == "retry_scheduled");
     CHECK(w.audits(sent, "action = 'payment.cancel'") == 0);
 }
+
+TEST_CASE("operator cli: reconcile whose every status query fails exits 1, and a nightly right "
+          "after is not clean while those payments are still unknown",
+          "[cli][db][reconcile][regression]") {
+    // Issue 36: both said nothing was wrong -- reconcile exited 0, and the nightly after it,
+    // finding nothing due, printed "result: clean" over two payments nobody could look up.
+    MigratedScratch scratch;
+    Operated w(scratch.url());
+    const auto refs = w.unknown_payments(2, fake::Fault::execute_then_fin);
+    w.write_config({}, "http://127.0.0.1:" + std::to_string(closed_port()));
+    const Run failed = w.payrecon({"reconcile"});
+    INFO(failed.all());
+    CHECK(failed.exit_code == 1);
+    CHECK(contains(failed.err, "every one of the 2 status queries FAILED"));
+    for (const auto& ref : refs) {
+        CHECK(w.state_of(ref) == "unknown");
+        CHECK(w.lookups(ref, "status = 'failed'") == 1);
+    }
+
+    // The provider reachable again; the payments' next check is later than this nightly.
+    w.write_config();
+    const Run nightly = w.payrecon({"nightly", "--no-statement", "--json"});
+    INFO(nightly.all());
+    CHECK(nightly.exit_code == 3);
+    const auto s = nlohmann::json::parse(nightly.out);
+    CHECK(s["result"] == "attention");
+    CHECK(s["status_queries_failed"] == 0); // this run asked nothing
+    CHECK(s["unknown_after_failed_queries"] == 2);
+    REQUIRE(s["attention"].size() == 1);
+    CHECK(contains(s["attention"][0].get<std::string>(), "whose last status query FAILED"));
+    for (const auto& ref : refs) {
+        CHECK(w.lookups(ref) == 1);
+    }
+    CHECK_FALSE(contains(w.payrecon({"nightly", "--no-statement"}).out, "result: clean"));
+}
+
+TEST_CASE("operator cli: reconcile with a wrong API key asks one payment, exits 4 naming the key "
+          "variable, and leaves the others for the next run",
+          "[cli][db][reconcile][credentials]") {
+    Operated w;
+    const auto refs = w.unknown_payments(3, fake::Fault::execute_then_fin);
+    const std::string wrong = "sk_test_rotated_away_" + to_hex(random_bytes(4));
+    const Run refused =
+        w.payrecon_raw({"--database", w.url, "--config", w.config_file.string(), "reconcile"},
+                       {{k_key_env, wrong}});
+    INFO(refused.all());
+    CHECK(refused.exit_code == 4);
+    CHECK(contains(refused.err, k_key_env));
+    CHECK(contains(refused.err, "HTTP 401"));
+    CHECK_FALSE(contains(refused.all(), wrong));
+    long long asked = 0;
+    for (const auto& ref : refs) {
+        asked += w.lookups(ref);
+        CHECK(w.state_of(ref) == "unknown");
+    }
+    CHECK(asked == 1);
+    CHECK(w.count("payment_lookups", "http_status = 401") == 1);
+
+    // The key fixed: each of them is found (the fake executed each) and adopted.
+    w.exec("UPDATE payments SET next_attempt_at = now() - interval '1 second' "
+           "WHERE tenant_id = $1::uuid AND state = 'unknown'",
+           w.tenant.tenant_id);
+    const Run fixed = w.payrecon({"reconcile"});
+    INFO(fixed.all());
+    CHECK(fixed.exit_code == 0);
+    for (const auto& ref : refs) {
+        CHECK(w.state_of(ref) == "succeeded");
+        CHECK(w.executions(ref) == 1);
+    }
+}

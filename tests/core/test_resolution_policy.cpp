@@ -1,5 +1,6 @@
 // The operator's resolution rules (core/resolution_policy), which the store enforces and the CLI
 // words in its flags.
+#include "core/credential_refusal.hpp"
 #include "core/resolution_policy.hpp"
 
 #include <catch2/catch.hpp>
@@ -92,4 +93,44 @@ TEST_CASE("resolution policy: from which states each decision is taken, and wher
     CHECK(parse_resolution("retry") == OperatorDecision::retry);
     CHECK_FALSE(parse_resolution("cancel")); // its own command
     CHECK_FALSE(parse_resolution("Retry"));
+}
+
+TEST_CASE("resolution policy: a requeue only of a payment in review whose latest attempt the "
+          "provider refused with 401 or 403",
+          "[core][resolution][credentials]") {
+    RequeueEvidence e;
+    e.review_code = "request_rejected";
+    e.last_outcome = "rejected";
+    for (const int status : {401, 403}) {
+        e.last_http_status = status;
+        CHECK_FALSE(requeue_refusal(e));
+    }
+    for (const int status : {400, 404, 409, 422, 429, 500}) {
+        INFO(status);
+        e.last_http_status = status;
+        REQUIRE(requeue_refusal(e));
+        CHECK(requeue_refusal(e)->find("HTTP " + std::to_string(status)) != std::string::npos);
+    }
+    e.last_http_status = std::nullopt;
+    CHECK(requeue_refusal(e));
+    e.last_http_status = 401;
+    e.last_outcome = "unknown"; // a 401 on an attempt whose outcome is unknown proves nothing
+    CHECK(requeue_refusal(e));
+    e.last_outcome = "rejected";
+    e.review_code = "lookup_failing";
+    CHECK(requeue_refusal(e));
+    e.review_code = std::nullopt;
+    CHECK(requeue_refusal(e));
+    e.review_code = "request_rejected";
+    for (const auto state :
+         {PaymentState::pending, PaymentState::processing, PaymentState::succeeded,
+          PaymentState::failed, PaymentState::retry_scheduled, PaymentState::unknown}) {
+        INFO(to_string(state));
+        e.state = state;
+        CHECK(requeue_refusal(e));
+    }
+    CHECK(refuses_credentials(401));
+    CHECK(refuses_credentials(403));
+    CHECK_FALSE(refuses_credentials(400));
+    CHECK_FALSE(refuses_credentials(407));
 }

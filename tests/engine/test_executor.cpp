@@ -8,9 +8,11 @@
 #include "tests/support/scripted_provider.hpp"
 #include "tests/support/test_db.hpp"
 
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <latch>
+#include <map>
 #include <set>
 #include <sys/wait.h>
 #include <thread>
@@ -109,6 +111,18 @@ TEST_CASE("executor: the settlement decision for every outcome", "[engine][execu
     CHECK(rejected.reason->find("parameter_unknown: Received unknown parameter: off_session") !=
           std::string::npos);
     CHECK(rejected.reason->find("--as retry --confirm-no-charge") != std::string::npos);
+    // A refusal of our credentials is no payment's fault: queued again, due at once.
+    for (const int status : {401, 403}) {
+        const auto refused = engine::decide_settlement(
+            Outcome::rejected, 1, backoff, 0.0,
+            providers::Rejection{"authentication", "Invalid API Key provided.", status});
+        CHECK(refused.to == PaymentState::retry_scheduled);
+        CHECK(refused.retry_in == std::chrono::milliseconds(0));
+        CHECK_FALSE(refused.review_code);
+        REQUIRE(refused.reason);
+        CHECK(refused.reason->find("refused our credentials (HTTP " + std::to_string(status)) !=
+              std::string::npos);
+    }
     // Exponential, jittered into [0.5, 1.0) of the step, capped.
     CHECK(engine::decide_settlement(Outcome::not_sent, 1, backoff, 0.0).retry_in ==
           std::chrono::milliseconds(500));
@@ -456,4 +470,56 @@ TEST_CASE("leases: an executor whose lease cannot cover the slowest call's worst
     CHECK_THROWS_AS(engine::Executor(*w.db, {&w.provider}, w.options(std::chrono::seconds(13))),
                     ConfigError);
     CHECK_NOTHROW(engine::Executor(*w.db, {&w.provider}, w.options(std::chrono::seconds(14))));
+}
+
+TEST_CASE("credential gate: however many threads call an account whose credentials are unproven, "
+          "a refusal costs one call and a proof lets the rest go at once",
+          "[engine][executor][credentials]") {
+    for (const bool refuse : {true, false}) {
+        INFO((refuse ? "refused" : "proven"));
+        engine::CredentialGate gate(
+            std::map<std::string, std::string>{{"stripe", "the API key in STRIPE_API_KEY"}});
+        std::atomic<int> calls{0};
+        std::atomic<int> turned_away{0};
+        std::latch start(16);
+        std::vector<std::thread> threads;
+        for (int i = 0; i < 16; ++i) {
+            threads.emplace_back([&, i] {
+                start.arrive_and_wait();
+                auto pass = gate.enter("stripe");
+                if (!pass) {
+                    ++turned_away;
+                    return;
+                }
+                ++calls;
+                engine::CredentialRefusal r;
+                r.payment_id = "p" + std::to_string(i);
+                pass->answered(true, refuse ? 401 : 200, r);
+            });
+        }
+        for (auto& t : threads) {
+            t.join();
+        }
+        if (refuse) {
+            CHECK(calls == 1);
+            CHECK(turned_away == 15);
+            CHECK(gate.refused("stripe"));
+            REQUIRE(gate.refusals().size() == 1);
+            CHECK(gate.refusals()[0].check == "the API key in STRIPE_API_KEY");
+            CHECK(gate.refusals()[0].http_status == 401);
+        } else {
+            CHECK(calls == 16);
+            CHECK(turned_away == 0);
+            CHECK_FALSE(gate.refused("stripe"));
+        }
+        CHECK_FALSE(gate.refused("adyen")); // accounts are apart
+    }
+    // A call that never reached the provider proves nothing: the next one still goes alone.
+    engine::CredentialGate gate;
+    gate.enter("stripe")->answered(false, 0);
+    auto next = gate.enter("stripe");
+    REQUIRE(next);
+    next->answered(true, 403);
+    CHECK(gate.refused("stripe"));
+    CHECK_FALSE(gate.enter("stripe"));
 }

@@ -181,6 +181,21 @@ TEST_CASE("classify: names of the classes", "[providers][classify]") {
     CHECK(to_string(SendClass::response) == "response");
 }
 
+TEST_CASE("classify: libcurl's failures in words for the worker's log lines",
+          "[providers][classify]") {
+    CHECK(describe_curl_code(6) == "could not resolve host");
+    CHECK(describe_curl_code(7) == "could not connect");
+    CHECK(describe_curl_code(28) == "timed out");
+    CHECK(describe_curl_code(52) == "the server closed the connection without answering");
+    CHECK(describe_curl_code(0).empty());
+    CHECK(describe_curl_code(99) == "libcurl error 99");
+    // Every code the classifier names has words of its own.
+    for (const int code : {1, 2, 3, 5, 6, 7, 28, 35, 60}) {
+        INFO(code);
+        CHECK(describe_curl_code(code).find("libcurl error") == std::string::npos);
+    }
+}
+
 TEST_CASE("redact: every occurrence of every secret becomes ***", "[providers][redact]") {
     const std::vector<Secret> secrets = {Secret{"sk_test_4eC39HqLyjWDarjtT1zdp7dc"},
                                          Secret{"whsec_abc123"}};
