@@ -10,6 +10,7 @@
 #include "cli/table.hpp"
 #include "core/errors.hpp"
 #include "core/money.hpp"
+#include "core/operator_commands.hpp"
 #include "core/payment_state.hpp"
 #include "core/settings.hpp"
 #include "core/statement_diff.hpp"
@@ -60,8 +61,10 @@ std::vector<std::string> attention_reasons(const engine::NightlyReport& r) {
         out.push_back(std::to_string(g.payments) + " payment(s) of " + g.provider +
                       " REJECTED by the provider (" + g.code +
                       "): an integration or configuration fault, nothing was charged; fix it "
-                      "(docs/operations.md, request_rejected), then: payrecon review resolve <id> "
-                      "--as retry --confirm-no-charge");
+                      "(docs/operations.md, request_rejected), then send each again with the "
+                      "command its review show prints (payrecon review list --provider " +
+                      g.provider +
+                      " lists them; the latest: " + review_show_command(g.latest_payment_id) + ")");
     }
     if (r.in_review() > 0) {
         out.push_back(std::to_string(r.in_review()) +
@@ -99,7 +102,8 @@ std::vector<std::string> attention_reasons(const engine::NightlyReport& r) {
                       " payment(s) pending or retry_scheduled for more than " +
                       std::to_string(r.stuck_after.count()) +
                       " s: is a worker running for their provider? payrecon payments list --state "
-                      "pending; one that must not be sent: payrecon payments cancel <id>");
+                      "pending; one that must not be sent: the cancel command its payments show "
+                      "prints");
     }
     long long orphaned = 0;
     for (const auto& q : r.orphaned()) {
@@ -109,12 +113,14 @@ std::vector<std::string> attention_reasons(const engine::NightlyReport& r) {
         out.push_back(
             std::to_string(orphaned) +
             " open payment(s) name a provider the configuration does not have: add it to "
-            "the --config file, or cancel them (payrecon payments cancel <id>) if never sent");
+            "the --config file, or cancel those never sent (payrecon payments list --state "
+            "pending lists them; the cancel command each one's payments show prints)");
     }
     if (r.lookups_failed() > 0) {
         out.push_back(std::to_string(r.lookups_failed()) +
                       " status queries FAILED: check the provider's status page and credentials; "
-                      "they are asked again next run (payrecon review recheck <id> asks now)");
+                      "they are asked again next run (payrecon payments list --state unknown lists "
+                      "them; review recheck with one's ID asks now)");
     }
     if (r.lookups_failing() > r.lookups_failed()) {
         out.push_back(std::to_string(r.lookups_failing()) +

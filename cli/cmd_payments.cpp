@@ -6,6 +6,7 @@
 #include "cli/table.hpp"
 #include "core/errors.hpp"
 #include "core/money.hpp"
+#include "core/operator_commands.hpp"
 #include "core/payment_state.hpp"
 #include "core/problem.hpp"
 #include "core/settings.hpp"
@@ -139,8 +140,22 @@ void run_show(AppState& state, const std::string& id, bool json) {
     const store::PaymentRecord record = load_record_or_refuse(*opened.db, id);
     if (json) {
         print_json(to_json(record));
-    } else {
-        print_record(std::cout, record);
+        return;
+    }
+    print_record(std::cout, record);
+    // What an operator can do with it now, as complete commands.
+    const store::PaymentRow& p = record.payment;
+    const auto now = parse_payment_state(p.state);
+    if (now == PaymentState::needs_review) {
+        std::cout << "\nIn review; its decisions, complete: " << review_show_command(p.payment_id)
+                  << "\n";
+    } else if (now == PaymentState::unknown) {
+        std::cout << "\nUnknown: the reconciler asks the provider; to ask now: "
+                  << recheck_command(p.payment_id) << "\n";
+    } else if (now == PaymentState::pending || now == PaymentState::retry_scheduled) {
+        std::cout << "\nIf it must not be sent (refused if an attempt may have reached the "
+                     "provider): "
+                  << cancel_command(p.payment_id, p.generation) << "\n";
     }
 }
 

@@ -5,10 +5,13 @@
 #include "cli/context.hpp"
 #include "cli/payment_view.hpp"
 #include "cli/table.hpp"
+#include "core/encoding.hpp"
 #include "core/money.hpp"
+#include "core/operator_commands.hpp"
 #include "core/payment_state.hpp"
 #include "core/review_guidance.hpp"
 #include "core/settings.hpp"
+#include "services/resolution.hpp"
 #include "store/inspect_store.hpp"
 #include "store/webhook_store.hpp"
 
@@ -21,80 +24,46 @@
 namespace payrecon::cli {
 namespace {
 
-// The provider's reference the evidence names: the latest lookup that found the payment, else
-// the newest statement finding with one, else the payment's own; "REF" (to fill in) if none.
-std::string known_reference(const store::PaymentRecord& record) {
-    for (auto l = record.lookups.rbegin(); l != record.lookups.rend(); ++l) {
-        if (l->provider_reference && !l->provider_reference->empty()) {
-            return *l->provider_reference;
-        }
-    }
-    for (const auto& f : record.statement_findings) {
-        if (f.provider_reference && !f.provider_reference->empty()) {
-            return *f.provider_reference;
-        }
-    }
-    return record.payment.provider_reference.value_or("REF");
-}
-
-// " --amount 8.80" where the latest lookup that found the payment saw another amount in our
-// currency (a remote_mismatch the operator may settle as charged); empty otherwise.
-std::string charged_amount_option(const store::PaymentRecord& record) {
-    const store::PaymentRow& p = record.payment;
-    for (auto l = record.lookups.rbegin(); l != record.lookups.rend(); ++l) {
-        if (!l->remote_amount || !l->remote_currency) {
-            continue;
-        }
-        if (*l->remote_amount == p.amount_minor ||
-            !same_currency(*l->remote_currency, p.currency)) {
-            return {};
-        }
-        const auto major = major_units(*l->remote_amount, p.currency);
-        return major ? " --amount " + *major : std::string();
-    }
-    return {};
-}
-
 // The guidance for the payment's review code, if it has a code payrecon knows.
 const ReviewGuidance* guidance_of(const store::PaymentRow& p) {
     const auto code = p.review_code ? parse_review_code(*p.review_code) : std::nullopt;
     return code ? &review_guidance(*code) : nullptr;
 }
 
-// The commands that can help a payment in review, one line each: only the decisions its review
-// code allows (all of them without a code), the reference the evidence names filled in, and
-// recheck only where asking the provider again can settle it.
-std::vector<std::string> review_commands(const store::PaymentRecord& record) {
+// The commands that can help a payment in review, one complete line each: the decisions its
+// review code allows (all of them without a code) as the evidence orders and fills them
+// (services/resolution), and recheck only where asking the provider again can settle it.
+std::vector<std::string> review_commands(const store::PaymentRecord& record,
+                                         const ReviewAdvice& advice) {
     const store::PaymentRow& p = record.payment;
-    const ReviewGuidance* guidance = guidance_of(p);
-    const std::vector<OperatorDecision> decisions =
-        guidance ? guidance->decisions
-                 : std::vector<OperatorDecision>{OperatorDecision::succeeded,
-                                                 OperatorDecision::failed, OperatorDecision::retry};
-    const std::string resolve =
-        "payrecon review resolve " + p.payment_id + " --generation " + std::to_string(p.generation);
     std::vector<std::string> out;
-    for (const OperatorDecision d : decisions) {
-        switch (d) {
-        case OperatorDecision::succeeded:
-            out.push_back(resolve + " --as succeeded --provider-reference " +
-                          known_reference(record) + charged_amount_option(record) +
-                          " --note \"...\"");
-            break;
-        case OperatorDecision::failed:
-            out.push_back(resolve + " --as failed --note \"...\"");
-            break;
-        case OperatorDecision::retry:
-            out.push_back(resolve + " --as retry --confirm-no-charge --note \"...\"");
-            break;
-        case OperatorDecision::cancel:
-            break;
+    for (const auto& s : advice.suggestions) {
+        ResolveCommand c;
+        c.payment_id = p.payment_id;
+        c.generation = p.generation;
+        c.decision = s.decision;
+        c.reference = s.reference;
+        if (s.charged_minor) {
+            c.charged_amount = major_units(*s.charged_minor, p.currency);
         }
+        out.push_back(printable(command_line(c)));
     }
+    const ReviewGuidance* guidance = guidance_of(p);
     if (guidance == nullptr || guidance->recheck) {
-        out.push_back("payrecon review recheck " + p.payment_id);
+        out.push_back(recheck_command(p.payment_id));
     }
     return out;
+}
+
+// "pi_123 declined, 25.00 EUR (the statement of ... .. ...)": one record the provider was seen to
+// hold, printable.
+std::string seen_line(const SeenRecord& r) {
+    std::string line =
+        printable(r.reference.value_or("(no reference)")) + " " + std::string(to_string(r.outcome));
+    if (r.amount_minor) {
+        line += ", " + printable(describe_money(*r.amount_minor, r.currency.value_or("")));
+    }
+    return line + " (" + printable(r.seen_in) + ")";
 }
 
 void setup_review_list(CLI::App& review, AppState& state) {
@@ -161,8 +130,9 @@ void setup_review_list(CLI::App& review, AppState& state) {
         if (page.more) {
             print_more_note(std::cout, page.rows.size());
         }
-        std::cout << "`payrecon review show ID` shows one with its attempts, lookups and the "
-                     "commands to decide it\n";
+        std::cout << "`" << review_show_command(page.rows.front().payment_id)
+                  << "` shows the first with its attempts, lookups and the complete commands that "
+                     "decide it\n";
         contradiction_note();
     });
 }
@@ -184,8 +154,11 @@ void setup_review_show(CLI::App& review, AppState& state) {
         const store::PaymentRecord record = load_record_or_refuse(*opened.db, opts->id);
         const store::PaymentRow& p = record.payment;
         const bool in_review = p.state == to_string(PaymentState::needs_review);
+        const ReviewAdvice advice =
+            in_review ? review_advice(*opened.db, {p.tenant_id, p.payment_id}, p.review_code)
+                      : ReviewAdvice{};
         const std::vector<std::string> commands =
-            in_review ? review_commands(record) : std::vector<std::string>{};
+            in_review ? review_commands(record, advice) : std::vector<std::string>{};
         const ReviewGuidance* guidance = in_review ? guidance_of(p) : nullptr;
         if (opts->json) {
             nlohmann::json j = to_json(record);
@@ -215,8 +188,16 @@ void setup_review_show(CLI::App& review, AppState& state) {
                       << "Then: " << guidance->act << "\n"
                       << "Runbook: docs/operations.md, " << *p.review_code << "\n";
         }
+        if (!advice.seen.empty()) {
+            // What the provider was seen to hold orders the commands below, and resolve checks a
+            // reference against it.
+            std::cout << "What the provider was seen to hold:\n";
+            for (const auto& r : advice.seen) {
+                std::cout << "  " << seen_line(r) << "\n";
+            }
+        }
         std::cout << "Check the payment at the provider (" << p.provider << ", operation ID "
-                  << p.operation_id << "), then one of:\n";
+                  << p.operation_id << "), then one of (replace \"...\" with what you checked):\n";
         for (const auto& c : commands) {
             std::cout << "  " << c << "\n";
         }

@@ -1,21 +1,24 @@
 // payrecon review resolve | recheck | requeue, and payments cancel: an operator's decisions (DESIGN
 // section 8). All are fenced: a payment that changed since it was shown is refused, never
-// overwritten; each decision is one transaction with its audit row and outbox event.
+// overwritten; each decision is one transaction with its audit row and outbox event. What a resolve
+// needs and whether it is written is services/resolution's; this maps the flags onto its request
+// and words its refusals in them, each next step a complete command.
 #include "cli/app.hpp"
 #include "cli/context.hpp"
 #include "cli/payment_view.hpp"
 #include "cli/reconcile_view.hpp"
 #include "cli/table.hpp"
+#include "core/encoding.hpp"
 #include "core/errors.hpp"
 #include "core/money.hpp"
+#include "core/operator_commands.hpp"
 #include "core/resolution_policy.hpp"
 #include "engine/reconciler.hpp"
 #include "providers/config.hpp"
 #include "providers/registry.hpp"
 #include "services/requeue.hpp"
+#include "services/resolution.hpp"
 #include "store/inspect_store.hpp"
-#include "store/payment_store.hpp"
-#include "store/reconcile_store.hpp"
 
 #include <iostream>
 
@@ -84,185 +87,310 @@ std::string flag_of(ResolutionProblem::Part part) {
         return "--provider-reference";
     case ResolutionProblem::Part::confirmation:
         return "--confirm-no-charge";
+    case ResolutionProblem::Part::amount:
+        return "--amount";
+    case ResolutionProblem::Part::unverified:
+        return "--unverified";
     }
     return "";
 }
 
-// Who touched the payment last, as the audit log has it: "; last recorded: review.recheck by
-// recheck:alice at ...", or "" if nothing about it is recorded.
-std::string last_change(store::Db& db, const store::PaymentRef& ref) {
-    store::AuditFilter filter;
-    filter.payment = ref;
-    filter.limit = 1;
-    const auto rows = store::list_audit(db, filter);
-    if (rows.empty()) {
-        return "";
-    }
-    return "; last recorded: " + rows.back().action + " by " + printable(rows.back().actor) +
-           " at " + rows.back().at;
+// "8.80 EUR": an amount from anywhere, printable.
+std::string money(long long minor, const std::string& currency) {
+    return printable(describe_money(minor, currency));
 }
 
-// Applies `r` (its decision set) to the payment `id` at `generation`, with the operator's note;
-// prints the result, or throws saying why nothing was written. The rules are core's
-// (resolution_policy); this only words a broken one in flags.
-void decide(AppState& state, const std::string& id, long long generation, const std::string& note,
-            store::Resolution r, bool json, const std::string& label) {
-    const bool cancel = r.decision == OperatorDecision::cancel;
+// The complete command that resolves the payment of `out` as `request` asked, at its generation
+// now, with `reference` and `charged_minor` in place of what was given where set.
+std::string command_for(const ResolveRequest& request, const ResolveOutcome& out,
+                        OperatorDecision decision,
+                        const std::optional<std::string>& reference = std::nullopt,
+                        std::optional<long long> charged_minor = std::nullopt,
+                        bool unverified = false) {
+    ResolveCommand c;
+    c.payment_id = out.ref.payment_id;
+    c.generation = out.generation;
+    c.decision = decision;
+    if (decision == OperatorDecision::succeeded) {
+        c.reference = reference ? reference : request.provider_reference;
+        if (charged_minor) {
+            c.charged_amount = major_units(*charged_minor, out.currency);
+        } else if (!reference) {
+            c.charged_amount = request.charged_amount;
+        }
+        c.unverified = unverified;
+    }
+    return printable(command_line(c));
+}
+
+// The refusal of a reference that what the provider was seen to hold contradicts.
+Refused contradicted(const ResolveRequest& request, const ResolveOutcome& out) {
+    using V = EvidenceCheck::Verdict;
+    const SeenRecord& seen = *out.evidence.record;
+    const std::string reference = printable(*request.provider_reference);
+    const std::string where = " (seen in " + printable(seen.seen_in) + ")";
+    const std::string nothing = "; nothing was written";
+    const std::string failed = command_for(request, out, OperatorDecision::failed);
+    switch (out.evidence.verdict) {
+    case V::declined:
+        return Refused(reference + " was declined at the provider" + where + ": it cannot make " +
+                           "payment " + out.ref.payment_id + " succeeded" + nothing,
+                       "resolve it as failed: " + failed +
+                           "; if it charged under another reference, resolve with that one");
+    case V::refunded:
+        return Refused(reference + " was refunded at the provider" + where +
+                           ": the charge no longer stands" + nothing,
+                       "resolve it as failed: " + failed);
+    case V::other_amount: {
+        const long long theirs = seen.amount_minor.value_or(0);
+        const bool given = request.charged_amount.has_value();
+        const long long ours =
+            given ? *parse_major_units(*request.charged_amount, out.currency) : out.amount_minor;
+        return Refused(
+            reference + " is " + money(theirs, out.currency) + " at the provider; " +
+                (given ? "--amount says " : "ours is ") + money(ours, out.currency) + where +
+                nothing,
+            "if the customer paid what the provider charged and that stands, record it: " +
+                command_for(request, out, OperatorDecision::succeeded, request.provider_reference,
+                            theirs) +
+                "; else settle the difference at the provider first (a refund)");
+    }
+    case V::other_currency:
+        return Refused(reference + " is " +
+                           money(seen.amount_minor.value_or(0), seen.currency.value_or("")) +
+                           " at the provider, not in " + out.currency + where + nothing,
+                       "settle it at the provider first (a refund), then: " + failed);
+    case V::other_reference:
+        return Refused("the provider's charge for this payment is " +
+                           printable(seen.reference.value_or("")) + where + ", not " + reference +
+                           nothing,
+                       "resolve with the provider's reference: " +
+                           command_for(request, out, OperatorDecision::succeeded, seen.reference));
+    case V::silent:
+    case V::confirmed:
+        break;
+    }
+    throw std::logic_error("contradicted: the evidence does not contradict the reference");
+}
+
+// The refusal of a reference nothing could check (and no --unverified).
+Refused unchecked(const ResolveRequest& request, const ResolveOutcome& out) {
+    const std::string why = !out.provider.detail.empty()
+                                ? printable(out.provider.detail)
+                                : std::string("no provider configuration to ask it with (--config, "
+                                              "PAYRECON_CONFIG)");
+    return Refused("the reference " + printable(*request.provider_reference) +
+                       " could not be checked: " + why +
+                       ", and nothing the provider sent (statements, webhooks, status queries) "
+                       "names it; nothing was written",
+                   "check the payment at the provider yourself (" + provider_reference_names() +
+                       "); if it charged under this reference, take it on your word and say in "
+                       "--note what you saw there: " +
+                       command_for(request, out, OperatorDecision::succeeded, std::nullopt,
+                                   std::nullopt, true));
+}
+
+// The refusal of a reference the provider, asked just now, does not confirm.
+Refused provider_refused(const ResolveRequest& request, const ResolveOutcome& out) {
+    using V = ReferenceCheck::Verdict;
+    const ReferenceCheck& check = out.provider;
+    const std::string detail = printable(check.detail);
+    const std::string override_hint =
+        "if you checked the payment at the provider yourself, take it on your word and say in "
+        "--note what you saw: " +
+        command_for(request, out, OperatorDecision::succeeded, std::nullopt, std::nullopt, true);
+    switch (check.verdict) {
+    case V::lookup_failed:
+        return Refused("the reference could not be checked: " + detail + "; nothing was written",
+                       "try again when the provider answers; " + override_hint);
+    case V::absent:
+        return Refused(detail + " (asked just now): " + printable(*request.provider_reference) +
+                           " cannot make it succeeded; nothing was written",
+                       "check the reference; a provider's search can lag behind its charges, so "
+                       "try again later, or " +
+                           override_hint);
+    case V::other_reference:
+        return Refused(detail + "; nothing was written",
+                       check.references.size() == 1
+                           ? "resolve with the provider's reference: " +
+                                 command_for(request, out, OperatorDecision::succeeded,
+                                             check.references.front())
+                           : "the provider holds several payments for it: refund the extra ones, "
+                             "then resolve with the one that stands");
+    case V::mismatch: {
+        const bool same =
+            check.remote_amount_minor && same_currency(check.remote_currency, out.currency);
+        return Refused(detail + "; nothing was written",
+                       same ? "if the customer paid what the provider charged and that stands, "
+                              "record it with --amount: " +
+                                  command_for(request, out, OperatorDecision::succeeded,
+                                              request.provider_reference,
+                                              *check.remote_amount_minor) +
+                                  "; else settle the difference at the provider first (a refund)"
+                            : "settle the difference at the provider first (a refund), then: " +
+                                  command_for(request, out, OperatorDecision::failed));
+    }
+    case V::not_charged:
+        return Refused(
+            detail + "; nothing was written",
+            "if it will not charge: " + command_for(request, out, OperatorDecision::failed) +
+                "; once the provider has finished: " + recheck_command(out.ref.payment_id));
+    case V::confirmed:
+    case V::not_checked:
+        break;
+    }
+    throw std::logic_error("provider_refused: the provider confirmed the reference");
+}
+
+// Throws the refusal of `out` (not applied), in the flags of the command `request` came from.
+[[noreturn]] void refuse(const ResolveRequest& request, const ResolveOutcome& out) {
+    using S = ResolveOutcome::Status;
+    const bool cancel = request.decision == OperatorDecision::cancel;
     const std::string show = cancel ? "payrecon payments show " : "payrecon review show ";
-    r.note = note;
-    r.generation = generation;
-    if (const auto problem = check_resolution(
-            {r.decision, r.note, r.provider_reference, r.confirmed_no_charge, r.generation})) {
+    switch (out.status) {
+    case S::applied:
+        break;
+    case S::invalid: {
         std::string hint;
-        if (problem->part == ResolutionProblem::Part::generation) {
-            hint = "give the generation `" + show + "<id>` printed";
-        } else if (problem->part == ResolutionProblem::Part::provider_reference &&
-                   r.decision == OperatorDecision::succeeded) {
+        if (out.problem->part == ResolutionProblem::Part::generation) {
+            hint = "give the generation `" + show + shell_word(request.id) + "` prints";
+        } else if (out.problem->part == ResolutionProblem::Part::provider_reference &&
+                   request.decision == OperatorDecision::succeeded) {
             hint = "the provider's ID of the charge: " + provider_reference_names();
         }
-        throw UsageError(flag_of(problem->part) + " " + problem->rule, hint);
+        throw UsageError(flag_of(out.problem->part) + " " + out.problem->rule, hint);
     }
-    r.operator_name = operator_name(state.global);
-
-    OpenDatabase opened = open_database(state.global);
-    const store::PaymentRef ref = find_ref(*opened.db, id);
-    r.tenant_id = ref.tenant_id;
-    r.payment_id = ref.payment_id;
-    const store::ResolveResult result = store::resolve_payment(*opened.db, r);
-    switch (result.status) {
-    case store::ResolveResult::Status::applied:
-        break;
-    case store::ResolveResult::Status::not_found:
-        throw Refused("no payment has the ID " + id, "find it with: payrecon payments list");
-    case store::ResolveResult::Status::changed:
-        throw Refused("payment " + ref.payment_id + " changed since it was shown: generation " +
-                          std::to_string(generation) + " was given, it is now " +
-                          std::to_string(result.generation) + " (" + result.state + ")" +
-                          last_change(*opened.db, ref) + "; nothing was written",
-                      "look again with: " + show + ref.payment_id);
-    case store::ResolveResult::Status::not_resolvable:
-        throw Refused(
-            "payment " + ref.payment_id + " is " + result.state +
-                (cancel ? ": only pending and retry_scheduled payments are canceled; a "
-                          "payment in review is decided with payrecon review resolve"
-                        : ": only unknown payments and payments in review are resolved by hand"),
-            "payrecon payments show " + ref.payment_id);
-    case store::ResolveResult::Status::reference_taken:
-        throw Refused("the provider reference " + printable(*r.provider_reference) +
-                          " already belongs to payment " + result.holder +
+    case S::bad_amount:
+        throw UsageError("--amount " + printable(*request.charged_amount) +
+                             " is not an amount in " + out.currency,
+                         "write it in major units of the payment's currency, as its amount is "
+                         "written: " +
+                             *out.amount_example);
+    case S::not_found:
+        throw Refused("no payment has the ID " + printable(request.id),
+                      cancel ? "find it with: payrecon payments list"
+                             : "find it with: payrecon review list");
+    case S::changed: {
+        std::string last;
+        if (out.last_change) {
+            last = "; last recorded: " + out.last_change->action + " by " +
+                   printable(out.last_change->actor) + " at " + out.last_change->at;
+        }
+        throw Refused("payment " + out.ref.payment_id + " changed since it was shown: generation " +
+                          std::to_string(request.generation) + " was given, it is now " +
+                          std::to_string(out.generation) + " (" + out.state + ")" + last +
+                          "; nothing was written",
+                      "look again with: " + show + out.ref.payment_id);
+    }
+    case S::not_resolvable:
+        throw Refused("payment " + out.ref.payment_id + " is " + out.state +
+                          (cancel ? ": only pending and retry_scheduled payments are canceled; a "
+                                    "payment in review is decided with review resolve"
+                                  : ": only unknown payments and payments in review are resolved "
+                                    "by hand"),
+                      out.state == to_string(PaymentState::needs_review)
+                          ? "its decisions, complete: " + review_show_command(out.ref.payment_id)
+                          : "payrecon payments show " + out.ref.payment_id);
+    case S::reference_taken:
+        throw Refused("the provider reference " + printable(*request.provider_reference) +
+                          " already belongs to payment " + out.holder +
                           "; one charge settles one payment, and nothing was written",
-                      "compare both: payrecon payments show " + result.holder +
+                      "compare both: payrecon payments show " + out.holder +
                           "; give this payment's own reference");
-    case store::ResolveResult::Status::maybe_sent:
-        throw Refused("payment " + ref.payment_id +
+    case S::maybe_sent:
+        throw Refused("payment " + out.ref.payment_id +
                           " has an attempt that may have reached the provider; "
                           "it cannot be canceled as never sent, and nothing was written",
                       "let the worker and the reconciler finish it, or check the provider and "
                       "decide it once it is in review: payrecon payments show " +
-                          ref.payment_id);
+                          out.ref.payment_id);
+    case S::contradicted:
+        throw contradicted(request, out);
+    case S::unchecked:
+        throw unchecked(request, out);
+    case S::provider_refused:
+        throw provider_refused(request, out);
+    }
+    throw std::logic_error("refuse: the resolution was applied");
+}
+
+// The provider of the payment asked about a reference through `db`, from the configuration
+// (--config); empty without one.
+AskProvider ask_provider(AppState& state, store::Db& db) {
+    if (state.global.config_file.empty()) {
+        return {};
+    }
+    return [&state, &db](const store::PaymentRef& ref, const std::string& reference,
+                         std::optional<long long> charged_minor) {
+        const providers::Config config = load_provider_config(state.global);
+        ProviderSet set = make_providers(choose_providers(config, {}));
+        engine::Reconciler reconciler(db, set.pointers, {});
+        const auto check =
+            reconciler.check_reference(ref.tenant_id, ref.payment_id, reference, charged_minor);
+        if (!check) {
+            throw Refused("payment " + ref.payment_id + " is gone",
+                          "find it with: payrecon payments list");
+        }
+        return *check;
+    };
+}
+
+// Decides `request` (the service's rules) and prints what was done, or throws why nothing was.
+void decide(AppState& state, ResolveRequest request, bool json, const std::string& label) {
+    request.operator_name = operator_name(state.global);
+    OpenDatabase opened = open_database(state.global);
+    const ResolveOutcome out = resolve(*opened.db, request, ask_provider(state, *opened.db));
+    if (out.status != ResolveOutcome::Status::applied) {
+        refuse(request, out);
+    }
+    const bool cancel = request.decision == OperatorDecision::cancel;
+    const char* checked = nullptr;
+    switch (out.checked) {
+    case ReferenceChecked::not_needed:
+        break;
+    case ReferenceChecked::evidence:
+        checked = "evidence";
+        break;
+    case ReferenceChecked::provider:
+        checked = "provider";
+        break;
+    case ReferenceChecked::unverified:
+        checked = "unverified";
+        break;
     }
     if (json) {
-        print_json({{"payment_id", ref.payment_id},
-                    {"state", result.state},
-                    {"generation", result.generation},
-                    {"operator", r.operator_name},
-                    {"decision", label}});
+        print_json({{"payment_id", out.ref.payment_id},
+                    {"state", out.state},
+                    {"generation", out.generation},
+                    {"operator", request.operator_name},
+                    {"decision", label},
+                    {"reference_checked",
+                     checked != nullptr ? nlohmann::json(checked) : nlohmann::json()}});
         return;
     }
-    std::cout << "payment " << ref.payment_id << " is now " << result.state << " (generation "
-              << result.generation << "), " << (cancel ? "canceled" : "decided") << " by "
-              << printable(r.operator_name) << "; recorded in the audit log\n";
-    if (r.decision == OperatorDecision::retry) {
-        std::cout << "a worker sends it again with the same operation ID\n";
+    std::cout << "payment " << out.ref.payment_id << " is now " << out.state << " (generation "
+              << out.generation << "), " << (cancel ? "canceled" : "decided") << " by "
+              << printable(request.operator_name) << "; recorded in the audit log\n";
+    switch (out.checked) {
+    case ReferenceChecked::not_needed:
+        break;
+    case ReferenceChecked::evidence:
+        std::cout << "the reference agrees with " << printable(out.evidence.record->seen_in)
+                  << "\n";
+        break;
+    case ReferenceChecked::provider:
+        std::cout << "the provider confirmed the reference: " << printable(out.provider.detail)
+                  << "\n";
+        break;
+    case ReferenceChecked::unverified:
+        std::cout << "the reference was taken on your word (--unverified); the audit note says "
+                     "so\n";
+        break;
     }
-}
-
-// Before a payment is resolved succeeded with a reference, the provider is asked what it holds
-// for the payment's operation ID (where it can be asked, and a configuration names it): a typo, a
-// reference the provider does not have for this payment, another amount, or a charge that did
-// not happen is refused. --unverified takes the operator's word (the provider unreachable, or no
-// configuration at hand), and says so in the audit note.
-void check_reference_with_provider(AppState& state, const ResolveCliOptions& opts,
-                                   std::optional<long long> charged_minor) {
-    if (state.global.config_file.empty()) {
-        std::cerr << "payrecon: the reference was not checked with the provider: no provider "
-                     "configuration (--config, PAYRECON_CONFIG)\n";
-        return;
+    if (request.decision == OperatorDecision::retry) {
+        std::cout << "scheduled for a re-send with the same operation ID: the next worker run "
+                     "sends it (payrecon worker --once sends what is due now)\n";
     }
-    const providers::Config config = load_provider_config(state.global);
-    ProviderSet set = make_providers(choose_providers(config, {}));
-    OpenDatabase opened = open_database(state.global);
-    const store::PaymentRef ref = find_ref(*opened.db, opts.id);
-    engine::Reconciler reconciler(*opened.db, set.pointers, {});
-    const auto check = reconciler.check_reference(ref.tenant_id, ref.payment_id,
-                                                  opts.provider_reference, charged_minor);
-    if (!check) {
-        throw Refused("no payment has the ID " + opts.id, "find it with: payrecon review list");
-    }
-    using V = engine::ReferenceCheck::Verdict;
-    const std::string detail = printable(check->detail);
-    const std::string override_hint =
-        "if you checked the payment at the provider yourself, add --unverified and say what you "
-        "saw in --note";
-    switch (check->verdict) {
-    case V::confirmed:
-        return;
-    case V::not_checked:
-        std::cerr << "payrecon: the reference was not checked: " << detail << "\n";
-        return;
-    case V::lookup_failed:
-        throw Refused("the reference could not be checked: " + detail + "; nothing was written",
-                      "try again when the provider answers; " + override_hint);
-    case V::absent:
-        throw Refused(detail + " (asked just now): " + printable(opts.provider_reference) +
-                          " cannot make it succeeded; nothing was written",
-                      "check the reference; a provider's search can lag behind its charges, so "
-                      "try again later, or " +
-                          override_hint);
-    case V::other_reference: {
-        const std::string first = check->references.empty() ? "" : check->references.front();
-        throw Refused(detail + "; nothing was written",
-                      check->references.size() == 1
-                          ? "resolve with the provider's reference: --provider-reference " +
-                                printable(first)
-                          : "the provider holds several payments for it: refund the extra ones, "
-                            "then resolve with the one that stands");
-    }
-    case V::mismatch:
-        throw Refused(detail + "; nothing was written",
-                      "if the customer paid what the provider charged and that stands, record it "
-                      "with --amount (in major units, e.g. --amount 8.80); else settle the "
-                      "difference at the provider first (a refund), or " +
-                          override_hint + ", both amounts included");
-    case V::not_charged:
-        throw Refused(detail + "; nothing was written",
-                      "resolve --as failed if it will not charge, or payrecon review recheck " +
-                          ref.payment_id + " once the provider has finished");
-    }
-}
-
-// --amount in minor units of the payment's currency, or a UsageError saying how to write it.
-long long charged_amount(AppState& state, const ResolveCliOptions& opts) {
-    if (opts.as != "succeeded" || opts.provider_reference.empty()) {
-        throw UsageError("--amount goes with --as succeeded and --provider-reference",
-                         "it records what the provider really charged for this payment");
-    }
-    OpenDatabase opened = open_database(state.global);
-    const store::PaymentRef ref = find_ref(*opened.db, opts.id);
-    const auto payment = store::find_payment(*opened.db, ref.tenant_id, ref.payment_id);
-    if (!payment) {
-        throw Refused("no payment has the ID " + opts.id, "find it with: payrecon review list");
-    }
-    const auto minor = parse_major_units(opts.amount, payment->currency);
-    if (!minor) {
-        const auto example = major_units(payment->amount_minor, payment->currency);
-        throw UsageError("--amount " + printable(opts.amount) + " is not an amount in " +
-                             payment->currency,
-                         "write it in major units of the payment's currency, as its amount is "
-                         "written: " +
-                             example.value_or(std::to_string(payment->amount_minor)));
-    }
-    return *minor;
 }
 
 void run_resolve(AppState& state, const ResolveCliOptions& opts) {
@@ -270,38 +398,29 @@ void run_resolve(AppState& state, const ResolveCliOptions& opts) {
     if (!decision) {
         throw UsageError("--as must be succeeded, failed or retry");
     }
-    if (opts.unverified && *decision != OperatorDecision::succeeded) {
-        throw UsageError("--unverified goes with --as succeeded only",
-                         "it takes your word for the provider reference");
-    }
-    std::optional<long long> charged;
-    if (!opts.amount.empty()) {
-        charged = charged_amount(state, opts);
-    }
-    if (*decision == OperatorDecision::succeeded && !opts.provider_reference.empty() &&
-        !opts.unverified) {
-        check_reference_with_provider(state, opts, charged);
-    }
-    store::Resolution r;
+    ResolveRequest r;
+    r.id = opts.id;
     r.decision = *decision;
-    r.charged_amount_minor = charged;
+    r.generation = opts.generation;
+    r.note = opts.note;
     if (!opts.provider_reference.empty()) {
         r.provider_reference = opts.provider_reference;
     }
+    if (!opts.amount.empty()) {
+        r.charged_amount = opts.amount;
+    }
     r.confirmed_no_charge = opts.confirm_no_charge;
-    // The audit note says when the reference was taken on the operator's word alone.
-    // An empty note stays empty, so the rule that a note says what was checked still refuses it.
-    const std::string note =
-        opts.unverified && !trimmed_note(opts.note).empty()
-            ? opts.note + " [reference not checked with the provider: --unverified]"
-            : opts.note;
-    decide(state, opts.id, opts.generation, note, r, opts.json, opts.as);
+    r.unverified = opts.unverified;
+    decide(state, std::move(r), opts.json, opts.as);
 }
 
 void run_cancel(AppState& state, const CancelCliOptions& opts) {
-    store::Resolution r;
+    ResolveRequest r;
+    r.id = opts.id;
     r.decision = OperatorDecision::cancel;
-    decide(state, opts.id, opts.generation, opts.note, r, opts.json, "cancel");
+    r.generation = opts.generation;
+    r.note = opts.note;
+    decide(state, std::move(r), opts.json, "cancel");
 }
 
 void run_recheck(AppState& state, const RecheckCliOptions& opts) {
@@ -327,6 +446,15 @@ void run_recheck(AppState& state, const RecheckCliOptions& opts) {
         std::cout << outcome_line(*outcome) << "\n"
                   << "generation now " << generation
                   << " (a resolve of this payment gives --generation " << generation << ")\n";
+        // What the recheck did, and what it did not: it asks, it never sends.
+        if (outcome->applied && outcome->to == PaymentState::retry_scheduled) {
+            std::cout << "nothing was sent: the payment is scheduled for a re-send with the same "
+                         "operation ID by the next worker run (payrecon worker --once sends what "
+                         "is due now)\n";
+        } else if (outcome->applied && outcome->to == PaymentState::needs_review) {
+            std::cout << "still in review; its decisions, complete: "
+                      << review_show_command(ref.payment_id) << "\n";
+        }
     }
     if (outcome->fenced_out) {
         throw Refused("payment " + ref.payment_id +
@@ -471,8 +599,10 @@ void setup_review_actions(CLI::App& review, AppState& state) {
         "--confirm-no-charge", ro->confirm_no_charge,
         "with --as retry: you confirmed the provider holds no charge for this payment");
     resolve->add_flag("--unverified", ro->unverified,
-                      "with --as succeeded: take the reference without asking the provider "
-                      "(unreachable, or you checked it yourself); recorded in the audit note");
+                      "with --as succeeded: take the reference on your word where nothing can "
+                      "check it (no lookup, no configuration, the provider unreachable: you "
+                      "checked it yourself); recorded in the audit note; never over a record of "
+                      "the provider that contradicts it");
     resolve->add_flag("--json", ro->json, "print JSON");
     resolve->callback([&state, ro] { run_resolve(state, *ro); });
 

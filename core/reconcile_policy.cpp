@@ -211,8 +211,8 @@ ReconcileDecision decide_reconciliation(const ReconcileInput& in, const Reconcil
     }
     ReconcileDecision d;
     d.action = ReconcileAction::resend;
-    d.reason = "confirmed absent inside the provider's key window: sending again with the same "
-               "operation ID";
+    d.reason = "confirmed absent inside the provider's key window: scheduled for a re-send with "
+               "the same operation ID; a worker sends it";
     return d;
 }
 

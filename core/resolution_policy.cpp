@@ -88,6 +88,16 @@ std::optional<ResolutionProblem> check_resolution(const ResolutionRequest& reque
                                  "is needed to send a payment again: confirm that the provider "
                                  "holds no charge for it, and say how you checked in the note"};
     }
+    if (request.charged_amount && request.decision != OperatorDecision::succeeded) {
+        return ResolutionProblem{Part::amount,
+                                 "goes with a payment decided succeeded only: what the provider "
+                                 "really charged for it"};
+    }
+    if (request.unverified && request.decision != OperatorDecision::succeeded) {
+        return ResolutionProblem{Part::unverified,
+                                 "goes with a payment decided succeeded only: it takes your word "
+                                 "for the provider reference"};
+    }
     return std::nullopt;
 }
 
@@ -101,6 +111,10 @@ std::string describe(const ResolutionProblem& problem) {
         return "the provider reference " + problem.rule;
     case ResolutionProblem::Part::confirmation:
         return "a confirmation " + problem.rule;
+    case ResolutionProblem::Part::amount:
+        return "an amount charged " + problem.rule;
+    case ResolutionProblem::Part::unverified:
+        return "the operator's word alone " + problem.rule;
     }
     return problem.rule;
 }

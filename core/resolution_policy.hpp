@@ -40,7 +40,9 @@ struct ResolutionRequest {
     std::string note; // as typed; trimmed_note() is what is recorded
     std::optional<std::string> provider_reference;
     bool confirmed_no_charge = false;
-    long long generation = -1; // as the operator was shown it
+    long long generation = -1;   // as the operator was shown it
+    bool charged_amount = false; // an amount the provider charged is given
+    bool unverified = false;     // the reference is to be taken on the operator's word
 };
 
 // The note without leading and trailing white space.
@@ -48,14 +50,15 @@ std::string trimmed_note(std::string_view note);
 
 // Which part of a request breaks a rule, and the rule, in words that name no command-line flag.
 struct ResolutionProblem {
-    enum class Part { note, generation, provider_reference, confirmation };
+    enum class Part { note, generation, provider_reference, confirmation, amount, unverified };
     Part part;
     std::string rule;
 };
 
 // The first rule `request` breaks, or nullopt: the note says, in 1..2000 characters, what was
 // checked; the generation is given; succeeded needs the provider's reference and only succeeded
-// takes one; retry needs the confirmation that the provider holds no charge.
+// takes one; retry needs the confirmation that the provider holds no charge; an amount charged,
+// and the operator's word for the reference, go with succeeded only.
 std::optional<ResolutionProblem> check_resolution(const ResolutionRequest& request);
 // "the note must say ...": the problem as one sentence.
 std::string describe(const ResolutionProblem& problem);

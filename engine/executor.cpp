@@ -53,7 +53,8 @@ store::Settlement decide_settlement(providers::Outcome outcome, int attempt_no,
     case Outcome::not_sent: {
         s.to = PaymentState::retry_scheduled;
         s.retry_in = backoff.delay(attempt_no - 1, jitter01);
-        s.reason = "the provider was not reached; sending again with the same operation ID";
+        s.reason =
+            "the provider was not reached; a re-send with the same operation ID is scheduled";
         return s;
     }
     case Outcome::pending:
@@ -78,8 +79,8 @@ store::Settlement decide_settlement(providers::Outcome outcome, int attempt_no,
                 ? rejection->code + (rejection->message.empty() ? "" : ": " + rejection->message)
                 : "no code given";
         s.reason = "the provider refused the request before executing it (" + said +
-                   "); nothing was charged. Fix the integration or configuration, then: payrecon "
-                   "review resolve <id> --as retry --confirm-no-charge (same operation ID)";
+                   "); nothing was charged. Fix the integration or configuration, then resolve "
+                   "it --as retry (same operation ID): review show prints the command";
         return s;
     }
     case Outcome::unknown:

@@ -404,6 +404,8 @@ std::optional<ReferenceCheck> Reconciler::check_reference(const std::string& ten
     if (match->amount.minor != expected ||
         !same_currency(match->amount.currency, c->payment.currency)) {
         out.verdict = ReferenceCheck::Verdict::mismatch;
+        out.remote_amount_minor = match->amount.minor;
+        out.remote_currency = match->amount.currency;
         out.detail = reference + " is " +
                      describe_money(match->amount.minor, match->amount.currency) +
                      " at the provider; " + (charged_minor ? "--amount says " : "ours is ") +

@@ -4,6 +4,7 @@
 // generation. Any number of reconcilers may run at once: claims skip what another one holds.
 
 #include "core/reconcile_policy.hpp"
+#include "core/resolution_evidence.hpp"
 #include "engine/credential_gate.hpp"
 #include "providers/provider.hpp"
 #include "store/reconcile_store.hpp"
@@ -64,22 +65,6 @@ ReconcileInput reconcile_input(const store::ReconcileCandidate& candidate,
                                const providers::Capabilities& caps,
                                std::chrono::seconds settle_delay,
                                const providers::LookupResult* lookup);
-
-// What the provider says of a reference an operator gives to resolve a payment as succeeded.
-struct ReferenceCheck {
-    enum class Verdict {
-        confirmed,       // the provider's payment for our operation ID, charged, our amount
-        not_checked,     // the provider cannot be asked (no lookup): the operator's word stands
-        lookup_failed,   // no trustworthy answer now
-        absent,          // the provider has no payment for our operation ID
-        other_reference, // it has one (or more), under other references
-        mismatch,        // that payment's amount or currency differs from ours (or the one given)
-        not_charged, // that payment did not charge (declined, pending, waiting for the customer)
-    };
-    Verdict verdict = Verdict::not_checked;
-    std::string detail;                  // for the operator: what the provider answered
-    std::vector<std::string> references; // the references the provider has for our operation ID
-};
 
 // Applies the unapplied verified terminal webhook events of `providers`' unknown payments (at most
 // `limit`; store::apply_webhook_evidence, decided by core's decide_from_event) and returns what

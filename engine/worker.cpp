@@ -2,6 +2,7 @@
 
 #include "core/backoff.hpp"
 #include "core/errors.hpp"
+#include "core/operator_commands.hpp"
 #include "engine/reconciler.hpp"
 #include "store/db.hpp"
 
@@ -127,10 +128,14 @@ void Worker::thread_main(int index) {
         line["payment_id"] = claim.payment_id;
         line["operation_id"] = claim.operation_id;
         line["became"] = "needs_review";
-        line["next"] = "fix the integration or configuration, then: payrecon review resolve " +
-                       claim.payment_id +
-                       " --as retry --confirm-no-charge (docs/operations.md, "
-                       "request_rejected)";
+        // The payment's generation is still the claim's: a settlement does not move it.
+        ResolveCommand retry;
+        retry.payment_id = claim.payment_id;
+        retry.generation = claim.generation;
+        retry.decision = OperatorDecision::retry;
+        line["next"] = "fix the integration or configuration (docs/operations.md, "
+                       "request_rejected), then: " +
+                       command_line(retry);
         log_event(line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     };
     eo.credentials = m_credentials.get();

@@ -106,6 +106,49 @@ const std::string k_record_events_sql =
     " WHERE payment_id = $2::uuid AND tenant_id = $1::uuid ORDER BY received_at DESC, event_id DESC"
     " LIMIT 20) e ORDER BY received_at, event_id";
 
+// The evidence of one payment (load_payment_evidence): the payment, then each source.
+constexpr const char* k_evidence_payment = "inspect_evidence_payment";
+const std::string k_evidence_payment_sql =
+    "SELECT state, generation, amount_minor, currency, provider, operation_id, provider_reference"
+    " FROM payments WHERE tenant_id = $1::uuid AND payment_id = $2::uuid";
+
+constexpr const char* k_evidence_lookups = "inspect_evidence_lookups";
+const std::string k_evidence_lookups_sql =
+    "SELECT lookup_id, " + iso_utc("at") +
+    ", provider_reference, remote_state, remote_amount, remote_currency FROM payment_lookups"
+    " WHERE tenant_id = $1::uuid AND payment_id = $2::uuid AND status = 'found'"
+    " ORDER BY lookup_id DESC LIMIT 50";
+
+// The provider's records of our operation ID ($2), or of the payment's own reference ($3, NULL
+// if it has none) where the record carries no operation ID, in the provider's ($1) complete runs:
+// one probe of statement_records_diff per run.
+constexpr const char* k_evidence_records = "inspect_evidence_records";
+const std::string k_evidence_records_sql =
+    "SELECT " + iso_utc("r.window_from") + ", " + iso_utc("r.window_to") +
+    ", s.provider_reference, s.status, s.amount_minor, s.currency"
+    " FROM recon_runs r JOIN statement_records s ON s.run_id = r.run_id"
+    " WHERE r.provider = $1 AND r.status = 'done'"
+    "   AND (s.match_key = $2 OR s.match_key = 'ref:' || $3::text)"
+    " ORDER BY r.window_to DESC, s.provider_reference LIMIT 50";
+
+// What complete runs found of the payment, where the finding names the provider's record.
+constexpr const char* k_evidence_findings = "inspect_evidence_findings";
+const std::string k_evidence_findings_sql =
+    "SELECT " + iso_utc("r.window_from") + ", " + iso_utc("r.window_to") +
+    ", f.provider_reference, f.remote_state, f.remote_amount, f.remote_currency"
+    " FROM recon_findings f JOIN recon_runs r ON r.run_id = f.run_id"
+    " WHERE f.tenant_id = $1::uuid AND f.payment_id = $2::uuid AND r.status = 'done'"
+    "   AND f.remote_state IS NOT NULL"
+    " ORDER BY r.window_to DESC, f.finding_no LIMIT 50";
+
+// Stored events are verified ones (services/webhooks stores nothing else).
+constexpr const char* k_evidence_events = "inspect_evidence_events";
+const std::string k_evidence_events_sql =
+    "SELECT event_key, " + iso_utc("received_at") +
+    ", provider_reference, outcome, amount_minor, currency FROM provider_events"
+    " WHERE payment_id = $2::uuid AND tenant_id = $1::uuid"
+    " ORDER BY received_at DESC, event_id DESC LIMIT 50";
+
 // $1 tenant ID; $2 and $3 the payment's tenant and payment ID: NULL for "any"; $4 limit. The newest
 // $4 rows, returned oldest first.
 constexpr const char* k_list_audit = "inspect_list_audit";
@@ -349,6 +392,67 @@ std::optional<PaymentRecord> load_payment_record(Db& db, const PaymentRef& ref) 
             rec.events.push_back(std::move(ev));
         }
         return rec;
+    });
+}
+
+std::optional<PaymentEvidence> load_payment_evidence(Db& db, const PaymentRef& ref) {
+    if (!is_uuid_text(ref.tenant_id) || !is_uuid_text(ref.payment_id)) {
+        return std::nullopt;
+    }
+    Db::Impl& impl = db.impl();
+    return translate_errors(impl, [&]() -> std::optional<PaymentEvidence> {
+        impl.prepare(k_evidence_payment, k_evidence_payment_sql);
+        impl.prepare(k_evidence_lookups, k_evidence_lookups_sql);
+        impl.prepare(k_evidence_records, k_evidence_records_sql);
+        impl.prepare(k_evidence_findings, k_evidence_findings_sql);
+        impl.prepare(k_evidence_events, k_evidence_events_sql);
+        snapshot tx(impl.connection());
+        const pqxx::result pr = tx.exec_prepared(k_evidence_payment, ref.tenant_id, ref.payment_id);
+        if (pr.empty()) {
+            return std::nullopt;
+        }
+        PaymentEvidence out;
+        out.state = pr[0][0].as<std::string>();
+        out.generation = pr[0][1].as<long long>();
+        out.amount_minor = pr[0][2].as<long long>();
+        out.currency = pr[0][3].as<std::string>();
+        const std::string provider = pr[0][4].as<std::string>();
+        const std::string operation_id = pr[0][5].as<std::string>();
+        out.provider_reference = opt_text(pr[0][6]);
+        // Columns from `first`, in every source's query: reference, state name, amount, currency.
+        const auto seen = [&](EvidenceSource source, std::string seen_in, const pqxx::row& r,
+                              int first) {
+            const auto state = opt_text(r[first + 1]);
+            SeenRecord s;
+            s.source = source;
+            s.seen_in = std::move(seen_in);
+            s.reference = opt_text(r[first]);
+            s.outcome = seen_outcome(source, state.value_or(""));
+            s.amount_minor = opt_value<long long>(r[first + 2]);
+            s.currency = opt_text(r[first + 3]);
+            out.seen.push_back(std::move(s));
+        };
+        for (const auto& r : tx.exec_prepared(k_evidence_lookups, ref.tenant_id, ref.payment_id)) {
+            seen(EvidenceSource::lookup,
+                 "status query " + r[0].as<std::string>() + " at " + r[1].as<std::string>(), r, 2);
+        }
+        for (const auto& r : tx.exec_prepared(k_evidence_records, provider, operation_id,
+                                              or_null(out.provider_reference))) {
+            seen(EvidenceSource::statement,
+                 "the statement of " + r[0].as<std::string>() + " .. " + r[1].as<std::string>(), r,
+                 2);
+        }
+        for (const auto& r : tx.exec_prepared(k_evidence_findings, ref.tenant_id, ref.payment_id)) {
+            seen(EvidenceSource::statement,
+                 "the statement of " + r[0].as<std::string>() + " .. " + r[1].as<std::string>(), r,
+                 2);
+        }
+        for (const auto& r : tx.exec_prepared(k_evidence_events, ref.tenant_id, ref.payment_id)) {
+            seen(EvidenceSource::webhook,
+                 "webhook event " + r[0].as<std::string>() + " received " + r[1].as<std::string>(),
+                 r, 2);
+        }
+        return out;
     });
 }
 

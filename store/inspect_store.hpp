@@ -4,6 +4,7 @@
 // UTC text with milliseconds ("2026-12-02T12:59:34.123Z"), absent ones nullopt.
 
 #include "core/payment_state.hpp"
+#include "core/resolution_evidence.hpp"
 
 #include <chrono>
 #include <optional>
@@ -170,6 +171,25 @@ struct PaymentRecord {
 // The payment with its attempts, lookups and audit trail, read from one snapshot; nullopt if the
 // tenant has no such payment. `ref` comes from resolve_payment_ref(). Throws DatabaseUnavailable.
 std::optional<PaymentRecord> load_payment_record(Db& db, const PaymentRef& ref);
+
+// What the provider was seen to hold for one payment (core/resolution_evidence), with the
+// payment's fields its rules compare it with.
+struct PaymentEvidence {
+    std::string state;
+    long long generation = 0;
+    long long amount_minor = 0;
+    std::string currency;
+    std::optional<std::string> provider_reference; // the payment's own
+    // The status queries that found it (newest first), the provider's records of its operation ID
+    // (or of its own reference) in complete statement runs of its provider and those runs'
+    // findings about it (newest window first), and its verified webhook events (newest first):
+    // at most 50 of each.
+    std::vector<SeenRecord> seen;
+};
+
+// The payment's evidence, read from one snapshot; nullopt if the tenant has no such payment.
+// Throws DatabaseUnavailable.
+std::optional<PaymentEvidence> load_payment_evidence(Db& db, const PaymentRef& ref);
 
 struct AuditFilter {
     std::optional<PaymentRef> payment;    // only rows about this payment

@@ -342,7 +342,8 @@ ResolveResult resolve_payment(Db& db, const Resolution& resolution) {
     // The rules are core's (resolution_policy); nothing breaking one is written.
     if (const auto problem =
             check_resolution({resolution.decision, resolution.note, resolution.provider_reference,
-                              resolution.confirmed_no_charge, resolution.generation})) {
+                              resolution.confirmed_no_charge, resolution.generation,
+                              resolution.charged_amount_minor.has_value(), false})) {
         throw UsageError(describe(*problem));
     }
     if (resolution.charged_amount_minor && (resolution.decision != OperatorDecision::succeeded ||

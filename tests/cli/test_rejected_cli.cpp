@@ -60,6 +60,7 @@ TEST_CASE("rejected requests: a provider refusing every request puts the payment
     CHECK(w.count("outbox", "event_type = 'payment.failed'") == 0);
     // The worker said so at error level, with the provider's message, once per payment.
     int logged = 0;
+    std::map<std::string, std::string> next; // by payment ID: the command the log line gives
     std::istringstream lines(sent.all());
     for (std::string line; std::getline(lines, line);) {
         const auto j = nlohmann::json::parse(line, nullptr, false);
@@ -69,9 +70,13 @@ TEST_CASE("rejected requests: a provider refusing every request puts the payment
             CHECK(j["provider"] == w.config.name);
             CHECK(j["code"] == "parameter_unknown");
             CHECK(j["message"] == "Received unknown parameter: off_session");
+            const std::string said = j["next"];
+            REQUIRE(contains(said, "then: payrecon review resolve "));
+            next[j["payment_id"]] = said.substr(said.find("payrecon review resolve "));
         }
     }
     CHECK(logged == 3);
+    CHECK(next.size() == 3);
     CHECK_FALSE(
         contains(sent.all(), std::get<providers::ApiKey>(w.config.credentials).value.reveal()));
 
@@ -81,6 +86,16 @@ TEST_CASE("rejected requests: a provider refusing every request puts the payment
     CHECK(contains(nightly.out, "REJECTED by the provider"));
     CHECK(contains(nightly.out, "parameter_unknown"));
     CHECK(contains(nightly.out, "docs/operations.md, request_rejected"));
+    // Its hints are complete commands, and they run as printed (they were `resolve <id>` without
+    // a generation or a note, exit 2).
+    CHECK_FALSE(contains(nightly.all(), "<id>"));
+    const std::string latest = "the latest: payrecon review show ";
+    REQUIRE(contains(nightly.out, latest));
+    const std::string show = nightly.out.substr(nightly.out.find(latest) + 12, 21 + 36);
+    CHECK(w.payrecon(pasted(show, "")).exit_code == 0);
+    CHECK(w.payrecon(pasted("payrecon review list --provider " + w.config.name, "")).exit_code ==
+          0);
+    CHECK(contains(nightly.out, "payrecon review list --provider " + w.config.name));
     const Run json = w.payrecon({"nightly", "--no-statement", "--json"});
     CHECK(json.exit_code == 3);
     const auto summary = nlohmann::json::parse(json.out);
@@ -91,16 +106,16 @@ TEST_CASE("rejected requests: a provider refusing every request puts the payment
     CHECK(w.count("payments", "state = 'needs_review'") == 3); // nightly sent nothing again
     CHECK(w.fake->ledger()["deliveries"] == 3);
 
-    // The configuration fixed; the operator resolves each as retry: same operation ID, one
-    // execution each.
+    // The configuration fixed; the operator resolves each as retry with the command the worker's
+    // log line gave, as printed (its note filled in): same operation ID, one execution each.
     w.fake->set_faults({});
     std::map<std::string, std::string> operation_ids;
     for (const auto& ref : refs) {
         operation_ids[ref] = w.op_of(ref);
-        const Run resolved = w.payrecon(
-            {"review", "resolve", w.payment_id_of(ref), "--generation",
-             std::to_string(w.generation_of(ref)), "--as", "retry", "--confirm-no-charge", "--note",
-             "the provider rejected the request before executing it; configuration fixed"});
+        const std::string& command = next[w.payment_id_of(ref)];
+        const Run resolved = w.payrecon(pasted(
+            command, "the provider rejected the request before executing it; configuration fixed"));
+        INFO(command << "\n" << resolved.all());
         CHECK(resolved.exit_code == 0);
         CHECK(w.state_of(ref) == "retry_scheduled");
     }

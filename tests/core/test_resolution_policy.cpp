@@ -69,6 +69,20 @@ TEST_CASE("resolution policy: each rule refuses what breaks it, naming the part"
     r.confirmed_no_charge = false;
     CHECK(part_of(r) == Part::confirmation);
     CHECK(describe(*check_resolution(r)).starts_with("a confirmation is needed"));
+
+    // An amount charged, and the operator's word for the reference, go with succeeded only.
+    for (const auto d : {OperatorDecision::succeeded, OperatorDecision::failed,
+                         OperatorDecision::retry, OperatorDecision::cancel}) {
+        INFO(to_string(d));
+        r = request(d);
+        r.charged_amount = true;
+        CHECK(part_of(r) ==
+              (d == OperatorDecision::succeeded ? std::nullopt : std::optional(Part::amount)));
+        r = request(d);
+        r.unverified = true;
+        CHECK(part_of(r) ==
+              (d == OperatorDecision::succeeded ? std::nullopt : std::optional(Part::unverified)));
+    }
 }
 
 TEST_CASE("resolution policy: from which states each decision is taken, and where it leads",

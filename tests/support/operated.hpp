@@ -51,6 +51,47 @@ inline bool contains(const std::string& haystack, const std::string& needle) {
 }
 
 // A directory of its own under the system's temporary directory, removed with its contents.
+// The arguments of a command line payrecon printed for an operator (core/operator_commands), as
+// a POSIX shell splits it (blanks; single and double quotes), without its leading `payrecon`, and
+// with the note it asks for (`--note "..."`) filled in with `note`. Fails the test if the line is
+// not a payrecon command.
+inline std::vector<std::string> pasted(const std::string& line, const std::string& note) {
+    std::vector<std::string> words;
+    std::string word;
+    bool in_word = false;
+    for (std::size_t i = 0; i < line.size(); ++i) {
+        const char c = line[i];
+        if (c == '\'' || c == '"') {
+            const std::size_t end = line.find(c, i + 1);
+            REQUIRE(end != std::string::npos);
+            word += line.substr(i + 1, end - i - 1);
+            in_word = true;
+            i = end;
+        } else if (c == ' ') {
+            if (in_word) {
+                words.push_back(word);
+            }
+            word.clear();
+            in_word = false;
+        } else {
+            word += c;
+            in_word = true;
+        }
+    }
+    if (in_word) {
+        words.push_back(word);
+    }
+    REQUIRE(!words.empty());
+    REQUIRE(words.front() == "payrecon");
+    words.erase(words.begin());
+    for (std::size_t i = 0; i + 1 < words.size(); ++i) {
+        if (words[i] == "--note" && words[i + 1] == "...") {
+            words[i + 1] = note;
+        }
+    }
+    return words;
+}
+
 class TempDir {
 public:
     explicit TempDir(const std::string& prefix = "payrecon-clitest") {
