@@ -926,7 +926,7 @@ std::string iban_written(const std::string& country, const std::string& bban,
 } // namespace
 
 TEST_CASE("api: issue 36's card spellings are refused in the body and the Idempotency-Key and no "
-          "row holds the number; valid IBANs with any separator are accepted",
+          "row holds the number, and valid IBANs with any separator are accepted",
           "[api][db][validation][card]") {
     Scope s;
     SecretFile secret;

@@ -310,7 +310,7 @@ TEST_CASE("review evidence: every command review show prints, run as printed on 
     CHECK(w.fake->ledger()["executions"].size() == 0);
 }
 
-TEST_CASE("review evidence: review recheck says it scheduled a re-send and sent nothing; the "
+TEST_CASE("review evidence: review recheck says it scheduled a re-send and sent nothing, and the "
           "worker sends it",
           "[cli][db][review][regression]") {
     // recheck printed "sending again with the same operation ID" and sent nothing: it only

@@ -597,7 +597,7 @@ TEST_CASE("webhook evidence: Stripe's events from the provider, delivered three 
     serve.terminate();
 }
 
-TEST_CASE("events purge: provider events older than the retention go, audited with a count; "
+TEST_CASE("events purge: provider events older than the retention go, audited with a count, and "
           "never the evidence of a payment not settled, an unacknowledged contradiction or an "
           "event not yet compared",
           "[cli][db][webhooks][purge][regression]") {

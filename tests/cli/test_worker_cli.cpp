@@ -76,10 +76,11 @@ TEST_CASE("worker: a daemon started while PostgreSQL is down waits for it instea
     CHECK(once.exit_code == 5);
 }
 
-TEST_CASE("worker: a wrong API key costs one provider call, leaves every payment queued and "
-          "nothing in review, exits 4 naming the variable (nightly too); with the key fixed each "
-          "payment is charged once",
-          "[cli][db][worker][credentials][regression]") {
+TEST_CASE(
+    "worker: a wrong API key costs one provider call, leaves every payment queued and "
+    "nothing in review, exits 4 naming the variable (nightly too), and with the key fixed each "
+    "payment is charged once",
+    "[cli][db][worker][credentials][regression]") {
     // Issue 36: with a wrong key, worker --once put 7 of 7 payments into request_rejected review
     // and exited 0. A scratch database: nightly's exit code depends on every payment in it.
     MigratedScratch scratch;
@@ -149,7 +150,7 @@ TEST_CASE("worker: a wrong API key costs one provider call, leaves every payment
 }
 
 TEST_CASE("review requeue --auth-failures: payments in review from a refused key go back to the "
-          "queue, each fenced and audited, only those; the worker then charges each once",
+          "queue, each fenced and audited, only those, and the worker then charges each once",
           "[cli][db][worker][credentials][review]") {
     Operated w;
     // What a worker before issue 36 made of a wrong key (two payments), and of a parameter the

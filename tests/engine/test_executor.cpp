@@ -110,7 +110,7 @@ TEST_CASE("executor: the settlement decision for every outcome", "[engine][execu
     REQUIRE(rejected.reason);
     CHECK(rejected.reason->find("parameter_unknown: Received unknown parameter: off_session") !=
           std::string::npos);
-    CHECK(rejected.reason->find("--as retry --confirm-no-charge") != std::string::npos);
+    CHECK(rejected.reason->find("--as retry (same operation ID)") != std::string::npos);
     // A refusal of our credentials is no payment's fault: queued again, due at once.
     for (const int status : {401, 403}) {
         const auto refused = engine::decide_settlement(
