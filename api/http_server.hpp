@@ -17,12 +17,20 @@
 //     a chunked body as soon as its running total passes the cap; nothing beyond the cap is ever
 //     buffered;
 //   - a kept-alive connection idles at most `idle_timeout` between requests;
-//   - a header value with a control character (CR, LF, NUL, ...) is a 400 naming that header.
+//   - a header value with a control character (CR, LF, NUL, ...) is a 400 naming that header;
+//   - one remote address has at most `per_peer.max_requests` requests in hand (taken and not yet
+//     fully answered) and `per_peer.max_unsent_bytes` of answers written but not yet read by it,
+//     and all addresses together `per_peer.max_total_unsent_bytes`: a request beyond is answered
+//     429 (handler.refused(), reason "peer_busy") without reaching the handler. The handler
+//     bounds each credential the same way, with the hold it attaches to its answer.
+// Memory freed as connections close is handed back to the system (malloc_trim) within seconds.
 // Header values reach the handler exactly as sent (no percent-decoding; surrounding blanks
 // trimmed, as RFC 9110 says). A connection cut at a deadline gets no answer: the socket is closed.
 // After an answer that refuses a request whose bytes are still arriving (413, 431, 400), the
 // transport closes its sending side and reads and discards for up to 2 s before closing, so the
 // client reads the answer instead of a reset.
+
+#include "api/allowance.hpp"
 
 #include <chrono>
 #include <cstddef>
@@ -54,13 +62,17 @@ struct HttpResponse {
     std::string content_type;
     std::string body;
     std::vector<std::pair<std::string, std::string>> headers;
+    // Kept until the answer is sent or its connection is gone: the handler's own accounting of
+    // what its clients have in hand (an Allowance::Hold).
+    std::shared_ptr<void> hold;
 };
 
 // Why the transport answered a request itself.
 struct HttpRefusal {
-    int status = 400;   // 400 unreadable, 413 body too large, 431 header fields too large
+    int status = 400;   // 400 unreadable, 413 body too large, 431 header fields too large, 429 busy
     std::string reason; // for the log: "malformed", "body_too_large", "too_many_fields", ...
     std::string field;  // the header whose value could not be read, if that is why
+    AllowanceUse use;   // 429 "peer_busy": what the address had in hand
 };
 
 struct HttpLimits {
@@ -73,6 +85,7 @@ struct HttpLimits {
     std::uint32_t max_header_bytes = 16 * 1024; // request line and header fields together
     std::size_t max_header_fields = 100;
     std::uint64_t max_body = 64 * 1024;
+    AllowanceLimits per_peer{256, 32u << 20u, 256u << 20u};
 };
 
 // Counters the transport keeps, for /metrics.
@@ -82,6 +95,9 @@ struct HttpStats {
     std::uint64_t refused_per_peer = 0; // over max_connections_per_peer
     std::uint64_t header_timeouts = 0;  // cut at the header deadline (or idle before a first byte)
     std::uint64_t body_timeouts = 0;
+    std::uint64_t refused_peer_busy = 0; // requests answered 429 for their address's allowance
+    std::size_t requests_in_hand = 0;    // taken and not yet fully answered
+    std::size_t unsent_bytes = 0;        // of answers written and not yet read by their clients
 };
 
 class HttpHandler {

@@ -258,7 +258,18 @@ std::string Metrics::render(const HttpStats& http, std::size_t queue_waiting) co
         << "# HELP payrecon_http_deadlines_total Connections closed at a deadline, by phase.\n"
         << "# TYPE payrecon_http_deadlines_total counter\n"
         << "payrecon_http_deadlines_total{phase=\"header\"} " << http.header_timeouts << "\n"
-        << "payrecon_http_deadlines_total{phase=\"body\"} " << http.body_timeouts << "\n";
+        << "payrecon_http_deadlines_total{phase=\"body\"} " << http.body_timeouts << "\n"
+        << "# HELP payrecon_http_requests_in_hand Requests taken and not yet fully answered.\n"
+        << "# TYPE payrecon_http_requests_in_hand gauge\n"
+        << "payrecon_http_requests_in_hand " << http.requests_in_hand << "\n"
+        << "# HELP payrecon_http_unsent_bytes Bytes of answers written and not yet read by their "
+           "clients.\n"
+        << "# TYPE payrecon_http_unsent_bytes gauge\n"
+        << "payrecon_http_unsent_bytes " << http.unsent_bytes << "\n"
+        << "# HELP payrecon_http_refused_peer_busy_total Requests answered 429 because their "
+           "address had as much in hand as it may.\n"
+        << "# TYPE payrecon_http_refused_peer_busy_total counter\n"
+        << "payrecon_http_refused_peer_busy_total " << http.refused_peer_busy << "\n";
     return out.str();
 }
 

@@ -89,6 +89,36 @@ void send_busy(HttpResponse& res, std::chrono::milliseconds queue_timeout, bool 
     set_header(res, "Retry-After", "1");
 }
 
+// "12.3 MiB" / "512 KiB" / "900 bytes"
+std::string byte_words(std::size_t bytes) {
+    std::ostringstream out;
+    if (bytes >= (1u << 20u)) {
+        out << std::fixed << std::setprecision(1) << static_cast<double>(bytes) / (1u << 20u)
+            << " MiB";
+    } else if (bytes >= 1024) {
+        out << bytes / 1024 << " KiB";
+    } else {
+        out << bytes << " bytes";
+    }
+    return out.str();
+}
+
+// A client address or a credential with as much in hand as its allowance: 429, nothing done.
+void send_too_many(HttpResponse& res, std::string_view who, const AllowanceUse& use,
+                   const AllowanceLimits& limits) {
+    const bool requests = use.requests >= limits.max_requests;
+    send_problem(
+        res, 429, "too_many_requests", "Too many requests",
+        std::string(who) + " has " +
+            (requests ? std::to_string(use.requests) + " requests in progress or answered and not "
+                                                       "yet read, as many as it may"
+                      : byte_words(use.unsent_bytes) +
+                            " of answers it has not read yet, as much as it may") +
+            ". Nothing was done for this request. Read the answers already asked for (or close "
+            "those connections), then retry after the Retry-After seconds.");
+    set_header(res, "Retry-After", "1");
+}
+
 std::string header_value(const HttpRequest& req, const char* name) {
     return req.header(name);
 }
@@ -197,10 +227,13 @@ struct Server::Context {
     std::string incident; // what went wrong inside, for the operator (IntakeResponse::incident)
     bool holds_connection = false;
     DbSlot* slot = nullptr; // the worker's connection, on a worker thread
+    // The credential's share of the allowance, from authentication until its answer is read.
+    std::shared_ptr<Allowance::Hold> hold;
 };
 
 Server::Server(ServerOptions options, FingerprintKeys keys, std::ostream& log)
     : m_options(std::move(options)), m_keys(std::move(keys)), m_log(log),
+      m_allowance(m_options.per_credential),
       m_http(std::make_unique<HttpServer>(m_options.http, static_cast<HttpHandler&>(*this))) {
     m_metrics.set_pool_size(m_options.db_workers);
 }
@@ -444,6 +477,10 @@ void Server::on_worker(const std::string& route, HttpRequest request, Respond re
         }
         ctx.slot = nullptr;
         log_line(ctx, req, res.status);
+        if (ctx.hold) { // the credential's until the client has read it
+            ctx.hold->charge(res.body.size());
+            res.hold = std::move(ctx.hold);
+        }
         pending->respond(std::move(res));
     };
     if (!m_workers->submit(job, [answer_busy] { answer_busy(false); })) {
@@ -459,6 +496,10 @@ HttpResponse Server::refused(const HttpRequest& req, const HttpRefusal& refusal)
     ctx.refused = refusal.reason;
     HttpResponse res;
     switch (refusal.status) {
+    case 429:
+        ctx.outcome = "throttled";
+        send_too_many(res, "This client address", refusal.use, m_options.http.per_peer);
+        break;
     case 413:
         send_problem(res, 413, "request_too_large", "Request body too large",
                      "The body exceeds " + std::to_string(m_options.http.max_body) + " bytes.");
@@ -503,6 +544,9 @@ void Server::create_payment(const HttpRequest& req, HttpResponse& res, Context& 
         return;
     }
     ctx.tenant = principal->tenant_id;
+    if (!admit(*principal, res, ctx)) {
+        return;
+    }
     if (req.header_count("Idempotency-Key") > 1) {
         send_problem(res, 400, "invalid_idempotency_key", "Idempotency-Key is invalid",
                      "Send Idempotency-Key exactly once.", std::string_view("Idempotency-Key"));
@@ -551,7 +595,21 @@ std::optional<Principal> Server::reader(const HttpRequest& req, HttpResponse& re
         return std::nullopt;
     }
     ctx.tenant = principal->tenant_id;
+    if (!admit(*principal, res, ctx)) {
+        return std::nullopt;
+    }
     return *principal;
+}
+
+bool Server::admit(const Principal& principal, HttpResponse& res, Context& ctx) {
+    AllowanceUse use;
+    ctx.hold = m_allowance.admit(principal.principal_id, &use);
+    if (!ctx.hold) {
+        send_too_many(res, "This API key", use, m_options.per_credential);
+        ctx.outcome = "throttled";
+        return false;
+    }
+    return true;
 }
 
 void Server::get_payment(const HttpRequest& req, HttpResponse& res, Context& ctx) {

@@ -45,6 +45,9 @@ struct ServerOptions {
     // /metrics labels the events-out series with tenant and endpoint IDs (opt in: /metrics is
     // unauthenticated, so only where operators alone reach it); else it sums them.
     bool metrics_per_endpoint = false;
+    // What one principal's API key may have in hand: requests taken (from authentication) and not
+    // yet read back, and the bytes of its answers not yet read; beyond: 429.
+    AllowanceLimits per_credential{64, 16u << 20u, 0};
 };
 
 class Server final : private HttpHandler {
@@ -74,6 +77,9 @@ private:
     // The principal of a read request's bearer key (the tenant recorded in `ctx`), or nullopt
     // with the refusal written to `res`.
     std::optional<Principal> reader(const HttpRequest& req, HttpResponse& res, Context& ctx);
+    // Takes the principal's allowance for this request (held in `ctx`), or writes 429 to `res`
+    // and returns false.
+    bool admit(const Principal& principal, HttpResponse& res, Context& ctx);
     void get_payment(const HttpRequest& req, HttpResponse& res, Context& ctx);
     void list_payments(const HttpRequest& req, HttpResponse& res, Context& ctx);
     void get_events(const HttpRequest& req, HttpResponse& res, Context& ctx);
@@ -94,6 +100,7 @@ private:
     std::ostream& m_log;
     std::mutex m_log_mutex;
     Metrics m_metrics;
+    Allowance m_allowance; // per credential; outlives the workers and the transport
     std::unique_ptr<DbWorkers> m_workers;
     std::unique_ptr<HttpServer> m_http;
 };

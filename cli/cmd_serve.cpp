@@ -24,6 +24,10 @@ struct ServeOptions {
     std::string idle_timeout = "5s";
     int max_connections = 4096;
     int max_connections_per_peer = 256;
+    int max_requests_per_key = 64;
+    int max_unsent_mib_per_key = 16;
+    int max_unsent_mib_per_peer = 32;
+    int max_unsent_mib = 256;
     int queue_length = 1024;
     std::string queue_timeout = "2s";
     bool metrics_per_endpoint = false;
@@ -104,6 +108,10 @@ void run_serve(AppState& state, const ServeOptions& opts) {
     check_range(opts.max_connections_per_peer, "--max-connections-per-peer", 1,
                 opts.max_connections);
     check_range(opts.queue_length, "--queue-length", 1, 1'000'000);
+    check_range(opts.max_requests_per_key, "--max-requests-per-key", 1, 1'000'000);
+    check_range(opts.max_unsent_mib, "--max-unsent-mib", 1, 1'000'000);
+    check_range(opts.max_unsent_mib_per_key, "--max-unsent-mib-per-key", 1, opts.max_unsent_mib);
+    check_range(opts.max_unsent_mib_per_peer, "--max-unsent-mib-per-peer", 1, opts.max_unsent_mib);
     using std::chrono::milliseconds;
     using std::chrono::minutes;
     const std::string fallback = opts.read_timeout.empty() ? "5s" : opts.read_timeout;
@@ -118,6 +126,12 @@ void run_serve(AppState& state, const ServeOptions& opts) {
         bounded_duration(opts.idle_timeout, "--idle-timeout", milliseconds(100), minutes(10));
     server_options.http.max_connections = opts.max_connections;
     server_options.http.max_connections_per_peer = opts.max_connections_per_peer;
+    const auto mib = [](int n) { return static_cast<std::size_t>(n) << 20u; };
+    // A connection has one request in hand at most: the per-peer connection cap bounds requests.
+    server_options.http.per_peer = {static_cast<std::size_t>(opts.max_connections_per_peer),
+                                    mib(opts.max_unsent_mib_per_peer), mib(opts.max_unsent_mib)};
+    server_options.per_credential = {static_cast<std::size_t>(opts.max_requests_per_key),
+                                     mib(opts.max_unsent_mib_per_key), 0};
     server_options.queue_timeout =
         bounded_duration(opts.queue_timeout, "--queue-timeout", milliseconds(1), minutes(10));
     server_options.queue_length = static_cast<std::size_t>(opts.queue_length);
@@ -210,6 +224,19 @@ void setup_serve(CLI::App& app, AppState& state) {
     s->add_option("--max-connections-per-peer", opts->max_connections_per_peer,
                   "client connections open at once from one IP address; more are answered 503 "
                   "and closed")
+        ->capture_default_str();
+    s->add_option("--max-requests-per-key", opts->max_requests_per_key,
+                  "requests one principal's API key may have in progress or answered and not yet "
+                  "read; more get 429 with Retry-After")
+        ->capture_default_str();
+    s->add_option("--max-unsent-mib-per-key", opts->max_unsent_mib_per_key,
+                  "MiB of answers one principal's API key may leave unread; more requests get 429")
+        ->capture_default_str();
+    s->add_option("--max-unsent-mib-per-peer", opts->max_unsent_mib_per_peer,
+                  "MiB of answers one IP address may leave unread; more requests get 429")
+        ->capture_default_str();
+    s->add_option("--max-unsent-mib", opts->max_unsent_mib,
+                  "MiB of answers all clients together may leave unread; more requests get 429")
         ->capture_default_str();
     s->add_option("--queue-length", opts->queue_length,
                   "requests that may wait for a database worker; more get 503 at once")

@@ -582,3 +582,191 @@ TEST_CASE("api: with every database worker busy, a request waits a bounded time 
     CHECK(metric(server.port(), "payrecon_db_queue_rejected_total") == 2);
     check_exited_cleanly(server.terminate());
 }
+
+namespace {
+
+// A connection that asks for `request` and never reads: its receive buffer is kept small (set
+// before the connect), so that the answer stays in serve's hands instead of the kernel's.
+int ask_and_never_read(int port, const char* source, const std::string& request) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    REQUIRE(fd >= 0);
+    const int small = 4096;
+    REQUIRE(::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small) == 0);
+    sockaddr_in local{};
+    local.sin_family = AF_INET;
+    REQUIRE(::inet_pton(AF_INET, source, &local.sin_addr) == 1);
+    REQUIRE(::bind(fd, reinterpret_cast<const sockaddr*>(&local), sizeof local) == 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<std::uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0);
+    REQUIRE(send_all(fd, request));
+    return fd;
+}
+
+// The head of what the server has sent on `fd` so far, read without consuming it ("" if nothing
+// yet).
+std::string peek_head(int fd) {
+    char buf[4096];
+    const ssize_t n = ::recv(fd, buf, sizeof buf, MSG_DONTWAIT | MSG_PEEK);
+    if (n <= 0) {
+        return {};
+    }
+    const std::string in(buf, static_cast<std::size_t>(n));
+    return in.substr(0, in.find("\r\n\r\n"));
+}
+
+} // namespace
+
+TEST_CASE("api: a reader key asking for 4 MB pages of events on 100 connections and reading none "
+          "is held to its allowance: the rest get 429 with Retry-After, another key and /healthz "
+          "are served, memory stays bounded and goes back after the close",
+          "[api][db][hostile]") {
+    // Issue 36 item 6: any key, a reader's included, could ask for GET /v1/events?limit=1000
+    // (569 KiB) on 3,000 connections and never read: serve's RSS went 171 -> 841 MB, /healthz
+    // timed out, a create took 3.4 s. Here each page is larger than the kernel's largest send
+    // buffer (4 MiB), so that every answer not read stays partly in serve's hands.
+    Scope s;
+    const TestPrincipal reader = make_principal(*s.db, s.tenant, Role::reader);
+    exec_sql("INSERT INTO outbox (tenant_id, aggregate_type, aggregate_id, event_type, payload, "
+             "publish_seq, published_at) SELECT '" +
+             s.tenant.tenant_id +
+             "'::uuid, 'payment', gen_random_uuid(), 'payment.succeeded', "
+             "jsonb_build_object('n', n, 'pad', repeat('x', 4200)), n, now() "
+             "FROM generate_series(1, 1000) AS n");
+    const std::string events = "GET /v1/events?limit=1000 HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                               "Authorization: Bearer " +
+                               reader.api_key.reveal() + "\r\n\r\n";
+    SecretFile secret;
+    const int workers = 16;
+    ServeProcess server(secret, workers);
+    raise_descriptor_limit();
+    // One answer, read: how big a page is.
+    const Answer page = round_trip(server.port(), events);
+    REQUIRE(page.status == 200);
+    REQUIRE(page.body.size() > 4u << 20u);
+    const long before = rss_kib(server.pid());
+
+    std::vector<int> fds;
+    const char* sources[] = {"127.0.0.2", "127.0.0.3", "127.0.0.4"};
+    for (int i = 0; i < 100; ++i) {
+        fds.push_back(ask_and_never_read(server.port(), sources[i % 3], events));
+    }
+    // Every one of them is answered (a 200 begun, or a 429), none read.
+    std::size_t ok = 0;
+    std::size_t throttled = 0;
+    std::size_t with_retry_after = 0;
+    REQUIRE(wait_until(
+        [&] {
+            ok = throttled = with_retry_after = 0;
+            for (const int fd : fds) {
+                const std::string head = peek_head(fd);
+                const bool is_429 = head.starts_with("HTTP/1.1 429");
+                ok += head.starts_with("HTTP/1.1 200") ? 1u : 0u;
+                throttled += is_429 ? 1u : 0u;
+                with_retry_after +=
+                    is_429 && head.find("Retry-After: 1") != std::string::npos ? 1u : 0u;
+            }
+            return ok + throttled == fds.size();
+        },
+        60s));
+    const long held = rss_kib(server.pid());
+    const double unsent = metric(server.port(), "payrecon_http_unsent_bytes");
+    // The key may leave 16 MiB unread; a request is admitted while it has less, so at most the
+    // pages being built by the workers at that moment come on top.
+    const double bound = static_cast<double>((16u << 20u) + workers * page.body.size());
+    INFO("RSS " << before << " KiB before, " << held << " KiB with " << ok << " answers unread ("
+                << throttled << " refused 429), " << unsent << " bytes unsent of " << bound);
+    CHECK(ok >= 1u);
+    CHECK(ok <= 64u); // the key's requests in hand
+    CHECK(throttled >= 100u - 64u);
+    CHECK(with_retry_after == throttled);
+    CHECK(unsent > 0);
+    CHECK(unsent <= bound);
+    // 100 unread pages would hold 400 MB (and more while each is built).
+    CHECK(static_cast<double>(held - before) * 1024 < 2 * bound);
+    // The same key on another connection is refused while it holds that much, with the reason...
+    const Answer again = round_trip(server.port(), events);
+    CHECK(again.status == 429);
+    CHECK(again.problem_type() == "too_many_requests");
+    CHECK(again.body.find("This API key has") != std::string::npos);
+    // ... while another key, and /healthz, are served as if nothing were happening.
+    CHECK(round_trip(server.port(), k_healthz).status == 200);
+    CHECK(round_trip(server.port(), create_bytes(s.key(), "k-allowance", payment_body("ref-a")))
+              .status == 202);
+    CHECK(s.payments() == 1);
+
+    // The clients go away: their answers are released, the key is served again, and the memory
+    // goes back to the system.
+    for (const int fd : fds) {
+        ::close(fd);
+    }
+    int status = 0;
+    CHECK(wait_until(
+        [&] {
+            status = round_trip(server.port(), events).status;
+            return status == 200;
+        },
+        30s));
+    CHECK(metric(server.port(), "payrecon_http_unsent_bytes") == 0);
+    long after = 0;
+    const bool returned = wait_until(
+        [&] {
+            after = rss_kib(server.pid());
+            return after - before < 20 * 1024;
+        },
+        30s);
+    INFO("RSS " << after << " KiB after the close");
+    CHECK(returned);
+    check_exited_cleanly(server.terminate());
+}
+
+TEST_CASE("api: 2,000 unauthenticated connections that never read cost serve little, and their "
+          "memory is handed back once they close",
+          "[api][db][hostile]") {
+    // Issue 36 item 6: 2,000 unauthenticated connections pinned 108 MB, and 55 MB stayed after
+    // they closed.
+    Scope s;
+    SecretFile secret;
+    ServeProcess server(secret, 4);
+    raise_descriptor_limit();
+    REQUIRE(round_trip(server.port(), k_healthz).status == 200);
+    const long before = rss_kib(server.pid());
+    const std::string events = "GET /v1/events?limit=1000 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+    std::vector<int> fds;
+    const char* sources[] = {"127.0.0.5", "127.0.0.6",  "127.0.0.7",  "127.0.0.8",
+                             "127.0.0.9", "127.0.0.10", "127.0.0.11", "127.0.0.12"};
+    for (int i = 0; i < 2000; ++i) {
+        fds.push_back(ask_and_never_read(server.port(), sources[i % 8], events));
+    }
+    std::size_t refused = 0;
+    REQUIRE(wait_until(
+        [&] {
+            refused = 0;
+            for (const int fd : fds) {
+                refused += peek_head(fd).starts_with("HTTP/1.1 401") ? 1u : 0u;
+            }
+            return refused == fds.size();
+        },
+        60s));
+    const long held = rss_kib(server.pid());
+    INFO("RSS " << before << " KiB before, " << held << " KiB with 2,000 connections open");
+    CHECK(held - before < 40 * 1024);
+    for (const int fd : fds) {
+        ::close(fd);
+    }
+    CHECK(wait_until([&] { return metric(server.port(), "payrecon_http_connections_open") <= 1; },
+                     30s));
+    long after = 0;
+    const bool returned = wait_until(
+        [&] {
+            after = rss_kib(server.pid());
+            return after - before < 10 * 1024;
+        },
+        30s);
+    INFO("RSS " << after << " KiB after the close");
+    CHECK(returned);
+    CHECK(s.payments() == 0);
+    check_exited_cleanly(server.terminate());
+}
