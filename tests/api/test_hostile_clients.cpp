@@ -161,6 +161,16 @@ std::string create_bytes(const std::string& api_key, const std::string& key,
 const std::string k_healthz =
     "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
 
+// Whether serve's memory is glibc's allocator, whose resident size says what serve holds. Under
+// AddressSanitizer it is not: its allocator keeps freed memory in quarantine (256 MB) by design, so
+// the tests that bound serve's RSS check what they can count there and leave the RSS to the normal
+// build.
+#ifdef __SANITIZE_ADDRESS__
+constexpr bool k_rss_is_meaningful = false;
+#else
+constexpr bool k_rss_is_meaningful = true;
+#endif
+
 // VmRSS of process `pid` in KiB.
 long rss_kib(pid_t pid) {
     std::ifstream status("/proc/" + std::to_string(pid) + "/status");
@@ -670,7 +680,7 @@ TEST_CASE("api: a reader key asking for 4 MB pages of events on 100 connections 
             }
             return ok + throttled == fds.size();
         },
-        60s));
+        180s));
     const long held = rss_kib(server.pid());
     const double unsent = metric(server.port(), "payrecon_http_unsent_bytes");
     // The key may leave 16 MiB unread; a request is admitted while it has less, so at most the
@@ -685,7 +695,9 @@ TEST_CASE("api: a reader key asking for 4 MB pages of events on 100 connections 
     CHECK(unsent > 0);
     CHECK(unsent <= bound);
     // 100 unread pages would hold 400 MB (and more while each is built).
-    CHECK(static_cast<double>(held - before) * 1024 < 2 * bound);
+    if (k_rss_is_meaningful) {
+        CHECK(static_cast<double>(held - before) * 1024 < 2 * bound);
+    }
     // The same key on another connection is refused while it holds that much, with the reason...
     const Answer again = round_trip(server.port(), events);
     CHECK(again.status == 429);
@@ -711,12 +723,12 @@ TEST_CASE("api: a reader key asking for 4 MB pages of events on 100 connections 
         30s));
     CHECK(metric(server.port(), "payrecon_http_unsent_bytes") == 0);
     long after = 0;
-    const bool returned = wait_until(
-        [&] {
-            after = rss_kib(server.pid());
-            return after - before < 20 * 1024;
-        },
-        30s);
+    const bool returned = !k_rss_is_meaningful || wait_until(
+                                                      [&] {
+                                                          after = rss_kib(server.pid());
+                                                          return after - before < 20 * 1024;
+                                                      },
+                                                      30s);
     INFO("RSS " << after << " KiB after the close");
     CHECK(returned);
     check_exited_cleanly(server.terminate());
@@ -752,19 +764,21 @@ TEST_CASE("api: 2,000 unauthenticated connections that never read cost serve lit
         60s));
     const long held = rss_kib(server.pid());
     INFO("RSS " << before << " KiB before, " << held << " KiB with 2,000 connections open");
-    CHECK(held - before < 40 * 1024);
+    if (k_rss_is_meaningful) {
+        CHECK(held - before < 40 * 1024);
+    }
     for (const int fd : fds) {
         ::close(fd);
     }
     CHECK(wait_until([&] { return metric(server.port(), "payrecon_http_connections_open") <= 1; },
                      30s));
     long after = 0;
-    const bool returned = wait_until(
-        [&] {
-            after = rss_kib(server.pid());
-            return after - before < 10 * 1024;
-        },
-        30s);
+    const bool returned = !k_rss_is_meaningful || wait_until(
+                                                      [&] {
+                                                          after = rss_kib(server.pid());
+                                                          return after - before < 10 * 1024;
+                                                      },
+                                                      30s);
     INFO("RSS " << after << " KiB after the close");
     CHECK(returned);
     CHECK(s.payments() == 0);
