@@ -450,7 +450,11 @@ void print_statement(std::ostream& out, const reports::Report& st, int list_find
             continue;
         }
         out << "    " << f.category << "  " << printable(f.provider_reference.value_or("-")) << "  "
-            << f.payment_id.value_or("(no payment of ours)") << "  " << printable(f.detail) << "\n";
+            << f.payment_id.value_or("(no payment of ours)") << "  " << printable(f.detail)
+            << (f.handled ? "  [handled by " + printable(f.handled->by) + ": " +
+                                printable(f.handled->note) + "]"
+                          : std::string())
+            << "\n";
     }
     long long counted = 0;
     for (const auto& c : st.categories) {

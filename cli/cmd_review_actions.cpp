@@ -2,7 +2,9 @@
 // section 8). All are fenced: a payment that changed since it was shown is refused, never
 // overwritten; each decision is one transaction with its audit row and outbox event. What a resolve
 // needs and whether it is written is services/resolution's; this maps the flags onto its request
-// and words its refusals in them, each next step a complete command.
+// and words its refusals in them, each next step a complete command. The bulk forms are loops over
+// the single decision: `resolve --from FILE` (services/resolution_batch: one line, one resolve)
+// and `recheck --provider P --code C` (engine's recheck_in_review: one payment, one recheck).
 #include "cli/app.hpp"
 #include "cli/context.hpp"
 #include "cli/payment_view.hpp"
@@ -12,15 +14,23 @@
 #include "core/errors.hpp"
 #include "core/money.hpp"
 #include "core/operator_commands.hpp"
+#include "core/reconcile_policy.hpp"
 #include "core/resolution_policy.hpp"
+#include "engine/credential_gate.hpp"
 #include "engine/reconciler.hpp"
 #include "providers/config.hpp"
 #include "providers/registry.hpp"
 #include "services/requeue.hpp"
 #include "services/resolution.hpp"
+#include "services/resolution_batch.hpp"
 #include "store/inspect_store.hpp"
 
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
 #include <iostream>
+#include <map>
 
 namespace payrecon::cli {
 namespace {
@@ -34,6 +44,8 @@ struct ResolveCliOptions {
     std::string amount; // major units of the payment's currency: what the provider charged
     bool confirm_no_charge = false;
     bool unverified = false;
+    std::string from; // a file of decisions, one per line ("-": standard input)
+    bool dry_run = false;
     bool json = false;
 };
 
@@ -46,6 +58,11 @@ struct CancelCliOptions {
 
 struct RecheckCliOptions {
     std::string id;
+    std::string provider; // with code: every payment of it in review with that code
+    std::string code;
+    std::optional<std::string> tenant;
+    int limit = 1000;
+    bool dry_run = false;
     bool json = false;
 };
 
@@ -249,6 +266,7 @@ Refused provider_refused(const ResolveRequest& request, const ResolveOutcome& ou
     const std::string show = cancel ? "payrecon payments show " : "payrecon review show ";
     switch (out.status) {
     case S::applied:
+    case S::would_apply:
         break;
     case S::invalid: {
         std::string hint;
@@ -315,18 +333,27 @@ Refused provider_refused(const ResolveRequest& request, const ResolveOutcome& ou
 }
 
 // The provider of the payment asked about a reference through `db`, from the configuration
-// (--config); empty without one.
+// (--config), read and its providers made at the first question only (a file of decisions asks
+// many); empty without a configuration.
 AskProvider ask_provider(AppState& state, store::Db& db) {
     if (state.global.config_file.empty()) {
         return {};
     }
-    return [&state, &db](const store::PaymentRef& ref, const std::string& reference,
-                         std::optional<long long> charged_minor) {
-        const providers::Config config = load_provider_config(state.global);
-        ProviderSet set = make_providers(choose_providers(config, {}));
-        engine::Reconciler reconciler(db, set.pointers, {});
-        const auto check =
-            reconciler.check_reference(ref.tenant_id, ref.payment_id, reference, charged_minor);
+    struct Asking {
+        ProviderSet set;
+        std::unique_ptr<engine::Reconciler> reconciler;
+    };
+    auto asking = std::make_shared<Asking>();
+    return [&state, &db, asking](const store::PaymentRef& ref, const std::string& reference,
+                                 std::optional<long long> charged_minor) {
+        if (!asking->reconciler) {
+            const providers::Config config = load_provider_config(state.global);
+            asking->set = make_providers(choose_providers(config, {}));
+            asking->reconciler = std::make_unique<engine::Reconciler>(db, asking->set.pointers,
+                                                                      engine::ReconcilerOptions{});
+        }
+        const auto check = asking->reconciler->check_reference(ref.tenant_id, ref.payment_id,
+                                                               reference, charged_minor);
         if (!check) {
             throw Refused("payment " + ref.payment_id + " is gone",
                           "find it with: payrecon payments list");
@@ -335,57 +362,70 @@ AskProvider ask_provider(AppState& state, store::Db& db) {
     };
 }
 
+// "evidence", "provider", "unverified", or null: how the reference of a decision was checked.
+nlohmann::json checked_json(ReferenceChecked checked) {
+    switch (checked) {
+    case ReferenceChecked::not_needed:
+        break;
+    case ReferenceChecked::evidence:
+        return "evidence";
+    case ReferenceChecked::provider:
+        return "provider";
+    case ReferenceChecked::unverified:
+        return "unverified";
+    }
+    return nullptr;
+}
+
+// How the reference of an applied decision was checked, in words; empty where none was needed.
+std::string checked_text(const ResolveOutcome& out) {
+    switch (out.checked) {
+    case ReferenceChecked::not_needed:
+        break;
+    case ReferenceChecked::evidence:
+        return "the reference agrees with " + printable(out.evidence.record->seen_in);
+    case ReferenceChecked::provider:
+        return "the provider confirmed the reference: " + printable(out.provider.detail);
+    case ReferenceChecked::unverified:
+        return "the reference was taken on your word (--unverified); the audit note says so";
+    }
+    return "";
+}
+
 // Decides `request` (the service's rules) and prints what was done, or throws why nothing was.
 void decide(AppState& state, ResolveRequest request, bool json, const std::string& label) {
     request.operator_name = operator_name(state.global);
     OpenDatabase opened = open_database(state.global);
     const ResolveOutcome out = resolve(*opened.db, request, ask_provider(state, *opened.db));
-    if (out.status != ResolveOutcome::Status::applied) {
+    const bool dry_run = out.status == ResolveOutcome::Status::would_apply;
+    if (out.status != ResolveOutcome::Status::applied && !dry_run) {
         refuse(request, out);
     }
     const bool cancel = request.decision == OperatorDecision::cancel;
-    const char* checked = nullptr;
-    switch (out.checked) {
-    case ReferenceChecked::not_needed:
-        break;
-    case ReferenceChecked::evidence:
-        checked = "evidence";
-        break;
-    case ReferenceChecked::provider:
-        checked = "provider";
-        break;
-    case ReferenceChecked::unverified:
-        checked = "unverified";
-        break;
-    }
     if (json) {
         print_json({{"payment_id", out.ref.payment_id},
                     {"state", out.state},
                     {"generation", out.generation},
                     {"operator", request.operator_name},
                     {"decision", label},
-                    {"reference_checked",
-                     checked != nullptr ? nlohmann::json(checked) : nlohmann::json()}});
+                    {"dry_run", dry_run},
+                    {"reference_checked", checked_json(out.checked)}});
         return;
     }
-    std::cout << "payment " << out.ref.payment_id << " is now " << out.state << " (generation "
-              << out.generation << "), " << (cancel ? "canceled" : "decided") << " by "
-              << printable(request.operator_name) << "; recorded in the audit log\n";
-    switch (out.checked) {
-    case ReferenceChecked::not_needed:
-        break;
-    case ReferenceChecked::evidence:
-        std::cout << "the reference agrees with " << printable(out.evidence.record->seen_in)
-                  << "\n";
-        break;
-    case ReferenceChecked::provider:
-        std::cout << "the provider confirmed the reference: " << printable(out.provider.detail)
-                  << "\n";
-        break;
-    case ReferenceChecked::unverified:
-        std::cout << "the reference was taken on your word (--unverified); the audit note says "
-                     "so\n";
-        break;
+    if (dry_run) {
+        std::cout << "dry run: payment " << out.ref.payment_id << " would become " << out.state
+                  << " (generation " << out.generation
+                  << "); every check passed, nothing was written\n";
+    } else {
+        std::cout << "payment " << out.ref.payment_id << " is now " << out.state << " (generation "
+                  << out.generation << "), " << (cancel ? "canceled" : "decided") << " by "
+                  << printable(request.operator_name) << "; recorded in the audit log\n";
+    }
+    if (const std::string checked = checked_text(out); !checked.empty()) {
+        std::cout << checked << "\n";
+    }
+    if (dry_run) {
+        return;
     }
     if (request.decision == OperatorDecision::retry) {
         std::cout << "scheduled for a re-send with the same operation ID: the next worker run "
@@ -393,7 +433,151 @@ void decide(AppState& state, ResolveRequest request, bool json, const std::strin
     }
 }
 
-void run_resolve(AppState& state, const ResolveCliOptions& opts) {
+// The refusal of one decided line, as the single command words it: what, and what to do.
+std::pair<std::string, std::string> refusal_of(const DecidedLine& d) {
+    if (d.refused) {
+        return {printable(*d.refused), printable(d.hint)};
+    }
+    try {
+        refuse(d.request, d.outcome);
+    } catch (const OperatorError& e) {
+        return {e.what(), e.hint()};
+    }
+    return {"refused", ""};
+}
+
+// `review resolve --from FILE`: the file checked whole, then each line decided on its own
+// (services/resolution_batch), each printed as it is decided, and the count.
+void run_resolve_from(AppState& state, const ResolveCliOptions& opts) {
+    DecisionFile file;
+    const std::string source = opts.from == "-" ? "standard input" : opts.from;
+    if (opts.from == "-") {
+        file = read_decisions(std::cin);
+    } else {
+        std::ifstream in(opts.from);
+        if (!in) {
+            throw UsageError("cannot read --from " + printable(opts.from) + ": " +
+                                 std::strerror(errno),
+                             "give a file of decisions, one per line, or - for standard input");
+        }
+        file = read_decisions(in);
+    }
+    const std::string format_hint = "one JSON object per line: {\"payment_id\": \"...\", "
+                                    "\"generation\": 3, \"as\": \"failed\", \"note\": "
+                                    "\"...\"}; docs/operations.md, \"Deciding many payments at "
+                                    "once\"";
+    if (!file.problems.empty()) {
+        constexpr std::size_t k_shown = 20;
+        std::string what = printable(source) + ": " + std::to_string(file.problems.size()) +
+                           " line(s) are not a decision; nothing was decided:";
+        for (std::size_t i = 0; i < file.problems.size() && i < k_shown; ++i) {
+            what +=
+                "\n  line " + std::to_string(file.problems[i].line) + ": " + file.problems[i].what;
+        }
+        if (file.problems.size() > k_shown) {
+            what += "\n  ... and " + std::to_string(file.problems.size() - k_shown) + " more";
+        }
+        throw UsageError(what, "correct those lines and run it again; " + format_hint);
+    }
+    if (file.decisions.empty()) {
+        throw UsageError(printable(source) + " holds no decision", format_hint);
+    }
+    const std::string actor = operator_name(state.global);
+    OpenDatabase opened = open_database(state.global);
+    nlohmann::ordered_json lines = nlohmann::ordered_json::array();
+    const std::vector<DecidedLine> decided = resolve_each(
+        *opened.db, file.decisions, actor, opts.dry_run, ask_provider(state, *opened.db),
+        [&](const DecidedLine& d) {
+            nlohmann::ordered_json j;
+            j["line"] = d.line;
+            j["payment_id"] =
+                d.outcome.ref.payment_id.empty() ? d.request.id : d.outcome.ref.payment_id;
+            j["decision"] = std::string(to_string(d.request.decision));
+            if (d.applied()) {
+                j["status"] = opts.dry_run ? "would_apply" : "applied";
+                j["state"] = d.outcome.state;
+                j["generation"] = d.outcome.generation;
+                j["reference_checked"] = checked_json(d.outcome.checked);
+                if (!opts.json) {
+                    std::cout << "line " << d.line << ": payment " << d.outcome.ref.payment_id
+                              << (opts.dry_run ? " would become " : " is now ") << d.outcome.state
+                              << " (generation " << d.outcome.generation << ")";
+                    if (const std::string checked = checked_text(d.outcome); !checked.empty()) {
+                        std::cout << "; " << checked;
+                    }
+                    std::cout << std::endl;
+                }
+            } else {
+                const auto [what, hint] = refusal_of(d);
+                j["status"] = "refused";
+                j["error"] = what;
+                j["hint"] = hint;
+                if (!opts.json) {
+                    std::cout << "line " << d.line << ": REFUSED: " << what << "\n"
+                              << "  what to do: " << hint << std::endl;
+                }
+            }
+            lines.push_back(std::move(j));
+        });
+    const auto applied = static_cast<long long>(std::count_if(
+        decided.begin(), decided.end(), [](const DecidedLine& d) { return d.applied(); }));
+    const long long refused = static_cast<long long>(decided.size()) - applied;
+    if (opts.json) {
+        nlohmann::ordered_json j;
+        j["dry_run"] = opts.dry_run;
+        j["operator"] = actor;
+        j["decisions"] = decided.size();
+        j[opts.dry_run ? "would_apply" : "applied"] = applied;
+        j["refused"] = refused;
+        j["lines"] = std::move(lines);
+        std::cout << j.dump(2) << std::endl;
+    } else if (opts.dry_run) {
+        std::cout << "dry run: " << applied << " of " << decided.size()
+                  << " decision(s) would be applied, " << refused
+                  << " refused; nothing was written\n";
+    } else {
+        std::cout << applied << " of " << decided.size() << " decision(s) applied, " << refused
+                  << " refused; each applied one is recorded in the audit log on its own\n";
+    }
+    if (refused > 0) {
+        throw Refused(std::to_string(refused) + " of " + std::to_string(decided.size()) +
+                          " decision(s) " + (opts.dry_run ? "would be " : "were ") +
+                          "refused (each above, with what to do)" +
+                          (opts.dry_run || applied == 0 ? "" : "; the others were applied"),
+                      "correct those lines, or decide those payments one by one: payrecon review "
+                      "show <id>");
+    }
+}
+
+void run_resolve(AppState& state, const ResolveCliOptions& opts, const CLI::App& command) {
+    const std::vector<std::string> per_decision = {
+        "--generation",        "--as",        "--note", "--provider-reference", "--amount",
+        "--confirm-no-charge", "--unverified"};
+    if (!opts.from.empty()) {
+        for (const auto& flag : per_decision) {
+            if (command.count(flag) > 0) {
+                throw UsageError("with --from, each line carries its own decision: " + flag +
+                                 " goes into the line's JSON, not on the command line");
+            }
+        }
+        if (!opts.id.empty()) {
+            throw UsageError("give either a payment ID or --from FILE, not both");
+        }
+        run_resolve_from(state, opts);
+        return;
+    }
+    if (opts.id.empty()) {
+        throw UsageError("review resolve decides the payment its ID names, or every line of "
+                         "--from FILE",
+                         "payrecon review show <id> prints the complete command for a payment");
+    }
+    for (const char* flag : {"--generation", "--as", "--note"}) {
+        if (command.count(flag) == 0) {
+            throw UsageError(std::string(flag) + " is required",
+                             "payrecon review show " + shell_word(opts.id) +
+                                 " prints the complete command");
+        }
+    }
     const auto decision = parse_resolution(opts.as);
     if (!decision) {
         throw UsageError("--as must be succeeded, failed or retry");
@@ -411,6 +595,7 @@ void run_resolve(AppState& state, const ResolveCliOptions& opts) {
     }
     r.confirmed_no_charge = opts.confirm_no_charge;
     r.unverified = opts.unverified;
+    r.dry_run = opts.dry_run;
     decide(state, std::move(r), opts.json, opts.as);
 }
 
@@ -423,7 +608,195 @@ void run_cancel(AppState& state, const CancelCliOptions& opts) {
     decide(state, std::move(r), opts.json, "cancel");
 }
 
+std::string rechecked_status(engine::Reconciler::Rechecked::Status status) {
+    using S = engine::Reconciler::Rechecked::Status;
+    switch (status) {
+    case S::rechecked:
+        return "rechecked";
+    case S::would_recheck:
+        return "would_recheck";
+    case S::changed:
+        return "changed";
+    case S::not_asked:
+        return "not_asked";
+    }
+    return "changed";
+}
+
+// `review recheck --provider P --code C`: each payment of P in review as C rechecked on its own
+// (engine's recheck_in_review), printed as it is, and the count.
+void run_recheck_selected(AppState& state, const RecheckCliOptions& opts) {
+    using S = engine::Reconciler::Rechecked::Status;
+    if (opts.provider.empty() && opts.code.empty()) {
+        throw UsageError("review recheck asks about the payment its ID names, or about every "
+                         "payment of --provider in review with --code",
+                         "payrecon review recheck <id>, or e.g. payrecon review recheck "
+                         "--provider stripe --code lookup_failing --dry-run");
+    }
+    if (opts.provider.empty() || opts.code.empty()) {
+        throw UsageError("a recheck of many payments selects them with both --provider and --code",
+                         "e.g. payrecon review recheck --provider stripe --code lookup_failing "
+                         "--dry-run");
+    }
+    const auto code = parse_review_code(opts.code);
+    if (!code) {
+        std::string codes;
+        for (const ReviewCode c : k_all_review_codes) {
+            codes += (codes.empty() ? "" : ", ") + std::string(to_string(c));
+        }
+        throw UsageError("--code " + printable(opts.code) + " is not a review code",
+                         "one of: " + codes);
+    }
+    if (opts.limit < 1) {
+        throw UsageError("--limit must be at least 1");
+    }
+    const providers::Config config = load_provider_config(state.global);
+    const auto chosen = choose_providers(config, {opts.provider});
+    ProviderSet set = make_providers(chosen);
+    engine::CredentialGate credentials(
+        std::map<std::string, std::string>{{opts.provider, credentials_hint(*chosen.front())}});
+    OpenDatabase opened = open_database(state.global);
+    engine::ReconcilerOptions ro;
+    ro.actor = "recheck:" + operator_name(state.global);
+    ro.credentials = &credentials;
+    engine::Reconciler reconciler(*opened.db, set.pointers, ro);
+    engine::Reconciler::InReview selection;
+    selection.provider = opts.provider;
+    selection.code = *code;
+    selection.tenant_id = tenant_id_or_refuse(*opened.db, opts.tenant);
+    selection.limit = opts.limit;
+    selection.dry_run = opts.dry_run;
+    const auto result =
+        reconciler.recheck_in_review(selection, [&](const engine::Reconciler::Rechecked& r) {
+            if (opts.json) {
+                return;
+            }
+            const store::ReviewItem& p = r.payment;
+            switch (r.status) {
+            case S::would_recheck:
+                std::cout << "would recheck  " << p.payment_id << "  "
+                          << money(p.amount_minor, p.currency) << "  in review since "
+                          << p.in_review_since << "  generation " << p.generation << "  "
+                          << printable(p.review_reason) << "\n";
+                break;
+            case S::rechecked:
+                std::cout << "rechecked  " << outcome_line(*r.outcome) << "  generation now "
+                          << r.generation << "\n";
+                break;
+            case S::changed:
+                std::cout << "changed  " << p.payment_id << "  generation " << p.generation
+                          << " was selected, it is now " << r.generation << " (" << r.state
+                          << "): asked nothing, wrote nothing\n";
+                break;
+            case S::not_asked:
+                std::cout << "not asked  " << p.payment_id
+                          << "  (the provider refused our credentials)\n";
+                break;
+            }
+            std::cout << std::flush;
+        });
+    long long rechecked = 0;
+    long long still_in_review = 0;
+    long long changed = 0;
+    long long not_asked = 0;
+    std::map<std::string, long long> settled; // state -> payments
+    for (const auto& r : result.payments) {
+        switch (r.status) {
+        case S::would_recheck:
+            break;
+        case S::rechecked:
+            ++rechecked;
+            if (r.outcome->to == PaymentState::needs_review) {
+                ++still_in_review;
+            } else {
+                ++settled[std::string(to_string(r.outcome->to))];
+            }
+            break;
+        case S::changed:
+            ++changed;
+            break;
+        case S::not_asked:
+            ++not_asked;
+            break;
+        }
+    }
+    const std::string what = "payment(s) of " + opts.provider + " in review as " + opts.code;
+    if (opts.json) {
+        nlohmann::ordered_json j;
+        j["provider"] = opts.provider;
+        j["code"] = opts.code;
+        j["dry_run"] = opts.dry_run;
+        j["selected"] = result.payments.size();
+        j["more"] = result.more;
+        j["rechecked"] = rechecked;
+        j["settled"] = settled;
+        j["still_in_review"] = still_in_review;
+        j["changed"] = changed;
+        j["not_asked"] = not_asked;
+        j["payments"] = nlohmann::ordered_json::array();
+        for (const auto& r : result.payments) {
+            nlohmann::ordered_json e;
+            e["payment_id"] = r.payment.payment_id;
+            e["tenant_id"] = r.payment.tenant_id;
+            e["status"] = rechecked_status(r.status);
+            e["selected_generation"] = r.payment.generation;
+            e["state"] = r.state;
+            e["generation"] = r.generation;
+            if (r.outcome && r.status == S::rechecked) {
+                e["outcome"] = outcome_json(*r.outcome);
+            }
+            j["payments"].push_back(std::move(e));
+        }
+        std::cout << j.dump(2) << std::endl;
+    } else if (result.payments.empty()) {
+        std::cout << "no " << what << "\n";
+    } else if (opts.dry_run) {
+        std::cout << "dry run: " << result.payments.size() << " " << what
+                  << " would be rechecked, each asked on its own and fenced by the generation "
+                     "shown; nothing was asked or written\n";
+    } else {
+        std::string outcomes;
+        for (const auto& [to, n] : settled) {
+            outcomes += (outcomes.empty() ? "" : ", ") + std::to_string(n) + " " + to;
+        }
+        std::cout << rechecked << " of " << result.payments.size() << " " << what
+                  << " rechecked: " << (outcomes.empty() ? "none settled" : outcomes) << ", "
+                  << still_in_review
+                  << " still in review; each recheck is recorded in the audit log on its own\n";
+    }
+    if (result.more) {
+        std::cout << "more payments match than --limit " << opts.limit
+                  << " let through: run it again for the next ones\n";
+    }
+    if (!reconciler.credentials_refused().empty()) {
+        throw engine::credentials_error(reconciler.credentials_refused(),
+                                        std::to_string(not_asked) +
+                                            " payment(s) after it were asked nothing and stay in "
+                                            "review",
+                                        "run the same command again");
+    }
+    if (changed > 0) {
+        throw Refused(std::to_string(changed) +
+                          " payment(s) changed since they were selected (decided or rechecked "
+                          "meanwhile); nothing was asked or written for them",
+                      "look again: payrecon review list --provider " + opts.provider);
+    }
+    if (still_in_review > 0) {
+        state.exit_code = static_cast<int>(ExitCode::attention);
+    }
+}
+
 void run_recheck(AppState& state, const RecheckCliOptions& opts) {
+    if (opts.id.empty() || !opts.provider.empty() || !opts.code.empty()) {
+        if (!opts.id.empty()) {
+            throw UsageError("give either a payment ID or --provider and --code, not both");
+        }
+        run_recheck_selected(state, opts);
+        return;
+    }
+    if (opts.tenant || opts.dry_run) {
+        throw UsageError("--tenant and --dry-run go with --provider and --code");
+    }
     const providers::Config config = load_provider_config(state.global);
     ProviderSet set = make_providers(choose_providers(config, {}));
     OpenDatabase opened = open_database(state.global);
@@ -578,16 +951,14 @@ void setup_review_actions(CLI::App& review, AppState& state) {
     CLI::App* resolve = review.add_subcommand(
         "resolve", "decide an unknown or in-review payment: succeeded (with the provider's "
                    "reference), failed, or retry (send again: only when no charge exists)");
-    resolve->add_option("id", ro->id, "payment ID or operation ID")->required();
-    resolve
-        ->add_option("--generation", ro->generation,
-                     "the generation `review show` printed: refused if the payment changed since")
-        ->required();
-    resolve->add_option("--as", ro->as, "succeeded | failed | retry")
-        ->required()
+    resolve->add_option("id", ro->id, "payment ID or operation ID (or --from FILE)");
+    resolve->add_option(
+        "--generation", ro->generation,
+        "the generation `review show` printed: refused if the payment changed since (required)");
+    resolve->add_option("--as", ro->as, "succeeded | failed | retry (required)")
         ->check(CLI::IsMember({"succeeded", "failed", "retry"}));
-    resolve->add_option("--note", ro->note, "what you checked and why (recorded in the audit log)")
-        ->required();
+    resolve->add_option("--note", ro->note,
+                        "what you checked and why (recorded in the audit log; required)");
     resolve->add_option("--provider-reference", ro->provider_reference,
                         "the provider's ID of the charge (with --as succeeded)");
     resolve->add_option("--amount", ro->amount,
@@ -603,14 +974,33 @@ void setup_review_actions(CLI::App& review, AppState& state) {
                       "check it (no lookup, no configuration, the provider unreachable: you "
                       "checked it yourself); recorded in the audit note; never over a record of "
                       "the provider that contradicts it");
+    resolve->add_option("--from", ro->from,
+                        "decide many payments: a file (- for standard input) of JSON lines, one "
+                        "decision each: {\"payment_id\", \"generation\", \"as\", \"note\", "
+                        "\"provider_reference\", \"amount\", \"confirm_no_charge\", "
+                        "\"unverified\"}; the file is checked whole first, then each line decided "
+                        "on its own (docs/operations.md)");
+    resolve->add_flag("--dry-run", ro->dry_run,
+                      "make every check (generation, evidence, provider), write nothing");
     resolve->add_flag("--json", ro->json, "print JSON");
-    resolve->callback([&state, ro] { run_resolve(state, *ro); });
+    resolve->callback([&state, ro, resolve] { run_resolve(state, *ro, *resolve); });
 
     auto rc = std::make_shared<RecheckCliOptions>();
     CLI::App* recheck = review.add_subcommand(
-        "recheck", "ask the provider about one payment now; adopts what it has (succeeded, "
-                   "declined), else leaves the payment where it is with the new finding");
-    recheck->add_option("id", rc->id, "payment ID or operation ID")->required();
+        "recheck", "ask the provider about one payment now (or each of a provider's payments in "
+                   "review with one code); adopts what it has (succeeded, declined), else leaves "
+                   "the payment where it is with the new finding");
+    recheck->add_option("id", rc->id, "payment ID or operation ID (or --provider and --code)");
+    recheck->add_option("--provider", rc->provider,
+                        "with --code: every payment of this configured provider in review with "
+                        "that code, each rechecked, fenced and audited on its own");
+    recheck->add_option("--code", rc->code,
+                        "with --provider: the review code (lookup_failing, schedule_exhausted, "
+                        "...; review list shows them)");
+    recheck->add_option("--tenant", rc->tenant, "with --provider: only this tenant's payments");
+    recheck->add_option("--limit", rc->limit, "with --provider: at most this many (default 1000)");
+    recheck->add_flag("--dry-run", rc->dry_run,
+                      "with --provider: list what would be rechecked; ask and write nothing");
     recheck->add_flag("--json", rc->json, "print JSON");
     recheck->callback([&state, rc] { run_recheck(state, *rc); });
 

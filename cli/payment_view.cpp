@@ -171,7 +171,10 @@ nlohmann::json to_json(const store::PaymentRecord& r) {
                             {"remote_amount", json_or_null(f.remote_amount)},
                             {"remote_currency", json_or_null(f.remote_currency)},
                             {"remote_state", json_or_null(f.remote_state)},
-                            {"detail", f.detail}});
+                            {"detail", f.detail},
+                            {"finding_id", f.finding_id},
+                            {"acknowledged_by", json_or_null(f.acknowledged_by)},
+                            {"acknowledge_note", json_or_null(f.acknowledge_note)}});
     }
     nlohmann::json events = nlohmann::json::array();
     for (const auto& e : r.events) {
@@ -292,7 +295,12 @@ void print_record(std::ostream& out, const store::PaymentRecord& r) {
         }
         t.print(out);
         for (const auto& f : r.statement_findings) {
-            out << "  " << f.category << ": " << printable(f.detail) << "\n";
+            out << "  " << f.category << " (finding " << f.finding_id
+                << "): " << printable(f.detail)
+                << (f.acknowledged_by ? " [handled by " + printable(*f.acknowledged_by) + ": " +
+                                            printable(f.acknowledge_note.value_or("")) + "]"
+                                      : std::string())
+                << "\n";
         }
     }
 

@@ -147,9 +147,18 @@ std::optional<Verdict> classify_records(const LocalRecord* local,
     const auto charges = std::count_if(remote.begin(), remote.end(),
                                        [](const auto& r) { return is_charge(r.status); });
     if (charges > 1) {
-        return verdict(FindingCategory::duplicate_remote, "the provider holds " +
-                                                              std::to_string(charges) +
-                                                              " charges for one operation ID");
+        // Each charge by its reference: the operator refunds the extra ones by them.
+        std::string references;
+        for (const auto& r : remote) {
+            if (is_charge(r.status)) {
+                references += (references.empty() ? "" : ", ") + r.provider_reference + " (" +
+                              describe_money(r.amount_minor, r.currency) +
+                              (r.status == RemoteStatus::refunded ? ", refunded" : "") + ")";
+            }
+        }
+        return verdict(FindingCategory::duplicate_remote,
+                       "the provider holds " + std::to_string(charges) +
+                           " charges for one operation ID: " + references);
     }
     if (!local) {
         if (charges == 0) {
@@ -231,6 +240,16 @@ std::optional<Verdict> classify(const LocalRecord* local, std::span<const Remote
 
 } // namespace
 
+std::vector<std::string> remote_references(const DiffFinding& finding) {
+    std::vector<std::string> out;
+    for (const auto& r : finding.remote) {
+        if (std::find(out.begin(), out.end(), r.provider_reference) == out.end()) {
+            out.push_back(r.provider_reference);
+        }
+    }
+    return out;
+}
+
 const RemoteRecord* shown_remote(const DiffFinding& finding) {
     for (const auto& r : finding.remote) {
         if (is_charge(r.status)) {
@@ -247,8 +266,13 @@ std::optional<DiffFinding> classify_key(const std::optional<LocalRecord>& local,
     if (!v) {
         return std::nullopt;
     }
-    return DiffFinding{std::string(to_string(v->category)), local, remote, std::move(v->detail),
-                       v->across_windows};
+    DiffFinding out;
+    out.category = std::string(to_string(v->category));
+    out.local = local;
+    out.remote = remote;
+    out.detail = std::move(v->detail);
+    out.across_windows = v->across_windows;
+    return out;
 }
 
 DiffCounts diff_sorted(const std::function<bool(LocalRecord&)>& next_local,
@@ -312,11 +336,11 @@ DiffCounts diff_sorted(const std::function<bool(LocalRecord&)>& next_local,
                     sink.matched(*ours); // a match always has our record
                 }
             } else if (sink.finding) {
-                DiffFinding f{std::string(to_string(v->category)),
-                              std::nullopt,
-                              {theirs.begin(), theirs.end()},
-                              std::move(v->detail),
-                              v->across_windows};
+                DiffFinding f;
+                f.category = std::string(to_string(v->category));
+                f.remote.assign(theirs.begin(), theirs.end());
+                f.detail = std::move(v->detail);
+                f.across_windows = v->across_windows;
                 if (ours) {
                     f.local = *ours;
                 }

@@ -5,7 +5,7 @@
 // holds one key's records at a time, however large the window.
 //
 // Per key, with L our payment (0 or 1: operation IDs are unique) and R the provider's records:
-//   R has more than one charge                          -> duplicate_remote
+//   R has more than one charge                          -> duplicate_remote (naming every charge)
 //   L only: succeeded                                   -> missing_remote (we say charged, they
 //   have nothing)
 //           unknown / needs_review                      -> unresolved_unknown
@@ -113,6 +113,16 @@ inline constexpr FindingCategory k_finding_categories[] = {
 // "missing_local": the name reports, the database and the JSON schema use.
 std::string_view to_string(FindingCategory category);
 
+// An operator's word that a finding was handled (`statement findings acknowledge`): who, when
+// (ISO 8601 UTC) and what was done. A handled finding stays in the report, out of the money at
+// risk.
+struct FindingAcknowledgement {
+    std::string by;
+    std::string at;
+    std::string note;
+    friend bool operator==(const FindingAcknowledgement&, const FindingAcknowledgement&) = default;
+};
+
 struct DiffFinding {
     std::string category; // to_string() of a FindingCategory
     std::optional<LocalRecord> local;
@@ -121,7 +131,15 @@ struct DiffFinding {
     // One side was found outside the window's reading (a counterpart, see above); a match of this
     // kind is stored with its detail (both times), counted as matched, and needs no one.
     bool across_windows = false;
+    // Given as the finding is stored (store/statement_store); empty and nullopt before: its ID, and
+    // the acknowledgement of the same finding in an earlier run of the window, carried over.
+    std::string finding_id;
+    std::optional<FindingAcknowledgement> acknowledged;
 };
+
+// Every provider reference of the finding's records, in the order of its records, each once: a
+// duplicate_remote has several, and an operator refunds by them.
+std::vector<std::string> remote_references(const DiffFinding& finding);
 
 // The provider record a finding is shown with: its first charge, else its first record, else null.
 const RemoteRecord* shown_remote(const DiffFinding& finding);

@@ -330,6 +330,10 @@ reports::Report nightly_report(const NightlyReport& r) {
         for (const auto& [currency, minor] : s.at_risk) {
             out.at_risk[currency] += minor;
         }
+        out.handled += s.handled;
+        for (const auto& [currency, minor] : s.handled_amounts) {
+            out.handled_amounts[currency] += minor;
+        }
         for (const auto& f : s.findings) {
             const auto at = f.category == unresolved && f.payment_id
                                 ? reconciled_at.find(*f.payment_id)

@@ -2,6 +2,7 @@
 
 #include "core/errors.hpp"
 #include "core/money.hpp"
+#include "core/review_guidance.hpp"
 #include "engine/executor.hpp"
 #include "store/webhook_store.hpp"
 
@@ -328,10 +329,27 @@ std::vector<ReconcileOutcome> apply_webhook_evidence(store::Db& db, const std::s
 }
 
 std::optional<ReconcileOutcome> Reconciler::recheck(const std::string& tenant_id,
-                                                    const std::string& payment_id) {
+                                                    const std::string& payment_id,
+                                                    std::optional<long long> expected_generation) {
     const auto c = store::load_candidate(m_db, tenant_id, payment_id);
     if (!c) {
         return std::nullopt;
+    }
+    if (expected_generation && c->payment.generation != *expected_generation) {
+        // Decided, rechecked or requeued since it was selected: the fence, before anyone is asked.
+        ReconcileOutcome out;
+        out.tenant_id = c->payment.tenant_id;
+        out.payment_id = c->payment.payment_id;
+        out.operation_id = c->payment.operation_id;
+        out.merchant_reference = c->payment.merchant_reference;
+        out.provider = c->payment.provider;
+        out.amount_minor = c->payment.amount_minor;
+        out.currency = c->payment.currency;
+        out.from = c->state;
+        out.to = c->state;
+        out.lookup_detail = "changed since it was selected";
+        out.fenced_out = true;
+        return out;
     }
     if (c->state != PaymentState::unknown && c->state != PaymentState::needs_review) {
         throw Refused("payment " + payment_id + " is " + std::string(to_string(c->state)) +
@@ -344,6 +362,60 @@ std::optional<ReconcileOutcome> Reconciler::recheck(const std::string& tenant_id
                       "add it to the provider configuration, or resolve the payment by hand");
     }
     return handle(*c, true);
+}
+
+Reconciler::InReviewResult
+Reconciler::recheck_in_review(const InReview& selection,
+                              const std::function<void(const Rechecked&)>& on_each) {
+    const providers::Provider* provider = provider_named(selection.provider);
+    if (provider == nullptr) {
+        throw Refused("provider '" + selection.provider + "' is not in the configuration",
+                      "name one of the providers the configuration file has");
+    }
+    const std::string code(to_string(selection.code));
+    // A payment that cannot be asked about waits for an operator whatever a recheck finds, unless
+    // the provider can be asked by now (its configuration changed since).
+    const bool can_ask_now = provider->capabilities().lookup_by_operation_id;
+    if (!review_guidance(selection.code).recheck &&
+        !(selection.code == ReviewCode::no_lookup && can_ask_now)) {
+        throw UsageError(
+            "asking the provider again cannot settle a payment in review as " + code + ": " +
+                std::string(review_guidance(selection.code).means),
+            "decide each as docs/operations.md (" + code + ") says: payrecon review list " +
+                "--provider " + selection.provider +
+                (selection.code == ReviewCode::request_rejected
+                     ? "; after fixing refused credentials: payrecon review requeue --provider " +
+                           selection.provider + " --auth-failures --note \"...\""
+                     : std::string()));
+    }
+    InReviewResult out;
+    store::ReviewItems selected =
+        store::review_items(m_db, selection.provider, code, selection.tenant_id, selection.limit);
+    out.more = selected.more;
+    for (store::ReviewItem& item : selected.items) {
+        Rechecked r;
+        r.state = std::string(to_string(PaymentState::needs_review));
+        r.generation = item.generation;
+        if (selection.dry_run) {
+            r.status = Rechecked::Status::would_recheck;
+        } else if (m_gate->refused(selection.provider)) {
+            r.status = Rechecked::Status::not_asked;
+        } else {
+            r.outcome = recheck(item.tenant_id, item.payment_id, item.generation);
+            r.status = !r.outcome || r.outcome->fenced_out ? Rechecked::Status::changed
+                                                           : Rechecked::Status::rechecked;
+            if (const auto now = store::load_candidate(m_db, item.tenant_id, item.payment_id)) {
+                r.state = std::string(to_string(now->state));
+                r.generation = now->payment.generation;
+            }
+        }
+        r.payment = std::move(item);
+        out.payments.push_back(std::move(r));
+        if (on_each) {
+            on_each(out.payments.back());
+        }
+    }
+    return out;
 }
 
 std::optional<ReferenceCheck> Reconciler::check_reference(const std::string& tenant_id,

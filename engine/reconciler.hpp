@@ -95,8 +95,47 @@ public:
     // provider gives (succeeded, declined) moves it; anything else keeps it in review with the
     // new reason. Returns nullopt if there is no such payment; throws Refused if its state is not
     // unknown or needs_review, or its provider is not one of this reconciler's.
-    std::optional<ReconcileOutcome> recheck(const std::string& tenant_id,
-                                            const std::string& payment_id);
+    // `expected_generation`: the generation the payment was selected at; a payment that changed
+    // since is asked nothing and written nothing (the outcome is fenced_out, from and to its
+    // state now).
+    std::optional<ReconcileOutcome>
+    recheck(const std::string& tenant_id, const std::string& payment_id,
+            std::optional<long long> expected_generation = std::nullopt);
+
+    // `review recheck --provider P --code C`: every payment of `selection.provider` in review
+    // with `selection.code`, longest waiting first, each rechecked as recheck() does -- fenced by
+    // the generation it was selected at, decided and audited on its own -- calling `on_each`
+    // after each. A dry run selects and asks nothing. Once the provider refuses our credentials
+    // the rest are asked nothing (credentials_refused() says so). Throws UsageError if asking the
+    // provider again cannot settle a payment in review with that code (core/review_guidance: it
+    // cannot be asked, or an operator must act first), Refused if the provider is not one of
+    // this reconciler's, DatabaseUnavailable (what was rechecked stays so).
+    struct InReview {
+        std::string provider;
+        ReviewCode code = ReviewCode::lookup_failing;
+        std::optional<std::string> tenant_id;
+        int limit = 1000;
+        bool dry_run = false;
+    };
+    struct Rechecked {
+        enum class Status {
+            rechecked,     // asked and decided: `outcome`
+            would_recheck, // dry run
+            changed,       // changed since it was selected (or while asked): nothing written
+            not_asked,     // the provider refused our credentials before its turn
+        };
+        store::ReviewItem payment; // as selected
+        Status status = Status::would_recheck;
+        std::optional<ReconcileOutcome> outcome;
+        std::string state;        // now
+        long long generation = 0; // now
+    };
+    struct InReviewResult {
+        std::vector<Rechecked> payments;
+        bool more = false; // more payments matched than `limit`
+    };
+    InReviewResult recheck_in_review(const InReview& selection,
+                                     const std::function<void(const Rechecked&)>& on_each = {});
 
     // Asks the provider about the payment now and compares what it holds for our operation ID
     // with `reference` (amount, currency, charged): the amount is `charged_minor` where the

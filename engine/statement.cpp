@@ -47,9 +47,14 @@ reports::Finding report_finding(const DiffFinding& f, const std::string& provide
                                 const std::string& dashboard_url) {
     reports::Finding out;
     out.category = f.category;
-    out.needs_attention = f.category != to_string(FindingCategory::matched);
+    out.handled = f.acknowledged;
+    out.needs_attention = f.category != to_string(FindingCategory::matched) && !out.handled;
     out.provider = provider;
     out.detail = f.detail;
+    if (!f.finding_id.empty()) {
+        out.finding_id = f.finding_id;
+    }
+    out.provider_references = remote_references(f);
     const RemoteRecord* r = shown_remote(f);
     if (f.local) {
         out.payment_id = f.local->payment_id;
@@ -311,9 +316,16 @@ void diff_into_report(store::Db& db, store::StatementRun& run, const StatementOp
                 " (one side dated outside this window: a re-send, or a late charge; matched by "
                 "operation ID, both times in payrecon payments show)");
     }
-    long long attention = 0;
+    // A finding an operator acknowledged (in an earlier run of the window) is handled.
+    long long attention = -totals.acknowledged;
     for (const auto& [category, n] : totals.by_category) {
         attention += category == matched_name ? 0 : n;
+    }
+    if (totals.acknowledged > 0) {
+        report.facts.emplace_back("acknowledgements carried",
+                                  std::to_string(totals.acknowledged) +
+                                      " finding(s) an operator acknowledged in the window's "
+                                      "earlier run, found again the same: handled");
     }
     report.exit_code =
         attention > 0 ? static_cast<int>(ExitCode::attention) : static_cast<int>(ExitCode::ok);
@@ -359,6 +371,72 @@ std::size_t look_up_counterparts(store::Db& db, providers::Provider& provider,
 }
 
 } // namespace
+
+reports::Finding report_finding(const store::StoredFinding& f, const std::string& dashboard_url) {
+    reports::Finding out;
+    out.category = f.category;
+    out.handled = f.acknowledged;
+    out.needs_attention = f.category != to_string(FindingCategory::matched) && !out.handled;
+    out.provider = f.provider;
+    out.detail = f.detail;
+    out.finding_id = f.finding_id;
+    out.payment_id = f.payment_id;
+    out.operation_id = f.operation_id;
+    out.merchant_reference = f.merchant_reference;
+    out.provider_reference = f.provider_reference;
+    out.provider_references = f.provider_references;
+    out.local_amount = f.local_amount;
+    out.local_currency = f.local_currency;
+    out.local_state = f.local_state;
+    out.remote_amount = f.remote_amount;
+    out.remote_currency = f.remote_currency;
+    out.remote_state = f.remote_state;
+    if (out.provider_reference) {
+        out.provider_link = providers::dashboard_link(dashboard_url, *out.provider_reference);
+    }
+    return out;
+}
+
+reports::Report stored_statement_report(store::Db& db, const std::string& provider,
+                                        long long window_from, long long window_to,
+                                        const std::string& dashboard_url) {
+    const std::optional<store::StoredStatement> stored =
+        store::load_statement(db, provider, window_from, window_to);
+    if (!stored) {
+        throw Refused("provider " + provider + " has no complete statement run of the window " +
+                          reports::format_utc_seconds(window_from) + " .. " +
+                          reports::format_utc_seconds(window_to),
+                      "run it: payrecon statement --provider " + provider + " --from " +
+                          reports::format_utc_seconds(window_from) + " --to " +
+                          reports::format_utc_seconds(window_to));
+    }
+    StatementOptions options;
+    options.window_from = window_from;
+    options.window_to = window_to;
+    options.margin = std::chrono::seconds(stored->margin_s);
+    store::StatementRun run;
+    run.run_id = stored->run_id;
+    reports::Report report = statement_report(provider, options, run);
+    report.title += " (as stored)";
+    report.facts.emplace_back("read from", "the window's complete run as stored, finished " +
+                                               stored->finished_at +
+                                               "; the provider was not asked");
+    const std::string matched_name(to_string(FindingCategory::matched));
+    for (const store::StoredFinding& f : stored->findings) {
+        if (f.category == matched_name) {
+            continue; // a match across windows: in the matched count below
+        }
+        report.add(report_finding(f, dashboard_url));
+    }
+    const auto matched = stored->counts.find(matched_name);
+    report.add_counted(matched_name, matched == stored->counts.end() ? 0 : matched->second, {});
+    report.facts.emplace_back("provider records", std::to_string(stored->remote_records));
+    report.facts.emplace_back("our payments", std::to_string(stored->local_records));
+    report.facts.emplace_back("runs of this window", std::to_string(stored->runs));
+    report.exit_code = report.needing_attention > 0 ? static_cast<int>(ExitCode::attention)
+                                                    : static_cast<int>(ExitCode::ok);
+    return report;
+}
 
 reports::Report run_statement(store::Db& db, providers::Provider& provider,
                               const StatementOptions& options,

@@ -48,6 +48,19 @@ store::StatementRecord statement_record_of(const providers::RemotePayment& p);
 reports::Finding report_finding(const DiffFinding& f, const std::string& provider,
                                 const std::string& dashboard_url = {});
 
+// A stored finding as the report shows it (as above).
+reports::Finding report_finding(const store::StoredFinding& f,
+                                const std::string& dashboard_url = {});
+
+// The report of the window's complete run as stored -- every finding with its ID and, where an
+// operator acknowledged it, as handled -- without asking the provider: what `statement findings
+// list` prints. Matched payments are counted only (their amounts are not stored). Exit code 3 while
+// a finding needs attention, else 0. Throws Refused if the window has no complete run,
+// DatabaseUnavailable.
+reports::Report stored_statement_report(store::Db& db, const std::string& provider,
+                                        long long window_from, long long window_to,
+                                        const std::string& dashboard_url = {});
+
 // Runs the statement for `provider` and returns its report (exit code 0 clean, 3 findings need
 // attention, 1 the run failed, 4 the provider refused our credentials -- not retried -- and
 // `failure` says why; a run whose listing failed resumes where it stopped when started again; the

@@ -11,8 +11,10 @@
 #include "core/settings.hpp"
 #include "reports/writers.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <iterator>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 
 namespace payrecon::reports {
@@ -239,6 +241,15 @@ void write_row(std::ostream& out, const Finding& f) {
     integer(diff);
     number(major_of(diff, f.local_currency));
     text(f.provider_link);
+    text(f.finding_id);
+    text(f.provider_references.empty()
+             ? std::nullopt
+             : std::optional<std::string>(
+                   nlohmann::json(f.provider_references)
+                       .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
+    text(f.handled ? std::optional<std::string>(f.handled->by) : std::nullopt);
+    text(f.handled ? std::optional<std::string>(f.handled->at) : std::nullopt);
+    text(f.handled ? std::optional<std::string>(f.handled->note) : std::nullopt);
     put_text(out, std::string_view(f.detail));
     out << "\r\n";
 }
@@ -297,6 +308,29 @@ Finding read_row(const std::vector<Field>& row, std::size_t line) {
     f.remote_at = time("remote_at");
     integer("difference"); // derived, but still an integer
     f.detail = text("detail").value_or("");
+    f.finding_id = text("finding_id");
+    if (const auto references = text("provider_references")) {
+        const auto list = nlohmann::json::parse(*references, nullptr, false);
+        const bool strings = list.is_array() && !list.empty() &&
+                             std::all_of(list.begin(), list.end(),
+                                         [](const nlohmann::json& r) { return r.is_string(); });
+        if (!strings) {
+            fail(line,
+                 "provider_references is not a JSON array of strings: " + printable(*references));
+        }
+        for (const auto& r : list) {
+            f.provider_references.push_back(r.get<std::string>());
+        }
+    }
+    const auto by = text("handled_by");
+    const auto at = text("handled_at");
+    const auto note = text("handled_note");
+    if (by.has_value() != at.has_value() || by.has_value() != note.has_value()) {
+        fail(line, "handled_by, handled_at and handled_note go together");
+    }
+    if (by) {
+        f.handled = FindingAcknowledgement{*by, *at, *note};
+    }
     return f;
 }
 

@@ -15,7 +15,8 @@
 // .risk[data-currency][data-minor], #facts, #chart-categories, #chart-currencies,
 // #totals td[data-count-for=CATEGORY], #category-filter, #currency-filter, #finding-search,
 // #sort-by, #findings th[data-sort-key][aria-sort], #findings tbody tr[data-category]
-// [data-attention][data-currency][data-risk][data-local][data-remote][data-at][data-ref],
+// [data-attention][data-currency][data-risk][data-local][data-remote][data-at][data-ref]
+// [data-finding-id][data-handled], #handled[data-count] (findings an operator acknowledged),
 // #shown-count. The filters hide rows with the `hidden` attribute; the URL fragment
 // (#category=NAME&currency=EUR&q=TEXT&sort=KEY-DIR) sets them on load and follows them.
 
@@ -343,10 +344,18 @@ void td_refs(std::ostream& out, const Finding& f) {
         out << "</div>";
     };
     line("order", f.merchant_reference, std::nullopt);
-    line(f.provider.empty() ? "provider" : f.provider.c_str(), f.provider_reference,
-         f.provider_link);
+    const char* provider = f.provider.empty() ? "provider" : f.provider.c_str();
+    line(provider, f.provider_reference, f.provider_link);
+    // The provider's other records of the key (a duplicate_remote's other charges), each by its
+    // reference.
+    for (const auto& r : f.provider_references) {
+        if (r != f.provider_reference) {
+            line(provider, r, std::nullopt);
+        }
+    }
     line("payment", f.payment_id, std::nullopt);
     line("operation", f.operation_id, std::nullopt);
+    line("finding", f.finding_id, std::nullopt);
     out << (any ? "" : "-") << "</td>";
 }
 
@@ -521,6 +530,17 @@ void headline(std::ostream& out, const Report& report) {
         }
         out << ". <a href=\"#findings-section\">The findings</a> come largest first.</div>";
     }
+    if (report.handled > 0) {
+        out << "<div id=\"handled\" data-count=\"" << report.handled << "\">" << report.handled
+            << (report.handled == 1 ? " finding was" : " findings were")
+            << " handled by an operator";
+        bool first = true;
+        for (const auto& [currency, minor] : report.handled_amounts) {
+            out << (first ? " (" : ", ") << esc(describe_money(minor, currency));
+            first = false;
+        }
+        out << (first ? "" : ")") << ": listed, marked handled, not counted above.</div>";
+    }
     out << "<p class=\"muted\">A finding's money at risk: the difference where both sides hold "
            "the amount in one currency and disagree on it, else the whole amount (a charge one "
            "side lacks, a state the sides disagree on).</p></section>\n";
@@ -629,15 +649,27 @@ void finding_row(std::ostream& out, const Finding& f) {
     if (at) {
         out << " data-at=\"" << *at << "\"";
     }
-    out << " data-ref=\"" << esc(f.merchant_reference.value_or("")) << "\""
-        << (f.needs_attention ? " class=\"attention\"" : "") << "><td data-label=\"category\">"
+    out << " data-ref=\"" << esc(f.merchant_reference.value_or("")) << "\"";
+    if (f.finding_id) {
+        out << " data-finding-id=\"" << esc(*f.finding_id) << "\"";
+    }
+    if (f.handled) {
+        out << " data-handled=\"true\"";
+    }
+    out << (f.needs_attention ? " class=\"attention\"" : "") << "><td data-label=\"category\">"
         << esc(f.category) << (f.needs_attention ? "<div class=\"tag\">needs attention</div>" : "")
-        << "<div class=\"sub\">" << esc(f.provider) << "</div></td>";
+        << (f.handled ? "<div class=\"sub\">handled</div>" : "") << "<div class=\"sub\">"
+        << esc(f.provider) << "</div></td>";
     td_risk(out, f);
     td_side(out, "ours", f.local_amount, f.local_currency, f.local_state, f.local_at);
     td_side(out, "provider's", f.remote_amount, f.remote_currency, f.remote_state, f.remote_at);
     td_refs(out, f);
-    out << "<td class=\"detail\" data-label=\"detail\">" << esc(f.detail) << "</td></tr>\n";
+    out << "<td class=\"detail\" data-label=\"detail\">" << esc(f.detail);
+    if (f.handled) {
+        out << "<div class=\"sub handled-note\">handled by " << esc(f.handled->by) << " at "
+            << esc(f.handled->at) << ": " << esc(f.handled->note) << "</div>";
+    }
+    out << "</td></tr>\n";
 }
 
 void findings_section(std::ostream& out, const Report& report) {

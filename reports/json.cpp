@@ -34,6 +34,12 @@ ordered_json finding_json(const Finding& f) {
     j["remote_at"] = or_null(utc_or_null(f.remote_at));
     j["difference"] = or_null(difference(f));
     j["detail"] = f.detail;
+    j["finding_id"] = or_null(f.finding_id);
+    j["provider_references"] = f.provider_references;
+    j["handled"] =
+        f.handled
+            ? ordered_json{{"by", f.handled->by}, {"at", f.handled->at}, {"note", f.handled->note}}
+            : ordered_json(nullptr);
     return j;
 }
 
@@ -68,6 +74,11 @@ nlohmann::ordered_json report_json(const Report& report) {
         at_risk[currency] = minor;
     }
     j["at_risk"] = std::move(at_risk);
+    ordered_json handled_amounts = ordered_json::object();
+    for (const auto& [currency, minor] : report.handled_amounts) {
+        handled_amounts[currency] = minor;
+    }
+    j["handled"] = {{"count", report.handled}, {"amounts", std::move(handled_amounts)}};
     ordered_json findings = ordered_json::array();
     for (const Finding& f : report.findings) {
         findings.push_back(finding_json(f));

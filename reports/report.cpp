@@ -52,10 +52,9 @@ std::optional<std::pair<std::string, long long>> counted_amount(const Finding& f
 
 } // namespace
 
-std::optional<AtRisk> at_risk(const Finding& f) {
-    if (!f.needs_attention) {
-        return std::nullopt;
-    }
+namespace {
+
+std::optional<AtRisk> risk_of(const Finding& f) {
     if (const auto d = difference(f); d && *d != 0) {
         // |d| as unsigned arithmetic would be exact; amounts are far from the int64 limits.
         return AtRisk{upper(*f.local_currency), *d < 0 ? -*d : *d};
@@ -64,6 +63,16 @@ std::optional<AtRisk> at_risk(const Finding& f) {
         return AtRisk{upper(amount->first), amount->second < 0 ? -amount->second : amount->second};
     }
     return std::nullopt;
+}
+
+} // namespace
+
+std::optional<AtRisk> at_risk(const Finding& f) {
+    return f.needs_attention ? risk_of(f) : std::nullopt;
+}
+
+std::optional<AtRisk> handled_at_risk(const Finding& f) {
+    return f.handled ? risk_of(f) : std::nullopt;
 }
 
 void Report::add(const Finding& f, bool list) {
@@ -76,6 +85,12 @@ void Report::add(const Finding& f, bool list) {
         at_risk[risk->currency] += risk->minor;
     }
     needing_attention += f.needs_attention ? 1 : 0;
+    if (f.handled) {
+        ++handled;
+        if (const auto risk = handled_at_risk(f)) {
+            handled_amounts[risk->currency] += risk->minor;
+        }
+    }
     if (list) {
         findings.push_back(f);
     }
@@ -93,6 +108,13 @@ void Report::subtract(const Finding& f) {
         at_risk.erase(risk->currency);
     }
     needing_attention -= f.needs_attention ? 1 : 0;
+    if (f.handled) {
+        --handled;
+        if (const auto risk = handled_at_risk(f);
+            risk && (handled_amounts[risk->currency] -= risk->minor) == 0) {
+            handled_amounts.erase(risk->currency);
+        }
+    }
 }
 
 std::string summary_line(const Report& report) {

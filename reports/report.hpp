@@ -39,6 +39,14 @@ struct Finding {
     std::optional<long long> local_at;  // unix seconds: our first attempt, else acceptance
     std::optional<long long> remote_at; // unix seconds: when the provider created its record
     std::string detail;                 // one sentence for the operator
+    // A stored statement finding's ID: what `payrecon statement findings acknowledge` takes.
+    std::optional<std::string> finding_id;
+    // Every provider reference of the finding's records, each once (a duplicate_remote holds
+    // several charges; `provider_reference` is the first charge's).
+    std::vector<std::string> provider_references;
+    // An operator acknowledged the finding (who, when, what was done): it is listed and counted
+    // in its category, and needs no attention: out of the money at risk.
+    std::optional<FindingAcknowledgement> handled;
 
     friend bool operator==(const Finding&, const Finding&) = default;
 };
@@ -55,6 +63,9 @@ struct AtRisk {
     long long minor = 0;
 };
 std::optional<AtRisk> at_risk(const Finding& f);
+// What a handled finding put at risk before it was handled (at_risk() as if it needed attention);
+// nullopt for one that is not handled or has no amount.
+std::optional<AtRisk> handled_at_risk(const Finding& f);
 
 // Per category: how many findings, and their amounts per currency (the local amount where we
 // have one, else the remote one).
@@ -79,6 +90,10 @@ struct Report {
     long long needing_attention = 0; // findings added with needs_attention, listed or not
     // at_risk() summed per currency over the findings added with needs_attention, listed or not.
     std::map<std::string, long long> at_risk;
+    // The findings added as handled (acknowledged by an operator), listed or not, and
+    // handled_at_risk() summed per currency: out of `at_risk` and `needing_attention`.
+    long long handled = 0;
+    std::map<std::string, long long> handled_amounts;
     std::optional<std::string> failure;
 
     // Adds `f` to the totals (and the money at risk), and to `findings` if `list` is true.

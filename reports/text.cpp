@@ -71,6 +71,27 @@ std::string or_dash(const std::optional<std::string>& value) {
     return value ? *value : "-";
 }
 
+// Every provider reference of the finding ("pi_1, pi_2"), else the one it has, else "-".
+std::string references_text(const Finding& f) {
+    if (f.provider_references.size() < 2) {
+        return or_dash(f.provider_reference);
+    }
+    std::string out;
+    for (const auto& r : f.provider_references) {
+        out += (out.empty() ? "" : ", ") + r;
+    }
+    return out;
+}
+
+// The detail, and who handled the finding with what note.
+std::string detail_text(const Finding& f) {
+    if (!f.handled) {
+        return f.detail;
+    }
+    return f.detail + " [handled by " + f.handled->by + " at " + f.handled->at + ": " +
+           f.handled->note + "]";
+}
+
 std::string amounts_text(const CategoryTotal& total) {
     std::string out;
     for (const auto& [currency, minor] : total.amounts) {
@@ -111,6 +132,16 @@ void write_text(std::ostream& out, const Report& report) {
         }
         head.emplace_back("money at risk", risk);
     }
+    if (report.handled > 0) {
+        std::string amounts;
+        for (const auto& [currency, minor] : report.handled_amounts) {
+            amounts += (amounts.empty() ? "" : ", ") + describe_money(minor, currency);
+        }
+        head.emplace_back("handled", std::to_string(report.handled) +
+                                         " finding(s) acknowledged by an operator" +
+                                         (amounts.empty() ? "" : " (" + amounts + ")") +
+                                         ": not in the money at risk");
+    }
     head.insert(head.end(), report.facts.begin(), report.facts.end());
     std::size_t label_width = 0;
     for (const auto& [label, value] : head) {
@@ -140,17 +171,19 @@ void write_text(std::ostream& out, const Report& report) {
         out << "findings: none listed\n";
     } else {
         out << "findings (" << report.findings.size() << " listed):\n";
-        TextTable findings(
-            {"category", "attention", "provider", "payment", "operation", "order",
-             "provider reference", "local", "local state", "remote", "remote state", "detail"},
-            {false, false, false, false, false, false, false, true, false, true, false, false});
+        TextTable findings({"finding", "category", "attention", "provider", "payment", "operation",
+                            "order", "provider reference", "local", "local state", "remote",
+                            "remote state", "detail"},
+                           {false, false, false, false, false, false, false, false, true, false,
+                            true, false, false});
         for (const Finding& f : report.findings) {
             findings.add_row(
-                {f.category, f.needs_attention ? "yes" : "no", f.provider, or_dash(f.payment_id),
-                 or_dash(f.operation_id), or_dash(f.merchant_reference),
-                 or_dash(f.provider_reference), display_amount(f.local_amount, f.local_currency),
+                {or_dash(f.finding_id), f.category,
+                 f.handled ? "handled" : (f.needs_attention ? "yes" : "no"), f.provider,
+                 or_dash(f.payment_id), or_dash(f.operation_id), or_dash(f.merchant_reference),
+                 references_text(f), display_amount(f.local_amount, f.local_currency),
                  or_dash(f.local_state), display_amount(f.remote_amount, f.remote_currency),
-                 or_dash(f.remote_state), f.detail});
+                 or_dash(f.remote_state), detail_text(f)});
         }
         findings.print(out);
     }

@@ -53,14 +53,21 @@ nlohmann::ordered_json report_json(const Report& report);
 // units, an integer) the same in major units with its currency's exponent ("12.34"; empty for a
 // currency ISO 4217 does not know), and the difference (ours minus the provider's) both ways.
 // Times are ISO 8601 UTC. The major-unit and difference columns are derived: the parser skips them.
-inline constexpr std::string_view k_csv_columns[] = {
-    "category",           "needs_attention",     "provider",
-    "payment_id",         "operation_id",        "merchant_reference",
-    "provider_reference", "local_amount",        "local_amount_major",
-    "local_currency",     "local_state",         "local_at",
-    "remote_amount",      "remote_amount_major", "remote_currency",
-    "remote_state",       "remote_at",           "difference",
-    "difference_major",   "provider_link",       "detail"};
+// `provider_references` is a JSON array of strings (["pi_1","pi_2"]), empty for none; the handled_*
+// columns are empty for a finding nobody acknowledged. `detail` stays the last column.
+inline constexpr std::string_view k_csv_columns[] = {"category",           "needs_attention",
+                                                     "provider",           "payment_id",
+                                                     "operation_id",       "merchant_reference",
+                                                     "provider_reference", "local_amount",
+                                                     "local_amount_major", "local_currency",
+                                                     "local_state",        "local_at",
+                                                     "remote_amount",      "remote_amount_major",
+                                                     "remote_currency",    "remote_state",
+                                                     "remote_at",          "difference",
+                                                     "difference_major",   "provider_link",
+                                                     "finding_id",         "provider_references",
+                                                     "handled_by",         "handled_at",
+                                                     "handled_note",       "detail"};
 
 // Parses what write_csv() wrote back into the listed findings, exactly: an empty field is an
 // absent value, a quoted empty field ("") a present empty text, and the formula-injection quote

@@ -145,12 +145,13 @@ ResolveOutcome resolve(store::Db& db, const ResolveRequest& request,
     r.provider_reference = request.provider_reference;
     r.charged_amount_minor = charged;
     r.confirmed_no_charge = request.confirmed_no_charge;
+    r.dry_run = request.dry_run;
     const store::ResolveResult result = store::resolve_payment(db, r);
     out.state = result.state;
     out.generation = result.generation;
     switch (result.status) {
     case store::ResolveResult::Status::applied:
-        return with_status(std::move(out), Status::applied);
+        return with_status(std::move(out), request.dry_run ? Status::would_apply : Status::applied);
     case store::ResolveResult::Status::not_found:
         return with_status(std::move(out), Status::not_found);
     case store::ResolveResult::Status::changed:

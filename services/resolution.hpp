@@ -39,6 +39,9 @@ struct ResolveRequest {
     bool confirmed_no_charge = false;
     bool unverified = false; // take the reference on the operator's word where nothing checks it
     std::string operator_name;
+    // Make every check (the evidence, the provider, the store's under the row lock) and write
+    // nothing: `would_apply` instead of `applied`.
+    bool dry_run = false;
 };
 
 // How a reference taken for a payment decided succeeded was checked.
@@ -52,6 +55,7 @@ enum class ReferenceChecked {
 struct ResolveOutcome {
     enum class Status {
         applied,
+        would_apply,      // a dry run that would be applied: `state`, `generation` as it would give
         invalid,          // the request breaks one of core's rules: `problem`; nothing was read
         bad_amount,       // `charged_amount` is not an amount in the payment's `currency`
         not_found,        // no payment has the ID
@@ -76,7 +80,7 @@ struct ResolveOutcome {
     EvidenceCheck evidence;                        // contradicted (and applied by evidence)
     ReferenceCheck provider;                       // provider_refused, unchecked, applied by it
     bool provider_asked = false;                   // unchecked: false when no provider could be
-    ReferenceChecked checked = ReferenceChecked::not_needed; // applied
+    ReferenceChecked checked = ReferenceChecked::not_needed; // applied, would_apply
 };
 
 // Decides `request` as described above. `ask_provider` may be empty (no provider configuration):

@@ -93,7 +93,8 @@ constexpr const char* k_record_findings = "inspect_record_findings";
 const std::string k_record_findings_sql =
     "SELECT r.provider, " + iso_utc("r.window_from") + ", " + iso_utc("r.window_to") +
     ", f.category, f.provider_reference, f.remote_amount, f.remote_currency, f.remote_state, "
-    "f.detail FROM recon_findings f JOIN recon_runs r ON r.run_id = f.run_id"
+    "f.detail, f.finding_id::text, f.acknowledged_by, f.acknowledge_note"
+    " FROM recon_findings f JOIN recon_runs r ON r.run_id = f.run_id"
     " WHERE f.tenant_id = $1::uuid AND f.payment_id = $2::uuid AND r.status = 'done'"
     " ORDER BY r.window_to DESC, f.finding_no LIMIT 5";
 
@@ -375,6 +376,9 @@ std::optional<PaymentRecord> load_payment_record(Db& db, const PaymentRef& ref) 
             e.remote_currency = opt_text(f[6]);
             e.remote_state = opt_text(f[7]);
             e.detail = f[8].as<std::string>();
+            e.finding_id = f[9].as<std::string>();
+            e.acknowledged_by = opt_text(f[10]);
+            e.acknowledge_note = opt_text(f[11]);
             rec.statement_findings.push_back(std::move(e));
         }
         for (const auto& e : tx.exec_prepared(k_record_events, tenant_id, payment_id)) {

@@ -125,6 +125,9 @@ struct StatementEvidence {
     std::optional<std::string> remote_currency;
     std::optional<std::string> remote_state;
     std::string detail;
+    std::string finding_id;                     // what `statement findings acknowledge` takes
+    std::optional<std::string> acknowledged_by; // handled by an operator: who, and the note
+    std::optional<std::string> acknowledge_note;
 };
 
 // A provider's webhook event about the payment (migration 0012), and what became of it.

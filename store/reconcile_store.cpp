@@ -186,6 +186,20 @@ SELECT p.tenant_id::text, p.payment_id::text, p.generation, p.amount_minor, p.cu
    AND ($2::uuid IS NULL OR p.tenant_id = $2::uuid)
  ORDER BY p.updated_at, p.payment_id)sql";
 
+// A provider's payments in review with one review code, longest waiting first: what a bulk
+// recheck selects (the review queue's order).
+constexpr const char* k_review_items = "review_items";
+const std::string k_review_items_sql =
+    R"sql(
+SELECT p.tenant_id::text, p.payment_id::text, p.generation, p.amount_minor, p.currency,
+       coalesce(p.review_reason, ''), )sql" +
+    iso_utc("p.updated_at") + R"sql(
+  FROM payments p
+ WHERE p.state = 'needs_review' AND p.provider = $1 AND p.review_code = $2
+   AND ($3::uuid IS NULL OR p.tenant_id = $3::uuid)
+ ORDER BY p.updated_at, p.payment_id
+ LIMIT $4)sql";
+
 // The payment as a requeue must see it, its row locked: state, generation, review code, and its
 // latest attempt's outcome, HTTP status, number and error class.
 constexpr const char* k_requeue_lock = "requeue_lock";
@@ -398,6 +412,12 @@ ResolveResult resolve_payment(Db& db, const Resolution& resolution) {
             }
         }
         require_transition(*from, to);
+        if (resolution.dry_run) {
+            out.status = ResolveResult::Status::applied;
+            out.state = std::string(to_string(to));
+            ++out.generation;
+            return out; // rolled back: nothing was written
+        }
         const std::string note = trimmed_note(resolution.note);
         const std::string reason =
             (cancel ? "canceled by " : "resolved by ") + resolution.operator_name + ": " + note;
@@ -439,6 +459,38 @@ std::vector<RejectedPayment> rejected_payments(Db& db, const std::string& provid
             p.error_class = row[9].as<std::string>();
             p.attempt_at = row[10].is_null() ? "" : row[10].as<std::string>();
             out.push_back(std::move(p));
+        }
+        return out;
+    });
+}
+
+ReviewItems review_items(Db& db, const std::string& provider, const std::string& review_code,
+                         const std::optional<std::string>& tenant_id, int limit) {
+    if (limit < 1) {
+        throw std::invalid_argument("review_items: limit must be at least 1");
+    }
+    Db::Impl& impl = db.impl();
+    return translate_errors(impl, [&] {
+        impl.prepare(k_review_items, k_review_items_sql);
+        pqxx::read_transaction tx(impl.connection());
+        ReviewItems out;
+        // One row past the limit says whether there are more.
+        for (const auto& row :
+             tx.exec_prepared(k_review_items, provider, review_code, or_null(tenant_id),
+                              static_cast<long long>(limit) + 1)) {
+            if (out.items.size() == static_cast<std::size_t>(limit)) {
+                out.more = true;
+                break;
+            }
+            ReviewItem i;
+            i.tenant_id = row[0].as<std::string>();
+            i.payment_id = row[1].as<std::string>();
+            i.generation = row[2].as<long long>();
+            i.amount_minor = row[3].as<long long>();
+            i.currency = row[4].as<std::string>();
+            i.review_reason = row[5].as<std::string>();
+            i.in_review_since = row[6].as<std::string>();
+            out.items.push_back(std::move(i));
         }
         return out;
     });

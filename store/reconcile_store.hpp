@@ -98,6 +98,9 @@ struct Resolution {
     // when it differs from what was asked (payments.charged_amount_minor).
     std::optional<long long> charged_amount_minor;
     bool confirmed_no_charge = false; // with retry: the operator confirmed no charge exists
+    // Make every check below, under the same row lock, and write nothing: `applied` then says the
+    // write would be made, with the state and generation it would give.
+    bool dry_run = false;
 };
 
 struct ResolveResult {
@@ -115,8 +118,28 @@ struct ResolveResult {
 // cancel: pending or retry_scheduled, with no attempt that may have been sent):
 // succeeded / failed / retry_scheduled (due at once, same operation ID), generation + 1, review
 // fields cleared, an audit row with the operator, the note and the decision, and an outbox event,
-// in one transaction. Otherwise changes nothing and says why.
+// in one transaction. Otherwise changes nothing and says why. A dry run changes nothing either way.
 ResolveResult resolve_payment(Db& db, const Resolution& resolution);
+
+// A payment in review as a bulk recheck selects it: by provider and review code.
+struct ReviewItem {
+    std::string tenant_id;
+    std::string payment_id;
+    long long generation = 0; // as selected: each recheck is fenced by it
+    long long amount_minor = 0;
+    std::string currency;
+    std::string review_reason;
+    std::string in_review_since; // updated_at, ISO 8601 UTC
+};
+// The payments of `provider` in review with `review_code` (of `tenant_id` only, when given),
+// longest in review first, at most `limit` (`more`: there are others). Throws
+// std::invalid_argument if limit < 1; DatabaseUnavailable.
+struct ReviewItems {
+    std::vector<ReviewItem> items;
+    bool more = false;
+};
+ReviewItems review_items(Db& db, const std::string& provider, const std::string& review_code,
+                         const std::optional<std::string>& tenant_id, int limit);
 
 // A payment in review as request_rejected, with what its latest attempt recorded: what a requeue
 // selects from (core's requeue_refusal decides which may go).

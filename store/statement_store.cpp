@@ -1,7 +1,10 @@
 #include "store/statement_store.hpp"
 
+#include "core/encoding.hpp"
 #include "core/external_sort.hpp"
+#include "core/uuid.hpp"
 #include "store/copy_out.hpp"
+#include "store/intake_store.hpp"
 #include "store/pq.hpp"
 
 #include <algorithm>
@@ -382,20 +385,78 @@ private:
     std::optional<pqxx::transaction<pqxx::repeatable_read, pqxx::read_only>> m_tx;
 };
 
+// What makes two findings of one window the same finding, for an acknowledgement to go from a
+// window's earlier run to its rerun: the category, the key (operation ID and reference as stored)
+// and the detail (what was found, in words built from both sides' records).
+std::string acknowledgement_key(const std::string& category, const std::string& operation_id,
+                                const std::string& provider_reference, const std::string& detail) {
+    std::string key = category;
+    for (const std::string* part : {&operation_id, &provider_reference, &detail}) {
+        key += '\0';
+        key += *part;
+    }
+    return key;
+}
+
+// The acknowledged findings of the window's runs (the complete one, and the run being diffed
+// again), by acknowledgement_key; read before the diff replaces them.
+constexpr const char* k_window_acknowledgements_sql = R"sql(
+SELECT f.category, coalesce(f.operation_id, ''), coalesce(f.provider_reference, ''), f.detail,
+       f.acknowledged_by, )sql";
+const std::string k_window_acknowledgements_rest = R"sql(, f.acknowledge_note
+  FROM recon_findings f
+  JOIN recon_runs r ON r.run_id = f.run_id
+ WHERE r.provider = $1 AND r.window_from = to_timestamp($2) AND r.window_to = to_timestamp($3)
+   AND f.acknowledged_at IS NOT NULL
+ ORDER BY f.acknowledged_at)sql";
+
+std::map<std::string, FindingAcknowledgement> window_acknowledgements(pqxx::work& tx,
+                                                                      const StatementRun& run) {
+    std::map<std::string, FindingAcknowledgement> out;
+    for (const auto& row :
+         tx.exec_params(std::string(k_window_acknowledgements_sql) + iso_utc("f.acknowledged_at") +
+                            k_window_acknowledgements_rest,
+                        run.provider, run.window_from, run.window_to)) {
+        out[acknowledgement_key(row[0].as<std::string>(), row[1].as<std::string>(),
+                                row[2].as<std::string>(), row[3].as<std::string>())] =
+            FindingAcknowledgement{row[4].as<std::string>(), row[5].as<std::string>(),
+                                   row[6].as<std::string>()};
+    }
+    return out;
+}
+
 // The diff's findings, streamed into recon_findings (COPY) on the diff's own transaction, numbered
-// in the order written.
+// in the order written, each with an ID of its own and the acknowledgement the same finding had
+// in the window's earlier run.
 class FindingWriter {
 public:
-    FindingWriter(pqxx::work& tx, const std::string& run_id)
-        : m_run_id(run_id),
-          m_stream(tx, "recon_findings",
-                   std::vector<std::string>{"run_id", "finding_no", "category", "tenant_id",
-                                            "payment_id", "operation_id", "provider_reference",
-                                            "local_amount", "local_currency", "local_state",
-                                            "remote_amount", "remote_currency", "remote_state",
-                                            "remote_count", "detail"}) {}
+    FindingWriter(pqxx::work& tx, const std::string& run_id,
+                  std::map<std::string, FindingAcknowledgement> acknowledged)
+        : m_run_id(run_id), m_acknowledged(std::move(acknowledged)),
+          m_stream(tx, "recon_findings", std::vector<std::string>{"run_id",
+                                                                  "finding_no",
+                                                                  "category",
+                                                                  "tenant_id",
+                                                                  "payment_id",
+                                                                  "operation_id",
+                                                                  "provider_reference",
+                                                                  "local_amount",
+                                                                  "local_currency",
+                                                                  "local_state",
+                                                                  "remote_amount",
+                                                                  "remote_currency",
+                                                                  "remote_state",
+                                                                  "remote_count",
+                                                                  "detail",
+                                                                  "finding_id",
+                                                                  "provider_references",
+                                                                  "acknowledged_at",
+                                                                  "acknowledged_by",
+                                                                  "acknowledge_note"}) {}
 
-    void write(const DiffFinding& f) {
+    // Stores `f`, setting its finding_id and, where the window's earlier run had the same finding
+    // acknowledged, its acknowledgement.
+    void write(DiffFinding& f) {
         const RemoteRecord* r = shown_remote(f);
         const LocalRecord* l = f.local ? &*f.local : nullptr;
         const std::string number = std::to_string(++m_written);
@@ -408,8 +469,17 @@ public:
         const char* provider_reference =
             r ? r->provider_reference.c_str()
               : (l && l->provider_reference ? l->provider_reference->c_str() : nullptr);
+        f.finding_id = uuid_v7();
+        const std::string references = text_array(remote_references(f));
+        const auto carried = m_acknowledged.find(
+            acknowledgement_key(f.category, operation_id ? operation_id : "",
+                                provider_reference ? provider_reference : "", f.detail));
+        if (carried != m_acknowledged.end()) {
+            f.acknowledged = carried->second;
+        }
+        const FindingAcknowledgement* a = f.acknowledged ? &*f.acknowledged : nullptr;
         // stream_to escapes each field for COPY; a null pointer is NULL.
-        m_stream << std::array<const char*, 15>{m_run_id.c_str(),
+        m_stream << std::array<const char*, 20>{m_run_id.c_str(),
                                                 number.c_str(),
                                                 f.category.c_str(),
                                                 l ? l->tenant_id.c_str() : nullptr,
@@ -423,13 +493,19 @@ public:
                                                 r ? r->currency.c_str() : nullptr,
                                                 r ? remote_state.c_str() : nullptr,
                                                 remote_count.c_str(),
-                                                f.detail.c_str()};
+                                                f.detail.c_str(),
+                                                f.finding_id.c_str(),
+                                                references.c_str(),
+                                                a ? a->at.c_str() : nullptr,
+                                                a ? a->by.c_str() : nullptr,
+                                                a ? a->note.c_str() : nullptr};
     }
 
     void complete() { m_stream.complete(); }
 
 private:
     const std::string& m_run_id;
+    std::map<std::string, FindingAcknowledgement> m_acknowledged;
     pqxx::stream_to m_stream;
     long long m_written = 0;
 };
@@ -768,6 +844,9 @@ StatementTotals diff_statement_run(Db& db, StatementRun& run, long long amount_t
         // Two diffs of one run (two nightly jobs at once) take turns: each replaces the findings
         // whole.
         tx.exec_params1("SELECT 1 FROM recon_runs WHERE run_id = $1::uuid FOR UPDATE", run.run_id);
+        // What operators acknowledged of this window goes with the same findings into this diff.
+        std::map<std::string, FindingAcknowledgement> acknowledged =
+            window_acknowledgements(tx, run);
         tx.exec_params0("DELETE FROM recon_findings WHERE run_id = $1::uuid", run.run_id);
         // Every read below sees this transaction's snapshot; the findings stream into
         // recon_findings on this connection meanwhile.
@@ -788,20 +867,22 @@ StatementTotals diff_statement_run(Db& db, StatementRun& run, long long amount_t
         rules.read_from = from;
         rules.read_to = to;
         StatementTotals totals;
-        FindingWriter findings(tx, run.run_id);
+        FindingWriter findings(tx, run.run_id, std::move(acknowledged));
         MatchedSums matched(totals.matched_amounts);
-        UnmatchedKeys unmatched(details, rules, [&](const DiffFinding& f) {
+        UnmatchedKeys unmatched(details, rules, [&](const DiffFinding& found) {
+            DiffFinding f = found;
+            findings.write(f);
             if (f.category == to_string(FindingCategory::matched)) {
                 // A match across windows: counted as one, stored with both times.
                 matched.add(*f.local);
                 ++totals.matched_across_windows;
             } else {
                 ++totals.by_category[f.category];
+                totals.acknowledged += f.acknowledged ? 1 : 0;
             }
             if (on_finding) {
                 on_finding(f);
             }
-            findings.write(f);
         });
         DiffSink sink;
         sink.matched = [&](const LocalRecord& l) { matched.add(l); };
@@ -821,6 +902,171 @@ StatementTotals diff_statement_run(Db& db, StatementRun& run, long long amount_t
         run.status = StatementRunStatus::done;
         return totals;
     });
+}
+
+namespace {
+
+// A stored finding's columns, over recon_findings f, recon_runs r and our payment p (LEFT JOIN).
+const std::string k_stored_finding_columns =
+    "f.finding_id::text, f.run_id::text, r.provider, "
+    "floor(date_part('epoch', r.window_from))::bigint, "
+    "floor(date_part('epoch', r.window_to))::bigint, f.finding_no, f.category, f.tenant_id::text, "
+    "f.payment_id::text, f.operation_id, p.merchant_reference, f.provider_reference, "
+    "array_to_json(f.provider_references)::text, f.local_amount, f.local_currency, f.local_state, "
+    "f.remote_amount, f.remote_currency, f.remote_state, f.detail, f.acknowledged_by, " +
+    iso_utc("f.acknowledged_at") + ", f.acknowledge_note";
+const std::string k_stored_finding_from =
+    " FROM recon_findings f JOIN recon_runs r ON r.run_id = f.run_id"
+    " LEFT JOIN payments p ON p.tenant_id = f.tenant_id AND p.payment_id = f.payment_id";
+
+template <typename T>
+std::optional<T> optional_of(const pqxx::field& f) {
+    return f.is_null() ? std::nullopt : std::optional<T>(f.as<T>());
+}
+
+StoredFinding stored_finding_from(const pqxx::row& row) {
+    StoredFinding f;
+    f.finding_id = row[0].as<std::string>();
+    f.run_id = row[1].as<std::string>();
+    f.provider = row[2].as<std::string>();
+    f.window_from = row[3].as<long long>();
+    f.window_to = row[4].as<long long>();
+    f.finding_no = row[5].as<long long>();
+    f.category = row[6].as<std::string>();
+    f.tenant_id = optional_of<std::string>(row[7]);
+    f.payment_id = optional_of<std::string>(row[8]);
+    f.operation_id = optional_of<std::string>(row[9]);
+    f.merchant_reference = optional_of<std::string>(row[10]);
+    f.provider_reference = optional_of<std::string>(row[11]);
+    for (const auto& r : nlohmann::json::parse(row[12].as<std::string>())) {
+        f.provider_references.push_back(r.get<std::string>());
+    }
+    f.local_amount = optional_of<long long>(row[13]);
+    f.local_currency = optional_of<std::string>(row[14]);
+    f.local_state = optional_of<std::string>(row[15]);
+    f.remote_amount = optional_of<long long>(row[16]);
+    f.remote_currency = optional_of<std::string>(row[17]);
+    f.remote_state = optional_of<std::string>(row[18]);
+    f.detail = row[19].as<std::string>();
+    if (!row[20].is_null()) {
+        f.acknowledged = FindingAcknowledgement{
+            row[20].as<std::string>(), row[21].as<std::string>(), row[22].as<std::string>()};
+    }
+    return f;
+}
+
+// The audit row of an acknowledgement: under the payment's tenant, else the deployment's.
+constexpr const char* k_acknowledge_finding_sql = R"sql(
+WITH ack AS (
+    UPDATE recon_findings
+       SET acknowledged_at = now(), acknowledged_by = $2, acknowledge_note = $3
+     WHERE finding_id = $1::uuid AND acknowledged_at IS NULL
+ RETURNING *
+)
+INSERT INTO audit_log (tenant_id, actor, action, subject_type, subject_id, detail)
+SELECT coalesce(ack.tenant_id, $4::uuid), $2, 'statement_finding.acknowledged',
+       'statement_finding', ack.finding_id::text,
+       jsonb_build_object('provider', r.provider, 'window_from', r.window_from,
+                          'window_to', r.window_to, 'run_id', ack.run_id, 'category', ack.category,
+                          'payment_id', ack.payment_id, 'operation_id', ack.operation_id,
+                          'provider_references', to_jsonb(ack.provider_references),
+                          'local_amount', ack.local_amount, 'local_currency', ack.local_currency,
+                          'remote_amount', ack.remote_amount,
+                          'remote_currency', ack.remote_currency, 'detail', ack.detail,
+                          'note', $3::text)
+  FROM ack JOIN recon_runs r ON r.run_id = ack.run_id)sql";
+
+} // namespace
+
+std::optional<StoredStatement> load_statement(Db& db, const std::string& provider,
+                                              long long window_from, long long window_to) {
+    Db::Impl& impl = db.impl();
+    return translate_errors(impl, [&]() -> std::optional<StoredStatement> {
+        pqxx::read_transaction tx(impl.connection());
+        const pqxx::result run = tx.exec_params(
+            "SELECT run_id::text, margin_s, runs, local_records, remote_records, " +
+                iso_utc("finished_at") +
+                ", counts::text FROM recon_runs WHERE provider = $1 AND window_from = "
+                "to_timestamp($2) AND window_to = to_timestamp($3) AND status = 'done'",
+            provider, window_from, window_to);
+        if (run.empty()) {
+            return std::nullopt;
+        }
+        StoredStatement out;
+        out.run_id = run[0][0].as<std::string>();
+        out.provider = provider;
+        out.window_from = window_from;
+        out.window_to = window_to;
+        out.margin_s = run[0][1].as<long long>();
+        out.runs = run[0][2].as<int>();
+        out.local_records = run[0][3].as<long long>();
+        out.remote_records = run[0][4].as<long long>();
+        out.finished_at = run[0][5].is_null() ? "" : run[0][5].as<std::string>();
+        const nlohmann::json counts = nlohmann::json::parse(run[0][6].as<std::string>());
+        for (auto c = counts.begin(); c != counts.end(); ++c) {
+            out.counts[c.key()] = c.value().get<long long>();
+        }
+        for (const auto& row :
+             tx.exec_params("SELECT " + k_stored_finding_columns + k_stored_finding_from +
+                                " WHERE f.run_id = $1::uuid ORDER BY f.finding_no",
+                            out.run_id)) {
+            out.findings.push_back(stored_finding_from(row));
+        }
+        return out;
+    });
+}
+
+std::optional<StoredFinding> find_statement_finding(Db& db, const std::string& finding_id) {
+    if (!is_uuid_text(finding_id)) {
+        return std::nullopt;
+    }
+    Db::Impl& impl = db.impl();
+    return translate_errors(impl, [&]() -> std::optional<StoredFinding> {
+        pqxx::read_transaction tx(impl.connection());
+        const pqxx::result r =
+            tx.exec_params("SELECT " + k_stored_finding_columns + k_stored_finding_from +
+                               " WHERE f.finding_id = $1::uuid",
+                           finding_id);
+        if (r.empty()) {
+            return std::nullopt;
+        }
+        return stored_finding_from(r[0]);
+    });
+}
+
+FindingAcknowledgeResult acknowledge_statement_finding(Db& db, const std::string& finding_id,
+                                                       const std::string& actor,
+                                                       const std::string& note) {
+    FindingAcknowledgeResult out;
+    if (!is_uuid_text(finding_id)) {
+        return out;
+    }
+    Db::Impl& impl = db.impl();
+    translate_errors(impl, [&] {
+        pqxx::work tx(impl.connection());
+        const pqxx::result r =
+            tx.exec_params("SELECT category, acknowledged_at IS NOT NULL FROM recon_findings "
+                           "WHERE finding_id = $1::uuid FOR UPDATE",
+                           finding_id);
+        if (r.empty()) {
+            out.status = FindingAcknowledgeStatus::not_found;
+            return;
+        }
+        if (r[0][1].as<bool>()) {
+            out.status = FindingAcknowledgeStatus::already;
+        } else if (r[0][0].as<std::string>() == to_string(FindingCategory::matched)) {
+            out.status = FindingAcknowledgeStatus::not_needed;
+        } else {
+            tx.exec_params0(k_acknowledge_finding_sql, finding_id, actor, note,
+                            k_deployment_tenant);
+            out.status = FindingAcknowledgeStatus::acknowledged;
+        }
+        tx.commit();
+    });
+    if (out.status != FindingAcknowledgeStatus::not_found) {
+        out.finding = find_statement_finding(db, finding_id);
+    }
+    return out;
 }
 
 } // namespace payrecon::store

@@ -80,6 +80,9 @@ struct StatementTotals {
     // Of the matches, those whose counterpart lay outside the window's reading (DESIGN section 9):
     // stored as findings of category matched, with both times.
     long long matched_across_windows = 0;
+    // Of the findings (not matched), those an operator acknowledged in an earlier run of the
+    // window, carried over: handled, they need no one.
+    long long acknowledged = 0;
 };
 
 // Our payments of the run's provider with these operation IDs (as stored; nothing is claimed), for
@@ -93,6 +96,10 @@ std::vector<ClaimedPayment> statement_payments(Db& db, const StatementRun& run,
 void store_statement_counterparts(Db& db, StatementRun& run,
                                   const std::vector<StatementRecord>& records);
 
+// Before the findings are replaced, an acknowledgement (`acknowledge_statement_finding`) in the
+// window's earlier run goes with the same finding -- same category, operation ID, reference and
+// detail -- into the new one; `on_finding` gets each finding as stored: its ID, and that
+// acknowledgement.
 // Pairs provider records without our operation ID by provider reference, then merges our payments
 // of the provider (first attempt, else acceptance, inside the window widened by the margin) with
 // the run's records, replaces the run's findings with the non-matched ones, and marks it done --
@@ -111,5 +118,71 @@ struct DiffSorting {
 StatementTotals diff_statement_run(Db& db, StatementRun& run, long long amount_tolerance_minor,
                                    const std::function<void(const DiffFinding&)>& on_finding,
                                    const DiffSorting& sorting = {});
+
+// A finding as a complete statement run stored it (recon_findings), with the run it belongs to.
+// Amounts in minor units; `merchant_reference` read from our payment where there is one.
+struct StoredFinding {
+    std::string finding_id;
+    std::string run_id;
+    std::string provider;
+    long long window_from = 0; // unix seconds
+    long long window_to = 0;
+    long long finding_no = 0;
+    std::string category;
+    std::optional<std::string> tenant_id;
+    std::optional<std::string> payment_id;
+    std::optional<std::string> operation_id;
+    std::optional<std::string> merchant_reference;
+    std::optional<std::string> provider_reference; // the one shown: the first charge's
+    std::vector<std::string> provider_references;  // every record's of the key
+    std::optional<long long> local_amount;
+    std::optional<std::string> local_currency;
+    std::optional<std::string> local_state;
+    std::optional<long long> remote_amount;
+    std::optional<std::string> remote_currency;
+    std::optional<std::string> remote_state;
+    std::string detail;
+    std::optional<FindingAcknowledgement> acknowledged;
+};
+
+// The complete run of (provider, window) as stored: its counts and every finding, in report
+// order. nullopt if the window has no complete run. Throws DatabaseUnavailable.
+struct StoredStatement {
+    std::string run_id;
+    std::string provider;
+    long long window_from = 0;
+    long long window_to = 0;
+    long long margin_s = 0;
+    int runs = 0;
+    long long local_records = 0;
+    long long remote_records = 0;
+    std::string finished_at;                 // ISO 8601 UTC
+    std::map<std::string, long long> counts; // per category, matched included
+    std::vector<StoredFinding> findings;
+};
+std::optional<StoredStatement> load_statement(Db& db, const std::string& provider,
+                                              long long window_from, long long window_to);
+
+// One stored finding by its ID; nullopt if there is none (`finding_id` need not be a UUID).
+std::optional<StoredFinding> find_statement_finding(Db& db, const std::string& finding_id);
+
+enum class FindingAcknowledgeStatus {
+    acknowledged,
+    not_found,
+    not_needed, // a match across windows: nothing to handle
+    already,    // acknowledged before: `finding.acknowledged` says by whom, when and why
+};
+struct FindingAcknowledgeResult {
+    FindingAcknowledgeStatus status = FindingAcknowledgeStatus::not_found;
+    std::optional<StoredFinding> finding; // as it is after the call
+};
+
+// Records that operator `actor` handled finding `finding_id` and what was done (`note`, as given:
+// the caller checks it), under the finding's row lock, with an audit row
+// (statement_finding.acknowledged; under the payment's tenant, else the deployment's) in one
+// transaction; the finding stays, out of the money at risk. Throws DatabaseUnavailable.
+FindingAcknowledgeResult acknowledge_statement_finding(Db& db, const std::string& finding_id,
+                                                       const std::string& actor,
+                                                       const std::string& note);
 
 } // namespace payrecon::store

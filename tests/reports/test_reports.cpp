@@ -145,6 +145,8 @@ Report fixture() {
     duplicate.local_state = "";
     duplicate.remote_state = "succeeded";
     duplicate.detail = "-250 KWD twice; two charges for one operation ID";
+    duplicate.finding_id = "0190b2c4-5e6f-7000-8000-000000000007";
+    duplicate.provider_references = {"\"pi_7\"", "=pi_7b,x"};
     r.add(duplicate);
 
     Finding unknown = make("unresolved_unknown", true);
@@ -611,6 +613,65 @@ TEST_CASE("reports: money at risk is the difference for a mismatch, else the amo
     CHECK(r.totals.at("status_mismatch").amounts.empty());
 }
 
+TEST_CASE("reports: a handled finding is listed and counted in its category, out of the money "
+          "at risk, with who handled it and the note, in every format",
+          "[reports]") {
+    Report r;
+    r.kind = "statement";
+    r.title = "payrecon statement: stripe";
+    r.generated_at = "2026-12-02T06:00:00Z";
+    Finding open = make("missing_local", true);
+    open.remote_amount = 7300;
+    open.remote_currency = "USD";
+    open.detail = "an orphan";
+    r.add(open);
+    Finding handled = make("duplicate_remote", false);
+    handled.finding_id = "0190b2c4-5e6f-7000-8000-0000000000aa";
+    handled.local_amount = handled.remote_amount = 2500;
+    handled.local_currency = handled.remote_currency = "EUR";
+    handled.provider_reference = "pi_1";
+    handled.provider_references = {"pi_1", "pi_2"};
+    handled.detail = "two charges: pi_1, pi_2";
+    handled.handled =
+        payrecon::FindingAcknowledgement{"frank", "2026-12-02T07:00:00.000Z", "refunded pi_2"};
+    r.add(handled);
+    CHECK(r.totals.at("duplicate_remote").count == 1);
+    CHECK(r.at_risk == std::map<std::string, long long>{{"USD", 7300}});
+    CHECK(r.needing_attention == 1);
+    CHECK(r.handled == 1);
+    CHECK(r.handled_amounts == std::map<std::string, long long>{{"EUR", 2500}});
+    CHECK(handled_at_risk(handled)->minor == 2500);
+    CHECK_FALSE(at_risk(handled).has_value());
+
+    const json j = json::parse(render(r, Format::json));
+    SchemaChecker checker(load_schema());
+    CHECK(checker.check(j).empty());
+    CHECK(j["handled"] == json{{"count", 1}, {"amounts", {{"EUR", 2500}}}});
+    CHECK(j["findings"][1]["handled"] ==
+          json{{"by", "frank"}, {"at", "2026-12-02T07:00:00.000Z"}, {"note", "refunded pi_2"}});
+    CHECK(j["findings"][1]["provider_references"] == json::array({"pi_1", "pi_2"}));
+    CHECK(j["findings"][0]["handled"].is_null());
+    CHECK(j["findings"][0]["finding_id"].is_null());
+
+    std::istringstream csv(render(r, Format::csv));
+    const auto back = parse_findings_csv(csv);
+    REQUIRE(back.size() == 2);
+    CHECK(back[1] == handled);
+    CHECK(back[0] == open);
+
+    const std::string text = render(r, Format::text);
+    CHECK(text.find("handled:") != std::string::npos);
+    CHECK(text.find("pi_1, pi_2") != std::string::npos);
+    CHECK(text.find("[handled by frank at 2026-12-02T07:00:00.000Z: refunded pi_2]") !=
+          std::string::npos);
+    const std::string html = render(r, Format::html);
+    CHECK(html.find("data-finding-id=\"0190b2c4-5e6f-7000-8000-0000000000aa\" "
+                    "data-handled=\"true\"") != std::string::npos);
+    CHECK(html.find("id=\"handled\" data-count=\"1\"") != std::string::npos);
+    CHECK(html.find("handled by frank") != std::string::npos);
+    CHECK(html.find(">pi_2<") != std::string::npos);
+}
+
 TEST_CASE("reports: the schema checker rejects what the schema forbids", "[reports]") {
     SchemaChecker checker(load_schema());
     const json good = json::parse(render(fixture(), Format::json));
@@ -660,7 +721,9 @@ TEST_CASE("reports: CSV parses back to the same findings", "[reports]") {
     CHECK(csv.rfind("category,needs_attention,provider,payment_id,operation_id,merchant_reference,"
                     "provider_reference,local_amount,local_amount_major,local_currency,"
                     "local_state,local_at,remote_amount,remote_amount_major,remote_currency,"
-                    "remote_state,remote_at,difference,difference_major,provider_link,detail\r\n",
+                    "remote_state,remote_at,difference,difference_major,provider_link,"
+                    "finding_id,provider_references,handled_by,handled_at,handled_note,"
+                    "detail\r\n",
                     0) == 0);
     std::istringstream in(csv);
     const std::vector<Finding> back = parse_findings_csv(in);
@@ -706,7 +769,7 @@ TEST_CASE("reports: the CSV parser refuses malformed input with the line", "[rep
     };
     CHECK(parse(header).empty());
     CHECK(parse(header.substr(0, header.size() - 2) +
-                "\nmatched,false,stripe,,,,,1,0.01,EUR,,,,,,,,,,,ok")
+                "\nmatched,false,stripe,,,,,1,0.01,EUR,,,,,,,,,,,,,,,,ok")
               .size() == 1);
     CHECK_THROWS_WITH(parse(""), Catch::Contains("no header row"));
     CHECK_THROWS_WITH(parse("a,b\r\n"), Catch::Contains("header"));

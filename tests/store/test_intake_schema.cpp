@@ -237,6 +237,7 @@ TEST_CASE("migrations: schema 9 to 10 over 200,000 payments keeps every row and 
     store::peek_unknown(reader, 10, {{"stripe", 60s}});
     store::open_queue_counts(reader, 3600s);
     CHECK(store::rejected_payments(reader, "nobody").empty());
+    CHECK(store::review_items(reader, "nobody", "lookup_failing", std::nullopt, 10).items.empty());
     CHECK_FALSE(
         store::resolve_payment_ref(reader, "00000000-0000-7000-8000-000000000000").has_value());
     store::PaymentFilter review;
@@ -266,6 +267,9 @@ TEST_CASE("migrations: schema 9 to 10 over 200,000 payments keeps every row and 
         {"reconcile_peek", {"{stripe,adyen}", "{60,60}", "100"}, "payments_state_created"},
         {"reconcile_queue_counts", {"3600"}, "payments_state_created"},
         {"review_rejected_payments", {"stripe", std::nullopt}, "payments_state_created"},
+        {"review_items",
+         {"stripe", "lookup_failing", std::nullopt, "101"},
+         "payments_state_created"},
         {"inspect_ref_by_payment_id", {a_payment}, "payments_pkey"},
         {"inspect_ref_by_operation_id", {an_operation}, "payments_operation_id"},
         {"inspect_list_by_created",
