@@ -154,29 +154,9 @@ std::optional<std::string> webhook_provider(const std::string& path) {
     return valid ? std::optional<std::string>(std::move(name)) : std::nullopt;
 }
 
-// The route pattern a request's method and path match, "other" if none (never the raw path).
-std::string route_of(const std::string& method, const std::string& path) {
-    if (method == "POST" && path == k_payments) {
-        return "POST /v1/payments";
-    }
-    if (method == "GET" && path.starts_with(k_payment_prefix) &&
-        path.size() > k_payment_prefix.size() &&
-        path.find('/', k_payment_prefix.size()) == std::string::npos) {
-        return "GET /v1/payments/{id}";
-    }
-    if (method == "GET" && path == k_payments) {
-        return "GET /v1/payments";
-    }
-    if (method == "GET" && path == "/v1/events") {
-        return "GET /v1/events";
-    }
-    if (method == "GET" && (path == "/healthz" || path == "/readyz" || path == "/metrics")) {
-        return "GET " + path;
-    }
-    if (method == "POST" && webhook_provider(path)) {
-        return "POST /v1/providers/{name}/webhooks";
-    }
-    return "other";
+bool is_payment_path(const std::string& path) {
+    return path.size() > k_payment_prefix.size() && path.starts_with(k_payment_prefix) &&
+           path.find('/', k_payment_prefix.size()) == std::string::npos;
 }
 
 // "application/json", "Application/JSON ; charset=utf-8": media types compare case-insensitively
@@ -217,6 +197,54 @@ std::string iso_now() {
 }
 
 } // namespace
+
+// One route: a method and a path pattern, the name logs and /metrics give it, and where it runs.
+struct Server::Route {
+    enum class Runs {
+        io,     // answered on the I/O thread: needs no database
+        scrape, // /metrics: its own counters at once, the rest from an idle worker if there is one
+        worker, // queued for a database worker
+    };
+    std::string_view method;
+    std::string_view name;
+    bool (*matches)(const std::string& path);
+    Runs runs;
+    void (Server::*handle)(const HttpRequest& req, HttpResponse& res, Context& ctx);
+};
+
+// Every route serve has, built once. A path that one of them matches with another method is 405
+// (Allow: the methods that take it); a path none matches is 404.
+const std::vector<Server::Route>& Server::routes() {
+    using Runs = Route::Runs;
+    static const std::vector<Route> k_routes = {
+        {"POST", "POST /v1/payments", [](const std::string& p) { return p == k_payments; },
+         Runs::worker, &Server::create_payment},
+        {"GET", "GET /v1/payments/{id}", is_payment_path, Runs::worker, &Server::get_payment},
+        {"GET", "GET /v1/payments", [](const std::string& p) { return p == k_payments; },
+         Runs::worker, &Server::list_payments},
+        {"GET", "GET /v1/events", [](const std::string& p) { return p == "/v1/events"; },
+         Runs::worker, &Server::get_events},
+        {"POST", "POST /v1/providers/{name}/webhooks",
+         [](const std::string& p) { return webhook_provider(p).has_value(); }, Runs::worker,
+         &Server::provider_webhook},
+        {"GET", "GET /healthz", [](const std::string& p) { return p == "/healthz"; }, Runs::io,
+         &Server::healthz},
+        {"GET", "GET /readyz", [](const std::string& p) { return p == "/readyz"; }, Runs::worker,
+         &Server::readyz},
+        {"GET", "GET /metrics", [](const std::string& p) { return p == "/metrics"; }, Runs::scrape,
+         nullptr},
+    };
+    return k_routes;
+}
+
+const Server::Route* Server::route_of(const std::string& method, const std::string& path) {
+    for (const Route& r : routes()) {
+        if (r.method == method && r.matches(path)) {
+            return &r;
+        }
+    }
+    return nullptr;
+}
 
 struct Server::Context {
     Clock::time_point started = Clock::now();
@@ -324,25 +352,34 @@ std::string Server::render_metrics() {
 void Server::handle(HttpRequest request, Respond respond) {
     Context ctx;
     const std::string path = path_of(request.target);
-    ctx.route = route_of(request.method, path);
+    const Route* route = route_of(request.method, path);
+    ctx.route = route != nullptr ? std::string(route->name) : "other";
     HttpResponse res;
     try {
-        if (ctx.route == "GET /healthz") {
-            set_content(res, R"({"status":"alive"})", "application/json");
-        } else if (ctx.route == "GET /metrics") {
+        if (route != nullptr && route->runs == Route::Runs::scrape) {
             scrape(std::move(request), std::move(respond));
             return;
-        } else if (ctx.route != "other") {
-            on_worker(ctx.route, std::move(request), std::move(respond));
+        }
+        if (route != nullptr && route->runs == Route::Runs::worker) {
+            on_worker(*route, std::move(request), std::move(respond));
             return;
-        } else if (path == k_payments || path == "/healthz" || path == "/readyz" ||
-                   path == "/metrics" || route_of("GET", path) != "other" ||
-                   webhook_provider(path)) {
-            send_problem(res, 405, "method_not_allowed", "Method not allowed",
-                         "This route does not take that method.");
-            set_header(res, "Allow", path == k_payments || webhook_provider(path) ? "POST" : "GET");
+        }
+        if (route != nullptr) {
+            (this->*route->handle)(request, res, ctx);
         } else {
-            send_problem(res, 404, "not_found", "Not found", "No such resource.");
+            std::string allow;
+            for (const Route& r : routes()) {
+                if (r.matches(path) && allow.find(r.method) == std::string::npos) {
+                    allow += (allow.empty() ? "" : ", ") + std::string(r.method);
+                }
+            }
+            if (!allow.empty()) {
+                send_problem(res, 405, "method_not_allowed", "Method not allowed",
+                             "This route does not take that method.");
+                set_header(res, "Allow", allow);
+            } else {
+                send_problem(res, 404, "not_found", "Not found", "No such resource.");
+            }
         }
     } catch (const std::exception&) {
         res = {};
@@ -406,14 +443,14 @@ void Server::scrape(HttpRequest request, Respond respond) {
     }
 }
 
-void Server::on_worker(const std::string& route, HttpRequest request, Respond respond) {
+void Server::on_worker(const Route& route, HttpRequest request, Respond respond) {
     struct Pending {
         Context ctx;
         HttpRequest request;
         Respond respond;
     };
     auto pending = std::make_shared<Pending>();
-    pending->ctx.route = route;
+    pending->ctx.route = route.name;
     pending->request = std::move(request);
     pending->respond = std::move(respond);
     const auto answer_busy = [this, pending](bool queue_full) {
@@ -426,7 +463,7 @@ void Server::on_worker(const std::string& route, HttpRequest request, Respond re
     };
     // Every handler runs inside this: the connection, the translation of a lost database into 503
     // and of a bug into 500, the log line.
-    auto job = [this, pending](DbSlot& slot) {
+    auto job = [this, pending, &route](DbSlot& slot) {
         Context& ctx = pending->ctx;
         const HttpRequest& req = pending->request;
         ctx.slot = &slot;
@@ -438,7 +475,7 @@ void Server::on_worker(const std::string& route, HttpRequest request, Respond re
             for (bool retried = false;; retried = true) {
                 const bool reused = slot.db != nullptr;
                 try {
-                    handle(req, res, ctx);
+                    (this->*route.handle)(req, res, ctx);
                     break;
                 } catch (const DatabaseUnavailable& e) {
                     if (retried || !reused || e.commit_outcome_unknown()) {
@@ -491,7 +528,8 @@ void Server::on_worker(const std::string& route, HttpRequest request, Respond re
 // Requests the transport refused: unreadable, header fields or body too large. problem+json too.
 HttpResponse Server::refused(const HttpRequest& req, const HttpRefusal& refusal) {
     Context ctx;
-    ctx.route = route_of(req.method, path_of(req.target));
+    const Route* route = route_of(req.method, path_of(req.target));
+    ctx.route = route != nullptr ? std::string(route->name) : "other";
     ctx.outcome = "invalid";
     ctx.refused = refusal.reason;
     HttpResponse res;
@@ -668,22 +706,6 @@ void Server::get_events(const HttpRequest& req, HttpResponse& res, Context& ctx)
     set_content(res, *page, "application/json");
 }
 
-void Server::handle(const HttpRequest& req, HttpResponse& res, Context& ctx) {
-    if (ctx.route == "POST /v1/payments") {
-        create_payment(req, res, ctx);
-    } else if (ctx.route == "POST /v1/providers/{name}/webhooks") {
-        provider_webhook(req, res, ctx);
-    } else if (ctx.route == "GET /v1/payments/{id}") {
-        get_payment(req, res, ctx);
-    } else if (ctx.route == "GET /v1/payments") {
-        list_payments(req, res, ctx);
-    } else if (ctx.route == "GET /v1/events") {
-        get_events(req, res, ctx);
-    } else {
-        readyz(res, ctx);
-    }
-}
-
 // A provider's notification: authenticated by the provider's signature alone (no payrecon key),
 // stored if it verifies, answered at once; the reconciler interprets it later.
 void Server::provider_webhook(const HttpRequest& req, HttpResponse& res, Context& ctx) {
@@ -735,7 +757,11 @@ void Server::provider_webhook(const HttpRequest& req, HttpResponse& res, Context
     }
 }
 
-void Server::readyz(HttpResponse& res, Context& ctx) {
+void Server::healthz(const HttpRequest&, HttpResponse& res, Context&) {
+    set_content(res, R"({"status":"alive"})", "application/json");
+}
+
+void Server::readyz(const HttpRequest&, HttpResponse& res, Context& ctx) {
     // An unreachable database is an answer here (not ready), not an error; the job's retry on a
     // new connection has already been spent when this throws.
     if (store_ready(connection(ctx))) {

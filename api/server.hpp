@@ -19,6 +19,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <vector>
 
 namespace payrecon::store {
 class Db;
@@ -68,9 +69,13 @@ public:
 
 private:
     struct Context;
+    struct Route;
+    static const std::vector<Route>& routes();
+    // The route `method` and `path` match; nullptr if none.
+    static const Route* route_of(const std::string& method, const std::string& path);
     void handle(HttpRequest request, Respond respond) override;
     HttpResponse refused(const HttpRequest& request, const HttpRefusal& refusal) override;
-    void on_worker(const std::string& route, HttpRequest request, Respond respond);
+    void on_worker(const Route& route, HttpRequest request, Respond respond);
     // GET /metrics: own counters now, the rejected requests from the database through a worker.
     void scrape(HttpRequest request, Respond respond);
     void create_payment(const HttpRequest& req, HttpResponse& res, Context& ctx);
@@ -83,10 +88,9 @@ private:
     void get_payment(const HttpRequest& req, HttpResponse& res, Context& ctx);
     void list_payments(const HttpRequest& req, HttpResponse& res, Context& ctx);
     void get_events(const HttpRequest& req, HttpResponse& res, Context& ctx);
-    void readyz(HttpResponse& res, Context& ctx);
+    void healthz(const HttpRequest& req, HttpResponse& res, Context& ctx);
+    void readyz(const HttpRequest& req, HttpResponse& res, Context& ctx);
     void provider_webhook(const HttpRequest& req, HttpResponse& res, Context& ctx);
-    // The route's handler (POST and GET payments, provider webhooks, /readyz).
-    void handle(const HttpRequest& req, HttpResponse& res, Context& ctx);
     store::Db& connection(Context& ctx);
     // Closes the worker's connection (it died, or its state is unknown); the next request opens
     // one.

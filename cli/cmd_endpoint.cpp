@@ -12,7 +12,7 @@
 #include "core/settings.hpp"
 #include "core/standard_webhooks.hpp"
 #include "core/uuid.hpp"
-#include "providers/http/resolve.hpp"
+#include "net/resolve.hpp"
 #include "store/relay_store.hpp"
 
 #include <iostream>
@@ -129,8 +129,8 @@ void setup_endpoint(CLI::App& app, AppState& state) {
         if (ao->description && display_name_problem(*ao->description, 512)) {
             throw UsageError("--description: " + *display_name_problem(*ao->description, 512));
         }
-        const NetworkAllowance allowance = endpoint_allowance();
-        const auto checked = check_endpoint(ao->url, allowance, providers::http::system_resolve);
+        const net::NetworkAllowance allowance = endpoint_allowance();
+        const auto checked = net::check_endpoint(ao->url, allowance, net::system_resolve);
         if (!checked) {
             throw Refused(checked.error(),
                           "an endpoint must be reachable on the public internet over https; "

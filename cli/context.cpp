@@ -146,9 +146,9 @@ SealingKeys endpoint_keys(const GlobalOptions& g, bool embedded) {
     return load_sealing_keys(home_dir(g) / "endpoint.key", embedded);
 }
 
-NetworkAllowance endpoint_allowance() {
+net::NetworkAllowance endpoint_allowance() {
     const char* text = std::getenv("PAYRECON_ENDPOINT_ALLOWED_NETWORKS");
-    auto parsed = NetworkAllowance::parse(text == nullptr ? "" : text);
+    auto parsed = net::NetworkAllowance::parse(text == nullptr ? "" : text);
     if (!parsed) {
         throw ConfigError("PAYRECON_ENDPOINT_ALLOWED_NETWORKS: " + parsed.error());
     }

@@ -3,9 +3,9 @@
 // demand, or the one given), the operator's name, the fingerprint secrets.
 
 #include "cli/app.hpp"
-#include "core/endpoint_address.hpp"
 #include "core/fingerprint.hpp"
 #include "core/sealed.hpp"
+#include "net/endpoint_address.hpp"
 #include "providers/config.hpp"
 #include "services/intake.hpp"
 #include "store/cluster.hpp"
@@ -74,7 +74,7 @@ SealingKeys endpoint_keys(const GlobalOptions& g, bool embedded);
 
 // PAYRECON_ENDPOINT_ALLOWED_NETWORKS: the networks beyond the public internet that webhook
 // endpoints may reach (none by default). Throws ConfigError naming the item that is not a CIDR.
-NetworkAllowance endpoint_allowance();
+net::NetworkAllowance endpoint_allowance();
 
 // "host:pid": recorded on claims, leases and attempts.
 std::string process_id_text();

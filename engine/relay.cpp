@@ -3,8 +3,8 @@
 #include "core/backoff.hpp"
 #include "core/encoding.hpp"
 #include "core/errors.hpp"
+#include "net/transport.hpp"
 #include "providers/call_record.hpp"
-#include "providers/http/transport.hpp"
 #include "store/db.hpp"
 #include "store/relay_store.hpp"
 
@@ -27,7 +27,7 @@ long long unix_ms_now() {
         .count();
 }
 
-std::string header_value(const providers::http::HeaderList& headers, std::string_view name) {
+std::string header_value(const net::HeaderList& headers, std::string_view name) {
     for (const auto& [n, v] : headers) {
         if (n.size() == name.size() &&
             std::equal(n.begin(), n.end(), name.begin(), [](char a, char b) {
@@ -43,7 +43,7 @@ std::string header_value(const providers::http::HeaderList& headers, std::string
 // One batch: one endpoint's claimed deliveries, sent in publish order on one connection.
 class BatchSender {
 public:
-    BatchSender(store::Db& db, providers::http::Transport& transport, const RelayOptions& options,
+    BatchSender(store::Db& db, net::Transport& transport, const RelayOptions& options,
                 const SealingKeys& keys, const std::string& owner, std::atomic<bool>& stop)
         : m_db(db), m_transport(transport), m_options(options), m_keys(keys), m_owner(owner),
           m_stop(stop) {}
@@ -113,7 +113,7 @@ public:
                 a.error = key_problem;
             } else {
                 const long long timestamp = a.started_unix_ms / 1000;
-                providers::http::HttpRequest request;
+                net::HttpRequest request;
                 request.method = "POST";
                 request.url = batch.url;
                 request.body = d.body;
@@ -125,12 +125,12 @@ public:
                     {"webhook-timestamp", std::to_string(timestamp)},
                     {"webhook-signature", webhook_signature(keys, d.event_id, timestamp, d.body)},
                 };
-                const NetworkAllowance& allowance = m_options.allowance;
-                request.connect_guard = [&allowance](const IpAddress& ip) {
-                    return address_refusal(ip, allowance);
+                const net::NetworkAllowance& allowance = m_options.allowance;
+                request.connect_guard = [&allowance](const net::IpAddress& ip) {
+                    return net::address_refusal(ip, allowance);
                 };
                 const auto started = std::chrono::steady_clock::now();
-                const providers::http::HttpResult r = m_transport.send(request);
+                const net::HttpResult r = m_transport.send(request);
                 a.latency_ms =
                     static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(
                                          std::chrono::steady_clock::now() - started)
@@ -199,7 +199,7 @@ public:
 
 private:
     store::Db& m_db;
-    providers::http::Transport& m_transport;
+    net::Transport& m_transport;
     const RelayOptions& m_options;
     const SealingKeys& m_keys;
     const std::string& m_owner;
@@ -262,13 +262,13 @@ RelayCounts Relay::run() {
 
 void Relay::thread_main(int index) {
     const std::string owner = m_options.relay_id + "/" + std::to_string(index);
-    providers::http::TransportOptions to;
+    net::TransportOptions to;
     to.timeouts.connect = std::min(m_options.timeout, std::chrono::milliseconds(10000));
     to.timeouts.total = m_options.timeout;
     to.max_response_bytes = 64 * 1024;
     to.ca_bundle = m_options.ca_bundle;
     to.user_agent = "payrecon-relay/0.1 (+Standard Webhooks)";
-    providers::http::Transport transport(to);
+    net::Transport transport(to);
     // The lease covers one request and the flush after it, and is renewed at every flush.
     const std::chrono::milliseconds lease =
         2 * m_options.timeout + std::chrono::milliseconds(10000);

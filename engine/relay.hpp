@@ -9,9 +9,9 @@
 // At least once: an event whose 2xx arrived but was not yet recorded when the relay died (or
 // whose answer was lost to a timeout) is sent again, with the same `webhook-id` and body.
 
-#include "core/endpoint_address.hpp"
 #include "core/sealed.hpp"
 #include "core/standard_webhooks.hpp"
+#include "net/endpoint_address.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -34,7 +34,7 @@ struct RelayOptions {
     int per_endpoint = 2; // batches of one endpoint in flight at once (its slots)
     std::chrono::milliseconds timeout{15000}; // per request, connect included
     DeliverySchedule schedule = DeliverySchedule::standard();
-    NetworkAllowance allowance; // networks beyond the public internet an endpoint may reach
+    net::NetworkAllowance allowance; // networks beyond the public internet an endpoint may reach
     std::chrono::milliseconds idle_poll{250}; // wait when nothing was due
     bool once = false; // deliver what is due now (published included), then return
     int publish_batch = 1000;

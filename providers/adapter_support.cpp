@@ -13,9 +13,9 @@ ProviderClient::ProviderClient(const ProviderConfig& config, SendFunction send,
     }
 }
 
-http::HttpRequest ProviderClient::request(std::string method, std::string_view path_and_query,
-                                          bool mutating) const {
-    http::HttpRequest r;
+net::HttpRequest ProviderClient::request(std::string method, std::string_view path_and_query,
+                                         bool mutating) const {
+    net::HttpRequest r;
     r.method = std::move(method);
     r.url = m_base_url + std::string(path_and_query);
     r.mutating = mutating;
@@ -24,7 +24,7 @@ http::HttpRequest ProviderClient::request(std::string method, std::string_view p
     return r;
 }
 
-http::HttpResult ProviderClient::send(http::HttpRequest request) {
+net::HttpResult ProviderClient::send(net::HttpRequest request) {
     for (const Secret& s : secrets_of(m_credentials)) {
         request.secrets_to_redact.push_back(s);
     }
@@ -45,12 +45,12 @@ http::HttpResult ProviderClient::send(http::HttpRequest request) {
     if (!token) {
         return token.error();
     }
-    http::HttpRequest first = request;
+    net::HttpRequest first = request;
     first.headers.insert(first.headers.begin(), {"Authorization", "Bearer " + token->reveal()});
     first.secrets_to_redact.push_back(*token);
-    http::HttpResult result = m_send(first);
+    net::HttpResult result = m_send(first);
     const bool was_cached = m_tokens->requests_sent() == fetched_before;
-    if (result.cls != http::SendClass::response || result.http_status != 401 || !was_cached) {
+    if (result.cls != net::SendClass::response || result.http_status != 401 || !was_cached) {
         return result;
     }
     m_tokens->invalidate();
@@ -64,11 +64,11 @@ http::HttpResult ProviderClient::send(http::HttpRequest request) {
     return m_send(request);
 }
 
-SubmitResult create_outcome(const http::HttpResult& result,
+SubmitResult create_outcome(const net::HttpResult& result,
                             const std::function<SubmitResult(int, std::string_view)>& interpret) {
-    if (result.cls != http::SendClass::response) {
+    if (result.cls != net::SendClass::response) {
         SubmitResult r;
-        r.outcome = result.cls == http::SendClass::not_sent ? Outcome::not_sent : Outcome::unknown;
+        r.outcome = result.cls == net::SendClass::not_sent ? Outcome::not_sent : Outcome::unknown;
         r.call = call_record_of(result);
         return r;
     }
@@ -77,13 +77,13 @@ SubmitResult create_outcome(const http::HttpResult& result,
     return r;
 }
 
-ReadCall read_call(const http::HttpResult& result) {
+ReadCall read_call(const net::HttpResult& result) {
     ReadCall out;
     out.call = call_record_of(result);
-    out.ok = result.cls == http::SendClass::response && result.http_status == 200;
+    out.ok = result.cls == net::SendClass::response && result.http_status == 200;
     if (!out.ok) {
         out.retry_after = retry_after_of(result);
-        if (result.cls == http::SendClass::response) {
+        if (result.cls == net::SendClass::response) {
             out.call.error_class = "http_" + std::to_string(result.http_status);
         }
     }

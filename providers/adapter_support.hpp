@@ -11,9 +11,9 @@
 //   (`not_sent` stays `not_sent`, anything else that is not a response is `unknown`);
 // - read_call: a lookup's or list page's call record, failed unless a 200 came back.
 
+#include "net/transport.hpp"
 #include "providers/call_record.hpp"
 #include "providers/config.hpp"
-#include "providers/http/transport.hpp"
 #include "providers/oauth2.hpp"
 #include "providers/provider.hpp"
 
@@ -24,12 +24,12 @@
 
 namespace payrecon::providers {
 
-using http::SendFunction;
+using net::SendFunction;
 
 struct ClientOptions {
     // The provider's own headers on every request (Stripe-Version, Square-Version). Every request
     // also asks for JSON (Accept: application/json).
-    http::HeaderList headers;
+    net::HeaderList headers;
     // Where an ApiKey goes: "Authorization: Bearer <key>" unless the provider reads it elsewhere
     // (Adyen: "X-API-Key: <key>", no prefix).
     std::string api_key_header = "Authorization";
@@ -42,16 +42,16 @@ public:
     ProviderClient(const ProviderConfig& config, SendFunction send, ClientOptions options = {});
 
     // `method` on base_url + `path_and_query`, with the provider's headers. `mutating` as
-    // http::HttpRequest says: true for anything that can charge.
-    http::HttpRequest request(std::string method, std::string_view path_and_query,
-                              bool mutating) const;
+    // net::HttpRequest says: true for anything that can charge.
+    net::HttpRequest request(std::string method, std::string_view path_and_query,
+                             bool mutating) const;
 
     // Sends `request` with the credentials added (first among the headers) and listed in
     // secrets_to_redact. With OAuth2: a request for which no token could be had is not sent --
     // the result is the token's failure (OAuth2TokenSource::token) -- and a 401 with a cached token
     // is sent once more with a fresh one (the API refused the request before executing anything).
     // Never throws for anything the network or the provider does.
-    http::HttpResult send(http::HttpRequest request);
+    net::HttpResult send(net::HttpRequest request);
 
 private:
     std::string m_base_url;
@@ -64,7 +64,7 @@ private:
 // The outcome of a create call: a transport failure as the transport classified it (`not_sent`:
 // the provider cannot have received it, safe to send again; anything else `unknown`) with its call
 // record; a response as `interpret(http_status, body)` decides, with the call's duration.
-SubmitResult create_outcome(const http::HttpResult& result,
+SubmitResult create_outcome(const net::HttpResult& result,
                             const std::function<SubmitResult(int, std::string_view)>& interpret);
 
 // A read (a lookup, a list page) as the attempt record sees it: ok only if a 200 came back;
@@ -75,7 +75,7 @@ struct ReadCall {
     CallRecord call;
     std::optional<std::chrono::seconds> retry_after;
 };
-ReadCall read_call(const http::HttpResult& result);
+ReadCall read_call(const net::HttpResult& result);
 
 // A payment the adapter will not send because it has no form in the provider's API (an amount
 // not expressible in its units, an operation ID longer than its key): declined without a call --

@@ -9,7 +9,7 @@
 
 namespace payrecon::providers {
 
-CallRecord call_record_of(const http::HttpResult& r) {
+CallRecord call_record_of(const net::HttpResult& r) {
     CallRecord c;
     c.http_status = r.http_status;
     c.duration = r.total_time;
@@ -19,23 +19,23 @@ CallRecord call_record_of(const http::HttpResult& r) {
     } else if (r.token_unavailable) {
         c.error_class = "not_sent:token_unavailable";
         c.reason = "no OAuth2 access token could be had";
-    } else if (r.cls == http::SendClass::not_sent) {
+    } else if (r.cls == net::SendClass::not_sent) {
         c.error_class = "not_sent:curl_" + std::to_string(r.curl_code);
         c.reason = r.address_refused  ? "every address of the host was refused"
                    : r.curl_code == 0 ? "refused before sending"
-                                      : http::describe_curl_code(r.curl_code);
-    } else if (r.cls == http::SendClass::unknown) {
+                                      : net::describe_curl_code(r.curl_code);
+    } else if (r.cls == net::SendClass::unknown) {
         c.error_class =
             r.truncated ? "response_too_large" : "unknown:curl_" + std::to_string(r.curl_code);
         c.reason = r.truncated                              ? "the response was larger than allowed"
                    : r.curl_code == 0 && r.http_status == 0 ? "no response"
-                                                            : http::describe_curl_code(r.curl_code);
+                                                            : net::describe_curl_code(r.curl_code);
     }
     c.detail = r.error.substr(0, 300);
     return c;
 }
 
-std::optional<std::chrono::seconds> retry_after_of(const http::HttpResult& r) {
+std::optional<std::chrono::seconds> retry_after_of(const net::HttpResult& r) {
     for (const auto& [k, v] : r.headers) {
         if (!std::equal(k.begin(), k.end(), std::string_view("retry-after").begin(),
                         std::string_view("retry-after").end(), [](char a, char b) {

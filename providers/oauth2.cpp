@@ -30,9 +30,9 @@ std::string error_code(std::string_view body) {
 }
 
 // The result a caller reports when no token could be had and nothing was sent: not_sent.
-http::HttpResult unavailable(const http::HttpResult& token_call, std::string why) {
-    http::HttpResult r;
-    r.cls = http::SendClass::not_sent;
+net::HttpResult unavailable(const net::HttpResult& token_call, std::string why) {
+    net::HttpResult r;
+    r.cls = net::SendClass::not_sent;
     r.curl_code = token_call.curl_code;
     r.total_time = token_call.total_time;
     r.deadline_passed = token_call.deadline_passed;
@@ -71,7 +71,7 @@ std::optional<TokenAnswer> parse_token_answer(std::string_view body) {
     return out;
 }
 
-OAuth2TokenSource::OAuth2TokenSource(OAuth2ClientCredentials credentials, http::SendFunction send,
+OAuth2TokenSource::OAuth2TokenSource(OAuth2ClientCredentials credentials, net::SendFunction send,
                                      Clock clock)
     : m_credentials(std::move(credentials)), m_send(std::move(send)), m_clock(std::move(clock)) {
     if (!m_clock) {
@@ -83,14 +83,14 @@ void OAuth2TokenSource::invalidate() {
     m_token.reset();
 }
 
-tl::expected<Secret, http::HttpResult>
+tl::expected<Secret, net::HttpResult>
 OAuth2TokenSource::token(std::optional<std::chrono::steady_clock::time_point> deadline) {
     const auto now = m_clock();
     if (m_token && now < m_refresh_at) {
         return *m_token;
     }
     m_token.reset();
-    http::HttpRequest r;
+    net::HttpRequest r;
     r.method = "POST";
     r.url = m_credentials.token_url;
     // Asking for a token charges nothing: libcurl may reuse a kept-alive connection, and re-send
@@ -105,15 +105,15 @@ OAuth2TokenSource::token(std::optional<std::chrono::steady_clock::time_point> de
     r.secrets_to_redact = secrets_of(m_credentials);
     r.deadline = deadline;
     ++m_requests;
-    const http::HttpResult res = m_send(r);
-    if (res.cls != http::SendClass::response) {
+    const net::HttpResult res = m_send(r);
+    if (res.cls != net::SendClass::response) {
         return tl::make_unexpected(unavailable(res, "the token URL " + m_credentials.token_url +
                                                         " did not answer (" + res.error + ")"));
     }
     const std::string code = error_code(res.body);
     if (res.http_status == 401 || res.http_status == 403 ||
         (res.http_status == 400 && (code == "invalid_client" || code == "unauthorized_client"))) {
-        http::HttpResult refused = res;
+        net::HttpResult refused = res;
         refused.http_status = 401;
         return tl::make_unexpected(std::move(refused));
     }

@@ -12,8 +12,8 @@
 //
 // Not thread-safe: one per adapter, used by the one thread that uses its Transport.
 
+#include "net/transport.hpp"
 #include "providers/credentials.hpp"
-#include "providers/http/transport.hpp"
 
 #include <chrono>
 #include <functional>
@@ -37,7 +37,7 @@ public:
     using Clock = std::function<std::chrono::steady_clock::time_point()>;
 
     // `clock` is the steady clock unless given (tests move time on).
-    OAuth2TokenSource(OAuth2ClientCredentials credentials, http::SendFunction send,
+    OAuth2TokenSource(OAuth2ClientCredentials credentials, net::SendFunction send,
                       Clock clock = {});
 
     // The cached access token, or a new one from the token URL, its request cut to `deadline`.
@@ -47,7 +47,7 @@ public:
     //   the API had refused them -- which is what it means, and adapters map 401 already;
     // - anything else (unreachable, a timeout, 5xx, an answer that is not a token): not_sent with
     //   token_unavailable set and `error` saying why. Nothing was sent to the API.
-    tl::expected<Secret, http::HttpResult>
+    tl::expected<Secret, net::HttpResult>
     token(std::optional<std::chrono::steady_clock::time_point> deadline);
 
     // Forgets the cached token: the API answered 401 with it.
@@ -58,7 +58,7 @@ public:
 
 private:
     OAuth2ClientCredentials m_credentials;
-    http::SendFunction m_send;
+    net::SendFunction m_send;
     Clock m_clock;
     std::optional<Secret> m_token;
     std::chrono::steady_clock::time_point m_refresh_at{};

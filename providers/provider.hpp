@@ -74,7 +74,7 @@ struct PaymentOrder {
     // When payrecon accepted the payment; adapters that look up by time window need it (Square).
     std::optional<std::chrono::system_clock::time_point> created_at;
     // The end of the claim's lease on the local monotonic clock: submit() must not send after it,
-    // and its call must not run past it (http::HttpRequest::deadline). Unset: no deadline.
+    // and its call must not run past it (net::HttpRequest::deadline). Unset: no deadline.
     std::optional<std::chrono::steady_clock::time_point> deadline;
 };
 

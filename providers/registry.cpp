@@ -2,9 +2,9 @@
 
 #include "core/encoding.hpp"
 #include "core/errors.hpp"
+#include "net/transport.hpp"
 #include "providers/adyen/adapter.hpp"
 #include "providers/checkout/adapter.hpp"
-#include "providers/http/transport.hpp"
 #include "providers/paypal/adapter.hpp"
 #include "providers/square/adapter.hpp"
 #include "providers/stripe/adapter.hpp"
@@ -93,12 +93,11 @@ std::unique_ptr<Provider> create_provider(const ProviderConfig& config) {
                               "' in this build",
                           "use one of the kinds this build has: " + kinds_where());
     }
-    http::TransportOptions options;
+    net::TransportOptions options;
     options.timeouts.connect = config.connect_timeout;
     options.timeouts.total = config.timeout;
-    auto transport = std::make_shared<http::Transport>(options);
-    return d->create(config,
-                     [transport](const http::HttpRequest& r) { return transport->send(r); });
+    auto transport = std::make_shared<net::Transport>(options);
+    return d->create(config, [transport](const net::HttpRequest& r) { return transport->send(r); });
 }
 
 const CarryLimits& carry_limits_of(std::string_view kind) {

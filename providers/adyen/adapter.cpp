@@ -28,7 +28,7 @@ SubmitResult AdyenAdapter::submit(const PaymentOrder& order) {
             "operation_id_too_long",
             "the operation ID is longer than Adyen's 64-character Idempotency-Key");
     }
-    http::HttpRequest req =
+    net::HttpRequest req =
         m_client.request("POST", std::string("/") + k_api_version + "/payments", true);
     req.headers.emplace_back("Content-Type", "application/json");
     if (m_caps.honours_idempotency_keys) {

@@ -37,7 +37,7 @@ SubmitResult CheckoutAdapter::submit(const PaymentOrder& order) {
                                "the operation ID is longer than Checkout.com's 50-character "
                                "reference");
     }
-    http::HttpRequest req = m_client.request("POST", "/payments", true);
+    net::HttpRequest req = m_client.request("POST", "/payments", true);
     req.headers.emplace_back("Content-Type", "application/json");
     if (m_caps.honours_idempotency_keys) {
         req.headers.emplace_back("Cko-Idempotency-Key", order.operation_id);
@@ -68,7 +68,7 @@ LookupResult CheckoutAdapter::lookup(const PaymentOrder& order) {
         const std::string query = "/payments?reference=" + percent_encode(order.operation_id) +
                                   "&limit=" + std::to_string(k_lookup_page_size) +
                                   "&skip=" + std::to_string(skip);
-        const http::HttpResult res = m_client.send(m_client.request("GET", query, false));
+        const net::HttpResult res = m_client.send(m_client.request("GET", query, false));
         const ReadCall read = read_call(res);
         out.call = read.call;
         if (!read.ok) {

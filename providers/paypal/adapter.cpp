@@ -74,7 +74,7 @@ SubmitResult PaypalAdapter::submit(const PaymentOrder& order) {
     // PayPal-Request-Id is sent whatever the idempotency_keys override says: PayPal requires it
     // for an order that processes a payment (400 PAYPAL_REQUEST_ID_REQUIRED); the override changes
     // only what the reconciler trusts.
-    http::HttpRequest req = m_client.request("POST", "/v2/checkout/orders", true);
+    net::HttpRequest req = m_client.request("POST", "/v2/checkout/orders", true);
     req.headers.emplace_back("Content-Type", "application/json");
     req.headers.emplace_back("PayPal-Request-Id", order.operation_id);
     req.headers.emplace_back("Prefer", "return=representation");
@@ -93,7 +93,7 @@ ListPage PaypalAdapter::fetch_page(system_clock::time_point from, system_clock::
         "&fields=transaction_info&page_size=" + std::to_string(k_page_size) +
         "&page=" + std::to_string(page);
     ListPage out;
-    const http::HttpResult res = m_client.send(m_client.request("GET", query, false));
+    const net::HttpResult res = m_client.send(m_client.request("GET", query, false));
     const ReadCall read = read_call(res);
     out.call = read.call;
     if (!read.ok) {

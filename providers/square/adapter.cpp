@@ -25,7 +25,7 @@ SubmitResult SquareAdapter::submit(const PaymentOrder& order) {
     }
     // The idempotency key is in the body: Square has no way to send without one, so the
     // idempotency_keys override changes only what the reconciler trusts.
-    http::HttpRequest req = m_client.request("POST", "/v2/payments", true);
+    net::HttpRequest req = m_client.request("POST", "/v2/payments", true);
     req.headers.emplace_back("Content-Type", "application/json");
     req.body = *body;
     req.deadline = order.deadline;
@@ -44,7 +44,7 @@ ListPage SquareAdapter::fetch_page(const TimeWindow& window,
         query += "&cursor=" + percent_encode(*cursor);
     }
     ListPage out;
-    const http::HttpResult res = m_client.send(m_client.request("GET", query, false));
+    const net::HttpResult res = m_client.send(m_client.request("GET", query, false));
     const ReadCall read = read_call(res);
     out.call = read.call;
     if (!read.ok) {

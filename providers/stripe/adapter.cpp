@@ -22,7 +22,7 @@ SubmitResult StripeAdapter::submit(const PaymentOrder& order) {
                                "the amount cannot be expressed in Stripe's units for " +
                                    order.amount.currency);
     }
-    http::HttpRequest req = m_client.request("POST", "/v1/payment_intents", true);
+    net::HttpRequest req = m_client.request("POST", "/v1/payment_intents", true);
     req.headers.emplace_back("Content-Type", "application/x-www-form-urlencoded");
     if (m_caps.honours_idempotency_keys) {
         req.headers.emplace_back("Idempotency-Key", order.operation_id);
@@ -40,7 +40,7 @@ LookupResult StripeAdapter::lookup(const PaymentOrder& order) {
         out.call.error_class = "lookup_not_supported";
         return out;
     }
-    const http::HttpResult res = m_client.send(m_client.request(
+    const net::HttpResult res = m_client.send(m_client.request(
         "GET",
         "/v1/payment_intents/search?query=" + percent_encode(search_query(order.operation_id)),
         false));
@@ -86,7 +86,7 @@ ListPage StripeAdapter::list(const TimeWindow& window, const std::optional<std::
         out.call.error_class = "list_not_supported";
         return out;
     }
-    const http::HttpResult res = m_client.send(m_client.request("GET", query, false));
+    const net::HttpResult res = m_client.send(m_client.request("GET", query, false));
     const ReadCall read = read_call(res);
     out.call = read.call;
     if (!read.ok) {

@@ -758,8 +758,14 @@ TEST_CASE("events out: a relay paused past its lease renews nothing another rela
     const auto first = store::claim_deliveries(a, "relay-a", 10, 300ms, 2);
     REQUIRE(first);
     REQUIRE(first->deliveries.size() == 3);
-    // relay-a sends the first and is paused past its lease; relay-b claims the rest.
-    std::this_thread::sleep_for(400ms);
+    // relay-a sends the first and is paused past its lease (by the database's clock, which is the
+    // one that decides); relay-b claims the rest.
+    REQUIRE(wait_until(
+        [&] {
+            return w.count("SELECT count(*) FROM event_deliveries WHERE lease_owner = 'relay-a' "
+                           "AND lease_expires_at < now()") == 3;
+        },
+        30s));
     const auto second = store::claim_deliveries(b, "relay-b", 10, 60s, 2);
     REQUIRE(second);
     CHECK(second->deliveries.size() == 3);

@@ -7,6 +7,7 @@
 #include "store/executor_store.hpp"
 #include "tests/support/scripted_provider.hpp"
 #include "tests/support/test_db.hpp"
+#include "tests/support/wait.hpp"
 
 #include <atomic>
 #include <catch2/catch.hpp>
@@ -66,19 +67,6 @@ struct World {
         return o;
     }
 };
-
-// Waits until `predicate` holds, up to `limit`; returns whether it did.
-template <typename P>
-bool eventually(P predicate, std::chrono::milliseconds limit = std::chrono::seconds(10)) {
-    const auto deadline = std::chrono::steady_clock::now() + limit;
-    while (std::chrono::steady_clock::now() < deadline) {
-        if (predicate()) {
-            return true;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return predicate();
-}
 
 } // namespace
 
@@ -158,7 +146,7 @@ TEST_CASE("executor: not_sent is sent again later with the same operation ID, on
     engine::Executor ex(*w.db, {&w.provider}, w.options());
     CHECK(ex.run_once() == 1);
     CHECK(w.state_of(ops[0]) == "retry_scheduled");
-    REQUIRE(eventually([&] {
+    REQUIRE(wait_until([&] {
         ex.run_once();
         return w.state_of(ops[0]) == "succeeded";
     }));
@@ -203,7 +191,7 @@ TEST_CASE("fencing: a worker paused past its lease cannot overwrite the takeover
                                               {w.provider_name});
     REQUIRE(claims.size() == 1);
     // The lease runs out while the worker is "paused"; the takeover makes the payment unknown.
-    REQUIRE(eventually([&] {
+    REQUIRE(wait_until([&] {
         return store::expire_leases(*w.db, "test") >= 1 || w.state_of(ops[0]) == "unknown";
     }));
     CHECK(w.state_of(ops[0]) == "unknown");
@@ -232,7 +220,7 @@ TEST_CASE("leases: an expired processing lease becomes unknown, never pending",
                                               10, {w.provider_name});
     REQUIRE(claims.size() == 3);
     CHECK(w.in_state("processing") == 3);
-    REQUIRE(eventually([&] {
+    REQUIRE(wait_until([&] {
         store::expire_leases(*w.db, "test");
         return w.in_state("unknown") == 3;
     }));
@@ -305,7 +293,7 @@ TEST_CASE("executor: a worker killed after the provider answered, before the com
     REQUIRE(WIFSIGNALED(status));
     CHECK(WTERMSIG(status) == SIGKILL);
     CHECK(w.state_of(ops[0]) == "processing");
-    REQUIRE(eventually([&] {
+    REQUIRE(wait_until([&] {
         store::expire_leases(*w.db, "test");
         return w.state_of(ops[0]) == "unknown";
     }));
@@ -369,7 +357,7 @@ TEST_CASE("leases: a claim whose lease ran out before its call, with no takeover
     CHECK(w.state_of(ops[1]) == "retry_scheduled");
     // Sent on the next run, once.
     w.provider.on_submit = nullptr;
-    REQUIRE(eventually([&] { return ex.run_once() == 1; }));
+    REQUIRE(wait_until([&] { return ex.run_once() == 1; }));
     CHECK(w.provider.submits(ops[1]) == 1);
     CHECK(w.state_of(ops[1]) == "succeeded");
 }

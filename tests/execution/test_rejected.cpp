@@ -24,8 +24,8 @@
 
 using namespace payrecon;
 using namespace payrecon::testing;
-using providers::http::HttpRequest;
-using providers::http::HttpResult;
+using net::HttpRequest;
+using net::HttpResult;
 
 namespace {
 

@@ -316,9 +316,9 @@ TEST_CASE("checkout: the same key while the first request executes gets 409, the
     HttpResult first;
     HttpResult second;
     std::thread in_flight([&] { first = post_payment(r, "key-1", payment("op-1")); });
-    REQUIRE(eventually([&] { return r.server.held() == 1; }));
+    REQUIRE(wait_until([&] { return r.server.held() == 1; }));
     std::thread again([&] { second = post_payment(r, "key-1", payment("op-1")); });
-    REQUIRE(eventually([&] { return r.server.held() == 2; }));
+    REQUIRE(wait_until([&] { return r.server.held() == 2; }));
     CHECK(r.executions("op-1") == 0);
     r.server.open_gate();
     in_flight.join();
@@ -479,7 +479,7 @@ TEST_CASE("checkout: every socket fault applies to its create and is counted in 
     // refuse: nothing arrives, nothing is delivered.
     r.server.set_faults(faults_from(R"({"next": ["refuse"], "refuse_ms": 300})"));
     CHECK(post_payment(r, "key-refused", payment("op-refused")).code == CURLE_COULDNT_CONNECT);
-    REQUIRE(eventually([&] { return r.server.listening(); }));
+    REQUIRE(wait_until([&] { return r.server.listening(); }));
     CHECK(post_payment(r, "key-refused", payment("op-refused")).status == 201);
 
     const Json ledger = r.ledger();

@@ -5,6 +5,7 @@
 // call these from other threads.
 
 #include "tests/fake_provider/fake_provider.hpp"
+#include "tests/support/wait.hpp"
 
 #include <arpa/inet.h>
 #include <cerrno>
@@ -22,6 +23,8 @@
 #include <vector>
 
 namespace payrecon::fake::test {
+
+using payrecon::testing::wait_until;
 
 inline constexpr const char* k_api_key = "sk_test_fAkE4eC39HqLyjWDarjtT1zdp7dc";
 
@@ -58,19 +61,6 @@ struct Running {
     std::ostringstream log;
     FakeProvider server;
 };
-
-// Polls `condition` every 2 ms until it holds or `timeout` passes.
-template <class F>
-bool eventually(F condition, std::chrono::milliseconds timeout = std::chrono::milliseconds(3000)) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-        if (condition()) {
-            return true;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
-    return condition();
-}
 
 // ---- libcurl client -------------------------------------------------------------------------
 

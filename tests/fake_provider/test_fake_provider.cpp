@@ -148,10 +148,10 @@ TEST_CASE("fake provider: the same key while the first request executes gets 409
     HttpResult first;
     HttpResult second;
     std::thread in_flight([&] { first = post_charge(r, "key-1", charge_form("op-1")); });
-    REQUIRE(eventually([&] { return r.server.held() == 1; }));
+    REQUIRE(wait_until([&] { return r.server.held() == 1; }));
     std::thread again([&] { second = post_charge(r, "key-1", charge_form("op-1")); });
     // The second is answered 409 at once, and waits at the gate with its answer.
-    REQUIRE(eventually([&] { return r.server.held() == 2; }));
+    REQUIRE(wait_until([&] { return r.server.held() == 2; }));
     CHECK(r.executions("op-1") == 0);
     r.server.open_gate();
     in_flight.join();
@@ -185,7 +185,7 @@ TEST_CASE("fake provider: the gate holds requests until it opens, and the admin 
     CHECK(closed.json()["closed"] == true);
     HttpResult charged;
     std::thread in_flight([&] { charged = post_charge(r, "key-1", charge_form("op-1")); });
-    REQUIRE(eventually([&] { return r.server.held() == 1; }));
+    REQUIRE(wait_until([&] { return r.server.held() == 1; }));
     CHECK(r.executions("op-1") == 0); // held before it executes
     CHECK(gate(R"({"closed": true})").json()["held"] == 1);
     CHECK(gate(R"({"closed": false})").json()["closed"] == false);
@@ -280,7 +280,7 @@ TEST_CASE("fake provider: refuse closes the listener, connects are refused, then
     CHECK(health.json()["listening"] == false);
     CHECK(r.deliveries() == 0);
 
-    REQUIRE(eventually([&] { return r.server.listening(); }));
+    REQUIRE(wait_until([&] { return r.server.listening(); }));
     const HttpResult after = post_charge(r, "key-1", charge_form("op-1"));
     CHECK(after.status == 200);
     Json ledger = r.ledger();
@@ -295,7 +295,7 @@ TEST_CASE("fake provider: a refusal drawn by rate closes the listener after that
     const HttpResult served = post_charge(r, "key-1", charge_form("op-1"));
     CHECK(served.status == 200);
     CHECK(raw_connect(r.server.port()) == -ECONNREFUSED);
-    REQUIRE(eventually([&] { return r.server.listening(); }));
+    REQUIRE(wait_until([&] { return r.server.listening(); }));
     r.server.set_faults({});
     CHECK(post_charge(r, "key-2", charge_form("op-2")).status == 200);
     Json ledger = r.ledger();
@@ -783,17 +783,17 @@ TEST_CASE("fake provider: stop() returns promptly mid-hang and mid-latency, join
             raw_exchange(r.server.port(), raw_post("key-1", charge_form("op-1")),
                          milliseconds(10000));
         });
-        REQUIRE(eventually([&] { return r.executions("op-1") == 1; }));
+        REQUIRE(wait_until([&] { return r.executions("op-1") == 1; }));
         r.server.set_faults(faults_from(R"({"latency_ms": 20000})"));
         std::thread slow([&] {
             raw_exchange(r.server.port(), raw_post("key-2", charge_form("op-2")),
                          milliseconds(10000));
         });
-        REQUIRE(eventually([&] { return r.deliveries() == 2; }));
+        REQUIRE(wait_until([&] { return r.deliveries() == 2; }));
         // An idle keep-alive connection too.
         const int idle = raw_connect(r.server.port());
         REQUIRE(idle >= 0);
-        REQUIRE(eventually([&] { return r.server.connection_threads() == 3; }));
+        REQUIRE(wait_until([&] { return r.server.connection_threads() == 3; }));
 
         const auto started = SteadyClock::now();
         r.server.stop();
@@ -807,7 +807,7 @@ TEST_CASE("fake provider: stop() returns promptly mid-hang and mid-latency, join
         CHECK(r.executions("op-1") == 1);
         r.server.stop(); // idempotent
     }
-    CHECK(eventually([&] { return thread_count() == threads_before; }));
+    CHECK(wait_until([&] { return thread_count() == threads_before; }));
 }
 
 TEST_CASE("fake provider: the command line reads the key from the named variable only",

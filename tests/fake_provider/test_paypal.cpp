@@ -470,9 +470,9 @@ TEST_CASE("paypal: the same PayPal-Request-Id while the first executes gets 409 
     HttpResult first;
     HttpResult second;
     std::thread in_flight([&] { first = post_order(r, token, "req-1", order("op-1")); });
-    REQUIRE(eventually([&] { return r.server.held() == 1; }));
+    REQUIRE(wait_until([&] { return r.server.held() == 1; }));
     std::thread again([&] { second = post_order(r, token, "req-1", order("op-1")); });
-    REQUIRE(eventually([&] { return r.server.held() == 2; }));
+    REQUIRE(wait_until([&] { return r.server.held() == 2; }));
     CHECK(r.executions("op-1") == 0);
     r.server.open_gate();
     in_flight.join();
@@ -651,7 +651,7 @@ TEST_CASE("paypal: every socket fault applies to its create and is counted in th
 
     r.server.set_faults(faults_from(R"({"next": ["refuse"], "refuse_ms": 300})"));
     CHECK(post_order(r, token, "req-refused", order("op-refused")).code == CURLE_COULDNT_CONNECT);
-    REQUIRE(eventually([&] { return r.server.listening(); }));
+    REQUIRE(wait_until([&] { return r.server.listening(); }));
     CHECK(post_order(r, token, "req-refused", order("op-refused")).status == 201);
 
     const Json ledger = r.ledger();

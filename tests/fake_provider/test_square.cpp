@@ -384,11 +384,11 @@ TEST_CASE("square: the same key while the first request executes gets 409 CONFLI
     HttpResult second;
     HttpResult third;
     std::thread in_flight([&] { first = post_payment(r, payment("op-1")); });
-    REQUIRE(eventually([&] { return r.server.held() == 1; }));
+    REQUIRE(wait_until([&] { return r.server.held() == 1; }));
     std::thread again([&] { second = post_payment(r, payment("op-1")); });
-    REQUIRE(eventually([&] { return r.server.held() == 2; }));
+    REQUIRE(wait_until([&] { return r.server.held() == 2; }));
     std::thread other([&] { third = post_payment(r, payment("op-1", 1)); });
-    REQUIRE(eventually([&] { return r.server.held() == 3; }));
+    REQUIRE(wait_until([&] { return r.server.held() == 3; }));
     CHECK(r.executions("op-1") == 0);
     r.server.open_gate();
     in_flight.join();
@@ -669,7 +669,7 @@ TEST_CASE("square: every socket fault applies to its create and is counted in th
     // refuse: nothing arrives, nothing is delivered.
     r.server.set_faults(faults_from(R"({"next": ["refuse"], "refuse_ms": 300})"));
     CHECK(post_payment(r, payment("op-refused")).code == CURLE_COULDNT_CONNECT);
-    REQUIRE(eventually([&] { return r.server.listening(); }));
+    REQUIRE(wait_until([&] { return r.server.listening(); }));
     CHECK(post_payment(r, payment("op-refused")).status == 200);
 
     const Json ledger = r.ledger();

@@ -3,7 +3,7 @@
 // their OpenAPI documents the tests check), and an injected send function that records every
 // request and replays canned results.
 
-#include "providers/http/transport.hpp"
+#include "net/transport.hpp"
 
 #include <catch2/catch.hpp>
 #include <fstream>
@@ -80,7 +80,7 @@ inline void check_required_fields_sent(const nlohmann::json& required,
 }
 
 // The value of header `name` in `request`, or "(absent)".
-inline std::string header(const providers::http::HttpRequest& request, const std::string& name) {
+inline std::string header(const net::HttpRequest& request, const std::string& name) {
     for (const auto& [k, v] : request.headers) {
         if (k == name) {
             return v;
@@ -91,13 +91,13 @@ inline std::string header(const providers::http::HttpRequest& request, const std
 
 // Records every request sent and answers each with the next canned result.
 struct Recorder {
-    std::vector<providers::http::HttpRequest> sent;
-    std::vector<providers::http::HttpResult> replies;
-    std::function<providers::http::HttpResult(const providers::http::HttpRequest&)> fn() {
-        return [this](const providers::http::HttpRequest& r) {
+    std::vector<net::HttpRequest> sent;
+    std::vector<net::HttpResult> replies;
+    std::function<net::HttpResult(const net::HttpRequest&)> fn() {
+        return [this](const net::HttpRequest& r) {
             sent.push_back(r);
             REQUIRE(!replies.empty());
-            providers::http::HttpResult out = replies.front();
+            net::HttpResult out = replies.front();
             replies.erase(replies.begin());
             return out;
         };
@@ -105,18 +105,17 @@ struct Recorder {
 };
 
 // A complete response with `status` and `body`.
-inline providers::http::HttpResult response(int status, std::string body) {
-    providers::http::HttpResult r;
-    r.cls = providers::http::SendClass::response;
+inline net::HttpResult response(int status, std::string body) {
+    net::HttpResult r;
+    r.cls = net::SendClass::response;
     r.http_status = status;
     r.body = std::move(body);
     return r;
 }
 
 // A transport failure of class `cls` with libcurl's `curl_code`.
-inline providers::http::HttpResult failure(providers::http::SendClass cls, int curl_code,
-                                           bool truncated = false) {
-    providers::http::HttpResult r;
+inline net::HttpResult failure(net::SendClass cls, int curl_code, bool truncated = false) {
+    net::HttpResult r;
     r.cls = cls;
     r.curl_code = curl_code;
     r.truncated = truncated;

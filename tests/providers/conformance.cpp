@@ -1,7 +1,7 @@
 #include "tests/providers/conformance.hpp"
 
 #include "core/errors.hpp"
-#include "providers/http/transport.hpp"
+#include "net/transport.hpp"
 #include "providers/registry.hpp"
 #include "tests/providers/conformance_replay.hpp"
 #include "tests/providers/loopback_server.hpp"
@@ -23,12 +23,12 @@ namespace payrecon::conformance {
 namespace {
 
 namespace fs = std::filesystem;
+using net::HttpRequest;
+using net::HttpResult;
+using net::SendClass;
 using nlohmann::json;
 using providers::Outcome;
 using providers::ProviderDescriptor;
-using providers::http::HttpRequest;
-using providers::http::HttpResult;
-using providers::http::SendClass;
 
 std::optional<std::string> read(const fs::path& path) {
     std::ifstream in(path, std::ios::binary);

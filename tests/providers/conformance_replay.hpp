@@ -5,9 +5,9 @@
 // kind's adapter with the invariants every adapter keeps, whatever the bytes. No Catch2 here: a
 // broken invariant is returned, for the suite to report and the fuzz target to abort on.
 
+#include "net/transport.hpp"
 #include "providers/config.hpp"
 #include "providers/descriptor.hpp"
-#include "providers/http/transport.hpp"
 
 #include <chrono>
 #include <cstring>
@@ -87,21 +87,20 @@ inline std::vector<std::string> secrets(const providers::ProviderConfig& c) {
 }
 
 // True if `r` asks the configuration's token endpoint for an access token.
-inline bool is_token_request(const providers::http::HttpRequest& r,
-                             const providers::ProviderConfig& c) {
+inline bool is_token_request(const net::HttpRequest& r, const providers::ProviderConfig& c) {
     const auto* o = std::get_if<providers::OAuth2ClientCredentials>(&c.credentials);
     return o != nullptr && r.url == o->token_url;
 }
 
-inline providers::http::HttpResult answer(int status, std::string body) {
-    providers::http::HttpResult r;
-    r.cls = providers::http::SendClass::response;
+inline net::HttpResult answer(int status, std::string body) {
+    net::HttpResult r;
+    r.cls = net::SendClass::response;
     r.http_status = status;
     r.body = std::move(body);
     return r;
 }
 
-inline providers::http::HttpResult token_answer() {
+inline net::HttpResult token_answer() {
     return answer(200, std::string(R"({"access_token":")") + k_access_token +
                            R"(","token_type":"Bearer","expires_in":3600})");
 }
@@ -137,7 +136,7 @@ inline std::optional<std::string> replay(const providers::ProviderDescriptor& d,
     using namespace providers;
     const std::string at = std::string(d.kind) + " at HTTP " + std::to_string(status) + ": ";
     const std::string b(body);
-    auto send = [&c, b, status](const http::HttpRequest& r) {
+    auto send = [&c, b, status](const net::HttpRequest& r) {
         return is_token_request(r, c) ? token_answer() : answer(status, b);
     };
     try {

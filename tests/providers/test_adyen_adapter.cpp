@@ -10,7 +10,7 @@
 
 using namespace payrecon;
 using namespace payrecon::providers;
-using namespace payrecon::providers::http;
+using namespace payrecon::net;
 using namespace payrecon::testing;
 
 namespace {

@@ -13,7 +13,7 @@
 
 using namespace payrecon;
 using namespace payrecon::providers;
-using namespace payrecon::providers::http;
+using namespace payrecon::net;
 using namespace payrecon::testing;
 
 namespace {

@@ -1,5 +1,5 @@
-#include "providers/http/classify.hpp"
-#include "providers/http/redact.hpp"
+#include "net/classify.hpp"
+#include "net/redact.hpp"
 
 #include <algorithm>
 #include <catch2/catch.hpp>
@@ -7,7 +7,7 @@
 #include <vector>
 
 using namespace payrecon;
-using namespace payrecon::providers::http;
+using namespace payrecon::net;
 
 namespace {
 

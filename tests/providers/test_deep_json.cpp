@@ -3,8 +3,8 @@
 // Stripe PaymentIntent whose metadata nested 170,000 objects overflowed the stack in dump(): the
 // worker died mid-call, and so did every reconciler that asked the provider again.)
 #include "core/external_json.hpp"
+#include "net/transport.hpp"
 #include "providers/adyen/wire.hpp"
-#include "providers/http/transport.hpp"
 #include "providers/square/wire.hpp"
 #include "providers/stripe/wire.hpp"
 
@@ -16,7 +16,7 @@ using namespace payrecon::providers;
 
 namespace {
 
-constexpr std::size_t k_cap = http::TransportOptions{}.max_response_bytes;
+constexpr std::size_t k_cap = net::TransportOptions{}.max_response_bytes;
 
 // `prefix` + `{"a":` nested until the body fills the response cap + `suffix`.
 std::string nested_objects(const std::string& prefix, const std::string& suffix) {

@@ -15,7 +15,7 @@
 
 using namespace payrecon;
 using namespace payrecon::providers;
-using namespace payrecon::providers::http;
+using namespace payrecon::net;
 using payrecon::test::http_response;
 using payrecon::test::LoopbackConnection;
 using payrecon::test::LoopbackServer;

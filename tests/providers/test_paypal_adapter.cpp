@@ -11,7 +11,7 @@
 
 using namespace payrecon;
 using namespace payrecon::providers;
-using namespace payrecon::providers::http;
+using namespace payrecon::net;
 using namespace payrecon::testing;
 using nlohmann::json;
 using std::chrono::system_clock;

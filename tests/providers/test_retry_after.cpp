@@ -5,12 +5,13 @@
 #include <catch2/catch.hpp>
 #include <ctime>
 
+using namespace payrecon;
 using namespace payrecon::providers;
 
 namespace {
 
-http::HttpResult answered(int status, const std::string& name, const std::string& value) {
-    http::HttpResult r;
+net::HttpResult answered(int status, const std::string& name, const std::string& value) {
+    net::HttpResult r;
     r.http_status = status;
     r.headers.emplace_back(name, value);
     return r;

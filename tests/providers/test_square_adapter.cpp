@@ -12,7 +12,7 @@
 
 using namespace payrecon;
 using namespace payrecon::providers;
-using namespace payrecon::providers::http;
+using namespace payrecon::net;
 using namespace payrecon::testing;
 
 namespace {

@@ -1,8 +1,8 @@
 // The real transport against a loopback server that misbehaves on purpose. Each test asserts on
 // what the server saw (connections accepted, requests received) as well as on the class.
 
+#include "net/transport.hpp"
 #include "providers/call_record.hpp"
-#include "providers/http/transport.hpp"
 #include "tests/providers/loopback_server.hpp"
 
 #include <atomic>
@@ -10,7 +10,7 @@
 #include <string>
 
 using namespace payrecon;
-using namespace payrecon::providers::http;
+using namespace payrecon::net;
 using payrecon::test::FullBacklogListener;
 using payrecon::test::http_response;
 using payrecon::test::LoopbackConnection;

@@ -8,11 +8,11 @@
 
 namespace payrecon::testing {
 
-// Polls `done()` every `every` until it returns true or `deadline` passes; returns the last
-// result. done() runs once per poll: a probe that has side effects (a connection) is not run again
-// after it succeeded.
+// Polls `done()` every `every` until it returns true or `deadline` passes (10 s unless given);
+// returns the last result. done() runs once per poll: a probe that has side effects (a connection)
+// is not run again after it succeeded.
 template <typename F>
-bool wait_until(F done, std::chrono::milliseconds deadline,
+bool wait_until(F done, std::chrono::milliseconds deadline = std::chrono::seconds(10),
                 std::chrono::milliseconds every = std::chrono::milliseconds(5)) {
     const auto until = std::chrono::steady_clock::now() + deadline;
     for (;;) {

@@ -189,7 +189,7 @@ public:
             return not_expressible("not_expressible", "the amount or the operation ID has no "
                                                       "form in Fourth's charges");
         }
-        http::HttpRequest req = m_client.request("POST", "/v2/charges", true);
+        net::HttpRequest req = m_client.request("POST", "/v2/charges", true);
         req.headers.emplace_back("Content-Type", "application/json");
         req.headers.emplace_back("Idempotency-Key", order.operation_id);
         req.body = *body;

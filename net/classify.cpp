@@ -1,9 +1,9 @@
-#include "providers/http/classify.hpp"
+#include "net/classify.hpp"
 
 #include <algorithm>
 #include <array>
 
-namespace payrecon::providers::http {
+namespace payrecon::net {
 
 namespace {
 
@@ -99,4 +99,4 @@ std::string describe_curl_code(int curl_code) {
     return "libcurl error " + std::to_string(curl_code);
 }
 
-} // namespace payrecon::providers::http
+} // namespace payrecon::net

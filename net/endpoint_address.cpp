@@ -1,4 +1,4 @@
-#include "core/endpoint_address.hpp"
+#include "net/endpoint_address.hpp"
 
 #include <algorithm>
 #include <arpa/inet.h>
@@ -6,7 +6,7 @@
 #include <cstring>
 #include <initializer_list>
 
-namespace payrecon {
+namespace payrecon::net {
 
 namespace {
 
@@ -388,4 +388,4 @@ check_endpoint(std::string_view url, const NetworkAllowance& allowance, const Re
     return parsed;
 }
 
-} // namespace payrecon
+} // namespace payrecon::net

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace payrecon::providers::http {
+namespace payrecon::net {
 
 inline constexpr const char* k_redacted = "***";
 
@@ -17,4 +17,4 @@ inline constexpr const char* k_redacted = "***";
 // passed in its encoded form too. Never throws except std::bad_alloc.
 std::string redact(std::string text, const std::vector<Secret>& secrets);
 
-} // namespace payrecon::providers::http
+} // namespace payrecon::net

@@ -1,4 +1,4 @@
-#include "providers/http/resolve.hpp"
+#include "net/resolve.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -6,7 +6,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
-namespace payrecon::providers::http {
+namespace payrecon::net {
 
 tl::expected<std::vector<IpAddress>, std::string> system_resolve(const std::string& host) {
     addrinfo hints{};
@@ -39,4 +39,4 @@ tl::expected<std::vector<IpAddress>, std::string> system_resolve(const std::stri
     return out;
 }
 
-} // namespace payrecon::providers::http
+} // namespace payrecon::net

@@ -1,9 +1,9 @@
-#include "providers/http/redact.hpp"
+#include "net/redact.hpp"
 
 #include <algorithm>
 #include <string_view>
 
-namespace payrecon::providers::http {
+namespace payrecon::net {
 
 std::string redact(std::string text, const std::vector<Secret>& secrets) {
     std::vector<std::string_view> values;
@@ -26,4 +26,4 @@ std::string redact(std::string text, const std::vector<Secret>& secrets) {
     return text;
 }
 
-} // namespace payrecon::providers::http
+} // namespace payrecon::net

@@ -1,4 +1,4 @@
-#include "providers/http/transport.hpp"
+#include "net/transport.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -9,7 +9,7 @@
 #include <string_view>
 #include <sys/socket.h>
 
-namespace payrecon::providers::http {
+namespace payrecon::net {
 
 // classify.cpp names these codes by number to stay free of curl headers.
 static_assert(CURLE_UNSUPPORTED_PROTOCOL == 1 && CURLE_FAILED_INIT == 2 &&
@@ -448,4 +448,4 @@ const TransportOptions& Transport::options() const noexcept {
     return m_impl->options();
 }
 
-} // namespace payrecon::providers::http
+} // namespace payrecon::net

@@ -27,7 +27,7 @@
 #include <tl/expected.hpp>
 #include <vector>
 
-namespace payrecon {
+namespace payrecon::net {
 
 struct IpAddress {
     bool v6 = false;
@@ -88,4 +88,4 @@ using Resolver =
 tl::expected<EndpointUrl, std::string>
 check_endpoint(std::string_view url, const NetworkAllowance& allowance, const Resolver& resolve);
 
-} // namespace payrecon
+} // namespace payrecon::net

@@ -19,10 +19,10 @@
 // Threads: a Transport owns one libcurl easy handle and its connection cache; it is used by one
 // thread at a time (give each worker its own Transport). Distinct Transports are independent.
 
-#include "core/endpoint_address.hpp"
 #include "core/secret.hpp"
-#include "providers/http/classify.hpp"
-#include "providers/http/redact.hpp"
+#include "net/classify.hpp"
+#include "net/endpoint_address.hpp"
+#include "net/redact.hpp"
 
 #include <chrono>
 #include <cstddef>
@@ -33,7 +33,7 @@
 #include <utility>
 #include <vector>
 
-namespace payrecon::providers::http {
+namespace payrecon::net {
 
 using HeaderList = std::vector<std::pair<std::string, std::string>>;
 
@@ -132,4 +132,4 @@ private:
     std::unique_ptr<Impl> m_impl;
 };
 
-} // namespace payrecon::providers::http
+} // namespace payrecon::net

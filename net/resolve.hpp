@@ -2,11 +2,11 @@
 // The system's resolver (getaddrinfo) as a core Resolver: what a webhook endpoint's host name
 // resolves to when it is registered (core/endpoint_address's check_endpoint).
 
-#include "core/endpoint_address.hpp"
+#include "net/endpoint_address.hpp"
 
-namespace payrecon::providers::http {
+namespace payrecon::net {
 
 // Every address `host` resolves to (IPv4 and IPv6, each once), or getaddrinfo's message.
 tl::expected<std::vector<IpAddress>, std::string> system_resolve(const std::string& host);
 
-} // namespace payrecon::providers::http
+} // namespace payrecon::net

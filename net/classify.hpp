@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-namespace payrecon::providers::http {
+namespace payrecon::net {
 
 enum class SendClass {
     not_sent, // the provider cannot have received the request
@@ -48,4 +48,4 @@ SendClass classify(const CurlObservation& observation) noexcept;
 // message). Empty for 0.
 std::string describe_curl_code(int curl_code);
 
-} // namespace payrecon::providers::http
+} // namespace payrecon::net
