@@ -78,7 +78,7 @@ struct EndpointUrl {
 tl::expected<EndpointUrl, std::string> parse_endpoint_url(std::string_view url);
 
 // A host's addresses, or why there are none. The system's resolver in production
-// (providers/http/resolve), a stub in tests.
+// (net/resolve), a stub in tests.
 using Resolver =
     std::function<tl::expected<std::vector<IpAddress>, std::string>(const std::string&)>;
 

@@ -1,6 +1,6 @@
 #pragma once
 // The system's resolver (getaddrinfo) as a core Resolver: what a webhook endpoint's host name
-// resolves to when it is registered (core/endpoint_address's check_endpoint).
+// resolves to when it is registered (net/endpoint_address's check_endpoint).
 
 #include "net/endpoint_address.hpp"
 

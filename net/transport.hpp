@@ -59,7 +59,7 @@ struct HttpRequest {
     std::optional<std::chrono::steady_clock::time_point> deadline;
     // Asked about every address libcurl is about to open a socket to (after its own DNS lookup,
     // for each address it tries): a reason refuses it, and no socket is opened. The relay's
-    // server-side request forgery check (core/endpoint_address); empty: every address.
+    // server-side request forgery check (net/endpoint_address); empty: every address.
     std::function<std::optional<std::string>(const IpAddress&)> connect_guard;
 };
 
