@@ -41,7 +41,7 @@ nlohmann::json finding_of(const nlohmann::json& report, const std::string& categ
 TEST_CASE(
     "statement findings: a duplicate_remote shows every reference, and acknowledging it (with "
     "a note, audited) takes it out of the money at risk, the report keeps it as handled, "
-    "also after the window is run again; twice or an unknown ID is refused",
+    "also after the window is run again, and twice or an unknown ID is refused",
     "[cli][db][statement][findings]") {
     Operated w;
     const auto refs = w.payments(2);
