@@ -1,8 +1,11 @@
 #include "cli/app.hpp"
 
+#include "core/nearest.hpp"
 #include "providers/registry.hpp"
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 namespace payrecon::cli {
 
@@ -54,7 +57,78 @@ void record_command(CLI::App& app, AppState& state) {
         record_command(*sub, state);
     }
 }
+std::vector<CLI::App*> subcommands_of(CLI::App& app) {
+    return app.get_subcommands([](const CLI::App*) { return true; });
+}
+
+// "payments list": the command `at` is, for messages.
+std::string path_of(const CLI::App& at) {
+    std::string path;
+    for (const CLI::App* up = &at; up != nullptr && up->get_parent() != nullptr;
+         up = up->get_parent()) {
+        path = up->get_name() + (path.empty() ? "" : " ") + path;
+    }
+    return path.empty() ? "payrecon" : "payrecon " + path;
+}
 } // namespace
+
+std::optional<std::string> unknown_word(CLI::App& app, int argc, const char* const* argv) {
+    CLI::App* at = &app;
+    for (int i = 1; i < argc; ++i) {
+        const std::string arg = argv[i];
+        if (arg == "--") {
+            return std::nullopt; // what follows is positional
+        }
+        if (arg.rfind("--", 0) == 0) {
+            const std::string name = arg.substr(0, arg.find('='));
+            const CLI::Option* option = nullptr;
+            std::vector<std::string> known;
+            // An option a subcommand does not know is tried on its parents (fallthrough).
+            for (const CLI::App* up = at; up != nullptr && option == nullptr;
+                 up = up->get_parent()) {
+                option = up->get_option_no_throw(name);
+                for (const CLI::Option* o : up->get_options()) {
+                    for (const auto& l : o->get_lnames()) {
+                        known.push_back("--" + l);
+                    }
+                }
+            }
+            if (option == nullptr) {
+                return "unknown option " + name + " for `" + path_of(*at) + "`" +
+                       did_you_mean(name, known);
+            }
+            if (arg.find('=') == std::string::npos && option->get_items_expected_max() > 0) {
+                ++i; // its value
+            }
+            continue;
+        }
+        if (arg.size() > 1 && arg[0] == '-') {
+            continue; // a short option: -h
+        }
+        const auto subs = subcommands_of(*at);
+        if (subs.empty()) {
+            continue; // a positional argument
+        }
+        const auto found = std::find_if(subs.begin(), subs.end(),
+                                        [&arg](const CLI::App* s) { return s->check_name(arg); });
+        if (found != subs.end()) {
+            at = *found;
+            continue;
+        }
+        const bool takes_positionals =
+            !at->get_options([](const CLI::Option* o) { return !o->nonpositional(); }).empty();
+        if (takes_positionals) {
+            continue;
+        }
+        std::vector<std::string> names;
+        for (const CLI::App* s : subs) {
+            names.push_back(s->get_name());
+        }
+        return "unknown command '" + arg + "' for `" + path_of(*at) + "`" +
+               did_you_mean(arg, names);
+    }
+    return std::nullopt;
+}
 
 std::unique_ptr<CLI::App> build_app(AppState& state) {
     auto app = std::make_unique<CLI::App>(

@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace payrecon::cli {
@@ -23,6 +24,11 @@ struct AppState {
 };
 
 std::unique_ptr<CLI::App> build_app(AppState& state);
+
+// When the arguments name a command or an option the app does not have, what to say about the
+// first such word: "unknown command 'revew'; did you mean 'review'?". Nothing when every word is
+// known (the parse failed for another reason, which CLI11's own message says).
+std::optional<std::string> unknown_word(CLI::App& app, int argc, const char* const* argv);
 
 void setup_db(CLI::App& app, AppState& state);
 void setup_tenant(CLI::App& app, AppState& state);

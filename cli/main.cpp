@@ -42,6 +42,14 @@ int main(int argc, char** argv) {
     try {
         app->parse(argc, argv);
     } catch (const CLI::ParseError& e) {
+        if (e.get_exit_code() != 0) {
+            if (const auto word = payrecon::cli::unknown_word(*app, argc, argv)) {
+                std::cerr << "payrecon: " << terminal_safe(*word) << "\n"
+                          << "  what to do: payrecon --help lists the commands; "
+                             "payrecon COMMAND --help its options\n";
+                return static_cast<int>(ExitCode::usage);
+            }
+        }
         const int rc = app->exit(e);
         return rc == 0 ? 0 : static_cast<int>(ExitCode::usage);
     } catch (const payrecon::OperatorError& e) {

@@ -201,9 +201,12 @@ std::optional<OperatorError> ReconcileSummary::problem() const {
     }
     if (lookups_asked > 0 && lookups_failed == lookups_asked && to_review == 0) {
         return OperatorError(ExitCode::failure,
-                             "every one of the " + std::to_string(lookups_asked) +
-                                 " status queries FAILED: nothing was learned, and the payments "
-                                 "are still unknown",
+                             (lookups_asked == 1
+                                  ? std::string("the one status query FAILED: nothing was "
+                                                "learned, and the payment is still unknown")
+                                  : "every one of the " + std::to_string(lookups_asked) +
+                                        " status queries FAILED: nothing was learned, and the "
+                                        "payments are still unknown"),
                              "check the providers' status pages, base_url and the network; the "
                              "payments are asked again at their next check (payrecon review "
                              "recheck <id> asks now)");

@@ -2,6 +2,7 @@
 
 #include "core/errors.hpp"
 #include "core/external_json.hpp"
+#include "core/nearest.hpp"
 #include "providers/registry.hpp"
 
 #include <algorithm>
@@ -85,6 +86,17 @@ const std::vector<std::string_view>& common_fields() {
                                                            "webhook_secret_env",
                                                            "webhook_url"};
     return k_fields;
+}
+
+// Every setting any entry may have, for "did you mean".
+std::vector<std::string> every_setting() {
+    std::vector<std::string> out(common_fields().begin(), common_fields().end());
+    for (const auto* d : registered()) {
+        for (const auto& s : d->settings) {
+            out.emplace_back(s.name);
+        }
+    }
+    return out;
 }
 
 bool is_common(std::string_view field) {
@@ -426,7 +438,8 @@ json parse_root(std::string_view text, const std::filesystem::path& source) {
     }
     for (const auto& [key, value] : root.items()) {
         if (key != "providers") {
-            bad(source, key, "is not a known setting", "the file holds \"providers\" only");
+            bad(source, key, "is not a known setting" + did_you_mean(key, {"providers"}),
+                "the file holds \"providers\" only");
         }
     }
     if (!root.contains("providers") || !root.at("providers").is_object() ||
@@ -444,7 +457,8 @@ void check_members(const json& p, const std::filesystem::path& source, const std
                 "put the key in an environment variable and name it in api_key_env");
         }
         if (!is_common(field) && kinds_taking(field).empty()) {
-            bad(source, path + "." + field, "is not a known setting", known_settings());
+            bad(source, path + "." + field,
+                "is not a known setting" + did_you_mean(field, every_setting()), known_settings());
         }
     }
 }
@@ -458,7 +472,9 @@ const ProviderDescriptor& read_kind(const json& p, const std::filesystem::path& 
     const std::string kind = p.at("kind").get<std::string>();
     const ProviderDescriptor* d = find_descriptor(kind);
     if (d == nullptr) {
-        bad(source, path + ".kind", "'" + kind + "' is not an adapter this build has",
+        std::vector<std::string> kinds(known_kinds().begin(), known_kinds().end());
+        bad(source, path + ".kind",
+            "'" + kind + "' is not an adapter this build has" + did_you_mean(kind, kinds),
             "use a kind this build has: " + kinds_where());
     }
     return *d;
@@ -619,7 +635,9 @@ CapabilityOverrides read_overrides(const json& p, const std::filesystem::path& s
     }
     for (const auto& [field, ignored] : caps.items()) {
         if (field != "idempotency_keys" && field != "lookup" && field != "list") {
-            bad(source, cpath + "." + field, "is not a known capability",
+            bad(source, cpath + "." + field,
+                "is not a known capability" +
+                    did_you_mean(field, {"idempotency_keys", "lookup", "list"}),
                 "known: idempotency_keys, lookup, list (true or false)");
         }
     }

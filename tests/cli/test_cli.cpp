@@ -182,6 +182,38 @@ TEST_CASE("cli: the binary maps errors to documented exit codes and clear messag
         CHECK(r.exit_code == 2);
         CHECK(r.output.find("PAYRECON_API_KEY") != std::string::npos);
     }
+    SECTION("a mistyped command or option: usage, 2, and the nearest valid one") {
+        struct Case {
+            std::string args;
+            std::string says;
+        };
+        for (const Case& c : std::vector<Case>{
+                 {"revew list", "unknown command 'revew' for `payrecon`; did you mean 'review'?"},
+                 {"review lst",
+                  "unknown command 'lst' for `payrecon review`; did you mean 'list'?"},
+                 {"review list --provder stripe",
+                  "unknown option --provder for `payrecon review list`; did you mean "
+                  "'--provider'?"},
+                 {"nightly --no-statemnt", "did you mean '--no-statement'?"},
+                 {"--databse x tenant list", "did you mean '--database'?"},
+                 {"payments list --limit 3 --tenent t", "did you mean '--tenant'?"},
+             }) {
+            INFO(c.args);
+            const auto r = run_binary(db, c.args);
+            CHECK(r.exit_code == 2);
+            CHECK(r.output.find(c.says) != std::string::npos);
+            CHECK(r.output.find("what to do: payrecon --help") != std::string::npos);
+        }
+        // Nothing near: the unknown word named, no guess.
+        const auto far = run_binary(db, "xyzzy");
+        CHECK(far.exit_code == 2);
+        CHECK(far.output.find("unknown command 'xyzzy'") != std::string::npos);
+        CHECK(far.output.find("did you mean") == std::string::npos);
+        // A known command with a bad value is CLI11's own message, not a guess.
+        const auto bad = run_binary(db, "review list --limit zero");
+        CHECK(bad.exit_code == 2);
+        CHECK(bad.output.find("did you mean") == std::string::npos);
+    }
     SECTION("help: 0, with the exit codes") {
         const auto r = run_binary("", "--help");
         CHECK(r.exit_code == 0);

@@ -139,6 +139,37 @@ TEST_CASE("config: each bad field is one clear error naming it", "[providers][co
     }
 }
 
+TEST_CASE("config: a mistyped key, kind or capability gets the nearest valid one",
+          "[providers][config]") {
+    const std::string base =
+        R"("kind": "stripe", "base_url": "https://api.stripe.com", "api_key_env": "STRIPE_API_KEY")";
+    struct Case {
+        std::string text;
+        std::string says;
+    };
+    const std::vector<Case> cases = {
+        {R"({"providers": {"s": {)" + base + R"(, "timeout": 1000}}})",
+         "providers.s.timeout: is not a known setting; did you mean 'timeout_ms'?"},
+        {R"({"providers": {"s": {)" + base + R"(, "webhok_secret_env": "X"}}})",
+         "did you mean 'webhook_secret_env'?"},
+        {R"({"providers": {"s": {)" + base + R"(, "merchant_acount": "X"}}})",
+         "did you mean 'merchant_account'?"},
+        {R"({"providers": {"s": {"kind": "strpie", "base_url": "https://x", "api_key_env": "STRIPE_API_KEY"}}})",
+         "'strpie' is not an adapter this build has; did you mean 'stripe'?"},
+        {R"({"providers": {"s": {)" + base + R"(, "capabilities": {"lokup": false}}}})",
+         "is not a known capability; did you mean 'lookup'?"},
+        {R"({"provider": {"s": {)" + base + R"(}}})", "did you mean 'providers'?"},
+    };
+    for (const auto& c : cases) {
+        INFO(c.text);
+        CHECK(error_of(c.text).find(c.says) != std::string::npos);
+    }
+    // Nothing near: no guess.
+    const std::string far = error_of(R"({"providers": {"s": {)" + base + R"(, "zzzzzz": 1}}})");
+    CHECK(far.find("is not a known setting") != std::string::npos);
+    CHECK(far.find("did you mean") == std::string::npos);
+}
+
 TEST_CASE("config: a base_url carrying credentials is refused, naming api_key_env",
           "[providers][config][regression]") {
     // "https://user:password@host" was accepted: a secret in the file (and in every message that
