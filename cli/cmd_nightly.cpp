@@ -55,7 +55,9 @@ std::string amounts(const std::map<std::string, long long>& by_currency) {
 using engine::Tally;
 
 // Why a run needs an operator, each with the command that starts the work; empty when clean.
-std::vector<std::string> attention_reasons(const engine::NightlyReport& r) {
+// `report_files`: the reports this run writes (--output), which the reasons point to.
+std::vector<std::string> attention_reasons(const engine::NightlyReport& r,
+                                           const std::vector<std::string>& report_files) {
     std::vector<std::string> out;
     for (const auto& g : r.rejected) {
         out.push_back(std::to_string(g.payments) + " payment(s) of " + g.provider +
@@ -131,14 +133,18 @@ std::vector<std::string> attention_reasons(const engine::NightlyReport& r) {
     for (const auto& st : r.statements) {
         if (st.exit_code == static_cast<int>(ExitCode::attention)) {
             out.push_back(st.title + " has " + std::to_string(st.needing_attention) +
-                          " finding(s) in the provider's books (listed above; all of them in the "
-                          "report: --output report.html)");
+                          " finding(s) in the provider's books (listed above; " +
+                          (report_files.empty()
+                               ? std::string("write them all with --output report.html")
+                               : "all of them are in " + report_files.front()) +
+                          ")");
         }
     }
     return out;
 }
 
-nlohmann::ordered_json summary_json(const engine::NightlyReport& r) {
+nlohmann::ordered_json summary_json(const engine::NightlyReport& r,
+                                    const std::vector<std::string>& report_files) {
     nlohmann::ordered_json j;
     j["started_at"] = reports::format_utc(r.started);
     j["finished_at"] = reports::format_utc(r.finished);
@@ -246,46 +252,48 @@ nlohmann::ordered_json summary_json(const engine::NightlyReport& r) {
         orphaned += q.payments;
     }
     j["not_configured"] = orphaned;
-    j["attention"] = attention_reasons(r);
+    j["attention"] = attention_reasons(r, report_files);
     return j;
 }
 
-// The last lines of the summary: what the exit code says, and where to look.
+// The last lines of the summary: what needs attention, each with the command that starts the work,
+// then the `result:` line, last, so that the end of a cron mail says how the night went.
 std::string result_line(const engine::NightlyReport& r,
                         const std::vector<std::string>& report_files) {
     std::ostringstream out;
     const int code = r.exit_code();
     if (r.failure) {
-        out << "result: FAILED (exit " << code << ") " << printable(*r.failure) << "\n"
-            << "  what was done before is recorded; run payrecon nightly again when it is fixed\n";
+        out << "result: FAILED (exit " << code << ") " << printable(*r.failure)
+            << "; what was done before is recorded: run payrecon nightly again when it is fixed\n";
         return out.str();
     }
-    if (code == static_cast<int>(ExitCode::failure)) {
-        out << "result: FAILED (exit " << code
-            << "): a statement did not complete; the rest of the run did\n";
-        for (const auto& st : r.statements) {
-            if (st.failure) {
-                out << "  - " << st.title << ": " << printable(*st.failure) << "\n";
-            }
-        }
-    } else if (code == static_cast<int>(ExitCode::config)) {
-        out << "result: CONFIGURATION ERROR (exit " << code << ")\n";
-        for (const auto& e : r.configuration_errors()) {
-            out << "  - " << printable(e) << "\n";
-        }
-    }
-    const auto reasons = attention_reasons(r);
-    if (code == static_cast<int>(ExitCode::attention)) {
-        out << "result: attention needed (exit 3)";
-        out << (report_files.empty() ? "" : "; the report: " + report_files.front()) << "\n";
-    } else if (!reasons.empty()) {
-        out << "  also needing attention:\n";
+    const auto reasons = attention_reasons(r, report_files);
+    if (!reasons.empty()) {
+        out << "needing attention:\n";
     }
     for (const auto& reason : reasons) {
         out << "  - " << reason << "\n";
     }
-    if (code == 0) {
+    if (code == static_cast<int>(ExitCode::failure)) {
+        for (const auto& st : r.statements) {
+            if (st.failure) {
+                out << "  - " << st.title << " FAILED: " << printable(*st.failure) << "\n";
+            }
+        }
+        out << "result: FAILED (exit " << code
+            << "): a statement did not complete; the rest of the run did\n";
+    } else if (code == static_cast<int>(ExitCode::config)) {
+        for (const auto& e : r.configuration_errors()) {
+            out << "  - " << printable(e) << "\n";
+        }
+        out << "result: CONFIGURATION ERROR (exit " << code << ")\n";
+    } else if (code == static_cast<int>(ExitCode::attention)) {
+        out << "result: attention needed (exit 3)"
+            << (report_files.empty() ? "" : "; the report: " + report_files.front()) << "\n";
+    } else if (code == 0) {
         out << "result: clean (exit 0)\n";
+    } else {
+        out << "result: exit " << code << "\n";
     }
     return out.str();
 }
@@ -434,11 +442,18 @@ void print_statement(std::ostream& out, const reports::Report& st, int list_find
                      const std::vector<std::string>& report_files) {
     const std::string matched(to_string(FindingCategory::matched));
     out << "  " << st.title << ":";
+    long long records = 0;
     for (const auto& c : st.categories) {
         const auto& t = st.totals.at(c);
+        records += t.count;
         if (t.count > 0) {
-            out << " " << c << " " << t.count;
+            // The money beside the count: "missing_remote 2 (126.56 EUR)"; matched is only counted.
+            out << " " << c << " " << t.count
+                << (c == matched || t.amounts.empty() ? "" : " (" + amounts(t.amounts) + ")");
         }
+    }
+    if (records == 0 && !st.failure) {
+        out << " no records on either side in this window";
     }
     out << (st.failure ? "  FAILED: " + printable(*st.failure) : "") << "\n";
     // The first few of each category (the cron mail stays readable).
@@ -536,7 +551,7 @@ void run_nightly_cmd(AppState& state, const NightlyCliOptions& opts) {
         emit_report(engine::nightly_report(report), opts.report);
     }
     if (opts.json) {
-        std::cout << summary_json(report).dump(2) << std::endl;
+        std::cout << summary_json(report, opts.report.outputs).dump(2) << std::endl;
     } else if (!opts.report.wanted() || !opts.report.outputs.empty()) {
         print_summary(std::cout, report, opts.list_review, opts.list_findings, opts.report.outputs);
     }

@@ -867,6 +867,18 @@ TEST_CASE("operator cli: nightly lists the first findings of each category, poin
     CHECK(contains(r.out, "all of them are in " + html.string()));
     CHECK(contains(r.out, "result: attention needed (exit 3); the report: " + html.string()));
     CHECK(contains(r.out, "12 finding(s) in the provider's books"));
+    // The cron mail: the amount beside the count, the report pointed to is the one given (not the
+    // advice to write one), and the result line is the last line.
+    CHECK(contains(r.out, " missing_local 12 (120.00 EUR)"));
+    CHECK(contains(r.out, "(listed above; all of them are in " + html.string() + ")"));
+    CHECK_FALSE(contains(r.out, "--output report.html"));
+    const std::string trimmed = r.out.substr(0, r.out.find_last_not_of('\n') + 1);
+    CHECK(trimmed.substr(trimmed.rfind('\n') + 1).rfind("result: attention needed (exit 3)", 0) ==
+          0);
+    // A window with nothing on either side says so, instead of a bare title.
+    const Run quiet = w.payrecon({"nightly", "--statement-date", "2026-01-01"});
+    INFO(quiet.out << quiet.err);
+    CHECK(contains(quiet.out, "no records on either side in this window"));
     CHECK(std::filesystem::exists(html));
     CHECK(contains(r.out, "wrote " + html.string() + ": "));
     CHECK_FALSE(contains(r.out, "wrote " + html.string() + ": clean"));

@@ -7,9 +7,10 @@
 # creates the private PostgreSQL there.
 #
 # What a person fills in, this fills in the same way: `prk_...` with the API key a line printed,
-# `<payment-id>` with the "id" a line printed. The liberties it takes, and why: base_url points at
-# the bundled fake provider instead of api.stripe.com (tests reach loopback only), and serve listens
-# on a free port instead of 8080 (tests run in parallel), the curl line using the same port.
+# `<payment-id>` with the "id" a line printed. The README's own fake-provider block runs first and
+# points base_url at the bundled fake provider (tests reach loopback only). The liberties it takes,
+# and why: the fake and serve listen on free ports instead of 12111 and 8080 (tests run in
+# parallel), the lines that name those ports using the ones taken.
 #
 # Every line must exit 0; then what it did is counted: two payments, each sent to the provider
 # exactly once, a 0600 HTML report.
@@ -26,12 +27,10 @@ mkdir -p "$work/clone/build/cli" "$work/home"
 ln -s "$(realpath "$payrecon")" "$work/clone/build/cli/payrecon"
 state=$work/state.env
 : >"$state"
-fake_pid=""
 
 cleanup() {
   local rc=$?
   [ -s "$work/pids" ] && while read -r pid; do kill "$pid" 2>/dev/null || true; done <"$work/pids"
-  [ -n "$fake_pid" ] && kill "$fake_pid" 2>/dev/null || true
   # In the pasted lines' environment only: an inherited PAYRECON_HOME or PAYRECON_DATABASE_URL
   # (the suite's own database) must never be the one stopped.
   env -i HOME="$work/home" PATH="$PATH" "$payrecon" db stop >/dev/null 2>&1 || true
@@ -60,23 +59,18 @@ block() {
 commands=$(block 1)
 curl_lines=$(block 3)
 providers=$(block 4)
-body=$(block 5)
+fake_lines=$(block 5)
+body=$(block 6)
 [ -n "$commands" ] || fail "no command block found"
 grep -q '^curl ' <<<"$curl_lines" || fail "block 3 is not the curl example: $curl_lines"
 grep -q '"providers"' <<<"$providers" || fail "block 4 is not the providers file: $providers"
-grep -q '"merchant_reference": "order-1001"' <<<"$body" || fail "block 5 is not order.json: $body"
-
-# The provider: the bundled fake, with the key the providers file names.
-export STRIPE_API_KEY=sk_test_readme_$RANDOM$RANDOM
-"$fake" --api-key-env STRIPE_API_KEY --port 0 --admin-port 0 --port-file "$work/fake.ports" \
-  >"$work/fake.log" 2>&1 &
-fake_pid=$!
-for _ in $(seq 1 200); do [ -s "$work/fake.ports" ] && break; sleep 0.05; done
-read -r fake_port fake_admin <"$work/fake.ports" || fail "the fake provider did not start: $(cat "$work/fake.log")"
-
-sed "s#https://api.stripe.com#http://127.0.0.1:$fake_port#" <<<"$providers" >"$work/clone/payrecon.json"
+grep -q 'payrecon-fake-provider' <<<"$fake_lines" || fail "block 5 is not the fake provider: $fake_lines"
+grep -q '"merchant_reference": "order-1001"' <<<"$body" || fail "block 6 is not order.json: $body"
+printf '%s\n' "$providers" >"$work/clone/payrecon.json"
 printf '%s\n' "$body" >"$work/clone/order.json"
-sed 's/order-1001/order-1002/g' <<<"$body" >"$work/clone/order-1002.json"
+mkdir -p "$work/clone/build/tests/fake_provider"
+ln -s "$(realpath "$fake")" "$work/clone/build/tests/fake_provider/payrecon-fake-provider"
+export STRIPE_API_KEY=unset-until-the-readme-exports-one
 
 key=""
 payment=""
@@ -96,6 +90,28 @@ paste_line() {
     bash "$state" "$work/clone" "$line" "$work/pids" >>"$out" 2>&1 ||
     fail "this line exited $? -- $line"$'\n'"$(tail -n +2 "$out" | tail -20)"
 }
+
+# The fake provider block first, as the README says (before the first payments create): its fixed
+# ports become any free ones (tests run in parallel), written to a file the sed line then reads.
+fake_port=""
+fake_admin=""
+while IFS= read -r line; do
+  [[ "$line" =~ ^[[:space:]]*(#|$) ]] && continue
+  if [[ "$line" == *"payrecon-fake-provider"* ]]; then
+    line=${line//--port 12111/--port 0}
+    line=${line//--admin-port 12112/--admin-port 0 --port-file $work/fake.ports}
+    paste_line "$line"
+    for _ in $(seq 1 200); do [ -s "$work/fake.ports" ] && break; sleep 0.05; done
+    read -r fake_port fake_admin <"$work/fake.ports" ||
+      fail "the fake provider did not start: $(cat "$work/clone/fake.log")"
+    continue
+  fi
+  [ -n "$fake_port" ] && line=${line//12111/$fake_port}
+  paste_line "$line"
+done <<<"$fake_lines"
+[ -n "$fake_port" ] || fail "the fake provider block never started it"
+grep -q "http://127.0.0.1:$fake_port" "$work/clone/payrecon.json" ||
+  fail "the README's lines did not point payrecon.json at the fake: $(cat "$work/clone/payrecon.json")"
 
 while IFS= read -r line; do
   # A line that is only a comment continues the one above it.
@@ -120,9 +136,11 @@ while IFS= read -r line; do
     payment=$found
   fi
   if [ "$serving" = 1 ]; then
+    # Its request log goes where the line sends it (serve.log in the clone), or to the line's output.
     out=$(printf '%s/line-%02d.out' "$work" "$n")
+    [[ "$line" == *">>serve.log"* ]] && out=$work/clone/serve.log
     for _ in $(seq 1 400); do
-      port=$(grep -o '"event":"listening".*"port":[0-9]*' "$out" | grep -o '[0-9]*$' || true)
+      port=$(grep -o '"event":"listening".*"port":[0-9]*' "$out" 2>/dev/null | grep -o '[0-9]*$' || true)
       [ -n "$port" ] && break
       sleep 0.05
     done
@@ -131,8 +149,11 @@ while IFS= read -r line; do
 done <<<"$commands"
 
 [ -n "$port" ] || fail "the command block never started serve"
-# The curl example, joined at its backslash, on serve's port, with the key exported above.
-curl_line=$(sed -e ':a' -e '/\\$/N; s/\\\n//; ta' <<<"$curl_lines")
+# The curl example: its first line makes order-1002.json, the rest, joined at its backslash, runs
+# on serve's port, with the key exported above.
+paste_line "$(head -1 <<<"$curl_lines")"
+[ -s "$work/clone/order-1002.json" ] || fail "the curl block's first line made no order-1002.json"
+curl_line=$(tail -n +2 <<<"$curl_lines" | sed -e ':a' -e '/\\$/N; s/\\\n//; ta')
 curl_line=${curl_line//127.0.0.1:8080/127.0.0.1:$port}
 paste_line "$curl_line -s -w '\nHTTP %{http_code}\n'"
 answer=$(tail -n +2 "$(printf '%s/line-%02d.out' "$work" "$n")")
