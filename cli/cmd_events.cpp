@@ -184,7 +184,8 @@ void setup_events(CLI::App& app, AppState& state) {
             filter.tenant_id = ref.tenant_id;
             filter.payment_id = ref.payment_id;
         }
-        const auto rows = store::list_provider_events(*opened.db, filter);
+        const store::ProviderEventList listed = store::list_provider_events(*opened.db, filter);
+        const auto& rows = listed.rows;
         if (lo->json) {
             nlohmann::ordered_json arr = nlohmann::ordered_json::array();
             for (const auto& e : rows) {
@@ -206,6 +207,14 @@ void setup_events(CLI::App& app, AppState& state) {
                        std::to_string(e.deliveries), result_text(e)});
         }
         t.print(std::cout);
+        if (listed.matching > static_cast<long long>(rows.size())) {
+            std::cout << "showing the newest " << rows.size() << " of " << listed.matching
+                      << " matching events; "
+                      << (listed.matching <= 100000
+                              ? "--limit " + std::to_string(listed.matching) + " shows them all"
+                              : std::string("--provider, --payment or --unmatched narrows them"))
+                      << "\n";
+        }
     });
 
     struct ShowOptions {

@@ -7,6 +7,7 @@
 #include "cli/context.hpp"
 #include "cli/reconcile_view.hpp"
 #include "cli/report_output.hpp"
+#include "cli/signals.hpp"
 #include "cli/table.hpp"
 #include "core/errors.hpp"
 #include "core/money.hpp"
@@ -18,6 +19,8 @@
 #include "providers/registry.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <csignal>
 #include <ctime>
 #include <iomanip>
 #include <iostream>
@@ -262,6 +265,11 @@ std::string result_line(const engine::NightlyReport& r,
                         const std::vector<std::string>& report_files) {
     std::ostringstream out;
     const int code = r.exit_code();
+    if (r.interrupted) {
+        out << "result: INTERRUPTED (exit " << code << ") " << printable(*r.failure)
+            << "; run payrecon nightly again to finish\n";
+        return out.str();
+    }
     if (r.failure) {
         out << "result: FAILED (exit " << code << ") " << printable(*r.failure)
             << "; what was done before is recorded: run payrecon nightly again when it is fixed\n";
@@ -506,10 +514,19 @@ void run_nightly_cmd(AppState& state, const NightlyCliOptions& opts) {
         throw UsageError(
             "--limit must be at least 1, --list-review and --list-findings at least 0");
     }
+    // Ctrl-C (or SIGTERM) stops after the payment in hand, and the summary says what was left; a
+    // second one stops at once. Before any thread starts: they inherit the blocked signals.
+    std::atomic<bool> stop{false};
+    StopOnSignal on_signal([&stop](int sig) {
+        std::cerr << "\npayrecon nightly: " << (sig == SIGINT ? "SIGINT" : "SIGTERM")
+                  << ": stopping after the payment in hand (again: stop at once)" << std::endl;
+        stop = true;
+    });
     const providers::Config config = load_provider_config(state.global);
     const auto chosen = choose_providers(config, opts.only);
     ProviderSet set = make_providers(chosen);
     engine::NightlyOptions no;
+    no.stop = &stop;
     no.actor = "nightly:" + operator_name(state.global);
     no.reconcile.limit = opts.limit;
     no.reconcile.policy = to_policy(opts.policy);

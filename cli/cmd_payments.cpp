@@ -12,6 +12,7 @@
 #include "core/settings.hpp"
 #include "services/auth.hpp"
 #include "services/intake.hpp"
+#include "services/payments.hpp"
 #include "store/inspect_store.hpp"
 
 #include <cstdlib>
@@ -114,6 +115,10 @@ void run_list(AppState& state, const ListOptions& opts) {
     OpenDatabase opened = open_database(state.global);
     filter.tenant_id = tenant_id_or_refuse(*opened.db, opts.tenant);
     const store::PaymentPage page = store::list_payments(*opened.db, filter);
+    if (page.rows.empty() && opts.provider) {
+        // A mistyped provider lists nothing too: say so rather than "none match".
+        refuse_unknown_provider(*opened.db, intake_provider_catalog(state.global), *opts.provider);
+    }
     if (opts.json) {
         print_rows_json(page.rows);
         return;

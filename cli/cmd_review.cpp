@@ -11,6 +11,7 @@
 #include "core/payment_state.hpp"
 #include "core/review_guidance.hpp"
 #include "core/settings.hpp"
+#include "services/payments.hpp"
 #include "services/resolution.hpp"
 #include "store/inspect_store.hpp"
 #include "store/webhook_store.hpp"
@@ -96,6 +97,11 @@ void setup_review_list(CLI::App& review, AppState& state) {
         OpenDatabase opened = open_database(state.global);
         filter.tenant_id = tenant_id_or_refuse(*opened.db, opts->tenant);
         const store::PaymentPage page = store::list_payments(*opened.db, filter);
+        if (page.rows.empty() && opts->provider) {
+            // A mistyped provider lists nothing too: say so rather than "none in review".
+            refuse_unknown_provider(*opened.db, intake_provider_catalog(state.global),
+                                    *opts->provider);
+        }
         if (opts->json) {
             print_rows_json(page.rows);
             return;

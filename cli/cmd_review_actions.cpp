@@ -289,6 +289,14 @@ Refused provider_refused(const ResolveRequest& request, const ResolveOutcome& ou
                       cancel ? "find it with: payrecon payments list"
                              : "find it with: payrecon review list");
     case S::changed: {
+        if (request.generation > out.generation) {
+            // Not a change since it was shown: the payment never had that generation.
+            throw Refused("generation " + std::to_string(request.generation) + " is not payment " +
+                              out.ref.payment_id + "'s: it is at generation " +
+                              std::to_string(out.generation) + " (" + out.state +
+                              "), and generations only grow; nothing was written",
+                          "give the generation `" + show + out.ref.payment_id + "` prints");
+        }
         std::string last;
         if (out.last_change) {
             last = "; last recorded: " + out.last_change->action + " by " +

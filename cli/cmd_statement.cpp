@@ -40,11 +40,19 @@ struct StatementWindow {
 
 // --from and --to: yesterday (UTC) by default, a day from --from without --to.
 StatementWindow statement_window(const std::string& from, const std::string& to) {
-    const long long today = utc_day_start(std::chrono::duration_cast<std::chrono::seconds>(
-                                              std::chrono::system_clock::now().time_since_epoch())
-                                              .count());
+    const long long now = std::chrono::duration_cast<std::chrono::seconds>(
+                              std::chrono::system_clock::now().time_since_epoch())
+                              .count();
+    const long long today = utc_day_start(now);
     StatementWindow w;
     w.from = from.empty() ? today - 86400 : parse_utc_time(from, "--from");
+    if (w.from > now) {
+        // Nothing can be on either side yet: a typo in the year, most often.
+        throw UsageError("--from " + reports::format_utc_seconds(w.from) +
+                             " is in the future: neither side has anything there yet",
+                         "give a window that has begun, e.g. yesterday: --from " +
+                             reports::format_utc_seconds(today - 86400).substr(0, 10));
+    }
     w.to = to.empty() ? w.from + 86400 : parse_utc_time(to, "--to");
     if (w.to <= w.from) {
         throw UsageError("the statement window is empty: --to must be after --from");

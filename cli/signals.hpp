@@ -1,8 +1,8 @@
 #pragma once
 // Graceful stop for long-running subcommands: SIGTERM and SIGINT are blocked in every thread and
-// taken by one waiter thread, which calls `on_signal` once. Construct it before starting other
-// threads (they inherit the blocked mask); the destructor wakes and joins the waiter if no signal
-// came.
+// taken by one waiter thread, which calls `on_signal` once; a second signal exits the process at
+// once (128 + the signal). Construct it before starting other threads (they inherit the blocked
+// mask); the destructor wakes and joins the waiter.
 
 #include <atomic>
 #include <csignal>

@@ -379,9 +379,13 @@ NightlyReport run_nightly(store::Db& db, const std::vector<providers::Provider*>
     }
     report.configured = options.configured;
     report.stuck_after = options.stuck_after;
+    struct Interrupted {};
     const auto step = [&](const std::string& phase) {
         if (progress) {
             progress(phase, report);
+        }
+        if (options.stop != nullptr && options.stop->load() && phase != "done") {
+            throw Interrupted{};
         }
     };
     // One record of the providers' credentials for the reconciler and the send pass: an account
@@ -455,6 +459,24 @@ NightlyReport run_nightly(store::Db& db, const std::vector<providers::Provider*>
         report.rejected = store::rejected_in_review(db);
         report.contradicting_events = store::contradicting_event_counts(db, report.providers);
         report.endpoints = store::endpoint_delivery_stats(db);
+    } catch (const Interrupted&) {
+        report.credentials_refused = credentials.refusals();
+        report.interrupted = true;
+        report.failure =
+            "interrupted while " + phase + ", after " + std::to_string(report.reconciled.size()) +
+            " payment(s) reconciled and " + std::to_string(report.sent.attempted) +
+            " sent, each recorded; what it left: the unknown payments this run claimed and did "
+            "not ask are due again in " +
+            std::to_string(options.reconcile.hold.count()) +
+            " s, the rest of the queue waits as it was" +
+            (options.statement_to > options.statement_from && report.statements.empty()
+                 ? ", and no statement was diffed"
+                 : "");
+        // What is open now, so the summary says what is left.
+        try {
+            report.open = store::open_queue_counts(db, options.stuck_after);
+        } catch (const std::exception&) {
+        }
     } catch (const OperatorError& e) {
         report.credentials_refused = credentials.refusals();
         report.failure =

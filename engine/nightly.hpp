@@ -12,6 +12,7 @@
 #include "store/relay_store.hpp"
 #include "store/webhook_store.hpp"
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <map>
@@ -40,6 +41,9 @@ struct NightlyOptions {
     // A pending or retry_scheduled payment waiting longer than this needs an operator: no worker
     // is sending it.
     std::chrono::seconds stuck_after{3600};
+    // Set (by a signal, say) to stop after the step in hand: the payment being reconciled or sent
+    // is finished and recorded, then the run ends with interrupted set and counts what it left.
+    const std::atomic<bool>* stop = nullptr;
 };
 
 struct NightlyReport {
@@ -70,6 +74,7 @@ struct NightlyReport {
     // nor look a payment up. Said in the summary, so that nobody takes their books as checked.
     std::vector<std::pair<std::string, std::string>> statements_not_run;
     std::optional<std::string> failure;     // the run stopped: what happened and what to do
+    bool interrupted = false;               // it stopped because options.stop was set
     std::chrono::seconds stuck_after{3600}; // as in the options
     std::map<std::string, std::string> dashboard_urls; // as in the options
 

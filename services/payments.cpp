@@ -1,7 +1,10 @@
 #include "services/payments.hpp"
 
 #include "core/encoding.hpp"
+#include "core/errors.hpp"
+#include "core/nearest.hpp"
 #include "services/intake.hpp"
+#include "store/inspect_store.hpp"
 #include "store/payment_store.hpp"
 
 #include <algorithm>
@@ -134,6 +137,33 @@ bool store_ready(store::Db& db) {
 ProviderRejections provider_rejections(store::Db& db) {
     return {store::rejected_attempt_counts(db), store::rejected_in_review(db),
             store::provider_event_results(db)};
+}
+
+void refuse_unknown_provider(store::Db& db, const std::optional<ProviderCatalog>& configured,
+                             const std::string& provider) {
+    std::vector<std::string> known = store::payment_providers(db);
+    if (configured) {
+        for (const auto& [name, ignored] : configured->providers) {
+            if (std::find(known.begin(), known.end(), name) == known.end()) {
+                known.push_back(name);
+            }
+        }
+    }
+    if (std::find(known.begin(), known.end(), provider) != known.end()) {
+        return;
+    }
+    std::string names;
+    for (std::size_t i = 0; i < known.size() && i < 20; ++i) {
+        names += (names.empty() ? "" : ", ") + printable(known[i]);
+    }
+    if (known.size() > 20) {
+        names += " and " + std::to_string(known.size() - 20) + " more";
+    }
+    throw UsageError("no payment names the provider '" + printable(provider) + "'" +
+                         (configured ? " and the configuration has none of that name" : "") +
+                         did_you_mean(provider, known),
+                     known.empty() ? std::string("no payment names any provider yet")
+                                   : "the providers known: " + names);
 }
 
 } // namespace payrecon

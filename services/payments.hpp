@@ -2,6 +2,7 @@
 // The payment read side as the HTTP API shows it: one payment's resource for its tenant, whether
 // the database behind it is ready, and the requests providers rejected (for /metrics).
 
+#include "core/provider_catalog.hpp"
 #include "store/reconcile_store.hpp"
 #include "store/webhook_store.hpp"
 
@@ -53,5 +54,12 @@ struct ProviderRejections {
     std::vector<store::ProviderEventCount> events;
 };
 ProviderRejections provider_rejections(store::Db& db);
+
+// A list filtered by `provider` that found nothing: throws UsageError when no payment names that
+// provider and the configuration (`configured`, when one was given) has none of that name either,
+// with the nearest known name ("did you mean 'stripe'?") and the known ones; returns when the
+// provider is known and simply has nothing to list. Throws DatabaseUnavailable.
+void refuse_unknown_provider(store::Db& db, const std::optional<ProviderCatalog>& configured,
+                             const std::string& provider);
 
 } // namespace payrecon

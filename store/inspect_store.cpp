@@ -254,6 +254,24 @@ std::optional<PaymentRef> resolve_payment_ref(Db& db, const std::string& id) {
     });
 }
 
+std::vector<std::string> payment_providers(Db& db) {
+    Db::Impl& impl = db.impl();
+    return translate_errors(impl, [&] {
+        pqxx::read_transaction tx(impl.connection());
+        std::vector<std::string> out;
+        for (const auto& row :
+             tx.exec("WITH RECURSIVE p(provider) AS ("
+                     " SELECT min(provider) FROM payments"
+                     " UNION ALL"
+                     " SELECT (SELECT min(provider) FROM payments WHERE provider > p.provider)"
+                     " FROM p WHERE p.provider IS NOT NULL)"
+                     " SELECT provider FROM p WHERE provider IS NOT NULL")) {
+            out.push_back(row[0].as<std::string>());
+        }
+        return out;
+    });
+}
+
 PaymentPage list_payments(Db& db, const PaymentFilter& filter) {
     require_limit(filter.limit, "list_payments");
     require_uuid(filter.tenant_id, "list_payments");

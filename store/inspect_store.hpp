@@ -66,6 +66,10 @@ struct PaymentPage {
 // Throws std::invalid_argument if filter.limit < 1; DatabaseUnavailable.
 PaymentPage list_payments(Db& db, const PaymentFilter& filter);
 
+// The providers payments name, sorted: by skipping along the index on (provider, ...) from one
+// name to the next, not by reading every payment. Throws DatabaseUnavailable.
+std::vector<std::string> payment_providers(Db& db);
+
 // One row of payment_attempts: every call to the provider.
 struct AttemptRecord {
     int attempt_no = 0;

@@ -178,11 +178,12 @@ ProviderEventRow event_row(const pqxx::row& r) {
 
 } // namespace
 
-std::vector<ProviderEventRow> list_provider_events(Db& db, const ProviderEventFilter& filter) {
+ProviderEventList list_provider_events(Db& db, const ProviderEventFilter& filter) {
     Db::Impl& impl = db.impl();
+    // count(*) OVER () is taken before the LIMIT: how many match in all, for "100 of 156".
     const std::string sql =
         "SELECT " + k_event_columns +
-        " FROM (SELECT * FROM provider_events"
+        ", e.matching FROM (SELECT *, count(*) OVER () AS matching FROM provider_events"
         " WHERE ($1::text IS NULL OR provider = $1)"
         "   AND ($3::uuid IS NULL OR (tenant_id = $2::uuid AND payment_id = $3::uuid))"
         "   AND (NOT $4 OR payment_id IS NULL)"
@@ -192,11 +193,12 @@ std::vector<ProviderEventRow> list_provider_events(Db& db, const ProviderEventFi
         " ORDER BY e.received_at, e.event_id";
     return translate_errors(impl, [&] {
         pqxx::read_transaction tx(impl.connection());
-        std::vector<ProviderEventRow> out;
+        ProviderEventList out;
         for (const auto& r : tx.exec_params(sql, or_null(filter.provider),
                                             or_null(filter.tenant_id), or_null(filter.payment_id),
                                             filter.unmatched, filter.contradicting, filter.limit)) {
-            out.push_back(event_row(r));
+            out.rows.push_back(event_row(r));
+            out.matching = r["matching"].as<long long>();
         }
         return out;
     });

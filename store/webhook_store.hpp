@@ -108,7 +108,11 @@ struct ProviderEventFilter {
     int limit = 100;            // the newest this many, listed oldest first
 };
 
-std::vector<ProviderEventRow> list_provider_events(Db& db, const ProviderEventFilter& filter);
+struct ProviderEventList {
+    std::vector<ProviderEventRow> rows; // the newest `limit`, oldest first
+    long long matching = 0;             // how many the filter matches in all
+};
+ProviderEventList list_provider_events(Db& db, const ProviderEventFilter& filter);
 std::optional<ProviderEventRow> find_provider_event(Db& db, long long event_id);
 
 enum class AcknowledgeStatus {

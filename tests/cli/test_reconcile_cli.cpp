@@ -8,6 +8,7 @@
 // and in the fake provider's ledger.
 #include "reports/report.hpp"
 #include "tests/support/operated.hpp"
+#include "tests/support/wait.hpp"
 
 #include <algorithm>
 #include <catch2/catch.hpp>
@@ -471,6 +472,17 @@ TEST_CASE("operator cli: review resolve --as succeeded records the operator, the
                     "pi_from_dashboard", "--note", "again", "--unverified"});
     CHECK(again.exit_code == 7);
     CHECK(footprint(w, ref) == done);
+    // A generation the payment never had is not "changed since it was shown".
+    const Run never =
+        w.payrecon({"--operator", "alice", "review", "resolve", id, "--generation",
+                    std::to_string(done.generation + 90), "--as", "failed", "--note", "x"});
+    INFO(never.all());
+    CHECK(never.exit_code == 7);
+    CHECK(contains(never.err, "generation " + std::to_string(done.generation + 90) +
+                                  " is not payment " + id + "'s: it is at generation " +
+                                  std::to_string(done.generation)));
+    CHECK_FALSE(contains(never.err, "changed since it was shown"));
+    CHECK(footprint(w, ref) == done);
 }
 
 TEST_CASE("operator cli: resolve --as succeeded checks the reference with the provider: a typo, a "
@@ -879,6 +891,25 @@ TEST_CASE("operator cli: nightly lists the first findings of each category, poin
     const Run quiet = w.payrecon({"nightly", "--statement-date", "2026-01-01"});
     INFO(quiet.out << quiet.err);
     CHECK(contains(quiet.out, "no records on either side in this window"));
+    // A window that has not begun is refused, not diffed to nothing.
+    const Run future =
+        w.payrecon({"statement", "--provider", w.config.name, "--from", "2099-01-01"});
+    CHECK(future.exit_code == 2);
+    CHECK(contains(future.err, "--from 2099-01-01T00:00:00Z is in the future"));
+    // A mistyped provider is named, with the nearest known one, instead of listing nothing.
+    std::string typo = w.config.name;
+    typo.back() = typo.back() == 'x' ? 'y' : 'x';
+    for (const std::vector<std::string>& args :
+         {std::vector<std::string>{"review", "list", "--provider", typo},
+          std::vector<std::string>{"payments", "list", "--provider", typo, "--json"}}) {
+        const Run refused = w.payrecon(args);
+        INFO(refused.all());
+        CHECK(refused.exit_code == 2);
+        CHECK(contains(refused.err, "no payment names the provider '" + typo + "'"));
+        CHECK(contains(refused.err, "did you mean '" + w.config.name + "'?"));
+    }
+    // A known provider with nothing to list is no error.
+    CHECK(w.payrecon({"review", "list", "--provider", w.config.name}).exit_code == 0);
     CHECK(std::filesystem::exists(html));
     CHECK(contains(r.out, "wrote " + html.string() + ": "));
     CHECK_FALSE(contains(r.out, "wrote " + html.string() + ": clean"));
@@ -1113,4 +1144,40 @@ TEST_CASE("operator cli: reconcile with a wrong API key asks one payment, exits 
         CHECK(w.state_of(ref) == "succeeded");
         CHECK(w.executions(ref) == 1);
     }
+}
+
+TEST_CASE("operator cli: Ctrl-C stops nightly after the payment in hand, and the summary says what "
+          "it did and what it left",
+          "[cli][db][reconcile][regression]") {
+    // Ctrl-C killed nightly where it stood and said nothing: which payments were decided, which
+    // were claimed and left, whether the statement ran.
+    Operated w;
+    const auto refs = w.unknown_payments(12, fake::Fault::execute_then_fin);
+    auto faults = w.fake->faults();
+    faults.latency = std::chrono::milliseconds(400); // each status query takes a while
+    w.fake->set_faults(faults);
+    auto nightly = w.start({"nightly", "--no-statement"}, {}, ProcessGroup::own);
+    REQUIRE(payrecon::testing::wait_until([&] { return w.count("payment_lookups", "true") >= 2; },
+                                          std::chrono::seconds(60)));
+    nightly->signal(SIGINT);
+    const Run r = nightly->wait();
+    INFO(r.out << r.err);
+    CHECK(r.exit_code == 1);
+    CHECK(contains(r.err, "SIGINT: stopping after the payment in hand"));
+    CHECK(contains(r.out, "result: INTERRUPTED (exit 1) interrupted while reconciling, after "));
+    CHECK(
+        contains(r.out, "the unknown payments this run claimed and did not ask are due again in"));
+    CHECK(contains(r.out, "run payrecon nightly again to finish"));
+    // What it says is what it did: the decided ones succeeded, the rest are still unknown and
+    // none was sent twice or left half-written.
+    long long decided = 0;
+    for (const auto& ref : refs) {
+        const std::string state = w.state_of(ref);
+        CHECK((state == "succeeded" || state == "unknown"));
+        decided += state == "succeeded" ? 1 : 0;
+        CHECK(w.executions(ref) == 1);
+    }
+    CHECK(decided >= 2);
+    CHECK(decided < 12);
+    CHECK(contains(r.out, "after " + std::to_string(decided) + " payment(s) reconciled"));
 }

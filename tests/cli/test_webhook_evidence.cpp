@@ -305,6 +305,13 @@ TEST_CASE("webhook evidence: an event contradicting a settled payment waits in t
     const auto mine = nlohmann::json::parse(
         w.payrecon({"events", "list", "--payment", w.payment_id_of(ref), "--json"}).out);
     CHECK(mine.size() == 2);
+    // A page that is not all of them says so.
+    const Run newest =
+        w.payrecon({"events", "list", "--payment", w.payment_id_of(ref), "--limit", "1"});
+    CHECK(newest.out.find("showing the newest 1 of 2 matching events; --limit 2 shows them all") !=
+          std::string::npos);
+    const Run all = w.payrecon({"events", "list", "--payment", w.payment_id_of(ref)});
+    CHECK(all.out.find("showing the newest") == std::string::npos);
 
     const Run shown = w.payrecon({"events", "show", id});
     INFO(shown.all());
