@@ -96,6 +96,10 @@ select, input { font: inherit; padding: 3px 6px; max-width: 100%; }
   #findings tr { border: 1px solid var(--line); border-radius: 6px; margin: 0 0 10px;
     padding: 6px 8px; }
   #findings tr[hidden] { display: none; }
+  /* The card's own left edge is the mark: an inset shadow on the first cell, as in the table,
+     would lie over the cell's first letters, which a card does not pad. */
+  #findings tr.attention { border-left: 4px solid var(--attn); }
+  #findings tr.attention td:first-child { box-shadow: none; }
   #findings td { border: 0; padding: 2px 0; text-align: left; white-space: normal; }
   #findings td::before { content: attr(data-label); display: block; color: var(--muted);
     font-size: 11px; text-transform: uppercase; letter-spacing: .04em; }

@@ -1111,10 +1111,43 @@ std::vector<double> present(const json& rows, const char* key) {
     return out;
 }
 
+// For each finding row marked as needing attention: where its first cell's text starts (the first
+// glyph, and the content box, where a card's ::before label goes) and where the attention bar ends
+// -- the right edge of the widest left border or left inset shadow of the row and of the cell --
+// and where the row starts, all in CSS pixels from the viewport's left.
+json attention_bars(DevToolsBrowser& browser, const std::string& session) {
+    return browser.evaluate(
+        session,
+        "Array.prototype.slice.call(document.querySelectorAll('#findings tbody tr.attention'))"
+        ".map(function (tr) {"
+        "  var td = tr.cells[0], bar = -Infinity;"
+        "  [tr, td].forEach(function (e) {"
+        "    var style = getComputedStyle(e), box = e.getBoundingClientRect();"
+        "    var inner = box.left + parseFloat(style.borderLeftWidth);"
+        "    if (parseFloat(style.borderLeftWidth) > 0) { bar = Math.max(bar, inner); }"
+        "    style.boxShadow.split(/,(?![^(]*\\))/).forEach(function (shadow) {"
+        "      if (!/inset/.test(shadow)) { return; }"
+        "      var x = parseFloat(shadow.replace(/rgba?\\([^)]*\\)/, '').trim());"
+        "      if (x > 0) { bar = Math.max(bar, inner + x); }"
+        "    });"
+        "  });"
+        "  var node = document.createTreeWalker(td, NodeFilter.SHOW_TEXT).nextNode();"
+        "  var range = document.createRange();"
+        "  range.setStart(node, 0); range.setEnd(node, 1);"
+        "  var cell = getComputedStyle(td);"
+        "  return {bar: bar, row: Math.min(tr.getBoundingClientRect().left,"
+        "           td.getBoundingClientRect().left),"
+        "          glyph: range.getBoundingClientRect().left, letter: node.data.charAt(0),"
+        "          content: td.getBoundingClientRect().left + parseFloat(cell.borderLeftWidth) +"
+        "           parseFloat(cell.paddingLeft)};"
+        "})");
+}
+
 } // namespace
 
 TEST_CASE("reports: the HTML report in headless Chromium at 1280 and 800 px: nothing scrolls "
-          "sideways, the money at risk leads, and sorting and filtering work",
+          "sideways, the attention bar is left of the text, the money at risk leads, and sorting "
+          "and filtering work",
           "[reports][chromium]") {
     const std::string chromium = find_chromium();
     if (chromium.empty()) {
@@ -1136,6 +1169,17 @@ TEST_CASE("reports: the HTML report in headless Chromium at 1280 and 800 px: not
     for (const int width : {1280, 800}) {
         INFO("at " << width << " px");
         const std::string session = browser.open(url, width, 800);
+
+        // The attention bar (a shadow in the table, the card's edge at 800 px) lies left of the
+        // text: it once covered the first letter of every card (issue 36).
+        const json bars = attention_bars(browser, session);
+        CHECK(bars.size() == 9); // all but the matched finding
+        for (const auto& bar : bars) {
+            INFO(bar.dump());
+            CHECK(bar["bar"].get<double>() - bar["row"].get<double>() >= 2); // still there
+            CHECK(bar["glyph"].get<double>() >= bar["bar"].get<double>() + 2);
+            CHECK(bar["content"].get<double>() >= bar["bar"].get<double>() + 2);
+        }
 
         const std::string png = browser.screenshot(session);
         CHECK(png_size(png) == std::make_pair(static_cast<unsigned>(width), 800U));
