@@ -11,14 +11,24 @@
 // filterable by category, currency and text -- and the run's facts. At 980 px and narrower each
 // finding is a card of labelled lines, so that nothing scrolls sideways.
 //
+// The findings table holds a page (k_page) at a time. Every listed finding is in one JSON data
+// block (findings_data()); the script filters and sorts that data and renders the first page of
+// the result, Show more the next, Show all the rest. 20,000 findings as rows of markup took
+// Chromium half a minute and more to show (issue 36); as data they take about 300 bytes each and
+// show in about a second (bench/report). The markup holds the first page too, exactly as the
+// script renders it, for a reader without JavaScript (a <noscript> note says where the rest are).
+//
 // Stable hooks (tests/reports read them): #status[data-exit-code], #at-risk
 // .risk[data-currency][data-minor], #facts, #chart-categories, #chart-currencies,
 // #totals td[data-count-for=CATEGORY], #category-filter, #currency-filter, #finding-search,
 // #sort-by, #findings th[data-sort-key][aria-sort], #findings tbody tr[data-category]
 // [data-attention][data-currency][data-risk][data-local][data-remote][data-at][data-ref]
 // [data-finding-id][data-handled], #handled[data-count] (findings an operator acknowledged),
-// #shown-count. The filters hide rows with the `hidden` attribute; the URL fragment
-// (#category=NAME&currency=EUR&q=TEXT&sort=KEY-DIR) sets them on load and follows them.
+// #shown-count (the findings the filters pass), #rendered-count (how many of them the table
+// holds), #listed-count, #more with #show-more and #show-all (hidden when the table holds them
+// all). The table holds only findings the filters pass; the URL fragment
+// (#category=NAME&currency=EUR&q=TEXT&sort=KEY-DIR) sets the filters and order on load and follows
+// them.
 
 #include "core/fingerprint.hpp"
 #include "core/money.hpp"
@@ -26,7 +36,11 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <set>
+#include <unordered_map>
+#include <vector>
 
 namespace payrecon::reports {
 namespace {
@@ -87,6 +101,8 @@ time { white-space: nowrap; }
 tr.attention td:first-child { box-shadow: inset 3px 0 0 var(--attn); }
 .filter { display: flex; flex-wrap: wrap; gap: 8px 14px; align-items: center; margin-bottom: 10px; }
 .filter label { display: flex; gap: 6px; align-items: center; }
+.more { display: flex; flex-wrap: wrap; gap: 8px 14px; align-items: center; margin-top: 10px; }
+.more[hidden] { display: none; }
 select, input { font: inherit; padding: 3px 6px; max-width: 100%; }
 @media (max-width: 980px) {
   body { padding: 16px 12px 32px; }
@@ -95,7 +111,10 @@ select, input { font: inherit; padding: 3px 6px; max-width: 100%; }
   #findings, #findings tbody, #findings tr, #findings td { display: block; width: 100%; }
   #findings tr { border: 1px solid var(--line); border-radius: 6px; margin: 0 0 10px;
     padding: 6px 8px; }
-  #findings tr[hidden] { display: none; }
+  /* The card's own left edge is the mark: an inset shadow on the first cell, as in the table,
+     would lie over the cell's first letters, which a card does not pad. */
+  #findings tr.attention { border-left: 4px solid var(--attn); }
+  #findings tr.attention td:first-child { box-shadow: none; }
   #findings td { border: 0; padding: 2px 0; text-align: left; white-space: normal; }
   #findings td::before { content: attr(data-label); display: block; color: var(--muted);
     font-size: 11px; text-transform: uppercase; letter-spacing: .04em; }
@@ -108,47 +127,208 @@ constexpr std::string_view k_script = R"js(
 (function () {
   'use strict';
   function byId(id) { return document.getElementById(id); }
+  var has = Object.prototype.hasOwnProperty;
   var table = byId('findings');
   var tbody = table.tBodies[0];
-  var rows = Array.prototype.slice.call(tbody.querySelectorAll('tr[data-category]'));
-  rows.forEach(function (row, i) { row.setAttribute('data-order', String(i)); });
+  // Every listed finding, as reports/html.cpp's findings_data() writes them; the table holds the
+  // first `page` of those the filters pass, in the chosen order, and Show more adds the next.
+  var data = JSON.parse(byId('findings-data').textContent);
+  var page = Number(table.getAttribute('data-page')) || 100;
   var category = byId('category-filter');
   var currency = byId('currency-filter');
   var search = byId('finding-search');
   var sortBy = byId('sort-by');
   var shown = byId('shown-count');
+  var rendered = byId('rendered-count');
+  var more = byId('more');
+  var showMore = byId('show-more');
+  var showAll = byId('show-all');
   var heads = Array.prototype.slice.call(table.querySelectorAll('th[data-sort-key]'));
   var numeric = { risk: true, local: true, remote: true, at: true };
   var state = { category: 'all', currency: 'all', q: '', key: 'risk', dir: 'desc' };
+  var matching = [];
+  var limit = page;
 
-  function hasOption(select, value) {
+  // The texts the page's own markup shows, written as reports/html.cpp writes them.
+  function text(i) { return i === null || i === undefined ? null : data.strings[i]; }
+  function value(v) { return v === undefined ? null : v; }
+  function upper(code) { return code.replace(/[a-z]+/g, function (s) { return s.toUpperCase(); }); }
+  // core/money's major_units: "12.34" for 1234 EUR; null for a currency ISO 4217 does not know.
+  function major(minor, code) {
+    if (!has.call(data.exponents, code)) { return null; }
+    var e = data.exponents[code], s = String(minor), sign = '';
+    if (s.charAt(0) === '-') { sign = '-'; s = s.slice(1); }
+    if (e > 0) {
+      while (s.length <= e) { s = '0' + s; }
+      s = s.slice(0, s.length - e) + '.' + s.slice(s.length - e);
+    }
+    return sign + s;
+  }
+  // core/money's describe_money, and display_amount.
+  function money(minor, code) {
+    var c = upper(code), m = major(minor, c);
+    return m === null ? String(minor) + ' ' + c + ' (minor units)' : m + ' ' + c;
+  }
+  function amount(minor, code) {
+    return minor === null ? '-' : code === null ? String(minor) : money(minor, code);
+  }
+  function sortNumber(minor, code) {
+    var m = code === null ? null : major(minor, upper(code));
+    return m === null ? String(minor) : m;
+  }
+  // A time is unix seconds, or [seconds, its ISO text] where JavaScript would write it otherwise.
+  function seconds(t) { return Array.isArray(t) ? t[0] : t; }
+  function iso(t) {
+    return Array.isArray(t) ? t[1] : new Date(t * 1000).toISOString().replace(/\.\d+Z$/, 'Z');
+  }
+
+  function decode(r, index) {
+    var f = {
+      index: index, category: text(r[0]), attention: (r[1] & 1) !== 0, handled: (r[1] & 2) !== 0,
+      provider: text(r[2]), currency: text(r[3]), risk: value(r[4]), riskCurrency: text(r[5]),
+      difference: value(r[6]),
+      local: { amount: value(r[7]), currency: text(r[8]), state: text(r[9]), at: value(r[10]) },
+      remote: { amount: value(r[11]), currency: text(r[12]), state: text(r[13]), at: value(r[14]) },
+      order: value(r[15]), reference: value(r[16]), link: value(r[17]), payment: value(r[18]),
+      operation: value(r[19]), finding: value(r[20]), detail: text(r[21]), others: r[22] || [],
+      note: r[23] ? r[23].map(text) : null
+    };
+    if (typeof f.link === 'number') { f.link = data.links[f.link] + f.reference; }
+    f.attrs = {
+      risk: f.risk === null ? '0' : sortNumber(f.risk, f.riskCurrency),
+      local: f.local.amount === null ? null : sortNumber(f.local.amount, f.local.currency),
+      remote: f.remote.amount === null ? null : sortNumber(f.remote.amount, f.remote.currency)
+    };
+    var at = f.local.at === null ? null : seconds(f.local.at);
+    if (f.remote.at !== null && (at === null || seconds(f.remote.at) < at)) { at = seconds(f.remote.at); }
+    f.keys = {
+      category: f.category, ref: f.order === null ? '' : f.order, at: at,
+      risk: parseFloat(f.attrs.risk),
+      local: f.attrs.local === null ? null : parseFloat(f.attrs.local),
+      remote: f.attrs.remote === null ? null : parseFloat(f.attrs.remote)
+    };
+    return f;
+  }
+  var findings = data.findings.map(decode);
+
+  // A row as [tag, attributes, children...], the same elements, attributes and text, in the same
+  // order, as the page's markup: a no-JavaScript reader and this script see one table.
+  function timeLine(t) {
+    var i = iso(t);
+    return ['div', { 'class': 'sub' }, 'at ',
+      ['time', { datetime: i, title: i + ' (UTC)' }, i.slice(0, 10) + ' ' + i.slice(11, 16) + 'Z']];
+  }
+  function side(label, s) {
+    if (s.amount === null && s.state === null && s.at === null) {
+      return ['td', { 'class': 'num absent', 'data-label': label }, '-'];
+    }
+    var a = { 'class': 'num', 'data-label': label };
+    if (s.amount !== null) { a['data-minor'] = String(s.amount); }
+    return ['td', a, amount(s.amount, s.currency), ['div', { 'class': 'state' }, s.state === null ? '-' : s.state],
+      s.at === null ? null : timeLine(s.at)];
+  }
+  function refs(f) {
+    var cell = ['td', { 'class': 'refs', 'data-label': 'references' }];
+    function line(label, v, link) {
+      if (v === null) { return; }
+      cell.push(['div', {}, ['span', { 'class': 'k' }, label], ' ', link === null
+        ? ['span', { 'class': 'id' }, v]
+        : ['a', { 'class': 'id', href: link, rel: 'noopener noreferrer', target: '_blank' }, v]]);
+    }
+    var provider = f.provider === '' ? 'provider' : f.provider;
+    line('order', f.order, null);
+    line(provider, f.reference, f.link);
+    f.others.forEach(function (r) { line(provider, r, null); });
+    line('payment', f.payment, null);
+    line('operation', f.operation, null);
+    line('finding', f.finding, null);
+    if (cell.length === 2) { cell.push('-'); }
+    return cell;
+  }
+  function rowSpec(f) {
+    var a = { 'data-category': f.category, 'data-attention': f.attention ? 'true' : 'false',
+      'data-currency': f.currency, 'data-risk': f.attrs.risk };
+    if (f.attrs.local !== null) { a['data-local'] = f.attrs.local; }
+    if (f.attrs.remote !== null) { a['data-remote'] = f.attrs.remote; }
+    if (f.keys.at !== null) { a['data-at'] = String(f.keys.at); }
+    a['data-ref'] = f.keys.ref;
+    if (f.finding !== null) { a['data-finding-id'] = f.finding; }
+    if (f.handled) { a['data-handled'] = 'true'; }
+    if (f.attention) { a['class'] = 'attention'; }
+    return ['tr', a,
+      ['td', { 'data-label': 'category' }, f.category,
+        f.attention ? ['div', { 'class': 'tag' }, 'needs attention'] : null,
+        f.handled ? ['div', { 'class': 'sub' }, 'handled'] : null,
+        ['div', { 'class': 'sub' }, f.provider]],
+      ['td', { 'class': 'num risk-cell', 'data-label': 'at risk' },
+        f.risk === null ? '-' : money(f.risk, f.riskCurrency),
+        f.difference === null ? null : ['div', { 'class': 'sub', 'data-difference': String(f.difference) },
+          'ours \u2212 theirs: ' + money(f.difference, f.local.currency)]],
+      side('ours', f.local), side('provider\'s', f.remote), refs(f),
+      ['td', { 'class': 'detail', 'data-label': 'detail' }, f.detail, f.note === null ? null
+        : ['div', { 'class': 'sub handled-note' },
+          'handled by ' + f.note[0] + ' at ' + f.note[1] + ': ' + f.note[2]]]];
+  }
+  function build(spec) {
+    var e = document.createElement(spec[0]);
+    for (var name in spec[1]) {
+      if (has.call(spec[1], name)) { e.setAttribute(name, spec[1][name]); }
+    }
+    for (var i = 2; i < spec.length; i++) {
+      var c = spec[i];
+      if (c === null || c === '') { continue; }
+      e.appendChild(typeof c === 'string' ? document.createTextNode(c) : build(c));
+    }
+    return e;
+  }
+  function flat(spec) {
+    var out = '';
+    for (var i = 2; i < spec.length; i++) {
+      var c = spec[i];
+      out += c === null ? '' : typeof c === 'string' ? c : flat(c);
+    }
+    return out;
+  }
+  // What the text filter searches: the row's text, as a reader sees it; made once, when needed.
+  function searchText(f) {
+    if (f.text === undefined) { f.text = flat(rowSpec(f)).toLowerCase(); }
+    return f.text;
+  }
+
+  function hasOption(select, v) {
     for (var i = 0; i < select.options.length; i++) {
-      if (select.options[i].value === value) { return true; }
+      if (select.options[i].value === v) { return true; }
     }
     return false;
   }
-  function number(row, key) {
-    var v = parseFloat(row.getAttribute('data-' + key));
-    return isNaN(v) ? null : v;
-  }
-  // Needing attention first; then the key (rows without a value last); then the page's order.
+  // Needing attention first; then the key (findings without a value last); then the page's order.
   function compare(a, b) {
-    var att = (b.getAttribute('data-attention') === 'true') -
-              (a.getAttribute('data-attention') === 'true');
+    var att = b.attention - a.attention;
     if (state.key === 'risk' && att !== 0) { return att; }
     var sign = state.dir === 'asc' ? 1 : -1;
-    var c = 0;
+    var c = 0, x = a.keys[state.key], y = b.keys[state.key];
     if (numeric[state.key]) {
-      var x = number(a, state.key), y = number(b, state.key);
       if (x === null || y === null) { c = (x === null) - (y === null); sign = 1; }
       else { c = x < y ? -1 : x > y ? 1 : 0; }
     } else {
-      var s = a.getAttribute('data-' + state.key) || '', t = b.getAttribute('data-' + state.key) || '';
-      if (!s || !t) { c = (!s) - (!t); sign = 1; }
-      else { c = s < t ? -1 : s > t ? 1 : 0; }
+      if (!x || !y) { c = (!x) - (!y); sign = 1; }
+      else { c = x < y ? -1 : x > y ? 1 : 0; }
     }
     if (c !== 0) { return c * sign; }
-    return number(a, 'order') - number(b, 'order');
+    return a.index - b.index;
+  }
+  // Adds rows up to `limit` of the matching findings, and says how many are in the table.
+  function fill() {
+    var end = Math.min(limit, matching.length);
+    var rows = document.createDocumentFragment();
+    for (var i = tbody.rows.length; i < end; i++) { rows.appendChild(build(rowSpec(matching[i]))); }
+    tbody.appendChild(rows);
+    var left = matching.length - end;
+    rendered.textContent = String(end);
+    more.hidden = left === 0;
+    showMore.hidden = showAll.hidden = left === 0;
+    showMore.textContent = 'Show ' + Math.min(page, left) + ' more';
+    showAll.textContent = 'Show all ' + matching.length;
   }
   function apply() {
     if (!hasOption(category, state.category)) { state.category = 'all'; }
@@ -159,22 +339,21 @@ constexpr std::string_view k_script = R"js(
     sortBy.value = state.key + '-' + state.dir;
     if (search.value !== state.q) { search.value = state.q; }
     var q = state.q.toLowerCase();
-    var visible = 0;
-    rows.sort(compare);
-    rows.forEach(function (row) {
-      var hide = (state.category !== 'all' && row.getAttribute('data-category') !== state.category) ||
-                 (state.currency !== 'all' && row.getAttribute('data-currency') !== state.currency) ||
-                 (q !== '' && row.textContent.toLowerCase().indexOf(q) < 0);
-      row.hidden = hide;
-      if (!hide) { visible++; }
-      tbody.appendChild(row);
+    matching = findings.filter(function (f) {
+      return (state.category === 'all' || f.category === state.category) &&
+             (state.currency === 'all' || f.currency === state.currency) &&
+             (q === '' || searchText(f).indexOf(q) >= 0);
     });
+    matching.sort(compare);
+    limit = page;
+    tbody.textContent = '';
+    fill();
     heads.forEach(function (th) {
       var key = th.getAttribute('data-sort-key');
       th.setAttribute('aria-sort', key === state.key
         ? (state.dir === 'asc' ? 'ascending' : 'descending') : 'none');
     });
-    shown.textContent = String(visible);
+    shown.textContent = String(matching.length);
     document.body.setAttribute('data-filter', state.category);
     document.body.setAttribute('data-sort', state.key + '-' + state.dir);
   }
@@ -192,17 +371,17 @@ constexpr std::string_view k_script = R"js(
   }
   function fromFragment() {
     // An anchor (#findings-section) is not a view: keep the view as it is.
-    if (window.location.hash !== '' && window.location.hash.indexOf('=') < 0 && rows.length &&
+    if (window.location.hash !== '' && window.location.hash.indexOf('=') < 0 && findings.length &&
         document.body.hasAttribute('data-sort')) { return; }
     state = { category: 'all', currency: 'all', q: '', key: 'risk', dir: 'desc' };
     window.location.hash.replace(/^#/, '').split('&').forEach(function (part) {
       var eq = part.indexOf('=');
       if (eq < 0) { return; }
-      var name = part.slice(0, eq), value;
-      try { value = decodeURIComponent(part.slice(eq + 1)); } catch (e) { return; }
-      if (name === 'category' || name === 'currency' || name === 'q') { state[name] = value; }
+      var name = part.slice(0, eq), v;
+      try { v = decodeURIComponent(part.slice(eq + 1)); } catch (e) { return; }
+      if (name === 'category' || name === 'currency' || name === 'q') { state[name] = v; }
       if (name === 'sort') {
-        var m = /^([a-z]+)-(asc|desc)$/.exec(value);
+        var m = /^([a-z]+)-(asc|desc)$/.exec(v);
         if (m) { state.key = m[1]; state.dir = m[2]; }
       }
     });
@@ -223,25 +402,46 @@ constexpr std::string_view k_script = R"js(
       changed();
     });
   });
+  showMore.addEventListener('click', function () { limit += page; fill(); });
+  showAll.addEventListener('click', function () { limit = matching.length; fill(); });
   window.addEventListener('hashchange', fromFragment);
   fromFragment();
 })();
 )js";
 
-// & < > " ' escaped: safe in element text and in double- or single-quoted attribute values.
-// Control characters other than tab, LF and CR (a parse error in HTML) are shown as \xNN.
-std::string esc(std::string_view text) {
+// `text` as the page shows it: control characters other than tab, LF and CR (a parse error in
+// HTML) as \xNN, and CR LF or a lone CR as LF (what the HTML parser makes of them). The markup
+// and the script's data both hold this form, so that the two views show the same text.
+std::string shown(std::string_view text) {
     static constexpr const char* k_hex = "0123456789abcdef";
     std::string out;
     out.reserve(text.size());
-    for (const char c : text) {
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
         const auto u = static_cast<unsigned char>(c);
-        if ((u < 0x20 && c != '\t' && c != '\n' && c != '\r') || u == 0x7f) {
+        if (c == '\r') {
+            if (i + 1 == text.size() || text[i + 1] != '\n') {
+                out += '\n';
+            }
+            continue;
+        }
+        if ((u < 0x20 && c != '\t' && c != '\n') || u == 0x7f) {
             out += "\\x";
             out += k_hex[u >> 4];
             out += k_hex[u & 0x0f];
             continue;
         }
+        out += c;
+    }
+    return out;
+}
+
+// shown(), with & < > " ' escaped: safe in element text and in double- or single-quoted
+// attribute values.
+std::string esc(std::string_view text) {
+    std::string out;
+    out.reserve(text.size());
+    for (const char c : shown(text)) {
         switch (c) {
         case '&':
             out += "&amp;";
@@ -377,6 +577,9 @@ std::set<std::string> attention_categories(const Report& report) {
 }
 
 constexpr std::string_view k_matched = "matched";
+// Findings per page of the table: the markup holds the first page, the script adds one per Show
+// more. A page of rows lays out in milliseconds; 20,000 took Chromium half a minute and more.
+constexpr std::size_t k_page = 100;
 constexpr int k_chart_width = 560;
 constexpr int k_label_width = 170;
 constexpr int k_bar_area = 280;
@@ -617,9 +820,9 @@ void filter_bar(std::ostream& out, const Report& report) {
     for (const auto& [value, label] : k_orders) {
         out << "<option value=\"" << value << "\">" << label << "</option>";
     }
-    out << "</select></label><span class=\"muted\">showing <span id=\"shown-count\">"
+    out << "</select></label><span class=\"muted\"><span id=\"shown-count\">"
         << report.findings.size() << "</span> of <span id=\"listed-count\">"
-        << report.findings.size() << "</span> listed findings</span></div>";
+        << report.findings.size() << "</span> listed findings match</span></div>";
 }
 
 // A sortable column head.
@@ -672,6 +875,165 @@ void finding_row(std::ostream& out, const Finding& f) {
     out << "</td></tr>\n";
 }
 
+// Interns texts for findings_data(): each distinct text once, then its index.
+class Texts {
+public:
+    nlohmann::json index(std::string_view text) {
+        const auto [it, added] = m_index.try_emplace(shown(text), m_texts.size());
+        if (added) {
+            m_texts.push_back(it->first);
+        }
+        return it->second;
+    }
+    nlohmann::json index_or_null(const std::optional<std::string>& text) {
+        return text ? index(*text) : nlohmann::json();
+    }
+    nlohmann::json all() const { return m_texts; }
+
+private:
+    std::unordered_map<std::string, std::size_t> m_index;
+    std::vector<std::string> m_texts;
+};
+
+// An amount as JSON: a number where JavaScript holds it exactly, else its digits as text (the
+// script only writes it out, digit by digit, as core/money does).
+nlohmann::json amount_value(const std::optional<long long>& minor) {
+    constexpr long long k_exact = 9007199254740991; // 2^53 - 1
+    if (!minor) {
+        return nullptr;
+    }
+    if (*minor > k_exact || *minor < -k_exact) {
+        return std::to_string(*minor);
+    }
+    return *minor;
+}
+
+// A time as JSON: unix seconds where JavaScript's toISOString() writes what format_utc_seconds()
+// does (years 1000 to 9999), else [seconds, that text].
+nlohmann::json time_value(const std::optional<long long>& at) {
+    constexpr long long k_first = -30610224000; // 1000-01-01T00:00:00Z
+    constexpr long long k_end = 253402300800;   // 10000-01-01T00:00:00Z
+    if (!at) {
+        return nullptr;
+    }
+    if (*at >= k_first && *at < k_end) {
+        return *at;
+    }
+    return nlohmann::json::array({*at, format_utc_seconds(*at)});
+}
+
+// Every listed finding in `order`, as one JSON data block the page's script reads and renders a
+// page at a time: a row is an array (no member names repeated 20,000 times), texts that repeat
+// (categories, states, currencies, details) are indices into one list, a dashboard link that is a
+// prefix plus the provider reference is an index into a list of prefixes, and trailing absent
+// values are left out. The layout is this page's own (the script beside it reads it), not an
+// interface: scripts read --format json. Texts are shown() as the markup shows them; < > & are
+// written \u003c \u003e \u0026, so that no text can end the <script> element.
+void findings_data(std::ostream& out, const std::vector<const Finding*>& order) {
+    Texts texts;
+    std::vector<std::string> prefixes;
+    std::map<std::string, int> exponents;
+    const auto note_currency = [&](const std::optional<std::string>& code) {
+        if (code) {
+            std::string upper = *code;
+            for (char& c : upper) {
+                c = (c >= 'a' && c <= 'z') ? static_cast<char>(c - 'a' + 'A') : c;
+            }
+            if (const auto currency = find_currency(upper)) {
+                exponents[shown(upper)] = currency->exponent;
+            }
+        }
+    };
+    const auto text = [](const std::optional<std::string>& value) {
+        return value ? nlohmann::json(shown(*value)) : nlohmann::json();
+    };
+    nlohmann::json rows = nlohmann::json::array();
+    for (const Finding* f : order) {
+        const auto risk = at_risk(*f);
+        nlohmann::json link;
+        if (f->provider_link) {
+            const std::string whole = shown(*f->provider_link);
+            const std::string reference = shown(f->provider_reference.value_or(""));
+            if (f->provider_reference && whole.size() > reference.size() &&
+                whole.compare(whole.size() - reference.size(), reference.size(), reference) == 0) {
+                const std::string prefix = whole.substr(0, whole.size() - reference.size());
+                auto it = std::find(prefixes.begin(), prefixes.end(), prefix);
+                if (it == prefixes.end()) {
+                    it = prefixes.insert(prefixes.end(), prefix);
+                }
+                link = it - prefixes.begin();
+            } else {
+                link = whole;
+            }
+        }
+        note_currency(f->local_currency);
+        note_currency(f->remote_currency);
+        if (risk) {
+            note_currency(risk->currency);
+        }
+        nlohmann::json others = nlohmann::json::array();
+        for (const auto& r : f->provider_references) {
+            if (r != f->provider_reference) {
+                others.push_back(shown(r));
+            }
+        }
+        // In the order the script's decode() reads them.
+        nlohmann::json row = {texts.index(f->category),
+                              (f->needs_attention ? 1 : 0) | (f->handled ? 2 : 0),
+                              texts.index(f->provider),
+                              texts.index(finding_currency(*f)),
+                              amount_value(risk ? std::optional(risk->minor) : std::nullopt),
+                              risk ? texts.index(risk->currency) : nlohmann::json(),
+                              amount_value(difference(*f)),
+                              amount_value(f->local_amount),
+                              texts.index_or_null(f->local_currency),
+                              texts.index_or_null(f->local_state),
+                              time_value(f->local_at),
+                              amount_value(f->remote_amount),
+                              texts.index_or_null(f->remote_currency),
+                              texts.index_or_null(f->remote_state),
+                              time_value(f->remote_at),
+                              text(f->merchant_reference),
+                              text(f->provider_reference),
+                              link,
+                              text(f->payment_id),
+                              text(f->operation_id),
+                              text(f->finding_id),
+                              texts.index(f->detail),
+                              others.empty() ? nlohmann::json() : others,
+                              f->handled ? nlohmann::json::array({texts.index(f->handled->by),
+                                                                  texts.index(f->handled->at),
+                                                                  texts.index(f->handled->note)})
+                                         : nlohmann::json()};
+        while (!row.empty() && row.back().is_null()) {
+            row.erase(row.size() - 1);
+        }
+        rows.push_back(std::move(row));
+    }
+    nlohmann::json data = nlohmann::json::object();
+    data["strings"] = texts.all();
+    data["exponents"] = exponents;
+    data["links"] = prefixes;
+    data["findings"] = std::move(rows);
+    out << "<script type=\"application/json\" id=\"findings-data\">";
+    for (const char c : data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)) {
+        switch (c) {
+        case '<':
+            out << "\\u003c";
+            break;
+        case '>':
+            out << "\\u003e";
+            break;
+        case '&':
+            out << "\\u0026";
+            break;
+        default:
+            out << c;
+        }
+    }
+    out << "</script>\n";
+}
+
 void findings_section(std::ostream& out, const Report& report) {
     out << "<section id=\"findings-section\" class=\"card\"><h2>Findings</h2>";
     filter_bar(out, report);
@@ -679,7 +1041,7 @@ void findings_section(std::ostream& out, const Report& report) {
         out << "<p id=\"truncated\" class=\"muted\">More findings exist than are listed here; "
                "the totals and the money at risk count them all.</p>";
     }
-    out << "<table id=\"findings\"><thead><tr>";
+    out << "<table id=\"findings\" data-page=\"" << k_page << "\"><thead><tr>";
     sort_head(out, "category", "category", false);
     sort_head(out, "risk", "at risk", true, "descending");
     sort_head(out, "local", "ours", true);
@@ -703,13 +1065,23 @@ void findings_section(std::ostream& out, const Report& report) {
         }
         return risk_of(*a) > risk_of(*b);
     });
-    for (const Finding* f : order) {
-        finding_row(out, *f);
+    // The first page as markup, for a reader without JavaScript (and the first view of any
+    // report of up to a page); the script renders the table from the data block instead.
+    const std::size_t written = std::min(order.size(), k_page);
+    for (std::size_t i = 0; i < written; ++i) {
+        finding_row(out, *order[i]);
     }
     out << "</tbody></table>";
     if (report.findings.empty()) {
         out << "<p id=\"no-findings\" class=\"muted\">No findings listed.</p>";
     }
+    out << "<div id=\"more\" class=\"more\"" << (written == order.size() ? " hidden" : "")
+        << "><span class=\"muted\">In the table: the first <span id=\"rendered-count\">" << written
+        << "</span> of them.<noscript> The rest need JavaScript, or the report as CSV or JSON "
+           "(--format csv or json), which list every finding.</noscript></span>"
+           "<button type=\"button\" id=\"show-more\" hidden>Show more</button>"
+           "<button type=\"button\" id=\"show-all\" hidden>Show all</button></div>";
+    findings_data(out, order);
     out << "</section>\n";
 }
 
