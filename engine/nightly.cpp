@@ -475,7 +475,9 @@ NightlyReport run_nightly(store::Db& db, const std::vector<providers::Provider*>
         // What is open now, so the summary says what is left.
         try {
             report.open = store::open_queue_counts(db, options.stuck_after);
-        } catch (const std::exception&) {
+        } catch (const std::exception& e) {
+            *report.failure += std::string("; what is open could not be counted (") + e.what() +
+                               "): payrecon payments list --state unknown shows it";
         }
     } catch (const OperatorError& e) {
         report.credentials_refused = credentials.refusals();
