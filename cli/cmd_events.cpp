@@ -22,6 +22,8 @@
 
 namespace payrecon::cli {
 namespace {
+// The most events one `events list` shows (--limit).
+constexpr int k_max_events_listed = 100000;
 
 nlohmann::ordered_json event_json(const store::ProviderEventRow& e, bool with_body) {
     nlohmann::ordered_json j;
@@ -166,7 +168,7 @@ void setup_events(CLI::App& app, AppState& state) {
     list->add_flag("--contradicting", lo->contradicting,
                    "only events that contradict a settled payment and await acknowledgement");
     list->add_option("--limit", lo->limit, "the newest this many (default 100)")
-        ->check(CLI::Range(1, 100000));
+        ->check(CLI::Range(1, k_max_events_listed));
     list->add_flag("--json", lo->json, "print a JSON array");
     list->callback([&state, lo] {
         if (lo->unmatched && lo->payment) {
@@ -210,7 +212,7 @@ void setup_events(CLI::App& app, AppState& state) {
         if (listed.matching > static_cast<long long>(rows.size())) {
             std::cout << "showing the newest " << rows.size() << " of " << listed.matching
                       << " matching events; "
-                      << (listed.matching <= 100000
+                      << (listed.matching <= k_max_events_listed
                               ? "--limit " + std::to_string(listed.matching) + " shows them all"
                               : std::string("--provider, --payment or --unmatched narrows them"))
                       << "\n";
