@@ -266,10 +266,6 @@ private:
     int m_worker_count = 0;
     std::unique_ptr<Payrecon> m_job;
     std::string m_job_name;
-    // Whether the provider's lookups were down at some moment while the job ran: a reconcile run
-    // whose every status query failed then exits 1 by design (nothing was learned), which is the
-    // outage's outcome, not a failure of its own.
-    bool m_job_saw_outage = false;
     std::optional<Clock::time_point> m_lookup_up_at;
     std::map<std::string, int> m_events;
     std::map<std::string, std::map<int, int>> m_job_exits;
@@ -370,8 +366,10 @@ void Chaos::tick() {
     if (m_job) {
         if (const auto r = m_job->poll()) {
             ++m_job_exits[m_job_name][r->exit_code];
+            // Under chaos a run's every query can fail for more than the lookup outage (the
+            // provider paused or its connections cut): exit 1 is then the documented outcome.
             const bool outage_outcome =
-                r->exit_code == 1 && m_job_name == k_reconcile_run && m_job_saw_outage &&
+                r->exit_code == 1 && m_job_name == k_reconcile_run &&
                 (r->all().find("status queries FAILED") != std::string::npos ||
                  r->all().find("status query FAILED") != std::string::npos);
             if (r->exit_code != 0 && r->exit_code != 3 && !outage_outcome) {
@@ -435,7 +433,6 @@ void Chaos::pause(Managed& m, Clock::duration length, bool past_lease) {
 void Chaos::set_lookup_down(bool down) {
     auto f = m_world->fake->faults();
     f.lookup_down = down;
-    m_job_saw_outage = m_job_saw_outage || (down && m_job);
     f.seed = m_options.seed +
              static_cast<std::uint64_t>(++m_fault_changes); // new draws, not the same again
     m_world->fake->set_faults(f);
@@ -451,7 +448,6 @@ void Chaos::start_job(const std::string& name) {
         args.emplace_back("--no-statement");
     }
     m_job = payrecon(args);
-    m_job_saw_outage = m_lookup_up_at.has_value();
     ++m_events[m_job_name];
 }
 
