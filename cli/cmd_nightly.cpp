@@ -153,7 +153,8 @@ nlohmann::ordered_json summary_json(const engine::NightlyReport& r,
     j["finished_at"] = reports::format_utc(r.finished);
     j["providers"] = r.providers;
     j["exit_code"] = r.exit_code();
-    j["result"] = r.exit_code() == 0                                       ? "clean"
+    j["result"] = r.not_run                                                ? "not_run"
+                  : r.exit_code() == 0                                     ? "clean"
                   : r.exit_code() == static_cast<int>(ExitCode::attention) ? "attention"
                   : r.exit_code() == static_cast<int>(ExitCode::config)    ? "configuration_error"
                                                                            : "failed";
@@ -265,6 +266,11 @@ std::string result_line(const engine::NightlyReport& r,
                         const std::vector<std::string>& report_files) {
     std::ostringstream out;
     const int code = r.exit_code();
+    if (r.not_run) {
+        out << "result: NOT RUN (exit " << code << ") " << printable(*r.failure)
+            << "; run payrecon nightly again once that one is done, if its result needs it\n";
+        return out.str();
+    }
     if (r.interrupted) {
         out << "result: INTERRUPTED (exit " << code << ") " << printable(*r.failure)
             << "; run payrecon nightly again to finish\n";
@@ -496,6 +502,10 @@ void print_statement(std::ostream& out, const reports::Report& st, int list_find
 
 void print_summary(std::ostream& out, const engine::NightlyReport& r, int list_review,
                    int list_findings, const std::vector<std::string>& report_files) {
+    if (r.not_run) {
+        out << result_line(r, report_files); // nothing was done: nothing else to say
+        return;
+    }
     const engine::ReconcileSummary summary = engine::summarize(r.reconciled);
     print_work(out, r, summary);
     print_review(out, r, summary, list_review);
@@ -561,9 +571,19 @@ void run_nightly_cmd(AppState& state, const NightlyCliOptions& opts) {
             }
         };
     }
-    OpenDatabase opened = open_database(state.global);
+    std::optional<OpenDatabase> opened;
+    try {
+        opened = open_database(state.global, SchemaCheck::migrate_embedded,
+                               [&stop] { return stop.load(); });
+    } catch (const store::MigrationWaitStopped& e) {
+        // Stopped while another process held the migration lock: nothing was done at all.
+        std::cout << "result: INTERRUPTED (exit 1) " << e.what()
+                  << " and nothing reconciled; run payrecon nightly again\n";
+        state.exit_code = static_cast<int>(ExitCode::failure);
+        return;
+    }
     const engine::NightlyReport report =
-        engine::run_nightly(*opened.db, set.pointers, no, progress);
+        engine::run_nightly(*opened->db, set.pointers, no, progress);
     if (opts.report.wanted()) {
         emit_report(engine::nightly_report(report), opts.report);
     }

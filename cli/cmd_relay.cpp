@@ -41,6 +41,23 @@ void run_relay(AppState& state, const RelayLaunch& launch) {
     check_relay_outcome(*relay);
 }
 
+// When a delivery goes out next, in words: never a time already past that nothing will act on.
+std::string next_try_text(const store::DeliveryRow& d) {
+    if (d.state != "pending") {
+        return "-";
+    }
+    if (d.leased) {
+        return "in flight now";
+    }
+    if (d.endpoint_disabled) {
+        return "once the endpoint is enabled";
+    }
+    if (d.waits_behind) {
+        return "after delivery " + std::to_string(*d.waits_behind);
+    }
+    return d.due ? "due now (since " + d.next_attempt_at + ")" : d.next_attempt_at;
+}
+
 nlohmann::ordered_json delivery_json(const store::DeliveryRow& d) {
     nlohmann::ordered_json j;
     j["delivery_id"] = d.delivery_id;
@@ -61,6 +78,11 @@ nlohmann::ordered_json delivery_json(const store::DeliveryRow& d) {
     j["delivered_at"] = json_or_null(d.delivered_at);
     j["dead_at"] = json_or_null(d.dead_at);
     j["in_flight"] = d.leased;
+    // A pending delivery not tried before this one of the same payment is delivered or dead.
+    j["waits_behind"] = d.state == "pending" && d.waits_behind
+                            ? nlohmann::ordered_json(*d.waits_behind)
+                            : nlohmann::ordered_json(nullptr);
+    j["endpoint_enabled"] = !d.endpoint_disabled;
     return j;
 }
 
@@ -245,8 +267,7 @@ void setup_deliveries(CLI::App& app, AppState& state) {
         for (const auto& d : rows) {
             t.add_row({std::to_string(d.delivery_id), d.created_at, d.endpoint_id, d.event_id,
                        d.event_type, d.state, std::to_string(d.attempts),
-                       status_text(d.last_status),
-                       d.state == "pending" ? d.next_attempt_at : std::string("-")});
+                       status_text(d.last_status), next_try_text(d)});
         }
         t.print(std::cout);
         if (rows.size() == static_cast<std::size_t>(lo->limit)) {
@@ -291,7 +312,7 @@ void setup_deliveries(CLI::App& app, AppState& state) {
                  {"attempts", std::to_string(d->attempts)},
                  {"created", d->created_at}};
         if (d->state == "pending") {
-            f.push_back({"next try", d->next_attempt_at + (d->leased ? " (in flight now)" : "")});
+            f.push_back({"next try", next_try_text(*d)});
         }
         if (d->delivered_at) {
             f.push_back({"delivered", *d->delivered_at});

@@ -330,6 +330,22 @@ Refused provider_refused(const ResolveRequest& request, const ResolveOutcome& ou
                       "let the worker and the reconciler finish it, or check the provider and "
                       "decide it once it is in review: payrecon payments show " +
                           out.ref.payment_id);
+    case S::charge_seen: {
+        const SeenRecord& seen = *out.evidence.record;
+        throw Refused("the provider holds a charge for payment " + out.ref.payment_id + ": " +
+                          printable(seen.reference.value_or("(no reference)")) +
+                          (seen.amount_minor && seen.currency
+                               ? " of " + money(*seen.amount_minor, *seen.currency)
+                               : std::string()) +
+                          " charged (seen in " + printable(seen.seen_in) +
+                          "); sending it again would charge the customer twice, and nothing was "
+                          "written",
+                      "resolve it as succeeded with that reference: " +
+                          command_for(request, out, OperatorDecision::succeeded, seen.reference,
+                                      seen.amount_minor && *seen.amount_minor != out.amount_minor
+                                          ? seen.amount_minor
+                                          : std::nullopt));
+    }
     case S::contradicted:
         throw contradicted(request, out);
     case S::unchecked:

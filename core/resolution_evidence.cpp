@@ -71,17 +71,6 @@ EvidenceCheck compare_charge(const std::vector<SeenRecord>& seen, std::string_vi
     return {};
 }
 
-// The first reference of `seen` that stands charged, with its first charged record.
-const SeenRecord* standing_charge(const std::vector<SeenRecord>& seen) {
-    for (const auto& reference : references_of(seen)) {
-        const Standing s = standing_of(seen, reference);
-        if (s.outcome == SeenOutcome::charged) {
-            return s.record;
-        }
-    }
-    return nullptr;
-}
-
 bool has(const std::vector<OperatorDecision>& decisions, OperatorDecision d) {
     return std::find(decisions.begin(), decisions.end(), d) != decisions.end();
 }
@@ -151,6 +140,16 @@ std::string_view to_string(EvidenceCheck::Verdict verdict) {
 bool contradicts(EvidenceCheck::Verdict verdict) {
     return verdict != EvidenceCheck::Verdict::silent &&
            verdict != EvidenceCheck::Verdict::confirmed;
+}
+
+const SeenRecord* standing_charge(const std::vector<SeenRecord>& seen) {
+    for (const auto& reference : references_of(seen)) {
+        const Standing s = standing_of(seen, reference);
+        if (s.outcome == SeenOutcome::charged) {
+            return s.record;
+        }
+    }
+    return nullptr;
 }
 
 EvidenceCheck check_reference_against(const std::vector<SeenRecord>& seen,

@@ -77,6 +77,11 @@ EvidenceCheck check_reference_against(const std::vector<SeenRecord>& seen,
                                       std::string_view reference, long long expected_minor,
                                       std::string_view currency);
 
+// The first reference of `seen` whose records stand charged (not declined, not refunded), with its
+// first charged record; nullptr if none does. A payment with one is not sent again by hand: the
+// provider holds its charge.
+const SeenRecord* standing_charge(const std::vector<SeenRecord>& seen);
+
 // A decision `review show` offers, with what the evidence fills in.
 struct ResolutionSuggestion {
     OperatorDecision decision = OperatorDecision::failed;

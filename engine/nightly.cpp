@@ -3,10 +3,14 @@
 #include "core/errors.hpp"
 #include "core/statement_diff.hpp"
 #include "providers/registry.hpp"
+#include "store/db.hpp"
+#include "store/run_lock.hpp"
 
 #include <algorithm>
 #include <exception>
 #include <map>
+#include <optional>
+#include <variant>
 
 namespace payrecon::engine {
 
@@ -392,6 +396,34 @@ NightlyReport run_nightly(store::Db& db, const std::vector<providers::Provider*>
     // whose lookup refused them is not called to send either.
     CredentialGate credentials(options.credentials);
     std::string phase = "expiring leases";
+    // One nightly of a window at a time: a second, started meanwhile (cron beside an operator),
+    // would reconcile beside it safely but list and report everything again.
+    std::optional<std::variant<store::RunLock, store::RunLockHeld>> lock;
+    try {
+        lock = store::try_run_lock(db.url(), options.statement_to > options.statement_from
+                                                 ? "nightly " +
+                                                       std::to_string(options.statement_from) +
+                                                       " " + std::to_string(options.statement_to)
+                                                 : std::string("nightly"));
+    } catch (const std::exception& e) {
+        report.failure = std::string("while taking the nightly's lock: ") + e.what();
+    }
+    if (lock && std::holds_alternative<store::RunLockHeld>(*lock)) {
+        report.not_run = true;
+        report.failure = "another nightly is running" +
+                         (options.statement_to > options.statement_from
+                              ? " on the statement window of " +
+                                    reports::format_utc_seconds(options.statement_from) + " to " +
+                                    reports::format_utc_seconds(options.statement_to)
+                              : std::string()) +
+                         ": " + std::get<store::RunLockHeld>(*lock).holder +
+                         "; this one did nothing (its summary says how the night went)";
+    }
+    if (report.failure) {
+        report.finished = std::chrono::system_clock::now();
+        step("done");
+        return report;
+    }
     try {
         step(phase);
         report.leases_expired = store::expire_leases(db, options.actor);
@@ -451,7 +483,11 @@ NightlyReport run_nightly(store::Db& db, const std::vector<providers::Provider*>
                 so.credentials = c == options.credentials.end() ? "" : c->second;
                 const auto d = options.dashboard_urls.find(p->name());
                 so.dashboard_url = d == options.dashboard_urls.end() ? "" : d->second;
-                report.statements.push_back(run_statement(db, *p, so));
+                try {
+                    report.statements.push_back(run_statement(db, *p, so));
+                } catch (const StatementBusy& busy) {
+                    report.statements_not_run.emplace_back(p->name(), busy.what());
+                }
             }
         }
         phase = "counting what is left";

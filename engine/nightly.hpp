@@ -1,8 +1,9 @@
 #pragma once
 // `payrecon nightly`: take over what workers left behind (expired leases -> unknown), reconcile
 // every provider's unknown payments, send what is due (the re-sends the reconciler scheduled, and
-// anything workers left due), and report. Safe to run twice at once: every step claims with SKIP
-// LOCKED and writes fenced by generation.
+// anything workers left due), and report. One run of a statement window at a time (a second says
+// which session holds it and does nothing); runs of different windows at once are safe: every step
+// claims with SKIP LOCKED and writes fenced by generation.
 
 #include "engine/executor.hpp"
 #include "engine/reconciler.hpp"
@@ -73,9 +74,12 @@ struct NightlyReport {
     // window (read by lookups, a call per payment: only when asked), or one that can neither list
     // nor look a payment up. Said in the summary, so that nobody takes their books as checked.
     std::vector<std::pair<std::string, std::string>> statements_not_run;
-    std::optional<std::string> failure;     // the run stopped: what happened and what to do
-    bool interrupted = false;               // it stopped because options.stop was set
-    std::chrono::seconds stuck_after{3600}; // as in the options
+    std::optional<std::string> failure; // the run stopped: what happened and what to do
+    bool interrupted = false;           // it stopped because options.stop was set
+    // Another nightly of the same window held it (failure says which process): this run did
+    // nothing at all.
+    bool not_run = false;
+    std::chrono::seconds stuck_after{3600};            // as in the options
     std::map<std::string, std::string> dashboard_urls; // as in the options
 
     // Open payments (any open state) of a provider the configuration does not have: no worker

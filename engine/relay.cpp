@@ -9,6 +9,7 @@
 #include "store/relay_store.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -44,9 +45,10 @@ std::string header_value(const net::HeaderList& headers, std::string_view name) 
 class BatchSender {
 public:
     BatchSender(store::Db& db, net::Transport& transport, const RelayOptions& options,
-                const SealingKeys& keys, const std::string& owner, std::atomic<bool>& stop)
+                const SealingKeys& keys, const std::string& owner, std::atomic<bool>& stop,
+                std::function<void(const std::string&)> log)
         : m_db(db), m_transport(transport), m_options(options), m_keys(keys), m_owner(owner),
-          m_stop(stop) {}
+          m_stop(stop), m_log(std::move(log)) {}
 
     RelayCounts send(const store::DeliveryBatch& batch, std::chrono::milliseconds lease) {
         RelayCounts counts;
@@ -179,6 +181,7 @@ public:
                 const auto wait = m_options.schedule.next_delay(d.tries + 1);
                 a.next_attempt_unix_ms = unix_ms_now() + (wait ? wait->count() : 0);
             }
+            log_attempt(batch, d, a);
             ++counts.attempts;
             if (a.outcome == "delivered") {
                 ++counts.delivered;
@@ -198,12 +201,40 @@ public:
     }
 
 private:
+    // One line per attempt, as a web server logs a request: info when delivered, a warning when it
+    // will be tried again, an error when it is dead.
+    void log_attempt(const store::DeliveryBatch& batch, const store::ClaimedDelivery& d,
+                     const store::DeliveryAttemptRecord& a) const {
+        nlohmann::ordered_json line;
+        line["level"] = a.outcome == "delivered" ? "info" : a.dead ? "error" : "warning";
+        line["event"] = "delivery";
+        line["delivery_id"] = d.delivery_id;
+        line["endpoint_id"] = batch.endpoint_id;
+        line["event_id"] = d.event_id;
+        line["event_type"] = d.event_type;
+        line["payment_id"] = d.aggregate_id;
+        line["attempt"] = d.attempts + 1;
+        line["outcome"] = a.outcome;
+        if (a.http_status) {
+            line["http_status"] = *a.http_status;
+        }
+        line["latency_ms"] = a.latency_ms;
+        if (!a.error.empty()) {
+            line["error"] = a.error;
+        }
+        if (a.next_attempt_unix_ms > 0 && a.outcome != "delivered") {
+            line["next_try_in_ms"] = std::max<long long>(0, a.next_attempt_unix_ms - unix_ms_now());
+        }
+        m_log(line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    }
+
     store::Db& m_db;
     net::Transport& m_transport;
     const RelayOptions& m_options;
     const SealingKeys& m_keys;
     const std::string& m_owner;
     std::atomic<bool>& m_stop;
+    std::function<void(const std::string&)> m_log;
 };
 
 } // namespace
@@ -298,7 +329,8 @@ void Relay::thread_main(int index) {
                 store::claim_deliveries(*db, owner, m_options.batch, lease, m_options.per_endpoint);
             if (batch) {
                 try {
-                    BatchSender sender(*db, transport, m_options, m_keys, owner, m_stop);
+                    BatchSender sender(*db, transport, m_options, m_keys, owner, m_stop,
+                                       [this](const std::string& l) { log_event(l); });
                     counts += sender.send(*batch, lease);
                 } catch (...) {
                     store::release_endpoint_slot(*db, *batch);

@@ -5,9 +5,12 @@
 #include "core/errors.hpp"
 #include "engine/executor.hpp"
 #include "providers/registry.hpp"
+#include "store/db.hpp"
+#include "store/run_lock.hpp"
 
 #include <optional>
 #include <thread>
+#include <variant>
 
 namespace payrecon::engine {
 
@@ -479,6 +482,20 @@ reports::Report run_statement(store::Db& db, providers::Provider& provider,
             progress(s);
         }
     };
+    // One run of a window at a time: a second one would list and report everything again.
+    auto lock = store::try_run_lock(db.url(), "statement " + provider.name() + " " +
+                                                  std::to_string(options.window_from) + " " +
+                                                  std::to_string(options.window_to));
+    if (const auto* held = std::get_if<store::RunLockHeld>(&lock)) {
+        throw StatementBusy(
+            "another run is diffing " + provider.name() + "'s statement of " +
+                reports::format_utc_seconds(options.window_from) + " to " +
+                reports::format_utc_seconds(options.window_to) + " now: " + held->holder +
+                "; this one did nothing",
+            "its result is payrecon statement findings list --provider " + provider.name() +
+                " --from " + reports::format_utc_seconds(options.window_from) + " --to " +
+                reports::format_utc_seconds(options.window_to) + " once it is done");
+    }
     store::StatementRun run = store::open_statement_run(db, provider.name(), options.window_from,
                                                         options.window_to, options.margin.count());
     if (run.list_cursor && store::is_lookup_cursor(*run.list_cursor) != by_lookup) {

@@ -3,6 +3,7 @@
 // resumable), store them, diff them against our payments and report every discrepancy
 // (DESIGN section 9).
 
+#include "core/errors.hpp"
 #include "providers/provider.hpp"
 #include "reports/report.hpp"
 #include "store/statement_store.hpp"
@@ -40,6 +41,13 @@ struct StatementOptions {
     std::function<void(std::chrono::milliseconds)> wait;
 };
 
+// run_statement found another process diffing the same provider's statement of the same window
+// (a nightly, or `payrecon statement`): nothing was done; what() names that process.
+class StatementBusy : public Refused {
+public:
+    using Refused::Refused;
+};
+
 // Converts what a provider listed into a statement record.
 store::StatementRecord statement_record_of(const providers::RemotePayment& p);
 
@@ -68,7 +76,8 @@ reports::Report stored_statement_report(store::Db& db, const std::string& provid
 // A provider that cannot list its transactions but can find a payment by our operation ID
 // (Checkout.com) is read by looking up each of our payments sent inside the window: the same diff,
 // except that a charge made outside payrecon cannot be found that way (the report says so).
-// Throws Refused if the provider can do neither, or if the window ends so recently that a "not
+// Throws StatementBusy if another process is diffing this provider's window now; Refused if the
+// provider can do neither, or if the window ends so recently that a "not
 // found" would prove nothing yet (its lookup's staleness); DatabaseUnavailable if the database
 // went away.
 reports::Report run_statement(store::Db& db, providers::Provider& provider,

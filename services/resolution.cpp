@@ -129,6 +129,15 @@ ResolveOutcome resolve(store::Db& db, const ResolveRequest& request,
             return with_status(std::move(out), Status::bad_amount);
         }
     }
+    if (request.decision == OperatorDecision::retry) {
+        // The operator confirmed that the provider holds no charge; what it was seen to hold
+        // says otherwise: sent again, the payment would be charged twice (outside the provider's
+        // key window) or answered with the charge it has (inside it).
+        if (const SeenRecord* charge = standing_charge(evidence->seen)) {
+            out.evidence.record = *charge;
+            return with_status(std::move(out), Status::charge_seen);
+        }
+    }
     if (request.decision == OperatorDecision::succeeded) {
         if (const auto refused = check_reference(request, *evidence, charged, ask_provider, out)) {
             return with_status(std::move(out), *refused);

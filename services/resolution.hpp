@@ -66,6 +66,8 @@ struct ResolveOutcome {
         contradicted,     // what the provider was seen to hold contradicts the reference
         unchecked,        // nothing could check the reference, and it was not unverified
         provider_refused, // the provider, asked just now, does not confirm it: `provider`
+        charge_seen,      // a retry of a payment the provider was seen to hold a charge for:
+                          // `evidence.record` is that charge's record
     };
     Status status = Status::not_found;
     store::PaymentRef ref;    // once found

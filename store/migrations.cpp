@@ -66,57 +66,7 @@ void check_applied(pqxx::transaction_base& tx, int current) {
     }
 }
 
-// Who holds the migration lock, as pg_locks and pg_stat_activity say (the activity of sessions of
-// other roles may be hidden without pg_read_all_stats: what is known is said). Read in a
-// transaction of its own, so the statistics snapshot is fresh. nullopt: nobody holds it now.
-struct LockHolder {
-    long long backend_pid = 0;
-    std::string text;
-};
-
-std::optional<LockHolder> lock_holder(pqxx::transaction_base& tx) {
-    const pqxx::result r = tx.exec_params(
-        "SELECT l.pid, a.application_name, a.usename::text, a.client_addr::text, " +
-            iso_utc("a.backend_start") + ", a.state, " + iso_utc("a.state_change") +
-            ", floor(extract(epoch FROM clock_timestamp() - a.state_change))::bigint "
-            "FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid "
-            "WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 "
-            "AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
-            "AND l.classid = $1::bigint::oid AND l.objid = $2::bigint::oid "
-            "ORDER BY l.pid LIMIT 1",
-        k_migration_lock >> 32, k_migration_lock & 0xffffffffLL);
-    if (r.empty() || r[0][0].is_null()) {
-        return std::nullopt;
-    }
-    const pqxx::row row = r[0];
-    const auto text_of = [&](int i) {
-        return row[i].is_null() ? std::string() : row[i].as<std::string>();
-    };
-    LockHolder h;
-    h.backend_pid = row[0].as<long long>();
-    h.text = "database session " + std::to_string(h.backend_pid) + " (";
-    const std::string app = text_of(1);
-    h.text += app.empty() ? std::string("no application name") : "\"" + app + "\"";
-    if (const std::string user = text_of(2); !user.empty()) {
-        h.text += ", user " + user;
-    }
-    if (const std::string from = text_of(3); !from.empty()) {
-        h.text += ", from " + from;
-    }
-    if (const std::string since = text_of(4); !since.empty()) {
-        h.text += ", connected " + since;
-    }
-    if (const std::string state = text_of(5); !state.empty()) {
-        h.text += ", " + state;
-        if (const std::string changed = text_of(6); !changed.empty()) {
-            h.text += " since " + changed + " (" + text_of(7) + " s)";
-        }
-    }
-    h.text += ")";
-    return h;
-}
-
-SchemaMismatch lock_timeout(int current, const std::optional<LockHolder>& holder,
+SchemaMismatch lock_timeout(int current, const std::optional<AdvisoryLockHolder>& holder,
                             std::chrono::milliseconds waited) {
     const std::string needs = "the database schema is version " + std::to_string(current) +
                               " and this payrecon needs version " +
@@ -176,13 +126,13 @@ std::vector<int> migrate(Db& db, const MigrationLockWait& wait) {
     const auto deadline = started + wait.timeout;
     bool announced = false;
     for (;;) {
-        std::optional<LockHolder> holder;
+        std::optional<AdvisoryLockHolder> holder;
         const std::optional<std::vector<int>> done =
             translate_errors(impl, [&]() -> std::optional<std::vector<int>> {
                 pqxx::work tx(impl.connection());
                 if (!tx.exec_params1("SELECT pg_try_advisory_xact_lock($1)", k_migration_lock)[0]
                          .as<bool>()) {
-                    holder = lock_holder(tx);
+                    holder = advisory_lock_holder(tx, k_migration_lock);
                     return std::nullopt; // rolled back: nothing held, nothing changed
                 }
                 tx.exec0(k_create_table);

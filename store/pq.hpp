@@ -49,6 +49,16 @@ struct Db::Impl {
     }
 };
 
+// Who holds the session or transaction advisory lock `key`, as pg_locks and pg_stat_activity say
+// (the activity of sessions of other roles may be hidden without pg_read_all_stats: what is known
+// is said). Read it in a transaction of its own, so that the statistics snapshot is fresh.
+// nullopt: nobody holds it now.
+struct AdvisoryLockHolder {
+    long long backend_pid = 0;
+    std::string text; // "database session 4242 ("payrecon nightly (pid 77)"), user ..., ..."
+};
+std::optional<AdvisoryLockHolder> advisory_lock_holder(pqxx::transaction_base& tx, long long key);
+
 // Runs `body` and translates pqxx failures: connection loss, serialization failure, deadlock,
 // admin shutdown, query cancel -> TransientStoreError (and the connection is dropped so the next
 // call reconnects); in_doubt_error -> TransientStoreError(in_doubt) and never retried here.

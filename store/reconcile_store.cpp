@@ -103,7 +103,9 @@ SELECT state, generation FROM payments
 constexpr const char* k_maybe_sent = "resolve_maybe_sent";
 constexpr const char* k_maybe_sent_sql = R"sql(
 SELECT count(*) FROM payment_attempts
- WHERE tenant_id = $1::uuid AND payment_id = $2::uuid AND outcome IS DISTINCT FROM 'not_sent')sql";
+ WHERE tenant_id = $1::uuid AND payment_id = $2::uuid AND outcome IS DISTINCT FROM 'not_sent'
+   -- refused for our credentials (core/credential_refusal): the provider executed nothing
+   AND NOT (outcome = 'rejected' AND coalesce(http_status, 0) IN (401, 403)))sql";
 
 // The payment (of any tenant) that already holds a provider's reference, other than this one.
 // Resolves binding one reference take turns on an advisory lock of (provider, reference), so two

@@ -68,7 +68,14 @@ const std::string k_delivery_columns =
     "o.event_type, d.aggregate_id::text, d.state, d.attempts, d.tries, " +
     iso_utc("d.next_attempt_at") + ", d.last_status, d.last_error, " + iso_utc("d.created_at") +
     ", " + iso_utc("d.delivered_at") + ", " + iso_utc("d.dead_at") +
-    ", (d.lease_expires_at IS NOT NULL AND d.lease_expires_at > now()) "
+    ", (d.lease_expires_at IS NOT NULL AND d.lease_expires_at > now()), "
+    "(d.state = 'pending' AND d.next_attempt_at <= now()), "
+    // the earliest pending delivery of the same payment to the same endpoint before this one
+    // (event_deliveries_order)
+    "CASE WHEN d.state = 'pending' THEN (SELECT p.delivery_id FROM event_deliveries p "
+    "WHERE p.tenant_id = d.tenant_id AND p.endpoint_id = d.endpoint_id AND p.aggregate_id = "
+    "d.aggregate_id AND p.state = 'pending' AND p.publish_seq < d.publish_seq "
+    "ORDER BY p.publish_seq LIMIT 1) END, e.state <> 'enabled' "
     "FROM event_deliveries d JOIN webhook_endpoints e ON e.tenant_id = d.tenant_id AND "
     "e.endpoint_id = d.endpoint_id JOIN outbox o ON o.tenant_id = d.tenant_id AND o.event_id = "
     "d.event_id ";
@@ -92,6 +99,10 @@ DeliveryRow delivery_from_row(const pqxx::row& r) {
     d.delivered_at = opt_text(r[14]);
     d.dead_at = opt_text(r[15]);
     d.leased = r[16].as<bool>();
+    d.due = r[17].as<bool>();
+    d.waits_behind =
+        r[18].is_null() ? std::nullopt : std::optional<long long>(r[18].as<long long>());
+    d.endpoint_disabled = r[19].as<bool>();
     return d;
 }
 

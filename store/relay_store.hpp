@@ -174,6 +174,13 @@ struct DeliveryRow {
     std::optional<std::string> delivered_at;
     std::optional<std::string> dead_at;
     bool leased = false;
+    // A pending delivery: whether next_attempt_at has come; the pending delivery of the same
+    // payment to the same endpoint it waits behind (events of a payment go out in order, so it is
+    // not tried before that one is delivered or dead, whatever next_attempt_at says); and whether
+    // its endpoint is disabled (nothing goes out until it is enabled).
+    bool due = false;
+    std::optional<long long> waits_behind;
+    bool endpoint_disabled = false;
 };
 struct DeliveryAttemptRow {
     int attempt_no = 0;

@@ -382,7 +382,9 @@ CASE WHEN p.payment_id IS NOT NULL AND p.state NOT IN ('succeeded', 'failed') TH
      WHEN e.payment_id IS NOT NULL AND e.applied_at IS NULL
           AND e.outcome IN ('succeeded', 'failed') THEN 'unexamined'
 END)sql";
+    // Old enough by the first delivery (provider_events_by_age bounds the read) and the last.
     const std::string old_enough =
+        "e.received_at <= now() - make_interval(secs => $1::bigint) AND "
         "e.last_received_at <= now() - make_interval(secs => $1::bigint)";
     const std::string payment_join = " LEFT JOIN payments p ON p.tenant_id = e.tenant_id "
                                      "AND p.payment_id = e.payment_id ";
@@ -413,14 +415,15 @@ END)sql";
             out.run_id = tx.exec1("SELECT gen_random_uuid()::text")[0].as<std::string>();
         }
         run["run_id"] = out.run_id;
-        // Keyset batches over the primary key: each scans the next `batch_size` events old enough
-        // by their first delivery (a later one can only be later), locks those that may go --
+        // Keyset batches over provider_events_by_age: each scans the next `batch_size` events old
+        // enough by their first delivery (the last can only be later), locks those that may go --
         // skipping rows a redelivery or an acknowledgement holds -- and deletes them with their
-        // audit rows.
+        // audit rows. The scan ends where the events are too young, never reading them.
         const std::string del =
-            "WITH scanned AS (SELECT e.event_id FROM provider_events e WHERE e.event_id > $6 "
+            "WITH scanned AS (SELECT e.event_id, e.received_at FROM provider_events e "
+            "WHERE (e.received_at, e.event_id) > ($7::timestamptz, $6::bigint) "
             "AND e.received_at <= now() - make_interval(secs => $1::bigint) "
-            "ORDER BY e.event_id LIMIT $2), "
+            "ORDER BY e.received_at, e.event_id LIMIT $2), "
             "doomed AS (SELECT e.event_id FROM provider_events e JOIN scanned s "
             "ON s.event_id = e.event_id" +
             payment_join + "WHERE " + old_enough + " AND " + kept_because +
@@ -432,25 +435,29 @@ END)sql";
             "subject_id, detail) SELECT tenant_id, $3, 'provider_events.purge', 'purge_run', $4, "
             "$5::jsonb || jsonb_build_object('events', n) FROM per_tenant "
             "WHERE tenant_id IS NOT NULL) "
-            "SELECT (SELECT count(*) FROM scanned), (SELECT coalesce(max(event_id), 0) FROM "
-            "scanned), coalesce(sum(n), 0)::bigint, "
+            "SELECT (SELECT count(*) FROM scanned), "
+            "(SELECT event_id FROM scanned ORDER BY received_at DESC, event_id DESC LIMIT 1), "
+            "(SELECT received_at FROM scanned ORDER BY received_at DESC, event_id DESC LIMIT 1), "
+            "coalesce(sum(n), 0)::bigint, "
             "coalesce(sum(n) FILTER (WHERE tenant_id IS NULL), 0)::bigint, "
             "coalesce(string_agg(tenant_id::text, ',') FILTER (WHERE tenant_id IS NOT NULL), '') "
             "FROM per_tenant";
         std::set<std::string> tenants;
-        long long after = 0;
+        long long after_id = 0;
+        std::string after_at = "-infinity";
         for (;;) {
             pqxx::work tx(impl.connection());
-            const pqxx::row r =
-                tx.exec_params1(del, secs, batch_size, actor, out.run_id, run.dump(), after);
+            const pqxx::row r = tx.exec_params1(del, secs, batch_size, actor, out.run_id,
+                                                run.dump(), after_id, after_at);
             tx.commit();
-            out.events += r[2].as<long long>();
-            out.unmatched += r[3].as<long long>();
-            add_listed(tenants, r[4].as<std::string>());
+            out.events += r[3].as<long long>();
+            out.unmatched += r[4].as<long long>();
+            add_listed(tenants, r[5].as<std::string>());
             if (r[0].as<long long>() < batch_size) {
                 break;
             }
-            after = r[1].as<long long>();
+            after_id = r[1].as<long long>();
+            after_at = r[2].as<std::string>(); // the server's own text: read back exactly
         }
         out.tenants = static_cast<long long>(tenants.size());
         nlohmann::json totals = run;

@@ -819,3 +819,99 @@ TEST_CASE("events out: endpoint reseal moves every signing secret to a new endpo
     CHECK(lost.out.find("NOT OPENED: endpoint " + endpoint) != std::string::npos);
     CHECK(lost.err.find("rotate-secret") != std::string::npos);
 }
+
+TEST_CASE("events out: a delivery behind a failing one says it waits for it, never a next try in "
+          "the past, and the relay logs every attempt, delivered ones at info level",
+          "[cli][events_out]") {
+    EventsWorld w;
+    Receiver rx(16);
+    rx.set_faults({.fixed_status = 500});
+    const auto [endpoint, secret] = w.add_endpoint(rx.url());
+    w.op.payments(1);
+    REQUIRE(w.payrecon({"worker", "--once"}).exit_code == 0);
+    REQUIRE(w.events() == 2); // payment.created, then payment.succeeded: in this order
+    // The first event fails and is due again in an hour; the second waits behind it.
+    const Run failed = w.payrecon({"relay", "--once", "--retry-schedule", "0s,1h"});
+    INFO(failed.all());
+    REQUIRE(failed.exit_code == 0);
+    REQUIRE(rx.count() == 1);
+    // The relay's log: one line for the one attempt, a warning naming the answer and the wait.
+    const auto log_lines = [](const std::string& out) {
+        std::vector<nlohmann::json> lines;
+        std::istringstream in(out);
+        for (std::string line; std::getline(in, line);) {
+            const auto j = nlohmann::json::parse(line, nullptr, false);
+            if (!j.is_discarded() && j.value("event", "") == "delivery") {
+                lines.push_back(j);
+            }
+        }
+        return lines;
+    };
+    const auto first_log = log_lines(failed.out);
+    REQUIRE(first_log.size() == 1);
+    CHECK(first_log[0]["level"] == "warning");
+    CHECK(first_log[0]["outcome"] == "retry");
+    CHECK(first_log[0]["http_status"] == 500);
+    CHECK(first_log[0]["error"] == "the endpoint answered 500");
+    CHECK(first_log[0]["next_try_in_ms"].get<long long>() > 3500 * 1000);
+    const long long head = first_log[0]["delivery_id"].get<long long>();
+
+    const Run listed = w.payrecon({"deliveries", "list", "--json"});
+    INFO(listed.all());
+    REQUIRE(listed.exit_code == 0);
+    const auto rows = nlohmann::json::parse(listed.out);
+    REQUIRE(rows.size() == 2);
+    long long behind = 0;
+    for (const auto& d : rows) {
+        CHECK(d["state"] == "pending");
+        CHECK(d["endpoint_enabled"] == true);
+        if (d["delivery_id"] == head) {
+            CHECK(d["waits_behind"].is_null());
+            CHECK(d["attempts"] == 1);
+        } else {
+            behind = d["delivery_id"].get<long long>();
+            CHECK(d["waits_behind"] == head);
+            CHECK(d["attempts"] == 0);
+        }
+    }
+    REQUIRE(behind != 0);
+    // In words: the one behind says whom it waits for, in the table and in `show`.
+    const Run table = w.payrecon({"deliveries", "list"});
+    CHECK(table.out.find("after delivery " + std::to_string(head)) != std::string::npos);
+    CHECK(table.out.find("due now") == std::string::npos);
+    const Run shown = w.payrecon({"deliveries", "show", std::to_string(behind)});
+    CHECK(shown.out.find("after delivery " + std::to_string(head)) != std::string::npos);
+    // A disabled endpoint's deliveries wait for it to be enabled, whatever their time says.
+    REQUIRE(
+        w.payrecon({"endpoint", "disable", endpoint, "--reason", "merchant migrating"}).exit_code ==
+        0);
+    const Run disabled = w.payrecon({"deliveries", "show", std::to_string(head)});
+    CHECK(disabled.out.find("once the endpoint is enabled") != std::string::npos);
+    REQUIRE(w.payrecon({"endpoint", "enable", endpoint}).exit_code == 0);
+
+    // The receiver works again and the head is due: both go out, in order, each logged at info.
+    rx.set_faults({});
+    w.exec("UPDATE event_deliveries SET next_attempt_at = now() WHERE delivery_id = " +
+           std::to_string(head));
+    const Run delivered = w.payrecon({"relay", "--once"});
+    INFO(delivered.all());
+    REQUIRE(delivered.exit_code == 0);
+    const auto second_log = log_lines(delivered.out);
+    REQUIRE(second_log.size() == 2);
+    CHECK(second_log[0]["delivery_id"] == head);
+    CHECK(second_log[1]["delivery_id"] == behind);
+    for (const auto& line : second_log) {
+        CHECK(line["level"] == "info");
+        CHECK(line["outcome"] == "delivered");
+        CHECK(line["http_status"] == 200);
+        CHECK(line["endpoint_id"] == endpoint);
+        CHECK(line["payment_id"].get<std::string>().size() == 36);
+        CHECK_FALSE(line.contains("next_try_in_ms"));
+    }
+    CHECK(second_log[0]["attempt"] == 2);
+    CHECK(second_log[1]["attempt"] == 1);
+    CHECK(rx.count_status(200) == 2);
+    CHECK(w.deliveries(endpoint, "delivered") == 2);
+    // And no line of the log carries the signing secret.
+    CHECK(delivered.out.find(secret.substr(6)) == std::string::npos);
+}

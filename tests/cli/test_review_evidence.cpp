@@ -358,3 +358,50 @@ TEST_CASE("review evidence: payments show and review list print complete command
     CHECK(contains(list.out, "`" + show + "`"));
     CHECK(w.payrecon(pasted(show, "")).exit_code == 0);
 }
+
+TEST_CASE("review evidence: --as retry --confirm-no-charge is refused where the provider was seen "
+          "to hold a standing charge, with the command that records it, and a declined or refunded "
+          "one does not stop it",
+          "[cli][db][review][evidence][regression]") {
+    // The operator's confirmation that no charge exists was taken against the evidence: a payment
+    // whose statement record (or webhook) showed a charge was scheduled to be sent again.
+    Operated w;
+    const auto refs = in_review_no_lookup(w, 3);
+    const std::string run = done_run(w, 1);
+    const std::string charged = unique_reference("pi_charged_");
+    statement_record(w, run, refs[0], charged, "succeeded", 2600); // another amount than ours
+    const std::string webhook_charge = unique_reference("pi_hooked_");
+    webhook(w, refs[1], webhook_charge, "succeeded", 2500);
+    // refs[2]: a declined charge, then one that was refunded: nothing stands.
+    statement_record(w, run, refs[2], unique_reference("pi_declined_"), "declined", 2500);
+    statement_record(w, run, refs[2], unique_reference("pi_refunded_"), "refunded", 2500);
+    const auto retry = [&](const std::string& ref) {
+        return w.payrecon({"review", "resolve", w.payment_id_of(ref), "--generation",
+                           std::to_string(w.generation_of(ref)), "--as", "retry",
+                           "--confirm-no-charge", "--note", "the dashboard shows nothing"});
+    };
+    for (const auto& [ref, reference] :
+         {std::pair{refs[0], charged}, std::pair{refs[1], webhook_charge}}) {
+        const Footprint before = footprint(w, ref);
+        const Run refused = retry(ref);
+        INFO(refused.all());
+        CHECK(refused.exit_code == 7);
+        CHECK(contains(refused.err, "the provider holds a charge for payment " +
+                                        w.payment_id_of(ref) + ": " + reference));
+        CHECK(contains(refused.err, "would charge the customer twice"));
+        CHECK(contains(refused.err, "nothing was written"));
+        // What to run instead: succeeded with that reference (and, where it differs, its amount).
+        CHECK(contains(refused.err, "--as succeeded --provider-reference " + reference));
+        CHECK(footprint(w, ref) == before);
+    }
+    CHECK(contains(retry(refs[0]).err, "--amount 26.00"));
+    CHECK(w.executions(refs[0]) == 0); // dropped before the provider executed anything
+    CHECK(w.executions(refs[1]) == 0);
+
+    // Nothing standing: the retry is scheduled, and sent once.
+    const Run scheduled = retry(refs[2]);
+    INFO(scheduled.all());
+    CHECK(scheduled.exit_code == 0);
+    CHECK(w.state_of(refs[2]) == "retry_scheduled");
+    CHECK(w.audits(refs[2], "action = 'review.resolve'") == 1);
+}

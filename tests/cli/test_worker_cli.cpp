@@ -135,17 +135,36 @@ TEST_CASE(
     CHECK(contains(summary["credentials_refused"][0]["check"].get<std::string>(), k_key_env));
     CHECK(w.fake->ledger()["deliveries"] == 3);
 
-    // The key fixed: the next worker charges each once, with its operation ID.
+    // A payment whose only calls the provider refused for our key was never executed: it can be
+    // canceled as never sent (it was refused as "may have reached the provider").
+    const std::string refused_id =
+        w.value("SELECT payment_id::text FROM payment_attempts WHERE tenant_id = $1::uuid AND "
+                "outcome = 'rejected' ORDER BY attempt_no LIMIT 1",
+                w.tenant.tenant_id);
+    REQUIRE(!refused_id.empty());
+    std::string canceled;
+    for (const auto& ref : refs) {
+        canceled = w.payment_id_of(ref) == refused_id ? ref : canceled;
+    }
+    const Run cancel = w.payrecon({"payments", "cancel", refused_id, "--generation",
+                                   std::to_string(w.generation_of(canceled)), "--note",
+                                   "the customer called it off; the provider refused our key"});
+    INFO(cancel.all());
+    CHECK(cancel.exit_code == 0);
+    CHECK(w.state_of(canceled) == "failed");
+    CHECK(w.events(canceled, "event_type = 'payment.failed'") == 1);
+
+    // The key fixed: the next worker charges each of the others once, with its operation ID.
     const Run fixed = w.payrecon({"worker", "--once"});
     INFO(fixed.all());
     CHECK(fixed.exit_code == 0);
     for (const auto& ref : refs) {
         INFO(ref);
-        CHECK(w.state_of(ref) == "succeeded");
-        CHECK(w.executions(ref) == 1);
+        CHECK(w.state_of(ref) == (ref == canceled ? "failed" : "succeeded"));
+        CHECK(w.executions(ref) == (ref == canceled ? 0 : 1));
     }
-    CHECK(w.fake->ledger()["deliveries"] == 3 + 7);
-    CHECK(w.fake->ledger()["charged"]["eur"] == 7 * 2500);
+    CHECK(w.fake->ledger()["deliveries"] == 3 + 6);
+    CHECK(w.fake->ledger()["charged"]["eur"] == 6 * 2500);
     CHECK(w.payrecon({"nightly", "--no-statement"}).exit_code == 0);
 }
 
