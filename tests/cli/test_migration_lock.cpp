@@ -45,7 +45,7 @@ long long scalar(pqxx::connection& c, const std::string& sql) {
 
 TEST_CASE("migration lock: while a stopped session holds it, commands on a current schema go on, "
           "one that must migrate times out naming the holder, and a waiting worker stops on "
-          "SIGTERM",
+          "SIGTERM, and a waiting nightly on Ctrl-C",
           "[cli][db][migrations][regression]") {
     Operated w; // the provider configuration and its key; the database is the private one below
     PrivateHome home;
@@ -101,6 +101,22 @@ TEST_CASE("migration lock: while a stopped session holds it, commands on a curre
     INFO(stopped.all());
     CHECK(stopped.exit_code == 0);
     CHECK(contains(stopped.out, "stopped while waiting for the database or its migration lock"));
+
+    // So does a nightly (from cron, or an operator's Ctrl-C): it took the signal from its start and
+    // acted on it only after the wait, up to PAYRECON_MIGRATION_LOCK_TIMEOUT later.
+    Payrecon nightly(w.dir.path(), long_wait, with_config({"nightly"}));
+    REQUIRE(wait_until([&] { return contains(nightly.errors_so_far(), named); },
+                       std::chrono::seconds(60)));
+    nightly.signal(SIGINT);
+    const Run interrupted = nightly.wait();
+    INFO(interrupted.all());
+    CHECK(interrupted.exit_code == 1);
+    CHECK(contains(interrupted.out, "result: INTERRUPTED (exit 1) stopped while waiting for the "
+                                    "migration lock; nothing was migrated and nothing reconciled"));
+    {
+        store::Db db(home.cluster.url());
+        CHECK(store::schema_version(db) == 0);
+    }
 
     // Once the lock is free the migration goes through.
     REQUIRE(scalar(holder, "SELECT pg_advisory_unlock(" + std::to_string(k_migration_lock) +
