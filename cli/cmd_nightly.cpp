@@ -57,95 +57,6 @@ std::string amounts(const std::map<std::string, long long>& by_currency) {
 
 using engine::Tally;
 
-// Why a run needs an operator, each with the command that starts the work; empty when clean.
-// `report_files`: the reports this run writes (--output), which the reasons point to.
-std::vector<std::string> attention_reasons(const engine::NightlyReport& r,
-                                           const std::vector<std::string>& report_files) {
-    std::vector<std::string> out;
-    for (const auto& g : r.rejected) {
-        out.push_back(std::to_string(g.payments) + " payment(s) of " + g.provider +
-                      " REJECTED by the provider (" + g.code +
-                      "): an integration or configuration fault, nothing was charged; fix it "
-                      "(docs/operations.md, request_rejected), then send each again with the "
-                      "command its review show prints (payrecon review list --provider " +
-                      g.provider +
-                      " lists them; the latest: " + review_show_command(g.latest_payment_id) + ")");
-    }
-    if (r.in_review() > 0) {
-        out.push_back(std::to_string(r.in_review()) +
-                      " payment(s) in review: payrecon review list");
-    }
-    for (const auto& [provider, n] : r.contradicting_events) {
-        out.push_back(std::to_string(n) + " event(s) from " + provider +
-                      " CONTRADICT a settled payment (another outcome or amount; the payment kept "
-                      "its state): payrecon events list --contradicting");
-    }
-    for (const auto& e : r.endpoints) {
-        if (e.dead > 0) {
-            out.push_back(std::to_string(e.dead) + " event deliveries to endpoint " +
-                          e.endpoint_id +
-                          " are DEAD (every try failed): payrecon deliveries list "
-                          "--dead --endpoint " +
-                          e.endpoint_id +
-                          "; once it answers again: payrecon deliveries replay <id> --note ...");
-        }
-        if (e.state != "enabled") {
-            out.push_back("webhook endpoint " + e.endpoint_id + " of tenant " + e.tenant_id +
-                          " is DISABLED: nothing is delivered to it (payrecon endpoint show " +
-                          e.endpoint_id +
-                          " says why); when the merchant is ready: payrecon "
-                          "endpoint enable " +
-                          e.endpoint_id + ", then deliveries replay --endpoint ... --since ...");
-        }
-    }
-    long long stuck = 0;
-    for (const auto& q : r.stuck()) {
-        stuck += q.stuck;
-    }
-    if (stuck > 0) {
-        out.push_back(std::to_string(stuck) +
-                      " payment(s) pending or retry_scheduled for more than " +
-                      std::to_string(r.stuck_after.count()) +
-                      " s: is a worker running for their provider? payrecon payments list --state "
-                      "pending; one that must not be sent: the cancel command its payments show "
-                      "prints");
-    }
-    long long orphaned = 0;
-    for (const auto& q : r.orphaned()) {
-        orphaned += q.payments;
-    }
-    if (orphaned > 0) {
-        out.push_back(
-            std::to_string(orphaned) +
-            " open payment(s) name a provider the configuration does not have: add it to "
-            "the --config file, or cancel those never sent (payrecon payments list --state "
-            "pending lists them; the cancel command each one's payments show prints)");
-    }
-    if (r.lookups_failed() > 0) {
-        out.push_back(std::to_string(r.lookups_failed()) +
-                      " status queries FAILED: check the provider's status page and credentials; "
-                      "they are asked again next run (payrecon payments list --state unknown lists "
-                      "them; review recheck with one's ID asks now)");
-    }
-    if (r.lookups_failing() > r.lookups_failed()) {
-        out.push_back(std::to_string(r.lookups_failing()) +
-                      " unknown payment(s) whose last status query FAILED are still unknown "
-                      "(asked again at their next check; payrecon payments list --state unknown, "
-                      "payrecon review recheck <id> asks now)");
-    }
-    for (const auto& st : r.statements) {
-        if (st.exit_code == static_cast<int>(ExitCode::attention)) {
-            out.push_back(st.title + " has " + std::to_string(st.needing_attention) +
-                          " finding(s) in the provider's books (listed above; " +
-                          (report_files.empty()
-                               ? std::string("write them all with --output report.html")
-                               : "all of them are in " + report_files.front()) +
-                          ")");
-        }
-    }
-    return out;
-}
-
 nlohmann::ordered_json summary_json(const engine::NightlyReport& r,
                                     const std::vector<std::string>& report_files) {
     nlohmann::ordered_json j;
@@ -256,7 +167,7 @@ nlohmann::ordered_json summary_json(const engine::NightlyReport& r,
         orphaned += q.payments;
     }
     j["not_configured"] = orphaned;
-    j["attention"] = attention_reasons(r, report_files);
+    j["attention"] = r.attention(report_files);
     return j;
 }
 
@@ -281,7 +192,7 @@ std::string result_line(const engine::NightlyReport& r,
             << "; what was done before is recorded: run payrecon nightly again when it is fixed\n";
         return out.str();
     }
-    const auto reasons = attention_reasons(r, report_files);
+    const auto reasons = r.attention(report_files);
     if (!reasons.empty()) {
         out << "needing attention:\n";
     }

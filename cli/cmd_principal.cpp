@@ -4,7 +4,7 @@
 #include "cli/table.hpp"
 #include "core/encoding.hpp"
 #include "core/errors.hpp"
-#include "store/admin_store.hpp"
+#include "services/admin.hpp"
 
 #include <iostream>
 
@@ -25,7 +25,7 @@ nlohmann::json to_json(const store::PrincipalRecord& p) {
 }
 
 store::TenantRecord require_tenant(store::Db& db, const std::string& tenant) {
-    auto t = store::find_tenant(db, tenant);
+    auto t = tenant_by_id_or_name(db, tenant);
     if (!t) {
         throw Refused("there is no tenant '" + printable(tenant) + "'",
                       "`payrecon tenant list` shows them");
@@ -57,10 +57,15 @@ void setup_principal(CLI::App& app, AppState& state) {
     c->callback([&state, create] {
         OpenDatabase opened = open_database(state.global);
         const auto tenant = require_tenant(*opened.db, create->tenant);
-        const Secret key = generate_api_key();
-        const auto p = store::create_principal(*opened.db, tenant.tenant_id, create->name,
-                                               *parse_role(create->role), api_key_digest(key),
-                                               operator_name(state.global));
+        const auto created =
+            payrecon::create_principal(*opened.db, tenant.tenant_id, create->name,
+                                       *parse_role(create->role), operator_name(state.global));
+        if (!created) {
+            refuse_admin(created.error(),
+                         "choose another name, or revoke the old one and create a new one");
+        }
+        const store::PrincipalRecord& p = created->principal;
+        const Secret& key = created->api_key;
         if (create->json) {
             nlohmann::json j = to_json(p);
             j["api_key"] = key.reveal();
@@ -78,12 +83,13 @@ void setup_principal(CLI::App& app, AppState& state) {
         "revoke", "revoke a principal: its requests, replays included, are refused from now on");
     r->add_option("id", *revoke_id, "principal ID")->required();
     r->callback([&state, revoke_id] {
-        if (!is_uuid_text(*revoke_id)) {
-            throw UsageError("'" + printable(*revoke_id) + "' is not a principal ID",
-                             "`payrecon principal list --tenant T` shows the IDs");
-        }
         OpenDatabase opened = open_database(state.global);
-        const auto p = store::revoke_principal(*opened.db, *revoke_id, operator_name(state.global));
+        const auto revoked =
+            payrecon::revoke_principal(*opened.db, *revoke_id, operator_name(state.global));
+        if (!revoked) {
+            refuse_admin(revoked.error(), "`payrecon principal list --tenant T` shows the IDs");
+        }
+        const store::PrincipalRecord& p = *revoked;
         std::cout << "principal " << printable(p.name) << " (" << p.principal_id << ") revoked at "
                   << p.revoked_at.value_or("?") << "\n";
     });
@@ -99,7 +105,7 @@ void setup_principal(CLI::App& app, AppState& state) {
     l->callback([&state, list] {
         OpenDatabase opened = open_database(state.global);
         const auto tenant = require_tenant(*opened.db, list->tenant);
-        const auto all = store::list_principals(*opened.db, tenant.tenant_id);
+        const auto all = principals_of(*opened.db, tenant.tenant_id);
         if (list->json) {
             nlohmann::json arr = nlohmann::json::array();
             for (const auto& p : all) {

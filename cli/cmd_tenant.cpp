@@ -2,7 +2,8 @@
 #include "cli/app.hpp"
 #include "cli/context.hpp"
 #include "cli/table.hpp"
-#include "store/admin_store.hpp"
+#include "core/errors.hpp"
+#include "services/admin.hpp"
 
 #include <iostream>
 
@@ -29,7 +30,12 @@ void setup_tenant(CLI::App& app, AppState& state) {
     c->add_flag("--json", create->json, "print JSON");
     c->callback([&state, create] {
         OpenDatabase opened = open_database(state.global);
-        const auto t = store::create_tenant(*opened.db, create->name, operator_name(state.global));
+        const auto created =
+            payrecon::create_tenant(*opened.db, create->name, operator_name(state.global));
+        if (!created) {
+            refuse_admin(created.error(), "`payrecon tenant list` shows the tenants");
+        }
+        const store::TenantRecord& t = *created;
         if (create->json) {
             print_json(to_json(t));
         } else {
@@ -42,7 +48,7 @@ void setup_tenant(CLI::App& app, AppState& state) {
     l->add_flag("--json", *list_json, "print JSON");
     l->callback([&state, list_json] {
         OpenDatabase opened = open_database(state.global);
-        const auto all = store::list_tenants(*opened.db);
+        const auto all = tenants(*opened.db);
         if (*list_json) {
             nlohmann::json arr = nlohmann::json::array();
             for (const auto& t : all) {

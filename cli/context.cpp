@@ -16,6 +16,13 @@
 
 namespace payrecon::cli {
 
+void refuse_admin(const AdminRefusal& refusal, const std::string& hint) {
+    if (refusal.kind == AdminRefusal::Kind::invalid) {
+        throw UsageError(refusal.message, refusal.rule.empty() ? hint : refusal.rule);
+    }
+    throw Refused(refusal.message, hint);
+}
+
 std::filesystem::path home_dir(const GlobalOptions& g) {
     if (!g.home.empty()) {
         return std::filesystem::absolute(g.home);

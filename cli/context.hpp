@@ -7,6 +7,7 @@
 #include "core/sealed.hpp"
 #include "net/endpoint_address.hpp"
 #include "providers/config.hpp"
+#include "services/admin.hpp"
 #include "services/intake.hpp"
 #include "store/cluster.hpp"
 #include "store/db.hpp"
@@ -22,6 +23,10 @@
 #include <vector>
 
 namespace payrecon::cli {
+
+// Throws what `refusal` says as an operator error: UsageError (exit 2) for an invalid name or ID,
+// its rule as the hint (else `hint`); Refused (exit 7) for one taken or not found, with `hint`.
+[[noreturn]] void refuse_admin(const AdminRefusal& refusal, const std::string& hint);
 
 struct OpenDatabase {
     std::unique_ptr<store::Db> db;

@@ -1,6 +1,7 @@
 #include "engine/nightly.hpp"
 
 #include "core/errors.hpp"
+#include "core/operator_commands.hpp"
 #include "core/statement_diff.hpp"
 #include "providers/registry.hpp"
 #include "store/db.hpp"
@@ -119,6 +120,94 @@ long long NightlyReport::disabled_endpoints() const {
         [](const store::EndpointDeliveryStats& e) { return e.state != "enabled"; });
 }
 
+std::vector<std::string>
+NightlyReport::attention(const std::vector<std::string>& report_files) const {
+    const NightlyReport& r = *this;
+    std::vector<std::string> out;
+    for (const auto& g : r.rejected) {
+        out.push_back(std::to_string(g.payments) + " payment(s) of " + g.provider +
+                      " REJECTED by the provider (" + g.code +
+                      "): an integration or configuration fault, nothing was charged; fix it "
+                      "(docs/operations.md, request_rejected), then send each again with the "
+                      "command its review show prints (payrecon review list --provider " +
+                      g.provider +
+                      " lists them; the latest: " + review_show_command(g.latest_payment_id) + ")");
+    }
+    if (r.in_review() > 0) {
+        out.push_back(std::to_string(r.in_review()) +
+                      " payment(s) in review: payrecon review list");
+    }
+    for (const auto& [provider, n] : r.contradicting_events) {
+        out.push_back(std::to_string(n) + " event(s) from " + provider +
+                      " CONTRADICT a settled payment (another outcome or amount; the payment kept "
+                      "its state): payrecon events list --contradicting");
+    }
+    for (const auto& e : r.endpoints) {
+        if (e.dead > 0) {
+            out.push_back(std::to_string(e.dead) + " event deliveries to endpoint " +
+                          e.endpoint_id +
+                          " are DEAD (every try failed): payrecon deliveries list "
+                          "--dead --endpoint " +
+                          e.endpoint_id +
+                          "; once it answers again: payrecon deliveries replay <id> --note ...");
+        }
+        if (e.state != "enabled") {
+            out.push_back("webhook endpoint " + e.endpoint_id + " of tenant " + e.tenant_id +
+                          " is DISABLED: nothing is delivered to it (payrecon endpoint show " +
+                          e.endpoint_id +
+                          " says why); when the merchant is ready: payrecon "
+                          "endpoint enable " +
+                          e.endpoint_id + ", then deliveries replay --endpoint ... --since ...");
+        }
+    }
+    long long stuck = 0;
+    for (const auto& q : r.stuck()) {
+        stuck += q.stuck;
+    }
+    if (stuck > 0) {
+        out.push_back(std::to_string(stuck) +
+                      " payment(s) pending or retry_scheduled for more than " +
+                      std::to_string(r.stuck_after.count()) +
+                      " s: is a worker running for their provider? payrecon payments list --state "
+                      "pending; one that must not be sent: the cancel command its payments show "
+                      "prints");
+    }
+    long long orphaned = 0;
+    for (const auto& q : r.orphaned()) {
+        orphaned += q.payments;
+    }
+    if (orphaned > 0) {
+        out.push_back(
+            std::to_string(orphaned) +
+            " open payment(s) name a provider the configuration does not have: add it to "
+            "the --config file, or cancel those never sent (payrecon payments list --state "
+            "pending lists them; the cancel command each one's payments show prints)");
+    }
+    if (r.lookups_failed() > 0) {
+        out.push_back(std::to_string(r.lookups_failed()) +
+                      " status queries FAILED: check the provider's status page and credentials; "
+                      "they are asked again next run (payrecon payments list --state unknown lists "
+                      "them; review recheck with one's ID asks now)");
+    }
+    if (r.lookups_failing() > r.lookups_failed()) {
+        out.push_back(std::to_string(r.lookups_failing()) +
+                      " unknown payment(s) whose last status query FAILED are still unknown "
+                      "(asked again at their next check; payrecon payments list --state unknown, "
+                      "payrecon review recheck <id> asks now)");
+    }
+    for (const auto& st : r.statements) {
+        if (st.exit_code == static_cast<int>(ExitCode::attention)) {
+            out.push_back(st.title + " has " + std::to_string(st.needing_attention) +
+                          " finding(s) in the provider's books (listed above; " +
+                          (report_files.empty()
+                               ? std::string("write them all with --output report.html")
+                               : "all of them are in " + report_files.front()) +
+                          ")");
+        }
+    }
+    return out;
+}
+
 int NightlyReport::exit_code() const {
     if (failure) {
         return static_cast<int>(ExitCode::failure);
@@ -133,16 +222,9 @@ int NightlyReport::exit_code() const {
     if (!configuration_errors().empty()) {
         return static_cast<int>(ExitCode::config);
     }
-    bool findings = false;
-    for (const auto& s : statements) {
-        findings = findings || s.exit_code == static_cast<int>(ExitCode::attention);
-    }
-    if (in_review() > 0 || rejected_requests() > 0 || contradictions() > 0 || !orphaned().empty() ||
-        !stuck().empty() || lookups_failed() > 0 || lookups_failing() > 0 || findings ||
-        dead_deliveries() > 0 || disabled_endpoints() > 0) {
-        return static_cast<int>(ExitCode::attention);
-    }
-    return static_cast<int>(ExitCode::ok);
+    // What the summary lists as needing attention is what makes the exit code 3: one list.
+    return attention({}).empty() ? static_cast<int>(ExitCode::ok)
+                                 : static_cast<int>(ExitCode::attention);
 }
 
 reports::Finding report_finding(const ReconcileOutcome& o, const std::string& dashboard_url) {
@@ -398,19 +480,27 @@ NightlyReport run_nightly(store::Db& db, const std::vector<providers::Provider*>
     std::string phase = "expiring leases";
     // One nightly of a window at a time: a second, started meanwhile (cron beside an operator),
     // would reconcile beside it safely but list and report everything again.
+    // Keyed by the window and the providers covered: a nightly of other providers (`--provider`)
+    // shares nothing with this one but statements, and each statement has a lock of its own.
+    std::vector<std::string> covered = report.providers;
+    std::sort(covered.begin(), covered.end());
+    std::string lock_name = "nightly";
+    if (options.statement_to > options.statement_from) {
+        lock_name += " " + std::to_string(options.statement_from) + " " +
+                     std::to_string(options.statement_to);
+    }
+    for (const auto& name : covered) {
+        lock_name += " " + name;
+    }
     std::optional<std::variant<store::RunLock, store::RunLockHeld>> lock;
     try {
-        lock = store::try_run_lock(db.url(), options.statement_to > options.statement_from
-                                                 ? "nightly " +
-                                                       std::to_string(options.statement_from) +
-                                                       " " + std::to_string(options.statement_to)
-                                                 : std::string("nightly"));
+        lock = store::try_run_lock(db.url(), lock_name);
     } catch (const std::exception& e) {
         report.failure = std::string("while taking the nightly's lock: ") + e.what();
     }
     if (lock && std::holds_alternative<store::RunLockHeld>(*lock)) {
         report.not_run = true;
-        report.failure = "another nightly is running" +
+        report.failure = "another nightly of the same providers is running" +
                          (options.statement_to > options.statement_from
                               ? " on the statement window of " +
                                     reports::format_utc_seconds(options.statement_from) + " to " +

@@ -101,11 +101,15 @@ struct NightlyReport {
     long long contradictions() const;    // contradicting events awaiting acknowledgement
     long long dead_deliveries() const;   // events no endpoint try delivered (replay them)
     long long disabled_endpoints() const;
-    // 0 clean; 3 something needs an operator (review queue not empty -- rejected requests among
-    // it --, provider events contradicting a settled payment, payments nobody can send or
-    // reconcile, payments waiting too long, status queries that failed in this run or before it
-    // for payments still unknown, statement findings, dead event deliveries, disabled webhook
-    // endpoints); 4 a configuration error (configuration_errors()); 1 the run failed.
+    // Why the run needs an operator, one sentence each with the command that starts the work;
+    // empty when nothing does: requests the provider rejected, the review queue, provider events
+    // contradicting a settled payment, dead event deliveries and disabled webhook endpoints,
+    // payments waiting too long or that nobody can send or reconcile, status queries that failed
+    // in this run or before it for payments still unknown, statement findings. `report_files`:
+    // the reports this run writes (--output), which the reasons point to.
+    std::vector<std::string> attention(const std::vector<std::string>& report_files) const;
+    // 0 clean; 3 something needs an operator (attention() is not empty); 4 a configuration error
+    // (configuration_errors()); 1 the run failed.
     int exit_code() const;
 };
 

@@ -5,7 +5,6 @@
 #include "store/pq.hpp"
 
 #include <nlohmann/json.hpp>
-#include <regex>
 
 namespace payrecon::store {
 namespace {
@@ -61,21 +60,14 @@ void audit(pqxx::work& tx, const std::string& tenant_id, const std::string& acto
 
 } // namespace
 
-TenantRecord create_tenant(Db& db, const std::string& name, const std::string& actor) {
-    static const std::regex k_name("^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$");
-    if (!std::regex_match(name, k_name)) {
-        throw UsageError(
-            "tenant name '" + printable(name) + "' is not allowed",
-            "use 1 to 64 characters: letters, digits, '.', '_' and '-', starting with a "
-            "letter or digit");
-    }
+std::optional<TenantRecord> create_tenant(Db& db, const std::string& name,
+                                          const std::string& actor) {
     Db::Impl& impl = db.impl();
-    return translate_errors(impl, [&] {
+    return translate_errors(impl, [&]() -> std::optional<TenantRecord> {
         pqxx::work tx(impl.connection());
         const pqxx::result r = tx.exec_params(k_insert_tenant, name);
         if (r.empty()) {
-            throw Refused("a tenant named '" + name + "' exists already",
-                          "`payrecon tenant list` shows the tenants");
+            return std::nullopt;
         }
         TenantRecord t = tenant_from(r[0]);
         audit(tx, t.tenant_id, actor, "tenant.create", "tenant", t.tenant_id, {{"name", name}});
@@ -113,24 +105,17 @@ std::optional<TenantRecord> find_tenant(Db& db, const std::string& id_or_name) {
     });
 }
 
-PrincipalRecord create_principal(Db& db, const std::string& tenant_id, const std::string& name,
-                                 Role role, const std::string& api_key_digest_hex,
-                                 const std::string& actor) {
-    if (const auto problem = display_name_problem(name, k_max_principal_name)) {
-        // Never echo it: the name is printed in operators' terminals, which is why it is checked.
-        throw UsageError("the principal name " + *problem,
-                         "use 1 to " + std::to_string(k_max_principal_name) +
-                             " bytes of printable text (letters, digits, punctuation, spaces "
-                             "inside), e.g. web-shop");
-    }
+std::optional<PrincipalRecord> create_principal(Db& db, const std::string& tenant_id,
+                                                const std::string& name, Role role,
+                                                const std::string& api_key_digest_hex,
+                                                const std::string& actor) {
     Db::Impl& impl = db.impl();
-    return translate_errors(impl, [&] {
+    return translate_errors(impl, [&]() -> std::optional<PrincipalRecord> {
         pqxx::work tx(impl.connection());
         const pqxx::result r = tx.exec_params(k_insert_principal, tenant_id, name,
                                               std::string(to_string(role)), api_key_digest_hex);
         if (r.empty()) {
-            throw Refused("the tenant has a principal named '" + printable(name) + "' already",
-                          "choose another name, or revoke the old one and create a new one");
+            return std::nullopt;
         }
         PrincipalRecord p = principal_from(r[0]);
         audit(tx, tenant_id, actor, "principal.create", "principal", p.principal_id,
@@ -140,19 +125,16 @@ PrincipalRecord create_principal(Db& db, const std::string& tenant_id, const std
     });
 }
 
-PrincipalRecord revoke_principal(Db& db, const std::string& principal_id,
-                                 const std::string& actor) {
-    if (!is_uuid_text(principal_id)) {
-        throw UsageError("'" + principal_id + "' is not a principal ID (a UUID)");
-    }
+std::optional<PrincipalRecord> revoke_principal(Db& db, const std::string& principal_id,
+                                                const std::string& actor) {
     Db::Impl& impl = db.impl();
-    return translate_errors(impl, [&] {
+    return translate_errors(impl, [&]() -> std::optional<PrincipalRecord> {
         pqxx::work tx(impl.connection());
         const pqxx::result r = tx.exec_params(k_revoke_principal, principal_id);
         if (r.empty()) {
             const pqxx::result existing = tx.exec_params(k_select_principal_by_id, principal_id);
             if (existing.empty()) {
-                throw Refused("there is no principal " + principal_id);
+                return std::nullopt;
             }
             return principal_from(existing[0]); // revoked already
         }

@@ -53,24 +53,27 @@ TEST_CASE("run locks: a second nightly of the same window says which process hol
     };
 
     {
-        HeldRunLock held(w.url, "nightly " + window);
+        HeldRunLock held(w.url, "nightly " + window + " " + w.config.name);
         const Run second = w.payrecon(nightly);
         INFO(second.all());
         CHECK(second.exit_code == 1);
         const auto j = nlohmann::json::parse(second.out);
         CHECK(j["result"] == "not_run");
         const std::string failure = j["failure"];
-        CHECK(contains(failure, "another nightly is running on the statement window of " + day));
+        CHECK(contains(
+            failure,
+            "another nightly of the same providers is running on the statement window of " + day));
         CHECK(contains(failure, "payrecon nightly (pid 4242)")); // who holds it
         CHECK(contains(failure, "this one did nothing"));
         unchanged();
         // The text summary ends in one result line that says so.
         const Run text = w.payrecon({"nightly", "--statement-date", day});
         CHECK(text.exit_code == 1);
-        CHECK(contains(text.out, "result: NOT RUN (exit 1) another nightly is running"));
+        CHECK(contains(
+            text.out, "result: NOT RUN (exit 1) another nightly of the same providers is running"));
         CHECK(text.out.find("reconciled") == std::string::npos);
         unchanged();
-        // Another window is another run.
+        // Another window, or other providers, is another run.
         const Run other = w.payrecon({"nightly", "--no-statement", "--no-send", "--json"});
         INFO(other.all());
         CHECK(other.exit_code == 0);

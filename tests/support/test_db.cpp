@@ -46,7 +46,8 @@ std::string unique_name(const std::string& prefix) {
 
 TestTenant make_tenant(store::Db& db, const std::string& prefix) {
     const auto t = store::create_tenant(db, unique_name(prefix), "test");
-    return TestTenant{t.tenant_id, t.name};
+    REQUIRE(t);
+    return TestTenant{t->tenant_id, t->name};
 }
 
 TestPrincipal make_principal(store::Db& db, const TestTenant& tenant, Role role,
@@ -56,7 +57,8 @@ TestPrincipal make_principal(store::Db& db, const TestTenant& tenant, Role role,
     const auto p =
         store::create_principal(db, tenant.tenant_id, name.empty() ? unique_name("p") : name, role,
                                 api_key_digest(out.api_key), "test");
-    out.principal = Principal{p.tenant_id, p.principal_id, p.name, p.role};
+    REQUIRE(p);
+    out.principal = Principal{p->tenant_id, p->principal_id, p->name, p->role};
     return out;
 }
 
