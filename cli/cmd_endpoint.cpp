@@ -13,7 +13,7 @@
 #include "core/standard_webhooks.hpp"
 #include "core/uuid.hpp"
 #include "net/resolve.hpp"
-#include "store/relay_store.hpp"
+#include "store/endpoint_store.hpp"
 
 #include <iostream>
 #include <memory>

@@ -13,7 +13,8 @@
 #include "core/resolution_policy.hpp"
 #include "core/settings.hpp"
 #include "engine/relay.hpp"
-#include "store/relay_store.hpp"
+#include "store/delivery_store.hpp"
+#include "store/endpoint_store.hpp"
 
 #include <iostream>
 #include <memory>
