@@ -15,6 +15,94 @@ constexpr const char* k_slot_key = "hashtext('payrecon.relay.' || $1::text)";
 // One publisher at a time.
 constexpr long long k_publish_lock = 0x7061797265636f6eLL; // "payrecon"
 
+// The statements record_attempts runs: each attempt's row and its delivery's new state, and the
+// leases released or renewed.
+void prepare_recording(Db::Impl& impl) {
+    impl.prepare("payrecon_relay_record", R"sql(
+    WITH input AS (
+        SELECT * FROM jsonb_to_recordset($3::jsonb) AS t(
+            delivery_id bigint, generation bigint, started_ms bigint, latency_ms int,
+            http_status int, outcome text, excerpt text, error text, next_ms bigint, dead boolean)),
+    cur AS (
+        SELECT d.tenant_id, d.delivery_id, d.state,
+               (d.lease_owner = $2 AND d.lease_generation = i.generation AND d.state = 'pending')
+                   AS own
+          FROM event_deliveries d JOIN input i ON d.delivery_id = i.delivery_id
+         WHERE d.tenant_id = $1::uuid FOR UPDATE OF d),
+    upd AS (
+        UPDATE event_deliveries d SET
+            attempts = d.attempts + 1,
+            state = CASE WHEN c.state <> 'pending' THEN c.state
+                         WHEN i.outcome = 'delivered' THEN 'delivered'
+                         WHEN c.own AND i.dead THEN 'dead'
+                         ELSE 'pending' END,
+            delivered_at = CASE WHEN c.state = 'pending' AND i.outcome = 'delivered' THEN now()
+                                ELSE d.delivered_at END,
+            dead_at = CASE WHEN c.own AND i.outcome <> 'delivered' AND i.dead THEN now()
+                           ELSE d.dead_at END,
+            tries = CASE WHEN c.own AND i.outcome <> 'delivered' THEN d.tries + 1
+                         ELSE d.tries END,
+            next_attempt_at = CASE WHEN c.own AND i.outcome <> 'delivered' AND NOT i.dead
+                                   THEN to_timestamp(i.next_ms / 1000.0) ELSE d.next_attempt_at END,
+            lease_owner = CASE WHEN c.own OR i.outcome = 'delivered' THEN NULL ELSE d.lease_owner END,
+            lease_expires_at = CASE WHEN c.own OR i.outcome = 'delivered' THEN NULL
+                                    ELSE d.lease_expires_at END,
+            last_status = i.http_status,
+            last_error = left(i.error, 1024)
+          FROM cur c, input i
+         WHERE d.tenant_id = c.tenant_id AND d.delivery_id = c.delivery_id
+           AND i.delivery_id = c.delivery_id
+        RETURNING d.tenant_id, d.delivery_id, d.attempts, c.own OR
+                  (c.state = 'pending' AND i.outcome = 'delivered') AS changed),
+    att AS (
+        INSERT INTO delivery_attempts (tenant_id, delivery_id, attempt_no, started_at, latency_ms,
+                                       http_status, outcome, response_excerpt, error, relay)
+        SELECT u.tenant_id, u.delivery_id, u.attempts, to_timestamp(i.started_ms / 1000.0),
+               greatest(i.latency_ms, 0), i.http_status, i.outcome,
+               nullif(left(i.excerpt, 1024), ''), nullif(left(i.error, 1024), ''), $2
+          FROM upd u JOIN input i ON i.delivery_id = u.delivery_id
+        RETURNING 1)
+    SELECT (SELECT count(*) FROM upd WHERE changed), (SELECT count(*) FROM att))sql");
+    impl.prepare("payrecon_relay_lease", R"sql(
+    UPDATE event_deliveries SET
+        lease_owner = CASE WHEN $4 THEN NULL ELSE lease_owner END,
+        lease_expires_at = CASE WHEN $4 THEN NULL
+                                ELSE now() + $5 * interval '1 millisecond' END
+     WHERE tenant_id = $1::uuid AND lease_owner = $2 AND state = 'pending'
+       AND (delivery_id, lease_generation) IN
+           (SELECT * FROM jsonb_to_recordset($3::jsonb) AS t(delivery_id bigint,
+                                                              generation bigint))
+    RETURNING delivery_id)sql");
+}
+
+// The attempts as the record statement reads them ($3, jsonb_to_recordset).
+nlohmann::json attempts_input(const std::vector<DeliveryAttemptRecord>& attempts) {
+    nlohmann::json input = nlohmann::json::array();
+    for (const DeliveryAttemptRecord& a : attempts) {
+        input.push_back({{"delivery_id", a.delivery_id},
+                         {"generation", a.generation},
+                         {"started_ms", a.started_unix_ms},
+                         {"latency_ms", a.latency_ms},
+                         {"http_status",
+                          a.http_status ? nlohmann::json(*a.http_status) : nlohmann::json(nullptr)},
+                         {"outcome", a.outcome},
+                         {"excerpt", a.response_excerpt},
+                         {"error", a.error},
+                         {"next_ms", a.next_attempt_unix_ms},
+                         {"dead", a.dead}});
+    }
+    return input;
+}
+
+// The (delivery, lease generation) pairs the lease statement reads ($3, jsonb_to_recordset).
+std::string lease_ids(const std::vector<ClaimedDelivery>& list) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const ClaimedDelivery& d : list) {
+        out.push_back({{"delivery_id", d.delivery_id}, {"generation", d.generation}});
+    }
+    return out.dump();
+}
+
 } // namespace
 
 bool deliveries_remaining(Db& db) {
@@ -209,84 +297,11 @@ RecordedAttempts record_attempts(Db& db, const DeliveryBatch& batch, const std::
                                  const std::vector<ClaimedDelivery>& renew,
                                  std::chrono::milliseconds lease) {
     Db::Impl& impl = db.impl();
-    impl.prepare("payrecon_relay_record", R"sql(
-    WITH input AS (
-        SELECT * FROM jsonb_to_recordset($3::jsonb) AS t(
-            delivery_id bigint, generation bigint, started_ms bigint, latency_ms int,
-            http_status int, outcome text, excerpt text, error text, next_ms bigint, dead boolean)),
-    cur AS (
-        SELECT d.tenant_id, d.delivery_id, d.state,
-               (d.lease_owner = $2 AND d.lease_generation = i.generation AND d.state = 'pending')
-                   AS own
-          FROM event_deliveries d JOIN input i ON d.delivery_id = i.delivery_id
-         WHERE d.tenant_id = $1::uuid FOR UPDATE OF d),
-    upd AS (
-        UPDATE event_deliveries d SET
-            attempts = d.attempts + 1,
-            state = CASE WHEN c.state <> 'pending' THEN c.state
-                         WHEN i.outcome = 'delivered' THEN 'delivered'
-                         WHEN c.own AND i.dead THEN 'dead'
-                         ELSE 'pending' END,
-            delivered_at = CASE WHEN c.state = 'pending' AND i.outcome = 'delivered' THEN now()
-                                ELSE d.delivered_at END,
-            dead_at = CASE WHEN c.own AND i.outcome <> 'delivered' AND i.dead THEN now()
-                           ELSE d.dead_at END,
-            tries = CASE WHEN c.own AND i.outcome <> 'delivered' THEN d.tries + 1
-                         ELSE d.tries END,
-            next_attempt_at = CASE WHEN c.own AND i.outcome <> 'delivered' AND NOT i.dead
-                                   THEN to_timestamp(i.next_ms / 1000.0) ELSE d.next_attempt_at END,
-            lease_owner = CASE WHEN c.own OR i.outcome = 'delivered' THEN NULL ELSE d.lease_owner END,
-            lease_expires_at = CASE WHEN c.own OR i.outcome = 'delivered' THEN NULL
-                                    ELSE d.lease_expires_at END,
-            last_status = i.http_status,
-            last_error = left(i.error, 1024)
-          FROM cur c, input i
-         WHERE d.tenant_id = c.tenant_id AND d.delivery_id = c.delivery_id
-           AND i.delivery_id = c.delivery_id
-        RETURNING d.tenant_id, d.delivery_id, d.attempts, c.own OR
-                  (c.state = 'pending' AND i.outcome = 'delivered') AS changed),
-    att AS (
-        INSERT INTO delivery_attempts (tenant_id, delivery_id, attempt_no, started_at, latency_ms,
-                                       http_status, outcome, response_excerpt, error, relay)
-        SELECT u.tenant_id, u.delivery_id, u.attempts, to_timestamp(i.started_ms / 1000.0),
-               greatest(i.latency_ms, 0), i.http_status, i.outcome,
-               nullif(left(i.excerpt, 1024), ''), nullif(left(i.error, 1024), ''), $2
-          FROM upd u JOIN input i ON i.delivery_id = u.delivery_id
-        RETURNING 1)
-    SELECT (SELECT count(*) FROM upd WHERE changed), (SELECT count(*) FROM att))sql");
-    impl.prepare("payrecon_relay_lease", R"sql(
-    UPDATE event_deliveries SET
-        lease_owner = CASE WHEN $4 THEN NULL ELSE lease_owner END,
-        lease_expires_at = CASE WHEN $4 THEN NULL
-                                ELSE now() + $5 * interval '1 millisecond' END
-     WHERE tenant_id = $1::uuid AND lease_owner = $2 AND state = 'pending'
-       AND (delivery_id, lease_generation) IN
-           (SELECT * FROM jsonb_to_recordset($3::jsonb) AS t(delivery_id bigint,
-                                                              generation bigint))
-    RETURNING delivery_id)sql");
-    nlohmann::json input = nlohmann::json::array();
-    bool gone = false;
-    for (const DeliveryAttemptRecord& a : attempts) {
-        input.push_back({{"delivery_id", a.delivery_id},
-                         {"generation", a.generation},
-                         {"started_ms", a.started_unix_ms},
-                         {"latency_ms", a.latency_ms},
-                         {"http_status",
-                          a.http_status ? nlohmann::json(*a.http_status) : nlohmann::json(nullptr)},
-                         {"outcome", a.outcome},
-                         {"excerpt", a.response_excerpt},
-                         {"error", a.error},
-                         {"next_ms", a.next_attempt_unix_ms},
-                         {"dead", a.dead}});
-        gone = gone || a.outcome == "gone";
-    }
-    const auto ids = [](const std::vector<ClaimedDelivery>& list) {
-        nlohmann::json out = nlohmann::json::array();
-        for (const ClaimedDelivery& d : list) {
-            out.push_back({{"delivery_id", d.delivery_id}, {"generation", d.generation}});
-        }
-        return out.dump();
-    };
+    prepare_recording(impl);
+    const nlohmann::json input = attempts_input(attempts);
+    const bool gone =
+        std::any_of(attempts.begin(), attempts.end(),
+                    [](const DeliveryAttemptRecord& a) { return a.outcome == "gone"; });
     return translate_errors(impl, [&] {
         pqxx::work tx(impl.connection());
         RecordedAttempts out;
@@ -297,13 +312,13 @@ RecordedAttempts record_attempts(Db& db, const DeliveryBatch& batch, const std::
             out.changed = r[0].as<int>();
         }
         if (!release.empty()) {
-            tx.exec_prepared("payrecon_relay_lease", batch.tenant_id, owner, ids(release), true,
-                             0LL);
+            tx.exec_prepared("payrecon_relay_lease", batch.tenant_id, owner, lease_ids(release),
+                             true, 0LL);
         }
         if (!renew.empty()) {
             for (const auto& r :
-                 tx.exec_prepared("payrecon_relay_lease", batch.tenant_id, owner, ids(renew), false,
-                                  static_cast<long long>(lease.count()))) {
+                 tx.exec_prepared("payrecon_relay_lease", batch.tenant_id, owner, lease_ids(renew),
+                                  false, static_cast<long long>(lease.count()))) {
                 out.renewed.push_back(r[0].as<long long>());
             }
         }
