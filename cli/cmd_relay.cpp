@@ -13,7 +13,7 @@
 #include "core/resolution_policy.hpp"
 #include "core/settings.hpp"
 #include "engine/relay.hpp"
-#include "store/relay_store.hpp"
+#include "services/deliveries.hpp"
 
 #include <iostream>
 #include <memory>
@@ -43,19 +43,21 @@ void run_relay(AppState& state, const RelayLaunch& launch) {
 
 // When a delivery goes out next, in words: never a time already past that nothing will act on.
 std::string next_try_text(const store::DeliveryRow& d) {
-    if (d.state != "pending") {
+    switch (next_try(d)) {
+    case NextTry::not_pending:
         return "-";
-    }
-    if (d.leased) {
+    case NextTry::in_flight:
         return "in flight now";
-    }
-    if (d.endpoint_disabled) {
+    case NextTry::endpoint_disabled:
         return "once the endpoint is enabled";
-    }
-    if (d.waits_behind) {
+    case NextTry::waits_behind:
         return "after delivery " + std::to_string(*d.waits_behind);
+    case NextTry::due:
+        return "due now (since " + d.next_attempt_at + ")";
+    case NextTry::scheduled:
+        break;
     }
-    return d.due ? "due now (since " + d.next_attempt_at + ")" : d.next_attempt_at;
+    return d.next_attempt_at;
 }
 
 nlohmann::ordered_json delivery_json(const store::DeliveryRow& d) {
@@ -114,6 +116,338 @@ long long delivery_id_or_refuse(const std::string& id) {
 
 std::string status_text(const std::optional<int>& s) {
     return s ? std::to_string(*s) : "-";
+}
+
+[[noreturn]] void refuse_unknown_delivery(long long id, const std::string& hint) {
+    throw Refused("no delivery has the ID " + std::to_string(id), hint);
+}
+
+// The note of a replay or a discard as delivery_note() takes it, or UsageError.
+std::string note_or_refuse(const std::string& typed) {
+    auto note = delivery_note(typed);
+    if (!note) {
+        throw UsageError("--note must say, in 1.." + std::to_string(k_max_note_length) +
+                         " characters, why");
+    }
+    return std::move(*note);
+}
+
+struct ListOptions {
+    std::optional<std::string> tenant;
+    std::optional<std::string> endpoint;
+    std::optional<std::string> event;
+    bool dead = false;
+    bool pending = false;
+    int limit = 100;
+    bool json = false;
+};
+
+void run_list(AppState& state, const ListOptions& o) {
+    if (o.dead && o.pending) {
+        throw UsageError("--dead and --pending exclude each other");
+    }
+    store::DeliveryFilter f;
+    if (o.endpoint) {
+        f.endpoint_id = endpoint_id_or_refuse(*o.endpoint);
+    }
+    if (o.event) {
+        if (!is_uuid_text(*o.event)) {
+            throw UsageError("--event is an event ID (a UUID): " + printable(*o.event));
+        }
+        f.event_id = *o.event;
+    }
+    f.state = o.dead      ? std::optional<std::string>("dead")
+              : o.pending ? std::optional<std::string>("pending")
+                          : std::nullopt;
+    f.limit = o.limit;
+    OpenDatabase opened = open_database(state.global);
+    f.tenant_id = tenant_id_or_refuse(*opened.db, o.tenant);
+    const auto rows = payrecon::list_deliveries(*opened.db, f);
+    if (o.json) {
+        nlohmann::ordered_json arr = nlohmann::ordered_json::array();
+        for (const auto& d : rows) {
+            arr.push_back(delivery_json(d));
+        }
+        print_json(arr);
+        return;
+    }
+    if (rows.empty()) {
+        std::cout << "no deliveries\n";
+        return;
+    }
+    Table t({"DELIVERY", "CREATED", "ENDPOINT", "EVENT", "TYPE", "STATE", "ATTEMPTS", "LAST STATUS",
+             "NEXT TRY"});
+    for (const auto& d : rows) {
+        t.add_row({std::to_string(d.delivery_id), d.created_at, d.endpoint_id, d.event_id,
+                   d.event_type, d.state, std::to_string(d.attempts), status_text(d.last_status),
+                   next_try_text(d)});
+    }
+    t.print(std::cout);
+    if (rows.size() == static_cast<std::size_t>(o.limit)) {
+        print_more_note(std::cout, rows.size());
+    }
+}
+
+void setup_deliveries_list(CLI::App& deliveries, AppState& state) {
+    auto o = std::make_shared<ListOptions>();
+    CLI::App* list = deliveries.add_subcommand("list", "deliveries, newest first");
+    list->add_option("--tenant", o->tenant, "only this tenant's (name or ID)");
+    list->add_option("--endpoint", o->endpoint, "only this endpoint's");
+    list->add_option("--event", o->event, "only this event's (its ID: webhook-id)");
+    list->add_flag("--dead", o->dead, "only dead deliveries (every try failed)");
+    list->add_flag("--pending", o->pending, "only deliveries still to be made");
+    list->add_option("--limit", o->limit, "the newest this many (default 100)")
+        ->check(CLI::Range(1, 100000));
+    list->add_flag("--json", o->json, "print a JSON array");
+    list->callback([&state, o] { run_list(state, *o); });
+}
+
+void print_delivery_json(const DeliveryRecord& r) {
+    nlohmann::ordered_json j = delivery_json(r.delivery);
+    j["body"] = r.body;
+    j["attempt_log"] = nlohmann::ordered_json::array();
+    for (const auto& a : r.attempts) {
+        j["attempt_log"].push_back(attempt_json(a));
+    }
+    print_json(j);
+}
+
+void print_delivery(const DeliveryRecord& r) {
+    const store::DeliveryRow& d = r.delivery;
+    Fields f{{"delivery", std::to_string(d.delivery_id)},
+             {"endpoint", d.endpoint_id + " (" + d.url + ")"},
+             {"event", d.event_id + " (" + d.event_type + ")"},
+             {"payment", d.payment_id},
+             {"state", d.state},
+             {"attempts", std::to_string(d.attempts)},
+             {"created", d.created_at}};
+    if (d.state == "pending") {
+        f.push_back({"next try", next_try_text(d)});
+    }
+    if (d.delivered_at) {
+        f.push_back({"delivered", *d.delivered_at});
+    }
+    if (d.dead_at) {
+        f.push_back({"dead since", *d.dead_at});
+    }
+    print_fields(std::cout, f);
+    std::cout << "\nEvent as sent (" << r.body.size() << " bytes):\n" << printable(r.body) << "\n";
+    if (!r.attempts.empty()) {
+        std::cout << "\nAttempts:\n";
+        Table t({"#", "STARTED", "MS", "STATUS", "OUTCOME", "RELAY", "ERROR / ANSWER"});
+        for (const auto& a : r.attempts) {
+            t.add_row({std::to_string(a.attempt_no), a.started_at, std::to_string(a.latency_ms),
+                       status_text(a.http_status), a.outcome, a.relay,
+                       a.error.value_or(a.response_excerpt.value_or(""))});
+        }
+        t.print(std::cout);
+    }
+    if (d.state == "dead") {
+        std::cout << "\nEvery try failed. Once the endpoint works again:\n  payrecon "
+                     "deliveries replay "
+                  << d.delivery_id << " --note \"why\"\nIf it will never be taken:\n  "
+                  << "payrecon deliveries discard " << d.delivery_id << " --note \"why\"\n";
+    }
+}
+
+struct ShowOptions {
+    std::string id;
+    bool json = false;
+};
+
+void run_show(AppState& state, const ShowOptions& o) {
+    const long long id = delivery_id_or_refuse(o.id);
+    OpenDatabase opened = open_database(state.global);
+    const auto record = delivery_record(*opened.db, id);
+    if (!record) {
+        refuse_unknown_delivery(id, "payrecon deliveries list");
+    }
+    if (o.json) {
+        print_delivery_json(*record);
+        return;
+    }
+    print_delivery(*record);
+}
+
+void setup_deliveries_show(CLI::App& deliveries, AppState& state) {
+    auto o = std::make_shared<ShowOptions>();
+    CLI::App* show =
+        deliveries.add_subcommand("show", "one delivery: its event as sent and every attempt");
+    show->add_option("id", o->id, "the delivery's ID")->required();
+    show->add_flag("--json", o->json, "print JSON");
+    show->callback([&state, o] { run_show(state, *o); });
+}
+
+struct ReplayOptions {
+    std::optional<std::string> id;
+    std::optional<std::string> endpoint;
+    std::optional<std::string> since;
+    std::string note;
+};
+
+void replay_one(AppState& state, const std::string& typed_id, const std::string& actor,
+                const std::string& note) {
+    const long long id = delivery_id_or_refuse(typed_id);
+    OpenDatabase opened = open_database(state.global);
+    switch (payrecon::replay_delivery(*opened.db, id, actor, note)) {
+    case store::ReplayStatus::not_found:
+        refuse_unknown_delivery(id, "payrecon deliveries list");
+    case store::ReplayStatus::in_flight:
+        throw Refused("delivery " + std::to_string(id) +
+                          " is still pending: the relay tries it on its schedule",
+                      "payrecon deliveries show " + std::to_string(id));
+    case store::ReplayStatus::replayed:
+        break;
+    }
+    std::cout << "delivery " << id << " is due again now (same event ID and body); "
+              << "recorded in the audit log\n";
+}
+
+void replay_endpoint(AppState& state, const ReplayOptions& o, const std::string& actor,
+                     const std::string& note) {
+    if (!o.endpoint || !o.since) {
+        throw UsageError("--endpoint and --since go together");
+    }
+    const std::string endpoint = endpoint_id_or_refuse(*o.endpoint);
+    const long long since = parse_utc_time(*o.since, "--since");
+    OpenDatabase opened = open_database(state.global);
+    const auto n = payrecon::replay_since(*opened.db, endpoint, since, actor, note);
+    if (!n) {
+        throw Refused("no endpoint has the ID " + endpoint, "payrecon endpoint list");
+    }
+    std::cout << *n << " deliveries of endpoint " << endpoint
+              << " are due again now; recorded in the audit log\n";
+}
+
+void run_replay(AppState& state, const ReplayOptions& o) {
+    const std::string note = note_or_refuse(o.note);
+    if (o.id.has_value() == (o.endpoint.has_value() || o.since.has_value())) {
+        throw UsageError("give a delivery ID, or --endpoint E --since T",
+                         "payrecon deliveries replay 42 --note ...; payrecon deliveries "
+                         "replay --endpoint ID --since 2026-12-01 --note ...");
+    }
+    const std::string actor = operator_name(state.global);
+    if (o.id) {
+        replay_one(state, *o.id, actor, note);
+    } else {
+        replay_endpoint(state, o, actor, note);
+    }
+}
+
+void setup_deliveries_replay(CLI::App& deliveries, AppState& state) {
+    auto o = std::make_shared<ReplayOptions>();
+    CLI::App* replay = deliveries.add_subcommand(
+        "replay", "deliver again (the same event ID and body; audited): one delivery, or an "
+                  "endpoint's events since a time");
+    replay->add_option("id", o->id, "the delivery's ID");
+    replay->add_option("--endpoint", o->endpoint, "every event of this endpoint ...");
+    replay->add_option("--since", o->since,
+                       "... created at or after this UTC time (2026-12-01 or "
+                       "2026-12-01T06:30:00Z)");
+    replay->add_option("--note", o->note, "why (audited)")->required();
+    replay->callback([&state, o] { run_replay(state, *o); });
+}
+
+struct DiscardOptions {
+    std::string id;
+    std::string note;
+};
+
+void run_discard(AppState& state, const DiscardOptions& o) {
+    const std::string note = note_or_refuse(o.note);
+    const long long id = delivery_id_or_refuse(o.id);
+    OpenDatabase opened = open_database(state.global);
+    switch (payrecon::discard_delivery(*opened.db, id, operator_name(state.global), note)) {
+    case store::DiscardStatus::not_found:
+        refuse_unknown_delivery(id, "payrecon deliveries list --dead");
+    case store::DiscardStatus::not_dead:
+        throw Refused("delivery " + std::to_string(id) +
+                          " is not dead: only a delivery whose every try failed is discarded",
+                      "payrecon deliveries show " + std::to_string(id));
+    case store::DiscardStatus::discarded:
+        break;
+    }
+    std::cout << "delivery " << id
+              << " is discarded: it will not be sent; recorded in the audit log\n";
+}
+
+void setup_deliveries_discard(CLI::App& deliveries, AppState& state) {
+    auto o = std::make_shared<DiscardOptions>();
+    CLI::App* discard = deliveries.add_subcommand(
+        "discard", "give up on a dead delivery (the receiver will never take it): no longer "
+                   "dead for nightly and /metrics; audited; deliveries replay still sends it");
+    discard->add_option("id", o->id, "the dead delivery's ID")->required();
+    discard->add_option("--note", o->note, "why (audited)")->required();
+    discard->callback([&state, o] { run_discard(state, *o); });
+}
+
+struct PurgeOptions {
+    std::string retention;
+    bool dry_run = false;
+    bool json = false;
+};
+
+void print_purge(const PurgeOptions& o, const store::EventPurgeResult& r,
+                 std::chrono::seconds retention, const std::string& actor) {
+    if (o.json) {
+        print_json({{"events", r.events},
+                    {"deliveries", r.deliveries},
+                    {"attempts", r.attempts},
+                    {"kept_undelivered", r.kept_undelivered},
+                    {"tenants", r.tenants},
+                    {"dry_run", o.dry_run},
+                    {"retention_s", retention.count()},
+                    {"operator", actor},
+                    {"run_id", o.dry_run ? nlohmann::json() : nlohmann::json(r.run_id)}});
+        return;
+    }
+    std::cout << (o.dry_run ? "would delete " : "deleted ") << r.events
+              << " delivered event(s) older than " << retention.count() << "s, with "
+              << r.deliveries << " deliveries";
+    if (!o.dry_run) {
+        std::cout << " and " << r.attempts << " attempts";
+    }
+    std::cout << "; kept " << r.kept_undelivered
+              << " old event(s) with a pending or dead delivery\n";
+    if (r.kept_undelivered > 0) {
+        std::cout << "  those stay until delivered or replayed: payrecon deliveries list "
+                     "--dead\n";
+    }
+    if (!o.dry_run) {
+        std::cout << "recorded in the audit log as purge run " << r.run_id << " (" << r.tenants
+                  << " tenant(s)): payrecon audit\n";
+    }
+}
+
+void run_purge(AppState& state, const PurgeOptions& o) {
+    std::optional<std::chrono::seconds> requested;
+    if (!o.retention.empty()) {
+        requested = parse_duration(o.retention, "--retention");
+    }
+    const auto retention = purge_retention(requested);
+    if (!retention) {
+        throw UsageError("--retention " + o.retention + " is shorter than 24h",
+                         "delivered events are kept at least a day (a replay or a "
+                         "consumer that pulls may still need them): use 24h or more");
+    }
+    const std::string actor = operator_name(state.global);
+    OpenDatabase opened = open_database(state.global);
+    const store::EventPurgeResult r =
+        payrecon::purge_delivered_events(*opened.db, *retention, o.dry_run, actor);
+    print_purge(o, r, *retention, actor);
+}
+
+void setup_deliveries_purge(CLI::App& deliveries, AppState& state) {
+    auto o = std::make_shared<PurgeOptions>();
+    CLI::App* purge = deliveries.add_subcommand(
+        "purge", "delete delivered events older than the retention, with their deliveries and "
+                 "attempts (audited); never an event with a pending or dead delivery");
+    purge->add_option("--retention", o->retention,
+                      "older than this (36h, 7d; at least 24h) instead of "
+                      "PAYRECON_EVENT_RETENTION (default 30d)");
+    purge->add_flag("--dry-run", o->dry_run, "count what would be deleted, delete nothing");
+    purge->add_flag("--json", o->json, "print JSON");
+    purge->callback([&state, o] { run_purge(state, *o); });
 }
 
 } // namespace
@@ -209,289 +543,11 @@ void setup_deliveries(CLI::App& app, AppState& state) {
     CLI::App* deliveries = app.add_subcommand(
         "deliveries", "events delivered to webhook endpoints: waiting, delivered, dead; replays");
     deliveries->require_subcommand(1);
-
-    struct ListOptions {
-        std::optional<std::string> tenant;
-        std::optional<std::string> endpoint;
-        std::optional<std::string> event;
-        bool dead = false;
-        bool pending = false;
-        int limit = 100;
-        bool json = false;
-    };
-    auto lo = std::make_shared<ListOptions>();
-    CLI::App* list = deliveries->add_subcommand("list", "deliveries, newest first");
-    list->add_option("--tenant", lo->tenant, "only this tenant's (name or ID)");
-    list->add_option("--endpoint", lo->endpoint, "only this endpoint's");
-    list->add_option("--event", lo->event, "only this event's (its ID: webhook-id)");
-    list->add_flag("--dead", lo->dead, "only dead deliveries (every try failed)");
-    list->add_flag("--pending", lo->pending, "only deliveries still to be made");
-    list->add_option("--limit", lo->limit, "the newest this many (default 100)")
-        ->check(CLI::Range(1, 100000));
-    list->add_flag("--json", lo->json, "print a JSON array");
-    list->callback([&state, lo] {
-        if (lo->dead && lo->pending) {
-            throw UsageError("--dead and --pending exclude each other");
-        }
-        store::DeliveryFilter f;
-        if (lo->endpoint) {
-            f.endpoint_id = endpoint_id_or_refuse(*lo->endpoint);
-        }
-        if (lo->event) {
-            if (!is_uuid_text(*lo->event)) {
-                throw UsageError("--event is an event ID (a UUID): " + printable(*lo->event));
-            }
-            f.event_id = *lo->event;
-        }
-        f.state = lo->dead      ? std::optional<std::string>("dead")
-                  : lo->pending ? std::optional<std::string>("pending")
-                                : std::nullopt;
-        f.limit = lo->limit;
-        OpenDatabase opened = open_database(state.global);
-        f.tenant_id = tenant_id_or_refuse(*opened.db, lo->tenant);
-        const auto rows = store::list_deliveries(*opened.db, f);
-        if (lo->json) {
-            nlohmann::ordered_json arr = nlohmann::ordered_json::array();
-            for (const auto& d : rows) {
-                arr.push_back(delivery_json(d));
-            }
-            print_json(arr);
-            return;
-        }
-        if (rows.empty()) {
-            std::cout << "no deliveries\n";
-            return;
-        }
-        Table t({"DELIVERY", "CREATED", "ENDPOINT", "EVENT", "TYPE", "STATE", "ATTEMPTS",
-                 "LAST STATUS", "NEXT TRY"});
-        for (const auto& d : rows) {
-            t.add_row({std::to_string(d.delivery_id), d.created_at, d.endpoint_id, d.event_id,
-                       d.event_type, d.state, std::to_string(d.attempts),
-                       status_text(d.last_status), next_try_text(d)});
-        }
-        t.print(std::cout);
-        if (rows.size() == static_cast<std::size_t>(lo->limit)) {
-            print_more_note(std::cout, rows.size());
-        }
-    });
-
-    struct ShowOptions {
-        std::string id;
-        bool json = false;
-    };
-    auto so = std::make_shared<ShowOptions>();
-    CLI::App* show =
-        deliveries->add_subcommand("show", "one delivery: its event as sent and every attempt");
-    show->add_option("id", so->id, "the delivery's ID")->required();
-    show->add_flag("--json", so->json, "print JSON");
-    show->callback([&state, so] {
-        const long long id = delivery_id_or_refuse(so->id);
-        OpenDatabase opened = open_database(state.global);
-        const auto d = store::find_delivery(*opened.db, id);
-        if (!d) {
-            throw Refused("no delivery has the ID " + std::to_string(id),
-                          "payrecon deliveries list");
-        }
-        const auto attempts = store::delivery_attempts(*opened.db, d->tenant_id, id);
-        const std::string body = store::delivery_body(*opened.db, id).value_or("");
-        if (so->json) {
-            nlohmann::ordered_json j = delivery_json(*d);
-            j["body"] = body;
-            j["attempt_log"] = nlohmann::ordered_json::array();
-            for (const auto& a : attempts) {
-                j["attempt_log"].push_back(attempt_json(a));
-            }
-            print_json(j);
-            return;
-        }
-        Fields f{{"delivery", std::to_string(d->delivery_id)},
-                 {"endpoint", d->endpoint_id + " (" + d->url + ")"},
-                 {"event", d->event_id + " (" + d->event_type + ")"},
-                 {"payment", d->payment_id},
-                 {"state", d->state},
-                 {"attempts", std::to_string(d->attempts)},
-                 {"created", d->created_at}};
-        if (d->state == "pending") {
-            f.push_back({"next try", next_try_text(*d)});
-        }
-        if (d->delivered_at) {
-            f.push_back({"delivered", *d->delivered_at});
-        }
-        if (d->dead_at) {
-            f.push_back({"dead since", *d->dead_at});
-        }
-        print_fields(std::cout, f);
-        std::cout << "\nEvent as sent (" << body.size() << " bytes):\n" << printable(body) << "\n";
-        if (!attempts.empty()) {
-            std::cout << "\nAttempts:\n";
-            Table t({"#", "STARTED", "MS", "STATUS", "OUTCOME", "RELAY", "ERROR / ANSWER"});
-            for (const auto& a : attempts) {
-                t.add_row({std::to_string(a.attempt_no), a.started_at, std::to_string(a.latency_ms),
-                           status_text(a.http_status), a.outcome, a.relay,
-                           a.error.value_or(a.response_excerpt.value_or(""))});
-            }
-            t.print(std::cout);
-        }
-        if (d->state == "dead") {
-            std::cout << "\nEvery try failed. Once the endpoint works again:\n  payrecon "
-                         "deliveries replay "
-                      << d->delivery_id << " --note \"why\"\nIf it will never be taken:\n  "
-                      << "payrecon deliveries discard " << d->delivery_id << " --note \"why\"\n";
-        }
-    });
-
-    struct ReplayOptions {
-        std::optional<std::string> id;
-        std::optional<std::string> endpoint;
-        std::optional<std::string> since;
-        std::string note;
-    };
-    auto ro = std::make_shared<ReplayOptions>();
-    CLI::App* replay = deliveries->add_subcommand(
-        "replay", "deliver again (the same event ID and body; audited): one delivery, or an "
-                  "endpoint's events since a time");
-    replay->add_option("id", ro->id, "the delivery's ID");
-    replay->add_option("--endpoint", ro->endpoint, "every event of this endpoint ...");
-    replay->add_option("--since", ro->since,
-                       "... created at or after this UTC time (2026-12-01 or "
-                       "2026-12-01T06:30:00Z)");
-    replay->add_option("--note", ro->note, "why (audited)")->required();
-    replay->callback([&state, ro] {
-        const std::string note = trimmed_note(ro->note);
-        if (note.empty() || note.size() > k_max_note_length) {
-            throw UsageError("--note must say, in 1.." + std::to_string(k_max_note_length) +
-                             " characters, why");
-        }
-        if (ro->id.has_value() == (ro->endpoint.has_value() || ro->since.has_value())) {
-            throw UsageError("give a delivery ID, or --endpoint E --since T",
-                             "payrecon deliveries replay 42 --note ...; payrecon deliveries "
-                             "replay --endpoint ID --since 2026-12-01 --note ...");
-        }
-        const std::string actor = operator_name(state.global);
-        if (ro->id) {
-            const long long id = delivery_id_or_refuse(*ro->id);
-            OpenDatabase opened = open_database(state.global);
-            switch (store::replay_delivery(*opened.db, id, actor, note)) {
-            case store::ReplayStatus::not_found:
-                throw Refused("no delivery has the ID " + std::to_string(id),
-                              "payrecon deliveries list");
-            case store::ReplayStatus::in_flight:
-                throw Refused("delivery " + std::to_string(id) +
-                                  " is still pending: the relay tries it on its schedule",
-                              "payrecon deliveries show " + std::to_string(id));
-            case store::ReplayStatus::replayed:
-                break;
-            }
-            std::cout << "delivery " << id << " is due again now (same event ID and body); "
-                      << "recorded in the audit log\n";
-            return;
-        }
-        if (!ro->endpoint || !ro->since) {
-            throw UsageError("--endpoint and --since go together");
-        }
-        const std::string endpoint = endpoint_id_or_refuse(*ro->endpoint);
-        const long long since = parse_utc_time(*ro->since, "--since");
-        OpenDatabase opened = open_database(state.global);
-        const auto n = store::replay_since(*opened.db, endpoint, since, actor, note);
-        if (!n) {
-            throw Refused("no endpoint has the ID " + endpoint, "payrecon endpoint list");
-        }
-        std::cout << *n << " deliveries of endpoint " << endpoint
-                  << " are due again now; recorded in the audit log\n";
-    });
-
-    struct DiscardOptions {
-        std::string id;
-        std::string note;
-    };
-    auto dco = std::make_shared<DiscardOptions>();
-    CLI::App* discard = deliveries->add_subcommand(
-        "discard", "give up on a dead delivery (the receiver will never take it): no longer "
-                   "dead for nightly and /metrics; audited; deliveries replay still sends it");
-    discard->add_option("id", dco->id, "the dead delivery's ID")->required();
-    discard->add_option("--note", dco->note, "why (audited)")->required();
-    discard->callback([&state, dco] {
-        const std::string note = trimmed_note(dco->note);
-        if (note.empty() || note.size() > k_max_note_length) {
-            throw UsageError("--note must say, in 1.." + std::to_string(k_max_note_length) +
-                             " characters, why");
-        }
-        const long long id = delivery_id_or_refuse(dco->id);
-        OpenDatabase opened = open_database(state.global);
-        switch (store::discard_delivery(*opened.db, id, operator_name(state.global), note)) {
-        case store::DiscardStatus::not_found:
-            throw Refused("no delivery has the ID " + std::to_string(id),
-                          "payrecon deliveries list --dead");
-        case store::DiscardStatus::not_dead:
-            throw Refused("delivery " + std::to_string(id) +
-                              " is not dead: only a delivery whose every try failed is discarded",
-                          "payrecon deliveries show " + std::to_string(id));
-        case store::DiscardStatus::discarded:
-            break;
-        }
-        std::cout << "delivery " << id
-                  << " is discarded: it will not be sent; recorded in the audit log\n";
-    });
-
-    struct PurgeOptions {
-        std::string retention;
-        bool dry_run = false;
-        bool json = false;
-    };
-    auto po = std::make_shared<PurgeOptions>();
-    CLI::App* purge = deliveries->add_subcommand(
-        "purge", "delete delivered events older than the retention, with their deliveries and "
-                 "attempts (audited); never an event with a pending or dead delivery");
-    purge->add_option("--retention", po->retention,
-                      "older than this (36h, 7d; at least 24h) instead of "
-                      "PAYRECON_EVENT_RETENTION (default 30d)");
-    purge->add_flag("--dry-run", po->dry_run, "count what would be deleted, delete nothing");
-    purge->add_flag("--json", po->json, "print JSON");
-    purge->callback([&state, po] {
-        std::chrono::seconds retention{};
-        if (po->retention.empty()) {
-            retention = event_retention();
-        } else {
-            retention = parse_duration(po->retention, "--retention");
-            if (retention < k_minimum_event_retention) {
-                throw UsageError("--retention " + po->retention + " is shorter than 24h",
-                                 "delivered events are kept at least a day (a replay or a "
-                                 "consumer that pulls may still need them): use 24h or more");
-            }
-        }
-        const std::string actor = operator_name(state.global);
-        OpenDatabase opened = open_database(state.global);
-        const store::EventPurgeResult r =
-            store::purge_delivered_events(*opened.db, retention, po->dry_run, actor);
-        if (po->json) {
-            print_json({{"events", r.events},
-                        {"deliveries", r.deliveries},
-                        {"attempts", r.attempts},
-                        {"kept_undelivered", r.kept_undelivered},
-                        {"tenants", r.tenants},
-                        {"dry_run", po->dry_run},
-                        {"retention_s", retention.count()},
-                        {"operator", actor},
-                        {"run_id", po->dry_run ? nlohmann::json() : nlohmann::json(r.run_id)}});
-            return;
-        }
-        std::cout << (po->dry_run ? "would delete " : "deleted ") << r.events
-                  << " delivered event(s) older than " << retention.count() << "s, with "
-                  << r.deliveries << " deliveries";
-        if (!po->dry_run) {
-            std::cout << " and " << r.attempts << " attempts";
-        }
-        std::cout << "; kept " << r.kept_undelivered
-                  << " old event(s) with a pending or dead delivery\n";
-        if (r.kept_undelivered > 0) {
-            std::cout << "  those stay until delivered or replayed: payrecon deliveries list "
-                         "--dead\n";
-        }
-        if (!po->dry_run) {
-            std::cout << "recorded in the audit log as purge run " << r.run_id << " (" << r.tenants
-                      << " tenant(s)): payrecon audit\n";
-        }
-    });
+    setup_deliveries_list(*deliveries, state);
+    setup_deliveries_show(*deliveries, state);
+    setup_deliveries_replay(*deliveries, state);
+    setup_deliveries_discard(*deliveries, state);
+    setup_deliveries_purge(*deliveries, state);
 }
 
 } // namespace payrecon::cli

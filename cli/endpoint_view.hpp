@@ -1,7 +1,7 @@
 #pragma once
 // What `endpoint` and `deliveries` share (cmd_endpoint.cpp).
 
-#include "store/relay_store.hpp"
+#include "services/endpoints.hpp"
 
 #include <nlohmann/json.hpp>
 #include <string>

@@ -9,8 +9,8 @@
 #include "engine/reconciler.hpp"
 #include "engine/statement.hpp"
 #include "reports/report.hpp"
+#include "store/delivery_store.hpp"
 #include "store/reconcile_store.hpp"
-#include "store/relay_store.hpp"
 #include "store/webhook_store.hpp"
 
 #include <atomic>

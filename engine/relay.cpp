@@ -6,6 +6,8 @@
 #include "net/transport.hpp"
 #include "providers/call_record.hpp"
 #include "store/db.hpp"
+#include "store/delivery_store.hpp"
+#include "store/endpoint_store.hpp"
 #include "store/relay_store.hpp"
 
 #include <algorithm>

@@ -1,6 +1,6 @@
 #include "services/events.hpp"
 
-#include "store/relay_store.hpp"
+#include "store/delivery_store.hpp"
 
 #include <charconv>
 

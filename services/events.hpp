@@ -4,7 +4,7 @@
 // skips an event that committed late (publish order is assigned after commit), and per payment
 // the order is the order of its changes.
 
-#include "store/relay_store.hpp"
+#include "store/delivery_store.hpp"
 
 #include <string>
 #include <string_view>

@@ -4,6 +4,7 @@
 // the database recorded, and verifies each signature with OpenSSL directly (not payrecon's code).
 #include "api/metrics.hpp"
 #include "services/events.hpp"
+#include "store/delivery_store.hpp"
 #include "store/relay_store.hpp"
 #include "tests/support/operated.hpp"
 #include "tests/support/receiver.hpp"
