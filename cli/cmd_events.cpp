@@ -2,7 +2,7 @@
 // verified, deduplicated, linked to our payment when the operation ID is ours -- and what became
 // of each. A contradiction (an event that disagrees with a payment that settled without it) waits
 // in the review queue until an operator acknowledges it with a note. `events purge` deletes old
-// events that are no longer anyone's evidence (store::purge_provider_events says which), audited.
+// events that are no longer anyone's evidence (services/retention), audited.
 #include "cli/app.hpp"
 #include "cli/context.hpp"
 #include "cli/payment_view.hpp"
@@ -11,7 +11,8 @@
 #include "core/money.hpp"
 #include "core/resolution_policy.hpp"
 #include "core/settings.hpp"
-#include "store/webhook_store.hpp"
+#include "services/provider_events.hpp"
+#include "services/retention.hpp"
 
 #include <chrono>
 #include <iostream>
@@ -102,7 +103,7 @@ long long event_id_or_refuse(const std::string& id) {
 }
 
 store::ProviderEventRow event_or_refuse(store::Db& db, long long id) {
-    auto e = store::find_provider_event(db, id);
+    auto e = provider_event(db, id);
     if (!e) {
         throw Refused("no provider event has the ID " + std::to_string(id),
                       "list them with: payrecon events list");
@@ -142,13 +143,7 @@ void print_event(const store::ProviderEventRow& e) {
     }
 }
 
-} // namespace
-
-void setup_events(CLI::App& app, AppState& state) {
-    CLI::App* events = app.add_subcommand(
-        "events", "the providers' webhook events: what each said, and what became of it");
-    events->require_subcommand(1);
-
+void setup_events_list(CLI::App* events, AppState& state) {
     struct ListOptions {
         std::optional<std::string> provider;
         std::optional<std::string> payment;
@@ -186,7 +181,7 @@ void setup_events(CLI::App& app, AppState& state) {
             filter.tenant_id = ref.tenant_id;
             filter.payment_id = ref.payment_id;
         }
-        const store::ProviderEventList listed = store::list_provider_events(*opened.db, filter);
+        const store::ProviderEventList listed = provider_events(*opened.db, filter);
         const auto& rows = listed.rows;
         if (lo->json) {
             nlohmann::ordered_json arr = nlohmann::ordered_json::array();
@@ -218,7 +213,9 @@ void setup_events(CLI::App& app, AppState& state) {
                       << "\n";
         }
     });
+}
 
+void setup_events_show(CLI::App* events, AppState& state) {
     struct ShowOptions {
         std::string id;
         bool json = false;
@@ -237,7 +234,9 @@ void setup_events(CLI::App& app, AppState& state) {
         }
         print_event(e);
     });
+}
 
+void setup_events_acknowledge(CLI::App* events, AppState& state) {
     struct AckOptions {
         std::string id;
         std::string note;
@@ -259,7 +258,7 @@ void setup_events(CLI::App& app, AppState& state) {
         }
         const std::string actor = operator_name(state.global);
         OpenDatabase opened = open_database(state.global);
-        const auto r = store::acknowledge_provider_event(*opened.db, id, actor, note);
+        const auto r = acknowledge_contradiction(*opened.db, id, actor, note);
         switch (r.status) {
         case store::AcknowledgeStatus::not_found:
             throw Refused("no provider event has the ID " + std::to_string(id),
@@ -285,7 +284,9 @@ void setup_events(CLI::App& app, AppState& state) {
                   << r.event->payment_id.value_or("-") << " stays "
                   << r.event->payment_state.value_or("-") << "; recorded in the audit log\n";
     });
+}
 
+void setup_events_purge(CLI::App* events, AppState& state) {
     struct PurgeOptions {
         std::string retention;
         bool dry_run = false;
@@ -307,8 +308,8 @@ void setup_events(CLI::App& app, AppState& state) {
             retention = provider_event_retention();
         } else {
             retention = parse_duration(po->retention, "--retention");
-            if (retention < k_minimum_provider_event_retention) {
-                throw UsageError("--retention " + po->retention + " is shorter than 31d",
+            if (const auto problem = provider_event_retention_problem(retention)) {
+                throw UsageError("--retention " + po->retention + " " + *problem,
                                  "providers redeliver an event for up to 30 days, and a purged "
                                  "event that comes again is stored as new: use 31d or more");
             }
@@ -316,7 +317,7 @@ void setup_events(CLI::App& app, AppState& state) {
         const std::string actor = operator_name(state.global);
         OpenDatabase opened = open_database(state.global);
         const store::ProviderEventPurgeResult r =
-            store::purge_provider_events(*opened.db, retention, po->dry_run, actor);
+            payrecon::purge_provider_events(*opened.db, retention, po->dry_run, actor);
         if (po->json) {
             print_json({{"events", r.events},
                         {"unmatched", r.unmatched},
@@ -349,6 +350,18 @@ void setup_events(CLI::App& app, AppState& state) {
                       << " tenant(s)): payrecon audit\n";
         }
     });
+}
+
+} // namespace
+
+void setup_events(CLI::App& app, AppState& state) {
+    CLI::App* events = app.add_subcommand(
+        "events", "the providers' webhook events: what each said, and what became of it");
+    events->require_subcommand(1);
+    setup_events_list(events, state);
+    setup_events_show(events, state);
+    setup_events_acknowledge(events, state);
+    setup_events_purge(events, state);
 }
 
 } // namespace payrecon::cli

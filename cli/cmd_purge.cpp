@@ -4,7 +4,7 @@
 #include "cli/table.hpp"
 #include "core/errors.hpp"
 #include "core/settings.hpp"
-#include "store/intake_store.hpp"
+#include "services/retention.hpp"
 
 #include <iostream>
 
@@ -27,31 +27,26 @@ void setup_purge(CLI::App& app, AppState& state) {
     p->add_flag("--json", opts->json, "print JSON");
     p->callback([&state, opts] {
         std::optional<std::chrono::seconds> retention;
-        const auto minimum = minimum_idempotency_retention();
         if (!opts->retention.empty()) {
             retention = parse_duration(opts->retention, "--retention");
-            if (*retention < minimum) {
-                throw UsageError("--retention " + opts->retention +
-                                     " is shorter than the minimum of " +
-                                     std::to_string(minimum.count() / 3600) + "h",
+            if (const auto problem = idempotency_retention_problem(*retention)) {
+                throw UsageError("--retention " + opts->retention + " " + *problem,
                                  "a key must be remembered longer than any client retries it; "
                                  "the minimum is PAYRECON_MIN_IDEMPOTENCY_RETENTION");
             }
         }
-        store::PurgeAudit audit;
-        audit.actor = operator_name(state.global);
-        audit.minimum_retention = minimum;
-        audit.default_minimum_retention = k_default_minimum_idempotency_retention;
-        const bool lowered = minimum < k_default_minimum_idempotency_retention;
+        const IdempotencyRetentionFloor floor = idempotency_retention_floor();
+        const auto minimum = floor.minimum;
+        const bool lowered = floor.lowered;
+        const std::string actor = operator_name(state.global);
         if (lowered && !opts->dry_run) {
             std::cerr << "payrecon purge: the minimum retention is lowered to " << minimum.count()
                       << "s by PAYRECON_MIN_IDEMPOTENCY_RETENTION (default "
-                      << k_default_minimum_idempotency_retention.count()
+                      << floor.default_minimum.count()
                       << "s); this run records that in the audit log\n";
         }
         OpenDatabase opened = open_database(state.global);
-        const auto result =
-            store::purge_idempotency_records(*opened.db, retention, opts->dry_run, audit);
+        const auto result = purge_idempotency_records(*opened.db, retention, opts->dry_run, actor);
         if (opts->json) {
             print_json(
                 {{"deleted", opts->dry_run ? 0 : result.deleted},
@@ -63,7 +58,7 @@ void setup_purge(CLI::App& app, AppState& state) {
                  {"retention_s", retention ? nlohmann::json(retention->count()) : nlohmann::json()},
                  {"minimum_retention_s", minimum.count()},
                  {"minimum_lowered", lowered},
-                 {"operator", audit.actor},
+                 {"operator", actor},
                  {"run_id", opts->dry_run ? nlohmann::json() : nlohmann::json(result.run_id)}});
             return;
         }
@@ -73,7 +68,7 @@ void setup_purge(CLI::App& app, AppState& state) {
         std::cout << (retention ? "retention " + std::to_string(retention->count()) + "s (by age)"
                                 : std::string("each record's own expiry"))
                   << "; minimum " << minimum.count() << "s" << (lowered ? " (lowered)" : "")
-                  << "; operator " << printable(audit.actor) << "\n";
+                  << "; operator " << printable(actor) << "\n";
         if (!opts->dry_run) {
             std::cout << "recorded in the audit log as purge run " << result.run_id << " ("
                       << result.tenants << " tenant(s)): payrecon audit\n";
