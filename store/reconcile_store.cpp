@@ -364,7 +364,8 @@ ResolveResult resolve_payment(Db& db, const Resolution& resolution) {
     }
     if (resolution.charged_amount_minor && (resolution.decision != OperatorDecision::succeeded ||
                                             *resolution.charged_amount_minor < 0)) {
-        throw UsageError("a charged amount goes with --as succeeded only, and is not negative");
+        throw UsageError("a charged amount goes with a payment decided succeeded only, and is "
+                         "not negative");
     }
     const PaymentState to = target_state(resolution.decision);
     const std::string decision(to_string(resolution.decision));
