@@ -160,9 +160,8 @@ Refused contradicted(const ResolveRequest& request, const ResolveOutcome& out) {
                        "resolve it as failed: " + failed);
     case V::other_amount: {
         const long long theirs = seen.amount_minor.value_or(0);
-        const bool given = request.charged_amount.has_value();
-        const long long ours =
-            given ? *parse_major_units(*request.charged_amount, out.currency) : out.amount_minor;
+        const bool given = out.charged_minor.has_value();
+        const long long ours = out.charged_minor.value_or(out.amount_minor);
         return Refused(
             reference + " is " + money(theirs, out.currency) + " at the provider; " +
                 (given ? "--amount says " : "ours is ") + money(ours, out.currency) + where +
