@@ -925,17 +925,17 @@ void run_requeue(AppState& state, const RequeueCliOptions& opts) {
                              "name one of the providers that file configures");
         }
     }
-    if (!opts.dry_run && trimmed_note(opts.note).empty()) {
+    RequeueRequest request;
+    request.provider = opts.provider;
+    request.note = opts.note;
+    request.dry_run = opts.dry_run;
+    if (note_missing(request)) {
         throw UsageError("--note is needed: say what you fixed (recorded with every payment)",
                          "or look first with --dry-run");
     }
     OpenDatabase opened = open_database(state.global);
-    RequeueRequest request;
-    request.provider = opts.provider;
     request.tenant_id = tenant_id_or_refuse(*opened.db, opts.tenant);
-    request.note = opts.note;
     request.operator_name = operator_name(state.global);
-    request.dry_run = opts.dry_run;
     const RequeueResult result = requeue_credential_refusals(*opened.db, request);
     if (opts.json) {
         nlohmann::ordered_json j;
