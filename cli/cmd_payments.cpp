@@ -11,9 +11,9 @@
 #include "core/problem.hpp"
 #include "core/settings.hpp"
 #include "services/auth.hpp"
+#include "services/inspect.hpp"
 #include "services/intake.hpp"
 #include "services/payments.hpp"
-#include "store/inspect_store.hpp"
 
 #include <cstdlib>
 #include <fstream>
@@ -114,7 +114,7 @@ void run_list(AppState& state, const ListOptions& opts) {
     filter.limit = opts.limit;
     OpenDatabase opened = open_database(state.global);
     filter.tenant_id = tenant_id_or_refuse(*opened.db, opts.tenant);
-    const store::PaymentPage page = store::list_payments(*opened.db, filter);
+    const store::PaymentPage page = payments_page(*opened.db, filter);
     if (page.rows.empty() && opts.provider) {
         // A mistyped provider lists nothing too: say so rather than "none match".
         refuse_unknown_provider(*opened.db, intake_provider_catalog(state.global), *opts.provider);
@@ -150,17 +150,22 @@ void run_show(AppState& state, const std::string& id, bool json) {
     print_record(std::cout, record);
     // What an operator can do with it now, as complete commands.
     const store::PaymentRow& p = record.payment;
-    const auto now = parse_payment_state(p.state);
-    if (now == PaymentState::needs_review) {
+    switch (next_step(p)) {
+    case NextStep::review:
         std::cout << "\nIn review; its decisions, complete: " << review_show_command(p.payment_id)
                   << "\n";
-    } else if (now == PaymentState::unknown) {
+        break;
+    case NextStep::recheck:
         std::cout << "\nUnknown: the reconciler asks the provider; to ask now: "
                   << recheck_command(p.payment_id) << "\n";
-    } else if (now == PaymentState::pending || now == PaymentState::retry_scheduled) {
+        break;
+    case NextStep::cancel:
         std::cout << "\nIf it must not be sent (refused if an attempt may have reached the "
                      "provider): "
                   << cancel_command(p.payment_id, p.generation) << "\n";
+        break;
+    case NextStep::none:
+        break;
     }
 }
 

@@ -8,13 +8,10 @@
 #include "core/encoding.hpp"
 #include "core/money.hpp"
 #include "core/operator_commands.hpp"
-#include "core/payment_state.hpp"
 #include "core/review_guidance.hpp"
 #include "core/settings.hpp"
+#include "services/inspect.hpp"
 #include "services/payments.hpp"
-#include "services/resolution.hpp"
-#include "store/inspect_store.hpp"
-#include "store/webhook_store.hpp"
 
 #include <iostream>
 #include <memory>
@@ -25,32 +22,14 @@
 namespace payrecon::cli {
 namespace {
 
-// The guidance for the payment's review code, if it has a code payrecon knows.
-const ReviewGuidance* guidance_of(const store::PaymentRow& p) {
-    const auto code = p.review_code ? parse_review_code(*p.review_code) : std::nullopt;
-    return code ? &review_guidance(*code) : nullptr;
-}
-
-// The commands that can help a payment in review, one complete line each: the decisions its
-// review code allows (all of them without a code) as the evidence orders and fills them
-// (services/resolution), and recheck only where asking the provider again can settle it.
-std::vector<std::string> review_commands(const store::PaymentRecord& record,
-                                         const ReviewAdvice& advice) {
-    const store::PaymentRow& p = record.payment;
+// The commands that can help a payment in review, one complete line each: the decisions
+// services/inspect offers, then recheck where asking the provider again can settle it.
+std::vector<std::string> review_commands(const store::PaymentRow& p, const ReviewCase& review) {
     std::vector<std::string> out;
-    for (const auto& s : advice.suggestions) {
-        ResolveCommand c;
-        c.payment_id = p.payment_id;
-        c.generation = p.generation;
-        c.decision = s.decision;
-        c.reference = s.reference;
-        if (s.charged_minor) {
-            c.charged_amount = major_units(*s.charged_minor, p.currency);
-        }
+    for (const auto& c : review.decisions) {
         out.push_back(printable(command_line(c)));
     }
-    const ReviewGuidance* guidance = guidance_of(p);
-    if (guidance == nullptr || guidance->recheck) {
+    if (review.recheck) {
         out.push_back(recheck_command(p.payment_id));
     }
     return out;
@@ -87,16 +66,15 @@ void setup_review_list(CLI::App& review, AppState& state) {
     l->add_flag("--json", opts->json, "print a JSON array (amount in minor units)");
     l->callback([&state, opts] {
         store::PaymentFilter filter;
-        filter.state = PaymentState::needs_review;
         filter.provider = opts->provider;
-        filter.order = store::PaymentOrder::updated_at;
         filter.limit = opts->limit;
         if (opts->older_than) {
             filter.older_than = parse_duration(*opts->older_than, "--older-than");
         }
         OpenDatabase opened = open_database(state.global);
         filter.tenant_id = tenant_id_or_refuse(*opened.db, opts->tenant);
-        const store::PaymentPage page = store::list_payments(*opened.db, filter);
+        const ReviewQueue queue = review_queue(*opened.db, filter);
+        const store::PaymentPage& page = queue.page;
         if (page.rows.empty() && opts->provider) {
             // A mistyped provider lists nothing too: say so rather than "none in review".
             refuse_unknown_provider(*opened.db, intake_provider_catalog(state.global),
@@ -108,14 +86,9 @@ void setup_review_list(CLI::App& review, AppState& state) {
         }
         // Events that contradict a settled payment are in the queue too, though the payment is
         // not (succeeded and failed are final): an operator acknowledges each.
-        long long contradictions = 0;
-        for (const auto& [provider, n] :
-             store::contradicting_event_counts(*opened.db, {}, filter.tenant_id)) {
-            contradictions += !opts->provider || *opts->provider == provider ? n : 0;
-        }
         const auto contradiction_note = [&] {
-            if (contradictions > 0) {
-                std::cout << contradictions
+            if (queue.contradictions > 0) {
+                std::cout << queue.contradictions
                           << " provider event(s) contradict a settled payment: payrecon events "
                              "list --contradicting\n";
             }
@@ -159,13 +132,11 @@ void setup_review_show(CLI::App& review, AppState& state) {
         OpenDatabase opened = open_database(state.global);
         const store::PaymentRecord record = load_record_or_refuse(*opened.db, opts->id);
         const store::PaymentRow& p = record.payment;
-        const bool in_review = p.state == to_string(PaymentState::needs_review);
-        const ReviewAdvice advice =
-            in_review ? review_advice(*opened.db, {p.tenant_id, p.payment_id}, p.review_code)
-                      : ReviewAdvice{};
+        const ReviewCase shown = review_case(*opened.db, record);
+        const bool in_review = shown.in_review;
         const std::vector<std::string> commands =
-            in_review ? review_commands(record, advice) : std::vector<std::string>{};
-        const ReviewGuidance* guidance = in_review ? guidance_of(p) : nullptr;
+            in_review ? review_commands(p, shown) : std::vector<std::string>{};
+        const ReviewGuidance* guidance = shown.guidance;
         if (opts->json) {
             nlohmann::json j = to_json(record);
             j["in_review"] = in_review;
@@ -194,11 +165,11 @@ void setup_review_show(CLI::App& review, AppState& state) {
                       << "Then: " << guidance->act << "\n"
                       << "Runbook: docs/operations.md, " << *p.review_code << "\n";
         }
-        if (!advice.seen.empty()) {
+        if (!shown.seen.empty()) {
             // What the provider was seen to hold orders the commands below, and resolve checks a
             // reference against it.
             std::cout << "What the provider was seen to hold:\n";
-            for (const auto& r : advice.seen) {
+            for (const auto& r : shown.seen) {
                 std::cout << "  " << seen_line(r) << "\n";
             }
         }

@@ -20,10 +20,10 @@
 #include "engine/reconciler.hpp"
 #include "providers/config.hpp"
 #include "providers/registry.hpp"
+#include "services/inspect.hpp"
 #include "services/requeue.hpp"
 #include "services/resolution.hpp"
 #include "services/resolution_batch.hpp"
-#include "store/inspect_store.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -76,7 +76,7 @@ struct RequeueCliOptions {
 };
 
 store::PaymentRef find_ref(store::Db& db, const std::string& id) {
-    const auto ref = store::resolve_payment_ref(db, id);
+    const auto ref = find_payment_ref(db, id);
     if (!ref) {
         throw Refused("no payment has the ID " + id, "find it with: payrecon review list");
     }
@@ -160,9 +160,8 @@ Refused contradicted(const ResolveRequest& request, const ResolveOutcome& out) {
                        "resolve it as failed: " + failed);
     case V::other_amount: {
         const long long theirs = seen.amount_minor.value_or(0);
-        const bool given = request.charged_amount.has_value();
-        const long long ours =
-            given ? *parse_major_units(*request.charged_amount, out.currency) : out.amount_minor;
+        const bool given = out.charged_minor.has_value();
+        const long long ours = out.charged_minor.value_or(out.amount_minor);
         return Refused(
             reference + " is " + money(theirs, out.currency) + " at the provider; " +
                 (given ? "--amount says " : "ours is ") + money(ours, out.currency) + where +
@@ -647,10 +646,8 @@ std::string rechecked_status(engine::Reconciler::Rechecked::Status status) {
     return "changed";
 }
 
-// `review recheck --provider P --code C`: each payment of P in review as C rechecked on its own
-// (engine's recheck_in_review), printed as it is, and the count.
-void run_recheck_selected(AppState& state, const RecheckCliOptions& opts) {
-    using S = engine::Reconciler::Rechecked::Status;
+// The review code `review recheck --provider P --code C` selects by, once its flags are checked.
+ReviewCode selected_code(const RecheckCliOptions& opts) {
     if (opts.provider.empty() && opts.code.empty()) {
         throw UsageError("review recheck asks about the payment its ID names, or about every "
                          "payment of --provider in review with --code",
@@ -674,6 +671,127 @@ void run_recheck_selected(AppState& state, const RecheckCliOptions& opts) {
     if (opts.limit < 1) {
         throw UsageError("--limit must be at least 1");
     }
+    return *code;
+}
+
+// One payment of a recheck of many, as it is handled.
+void print_rechecked(const engine::Reconciler::Rechecked& r) {
+    using S = engine::Reconciler::Rechecked::Status;
+    const store::ReviewItem& p = r.payment;
+    switch (r.status) {
+    case S::would_recheck:
+        std::cout << "would recheck  " << p.payment_id << "  " << money(p.amount_minor, p.currency)
+                  << "  in review since " << p.in_review_since << "  generation " << p.generation
+                  << "  " << printable(p.review_reason) << "\n";
+        break;
+    case S::rechecked:
+        std::cout << "rechecked  " << outcome_line(*r.outcome) << "  generation now "
+                  << r.generation << "\n";
+        break;
+    case S::changed:
+        std::cout << "changed  " << p.payment_id << "  generation " << p.generation
+                  << " was selected, it is now " << r.generation << " (" << r.state
+                  << "): asked nothing, wrote nothing\n";
+        break;
+    case S::not_asked:
+        std::cout << "not asked  " << p.payment_id << "  (the provider refused our credentials)\n";
+        break;
+    }
+    std::cout << std::flush;
+}
+
+// What a recheck of many came to, counted.
+struct RecheckTally {
+    long long rechecked = 0;
+    long long still_in_review = 0;
+    long long changed = 0;
+    long long not_asked = 0;
+    std::map<std::string, long long> settled; // state -> payments
+};
+
+RecheckTally tally(const std::vector<engine::Reconciler::Rechecked>& payments) {
+    using S = engine::Reconciler::Rechecked::Status;
+    RecheckTally t;
+    for (const auto& r : payments) {
+        switch (r.status) {
+        case S::would_recheck:
+            break;
+        case S::rechecked:
+            ++t.rechecked;
+            if (r.outcome->to == PaymentState::needs_review) {
+                ++t.still_in_review;
+            } else {
+                ++t.settled[std::string(to_string(r.outcome->to))];
+            }
+            break;
+        case S::changed:
+            ++t.changed;
+            break;
+        case S::not_asked:
+            ++t.not_asked;
+            break;
+        }
+    }
+    return t;
+}
+
+void print_recheck_json(const RecheckCliOptions& opts,
+                        const engine::Reconciler::InReviewResult& result, const RecheckTally& t) {
+    using S = engine::Reconciler::Rechecked::Status;
+    nlohmann::ordered_json j;
+    j["provider"] = opts.provider;
+    j["code"] = opts.code;
+    j["dry_run"] = opts.dry_run;
+    j["selected"] = result.payments.size();
+    j["more"] = result.more;
+    j["rechecked"] = t.rechecked;
+    j["settled"] = t.settled;
+    j["still_in_review"] = t.still_in_review;
+    j["changed"] = t.changed;
+    j["not_asked"] = t.not_asked;
+    j["payments"] = nlohmann::ordered_json::array();
+    for (const auto& r : result.payments) {
+        nlohmann::ordered_json e;
+        e["payment_id"] = r.payment.payment_id;
+        e["tenant_id"] = r.payment.tenant_id;
+        e["status"] = rechecked_status(r.status);
+        e["selected_generation"] = r.payment.generation;
+        e["state"] = r.state;
+        e["generation"] = r.generation;
+        if (r.outcome && r.status == S::rechecked) {
+            e["outcome"] = outcome_json(*r.outcome);
+        }
+        j["payments"].push_back(std::move(e));
+    }
+    std::cout << j.dump(2) << std::endl;
+}
+
+void print_recheck_summary(const RecheckCliOptions& opts,
+                           const engine::Reconciler::InReviewResult& result,
+                           const RecheckTally& t) {
+    const std::string what = "payment(s) of " + opts.provider + " in review as " + opts.code;
+    if (result.payments.empty()) {
+        std::cout << "no " << what << "\n";
+    } else if (opts.dry_run) {
+        std::cout << "dry run: " << result.payments.size() << " " << what
+                  << " would be rechecked, each asked on its own and fenced by the generation "
+                     "shown; nothing was asked or written\n";
+    } else {
+        std::string outcomes;
+        for (const auto& [to, n] : t.settled) {
+            outcomes += (outcomes.empty() ? "" : ", ") + std::to_string(n) + " " + to;
+        }
+        std::cout << t.rechecked << " of " << result.payments.size() << " " << what
+                  << " rechecked: " << (outcomes.empty() ? "none settled" : outcomes) << ", "
+                  << t.still_in_review
+                  << " still in review; each recheck is recorded in the audit log on its own\n";
+    }
+}
+
+// `review recheck --provider P --code C`: each payment of P in review as C rechecked on its own
+// (engine's recheck_in_review), printed as it is, and the count.
+void run_recheck_selected(AppState& state, const RecheckCliOptions& opts) {
+    const ReviewCode code = selected_code(opts);
     const providers::Config config = load_provider_config(state.global);
     const auto chosen = choose_providers(config, {opts.provider});
     ProviderSet set = make_providers(chosen);
@@ -686,126 +804,41 @@ void run_recheck_selected(AppState& state, const RecheckCliOptions& opts) {
     engine::Reconciler reconciler(*opened.db, set.pointers, ro);
     engine::Reconciler::InReview selection;
     selection.provider = opts.provider;
-    selection.code = *code;
+    selection.code = code;
     selection.tenant_id = tenant_id_or_refuse(*opened.db, opts.tenant);
     selection.limit = opts.limit;
     selection.dry_run = opts.dry_run;
     const auto result =
         reconciler.recheck_in_review(selection, [&](const engine::Reconciler::Rechecked& r) {
-            if (opts.json) {
-                return;
+            if (!opts.json) {
+                print_rechecked(r);
             }
-            const store::ReviewItem& p = r.payment;
-            switch (r.status) {
-            case S::would_recheck:
-                std::cout << "would recheck  " << p.payment_id << "  "
-                          << money(p.amount_minor, p.currency) << "  in review since "
-                          << p.in_review_since << "  generation " << p.generation << "  "
-                          << printable(p.review_reason) << "\n";
-                break;
-            case S::rechecked:
-                std::cout << "rechecked  " << outcome_line(*r.outcome) << "  generation now "
-                          << r.generation << "\n";
-                break;
-            case S::changed:
-                std::cout << "changed  " << p.payment_id << "  generation " << p.generation
-                          << " was selected, it is now " << r.generation << " (" << r.state
-                          << "): asked nothing, wrote nothing\n";
-                break;
-            case S::not_asked:
-                std::cout << "not asked  " << p.payment_id
-                          << "  (the provider refused our credentials)\n";
-                break;
-            }
-            std::cout << std::flush;
         });
-    long long rechecked = 0;
-    long long still_in_review = 0;
-    long long changed = 0;
-    long long not_asked = 0;
-    std::map<std::string, long long> settled; // state -> payments
-    for (const auto& r : result.payments) {
-        switch (r.status) {
-        case S::would_recheck:
-            break;
-        case S::rechecked:
-            ++rechecked;
-            if (r.outcome->to == PaymentState::needs_review) {
-                ++still_in_review;
-            } else {
-                ++settled[std::string(to_string(r.outcome->to))];
-            }
-            break;
-        case S::changed:
-            ++changed;
-            break;
-        case S::not_asked:
-            ++not_asked;
-            break;
-        }
-    }
-    const std::string what = "payment(s) of " + opts.provider + " in review as " + opts.code;
+    const RecheckTally t = tally(result.payments);
     if (opts.json) {
-        nlohmann::ordered_json j;
-        j["provider"] = opts.provider;
-        j["code"] = opts.code;
-        j["dry_run"] = opts.dry_run;
-        j["selected"] = result.payments.size();
-        j["more"] = result.more;
-        j["rechecked"] = rechecked;
-        j["settled"] = settled;
-        j["still_in_review"] = still_in_review;
-        j["changed"] = changed;
-        j["not_asked"] = not_asked;
-        j["payments"] = nlohmann::ordered_json::array();
-        for (const auto& r : result.payments) {
-            nlohmann::ordered_json e;
-            e["payment_id"] = r.payment.payment_id;
-            e["tenant_id"] = r.payment.tenant_id;
-            e["status"] = rechecked_status(r.status);
-            e["selected_generation"] = r.payment.generation;
-            e["state"] = r.state;
-            e["generation"] = r.generation;
-            if (r.outcome && r.status == S::rechecked) {
-                e["outcome"] = outcome_json(*r.outcome);
-            }
-            j["payments"].push_back(std::move(e));
-        }
-        std::cout << j.dump(2) << std::endl;
-    } else if (result.payments.empty()) {
-        std::cout << "no " << what << "\n";
-    } else if (opts.dry_run) {
-        std::cout << "dry run: " << result.payments.size() << " " << what
-                  << " would be rechecked, each asked on its own and fenced by the generation "
-                     "shown; nothing was asked or written\n";
+        print_recheck_json(opts, result, t);
     } else {
-        std::string outcomes;
-        for (const auto& [to, n] : settled) {
-            outcomes += (outcomes.empty() ? "" : ", ") + std::to_string(n) + " " + to;
-        }
-        std::cout << rechecked << " of " << result.payments.size() << " " << what
-                  << " rechecked: " << (outcomes.empty() ? "none settled" : outcomes) << ", "
-                  << still_in_review
-                  << " still in review; each recheck is recorded in the audit log on its own\n";
+        print_recheck_summary(opts, result, t);
     }
+    // A selection cut short by --limit is said after the JSON too: it must not pass unnoticed.
     if (result.more) {
         std::cout << "more payments match than --limit " << opts.limit
                   << " let through: run it again for the next ones\n";
     }
     if (!reconciler.credentials_refused().empty()) {
         throw engine::credentials_error(reconciler.credentials_refused(),
-                                        std::to_string(not_asked) +
+                                        std::to_string(t.not_asked) +
                                             " payment(s) after it were asked nothing and stay in "
                                             "review",
                                         "run the same command again");
     }
-    if (changed > 0) {
-        throw Refused(std::to_string(changed) +
+    if (t.changed > 0) {
+        throw Refused(std::to_string(t.changed) +
                           " payment(s) changed since they were selected (decided or rechecked "
                           "meanwhile); nothing was asked or written for them",
                       "look again: payrecon review list --provider " + opts.provider);
     }
-    if (still_in_review > 0) {
+    if (t.still_in_review > 0) {
         state.exit_code = static_cast<int>(ExitCode::attention);
     }
 }
@@ -833,7 +866,7 @@ void run_recheck(AppState& state, const RecheckCliOptions& opts) {
         throw Refused("no payment has the ID " + opts.id, "find it with: payrecon review list");
     }
     // The generation after the recheck: what the next resolve of it must give.
-    const auto now = store::load_payment_record(*opened.db, ref);
+    const auto now = payment_record(*opened.db, ref);
     const long long generation = now ? now->payment.generation : 0;
     if (opts.json) {
         nlohmann::ordered_json j = outcome_json(*outcome);
@@ -892,17 +925,17 @@ void run_requeue(AppState& state, const RequeueCliOptions& opts) {
                              "name one of the providers that file configures");
         }
     }
-    if (!opts.dry_run && trimmed_note(opts.note).empty()) {
+    RequeueRequest request;
+    request.provider = opts.provider;
+    request.note = opts.note;
+    request.dry_run = opts.dry_run;
+    if (note_missing(request)) {
         throw UsageError("--note is needed: say what you fixed (recorded with every payment)",
                          "or look first with --dry-run");
     }
     OpenDatabase opened = open_database(state.global);
-    RequeueRequest request;
-    request.provider = opts.provider;
     request.tenant_id = tenant_id_or_refuse(*opened.db, opts.tenant);
-    request.note = opts.note;
     request.operator_name = operator_name(state.global);
-    request.dry_run = opts.dry_run;
     const RequeueResult result = requeue_credential_refusals(*opened.db, request);
     if (opts.json) {
         nlohmann::ordered_json j;

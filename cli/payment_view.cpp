@@ -4,7 +4,6 @@
 #include "cli/table.hpp"
 #include "core/errors.hpp"
 #include "core/money.hpp"
-#include "store/admin_store.hpp"
 
 namespace payrecon::cli {
 namespace {
@@ -64,10 +63,148 @@ Refused no_such_payment(const std::string& id) {
                    "them");
 }
 
+// The payment's own fields, one a line.
+void print_payment_fields(std::ostream& out, const store::PaymentRecord& r) {
+    const store::PaymentRow& p = r.payment;
+    out << "Payment " << p.payment_id << "\n";
+    print_fields(out,
+                 {{"tenant", p.tenant + " (" + p.tenant_id + ")"},
+                  {"state", p.state},
+                  {"amount", describe_money(p.amount_minor, p.currency) +
+                                 (r.charged_amount_minor
+                                      ? "; the provider charged " +
+                                            describe_money(*r.charged_amount_minor, p.currency) +
+                                            " (recorded by an operator)"
+                                      : std::string())},
+                  {"provider", p.provider},
+                  {"merchant reference", p.merchant_reference},
+                  {"operation ID", p.operation_id},
+                  {"provider reference", or_dash(p.provider_reference)},
+                  {"payment method", r.payment_method},
+                  {"customer", or_dash(r.customer)},
+                  {"description", or_dash(r.description)},
+                  {"metadata", r.metadata_json},
+                  {"generation", std::to_string(p.generation)},
+                  {"attempts", std::to_string(p.attempt_count)},
+                  {"lookups", std::to_string(r.lookup_count) + " (" +
+                                  std::to_string(r.lookup_failures) + " failed in a row)"},
+                  {"review code", or_dash(p.review_code)},
+                  {"reason", or_dash(p.review_reason)},
+                  {"created by", r.created_by},
+                  {"created at", p.created_at},
+                  {"updated at", p.updated_at},
+                  {"first attempt at", or_dash(r.first_attempt_at)},
+                  {"last attempt at", or_dash(r.last_attempt_at)},
+                  {"next attempt at", or_dash(r.next_attempt_at)},
+                  {"lease", r.lease_owner ? *r.lease_owner + " until " + or_dash(r.lease_expires_at)
+                                          : std::string("-")}},
+                 "  ");
+}
+
+// The calls made to the provider for it, with the detail of each that has one.
+void print_attempts(std::ostream& out, const store::PaymentRecord& r) {
+    out << "\nAttempts (" << r.attempts.size() << ")\n";
+    if (r.attempts.empty()) {
+        out << "  none: never sent to the provider\n";
+    } else {
+        Table t({"NO", "GEN", "WORKER", "STARTED", "FINISHED", "OUTCOME", "HTTP", "ERROR",
+                 "PROVIDER REF"});
+        for (const auto& a : r.attempts) {
+            t.add_row({std::to_string(a.attempt_no), std::to_string(a.generation), a.worker,
+                       a.started_at, or_dash(a.finished_at), a.outcome, num_or_dash(a.http_status),
+                       or_dash(a.error_class), or_dash(a.provider_reference)});
+        }
+        t.print(out);
+        for (const auto& a : r.attempts) {
+            if (a.detail && !a.detail->empty()) {
+                out << "  attempt " << a.attempt_no << " detail: " << printable(*a.detail) << "\n";
+            }
+        }
+    }
+}
+
+// The status queries about it, with the reason and the detail of each that has them.
+void print_lookups(std::ostream& out, const store::PaymentRecord& r) {
+    out << "\nLookups (" << r.lookups.size() << ")\n";
+    if (r.lookups.empty()) {
+        out << "  none: nobody asked the provider about it\n";
+    } else {
+        Table t({"ID", "GEN", "AT", "ACTOR", "STATUS", "REMOTE STATE", "REMOTE AMOUNT", "DUPS",
+                 "HTTP", "ERROR", "PROVIDER REF", "DECISION", "APPLIED"});
+        for (const auto& l : r.lookups) {
+            std::string remote_state = or_dash(l.remote_state);
+            if (l.remote_raw_status) {
+                remote_state += " (" + *l.remote_raw_status + ")";
+            }
+            std::string remote_amount = "-";
+            if (l.remote_amount) {
+                remote_amount = l.remote_currency
+                                    ? describe_money(*l.remote_amount, *l.remote_currency)
+                                    : std::to_string(*l.remote_amount) + " (minor units)";
+            }
+            t.add_row({std::to_string(l.lookup_id), std::to_string(l.generation), l.at, l.actor,
+                       l.status, remote_state, remote_amount, std::to_string(l.duplicates),
+                       num_or_dash(l.http_status), or_dash(l.error_class),
+                       or_dash(l.provider_reference), l.decision, l.applied ? "yes" : "no"});
+        }
+        t.print(out);
+        for (const auto& l : r.lookups) {
+            if (l.reason && !l.reason->empty()) {
+                out << "  lookup " << l.lookup_id << " reason: " << printable(*l.reason) << "\n";
+            }
+            if (l.detail && !l.detail->empty()) {
+                out << "  lookup " << l.lookup_id << " detail: " << printable(*l.detail) << "\n";
+            }
+        }
+    }
+}
+
+// What the provider's own books said of it: evidence for the decision.
+void print_statement_findings(std::ostream& out, const store::PaymentRecord& r) {
+    if (r.statement_findings.empty()) {
+        return;
+    }
+    out << "\nStatement findings (" << r.statement_findings.size() << ")\n";
+    Table t({"WINDOW", "CATEGORY", "PROVIDER REF", "REMOTE AMOUNT", "REMOTE STATE"});
+    for (const auto& f : r.statement_findings) {
+        t.add_row({f.window_from + " .. " + f.window_to, f.category, or_dash(f.provider_reference),
+                   f.remote_amount && f.remote_currency
+                       ? describe_money(*f.remote_amount, *f.remote_currency)
+                       : std::string("-"),
+                   or_dash(f.remote_state)});
+    }
+    t.print(out);
+    for (const auto& f : r.statement_findings) {
+        out << "  " << f.category << " (finding " << f.finding_id << "): " << printable(f.detail)
+            << (f.acknowledged_by ? " [handled by " + printable(*f.acknowledged_by) + ": " +
+                                        printable(f.acknowledge_note.value_or("")) + "]"
+                                  : std::string())
+            << "\n";
+    }
+}
+
+// What the provider told us unasked (webhooks), and what payrecon did with it.
+void print_provider_events(std::ostream& out, const store::PaymentRecord& r) {
+    if (r.events.empty()) {
+        return;
+    }
+    out << "\nProvider events (" << r.events.size() << ")\n";
+    Table t(
+        {"RECEIVED", "EVENT", "TYPE", "SAYS", "AMOUNT", "PROVIDER REF", "DELIVERIES", "APPLIED"});
+    for (const auto& e : r.events) {
+        t.add_row({e.received_at, e.event_key, e.event_type, e.outcome,
+                   e.amount_minor && e.currency ? describe_money(*e.amount_minor, *e.currency)
+                                                : std::string("-"),
+                   or_dash(e.provider_reference), std::to_string(e.deliveries),
+                   e.applied_result.value_or("not yet")});
+    }
+    t.print(out);
+}
+
 } // namespace
 
 store::PaymentRef payment_ref_or_refuse(store::Db& db, const std::string& id) {
-    auto ref = store::resolve_payment_ref(db, id);
+    auto ref = find_payment_ref(db, id);
     if (!ref) {
         throw no_such_payment(id);
     }
@@ -75,7 +212,7 @@ store::PaymentRef payment_ref_or_refuse(store::Db& db, const std::string& id) {
 }
 
 store::PaymentRecord load_record_or_refuse(store::Db& db, const std::string& id) {
-    auto record = store::load_payment_record(db, payment_ref_or_refuse(db, id));
+    auto record = payment_record(db, payment_ref_or_refuse(db, id));
     if (!record) {
         throw no_such_payment(id); // gone between the two reads: only by hand, payments stay
     }
@@ -87,12 +224,12 @@ std::optional<std::string> tenant_id_or_refuse(store::Db& db,
     if (!tenant) {
         return std::nullopt;
     }
-    const auto t = store::find_tenant(db, *tenant);
-    if (!t) {
+    auto tenant_id = find_tenant_id(db, *tenant);
+    if (!tenant_id) {
         throw Refused("there is no tenant '" + printable(*tenant) + "'",
                       "`payrecon tenant list` shows the tenants");
     }
-    return t->tenant_id;
+    return tenant_id;
 }
 
 nlohmann::json to_json(const store::PaymentRow& p) {
@@ -194,131 +331,11 @@ nlohmann::json to_json(const store::PaymentRecord& r) {
 }
 
 void print_record(std::ostream& out, const store::PaymentRecord& r) {
-    const store::PaymentRow& p = r.payment;
-    out << "Payment " << p.payment_id << "\n";
-    print_fields(out,
-                 {{"tenant", p.tenant + " (" + p.tenant_id + ")"},
-                  {"state", p.state},
-                  {"amount", describe_money(p.amount_minor, p.currency) +
-                                 (r.charged_amount_minor
-                                      ? "; the provider charged " +
-                                            describe_money(*r.charged_amount_minor, p.currency) +
-                                            " (recorded by an operator)"
-                                      : std::string())},
-                  {"provider", p.provider},
-                  {"merchant reference", p.merchant_reference},
-                  {"operation ID", p.operation_id},
-                  {"provider reference", or_dash(p.provider_reference)},
-                  {"payment method", r.payment_method},
-                  {"customer", or_dash(r.customer)},
-                  {"description", or_dash(r.description)},
-                  {"metadata", r.metadata_json},
-                  {"generation", std::to_string(p.generation)},
-                  {"attempts", std::to_string(p.attempt_count)},
-                  {"lookups", std::to_string(r.lookup_count) + " (" +
-                                  std::to_string(r.lookup_failures) + " failed in a row)"},
-                  {"review code", or_dash(p.review_code)},
-                  {"reason", or_dash(p.review_reason)},
-                  {"created by", r.created_by},
-                  {"created at", p.created_at},
-                  {"updated at", p.updated_at},
-                  {"first attempt at", or_dash(r.first_attempt_at)},
-                  {"last attempt at", or_dash(r.last_attempt_at)},
-                  {"next attempt at", or_dash(r.next_attempt_at)},
-                  {"lease", r.lease_owner ? *r.lease_owner + " until " + or_dash(r.lease_expires_at)
-                                          : std::string("-")}},
-                 "  ");
-
-    out << "\nAttempts (" << r.attempts.size() << ")\n";
-    if (r.attempts.empty()) {
-        out << "  none: never sent to the provider\n";
-    } else {
-        Table t({"NO", "GEN", "WORKER", "STARTED", "FINISHED", "OUTCOME", "HTTP", "ERROR",
-                 "PROVIDER REF"});
-        for (const auto& a : r.attempts) {
-            t.add_row({std::to_string(a.attempt_no), std::to_string(a.generation), a.worker,
-                       a.started_at, or_dash(a.finished_at), a.outcome, num_or_dash(a.http_status),
-                       or_dash(a.error_class), or_dash(a.provider_reference)});
-        }
-        t.print(out);
-        for (const auto& a : r.attempts) {
-            if (a.detail && !a.detail->empty()) {
-                out << "  attempt " << a.attempt_no << " detail: " << printable(*a.detail) << "\n";
-            }
-        }
-    }
-
-    out << "\nLookups (" << r.lookups.size() << ")\n";
-    if (r.lookups.empty()) {
-        out << "  none: nobody asked the provider about it\n";
-    } else {
-        Table t({"ID", "GEN", "AT", "ACTOR", "STATUS", "REMOTE STATE", "REMOTE AMOUNT", "DUPS",
-                 "HTTP", "ERROR", "PROVIDER REF", "DECISION", "APPLIED"});
-        for (const auto& l : r.lookups) {
-            std::string remote_state = or_dash(l.remote_state);
-            if (l.remote_raw_status) {
-                remote_state += " (" + *l.remote_raw_status + ")";
-            }
-            std::string remote_amount = "-";
-            if (l.remote_amount) {
-                remote_amount = l.remote_currency
-                                    ? describe_money(*l.remote_amount, *l.remote_currency)
-                                    : std::to_string(*l.remote_amount) + " (minor units)";
-            }
-            t.add_row({std::to_string(l.lookup_id), std::to_string(l.generation), l.at, l.actor,
-                       l.status, remote_state, remote_amount, std::to_string(l.duplicates),
-                       num_or_dash(l.http_status), or_dash(l.error_class),
-                       or_dash(l.provider_reference), l.decision, l.applied ? "yes" : "no"});
-        }
-        t.print(out);
-        for (const auto& l : r.lookups) {
-            if (l.reason && !l.reason->empty()) {
-                out << "  lookup " << l.lookup_id << " reason: " << printable(*l.reason) << "\n";
-            }
-            if (l.detail && !l.detail->empty()) {
-                out << "  lookup " << l.lookup_id << " detail: " << printable(*l.detail) << "\n";
-            }
-        }
-    }
-
-    if (!r.statement_findings.empty()) {
-        // What the provider's own books said of it: evidence for the decision.
-        out << "\nStatement findings (" << r.statement_findings.size() << ")\n";
-        Table t({"WINDOW", "CATEGORY", "PROVIDER REF", "REMOTE AMOUNT", "REMOTE STATE"});
-        for (const auto& f : r.statement_findings) {
-            t.add_row({f.window_from + " .. " + f.window_to, f.category,
-                       or_dash(f.provider_reference),
-                       f.remote_amount && f.remote_currency
-                           ? describe_money(*f.remote_amount, *f.remote_currency)
-                           : std::string("-"),
-                       or_dash(f.remote_state)});
-        }
-        t.print(out);
-        for (const auto& f : r.statement_findings) {
-            out << "  " << f.category << " (finding " << f.finding_id
-                << "): " << printable(f.detail)
-                << (f.acknowledged_by ? " [handled by " + printable(*f.acknowledged_by) + ": " +
-                                            printable(f.acknowledge_note.value_or("")) + "]"
-                                      : std::string())
-                << "\n";
-        }
-    }
-
-    if (!r.events.empty()) {
-        // What the provider told us unasked (webhooks), and what payrecon did with it.
-        out << "\nProvider events (" << r.events.size() << ")\n";
-        Table t({"RECEIVED", "EVENT", "TYPE", "SAYS", "AMOUNT", "PROVIDER REF", "DELIVERIES",
-                 "APPLIED"});
-        for (const auto& e : r.events) {
-            t.add_row({e.received_at, e.event_key, e.event_type, e.outcome,
-                       e.amount_minor && e.currency ? describe_money(*e.amount_minor, *e.currency)
-                                                    : std::string("-"),
-                       or_dash(e.provider_reference), std::to_string(e.deliveries),
-                       e.applied_result.value_or("not yet")});
-        }
-        t.print(out);
-    }
-
+    print_payment_fields(out, r);
+    print_attempts(out, r);
+    print_lookups(out, r);
+    print_statement_findings(out, r);
+    print_provider_events(out, r);
     out << "\nAudit trail (" << r.audit.size() << ")\n";
     if (r.audit.empty()) {
         out << "  none\n";

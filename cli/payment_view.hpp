@@ -4,7 +4,7 @@
 // shapes (snake_case keys, amounts as integer minor units plus currency), and the human layout of
 // one payment's record.
 
-#include "store/inspect_store.hpp"
+#include "services/inspect.hpp"
 
 #include <nlohmann/json.hpp>
 #include <optional>

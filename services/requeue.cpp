@@ -22,6 +22,10 @@ long long RequeueResult::changed() const {
     });
 }
 
+bool note_missing(const RequeueRequest& request) {
+    return !request.dry_run && trimmed_note(request.note).empty();
+}
+
 RequeueResult requeue_credential_refusals(store::Db& db, const RequeueRequest& request) {
     if (request.provider.empty()) {
         throw UsageError("a requeue names the provider whose payments it sends again");

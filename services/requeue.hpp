@@ -50,6 +50,11 @@ struct RequeueResult {
     long long changed() const; // changed meanwhile or no longer eligible
 };
 
+// True if `request` lacks the note it needs: every requeue but a dry run records what the operator
+// fixed. Reads nothing, so that the caller can refuse before it opens the database;
+// requeue_credential_refusals() refuses such a request too.
+bool note_missing(const RequeueRequest& request);
+
 // Selects the provider's payments in review as request_rejected and requeues those whose latest
 // attempt was a refusal of our credentials (a dry run only reports them). Throws UsageError if
 // the provider name is empty, or (not a dry run) the note breaks the resolution rules; throws

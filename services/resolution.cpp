@@ -128,6 +128,7 @@ ResolveOutcome resolve(store::Db& db, const ResolveRequest& request,
                                      .value_or(std::to_string(evidence->amount_minor));
             return with_status(std::move(out), Status::bad_amount);
         }
+        out.charged_minor = charged;
     }
     if (request.decision == OperatorDecision::retry) {
         // The operator confirmed that the provider holds no charge; what it was seen to hold

@@ -75,7 +75,10 @@ struct ResolveOutcome {
     long long generation = 0; // the payment's now
     long long amount_minor = 0;
     std::string currency;
-    std::optional<ResolutionProblem> problem;      // invalid
+    std::optional<ResolutionProblem> problem; // invalid
+    // The amount charged the request gave, read in the payment's currency (from bad_amount's
+    // check on): what a refusal compares with the provider's, so that the caller parses nothing.
+    std::optional<long long> charged_minor;
     std::optional<std::string> amount_example;     // bad_amount: the payment's amount, as written
     std::optional<store::AuditRecord> last_change; // changed: the newest audit row about it
     std::string holder;                            // reference_taken
