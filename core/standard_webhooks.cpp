@@ -83,14 +83,30 @@ AttemptVerdict attempt_verdict(int http_status) {
     return AttemptVerdict::retry;
 }
 
-const char* attempt_verdict_name(AttemptVerdict verdict) {
+DeliveryOutcome delivery_outcome(AttemptVerdict verdict) {
     switch (verdict) {
     case AttemptVerdict::delivered:
-        return "delivered";
+        return DeliveryOutcome::delivered;
     case AttemptVerdict::gone:
-        return "gone";
+        return DeliveryOutcome::gone;
     case AttemptVerdict::retry:
+        return DeliveryOutcome::retry;
+    }
+    return DeliveryOutcome::retry;
+}
+
+const char* to_string(DeliveryOutcome outcome) {
+    switch (outcome) {
+    case DeliveryOutcome::delivered:
+        return "delivered";
+    case DeliveryOutcome::retry:
         return "retry";
+    case DeliveryOutcome::gone:
+        return "gone";
+    case DeliveryOutcome::dead:
+        return "dead";
+    case DeliveryOutcome::refused:
+        return "refused";
     }
     return "retry";
 }

@@ -46,7 +46,20 @@ enum class AttemptVerdict {
     retry,     // anything else: 429, 5xx, other 4xx, 3xx (redirects are never followed), no answer
 };
 AttemptVerdict attempt_verdict(int http_status);
-const char* attempt_verdict_name(AttemptVerdict verdict);
+
+// What became of one attempt, as it is recorded (delivery_attempts.outcome): its verdict, or --
+// the endpoint not answering -- retry, or refused where the address check would not connect; dead
+// where it was the schedule's last try and failed.
+enum class DeliveryOutcome {
+    delivered,
+    retry,
+    gone,
+    dead,
+    refused,
+};
+DeliveryOutcome delivery_outcome(AttemptVerdict verdict);
+// "delivered", "retry", "gone", "dead", "refused".
+const char* to_string(DeliveryOutcome outcome);
 
 // When a failed delivery is tried again: before try k (0-based) it waits `delays[k]` after the
 // previous one failed; try 0 is immediate. Default, as Svix's: immediately, 5 s, 5 min, 30 min,

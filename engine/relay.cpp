@@ -113,7 +113,7 @@ public:
             a.started_unix_ms = unix_ms_now();
             std::optional<std::chrono::seconds> retry_after;
             if (keys.empty()) {
-                a.outcome = "retry";
+                a.outcome = DeliveryOutcome::retry;
                 a.error = key_problem;
             } else {
                 const long long timestamp = a.started_unix_ms / 1000;
@@ -147,7 +147,7 @@ public:
                     a.response_excerpt = printable(std::string_view(r.body).substr(
                         0, std::min(r.body.size(), k_excerpt_bytes)));
                     const AttemptVerdict verdict = attempt_verdict(r.http_status);
-                    a.outcome = attempt_verdict_name(verdict);
+                    a.outcome = delivery_outcome(verdict);
                     if (verdict == AttemptVerdict::retry) {
                         retry_after = providers::retry_after_of(r);
                         if (r.http_status >= 300 && r.http_status <= 399) {
@@ -164,36 +164,37 @@ public:
                         stop_batch = true;
                     }
                 } else {
-                    a.outcome = r.address_refused ? "refused" : "retry";
+                    a.outcome =
+                        r.address_refused ? DeliveryOutcome::refused : DeliveryOutcome::retry;
                     a.error = printable(r.error);
                     // No answer: the endpoint is down or hanging; the rest waits for the next
                     // claim rather than each spending a timeout now.
                     stop_batch = true;
                 }
             }
-            if (a.outcome != "delivered" && a.outcome != "gone") {
+            if (a.outcome != DeliveryOutcome::delivered && a.outcome != DeliveryOutcome::gone) {
                 const auto wait = m_options.schedule.next_delay(d.tries + 1, retry_after);
                 if (wait) {
                     a.next_attempt_unix_ms = unix_ms_now() + wait->count();
                 } else {
                     a.dead = true;
-                    a.outcome = "dead";
+                    a.outcome = DeliveryOutcome::dead;
                 }
-            } else if (a.outcome == "gone") {
+            } else if (a.outcome == DeliveryOutcome::gone) {
                 const auto wait = m_options.schedule.next_delay(d.tries + 1);
                 a.next_attempt_unix_ms = unix_ms_now() + (wait ? wait->count() : 0);
             }
             log_attempt(batch, d, a);
             ++counts.attempts;
-            if (a.outcome == "delivered") {
+            if (a.outcome == DeliveryOutcome::delivered) {
                 ++counts.delivered;
-            } else if (a.outcome == "dead") {
+            } else if (a.outcome == DeliveryOutcome::dead) {
                 ++counts.dead;
-            } else if (a.outcome == "gone") {
+            } else if (a.outcome == DeliveryOutcome::gone) {
                 ++counts.gone;
             } else {
                 ++counts.failed;
-                counts.refused += a.outcome == "refused" ? 1 : 0;
+                counts.refused += a.outcome == DeliveryOutcome::refused ? 1 : 0;
             }
             done.push_back(std::move(a));
         }
@@ -208,7 +209,9 @@ private:
     void log_attempt(const store::DeliveryBatch& batch, const store::ClaimedDelivery& d,
                      const store::DeliveryAttemptRecord& a) const {
         nlohmann::ordered_json line;
-        line["level"] = a.outcome == "delivered" ? "info" : a.dead ? "error" : "warning";
+        line["level"] = a.outcome == DeliveryOutcome::delivered ? "info"
+                        : a.dead                                ? "error"
+                                                                : "warning";
         line["event"] = "delivery";
         line["delivery_id"] = d.delivery_id;
         line["endpoint_id"] = batch.endpoint_id;
@@ -216,7 +219,7 @@ private:
         line["event_type"] = d.event_type;
         line["payment_id"] = d.aggregate_id;
         line["attempt"] = d.attempts + 1;
-        line["outcome"] = a.outcome;
+        line["outcome"] = to_string(a.outcome);
         if (a.http_status) {
             line["http_status"] = *a.http_status;
         }
@@ -224,7 +227,7 @@ private:
         if (!a.error.empty()) {
             line["error"] = a.error;
         }
-        if (a.next_attempt_unix_ms > 0 && a.outcome != "delivered") {
+        if (a.next_attempt_unix_ms > 0 && a.outcome != DeliveryOutcome::delivered) {
             line["next_try_in_ms"] = std::max<long long>(0, a.next_attempt_unix_ms - unix_ms_now());
         }
         m_log(line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));

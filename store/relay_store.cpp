@@ -85,7 +85,7 @@ nlohmann::json attempts_input(const std::vector<DeliveryAttemptRecord>& attempts
                          {"latency_ms", a.latency_ms},
                          {"http_status",
                           a.http_status ? nlohmann::json(*a.http_status) : nlohmann::json(nullptr)},
-                         {"outcome", a.outcome},
+                         {"outcome", to_string(a.outcome)},
                          {"excerpt", a.response_excerpt},
                          {"error", a.error},
                          {"next_ms", a.next_attempt_unix_ms},
@@ -300,8 +300,9 @@ RecordedAttempts record_attempts(Db& db, const DeliveryBatch& batch, const std::
     prepare_recording(impl);
     const nlohmann::json input = attempts_input(attempts);
     const bool gone =
-        std::any_of(attempts.begin(), attempts.end(),
-                    [](const DeliveryAttemptRecord& a) { return a.outcome == "gone"; });
+        std::any_of(attempts.begin(), attempts.end(), [](const DeliveryAttemptRecord& a) {
+            return a.outcome == DeliveryOutcome::gone;
+        });
     return translate_errors(impl, [&] {
         pqxx::work tx(impl.connection());
         RecordedAttempts out;
@@ -325,7 +326,7 @@ RecordedAttempts record_attempts(Db& db, const DeliveryBatch& batch, const std::
         if (!attempts.empty()) {
             long long delivered = 0;
             for (const DeliveryAttemptRecord& a : attempts) {
-                delivered += a.outcome == "delivered" ? 1 : 0;
+                delivered += a.outcome == DeliveryOutcome::delivered ? 1 : 0;
             }
             tx.exec_params0("UPDATE webhook_endpoints SET attempts_delivered = attempts_delivered "
                             "+ $3, attempts_failed = attempts_failed + $4 "

@@ -4,6 +4,8 @@
 // deliveries, and the record of its attempts. Endpoints are endpoint_store's; what operators see
 // and do with deliveries, the pull side, the statistics and retention are delivery_store's.
 
+#include "core/standard_webhooks.hpp"
+
 #include <chrono>
 #include <optional>
 #include <string>
@@ -63,9 +65,9 @@ struct DeliveryAttemptRecord {
     long long started_unix_ms = 0;
     int latency_ms = 0;
     std::optional<int> http_status;
-    // delivered, retry, gone (410: the endpoint is disabled), dead (the last try failed), refused
-    // (the address check refused to connect; then retried or dead by the schedule)
-    std::string outcome;
+    // gone: a 410, the endpoint is disabled; dead: the last try failed; refused: the address check
+    // refused to connect (then retried, or dead, by the schedule)
+    DeliveryOutcome outcome = DeliveryOutcome::retry;
     std::string response_excerpt; // the start of the answer's body
     std::string error;
     // retry / gone / refused: when the next try is due (unix ms); dead for the last try

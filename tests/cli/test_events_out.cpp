@@ -775,7 +775,7 @@ TEST_CASE("events out: a relay paused past its lease renews nothing another rela
     store::DeliveryAttemptRecord sent;
     sent.delivery_id = first->deliveries[0].delivery_id;
     sent.generation = first->deliveries[0].generation;
-    sent.outcome = "retry";
+    sent.outcome = DeliveryOutcome::retry;
     sent.http_status = 500;
     sent.next_attempt_unix_ms = 0;
     const std::vector<store::ClaimedDelivery> rest(first->deliveries.begin() + 1,
