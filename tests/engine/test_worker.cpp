@@ -3,6 +3,7 @@
 #include "services/intake.hpp"
 #include "tests/support/scripted_provider.hpp"
 #include "tests/support/test_db.hpp"
+#include "tests/support/wait.hpp"
 
 #include <atomic>
 #include <catch2/catch.hpp>
@@ -150,10 +151,9 @@ TEST_CASE("worker: an unexpected error in a thread is logged and the thread goes
     std::ostringstream log;
     engine::Worker worker(o, factory_for(provider), log);
     std::thread runner([&] { worker.run(); });
-    for (int i = 0; i < 1500 && count_rows("payments", tenant.tenant_id, "state = 'succeeded'") < 2;
-         ++i) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
+    CHECK(testing::wait_until(
+        [&] { return count_rows("payments", tenant.tenant_id, "state = 'succeeded'") >= 2; },
+        std::chrono::seconds(30), std::chrono::milliseconds(20)));
     worker.stop();
     runner.join();
     arm_crash_point("");

@@ -8,6 +8,7 @@
 #include "tests/execution/world.hpp"
 #include "tests/fake_provider/fake_provider.hpp"
 #include "tests/support/test_db.hpp"
+#include "tests/support/wait.hpp"
 
 #include <catch2/catch.hpp>
 #include <map>
@@ -72,14 +73,13 @@ TEST_CASE("execution: connection refused is not_sent, sent again later with the 
     CHECK(ex.run_once() == 1);
     CHECK(w.state_of(refs[0]) == "retry_scheduled");
     CHECK(w.deliveries(op) == 0);
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (w.state_of(refs[0]) != "succeeded" && std::chrono::steady_clock::now() < deadline) {
-        if (ex.run_once() == 0) {
-            std::this_thread::sleep_for(
-                std::chrono::milliseconds(50)); // the listener reopens after 300 ms
-        }
-    }
-    CHECK(w.state_of(refs[0]) == "succeeded");
+    // Sent again each time the listener is back (it reopens after 300 ms).
+    CHECK(testing::wait_until(
+        [&] {
+            ex.run_once();
+            return w.state_of(refs[0]) == "succeeded";
+        },
+        std::chrono::seconds(20), std::chrono::milliseconds(50)));
     CHECK(w.executions(op) == 1);
     CHECK(count_rows("payment_attempts", w.tenant.tenant_id, "outcome = 'not_sent'") >= 1);
     CHECK(count_rows("payment_attempts", w.tenant.tenant_id, "operation_id <> '" + op + "'") == 0);

@@ -6,6 +6,7 @@
 // paused past its lease, resumes after takeover" and "worker paused, operator resolves failed,
 // worker resumes"). Each test has a scratch database: nightly takes over every expired lease.
 #include "tests/support/operated.hpp"
+#include "tests/support/wait.hpp"
 
 #include <catch2/catch.hpp>
 #include <thread>
@@ -14,19 +15,6 @@ using namespace payrecon;
 using namespace payrecon::testing;
 
 namespace {
-
-// Waits until `done` holds, checking every 5 ms; false after `limit`.
-template <typename F>
-bool await(F done, std::chrono::milliseconds limit = std::chrono::seconds(30)) {
-    const auto until = std::chrono::steady_clock::now() + limit;
-    while (!done()) {
-        if (std::chrono::steady_clock::now() > until) {
-            return false;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    return true;
-}
 
 // One paused-worker scenario: 4 payments, each provider call taking 300 ms, a 3 s lease
 // (the calls' worst case is 0.2 s connect + 1 s total, plus the 1 s margin).
@@ -56,16 +44,19 @@ struct PausedWorker {
     // Stops the worker while its second call is at the provider: the first payment is settled,
     // the second in flight, the last two claimed and never sent.
     void stop_during_second_call() {
-        REQUIRE(await([&] { return deliveries() >= 2; }));
+        REQUIRE(wait_until([&] { return deliveries() >= 2; }, std::chrono::seconds(30)));
         worker->signal(SIGSTOP);
         REQUIRE(deliveries() == 2);
     }
 
     // Waits until the database's clock says the three claims still held have expired.
     void await_lease_expiry() {
-        REQUIRE(await([&] {
-            return w.count("payments", "state = 'processing' AND lease_expires_at < now()") == 3;
-        }));
+        REQUIRE(wait_until(
+            [&] {
+                return w.count("payments", "state = 'processing' AND lease_expires_at < now()") ==
+                       3;
+            },
+            std::chrono::seconds(30)));
     }
 
     Run resume() {

@@ -10,6 +10,7 @@
 #include "providers/registry.hpp"
 #include "store/executor_store.hpp"
 #include "tests/execution/world.hpp"
+#include "tests/support/wait.hpp"
 
 #include <catch2/catch.hpp>
 #include <optional>
@@ -52,11 +53,7 @@ nlohmann::ordered_json square_payment(const World& w, const std::string& id) {
 
 // A `refuse` closes the fake's listener for a while: true once it listens again.
 bool eventually_listening(const fake::FakeProvider& fake) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-    while (!fake.listening() && std::chrono::steady_clock::now() < deadline) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return fake.listening();
+    return testing::wait_until([&] { return fake.listening(); }, std::chrono::seconds(5));
 }
 
 long long charged_eur(const World& w) {

@@ -8,6 +8,7 @@
 #include "store/migrations.hpp"
 #include "tests/core/reference_generator.hpp"
 #include "tests/support/test_db.hpp"
+#include "tests/support/wait.hpp"
 
 #include <catch2/catch.hpp>
 #include <latch>
@@ -544,12 +545,12 @@ void terminate_backend(const std::string& app) {
     REQUIRE(query_value("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
                         "WHERE application_name = $1",
                         app) == "1");
-    for (int i = 0; i < 500 && query_value("SELECT count(*) FROM pg_stat_activity WHERE "
-                                           "application_name = $1",
-                                           app) != "0";
-         ++i) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
+    CHECK(testing::wait_until(
+        [&] {
+            return query_value("SELECT count(*) FROM pg_stat_activity WHERE application_name = $1",
+                               app) == "0";
+        },
+        std::chrono::seconds(5), std::chrono::milliseconds(10)));
 }
 
 } // namespace
