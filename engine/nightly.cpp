@@ -455,6 +455,90 @@ reports::Report nightly_report(const NightlyReport& r) {
     return out;
 }
 
+namespace {
+
+// Thrown by a nightly's step when its stop flag is set: the run ends where it is.
+struct Interrupted {};
+
+// Takes the lock of this nightly's window and providers: a nightly of other providers
+// (`--provider`) shares nothing with this one but statements, and each statement has a lock of its
+// own. nullopt, with `report.failure` (and `not_run` if another nightly holds it) saying why, if it
+// cannot be had.
+std::optional<store::RunLock> take_nightly_lock(store::Db& db, const NightlyOptions& options,
+                                                NightlyReport& report) {
+    const bool window = options.statement_to > options.statement_from;
+    std::vector<std::string> covered = report.providers;
+    std::sort(covered.begin(), covered.end());
+    std::string name = "nightly";
+    if (window) {
+        name += " " + std::to_string(options.statement_from) + " " +
+                std::to_string(options.statement_to);
+    }
+    for (const auto& provider : covered) {
+        name += " " + provider;
+    }
+    try {
+        auto lock = store::try_run_lock(db.url(), name);
+        if (auto* held = std::get_if<store::RunLock>(&lock)) {
+            return std::move(*held);
+        }
+        report.not_run = true;
+        report.failure = "another nightly of the same providers is running" +
+                         (window ? " on the statement window of " +
+                                       reports::format_utc_seconds(options.statement_from) +
+                                       " to " + reports::format_utc_seconds(options.statement_to)
+                                 : std::string()) +
+                         ": " + std::get<store::RunLockHeld>(lock).holder +
+                         "; this one did nothing (its summary says how the night went)";
+    } catch (const std::exception& e) {
+        report.failure = std::string("while taking the nightly's lock: ") + e.what();
+    }
+    return std::nullopt;
+}
+
+// The statement diff of each provider that can list its transactions, for the options' window;
+// the others are named in `report.statements_not_run` with why. `step` is called before each.
+void diff_statements(store::Db& db, const std::vector<providers::Provider*>& providers,
+                     const NightlyOptions& options, const CredentialGate& credentials,
+                     NightlyReport& report, std::string& phase,
+                     const std::function<void(const std::string&)>& step) {
+    for (auto* p : providers) {
+        if (credentials.refused(p->name())) {
+            report.statements_not_run.emplace_back(
+                p->name(), "it refused our credentials earlier in this run");
+            continue;
+        }
+        if (!p->capabilities().list_transactions) {
+            report.statements_not_run.emplace_back(
+                p->name(), p->capabilities().lookup_by_operation_id
+                               ? "it lists nothing by window; payrecon statement --provider " +
+                                     p->name() + " looks each of our payments up (a call each)"
+                               : "it can neither list its payments nor look one up: compare its "
+                                 "own reports");
+            continue;
+        }
+        phase = "diffing the statement of " + p->name();
+        step(phase);
+        StatementOptions so;
+        so.window_from = options.statement_from;
+        so.window_to = options.statement_to;
+        so.margin = options.statement_margin;
+        const auto t = options.amount_tolerance_minor.find(p->name());
+        so.amount_tolerance_minor = t == options.amount_tolerance_minor.end() ? 0 : t->second;
+        const auto c = options.credentials.find(p->name());
+        so.credentials = c == options.credentials.end() ? "" : c->second;
+        const auto d = options.dashboard_urls.find(p->name());
+        so.dashboard_url = d == options.dashboard_urls.end() ? "" : d->second;
+        try {
+            report.statements.push_back(run_statement(db, *p, so));
+        } catch (const StatementBusy& busy) {
+            report.statements_not_run.emplace_back(p->name(), busy.what());
+        }
+    }
+}
+
+} // namespace
+
 NightlyReport run_nightly(store::Db& db, const std::vector<providers::Provider*>& providers,
                           const NightlyOptions& options, const NightlyProgress& progress) {
     NightlyReport report;
@@ -465,8 +549,7 @@ NightlyReport run_nightly(store::Db& db, const std::vector<providers::Provider*>
     }
     report.configured = options.configured;
     report.stuck_after = options.stuck_after;
-    struct Interrupted {};
-    const auto step = [&](const std::string& phase) {
+    const std::function<void(const std::string&)> step = [&](const std::string& phase) {
         if (progress) {
             progress(phase, report);
         }
@@ -480,35 +563,7 @@ NightlyReport run_nightly(store::Db& db, const std::vector<providers::Provider*>
     std::string phase = "expiring leases";
     // One nightly of a window at a time: a second, started meanwhile (cron beside an operator),
     // would reconcile beside it safely but list and report everything again.
-    // Keyed by the window and the providers covered: a nightly of other providers (`--provider`)
-    // shares nothing with this one but statements, and each statement has a lock of its own.
-    std::vector<std::string> covered = report.providers;
-    std::sort(covered.begin(), covered.end());
-    std::string lock_name = "nightly";
-    if (options.statement_to > options.statement_from) {
-        lock_name += " " + std::to_string(options.statement_from) + " " +
-                     std::to_string(options.statement_to);
-    }
-    for (const auto& name : covered) {
-        lock_name += " " + name;
-    }
-    std::optional<std::variant<store::RunLock, store::RunLockHeld>> lock;
-    try {
-        lock = store::try_run_lock(db.url(), lock_name);
-    } catch (const std::exception& e) {
-        report.failure = std::string("while taking the nightly's lock: ") + e.what();
-    }
-    if (lock && std::holds_alternative<store::RunLockHeld>(*lock)) {
-        report.not_run = true;
-        report.failure = "another nightly of the same providers is running" +
-                         (options.statement_to > options.statement_from
-                              ? " on the statement window of " +
-                                    reports::format_utc_seconds(options.statement_from) + " to " +
-                                    reports::format_utc_seconds(options.statement_to)
-                              : std::string()) +
-                         ": " + std::get<store::RunLockHeld>(*lock).holder +
-                         "; this one did nothing (its summary says how the night went)";
-    }
+    std::optional<store::RunLock> lock = take_nightly_lock(db, options, report);
     if (report.failure) {
         report.finished = std::chrono::system_clock::now();
         step("done");
@@ -544,41 +599,7 @@ NightlyReport run_nightly(store::Db& db, const std::vector<providers::Provider*>
         }
         report.credentials_refused = credentials.refusals();
         if (options.statement_to > options.statement_from && !ro.dry_run) {
-            for (auto* p : providers) {
-                if (credentials.refused(p->name())) {
-                    report.statements_not_run.emplace_back(
-                        p->name(), "it refused our credentials earlier in this run");
-                    continue;
-                }
-                if (!p->capabilities().list_transactions) {
-                    report.statements_not_run.emplace_back(
-                        p->name(),
-                        p->capabilities().lookup_by_operation_id
-                            ? "it lists nothing by window; payrecon statement --provider " +
-                                  p->name() + " looks each of our payments up (a call each)"
-                            : "it can neither list its payments nor look one up: compare its "
-                              "own reports");
-                    continue;
-                }
-                phase = "diffing the statement of " + p->name();
-                step(phase);
-                StatementOptions so;
-                so.window_from = options.statement_from;
-                so.window_to = options.statement_to;
-                so.margin = options.statement_margin;
-                const auto t = options.amount_tolerance_minor.find(p->name());
-                so.amount_tolerance_minor =
-                    t == options.amount_tolerance_minor.end() ? 0 : t->second;
-                const auto c = options.credentials.find(p->name());
-                so.credentials = c == options.credentials.end() ? "" : c->second;
-                const auto d = options.dashboard_urls.find(p->name());
-                so.dashboard_url = d == options.dashboard_urls.end() ? "" : d->second;
-                try {
-                    report.statements.push_back(run_statement(db, *p, so));
-                } catch (const StatementBusy& busy) {
-                    report.statements_not_run.emplace_back(p->name(), busy.what());
-                }
-            }
+            diff_statements(db, providers, options, credentials, report, phase, step);
         }
         phase = "counting what is left";
         report.open = store::open_queue_counts(db, options.stuck_after);
