@@ -97,6 +97,83 @@ void Worker::log_evidence(const std::vector<ReconcileOutcome>& applied) {
     }
 }
 
+namespace {
+
+// The log line of a request the provider rejected before executing it.
+std::string rejected_line(const store::ClaimedPayment& claim,
+                          const providers::Rejection& rejection) {
+    // An integration or configuration fault: every payment to this provider may be refused
+    // alike. The message is the provider's, already redacted and made printable; JSON escapes
+    // whatever else it holds.
+    nlohmann::ordered_json line;
+    line["level"] = "error";
+    line["event"] = "request_rejected";
+    line["provider"] = claim.provider;
+    line["code"] = rejection.code;
+    line["message"] = rejection.message;
+    line["payment_id"] = claim.payment_id;
+    line["operation_id"] = claim.operation_id;
+    line["became"] = "needs_review";
+    // The payment's generation is still the claim's: a settlement does not move it.
+    ResolveCommand retry;
+    retry.payment_id = claim.payment_id;
+    retry.generation = claim.generation;
+    retry.decision = OperatorDecision::retry;
+    line["next"] = "fix the integration or configuration (docs/operations.md, "
+                   "request_rejected), then: " +
+                   command_line(retry);
+    return line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+// The log line of a provider account that refused our credentials.
+std::string credentials_refused_line(const CredentialRefusal& r) {
+    // Every payment of the account would be refused alike: the worker calls it no more and
+    // leaves its payments queued; nothing about them needs deciding.
+    nlohmann::ordered_json line;
+    line["level"] = "error";
+    line["event"] = "credentials_refused";
+    line["provider"] = r.provider;
+    line["http_status"] = r.http_status;
+    line["code"] = r.code;
+    line["message"] = r.message;
+    line["payment_id"] = r.payment_id;
+    line["check"] = r.check.empty() ? "the provider's credentials" : r.check;
+    line["effect"] = "this worker calls provider " + r.provider +
+                     " no more; its payments stay queued (pending, or retry_scheduled and due), "
+                     "nothing was charged";
+    line["next"] = "fix the credentials, then start the worker again (it reads them at start); "
+                   "payments an earlier run sent to review for this: payrecon review requeue "
+                   "--provider " +
+                   r.provider + " --auth-failures --note \"...\" (docs/operations.md)";
+    return line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+// The log line of an attempt that did not end the payment's story.
+std::string unfinished_line(const store::ClaimedPayment& claim, const UnfinishedAttempt& a) {
+    // What went wrong, in words, for each attempt that did not end the payment's story.
+    nlohmann::ordered_json line;
+    line["level"] = "warning";
+    line["event"] =
+        a.outcome == providers::Outcome::not_sent ? "attempt_not_sent" : "attempt_unknown";
+    line["provider"] = claim.provider;
+    line["payment_id"] = claim.payment_id;
+    line["operation_id"] = claim.operation_id;
+    line["called"] = a.called;
+    line["reason"] = a.reason;
+    line["error_class"] = a.error_class;
+    if (a.http_status != 0) {
+        line["http_status"] = a.http_status;
+    }
+    if (!a.detail.empty()) {
+        line["detail"] = a.detail;
+    }
+    line["became"] = a.became ? std::string(to_string(*a.became))
+                              : std::string("unchanged (another generation owns it)");
+    return line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+} // namespace
+
 void Worker::thread_main(int index) {
     std::unique_ptr<store::Db> db;
     std::vector<std::unique_ptr<providers::Provider>> owned = m_factory();
@@ -116,72 +193,14 @@ void Worker::thread_main(int index) {
     eo.backoff = m_options.backoff;
     eo.on_rejected = [this](const store::ClaimedPayment& claim,
                             const providers::Rejection& rejection) {
-        // An integration or configuration fault: every payment to this provider may be refused
-        // alike. The message is the provider's, already redacted and made printable; JSON escapes
-        // whatever else it holds.
-        nlohmann::ordered_json line;
-        line["level"] = "error";
-        line["event"] = "request_rejected";
-        line["provider"] = claim.provider;
-        line["code"] = rejection.code;
-        line["message"] = rejection.message;
-        line["payment_id"] = claim.payment_id;
-        line["operation_id"] = claim.operation_id;
-        line["became"] = "needs_review";
-        // The payment's generation is still the claim's: a settlement does not move it.
-        ResolveCommand retry;
-        retry.payment_id = claim.payment_id;
-        retry.generation = claim.generation;
-        retry.decision = OperatorDecision::retry;
-        line["next"] = "fix the integration or configuration (docs/operations.md, "
-                       "request_rejected), then: " +
-                       command_line(retry);
-        log_event(line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+        log_event(rejected_line(claim, rejection));
     };
     eo.credentials = m_credentials.get();
     eo.on_credentials_refused = [this](const CredentialRefusal& r) {
-        // Every payment of the account would be refused alike: the worker calls it no more and
-        // leaves its payments queued; nothing about them needs deciding.
-        nlohmann::ordered_json line;
-        line["level"] = "error";
-        line["event"] = "credentials_refused";
-        line["provider"] = r.provider;
-        line["http_status"] = r.http_status;
-        line["code"] = r.code;
-        line["message"] = r.message;
-        line["payment_id"] = r.payment_id;
-        line["check"] = r.check.empty() ? "the provider's credentials" : r.check;
-        line["effect"] =
-            "this worker calls provider " + r.provider +
-            " no more; its payments stay queued (pending, or retry_scheduled and due), "
-            "nothing was charged";
-        line["next"] = "fix the credentials, then start the worker again (it reads them at start); "
-                       "payments an earlier run sent to review for this: payrecon review requeue "
-                       "--provider " +
-                       r.provider + " --auth-failures --note \"...\" (docs/operations.md)";
-        log_event(line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+        log_event(credentials_refused_line(r));
     };
     eo.on_unfinished = [this](const store::ClaimedPayment& claim, const UnfinishedAttempt& a) {
-        // What went wrong, in words, for each attempt that did not end the payment's story.
-        nlohmann::ordered_json line;
-        line["level"] = "warning";
-        line["event"] =
-            a.outcome == providers::Outcome::not_sent ? "attempt_not_sent" : "attempt_unknown";
-        line["provider"] = claim.provider;
-        line["payment_id"] = claim.payment_id;
-        line["operation_id"] = claim.operation_id;
-        line["called"] = a.called;
-        line["reason"] = a.reason;
-        line["error_class"] = a.error_class;
-        if (a.http_status != 0) {
-            line["http_status"] = a.http_status;
-        }
-        if (!a.detail.empty()) {
-            line["detail"] = a.detail;
-        }
-        line["became"] = a.became ? std::string(to_string(*a.became))
-                                  : std::string("unchanged (another generation owns it)");
-        log_event(line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+        log_event(unfinished_line(claim, a));
     };
     auto last_expiry = std::chrono::steady_clock::now() - std::chrono::hours(1);
     auto last_evidence = last_expiry;
