@@ -323,7 +323,7 @@ TEST_CASE("square fake: the lookup pages through the window, list pages oldest f
     // An account whose token cannot read payments (--no-lookup): 403, failed.
     fake::FakeProviderOptions no_lookup = w.fake_options;
     no_lookup.faults = {};
-    no_lookup.stripe.lookup = false;
+    no_lookup.account.lookup = false;
     std::ostringstream log;
     fake::FakeProvider blind(no_lookup, log);
     blind.start();

@@ -60,7 +60,7 @@ TEST_CASE(
     "ID executed twice, every payment terminal or unknown",
     "[execution][db][processes]") {
     fake::FakeProviderOptions o;
-    o.stripe.api_key = Secret("sk_test_fake_" + to_hex(random_bytes(8)));
+    o.account.api_key = Secret("sk_test_fake_" + to_hex(random_bytes(8)));
     o.faults.seed = 7;
     o.faults.hang = std::chrono::milliseconds(1200);
     o.faults.refuse = std::chrono::milliseconds(150);
@@ -107,7 +107,7 @@ TEST_CASE(
     }
     const std::vector<std::string> env = {"PAYRECON_DATABASE_URL=" + database_url(),
                                           std::string("PAYRECON_CONFIG=") + config_path,
-                                          "PAYRECON_TEST_FAKE_KEY=" + o.stripe.api_key.reveal()};
+                                          "PAYRECON_TEST_FAKE_KEY=" + o.account.api_key.reveal()};
     const std::vector<std::string> args = {"worker",      "--once", "--concurrency", "4",
                                            "--batch",     "4",      "--retry-base",  "20ms",
                                            "--retry-cap", "100ms"};
@@ -175,7 +175,7 @@ TEST_CASE(
 TEST_CASE("workers: SIGTERM lets the calls in flight finish and be recorded, then exits 0",
           "[execution][db][processes]") {
     fake::FakeProviderOptions o;
-    o.stripe.api_key = Secret("sk_test_fake_" + to_hex(random_bytes(8)));
+    o.account.api_key = Secret("sk_test_fake_" + to_hex(random_bytes(8)));
     o.faults.latency = std::chrono::milliseconds(400); // calls are in flight when the signal comes
     std::ostringstream provider_log;
     fake::FakeProvider fake(o, provider_log);
@@ -211,7 +211,7 @@ TEST_CASE("workers: SIGTERM lets the calls in flight finish and be recorded, the
     const pid_t pid = spawn_worker({"worker", "--concurrency", "4", "--batch", "2"},
                                    {"PAYRECON_DATABASE_URL=" + database_url(),
                                     std::string("PAYRECON_CONFIG=") + config_path,
-                                    "PAYRECON_TEST_FAKE_KEY=" + o.stripe.api_key.reveal()});
+                                    "PAYRECON_TEST_FAKE_KEY=" + o.account.api_key.reveal()});
     // Wait until calls are in flight: payments claimed and not yet settled.
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
     while (count_rows("payments", tenant.tenant_id, "state = 'processing'") == 0 &&

@@ -43,8 +43,8 @@ struct World {
     // A world whose provider is of `kind` (stripe, adyen, checkout, paypal, square), speaking that
     // kind's dialect of the one fake provider.
     World(const std::string& kind, fake::FaultConfig faults, bool idempotency = true) {
-        fake_options.stripe.api_key = Secret("sk_test_fake_" + to_hex(random_bytes(8)));
-        fake_options.stripe.idempotency = idempotency;
+        fake_options.account.api_key = Secret("sk_test_fake_" + to_hex(random_bytes(8)));
+        fake_options.account.idempotency = idempotency;
         fake_options.paypal.client_secret = Secret("paypal-secret-" + to_hex(random_bytes(8)));
         fake_options.faults = std::move(faults);
         fake = std::make_unique<fake::FakeProvider>(fake_options, provider_log);
@@ -63,7 +63,7 @@ struct World {
         c.name = kind.substr(0, 2) + to_hex(random_bytes(8));
         c.kind = kind;
         c.base_url = "http://127.0.0.1:" + std::to_string(fake->port());
-        c.credentials = providers::ApiKey{"STRIPE_API_KEY", fake_options.stripe.api_key};
+        c.credentials = providers::ApiKey{"STRIPE_API_KEY", fake_options.account.api_key};
         c.connect_timeout = std::chrono::milliseconds(500);
         c.timeout = std::chrono::milliseconds(800);
         if (kind == "adyen") {
@@ -78,7 +78,7 @@ struct World {
             c.settings = providers::paypal::settings(std::chrono::hours(6));
         } else if (kind == "square") {
             // Square's access token: the fake takes the same key in every dialect.
-            c.credentials = providers::ApiKey{"SQUARE_ACCESS_TOKEN", fake_options.stripe.api_key};
+            c.credentials = providers::ApiKey{"SQUARE_ACCESS_TOKEN", fake_options.account.api_key};
         }
         return c;
     }

@@ -220,10 +220,11 @@ std::string_view status_text(bool declined, bool authorized_only, bool verified)
 
 } // namespace
 
-CheckoutApi::CheckoutApi(Ledger& ledger, const StripeOptions& account, CheckoutOptions options)
+CheckoutApi::CheckoutApi(Ledger& ledger, const Account& account, CheckoutOptions options)
     : m_ledger(ledger), m_account(account), m_options(options) {}
 
-bool CheckoutApi::serves(const std::string& path) {
+bool CheckoutApi::serves(const http::Request& request) const {
+    const std::string& path = request.path;
     return path == k_payments ||
            path.compare(0, k_payments.size() + 1, std::string(k_payments) + "/") == 0;
 }

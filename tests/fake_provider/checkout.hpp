@@ -19,8 +19,8 @@
 // else the key, else "(none)". `charged` counts a Captured payment's `amount` as sent:
 // Checkout.com's minor units (ISK has exponent 0 there, 2 in ISO 4217).
 
+#include "tests/fake_provider/dialect.hpp"
 #include "tests/fake_provider/ledger.hpp"
-#include "tests/fake_provider/stripe.hpp"
 
 #include <chrono>
 #include <cstdint>
@@ -36,24 +36,24 @@ struct CheckoutOptions {
     std::chrono::seconds key_retention{86400}; // fake time; Checkout.com plans for 24 h
 };
 
-class CheckoutApi {
+class CheckoutApi final : public Dialect {
 public:
     // `ledger` is the fake provider's, shared with the other dialects; it outlives this.
-    // `account`: the API key (the same as Stripe's), and whether keys and lookups exist at all.
-    CheckoutApi(Ledger& ledger, const StripeOptions& account, CheckoutOptions options);
+    // `account`: the API key, and whether keys and lookups exist at all.
+    CheckoutApi(Ledger& ledger, const Account& account, CheckoutOptions options);
 
-    // True for the paths this dialect serves: /payments and /payments/...
-    static bool serves(const std::string& path);
+    // /payments and the paths under it.
+    bool serves(const http::Request& request) const override;
 
     // Serves one request on the main port. Never throws for anything the client sent.
-    Reply handle(const http::Request& request, const Wait& wait);
+    Reply handle(const http::Request& request, const Wait& wait) override;
 
     // Adds "checkout_payment_count" and "checkout_payments" (oldest first, as GET /payments/{id}
     // answers each; only if options.payment_intents). Under the ledger's lock.
-    void write_ledger_locked(nlohmann::ordered_json& j, LedgerOptions options) const;
+    void write_ledger_locked(nlohmann::ordered_json& j, LedgerOptions options) const override;
 
     // Forgets every payment and key. Under the ledger's lock.
-    void reset_locked();
+    void reset_locked() override;
 
 private:
     enum class Status { captured, authorized, declined, card_verified };
@@ -97,7 +97,7 @@ private:
     http::Response validation_error(const std::vector<std::string>& codes);
 
     Ledger& m_ledger;
-    StripeOptions m_account;
+    Account m_account;
     CheckoutOptions m_options;
     std::vector<Payment> m_payments; // creation order
     std::map<std::string, std::size_t> m_by_id;

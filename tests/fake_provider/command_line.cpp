@@ -101,13 +101,13 @@ FakeProviderOptions to_options(const CommandLine& c,
                                     " (named by --api-key-env) is unset or empty; export the "
                                     "API key the fake provider should accept there");
     }
-    options.stripe.api_key = Secret(key);
+    options.account.api_key = Secret(key);
     if (c.key_retention_s < 0) {
         throw std::invalid_argument("--key-retention-s must not be negative");
     }
     options.stripe.key_retention = std::chrono::seconds(c.key_retention_s);
-    options.stripe.idempotency = !c.no_idempotency;
-    options.stripe.lookup = !c.no_lookup;
+    options.account.idempotency = !c.no_idempotency;
+    options.account.lookup = !c.no_lookup;
     for (const auto& [flag, value] :
          {std::pair{"--checkout-key-retention-s", c.checkout_key_retention_s},
           std::pair{"--paypal-key-retention-s", c.paypal_key_retention_s},

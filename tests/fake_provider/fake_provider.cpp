@@ -1,5 +1,7 @@
 #include "tests/fake_provider/fake_provider.hpp"
 
+#include "tests/fake_provider/dialects.hpp"
+
 #include <arpa/inet.h>
 #include <cerrno>
 #include <ctime>
@@ -131,13 +133,11 @@ void linger_close(int fd) {
 } // namespace
 
 FakeProvider::FakeProvider(FakeProviderOptions options, std::ostream& log)
-    : m_options(std::move(options)), m_log(log), m_api(m_ledger, m_options.stripe),
-      m_checkout(m_ledger, m_options.stripe, m_options.checkout),
-      m_paypal(m_ledger, m_options.stripe, m_options.paypal),
-      m_square(m_ledger, m_options.stripe, m_options.square) {
+    : m_options(std::move(options)), m_log(log), m_dialects(make_dialects(m_ledger, m_options)),
+      m_stripe(dialect_of<StripeApi>(m_dialects)), m_paypal(dialect_of<PayPalApi>(m_dialects)) {
     m_ledger.set_faults(m_options.faults);
     m_webhooks.configure(m_options.webhooks);
-    m_api.set_on_executed([this](const Executed& e) { m_webhooks.notify(e); });
+    m_stripe.set_on_executed([this](const Executed& e) { m_webhooks.notify(e); });
 }
 
 FakeProvider::~FakeProvider() {
@@ -170,8 +170,8 @@ void FakeProvider::start() {
     event["event"] = "listening";
     event["port"] = m_port;
     event["admin_port"] = m_admin_port;
-    event["idempotency"] = m_options.stripe.idempotency;
-    event["lookup"] = m_options.stripe.lookup;
+    event["idempotency"] = m_options.account.idempotency;
+    event["lookup"] = m_options.account.lookup;
     event["key_retention_s"] = m_options.stripe.key_retention.count();
     event["checkout_key_retention_s"] = m_options.checkout.key_retention.count();
     event["paypal_key_retention_s"] = m_options.paypal.key_retention.count();
@@ -239,10 +239,9 @@ nlohmann::ordered_json FakeProvider::ledger(LedgerOptions options) const {
     const auto lock = m_ledger.lock();
     Json j;
     m_ledger.write_counts_locked(j, options.operations);
-    m_api.write_ledger_locked(j, options);
-    m_checkout.write_ledger_locked(j, options);
-    m_paypal.write_ledger_locked(j, options);
-    m_square.write_ledger_locked(j, options);
+    for (const auto& dialect : m_dialects) {
+        dialect->write_ledger_locked(j, options);
+    }
     j["now"] =
         std::chrono::duration_cast<std::chrono::seconds>(m_ledger.now_locked().time_since_epoch())
             .count();
@@ -258,10 +257,9 @@ void FakeProvider::reset() {
     {
         const auto lock = m_ledger.lock();
         m_ledger.reset_locked();
-        m_api.reset_locked();
-        m_checkout.reset_locked();
-        m_paypal.reset_locked();
-        m_square.reset_locked();
+        for (const auto& dialect : m_dialects) {
+            dialect->reset_locked();
+        }
     }
     open_gate();
     {
@@ -355,16 +353,12 @@ void FakeProvider::reopen_listener() {
 
 Reply FakeProvider::handle(const http::Request& request) {
     const Wait wait = [this](std::chrono::milliseconds d) { return request_pause(d); };
-    if (CheckoutApi::serves(request.path)) {
-        return m_checkout.handle(request, wait);
+    for (const auto& dialect : m_dialects) {
+        if (dialect->serves(request)) {
+            return dialect->handle(request, wait);
+        }
     }
-    if (SquareApi::serves(request.path)) { // before PayPal's, which serves the rest of /v2/
-        return m_square.handle(request, wait);
-    }
-    if (PayPalApi::serves(request.path)) {
-        return m_paypal.handle(request, wait);
-    }
-    return m_api.handle(request, wait);
+    return m_stripe.handle(request, wait);
 }
 
 void FakeProvider::accept_loop() {
@@ -578,8 +572,8 @@ http::Response FakeProvider::admin(const http::Request& request) {
         body["port"] = m_port;
         body["admin_port"] = m_admin_port;
         body["listening"] = listening();
-        body["idempotency"] = m_options.stripe.idempotency;
-        body["lookup"] = m_options.stripe.lookup;
+        body["idempotency"] = m_options.account.idempotency;
+        body["lookup"] = m_options.account.lookup;
         return admin_json(200, body);
     }
     if (path == "/__admin/ledger" && method == "GET") {
@@ -614,7 +608,7 @@ http::Response FakeProvider::admin(const http::Request& request) {
         }
         std::vector<std::string> ids;
         try {
-            ids = m_api.seed(seed);
+            ids = m_stripe.seed(seed);
         } catch (const SeedNotFound& e) {
             return admin_error(404, e.what());
         } catch (const std::invalid_argument& e) {

@@ -2,9 +2,10 @@
 // The fake payment provider server on 127.0.0.1, with fault injection, and an admin API on a second
 // port that keeps working while the main listener refuses connections. One main port speaks five
 // dialects on one ledger, one set of faults and one fake clock (ledger.hpp): a Stripe
-// PaymentIntents subset and Adyen's /v71/payments (stripe.hpp), Checkout.com's /payments
+// PaymentIntents subset (stripe.hpp), Adyen's /v71/payments (adyen.hpp), Checkout.com's /payments
 // (checkout.hpp), PayPal's Orders v2, Transaction Search and OAuth2 (paypal.hpp), Square's
-// Payments API /v2/payments (square.hpp). Acceptance tests
+// Payments API /v2/payments (square.hpp). Each is a Dialect (dialect.hpp), listed in
+// dialects.cpp; the server routes each request to the one that serves it. Acceptance tests
 // start it in-process on port 0; the demo runs `payrecon-fake-provider`. It is honest about what
 // it executed: see the Ledger.
 //
@@ -13,7 +14,9 @@
 // returns promptly even while a connection is hanging. One JSON log line per request goes to the
 // log stream; no header or body is ever logged, so neither is the API key.
 
+#include "tests/fake_provider/adyen.hpp"
 #include "tests/fake_provider/checkout.hpp"
+#include "tests/fake_provider/dialect.hpp"
 #include "tests/fake_provider/faults.hpp"
 #include "tests/fake_provider/http.hpp"
 #include "tests/fake_provider/ledger.hpp"
@@ -37,9 +40,11 @@
 namespace payrecon::fake {
 
 struct FakeProviderOptions {
-    int port = 0;         // main port (every dialect) on 127.0.0.1; 0: any free port
-    int admin_port = 0;   // admin port on 127.0.0.1; 0: any free port
-    StripeOptions stripe; // also the account: its api_key, idempotency and lookup hold for all
+    int port = 0;       // main port (every dialect) on 127.0.0.1; 0: any free port
+    int admin_port = 0; // admin port on 127.0.0.1; 0: any free port
+    Account account;    // the API key, idempotency and lookup: every dialect's
+    // Each dialect's own settings (Adyen has none: it keeps its keys with Stripe's).
+    StripeOptions stripe;
     CheckoutOptions checkout;
     PayPalOptions paypal;
     SquareOptions square;
@@ -74,7 +79,7 @@ public:
     nlohmann::ordered_json ledger(LedgerOptions options = {}) const;
     // Seeds a discrepancy (seed.hpp, README "Seeding"); answers the PaymentIntent ids created or
     // changed. Throws SeedNotFound or std::invalid_argument, changing nothing.
-    std::vector<std::string> seed(const Seed& seed) { return m_api.seed(seed); }
+    std::vector<std::string> seed(const Seed& seed) { return m_stripe.seed(seed); }
     std::vector<std::string> seed_orphan_charge(const OrphanCharge& s) { return seed(s); }
     std::vector<std::string> seed_duplicate_charge(const DuplicateCharge& s) { return seed(s); }
     std::vector<std::string> seed_amount_mismatch(const AmountMismatch& s) { return seed(s); }
@@ -117,8 +122,8 @@ private:
         std::atomic<bool> done{false};
     };
 
-    // The dialect that serves `request`'s path: Checkout.com's, Square's (/v2/payments, before
-    // PayPal's /v2/...), PayPal's, else Stripe's (and Adyen's).
+    // The dialect that serves `request` answers it; Stripe's answers a request none serves (its
+    // 401, else its 404), as the fake always has.
     Reply handle(const http::Request& request);
     void accept_loop();
     void accept_one(int listener, bool admin);
@@ -144,11 +149,10 @@ private:
     FakeProviderOptions m_options;
     std::ostream& m_log;
     std::mutex m_log_mutex;
-    Ledger m_ledger; // before the dialects: they hold it
-    StripeApi m_api;
-    CheckoutApi m_checkout;
-    PayPalApi m_paypal;
-    SquareApi m_square;
+    Ledger m_ledger;     // before the dialects: they hold it
+    Dialects m_dialects; // dialects.cpp's list, in its order
+    StripeApi& m_stripe; // seeds, the webhooks' source, and the answer to unserved requests
+    PayPalApi& m_paypal; // its tokens expire on the admin's word
     WebhookSender m_webhooks;
 
     int m_port = 0;

@@ -1,6 +1,7 @@
 #include "tests/fake_provider/paypal.hpp"
 
 #include "core/money.hpp"
+#include "tests/fake_provider/square.hpp"
 
 #include <algorithm>
 #include <array>
@@ -385,10 +386,14 @@ Json money(const std::string& currency, const std::string& value) {
 
 } // namespace
 
-PayPalApi::PayPalApi(Ledger& ledger, const StripeOptions& account, PayPalOptions options)
+PayPalApi::PayPalApi(Ledger& ledger, const Account& account, PayPalOptions options)
     : m_ledger(ledger), m_account(account), m_options(std::move(options)) {}
 
-bool PayPalApi::serves(const std::string& path) {
+bool PayPalApi::serves(const http::Request& request) const {
+    const std::string& path = request.path;
+    if (SquareApi::serves_path(path)) {
+        return false;
+    }
     for (const std::string_view prefix : {"/v1/oauth2/", "/v2/", "/v1/reporting/"}) {
         if (path.compare(0, prefix.size(), prefix) == 0) {
             return true;

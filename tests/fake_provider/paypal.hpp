@@ -34,8 +34,8 @@
 // the ISO 4217 minor units of its decimal value (the value is parsed exactly, never as a float).
 
 #include "core/secret.hpp"
+#include "tests/fake_provider/dialect.hpp"
 #include "tests/fake_provider/ledger.hpp"
-#include "tests/fake_provider/stripe.hpp"
 
 #include <chrono>
 #include <cstdint>
@@ -54,17 +54,18 @@ struct PayPalOptions {
     std::chrono::seconds key_retention{21600}; // PayPal-Request-Id; fake time (6 h)
 };
 
-class PayPalApi {
+class PayPalApi final : public Dialect {
 public:
     // `ledger` is the fake provider's, shared with the other dialects; it outlives this.
     // `account`: whether request IDs and the transaction search exist at all.
-    PayPalApi(Ledger& ledger, const StripeOptions& account, PayPalOptions options);
+    PayPalApi(Ledger& ledger, const Account& account, PayPalOptions options);
 
-    // True for the paths this dialect serves: /v1/oauth2/..., /v2/..., /v1/reporting/...
-    static bool serves(const std::string& path);
+    // /v1/oauth2/..., /v1/reporting/... and /v2/..., but for Square's /v2/payments and
+    // /v2/payments/{id} (square.hpp), which share PayPal's prefix.
+    bool serves(const http::Request& request) const override;
 
     // Serves one request on the main port. Never throws for anything the client sent.
-    Reply handle(const http::Request& request, const Wait& wait);
+    Reply handle(const http::Request& request, const Wait& wait) override;
 
     // Every access token issued so far is expired from now on; answers how many were still valid.
     std::size_t expire_tokens();
@@ -72,10 +73,10 @@ public:
     // Adds "paypal_tokens_issued", "paypal_order_count" and "paypal_orders" (oldest first, as GET
     // /v2/checkout/orders/{id} answers each; only if options.payment_intents). Under the ledger's
     // lock.
-    void write_ledger_locked(nlohmann::ordered_json& j, LedgerOptions options) const;
+    void write_ledger_locked(nlohmann::ordered_json& j, LedgerOptions options) const override;
 
     // Forgets every order, request ID and token, and the token count. Under the ledger's lock.
-    void reset_locked();
+    void reset_locked() override;
 
 private:
     enum class Source { card, paypal };
@@ -130,7 +131,7 @@ private:
     nlohmann::ordered_json render_order(const Order& order, bool representation) const;
 
     Ledger& m_ledger;
-    StripeOptions m_account;
+    Account m_account;
     PayPalOptions m_options;
     std::vector<Order> m_orders; // creation order
     std::map<std::string, std::size_t> m_by_id;

@@ -203,13 +203,13 @@ struct CreateRequest {
 
 } // namespace
 
-SquareApi::SquareApi(Ledger& ledger, const StripeOptions& account, SquareOptions options)
+SquareApi::SquareApi(Ledger& ledger, const Account& account, SquareOptions options)
     : m_ledger(ledger), m_account(account), m_options(std::move(options)) {
     const auto lock = m_ledger.lock();
     m_location_id = m_ledger.random_id_locked("L", 12, k_upper_alnum);
 }
 
-bool SquareApi::serves(const std::string& path) {
+bool SquareApi::serves_path(const std::string& path) {
     if (path == k_payments) {
         return true;
     }

@@ -37,8 +37,8 @@
 // Executions count per operation ID: `reference_id`, else the idempotency key, else "(none)".
 // `charged` counts a COMPLETED payment's amount_money: Square's units are ISO 4217 minor units.
 
+#include "tests/fake_provider/dialect.hpp"
 #include "tests/fake_provider/ledger.hpp"
-#include "tests/fake_provider/stripe.hpp"
 
 #include <chrono>
 #include <cstdint>
@@ -57,25 +57,26 @@ struct SquareOptions {
     std::vector<std::string> currencies;
 };
 
-class SquareApi {
+class SquareApi final : public Dialect {
 public:
     // `ledger` is the fake provider's, shared with the other dialects; it outlives this.
-    // `account`: the API key (the same as Stripe's), and whether keys and lookups exist at all.
-    SquareApi(Ledger& ledger, const StripeOptions& account, SquareOptions options);
+    // `account`: the API key, and whether keys and lookups exist at all.
+    SquareApi(Ledger& ledger, const Account& account, SquareOptions options);
 
     // True for the paths this dialect serves: /v2/payments and /v2/payments/{id} -- but not
     // PayPal's /v2/payments/captures/, /authorizations/ and /refunds/, which stay PayPal's.
-    static bool serves(const std::string& path);
+    static bool serves_path(const std::string& path);
+    bool serves(const http::Request& request) const override { return serves_path(request.path); }
 
     // Serves one request on the main port. Never throws for anything the client sent.
-    Reply handle(const http::Request& request, const Wait& wait);
+    Reply handle(const http::Request& request, const Wait& wait) override;
 
     // Adds "square_payment_count" and "square_payments" (oldest first, each the Payment object
     // GET /v2/payments/{id} answers; only if options.payment_intents). Under the ledger's lock.
-    void write_ledger_locked(nlohmann::ordered_json& j, LedgerOptions options) const;
+    void write_ledger_locked(nlohmann::ordered_json& j, LedgerOptions options) const override;
 
     // Forgets every payment and key. Under the ledger's lock.
-    void reset_locked();
+    void reset_locked() override;
 
 private:
     enum class Status { completed, approved, failed };
@@ -126,7 +127,7 @@ private:
     static http::Response errors_response(int status, const std::vector<Error>& errors);
 
     Ledger& m_ledger;
-    StripeOptions m_account;
+    Account m_account;
     SquareOptions m_options;
     std::string m_location_id;       // the account's main location
     std::vector<Payment> m_payments; // creation order

@@ -143,16 +143,6 @@ std::variant<std::int64_t, http::Response> parse_limit(const http::Fields& query
     return *limit;
 }
 
-struct CreateParams {
-    std::int64_t amount = 0;
-    std::string currency;
-    std::string payment_method;
-    std::optional<std::string> customer;
-    std::optional<std::string> description;
-    bool off_session = false;
-    std::map<std::string, std::string> metadata;
-};
-
 // `unknown`: parameters this account does not know on top of the spec's (FaultConfig).
 std::variant<CreateParams, http::Response>
 validate_create(const http::Fields& form, const std::vector<std::string>& unknown) {
@@ -269,61 +259,6 @@ validate_create(const http::Fields& form, const std::vector<std::string>& unknow
     return p;
 }
 
-// Adyen's error answer (its ServiceError).
-http::Response adyen_error(int status, std::string_view code, std::string_view type,
-                           std::string_view message) {
-    Json body;
-    body["status"] = status;
-    body["errorCode"] = code;
-    body["message"] = message;
-    body["errorType"] = type;
-    return json_response(status, body);
-}
-
-// Adyen's create body as the fake needs it: amount, reference, merchant account, the stored card.
-std::variant<CreateParams, http::Response> validate_adyen_create(const Json& j) {
-    CreateParams p;
-    if (!j.is_object()) {
-        return adyen_error(422, "702", "validation", "Structure of PaymentRequest is invalid");
-    }
-    const auto text = [&](const Json& o, const char* name) -> const std::string* {
-        return o.is_object() && o.contains(name) && o[name].is_string()
-                   ? o[name].get_ptr<const std::string*>()
-                   : nullptr;
-    };
-    const Json amount = j.value("amount", Json());
-    if (!amount.is_object() || !amount.contains("value") || !amount["value"].is_number_integer() ||
-        amount["value"].get<std::int64_t>() <= 0 || text(amount, "currency") == nullptr ||
-        text(amount, "currency")->size() != 3) {
-        return adyen_error(422, "100", "validation", "Required field 'amount' is not provided.");
-    }
-    if (text(j, "reference") == nullptr || text(j, "merchantAccount") == nullptr) {
-        return adyen_error(422, "130", "validation",
-                           "Required field 'reference' or 'merchantAccount' is not provided.");
-    }
-    const Json method = j.value("paymentMethod", Json());
-    if (text(method, "storedPaymentMethodId") == nullptr) {
-        return adyen_error(422, "14_004", "validation", "Missing payment method details");
-    }
-    p.amount = amount["value"].get<std::int64_t>();
-    p.currency = *text(amount, "currency");
-    std::transform(p.currency.begin(), p.currency.end(), p.currency.begin(),
-                   [](char c) { return static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c); });
-    p.payment_method = *text(method, "storedPaymentMethodId");
-    if (const std::string* shopper = text(j, "shopperReference")) {
-        p.customer = *shopper;
-    }
-    p.off_session = true;
-    if (j.contains("metadata") && j["metadata"].is_object()) {
-        for (const auto& [k, v] : j["metadata"].items()) {
-            if (v.is_string()) {
-                p.metadata[k] = v.get<std::string>();
-            }
-        }
-    }
-    return p;
-}
-
 // metadata['key']:'value' (or double quotes), with backslash escapes. nullopt for anything else.
 std::optional<std::pair<std::string, std::string>> parse_metadata_query(std::string_view q) {
     auto read_quoted = [&q]() -> std::optional<std::string> {
@@ -434,8 +369,13 @@ std::optional<Decline> decline_of(IntentOutcome outcome) {
 
 } // namespace
 
-StripeApi::StripeApi(Ledger& ledger, StripeOptions options)
-    : m_ledger(ledger), m_options(std::move(options)) {}
+StripeApi::StripeApi(Ledger& ledger, const Account& account, StripeOptions options)
+    : m_ledger(ledger), m_account(account), m_options(options) {}
+
+bool StripeApi::serves(const http::Request& request) const {
+    return request.path == k_list_url ||
+           request.path.compare(0, k_list_url.size() + 1, std::string(k_list_url) + "/") == 0;
+}
 
 void StripeApi::reset_locked() {
     m_by_id.clear();
@@ -448,8 +388,8 @@ void StripeApi::reset_locked() {
 
 bool StripeApi::authorized(const http::Request& request) const {
     const auto token = bearer_credential(request);
-    return token && !m_options.api_key.empty() &&
-           constant_time_equal(*token, m_options.api_key.reveal());
+    return token && !m_account.api_key.empty() &&
+           constant_time_equal(*token, m_account.api_key.reveal());
 }
 
 Reply StripeApi::handle(const http::Request& request, const Wait& wait) {
@@ -459,9 +399,7 @@ Reply StripeApi::handle(const http::Request& request, const Wait& wait) {
     const bool is_create = request.method == "POST" && path == k_intents;
 
     if (is_create) {
-        reply = create(request, wait, false);
-    } else if (request.method == "POST" && path == "/v71/payments") {
-        reply = create(request, wait, true);
+        reply = create(request, wait, nullptr);
     } else if (!authorized(request)) {
         const bool given = request.header("authorization") != nullptr;
         reply.response =
@@ -491,12 +429,23 @@ Reply StripeApi::handle(const http::Request& request, const Wait& wait) {
                                        "retrieve, list and search only.");
         }
     }
+    stamp(reply);
+    return reply;
+}
+
+Reply StripeApi::create_for(const IntentCreate& dialect, const http::Request& request,
+                            const Wait& wait) {
+    Reply reply = create(request, wait, &dialect);
+    stamp(reply);
+    return reply;
+}
+
+void StripeApi::stamp(Reply& reply) {
     if (reply.action == SocketAction::respond || reply.action == SocketAction::partial_then_fin) {
         const auto lock = m_ledger.lock();
         reply.response.headers.emplace_back("Request-Id", m_ledger.random_id_locked("req_", 14));
         reply.response.headers.emplace_back("Stripe-Version", "2020-08-27");
     }
-    return reply;
 }
 
 void StripeApi::set_on_executed(std::function<void(const Executed&)> callback) {
@@ -504,24 +453,21 @@ void StripeApi::set_on_executed(std::function<void(const Executed&)> callback) {
     m_on_executed = std::move(callback);
 }
 
-Reply StripeApi::create(const http::Request& request, const Wait& wait, bool adyen) {
+Reply StripeApi::create(const http::Request& request, const Wait& wait, const IntentCreate* other) {
     Reply reply;
     const std::string* content_type = request.header("content-type");
-    const bool is_form = !adyen && content_type != nullptr &&
+    const bool is_form = other == nullptr && content_type != nullptr &&
                          content_type->rfind("application/x-www-form-urlencoded", 0) == 0;
     const auto form = is_form ? http::parse_form(request.body) : std::nullopt;
-    const std::string* key = m_options.idempotency ? request.header("idempotency-key") : nullptr;
-    const Json adyen_body =
-        adyen ? Json::parse(request.body, nullptr, false) : Json(); // discarded: is_discarded()
+    const std::string* key = m_account.idempotency ? request.header("idempotency-key") : nullptr;
 
     if (form) {
         if (const std::string* op = field(*form, "metadata[operation_id]")) {
             reply.operation_id = *op;
         }
     }
-    if (adyen && adyen_body.is_object() && adyen_body.contains("reference") &&
-        adyen_body["reference"].is_string()) {
-        reply.operation_id = adyen_body["reference"].get<std::string>();
+    if (other != nullptr) {
+        reply.operation_id = other->operation_id(request);
     }
     if (reply.operation_id.empty()) {
         const std::string* header = request.header("idempotency-key");
@@ -537,12 +483,9 @@ Reply StripeApi::create(const http::Request& request, const Wait& wait, bool ady
     // What the after-execute faults do to the socket (and a 500 to the response).
     auto after = [](Reply& r) { apply_after_execute(r, api_error_500("after execution")); };
 
-    if (adyen) {
-        const std::string* api_key = request.header("x-api-key");
-        if (api_key == nullptr || m_options.api_key.empty() ||
-            !constant_time_equal(*api_key, m_options.api_key.reveal())) {
-            reply.response =
-                adyen_error(401, "000", "security", "HTTP Status Response - Unauthorized");
+    if (other != nullptr) {
+        if (auto refused = other->refusal(request, m_account)) {
+            reply.response = std::move(*refused);
             return answer(std::move(reply));
         }
     } else if (!authorized(request)) {
@@ -561,24 +504,20 @@ Reply StripeApi::create(const http::Request& request, const Wait& wait, bool ady
         return answer(std::move(reply));
     }
 
-    if (!adyen && !is_form) {
+    if (other == nullptr && !is_form) {
         reply.response = invalid_request(
             "Requests to /v1/payment_intents must be application/x-www-form-urlencoded.");
         after(reply);
         return answer(std::move(reply));
     }
-    if (!adyen && !form) {
+    if (other == nullptr && !form) {
         reply.response = invalid_request("Malformed form body.");
         after(reply);
         return answer(std::move(reply));
     }
-    if (adyen && adyen_body.is_discarded()) {
-        reply.response = adyen_error(400, "702", "validation", "Malformed JSON");
-        after(reply);
-        return answer(std::move(reply));
-    }
-    auto validated = adyen ? validate_adyen_create(adyen_body)
-                           : validate_create(*form, m_ledger.faults_locked().unknown_parameters);
+    auto validated = other != nullptr
+                         ? other->read(request)
+                         : validate_create(*form, m_ledger.faults_locked().unknown_parameters);
     if (auto* rejected = std::get_if<http::Response>(&validated)) {
         reply.response = std::move(*rejected);
         after(reply);
@@ -586,8 +525,8 @@ Reply StripeApi::create(const http::Request& request, const Wait& wait, bool ady
     }
     const CreateParams params = std::get<CreateParams>(std::move(validated));
 
-    // What a replay must match: Stripe's form fields, sorted; Adyen's body as sent.
-    http::Fields sorted = adyen ? http::Fields{{"body", request.body}} : *form;
+    // What a replay must match: Stripe's form fields, sorted; the other dialect's own.
+    http::Fields sorted = other != nullptr ? other->replay_params(request) : *form;
     std::sort(sorted.begin(), sorted.end());
     if (key != nullptr) {
         if (key->empty() || key->size() > k_max_key_length) {
@@ -676,26 +615,8 @@ Reply StripeApi::create(const http::Request& request, const Wait& wait, bool ady
     executed.amount = added.amount;
     executed.currency = added.currency;
     executed.charged = added.outcome == Outcome::succeeded;
-    executed.adyen = adyen;
-    if (adyen) {
-        // Adyen's pspReference: 16 upper-case letters and digits.
-        std::string psp(added.id.data(), 16);
-        std::transform(psp.begin(), psp.end(), psp.begin(),
-                       [](char c) { return static_cast<char>(c >= 'a' && c <= 'z' ? c - 32 : c); });
-        executed.provider_id = psp;
-        executed.merchant_account = adyen_body.value("merchantAccount", "");
-        Json body;
-        body["pspReference"] = psp;
-        body["resultCode"] = executed.charged ? "Authorised" : "Refused";
-        body["merchantReference"] = added.operation_id;
-        std::string upper = added.currency;
-        std::transform(upper.begin(), upper.end(), upper.begin(),
-                       [](char c) { return static_cast<char>(c >= 'a' && c <= 'z' ? c - 32 : c); });
-        body["amount"] = {{"currency", upper}, {"value", added.amount}};
-        if (!executed.charged) {
-            body["refusalReason"] = "Not enough balance";
-        }
-        reply.response = json_response(200, body);
+    if (other != nullptr) {
+        reply.response = other->answer(request, executed);
     } else {
         Json pi = render(added);
         if (declined) {
@@ -1119,7 +1040,7 @@ Reply StripeApi::retrieve(const std::string& id, const http::Fields& query, cons
 
 Reply StripeApi::search(const http::Fields& query, const Wait& wait) {
     Reply reply;
-    if (!m_options.lookup) {
+    if (!m_account.lookup) {
         reply.response = error(404, "invalid_request_error",
                                "Unrecognized request URL (GET: /v1/payment_intents/search): this "
                                "provider has no search.",

@@ -1,10 +1,11 @@
 #pragma once
-// The Stripe subset the fake provider serves (and Adyen's create in its dialect), on the ledger
-// every dialect shares (ledger.hpp). No sockets here: `handle` turns a parsed request into a reply
+// The Stripe subset the fake provider serves, on the ledger every dialect shares (ledger.hpp). Its
+// PaymentIntents are also where Adyen's dialect (adyen.hpp) executes, through IntentCreate, and
+// what seeds change (seed.hpp). No sockets here: `handle` turns a parsed request into a reply
 // and a socket action (answer, FIN, RST, hang, half a body), and the server carries the action out.
 // In the ledger:
-//   deliveries  every POST /v1/payment_intents (and /v71/payments) read in full, whatever it was
-//               answered
+//   deliveries  every POST /v1/payment_intents (and Adyen's /v71/payments) read in full, whatever
+//               it was answered
 //   executions  per operation ID, PaymentIntents actually created (a decline is an execution too:
 //               Stripe creates the PaymentIntent and a failed charge, and the key keeps the 402)
 // The operation ID is `metadata[operation_id]` (Adyen: `reference`), else the Idempotency-Key,
@@ -17,7 +18,7 @@
 // request is still executing gets 409 idempotency_key_in_use. Keys are forgotten `key_retention`
 // after their first request, on the fake clock (real time plus whatever advance_clock added).
 
-#include "core/secret.hpp"
+#include "tests/fake_provider/dialect.hpp"
 #include "tests/fake_provider/faults.hpp"
 #include "tests/fake_provider/http.hpp"
 #include "tests/fake_provider/ledger.hpp"
@@ -38,18 +39,15 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <variant>
 #include <vector>
 
 namespace payrecon::fake {
 
-// The account's settings. `api_key`, `idempotency` and `lookup` hold for every dialect: Adyen's
-// X-API-Key and Checkout.com's bearer key are this key too, and --no-idempotency / --no-lookup
-// switch off every dialect's keys / lookups.
+// Stripe's own settings; the API key and whether keys and lookups exist at all are the Account's.
 struct StripeOptions {
-    Secret api_key;                            // the only accepted `Authorization: Bearer` value
-    std::chrono::seconds key_retention{86400}; // fake time (Stripe's and Adyen's keys)
-    bool idempotency = true; // false: Idempotency-Key ignored, every POST executes
-    bool lookup = true;      // false: search answers 404 resource_missing
+    // Fake time. Adyen's keys are kept with Stripe's, and for as long.
+    std::chrono::seconds key_retention{86400};
 };
 
 // How a PaymentIntent ended: succeeded (a paid charge), requires_action (no charge), or a decline
@@ -63,7 +61,8 @@ enum class IntentOutcome : std::uint8_t {
 };
 
 // A payment the fake executed, as its webhooks tell it (webhooks.hpp): the provider's ID, our
-// operation ID, the amount and whether it was charged. `adyen`: created through the Adyen dialect.
+// operation ID, the amount and whether it was charged. `adyen`: created through Adyen's dialect
+// (its webhooks are Adyen's notifications).
 struct Executed {
     std::string provider_id; // "pi_..." or Adyen's 16-character pspReference
     std::string operation_id;
@@ -74,24 +73,68 @@ struct Executed {
     std::string merchant_account; // Adyen only
 };
 
-class StripeApi {
+// What a create asks for, in whichever dialect it came.
+struct CreateParams {
+    std::int64_t amount = 0;
+    std::string currency; // lower case, as Stripe shows it
+    std::string payment_method;
+    std::optional<std::string> customer;
+    std::optional<std::string> description;
+    bool off_session = false;
+    std::map<std::string, std::string> metadata;
+};
+
+// How another dialect's create reads its request and words its answers when it executes on
+// Stripe's PaymentIntents (Adyen's: adyen.hpp). StripeApi runs everything else as for its own
+// create: the deliveries, the Idempotency-Key (one set of keys for both), the faults, the
+// execution, the webhooks.
+class IntentCreate {
+public:
+    virtual ~IntentCreate() = default;
+    // The operation ID the request names; empty if it names none (the key then stands for it).
+    virtual std::string operation_id(const http::Request& request) const = 0;
+    // nullopt if the request carries the account's key; else the 401 to answer.
+    virtual std::optional<http::Response> refusal(const http::Request& request,
+                                                  const Account& account) const = 0;
+    // The create's parameters, or the 4xx to answer (nothing executes; the key stays free).
+    virtual std::variant<CreateParams, http::Response> read(const http::Request& request) const = 0;
+    // What a later request under the same key must match to be replayed.
+    virtual http::Fields replay_params(const http::Request& request) const = 0;
+    // The answer to a create that executed, saved under the key; rewords `executed` for the
+    // webhooks (the provider's ID, ...) where the dialect's differ from Stripe's.
+    virtual http::Response answer(const http::Request& request, Executed& executed) const = 0;
+
+protected:
+    IntentCreate() = default;
+    IntentCreate(const IntentCreate&) = default;
+    IntentCreate& operator=(const IntentCreate&) = default;
+};
+
+class StripeApi final : public Dialect {
 public:
     using Wait = fake::Wait;
 
     // `ledger` is the fake provider's, shared with the other dialects; it outlives this.
-    StripeApi(Ledger& ledger, StripeOptions options);
+    StripeApi(Ledger& ledger, const Account& account, StripeOptions options);
 
-    // Serves one request on the main port. Never throws for anything the client sent.
-    // `POST /v71/payments` is Adyen's Checkout create in its dialect (JSON, X-API-Key, resultCode
-    // Authorised or Refused), on the same ledger, keys and faults.
-    Reply handle(const http::Request& request, const Wait& wait);
+    // /v1/payment_intents and the paths under it.
+    bool serves(const http::Request& request) const override;
+
+    // Serves one request on the main port; also what the server answers a request no dialect
+    // serves (Stripe's 401, else its 404), as the fake always has. Never throws for anything the
+    // client sent.
+    Reply handle(const http::Request& request, const Wait& wait) override;
+
+    // `dialect`'s create, executed on these PaymentIntents. Its answers carry Stripe's Request-Id
+    // and Stripe-Version headers, as every answer on this ledger always has.
+    Reply create_for(const IntentCreate& dialect, const http::Request& request, const Wait& wait);
 
     // Called (outside the lock) after each execution: what the webhooks tell.
     void set_on_executed(std::function<void(const Executed&)> callback);
 
     // Adds "refunded", "seeded", "payment_intent_count" and "payment_intents" (oldest first by
     // created; only if options.payment_intents) to the ledger JSON. Under the ledger's lock.
-    void write_ledger_locked(nlohmann::ordered_json& j, LedgerOptions options) const;
+    void write_ledger_locked(nlohmann::ordered_json& j, LedgerOptions options) const override;
 
     // Seeds a discrepancy (seed.hpp); answers the ids of the PaymentIntents it created or changed.
     // Throws SeedNotFound for an unknown PaymentIntent or operation, std::invalid_argument for a
@@ -106,10 +149,13 @@ public:
 
     // Forgets every PaymentIntent, key and seed count. Under the ledger's lock (the ledger resets
     // its own counts, faults and clock).
-    void reset_locked();
+    void reset_locked() override;
 
 private:
-    Reply create(const http::Request& request, const Wait& wait, bool adyen);
+    // Stripe's form-encoded create when `other` is null, else `other`'s.
+    Reply create(const http::Request& request, const Wait& wait, const IntentCreate* other);
+    // Adds the headers every answer on this ledger carries.
+    void stamp(Reply& reply);
     std::function<void(const Executed&)> m_on_executed;
 
     // A random id part: "pi_" / "ch_" / "re_" + these 24 characters.
@@ -179,6 +225,7 @@ private:
     bool authorized(const http::Request& request) const;
 
     Ledger& m_ledger;
+    Account m_account;
     StripeOptions m_options;
     std::mt19937_64 m_id_rng;
 

@@ -357,7 +357,7 @@ TEST_CASE("checkout: a key keeps its 2xx for its retention of fake time, without
     }
     {
         auto options = options_with();
-        options.stripe.idempotency = false;
+        options.account.idempotency = false;
         Running r(std::move(options));
         const HttpResult a = post_payment(r, "key-1", payment("op-1"));
         const HttpResult b = post_payment(r, "key-1", payment("op-1"));
@@ -423,7 +423,7 @@ TEST_CASE("checkout: the lookup by reference pages newest first, lags by lookup_
     CHECK(get(r, "/payments/" + ids[0]).status == 200);
 
     auto options = options_with();
-    options.stripe.lookup = false;
+    options.account.lookup = false;
     Running without(std::move(options));
     const HttpResult missing = get(without, "/payments?reference=op-p");
     CHECK(missing.status == 404);

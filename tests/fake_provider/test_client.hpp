@@ -30,7 +30,7 @@ inline constexpr const char* k_api_key = "sk_test_fAkE4eC39HqLyjWDarjtT1zdp7dc";
 
 inline FakeProviderOptions options_with(FaultConfig faults = {}) {
     FakeProviderOptions o;
-    o.stripe.api_key = Secret(k_api_key);
+    o.account.api_key = Secret(k_api_key);
     o.faults = std::move(faults);
     return o;
 }

@@ -202,7 +202,7 @@ TEST_CASE("fake provider: the gate holds requests until it opens, and the admin 
 TEST_CASE("fake provider: with --no-idempotency every POST executes",
           "[fake_provider][idempotency]") {
     auto options = options_with();
-    options.stripe.idempotency = false;
+    options.account.idempotency = false;
     Running r(std::move(options));
     const HttpResult a = post_charge(r, "key-1", charge_form("op-1"));
     const HttpResult b = post_charge(r, "key-1", charge_form("op-1"));
@@ -566,7 +566,7 @@ TEST_CASE("fake provider: unknown_parameters rejects every create naming one, ex
 TEST_CASE("fake provider: with --no-lookup search answers 404 resource_missing",
           "[fake_provider][lookup]") {
     auto options = options_with();
-    options.stripe.lookup = false;
+    options.account.lookup = false;
     Running r(std::move(options));
     REQUIRE(post_charge(r, "key-1", charge_form("op-1")).status == 200);
     const HttpResult search = search_operation(r, "op-1");
@@ -850,9 +850,9 @@ TEST_CASE("fake provider: the command line reads the key from the named variable
                                          "5",
                                          "--lookup-down"},
                                         "sk_test_from_env");
-    CHECK(o.stripe.api_key.reveal() == "sk_test_from_env");
-    CHECK_FALSE(o.stripe.idempotency);
-    CHECK(o.stripe.lookup);
+    CHECK(o.account.api_key.reveal() == "sk_test_from_env");
+    CHECK_FALSE(o.account.idempotency);
+    CHECK(o.account.lookup);
     CHECK(o.stripe.key_retention == std::chrono::seconds(60));
     CHECK(o.faults.latency == milliseconds(20));
     CHECK(o.faults.seed == 9);

@@ -490,7 +490,7 @@ TEST_CASE("paypal: the same PayPal-Request-Id while the first executes gets 409 
 TEST_CASE("paypal: with --no-idempotency every create executes and no PayPal-Request-Id is needed",
           "[fake_provider][paypal][idempotency]") {
     auto options = paypal_options();
-    options.stripe.idempotency = false;
+    options.account.idempotency = false;
     Running r(std::move(options));
     const std::string token = fetch_token(r);
     const HttpResult a = post_order(r, token, "req-1", order("op-1"));
@@ -590,7 +590,7 @@ TEST_CASE("paypal: transaction search finds a capture only lookup_stale_s after 
     CHECK(down.json()["name"] == "SERVICE_UNAVAILABLE");
 
     auto options = paypal_options();
-    options.stripe.lookup = false;
+    options.account.lookup = false;
     Running without(std::move(options));
     const HttpResult forbidden = search(without, fetch_token(without), start, end);
     CHECK(forbidden.status == 403);
@@ -752,7 +752,7 @@ TEST_CASE("paypal: the command line reads the client secret from the named varia
     CHECK(o.paypal.token_ttl == seconds(120));
     CHECK(o.paypal.client_id == "AcmeClient");
     CHECK(o.paypal.client_secret.reveal() == "pp_secret_from_env");
-    CHECK_FALSE(o.stripe.lookup);
+    CHECK_FALSE(o.account.lookup);
 
     CHECK_THROWS_AS(parse({"--paypal-client-secret-env", "FAKE_PAYPAL_SECRET"}, nullptr),
                     std::invalid_argument);

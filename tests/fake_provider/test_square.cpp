@@ -467,7 +467,7 @@ TEST_CASE("square: a key holds its payment for its retention of fake time, witho
     }
     {
         auto options = options_with();
-        options.stripe.idempotency = false;
+        options.account.idempotency = false;
         Running r(std::move(options));
         const HttpResult a = post_payment(r, payment("op-1"));
         const HttpResult b = post_payment(r, payment("op-1"));
@@ -613,7 +613,7 @@ TEST_CASE("square: ListPayments shows a payment only lookup_stale_s after it, an
     CHECK(get(r, "/v2/payments/" + id).status == 200);
 
     auto options = options_with();
-    options.stripe.lookup = false;
+    options.account.lookup = false;
     Running without(std::move(options));
     const HttpResult missing = get(without, "/v2/payments");
     CHECK(missing.status == 403);

@@ -344,7 +344,7 @@ struct Operated {
         : url(std::move(database)), db(std::make_unique<store::Db>(url)),
           tenant(make_tenant(*db, "opcli")), writer(make_principal(*db, tenant)) {
         fake::FakeProviderOptions o;
-        o.stripe.api_key = Secret("sk_test_fake_" + to_hex(random_bytes(8)));
+        o.account.api_key = Secret("sk_test_fake_" + to_hex(random_bytes(8)));
         o.paypal.client_secret = paypal_secret;
         paypal_client_id = o.paypal.client_id;
         fake = std::make_unique<fake::FakeProvider>(o, provider_log);
@@ -352,7 +352,7 @@ struct Operated {
         config.name = "st" + to_hex(random_bytes(8));
         config.kind = "stripe";
         config.base_url = "http://127.0.0.1:" + std::to_string(fake->port());
-        config.credentials = providers::ApiKey{k_key_env, o.stripe.api_key};
+        config.credentials = providers::ApiKey{k_key_env, o.account.api_key};
         config.connect_timeout = std::chrono::milliseconds(500);
         config.timeout = std::chrono::milliseconds(2000);
         config.settle_delay = std::chrono::seconds(0);

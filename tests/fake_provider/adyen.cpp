@@ -1,0 +1,142 @@
+#include "tests/fake_provider/adyen.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <string_view>
+#include <utility>
+
+namespace payrecon::fake {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+constexpr std::string_view k_payments = "/v71/payments";
+
+// Adyen's error answer (its ServiceError).
+http::Response adyen_error(int status, std::string_view code, std::string_view type,
+                           std::string_view message) {
+    Json body;
+    body["status"] = status;
+    body["errorCode"] = code;
+    body["message"] = message;
+    body["errorType"] = type;
+    return json_response(status, body);
+}
+
+// Adyen's create body as the fake needs it: amount, reference, merchant account, the stored card.
+std::variant<CreateParams, http::Response> validate_adyen_create(const Json& j) {
+    CreateParams p;
+    if (!j.is_object()) {
+        return adyen_error(422, "702", "validation", "Structure of PaymentRequest is invalid");
+    }
+    const auto text = [&](const Json& o, const char* name) -> const std::string* {
+        return o.is_object() && o.contains(name) && o[name].is_string()
+                   ? o[name].get_ptr<const std::string*>()
+                   : nullptr;
+    };
+    const Json amount = j.value("amount", Json());
+    if (!amount.is_object() || !amount.contains("value") || !amount["value"].is_number_integer() ||
+        amount["value"].get<std::int64_t>() <= 0 || text(amount, "currency") == nullptr ||
+        text(amount, "currency")->size() != 3) {
+        return adyen_error(422, "100", "validation", "Required field 'amount' is not provided.");
+    }
+    if (text(j, "reference") == nullptr || text(j, "merchantAccount") == nullptr) {
+        return adyen_error(422, "130", "validation",
+                           "Required field 'reference' or 'merchantAccount' is not provided.");
+    }
+    const Json method = j.value("paymentMethod", Json());
+    if (text(method, "storedPaymentMethodId") == nullptr) {
+        return adyen_error(422, "14_004", "validation", "Missing payment method details");
+    }
+    p.amount = amount["value"].get<std::int64_t>();
+    p.currency = *text(amount, "currency");
+    std::transform(p.currency.begin(), p.currency.end(), p.currency.begin(),
+                   [](char c) { return static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c); });
+    p.payment_method = *text(method, "storedPaymentMethodId");
+    if (const std::string* shopper = text(j, "shopperReference")) {
+        p.customer = *shopper;
+    }
+    p.off_session = true;
+    if (j.contains("metadata") && j["metadata"].is_object()) {
+        for (const auto& [k, v] : j["metadata"].items()) {
+            if (v.is_string()) {
+                p.metadata[k] = v.get<std::string>();
+            }
+        }
+    }
+    return p;
+}
+
+// Adyen's pspReference and currencies are upper case.
+std::string upper(std::string text) {
+    std::transform(text.begin(), text.end(), text.begin(),
+                   [](char c) { return static_cast<char>(c >= 'a' && c <= 'z' ? c - 32 : c); });
+    return text;
+}
+
+} // namespace
+
+AdyenApi::AdyenApi(StripeApi& intents) : m_intents(intents) {}
+
+bool AdyenApi::serves(const http::Request& request) const {
+    return request.method == "POST" && request.path == k_payments;
+}
+
+Reply AdyenApi::handle(const http::Request& request, const Wait& wait) {
+    return m_intents.create_for(*this, request, wait);
+}
+
+void AdyenApi::write_ledger_locked(nlohmann::ordered_json& /*j*/, LedgerOptions /*options*/) const {
+}
+
+void AdyenApi::reset_locked() {}
+
+std::string AdyenApi::operation_id(const http::Request& request) const {
+    const Json body = Json::parse(request.body, nullptr, false);
+    if (body.is_object() && body.contains("reference") && body["reference"].is_string()) {
+        return body["reference"].get<std::string>();
+    }
+    return {};
+}
+
+std::optional<http::Response> AdyenApi::refusal(const http::Request& request,
+                                                const Account& account) const {
+    const std::string* api_key = request.header("x-api-key");
+    if (api_key == nullptr || account.api_key.empty() ||
+        !constant_time_equal(*api_key, account.api_key.reveal())) {
+        return adyen_error(401, "000", "security", "HTTP Status Response - Unauthorized");
+    }
+    return std::nullopt;
+}
+
+std::variant<CreateParams, http::Response> AdyenApi::read(const http::Request& request) const {
+    const Json body = Json::parse(request.body, nullptr, false);
+    if (body.is_discarded()) {
+        return adyen_error(400, "702", "validation", "Malformed JSON");
+    }
+    return validate_adyen_create(body);
+}
+
+http::Fields AdyenApi::replay_params(const http::Request& request) const {
+    return http::Fields{{"body", request.body}}; // the body as sent
+}
+
+http::Response AdyenApi::answer(const http::Request& request, Executed& executed) const {
+    // Adyen's pspReference: 16 upper-case letters and digits, from the PaymentIntent's random id.
+    const std::string psp = upper(executed.provider_id.substr(3, 16));
+    executed.provider_id = psp;
+    executed.adyen = true;
+    executed.merchant_account =
+        Json::parse(request.body, nullptr, false).value("merchantAccount", "");
+    Json body;
+    body["pspReference"] = psp;
+    body["resultCode"] = executed.charged ? "Authorised" : "Refused";
+    body["merchantReference"] = executed.operation_id;
+    body["amount"] = {{"currency", upper(executed.currency)}, {"value", executed.amount}};
+    if (!executed.charged) {
+        body["refusalReason"] = "Not enough balance";
+    }
+    return json_response(200, body);
+}
+
+} // namespace payrecon::fake

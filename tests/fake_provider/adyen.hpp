@@ -1,0 +1,49 @@
+#pragma once
+// Adyen's dialect of the fake provider: `POST /v71/payments`, Adyen's Checkout create as the adyen
+// adapter sends it (JSON: `amount` {`value`, `currency`}, `reference` = our operation ID,
+// `merchantAccount`, `paymentMethod.storedPaymentMethodId`; the account's key in `X-API-Key`;
+// `Idempotency-Key`). It answers 200 with `pspReference` (16 characters), `resultCode`
+// `Authorised` or `Refused` and `merchantReference`; a body without the required fields gets
+// Adyen's 422 ServiceError, a wrong key its 401. There is no lookup: Adyen has none.
+//
+// It executes on Stripe's PaymentIntents (stripe.hpp, through IntentCreate): the same ledger,
+// Idempotency-Keys (one set for both dialects, kept StripeOptions::key_retention), faults and
+// webhooks (Adyen's notifications), so every fault behaves as on Stripe's create. Its answers
+// carry Stripe's Request-Id and Stripe-Version headers, as they always have. The operation ID is
+// `reference`, else the Idempotency-Key, else "(none)".
+
+#include "tests/fake_provider/dialect.hpp"
+#include "tests/fake_provider/stripe.hpp"
+
+#include <optional>
+#include <string>
+#include <variant>
+
+namespace payrecon::fake {
+
+class AdyenApi final : public Dialect, private IntentCreate {
+public:
+    // `intents`: where its payments execute, the fake provider's Stripe dialect; it outlives this.
+    explicit AdyenApi(StripeApi& intents);
+
+    // POST /v71/payments. Other methods on the path are Stripe's to answer, as every request no
+    // dialect serves.
+    bool serves(const http::Request& request) const override;
+    Reply handle(const http::Request& request, const Wait& wait) override;
+
+    // Nothing of its own: its payments are PaymentIntents in Stripe's part of the ledger.
+    void write_ledger_locked(nlohmann::ordered_json& j, LedgerOptions options) const override;
+    void reset_locked() override;
+
+private:
+    std::string operation_id(const http::Request& request) const override;
+    std::optional<http::Response> refusal(const http::Request& request,
+                                          const Account& account) const override;
+    std::variant<CreateParams, http::Response> read(const http::Request& request) const override;
+    http::Fields replay_params(const http::Request& request) const override;
+    http::Response answer(const http::Request& request, Executed& executed) const override;
+
+    StripeApi& m_intents;
+};
+
+} // namespace payrecon::fake
