@@ -54,23 +54,8 @@ public:
 
     RelayCounts send(const store::DeliveryBatch& batch, std::chrono::milliseconds lease) {
         RelayCounts counts;
-        std::vector<Secret> keys;
         std::string key_problem;
-        for (const auto& [number, sealed] : batch.sealed_secrets) {
-            const auto opened = m_keys.open(
-                sealed, store::endpoint_secret_aad(batch.tenant_id, batch.endpoint_id, number));
-            const auto key = opened ? endpoint_secret_key(*opened) : std::nullopt;
-            if (key) {
-                keys.push_back(*key);
-            } else {
-                key_problem = "the endpoint's signing secret " + std::to_string(number) +
-                              " does not open with this relay's endpoint key file: every "
-                              "process must use the same one (PAYRECON_ENDPOINT_KEY_FILE)";
-            }
-        }
-        if (keys.empty() && key_problem.empty()) {
-            key_problem = "the endpoint has no signing secret: payrecon endpoint rotate-secret";
-        }
+        const std::vector<Secret> keys = signing_keys(batch, key_problem);
         // The lease ends at the claim + `lease` (the database's clock); ours is read just after
         // the claim, so it ends no later. Keep a margin for the flush that records what was sent.
         const auto margin = std::chrono::milliseconds(2000) + m_options.timeout / 10;
@@ -172,30 +157,9 @@ public:
                     stop_batch = true;
                 }
             }
-            if (a.outcome != DeliveryOutcome::delivered && a.outcome != DeliveryOutcome::gone) {
-                const auto wait = m_options.schedule.next_delay(d.tries + 1, retry_after);
-                if (wait) {
-                    a.next_attempt_unix_ms = unix_ms_now() + wait->count();
-                } else {
-                    a.dead = true;
-                    a.outcome = DeliveryOutcome::dead;
-                }
-            } else if (a.outcome == DeliveryOutcome::gone) {
-                const auto wait = m_options.schedule.next_delay(d.tries + 1);
-                a.next_attempt_unix_ms = unix_ms_now() + (wait ? wait->count() : 0);
-            }
+            schedule_next(a, d, retry_after);
             log_attempt(batch, d, a);
-            ++counts.attempts;
-            if (a.outcome == DeliveryOutcome::delivered) {
-                ++counts.delivered;
-            } else if (a.outcome == DeliveryOutcome::dead) {
-                ++counts.dead;
-            } else if (a.outcome == DeliveryOutcome::gone) {
-                ++counts.gone;
-            } else {
-                ++counts.failed;
-                counts.refused += a.outcome == DeliveryOutcome::refused ? 1 : 0;
-            }
+            count(counts, a);
             done.push_back(std::move(a));
         }
         // Whatever is left was not sent (a stop, no answer, a 410, the lease): released, due now.
@@ -204,6 +168,61 @@ public:
     }
 
 private:
+    // The endpoint's signing keys this relay can open; where none opens (or there is none),
+    // `problem` says why, and each delivery is retried with that error.
+    std::vector<Secret> signing_keys(const store::DeliveryBatch& batch,
+                                     std::string& problem) const {
+        std::vector<Secret> keys;
+        for (const auto& [number, sealed] : batch.sealed_secrets) {
+            const auto opened = m_keys.open(
+                sealed, store::endpoint_secret_aad(batch.tenant_id, batch.endpoint_id, number));
+            const auto key = opened ? endpoint_secret_key(*opened) : std::nullopt;
+            if (key) {
+                keys.push_back(*key);
+            } else {
+                problem = "the endpoint's signing secret " + std::to_string(number) +
+                          " does not open with this relay's endpoint key file: every "
+                          "process must use the same one (PAYRECON_ENDPOINT_KEY_FILE)";
+            }
+        }
+        if (keys.empty() && problem.empty()) {
+            problem = "the endpoint has no signing secret: payrecon endpoint rotate-secret";
+        }
+        return keys;
+    }
+
+    // When a failed attempt is tried again (dead after the schedule's last try); a 410's delivery
+    // waits for the endpoint to be enabled, due by the schedule meanwhile.
+    void schedule_next(store::DeliveryAttemptRecord& a, const store::ClaimedDelivery& d,
+                       std::optional<std::chrono::seconds> retry_after) const {
+        if (a.outcome != DeliveryOutcome::delivered && a.outcome != DeliveryOutcome::gone) {
+            const auto wait = m_options.schedule.next_delay(d.tries + 1, retry_after);
+            if (wait) {
+                a.next_attempt_unix_ms = unix_ms_now() + wait->count();
+            } else {
+                a.dead = true;
+                a.outcome = DeliveryOutcome::dead;
+            }
+        } else if (a.outcome == DeliveryOutcome::gone) {
+            const auto wait = m_options.schedule.next_delay(d.tries + 1);
+            a.next_attempt_unix_ms = unix_ms_now() + (wait ? wait->count() : 0);
+        }
+    }
+
+    static void count(RelayCounts& counts, const store::DeliveryAttemptRecord& a) {
+        ++counts.attempts;
+        if (a.outcome == DeliveryOutcome::delivered) {
+            ++counts.delivered;
+        } else if (a.outcome == DeliveryOutcome::dead) {
+            ++counts.dead;
+        } else if (a.outcome == DeliveryOutcome::gone) {
+            ++counts.gone;
+        } else {
+            ++counts.failed;
+            counts.refused += a.outcome == DeliveryOutcome::refused ? 1 : 0;
+        }
+    }
+
     // One line per attempt, as a web server logs a request: info when delivered, a warning when it
     // will be tried again, an error when it is dead.
     void log_attempt(const store::DeliveryBatch& batch, const store::ClaimedDelivery& d,
