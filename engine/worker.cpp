@@ -174,17 +174,7 @@ std::string unfinished_line(const store::ClaimedPayment& claim, const Unfinished
 
 } // namespace
 
-void Worker::thread_main(int index) {
-    std::unique_ptr<store::Db> db;
-    std::vector<std::unique_ptr<providers::Provider>> owned = m_factory();
-    std::vector<providers::Provider*> providers;
-    for (auto& p : owned) {
-        providers.push_back(p.get());
-    }
-    std::vector<std::string> provider_names;
-    for (const auto* p : providers) {
-        provider_names.push_back(p->name());
-    }
+ExecutorOptions Worker::executor_options(int index) {
     ExecutorOptions eo;
     eo.worker_id = m_options.worker_id + "/" + std::to_string(index);
     eo.lease = m_options.lease;
@@ -202,6 +192,21 @@ void Worker::thread_main(int index) {
     eo.on_unfinished = [this](const store::ClaimedPayment& claim, const UnfinishedAttempt& a) {
         log_event(unfinished_line(claim, a));
     };
+    return eo;
+}
+
+void Worker::thread_main(int index) {
+    std::unique_ptr<store::Db> db;
+    std::vector<std::unique_ptr<providers::Provider>> owned = m_factory();
+    std::vector<providers::Provider*> providers;
+    for (auto& p : owned) {
+        providers.push_back(p.get());
+    }
+    std::vector<std::string> provider_names;
+    for (const auto* p : providers) {
+        provider_names.push_back(p->name());
+    }
+    const ExecutorOptions eo = executor_options(index);
     auto last_expiry = std::chrono::steady_clock::now() - std::chrono::hours(1);
     auto last_evidence = last_expiry;
     // Reconnecting: 200 ms doubling up to 10 s, from 200 ms again once connected.

@@ -71,6 +71,9 @@ public:
 
 private:
     void thread_main(int index);
+    // The options of thread `index`'s executor: its ID, the shared call slots and credentials,
+    // and the log lines of what it meets.
+    ExecutorOptions executor_options(int index);
     bool wait_or_stop(std::chrono::milliseconds how_long);
     void log_event(const std::string& json_line);
     // One log line per payment a webhook event settled, counted in settled_as.
