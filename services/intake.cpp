@@ -188,15 +188,64 @@ std::string new_uuid() {
 IntakeService::IntakeService(store::Db& db, const FingerprintKeys& keys, IntakeSettings settings)
     : m_db(db), m_keys(keys), m_settings(settings) {}
 
-IntakeResponse IntakeService::create_payment(const Principal& principal,
-                                             std::string_view idempotency_key,
-                                             std::string_view body, std::string_view api_version) {
+namespace {
+
+// The answer to a create whose merchant_reference a payment of the tenant holds: that payment's
+// ID, and why (this key's record expired -- `key_expired` set --, another key of this API key, or
+// another API key of the tenant, as after a rotation).
+std::string duplicate_reference_answer(const store::ExistingPayment& holder,
+                                       const Principal& principal, const std::string& key_input,
+                                       const FingerprintKeys& keys, std::chrono::seconds retention,
+                                       bool& key_expired) {
+    const bool ours = holder.created_by == principal.principal_id;
+    // The payment was made under this very key, whose record purge has deleted since.
+    if (ours && holder.idempotency_key_hash &&
+        keys.matches(key_input, *holder.idempotency_key_hash)) {
+        key_expired = true;
+        return problem_with_payment(
+            409, "idempotency_key_expired", "Idempotency-Key record expired",
+            "The record of this Idempotency-Key has expired (keys are remembered for " +
+                duration_text(retention) +
+                "), so its first answer cannot be replayed. The payment it created "
+                "exists: " +
+                holder.payment_id + " (GET /v1/payments/" + holder.payment_id +
+                "); it was not created again. Use a new key for a new payment.",
+            "Idempotency-Key", holder.payment_id);
+    }
+    if (ours && !holder.idempotency_key_hash) {
+        // Made before payments kept their key's digest: which key it was is unknown.
+        return problem_with_payment(
+            409, "duplicate_merchant_reference", "Duplicate merchant reference",
+            "A payment with this merchant_reference exists already: " + holder.payment_id +
+                ", created under another Idempotency-Key or under this one before its "
+                "record expired; it was not created again.",
+            "merchant_reference", holder.payment_id);
+    }
+    // The holder is always of this tenant (merchant references are unique per tenant),
+    // whose every credential may read it: its ID leaks nothing, and a retry sent under a
+    // rotated API key finds its payment by it.
+    const std::string where = holder.payment_id + " (GET /v1/payments/" + holder.payment_id + ")";
+    return problem_with_payment(
+        409, "duplicate_merchant_reference", "Duplicate merchant reference",
+        ours ? "This merchant_reference is taken by payment " + where +
+                   ", created with another Idempotency-Key of this API key; it was not "
+                   "created again."
+             : "This merchant_reference is taken by payment " + where +
+                   ", created with another API key of this tenant -- after a key "
+                   "rotation, a retry of a request the old key sent gets this answer, "
+                   "and that payment is its result; it was not created again.",
+        "merchant_reference", holder.payment_id);
+}
+
+// What is refused before the body is read: a role that may not create payments, a missing or
+// invalid Idempotency-Key. None of it touches the database, so none of it occupies the key.
+std::optional<IntakeResponse> refuse_before_reading(const Principal& principal,
+                                                    std::string_view idempotency_key) {
     // Authorization first: the role comes from the credential, checked again on every replay.
     if (!role_allows(principal.role, Permission::create_payment)) {
         return problem(403, "forbidden", "Not allowed",
                        "This credential's role may not create payments.", "forbidden");
     }
-    // Validation failures never touch the database, so they never occupy the key.
     if (idempotency_key.empty()) {
         return problem(400, "idempotency_key_missing", "Idempotency-Key is required",
                        "Send a unique Idempotency-Key (1 to 255 visible ASCII characters) with "
@@ -210,6 +259,17 @@ IntakeResponse IntakeService::create_payment(const Principal& principal,
         }
         return problem(400, "invalid_idempotency_key", "Idempotency-Key is invalid",
                        bad_key->message, "invalid", std::string_view("Idempotency-Key"));
+    }
+    return std::nullopt;
+}
+
+} // namespace
+
+IntakeResponse IntakeService::create_payment(const Principal& principal,
+                                             std::string_view idempotency_key,
+                                             std::string_view body, std::string_view api_version) {
+    if (auto refused = refuse_before_reading(principal, idempotency_key)) {
+        return std::move(*refused);
     }
     const auto request = parse_payment_request(body, api_version);
     if (!request) {
@@ -246,45 +306,8 @@ IntakeResponse IntakeService::create_payment(const Principal& principal,
                         request->amount_minor, request->currency, request->merchant_reference,
                         request->provider, created_at});
         bodies.duplicate_reference = [&](const store::ExistingPayment& holder) {
-            const bool ours = holder.created_by == principal.principal_id;
-            // The payment was made under this very key, whose record purge has deleted since.
-            if (ours && holder.idempotency_key_hash &&
-                m_keys.matches(key_input, *holder.idempotency_key_hash)) {
-                key_expired = true;
-                return problem_with_payment(
-                    409, "idempotency_key_expired", "Idempotency-Key record expired",
-                    "The record of this Idempotency-Key has expired (keys are remembered for " +
-                        duration_text(m_settings.retention) +
-                        "), so its first answer cannot be replayed. The payment it created "
-                        "exists: " +
-                        holder.payment_id + " (GET /v1/payments/" + holder.payment_id +
-                        "); it was not created again. Use a new key for a new payment.",
-                    "Idempotency-Key", holder.payment_id);
-            }
-            if (ours && !holder.idempotency_key_hash) {
-                // Made before payments kept their key's digest: which key it was is unknown.
-                return problem_with_payment(
-                    409, "duplicate_merchant_reference", "Duplicate merchant reference",
-                    "A payment with this merchant_reference exists already: " + holder.payment_id +
-                        ", created under another Idempotency-Key or under this one before its "
-                        "record expired; it was not created again.",
-                    "merchant_reference", holder.payment_id);
-            }
-            // The holder is always of this tenant (merchant references are unique per tenant),
-            // whose every credential may read it: its ID leaks nothing, and a retry sent under a
-            // rotated API key finds its payment by it.
-            const std::string where =
-                holder.payment_id + " (GET /v1/payments/" + holder.payment_id + ")";
-            return problem_with_payment(
-                409, "duplicate_merchant_reference", "Duplicate merchant reference",
-                ours ? "This merchant_reference is taken by payment " + where +
-                           ", created with another Idempotency-Key of this API key; it was not "
-                           "created again."
-                     : "This merchant_reference is taken by payment " + where +
-                           ", created with another API key of this tenant -- after a key "
-                           "rotation, a retry of a request the old key sent gets this answer, "
-                           "and that payment is its result; it was not created again.",
-                "merchant_reference", holder.payment_id);
+            return duplicate_reference_answer(holder, principal, key_input, m_keys,
+                                              m_settings.retention, key_expired);
         };
         return bodies;
     };
