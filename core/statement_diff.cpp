@@ -10,8 +10,8 @@
 namespace payrecon {
 namespace {
 
-bool unresolved(const std::string& state) {
-    return state == "unknown" || state == "needs_review";
+bool unresolved(PaymentState state) {
+    return state == PaymentState::unknown || state == PaymentState::needs_review;
 }
 
 // A key's category and detail; the records are attached by the caller (a match costs no string).
@@ -174,9 +174,9 @@ std::optional<Verdict> classify_records(const LocalRecord* local,
         if (unresolved(local->state)) {
             return verdict(FindingCategory::unresolved_unknown,
                            "payrecon does not know yet whether this payment was charged (" +
-                               local->state + ")");
+                               std::string(to_string(local->state)) + ")");
         }
-        if (local->state == "succeeded") {
+        if (local->state == PaymentState::succeeded) {
             return verdict(FindingCategory::missing_remote,
                            remote.empty()
                                ? "payrecon says succeeded; the provider has no such payment"
@@ -191,15 +191,15 @@ std::optional<Verdict> classify_records(const LocalRecord* local,
         // Who settles it depends on where it waits: the reconciler asks about unknown payments
         // (or sends them to review); a payment in review waits for an operator.
         const std::string who =
-            local->state == "needs_review"
+            local->state == PaymentState::needs_review
                 ? "an operator decides it, with this as evidence: payrecon review show " +
                       (local->payment_id.empty() ? local->match_key : local->payment_id)
                 : "the next reconcile run settles it, or sends it to review";
-        return verdict(FindingCategory::unresolved_unknown,
-                       "the provider has the payment as " + r.raw_status + " (" +
-                           r.provider_reference + ", " +
-                           describe_money(r.amount_minor, r.currency) +
-                           "); payrecon still has it " + local->state + ": " + who);
+        return verdict(
+            FindingCategory::unresolved_unknown,
+            "the provider has the payment as " + r.raw_status + " (" + r.provider_reference + ", " +
+                describe_money(r.amount_minor, r.currency) + "); payrecon still has it " +
+                std::string(to_string(local->state)) + ": " + who);
     }
     if (!same_currency(local->currency, r.currency)) {
         return verdict(FindingCategory::currency_mismatch,
@@ -214,7 +214,7 @@ std::optional<Verdict> classify_records(const LocalRecord* local,
                        "ours is " + describe_money(local->amount_minor, local->currency) +
                            ", the provider's " + describe_money(r.amount_minor, r.currency));
     }
-    if (local->state == "succeeded" && r.status == RemoteStatus::succeeded) {
+    if (local->state == PaymentState::succeeded && r.status == RemoteStatus::succeeded) {
         return verdict(FindingCategory::matched, "");
     }
     const std::string theirs =
@@ -222,8 +222,9 @@ std::optional<Verdict> classify_records(const LocalRecord* local,
         : r.raw_status == to_string(r.status)
             ? "has it " + r.raw_status
             : "has it " + std::string(to_string(r.status)) + " (" + r.raw_status + ")";
-    return verdict(FindingCategory::status_mismatch,
-                   "payrecon has it " + local->state + "; the provider " + theirs);
+    return verdict(FindingCategory::status_mismatch, "payrecon has it " +
+                                                         std::string(to_string(local->state)) +
+                                                         "; the provider " + theirs);
 }
 
 std::optional<Verdict> classify(const LocalRecord* local, std::span<const RemoteRecord> remote,

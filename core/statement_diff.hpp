@@ -34,6 +34,8 @@
 // and is classified as usual; a match is a match, with both times in its detail
 // (`across_windows`), never a finding.
 
+#include "core/payment_state.hpp"
+
 #include <chrono>
 #include <functional>
 #include <limits>
@@ -54,8 +56,8 @@ struct LocalRecord {
     std::optional<std::string> merchant_reference; // read with the details only
     long long amount_minor = 0;
     std::string currency; // ISO 4217, upper case
-    std::string state;    // payment state name
-    long long at = 0;     // unix seconds: first attempt, else acceptance
+    PaymentState state = PaymentState::pending;
+    long long at = 0; // unix seconds: first attempt, else acceptance
 };
 
 // Where a statement run (one provider, one window) stands. Stored by name in recon_runs.status.

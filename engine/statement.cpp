@@ -64,7 +64,7 @@ reports::Finding report_finding(const DiffFinding& f, const std::string& provide
         out.operation_id = f.local->operation_id;
         out.local_amount = f.local->amount_minor;
         out.local_currency = f.local->currency;
-        out.local_state = f.local->state;
+        out.local_state = std::string(to_string(f.local->state));
         out.local_at = f.local->at;
         out.provider_reference = f.local->provider_reference;
         out.merchant_reference = f.local->merchant_reference;

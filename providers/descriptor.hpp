@@ -12,6 +12,7 @@
 #include "providers/config.hpp"
 #include "providers/credentials.hpp"
 #include "providers/provider.hpp"
+#include "providers/status_rules.hpp"
 
 #include <filesystem>
 #include <memory>
@@ -51,17 +52,10 @@ private:
     std::filesystem::path m_source;
 };
 
-// How one of the provider's status words maps to an outcome. `why` says why, and is required
-// where the outcome is unknown: a word mapped to unknown on purpose, with the reason documented.
-struct StatusRule {
-    std::string_view word;
-    Outcome outcome = Outcome::unknown;
-    std::string_view why;
-};
-
 // Every status word the provider's published document lists for its payment object, each mapped
-// on purpose. The conformance suite checks `rules` against the contract (the words at
-// `contract_pointer`: an enum, or prose that names them) and against `map`.
+// on purpose: the table in the kind's wire.cpp, which `map` reads (providers/status_rules.hpp). The
+// conformance suite checks `rules` against the contract (the words at `contract_pointer`: an enum,
+// or prose that names them) and against `map`.
 struct StatusTable {
     std::string_view contract_pointer; // in tests/providers/contracts/<kind>.json
     Outcome (*map)(std::string_view word) = nullptr;

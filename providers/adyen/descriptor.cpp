@@ -70,30 +70,10 @@ const ProviderDescriptor& descriptor() {
         // Idempotency-Key up to 64 characters; the Checkout API cannot look up nor list.
         .api = {.max_key_length = k_max_key_length, .lookup = false, .list = false},
         .carry_limits = &carry_limits,
-        .statuses =
-            {.contract_pointer = "/components/schemas/PaymentResponse/properties/resultCode/enum",
-             .map = &map_result_code,
-             .rules =
-                 {
-                     {"Authorised", Outcome::succeeded, "charged"},
-                     {"Refused", Outcome::declined, "attempted and refused"},
-                     {"Cancelled", Outcome::declined, "cancelled: a final, non-authorised state"},
-                     {"Error", Outcome::declined,
-                      "a final, non-authorised state with a refusalReason"},
-                     {"Pending", Outcome::pending, "the final result is not known yet"},
-                     {"Received", Outcome::pending, "received, not processed yet"},
-                     {"PresentToShopper", Outcome::pending, "waiting for the shopper"},
-                     {"RedirectShopper", Outcome::pending, "waiting for the shopper"},
-                     {"IdentifyShopper", Outcome::pending, "waiting for the shopper (3-D Secure)"},
-                     {"ChallengeShopper", Outcome::pending, "waiting for the shopper (3-D Secure)"},
-                     {"PartiallyAuthorised", Outcome::unknown,
-                      "money moved, but not our amount: an operator decides"},
-                     {"AuthenticationFinished", Outcome::unknown,
-                      "an authentication-only flow we never ask for"},
-                     {"AuthenticationNotRequired", Outcome::unknown,
-                      "an authentication-only flow we never ask for"},
-                     {"Success", Outcome::unknown, "undocumented for /payments"},
-                 }},
+        .statuses = {.contract_pointer =
+                         "/components/schemas/PaymentResponse/properties/resultCode/enum",
+                     .map = &map_result_code,
+                     .rules = rules_list(result_code_rules())},
         .secret_patterns = {R"(AQE[A-Za-z0-9+/=_-]{20,})"},
         .create = [](const ProviderConfig& config, SendFunction send) -> std::unique_ptr<Provider> {
             return std::make_unique<AdyenAdapter>(config, std::move(send));

@@ -67,19 +67,30 @@ std::optional<std::string> payment_body(const PaymentOrder& order,
     return body.dump();
 }
 
+constexpr StatusRule k_result_code_rules[] = {
+    {"Authorised", Outcome::succeeded, "charged"},
+    {"Refused", Outcome::declined, "attempted and refused"},
+    {"Cancelled", Outcome::declined, "cancelled: a final, non-authorised state"},
+    {"Error", Outcome::declined, "a final, non-authorised state with a refusalReason"},
+    {"Pending", Outcome::pending, "the final result is not known yet"},
+    {"Received", Outcome::pending, "received, not processed yet"},
+    {"PresentToShopper", Outcome::pending, "waiting for the shopper"},
+    {"RedirectShopper", Outcome::pending, "waiting for the shopper"},
+    {"IdentifyShopper", Outcome::pending, "waiting for the shopper (3-D Secure)"},
+    {"ChallengeShopper", Outcome::pending, "waiting for the shopper (3-D Secure)"},
+    {"PartiallyAuthorised", Outcome::unknown,
+     "money moved, but not our amount: an operator decides"},
+    {"AuthenticationFinished", Outcome::unknown, "an authentication-only flow we never ask for"},
+    {"AuthenticationNotRequired", Outcome::unknown, "an authentication-only flow we never ask for"},
+    {"Success", Outcome::unknown, "undocumented for /payments"},
+};
+
+std::span<const StatusRule> result_code_rules() {
+    return k_result_code_rules;
+}
+
 Outcome map_result_code(std::string_view result_code) {
-    if (result_code == "Authorised") {
-        return Outcome::succeeded;
-    }
-    if (result_code == "Refused" || result_code == "Cancelled" || result_code == "Error") {
-        return Outcome::declined;
-    }
-    if (result_code == "Pending" || result_code == "Received" ||
-        result_code == "PresentToShopper" || result_code == "RedirectShopper" ||
-        result_code == "IdentifyShopper" || result_code == "ChallengeShopper") {
-        return Outcome::pending;
-    }
-    return Outcome::unknown;
+    return outcome_by_rules(k_result_code_rules, result_code);
 }
 
 std::optional<PaymentResponse> parse_payment_response(std::string_view json_text) {

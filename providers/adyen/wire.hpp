@@ -5,10 +5,12 @@
 
 #include "core/carry_limits.hpp"
 #include "providers/provider.hpp"
+#include "providers/status_rules.hpp"
 
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -53,6 +55,9 @@ std::optional<std::string> payment_body(const PaymentOrder& order,
 // IdentifyShopper, ChallengeShopper -> pending; anything else (PartiallyAuthorised: money moved,
 // but not our amount; AuthenticationFinished, AuthenticationNotRequired: authentication-only flows
 // we never ask for; Success: undocumented for /payments; unknown words) -> unknown.
+// Its status words, each mapped on purpose (providers/status_rules.hpp); map_result_code() reads
+// them.
+std::span<const StatusRule> result_code_rules();
 Outcome map_result_code(std::string_view result_code);
 
 // The parts of a PaymentResponse that decide an outcome. nullopt if it is not one (not an object,

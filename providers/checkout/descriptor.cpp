@@ -58,29 +58,10 @@ const ProviderDescriptor& descriptor() {
         // by reference; no listing by time window.
         .api = {.max_key_length = k_max_key_length, .lookup = true, .list = false},
         .carry_limits = &carry_limits,
-        .statuses = {.contract_pointer = "/components/schemas/Payment/properties/status/enum",
+        .statuses = {.contract_pointer =
+                         "/components/schemas/PaymentDetails/properties/status/enum",
                      .map = &map_status,
-                     .rules =
-                         {
-                             {"Authorized", Outcome::succeeded,
-                              "authorised with automatic capture: the charge payrecon asked for"},
-                             {"Captured", Outcome::succeeded, "charged"},
-                             {"Paid", Outcome::succeeded, "charged and paid out"},
-                             {"Declined", Outcome::declined, "attempted and refused"},
-                             {"Canceled", Outcome::declined, "canceled before it charged"},
-                             {"Pending", Outcome::pending, "not final yet"},
-                             {"Card Verified", Outcome::unknown,
-                              "a card verification moves no money: never what payrecon asks for"},
-                             {"Voided", Outcome::unknown,
-                              "an authorisation released: payrecon captures automatically, so an "
-                              "operator finds out who voided it"},
-                             {"Partially Captured", Outcome::unknown,
-                              "money moved, but not our amount: an operator decides"},
-                             {"Partially Refunded", Outcome::unknown,
-                              "charged, then partly refunded: an operator decides what was kept"},
-                             {"Refunded", Outcome::unknown,
-                              "charged, then refunded: an operator decides what was kept"},
-                         }},
+                     .rules = rules_list(status_rules())},
         .secret_patterns = {R"(sk_(sbox_)?[a-z0-9]{20,})", R"(sk_(test_)?[0-9a-f-]{30,})"},
         .create = [](const ProviderConfig& config, SendFunction send) -> std::unique_ptr<Provider> {
             return std::make_unique<CheckoutAdapter>(config, std::move(send));

@@ -156,22 +156,38 @@ std::optional<std::string> create_body(const PaymentOrder& order,
     return body.dump();
 }
 
+// A payment's statuses as GET /payments/{id} can give them (PaymentDetails: Payment's and Expired).
+// payrecon asks for automatic capture: an authorisation is the charge it asked for (the capture
+// follows on Checkout.com's side), and so is a payment captured or paid out. Money moved and moved
+// back (refunded) or not as asked (partly captured, voided): an operator decides; so does anything
+// newer (Retry Scheduled).
+constexpr StatusRule k_status_rules[] = {
+    {"Authorized", Outcome::succeeded,
+     "authorised with automatic capture: the charge payrecon asked for"},
+    {"Captured", Outcome::succeeded, "charged"},
+    {"Paid", Outcome::succeeded, "charged and paid out"},
+    {"Declined", Outcome::declined, "attempted and refused"},
+    {"Canceled", Outcome::declined, "canceled before it charged"},
+    {"Expired", Outcome::declined, "an authorisation that lapsed uncaptured: no money moved"},
+    {"Pending", Outcome::pending, "not final yet"},
+    {"Card Verified", Outcome::unknown,
+     "a card verification moves no money: never what payrecon asks for"},
+    {"Voided", Outcome::unknown,
+     "an authorisation released: payrecon captures automatically, so an "
+     "operator finds out who voided it"},
+    {"Partially Captured", Outcome::unknown,
+     "money moved, but not our amount: an operator decides"},
+    {"Partially Refunded", Outcome::unknown,
+     "charged, then partly refunded: an operator decides what was kept"},
+    {"Refunded", Outcome::unknown, "charged, then refunded: an operator decides what was kept"},
+};
+
+std::span<const StatusRule> status_rules() {
+    return k_status_rules;
+}
+
 Outcome map_status(std::string_view status) {
-    // payrecon asks for automatic capture: an authorisation is the charge it asked for (the capture
-    // follows on Checkout.com's side), and so is a payment captured or paid out.
-    if (status == "Authorized" || status == "Captured" || status == "Paid") {
-        return Outcome::succeeded;
-    }
-    if (status == "Declined" || status == "Canceled" || status == "Expired") {
-        return Outcome::declined;
-    }
-    if (status == "Pending") {
-        return Outcome::pending;
-    }
-    // Card Verified (no money asked for), Partially Captured (not our amount), Voided, Refunded and
-    // Partially Refunded (money moved and moved back: what was kept is the statement's question),
-    // Retry Scheduled, and anything newer: an operator decides.
-    return Outcome::unknown;
+    return outcome_by_rules(k_status_rules, status);
 }
 
 std::optional<Payment> parse_payment(std::string_view json_text) {

@@ -6,9 +6,11 @@
 
 #include "core/carry_limits.hpp"
 #include "providers/provider.hpp"
+#include "providers/status_rules.hpp"
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -49,6 +51,8 @@ std::optional<std::string> create_body(const PaymentOrder& order,
 // A payment's status mapped to an outcome, for payrecon's automatic capture (`capture: true`):
 // Authorized, Captured, Paid, Partially Captured... see map_status in wire.cpp for the table
 // (descriptor.cpp lists it with the reasons). Anything not listed -> unknown.
+// Its status words, each mapped on purpose (providers/status_rules.hpp); map_status() reads them.
+std::span<const StatusRule> status_rules();
 Outcome map_status(std::string_view status);
 
 // The parts of a payment (a create's 201/202 body, or an item of the payment list) that decide an

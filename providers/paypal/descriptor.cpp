@@ -63,18 +63,7 @@ const ProviderDescriptor& descriptor() {
         .statuses = {.contract_pointer =
                          "/components/schemas/capture_status/properties/status/enum",
                      .map = &map_capture_status,
-                     .rules =
-                         {
-                             {"COMPLETED", Outcome::succeeded, "captured: charged"},
-                             {"DECLINED", Outcome::declined, "the capture was declined"},
-                             {"FAILED", Outcome::declined, "the capture failed: no charge"},
-                             {"PENDING", Outcome::pending,
-                              "captured, funds not yet settled (status_details.reason says why)"},
-                             {"PARTIALLY_REFUNDED", Outcome::succeeded,
-                              "charged, then refunded in part (a replay shows the latest status)"},
-                             {"REFUNDED", Outcome::succeeded,
-                              "charged, then refunded (a replay shows the latest status)"},
-                         }},
+                     .rules = rules_list(capture_status_rules())},
         // Access tokens ("A21AA..."), and REST app client IDs and secrets (80 characters).
         .secret_patterns = {R"(A21AA[A-Za-z0-9_-]{20,})", R"(\b[AE][A-Za-z0-9_-]{79}\b)"},
         .create = [](const ProviderConfig& config, SendFunction send) -> std::unique_ptr<Provider> {

@@ -236,17 +236,23 @@ std::optional<std::string> create_body(const PaymentOrder& order) {
     return body.dump();
 }
 
+constexpr StatusRule k_capture_status_rules[] = {
+    {"COMPLETED", Outcome::succeeded, "captured: charged"},
+    {"DECLINED", Outcome::declined, "the capture was declined"},
+    {"FAILED", Outcome::declined, "the capture failed: no charge"},
+    {"PENDING", Outcome::pending,
+     "captured, funds not yet settled (status_details.reason says why)"},
+    {"PARTIALLY_REFUNDED", Outcome::succeeded,
+     "charged, then refunded in part (a replay shows the latest status)"},
+    {"REFUNDED", Outcome::succeeded, "charged, then refunded (a replay shows the latest status)"},
+};
+
+std::span<const StatusRule> capture_status_rules() {
+    return k_capture_status_rules;
+}
+
 Outcome map_capture_status(std::string_view status) {
-    if (status == "COMPLETED" || status == "PARTIALLY_REFUNDED" || status == "REFUNDED") {
-        return Outcome::succeeded;
-    }
-    if (status == "PENDING") {
-        return Outcome::pending;
-    }
-    if (status == "DECLINED" || status == "FAILED") {
-        return Outcome::declined;
-    }
-    return Outcome::unknown;
+    return outcome_by_rules(k_capture_status_rules, status);
 }
 
 Outcome map_transaction_status(std::string_view code) {

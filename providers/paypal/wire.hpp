@@ -6,10 +6,12 @@
 
 #include "core/carry_limits.hpp"
 #include "providers/provider.hpp"
+#include "providers/status_rules.hpp"
 
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -62,6 +64,9 @@ std::optional<std::string> create_body(const PaymentOrder& order);
 // A capture's status (the payment object's: capture_status.status) as an outcome: COMPLETED,
 // PARTIALLY_REFUNDED, REFUNDED -> succeeded (it was charged; a refund is another matter);
 // PENDING -> pending; DECLINED, FAILED -> declined; anything else -> unknown.
+// Its status words, each mapped on purpose (providers/status_rules.hpp); map_capture_status() reads
+// them.
+std::span<const StatusRule> capture_status_rules();
 Outcome map_capture_status(std::string_view status);
 
 // Transaction Search's transaction_status code as an outcome: S and V (a success, reversed

@@ -21,15 +21,7 @@ const ProviderDescriptor& descriptor() {
         .statuses = {.contract_pointer =
                          "/components/schemas/Payment/properties/status/description",
                      .map = &map_status,
-                     .rules =
-                         {
-                             {"COMPLETED", Outcome::succeeded, "charged"},
-                             {"APPROVED", Outcome::pending,
-                              "authorised, not captured: should not happen with autocomplete"},
-                             {"PENDING", Outcome::pending, "not final yet"},
-                             {"FAILED", Outcome::declined, "attempted and failed"},
-                             {"CANCELED", Outcome::declined, "canceled: it will never charge"},
-                         }},
+                     .rules = rules_list(status_rules())},
         .secret_patterns = {R"(EAAA[A-Za-z0-9_-]{8,})", R"(sq0(atp|csp)-[A-Za-z0-9_-]{8,})"},
         .create = [](const ProviderConfig& config, SendFunction send) -> std::unique_ptr<Provider> {
             return std::make_unique<SquareAdapter>(config, std::move(send));

@@ -91,17 +91,20 @@ std::optional<std::string> create_body(const PaymentOrder& order) {
     return body.dump();
 }
 
+constexpr StatusRule k_status_rules[] = {
+    {"COMPLETED", Outcome::succeeded, "charged"},
+    {"APPROVED", Outcome::pending, "authorised, not captured: should not happen with autocomplete"},
+    {"PENDING", Outcome::pending, "not final yet"},
+    {"FAILED", Outcome::declined, "attempted and failed"},
+    {"CANCELED", Outcome::declined, "canceled: it will never charge"},
+};
+
+std::span<const StatusRule> status_rules() {
+    return k_status_rules;
+}
+
 Outcome map_status(std::string_view status) {
-    if (status == "COMPLETED") {
-        return Outcome::succeeded;
-    }
-    if (status == "APPROVED" || status == "PENDING") {
-        return Outcome::pending;
-    }
-    if (status == "FAILED" || status == "CANCELED") {
-        return Outcome::declined;
-    }
-    return Outcome::unknown;
+    return outcome_by_rules(k_status_rules, status);
 }
 
 std::optional<RemotePayment> parse_payment(std::string_view json_text) {

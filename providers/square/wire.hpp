@@ -5,9 +5,11 @@
 
 #include "core/carry_limits.hpp"
 #include "providers/provider.hpp"
+#include "providers/status_rules.hpp"
 
 #include <chrono>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -33,6 +35,8 @@ std::optional<std::string> create_body(const PaymentOrder& order);
 // A Payment's status mapped to an outcome: COMPLETED -> succeeded; APPROVED (authorised, not
 // captured: should not happen with autocomplete), PENDING -> pending; FAILED, CANCELED -> declined;
 // anything else -> unknown.
+// Its status words, each mapped on purpose (providers/status_rules.hpp); map_status() reads them.
+std::span<const StatusRule> status_rules();
 Outcome map_status(std::string_view status);
 
 // Parses a Payment object (not the envelope). nullopt if it is not one (missing id, amount_money,

@@ -17,25 +17,10 @@ const ProviderDescriptor& descriptor() {
         // Idempotency-Key up to 255 characters; Search finds by metadata, List by created window.
         .api = {.max_key_length = 255, .lookup = true, .list = true},
         .carry_limits = &carry_limits,
-        .statuses =
-            {.contract_pointer = "/components/schemas/payment_intent/properties/status/enum",
-             .map = &map_status,
-             .rules =
-                 {
-                     {"succeeded", Outcome::succeeded, "charged"},
-                     {"processing", Outcome::pending, "the payment method is still processing"},
-                     {"requires_action", Outcome::pending,
-                      "waiting for the customer (3-D Secure): cannot complete off-session"},
-                     {"requires_payment_method", Outcome::declined,
-                      "the attempt failed: the PaymentIntent wants another payment method"},
-                     {"canceled", Outcome::declined, "canceled: it will never charge"},
-                     {"requires_confirmation", Outcome::unknown,
-                      "we create with confirm=true: an unconfirmed PaymentIntent is not what we "
-                      "asked for, and proves neither a charge nor its absence"},
-                     {"requires_capture", Outcome::unknown,
-                      "authorised, not captured: we never ask for manual capture, so the money "
-                      "has not moved as we asked"},
-                 }},
+        .statuses = {.contract_pointer =
+                         "/components/schemas/payment_intent/properties/status/enum",
+                     .map = &map_status,
+                     .rules = rules_list(status_rules())},
         .secret_patterns = {R"((sk|rk)_(live|test)_[A-Za-z0-9]{8,})", R"(whsec_[A-Za-z0-9]{8,})"},
         .create = [](const ProviderConfig& config, SendFunction send) -> std::unique_ptr<Provider> {
             return std::make_unique<StripeAdapter>(config, std::move(send));

@@ -67,17 +67,28 @@ std::optional<std::string> create_body(const PaymentOrder& order) {
     return wire::form_encode(f);
 }
 
+constexpr StatusRule k_status_rules[] = {
+    {"succeeded", Outcome::succeeded, "charged"},
+    {"processing", Outcome::pending, "the payment method is still processing"},
+    {"requires_action", Outcome::pending,
+     "waiting for the customer (3-D Secure): cannot complete off-session"},
+    {"requires_payment_method", Outcome::declined,
+     "the attempt failed: the PaymentIntent wants another payment method"},
+    {"canceled", Outcome::declined, "canceled: it will never charge"},
+    {"requires_confirmation", Outcome::unknown,
+     "we create with confirm=true: an unconfirmed PaymentIntent is not what we "
+     "asked for, and proves neither a charge nor its absence"},
+    {"requires_capture", Outcome::unknown,
+     "authorised, not captured: we never ask for manual capture, so the money "
+     "has not moved as we asked"},
+};
+
+std::span<const StatusRule> status_rules() {
+    return k_status_rules;
+}
+
 Outcome map_status(std::string_view status) {
-    if (status == "succeeded") {
-        return Outcome::succeeded;
-    }
-    if (status == "processing" || status == "requires_action") {
-        return Outcome::pending;
-    }
-    if (status == "requires_payment_method" || status == "canceled") {
-        return Outcome::declined;
-    }
-    return Outcome::unknown;
+    return outcome_by_rules(k_status_rules, status);
 }
 
 namespace {

@@ -6,8 +6,10 @@
 #include "core/carry_limits.hpp"
 #include "core/webhook.hpp"
 #include "providers/provider.hpp"
+#include "providers/status_rules.hpp"
 
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -39,6 +41,8 @@ std::optional<std::string> create_body(const PaymentOrder& order);
 // A PaymentIntent's status mapped to an outcome: succeeded -> succeeded; processing,
 // requires_action -> pending; requires_payment_method, canceled -> declined; anything else
 // (requires_confirmation, requires_capture, unknown words) -> unknown.
+// Its status words, each mapped on purpose (providers/status_rules.hpp); map_status() reads them.
+std::span<const StatusRule> status_rules();
 Outcome map_status(std::string_view status);
 
 // Parses a PaymentIntent object. nullopt if it is not one (missing id/amount/currency/status).

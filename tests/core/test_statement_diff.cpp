@@ -24,7 +24,7 @@ LocalRecord ours(const std::string& key, const std::string& state, long long amo
     l.payment_id = "pay-" + key;
     l.amount_minor = amount;
     l.currency = currency;
-    l.state = state;
+    l.state = parse_payment_state(state).value(); // a misspelt state fails the test here
     l.at = at;
     return l;
 }

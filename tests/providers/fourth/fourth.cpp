@@ -5,6 +5,7 @@
 #include "core/encoding.hpp"
 #include "core/external_json.hpp"
 #include "providers/adapter_support.hpp"
+#include "providers/status_rules.hpp"
 #include "providers/wire_util.hpp"
 
 #include <regex>
@@ -19,17 +20,20 @@ constexpr std::size_t k_max_key_length = 64;
 
 // --- wire ---------------------------------------------------------------------------------------
 
+constexpr StatusRule k_status_rules[] = {
+    {"CAPTURED", Outcome::succeeded, "charged"},
+    {"PENDING", Outcome::pending, "not final yet"},
+    {"DECLINED", Outcome::declined, "the card was refused"},
+    {"FAILED", Outcome::declined, "attempted and failed"},
+    {"REVERSED", Outcome::unknown, "charged and given back: an operator decides what it was"},
+};
+
+std::span<const StatusRule> status_rules() {
+    return k_status_rules;
+}
+
 Outcome map_status(std::string_view status) {
-    if (status == "CAPTURED") {
-        return Outcome::succeeded;
-    }
-    if (status == "PENDING") {
-        return Outcome::pending;
-    }
-    if (status == "DECLINED" || status == "FAILED") {
-        return Outcome::declined;
-    }
-    return Outcome::unknown;
+    return outcome_by_rules(k_status_rules, status);
 }
 
 const CarryLimits& carry_limits() {
@@ -297,15 +301,7 @@ const ProviderDescriptor& descriptor() {
         .carry_limits = &carry_limits,
         .statuses = {.contract_pointer = "/components/schemas/Charge/properties/status/enum",
                      .map = &map_status,
-                     .rules =
-                         {
-                             {"CAPTURED", Outcome::succeeded, "charged"},
-                             {"PENDING", Outcome::pending, "not final yet"},
-                             {"DECLINED", Outcome::declined, "the card was refused"},
-                             {"FAILED", Outcome::declined, "attempted and failed"},
-                             {"REVERSED", Outcome::unknown,
-                              "charged and given back: an operator decides what it was"},
-                         }},
+                     .rules = rules_list(status_rules())},
         .secret_patterns = {R"(fth_(live|test)_[A-Za-z0-9]{8,})"},
         .create = [](const ProviderConfig& config, SendFunction send) -> std::unique_ptr<Provider> {
             return std::make_unique<FourthAdapter>(config, std::move(send));
