@@ -4,6 +4,8 @@
 // request and replays canned results.
 
 #include "net/transport.hpp"
+#include "providers/config.hpp"
+#include "providers/provider.hpp"
 
 #include <catch2/catch.hpp>
 #include <fstream>
@@ -16,6 +18,34 @@
 #include <vector>
 
 namespace payrecon::testing {
+
+// The order every adapter and wire test starts from, written once: a test changes only what its
+// provider or its case needs (the payment method is each provider's own).
+inline const std::string k_sample_operation_id = "pr_0123456789abcdef0123456789abcdef";
+
+inline providers::PaymentOrder sample_order(std::string payment_method) {
+    providers::PaymentOrder o;
+    o.operation_id = k_sample_operation_id;
+    o.payment_id = "3aabbe24-9c9c-40ea-819f-7766897ccdda";
+    o.merchant_reference = "order-1001";
+    o.amount = Money{4999, "EUR"};
+    o.payment_method = std::move(payment_method);
+    return o;
+}
+
+// A provider entry as the tests configure one by hand: named after its kind, a settle delay of 90 s
+// and the common key retention; a test sets what its case needs on top (a kind's own settings).
+inline providers::ProviderConfig sample_config(const std::string& kind, std::string base_url,
+                                               providers::Credentials credentials) {
+    providers::ProviderConfig c;
+    c.name = kind;
+    c.kind = kind;
+    c.base_url = std::move(base_url);
+    c.credentials = std::move(credentials);
+    c.settle_delay = std::chrono::seconds(90);
+    c.key_retention = std::chrono::hours(24);
+    return c;
+}
 
 inline std::string read_file(const std::string& path) {
     std::ifstream in(path);

@@ -22,24 +22,15 @@ std::string fixture(const std::string& name) {
 const char* const k_key = "AQE_test_not_a_real_key_0000";
 
 ProviderConfig config() {
-    ProviderConfig c;
-    c.name = "adyen";
-    c.kind = "adyen";
-    c.base_url = "https://checkout-test.adyen.test";
-    c.credentials = ApiKey{"ADYEN_API_KEY", Secret(k_key)};
+    ProviderConfig c = testing::sample_config("adyen", "https://checkout-test.adyen.test",
+                                              ApiKey{"ADYEN_API_KEY", Secret(k_key)});
     c.settings = adyen::settings("AcmeShopECOM", "https://shop.example.com/checkout/return");
-    c.settle_delay = std::chrono::seconds(90);
     c.key_retention = std::chrono::hours(168);
     return c;
 }
 
 PaymentOrder order() {
-    PaymentOrder o;
-    o.operation_id = "pr_0123456789abcdef0123456789abcdef";
-    o.payment_id = "3aabbe24-9c9c-40ea-819f-7766897ccdda";
-    o.merchant_reference = "order-1001";
-    o.amount = Money{4999, "EUR"};
-    o.payment_method = "8415718415172204";
+    PaymentOrder o = testing::sample_order("8415718415172204");
     o.customer = "cus_8Hx2";
     return o;
 }

@@ -42,12 +42,7 @@ const nlohmann::json& schema(const std::string& name) {
 constexpr const char* k_return_url = "https://shop.example.com/checkout/return";
 
 PaymentOrder order() {
-    PaymentOrder o;
-    o.operation_id = "pr_0123456789abcdef0123456789abcdef";
-    o.payment_id = "3aabbe24-9c9c-40ea-819f-7766897ccdda";
-    o.merchant_reference = "order-1001";
-    o.amount = Money{4999, "EUR"};
-    o.payment_method = "8415718415172204";
+    PaymentOrder o = testing::sample_order("8415718415172204");
     o.customer = "cus_8Hx2";
     o.description = "2 concert tickets";
     o.metadata = {{"cart", "c-77"}};

@@ -24,25 +24,17 @@ std::string fixture(const std::string& name) {
 
 const char* const k_key = "sk_sbox_notarealkey0000000000000";
 const char* const k_channel = "pc_q4dbxom5jbgudnjzjpz7j2z6uq";
-const char* const k_op = "pr_0123456789abcdef0123456789abcdef";
+const std::string k_op = testing::k_sample_operation_id;
 
 ProviderConfig config() {
-    ProviderConfig c;
-    c.name = "checkout";
-    c.kind = "checkout";
-    c.base_url = "https://api.sandbox.checkout.test";
-    c.credentials = ApiKey{"CKO_SECRET_KEY", Secret(k_key)};
+    ProviderConfig c = testing::sample_config("checkout", "https://api.sandbox.checkout.test",
+                                              ApiKey{"CKO_SECRET_KEY", Secret(k_key)});
     c.settings = checkout::settings(k_channel);
     return c;
 }
 
 PaymentOrder order() {
-    PaymentOrder o;
-    o.operation_id = k_op;
-    o.payment_id = "3aabbe24-9c9c-40ea-819f-7766897ccdda";
-    o.merchant_reference = "order-1001";
-    o.amount = Money{4999, "EUR"};
-    o.payment_method = "src_nwd3m4in3hkuddfpjsaevunhdy";
+    PaymentOrder o = testing::sample_order("src_nwd3m4in3hkuddfpjsaevunhdy");
     o.customer = "cus_udst2tfldj6upmye2reztkmm4i";
     o.description = "2 concert tickets";
     o.metadata = {{"cart", "c-77"}};

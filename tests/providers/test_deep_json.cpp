@@ -7,6 +7,7 @@
 #include "providers/adyen/wire.hpp"
 #include "providers/square/wire.hpp"
 #include "providers/stripe/wire.hpp"
+#include "tests/providers/adapter_testing.hpp"
 
 #include <catch2/catch.hpp>
 #include <string>
@@ -38,13 +39,7 @@ std::string nested_arrays() {
 }
 
 PaymentOrder order() {
-    PaymentOrder o;
-    o.operation_id = "pr_0123456789abcdef0123456789abcdef";
-    o.payment_id = "3aabbe24-9c9c-40ea-819f-7766897ccdda";
-    o.merchant_reference = "order-1001";
-    o.amount = Money{4999, "EUR"};
-    o.payment_method = "pm_card_visa";
-    return o;
+    return testing::sample_order("pm_card_visa");
 }
 
 } // namespace

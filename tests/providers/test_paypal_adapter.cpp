@@ -28,15 +28,13 @@ const std::string k_token_url = k_base + "/v1/oauth2/token";
 const std::string k_client_id = "paypal-client-id-not-real-0001";
 const std::string k_client_secret = "paypal-client-secret-not-real-0001";
 const std::string k_token = "paypal-access-token-not-real-0001";
-const std::string k_op = "pr_0123456789abcdef0123456789abcdef";
+const std::string k_op = testing::k_sample_operation_id;
 
 ProviderConfig config() {
-    ProviderConfig c;
-    c.name = "paypal";
-    c.kind = "paypal";
-    c.base_url = k_base;
-    c.credentials = OAuth2ClientCredentials{"PAYPAL_CLIENT_ID", "PAYPAL_CLIENT_SECRET", k_token_url,
-                                            Secret(k_client_id), Secret(k_client_secret)};
+    ProviderConfig c = testing::sample_config(
+        "paypal", k_base,
+        OAuth2ClientCredentials{"PAYPAL_CLIENT_ID", "PAYPAL_CLIENT_SECRET", k_token_url,
+                                Secret(k_client_id), Secret(k_client_secret)});
     c.settle_delay = 120s; // below PayPal's search delay: raised to 3 h
     c.key_retention = 24h; // the common default: not PayPal's, which comes from its settings
     return c;
@@ -47,12 +45,7 @@ const system_clock::time_point k_accepted(std::chrono::seconds(1796205600));
 const system_clock::time_point k_now = k_accepted + 4h;
 
 PaymentOrder order() {
-    PaymentOrder o;
-    o.operation_id = k_op;
-    o.payment_id = "3aabbe24-9c9c-40ea-819f-7766897ccdda";
-    o.merchant_reference = "order-1001";
-    o.amount = Money{4999, "EUR"};
-    o.payment_method = "pm_conformance_card";
+    PaymentOrder o = testing::sample_order("pm_conformance_card");
     o.description = "conformance";
     o.created_at = k_accepted;
     return o;

@@ -42,19 +42,14 @@ std::string fixture(const std::string& name) {
     return testing::fixture("paypal", name);
 }
 
-const std::string k_op = "pr_0123456789abcdef0123456789abcdef";
+const std::string k_op = testing::k_sample_operation_id;
 
 std::optional<std::chrono::system_clock::time_point> wire_time(std::string_view text) {
     return wire::parse_rfc3339(text);
 }
 
 PaymentOrder order() {
-    PaymentOrder o;
-    o.operation_id = k_op;
-    o.payment_id = "3aabbe24-9c9c-40ea-819f-7766897ccdda";
-    o.merchant_reference = "order-1001";
-    o.amount = Money{4999, "EUR"};
-    o.payment_method = "pm_conformance_card";
+    PaymentOrder o = testing::sample_order("pm_conformance_card");
     o.description = "conformance";
     return o;
 }

@@ -24,26 +24,16 @@ std::string fixture(const std::string& name) {
 using std::chrono::system_clock;
 
 ProviderConfig config() {
-    ProviderConfig c;
-    c.name = "square";
-    c.kind = "square";
-    c.base_url = "https://connect.squareup.test";
-    c.credentials = ApiKey{"SQUARE_ACCESS_TOKEN", Secret("EAAAl_not_a_real_token_0000")};
-    c.settle_delay = std::chrono::seconds(90);
-    c.key_retention = std::chrono::hours(24);
-    return c;
+    return testing::sample_config(
+        "square", "https://connect.squareup.test",
+        ApiKey{"SQUARE_ACCESS_TOKEN", Secret("EAAAl_not_a_real_token_0000")});
 }
 
 // 2026-12-02T10:00:00Z, when payrecon accepted the payment.
 const system_clock::time_point k_accepted(std::chrono::seconds(1764669600 + 365 * 86400));
 
 PaymentOrder order() {
-    PaymentOrder o;
-    o.operation_id = "pr_0123456789abcdef0123456789abcdef";
-    o.payment_id = "3aabbe24-9c9c-40ea-819f-7766897ccdda";
-    o.merchant_reference = "order-1001";
-    o.amount = Money{4999, "EUR"};
-    o.payment_method = "cnon:card-nonce-ok";
+    PaymentOrder o = testing::sample_order("cnon:card-nonce-ok");
     o.created_at = k_accepted;
     return o;
 }

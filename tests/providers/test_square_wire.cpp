@@ -44,12 +44,7 @@ bool in_enum(const std::string& schema_name, const std::string& value) {
 }
 
 PaymentOrder order() {
-    PaymentOrder o;
-    o.operation_id = "pr_0123456789abcdef0123456789abcdef";
-    o.payment_id = "3aabbe24-9c9c-40ea-819f-7766897ccdda";
-    o.merchant_reference = "order-1001";
-    o.amount = Money{4999, "EUR"};
-    o.payment_method = "cnon:card-nonce-ok";
+    PaymentOrder o = testing::sample_order("cnon:card-nonce-ok");
     o.customer = "W92WH6P11H4Z77CTET0RNTGFW8";
     o.description = "2 concert tickets & more";
     return o;

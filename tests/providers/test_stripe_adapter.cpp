@@ -19,24 +19,13 @@ std::string fixture(const std::string& name) {
 }
 
 ProviderConfig config() {
-    ProviderConfig c;
-    c.name = "stripe";
-    c.kind = "stripe";
-    c.base_url = "https://api.stripe.test";
-    c.credentials = ApiKey{"STRIPE_API_KEY", Secret("sk_test_51Hx_not_a_real_key_0000")};
-    c.settle_delay = std::chrono::seconds(90);
-    c.key_retention = std::chrono::hours(24);
-    return c;
+    return testing::sample_config(
+        "stripe", "https://api.stripe.test",
+        ApiKey{"STRIPE_API_KEY", Secret("sk_test_51Hx_not_a_real_key_0000")});
 }
 
 PaymentOrder order() {
-    PaymentOrder o;
-    o.operation_id = "pr_0123456789abcdef0123456789abcdef";
-    o.payment_id = "3aabbe24-9c9c-40ea-819f-7766897ccdda";
-    o.merchant_reference = "order-1001";
-    o.amount = Money{4999, "EUR"};
-    o.payment_method = "pm_card_visa";
-    return o;
+    return testing::sample_order("pm_card_visa");
 }
 
 } // namespace

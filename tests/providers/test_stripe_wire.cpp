@@ -40,12 +40,7 @@ std::vector<std::string> parameter_names(const std::string& path, const std::str
 }
 
 PaymentOrder order() {
-    PaymentOrder o;
-    o.operation_id = "pr_0123456789abcdef0123456789abcdef";
-    o.payment_id = "3aabbe24-9c9c-40ea-819f-7766897ccdda";
-    o.merchant_reference = "order-1001";
-    o.amount = Money{4999, "EUR"};
-    o.payment_method = "pm_card_visa";
+    PaymentOrder o = testing::sample_order("pm_card_visa");
     o.customer = "cus_8Hx2";
     o.description = "2 concert tickets & more";
     o.metadata = {{"cart", "c-77"}};
