@@ -7,6 +7,7 @@
 #include "services/events.hpp"
 #include "services/intake.hpp"
 #include "services/payments.hpp"
+#include "services/refunds.hpp"
 #include "services/webhooks.hpp"
 #include "store/db.hpp"
 
@@ -154,6 +155,28 @@ std::optional<std::string> webhook_provider(const std::string& path) {
     return valid ? std::optional<std::string>(std::move(name)) : std::nullopt;
 }
 
+constexpr std::string_view k_refund_prefix = "/v1/refunds/";
+constexpr std::string_view k_refunds_suffix = "/refunds";
+
+// "/v1/payments/{id}/refunds": the {id}, or nullopt.
+std::optional<std::string> refunds_of_payment_path(const std::string& path) {
+    if (!path.starts_with(k_payment_prefix) || !path.ends_with(k_refunds_suffix) ||
+        path.size() <= k_payment_prefix.size() + k_refunds_suffix.size()) {
+        return std::nullopt;
+    }
+    std::string id = path.substr(k_payment_prefix.size(),
+                                 path.size() - k_payment_prefix.size() - k_refunds_suffix.size());
+    if (id.find('/') != std::string::npos) {
+        return std::nullopt;
+    }
+    return id;
+}
+
+bool is_refund_path(const std::string& path) {
+    return path.size() > k_refund_prefix.size() && path.starts_with(k_refund_prefix) &&
+           path.find('/', k_refund_prefix.size()) == std::string::npos;
+}
+
 bool is_payment_path(const std::string& path) {
     return path.size() > k_payment_prefix.size() && path.starts_with(k_payment_prefix) &&
            path.find('/', k_payment_prefix.size()) == std::string::npos;
@@ -220,6 +243,10 @@ const std::vector<Server::Route>& Server::routes() {
         {"POST", "POST /v1/payments", [](const std::string& p) { return p == k_payments; },
          Runs::worker, &Server::create_payment},
         {"GET", "GET /v1/payments/{id}", is_payment_path, Runs::worker, &Server::get_payment},
+        {"POST", "POST /v1/payments/{id}/refunds",
+         [](const std::string& p) { return refunds_of_payment_path(p).has_value(); }, Runs::worker,
+         &Server::create_refund},
+        {"GET", "GET /v1/refunds/{id}", is_refund_path, Runs::worker, &Server::get_refund},
         {"GET", "GET /v1/payments", [](const std::string& p) { return p == k_payments; },
          Runs::worker, &Server::list_payments},
         {"GET", "GET /v1/events", [](const std::string& p) { return p == "/v1/events"; },
@@ -283,7 +310,7 @@ void Server::run() {
                                                     slot.db = std::make_unique<store::Db>(
                                                         m_options.database_url);
                                                     m_metrics.connection_opened();
-                                                    prepare_intake(*slot.db);
+                                                    payrecon::prepare_intake(*slot.db);
                                                 } catch (const std::exception&) {
                                                     drop_connection(slot);
                                                 }
@@ -567,29 +594,28 @@ HttpResponse Server::refused(const HttpRequest& req, const HttpRefusal& refusal)
     return res;
 }
 
-void Server::create_payment(const HttpRequest& req, HttpResponse& res, Context& ctx) {
+std::optional<Principal> Server::writer(const HttpRequest& req, HttpResponse& res, Context& ctx) {
     // The transport refused bodies over the cap (413) as they arrived, before authentication.
     const std::string token = bearer_token(req);
     if (token.empty()) { // refused before a database worker's connection is touched
         send_refusal(res, ctx.outcome, AuthFailure::missing);
-        return;
+        return std::nullopt;
     }
-    store::Db& db = connection(ctx);
-    // Cached: the create statement refuses a principal revoked since (403 credential_revoked).
-    const auto principal = m_credentials.authenticate(db, Secret(token));
+    // Cached: the create statements refuse a principal revoked since (403 credential_revoked).
+    auto principal = m_credentials.authenticate(connection(ctx), Secret(token));
     if (!principal) {
         send_refusal(res, ctx.outcome, principal.error());
-        return;
+        return std::nullopt;
     }
     ctx.tenant = principal->tenant_id;
     if (!admit(*principal, res, ctx)) {
-        return;
+        return std::nullopt;
     }
     if (req.header_count("Idempotency-Key") > 1) {
         send_problem(res, 400, "invalid_idempotency_key", "Idempotency-Key is invalid",
                      "Send Idempotency-Key exactly once.", std::string_view("Idempotency-Key"));
         ctx.outcome = "invalid";
-        return;
+        return std::nullopt;
     }
     // A body without a Content-Type is not JSON by declaration: refused like any other type.
     if (!is_json_media_type(header_value(req, "Content-Type"))) {
@@ -597,11 +623,12 @@ void Server::create_payment(const HttpRequest& req, HttpResponse& res, Context& 
                      "Send the body as application/json, with the header Content-Type: "
                      "application/json.");
         ctx.outcome = "invalid";
-        return;
+        return std::nullopt;
     }
-    IntakeService intake(db, m_keys, m_options.intake);
-    const IntakeResponse r = intake.create_payment(*principal, header_value(req, "Idempotency-Key"),
-                                                   req.body, header_value(req, "Payrecon-Version"));
+    return *principal;
+}
+
+void Server::send_intake(const IntakeResponse& r, HttpResponse& res, Context& ctx) {
     res.status = r.status;
     set_content(res, r.body, r.content_type());
     if (r.location) {
@@ -619,6 +646,46 @@ void Server::create_payment(const HttpRequest& req, HttpResponse& res, Context& 
     }
     ctx.outcome = r.outcome;
     ctx.incident = r.incident;
+}
+
+void Server::create_payment(const HttpRequest& req, HttpResponse& res, Context& ctx) {
+    const auto principal = writer(req, res, ctx);
+    if (!principal) {
+        return;
+    }
+    IntakeService intake(connection(ctx), m_keys, m_options.intake);
+    send_intake(intake.create_payment(*principal, header_value(req, "Idempotency-Key"), req.body,
+                                      header_value(req, "Payrecon-Version")),
+                res, ctx);
+}
+
+void Server::create_refund(const HttpRequest& req, HttpResponse& res, Context& ctx) {
+    const auto principal = writer(req, res, ctx);
+    if (!principal) {
+        return;
+    }
+    const auto payment_id = refunds_of_payment_path(path_of(req.target));
+    RefundService refunds(connection(ctx), m_keys, m_options.intake);
+    send_intake(refunds.create_refund(*principal, payment_id.value_or(""),
+                                      header_value(req, "Idempotency-Key"), req.body,
+                                      header_value(req, "Payrecon-Version")),
+                res, ctx);
+}
+
+void Server::get_refund(const HttpRequest& req, HttpResponse& res, Context& ctx) {
+    const auto principal = reader(req, res, ctx);
+    if (!principal) {
+        return;
+    }
+    const std::string id = path_of(req.target).substr(k_refund_prefix.size());
+    // Another tenant's refund and a malformed ID are both simply not found: nothing leaks.
+    const auto body = refund_resource(connection(ctx), principal->tenant_id, id);
+    if (!body) {
+        send_problem(res, 404, "not_found", "Not found", "No refund with this ID.");
+        return;
+    }
+    res.status = 200;
+    set_content(res, *body, "application/json");
 }
 
 std::optional<Principal> Server::reader(const HttpRequest& req, HttpResponse& res, Context& ctx) {

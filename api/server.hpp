@@ -78,7 +78,14 @@ private:
     void on_worker(const Route& route, HttpRequest request, Respond respond);
     // GET /metrics: own counters now, the rejected requests from the database through a worker.
     void scrape(HttpRequest request, Respond respond);
+    // The principal of a create request (cached; its bearer key, the allowance, one
+    // Idempotency-Key, a JSON body), or nullopt with the refusal written to `res`.
+    std::optional<Principal> writer(const HttpRequest& req, HttpResponse& res, Context& ctx);
+    // An intake's answer as HTTP: status, body, Location, Retry-After, Idempotent-Replayed.
+    void send_intake(const IntakeResponse& r, HttpResponse& res, Context& ctx);
     void create_payment(const HttpRequest& req, HttpResponse& res, Context& ctx);
+    void create_refund(const HttpRequest& req, HttpResponse& res, Context& ctx);
+    void get_refund(const HttpRequest& req, HttpResponse& res, Context& ctx);
     // The principal of a read request's bearer key (the tenant recorded in `ctx`), or nullopt
     // with the refusal written to `res`.
     std::optional<Principal> reader(const HttpRequest& req, HttpResponse& res, Context& ctx);

@@ -35,6 +35,7 @@ void setup_tenant(CLI::App& app, AppState& state);
 void setup_principal(CLI::App& app, AppState& state);
 void setup_purge(CLI::App& app, AppState& state);
 void setup_payments(CLI::App& app, AppState& state);
+void setup_refunds(CLI::App& app, AppState& state);
 void setup_serve(CLI::App& app, AppState& state);
 void setup_worker(CLI::App& app, AppState& state);
 void setup_reconcile(CLI::App& app, AppState& state);

@@ -2,6 +2,7 @@
 // PAYRECON_API_KEY (never an argument). payments list|show: the operator's view across tenants.
 #include "cli/app.hpp"
 #include "cli/context.hpp"
+#include "cli/intake_view.hpp"
 #include "cli/payment_view.hpp"
 #include "cli/table.hpp"
 #include "core/errors.hpp"
@@ -24,50 +25,6 @@
 
 namespace payrecon::cli {
 namespace {
-
-std::string status_text(int status) {
-    switch (status) {
-    case 202:
-        return "Accepted";
-    case 400:
-        return "Bad Request";
-    case 401:
-        return "Unauthorized";
-    case 403:
-        return "Forbidden";
-    case 409:
-        return "Conflict";
-    case 422:
-        return "Unprocessable Content";
-    case 500:
-        return "Internal Server Error";
-    case 503:
-        return "Service Unavailable";
-    default:
-        return "";
-    }
-}
-
-ExitCode exit_code_for(const IntakeResponse& response) {
-    const int status = response.status;
-    if (response.outcome == "in_doubt") {
-        // Not 5: that says nothing was changed, and here the payment may have been stored.
-        return ExitCode::failure;
-    }
-    if (status < 300) {
-        return ExitCode::ok;
-    }
-    if (status == 400 || status == 422) {
-        return ExitCode::usage;
-    }
-    if (status == 401 || status == 403 || status == 404 || status == 409) {
-        return ExitCode::refused;
-    }
-    if (status == 503) {
-        return ExitCode::database_unavailable;
-    }
-    return ExitCode::failure;
-}
 
 std::string read_body(const std::string& file) {
     if (file.empty() || file == "-") {
@@ -216,24 +173,7 @@ void setup_payments(CLI::App& app, AppState& state) {
             IntakeService intake(*opened.db, keys, settings);
             response = intake.create_payment(*principal, opts->key, body, opts->api_version);
         }
-        if (!response.incident.empty()) {
-            std::cerr << "payrecon: intake: " << response.incident << "\n";
-        }
-        if (opts->json) {
-            nlohmann::json j = {{"status", response.status}, {"replayed", response.replayed}};
-            j["location"] =
-                response.location ? nlohmann::json(*response.location) : nlohmann::json();
-            j["body"] = nlohmann::json::parse(response.body, nullptr, false);
-            print_json(j);
-        } else {
-            std::cout << response.status << " " << status_text(response.status)
-                      << (response.replayed ? " (replayed)" : "") << "\n";
-            if (response.location) {
-                std::cout << "Location: " << *response.location << "\n";
-            }
-            std::cout << response.body << "\n";
-        }
-        state.exit_code = static_cast<int>(exit_code_for(response));
+        state.exit_code = print_intake(response, opts->json);
     });
 
     auto list = std::make_shared<ListOptions>();

@@ -404,8 +404,12 @@ ValidationError malformed(std::string_view body, ValidationError error) {
 
 } // namespace
 
-tl::expected<PaymentRequest, ValidationError> parse_payment_request(std::string_view body,
-                                                                    std::string_view api_version) {
+namespace {
+
+// A request body as JSON, every rule before the fields' own applied: strict syntax, no duplicate
+// key, bounded depth, no card data anywhere, an object, the API version spoken.
+tl::expected<json, ValidationError> parse_document(std::string_view body,
+                                                   std::string_view& api_version) {
     if (body.empty()) {
         return tl::make_unexpected(
             ValidationError{ValidationKind::malformed, "", "empty", "the body is empty"});
@@ -444,8 +448,81 @@ tl::expected<PaymentRequest, ValidationError> parse_payment_request(std::string_
             "this server speaks API version " + std::string(k_api_version) +
                 "; send that Payrecon-Version or none"});
     }
+    return document;
+}
+
+constexpr std::array<std::string_view, 4> k_refund_fields = {"amount", "reason",
+                                                             "merchant_reference", "metadata"};
+constexpr std::array<std::string_view, 3> k_refund_reasons = {"duplicate", "fraudulent",
+                                                              "requested_by_customer"};
+
+RefundRequest parse_refund_fields(const json& body, std::string_view api_version) {
+    for (auto it = body.begin(); it != body.end(); ++it) {
+        const std::string& name = it.key();
+        if (contains(k_refund_fields, name)) {
+            continue;
+        }
+        if (contains(k_transport_fields, name)) {
+            require_string(it.value(), name);
+            continue;
+        }
+        reject_invalid(name, "unknown_field",
+                       "unknown field \"" + name +
+                           "\" (a refund takes amount, reason, merchant_reference and metadata; "
+                           "its payment is the one in the path)");
+    }
+    RefundRequest request;
+    request.api_version = std::string(api_version);
+    // Optional fields: absent and null mean the same.
+    if (const json* amount = find_field(body, "amount"); amount && !amount->is_null()) {
+        request.amount_minor = parse_amount(*amount);
+    }
+    if (const json* reason = find_field(body, "reason"); reason && !reason->is_null()) {
+        const std::string& text = require_string(*reason, "reason");
+        if (!contains(k_refund_reasons, text)) {
+            reject_invalid("reason", "unknown_reason",
+                           "reason must be one of duplicate, fraudulent, requested_by_customer "
+                           "(or left out)");
+        }
+        request.reason = text;
+    }
+    if (const json* reference = find_field(body, "merchant_reference");
+        reference && !reference->is_null()) {
+        request.merchant_reference =
+            checked_text(*reference, "merchant_reference", 1, k_max_text_length, Controls::none);
+    }
+    if (const json* metadata = find_field(body, "metadata"); metadata && !metadata->is_null()) {
+        request.metadata = parse_metadata(*metadata);
+    }
+    return request;
+}
+
+} // namespace
+
+tl::expected<PaymentRequest, ValidationError> parse_payment_request(std::string_view body,
+                                                                    std::string_view api_version) {
+    auto document = parse_document(body, api_version);
+    if (!document) {
+        return tl::make_unexpected(std::move(document.error()));
+    }
     try {
-        return parse_fields(document, api_version);
+        return parse_fields(*document, api_version);
+    } catch (const Rejected& rejected) {
+        return tl::make_unexpected(rejected.error());
+    }
+}
+
+tl::expected<RefundRequest, ValidationError> parse_refund_request(std::string_view payment_id,
+                                                                  std::string_view body,
+                                                                  std::string_view api_version) {
+    auto document = parse_document(body, api_version);
+    if (!document) {
+        return tl::make_unexpected(std::move(document.error()));
+    }
+    try {
+        RefundRequest request = parse_refund_fields(*document, api_version);
+        request.payment_id = std::string(payment_id);
+        return request;
     } catch (const Rejected& rejected) {
         return tl::make_unexpected(rejected.error());
     }
@@ -468,6 +545,27 @@ std::string canonical_bytes(const PaymentRequest& request) {
     canonical["payment_method"] = request.payment_method;
     canonical["customer"] = request.customer ? json(*request.customer) : json(nullptr);
     canonical["description"] = request.description ? json(*request.description) : json(nullptr);
+    canonical["metadata"] = std::move(metadata);
+    return canonical.dump();
+}
+
+} // namespace payrecon
+
+namespace payrecon {
+
+std::string canonical_bytes(const RefundRequest& request) {
+    json metadata = json::object();
+    for (const auto& [key, value] : request.metadata) {
+        metadata[key] = value;
+    }
+    json canonical = json::object();
+    canonical["operation"] = "create_refund";
+    canonical["api_version"] = request.api_version;
+    canonical["payment_id"] = request.payment_id;
+    canonical["amount"] = request.amount_minor ? json(*request.amount_minor) : json(nullptr);
+    canonical["reason"] = request.reason ? json(*request.reason) : json(nullptr);
+    canonical["merchant_reference"] =
+        request.merchant_reference ? json(*request.merchant_reference) : json(nullptr);
     canonical["metadata"] = std::move(metadata);
     return canonical.dump();
 }

@@ -53,4 +53,26 @@ tl::expected<PaymentRequest, ValidationError> parse_payment_request(std::string_
 // Throws nlohmann::json::type_error if a string is not valid UTF-8 (never for a parsed request).
 std::string canonical_bytes(const PaymentRequest& request);
 
+// The canonical "create refund" request (POST /v1/payments/{id}/refunds): the same strict rules
+// (syntax, card data, version, transport fields), its own fields. Every field is optional: with
+// no amount, the refund is of what the payment still has to refund (decided when it is taken).
+struct RefundRequest {
+    std::string api_version;
+    std::string payment_id;                   // from the path, as the caller validated it
+    std::optional<std::int64_t> amount_minor; // 1 .. k_max_amount_minor, in the payment's currency
+    std::optional<std::string> reason;        // duplicate, fraudulent, requested_by_customer
+    std::optional<std::string> merchant_reference; // 1..255 bytes, no control characters
+    std::map<std::string, std::string> metadata;   // the payment's metadata rules
+
+    friend bool operator==(const RefundRequest&, const RefundRequest&) = default;
+};
+
+tl::expected<RefundRequest, ValidationError> parse_refund_request(std::string_view payment_id,
+                                                                  std::string_view body,
+                                                                  std::string_view api_version);
+
+// The bytes a refund's fingerprint is taken over: its payment included, so that one key reused
+// for another payment's refund is a different request.
+std::string canonical_bytes(const RefundRequest& request);
+
 } // namespace payrecon

@@ -29,6 +29,7 @@ std::optional<Role> parse_role(std::string_view name) {
 bool role_allows(Role role, Permission permission) {
     switch (permission) {
     case Permission::create_payment:
+    case Permission::create_refund:
         return role == Role::admin || role == Role::writer;
     case Permission::read_payment:
         return true;

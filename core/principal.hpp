@@ -12,7 +12,7 @@ namespace payrecon {
 
 enum class Role {
     admin,  // everything
-    writer, // create and read payments
+    writer, // create and read payments, refund them
     reader, // read payments
 };
 
@@ -20,7 +20,7 @@ std::string_view to_string(Role role);
 // Returns nullopt for a name to_string() does not give.
 std::optional<Role> parse_role(std::string_view name);
 
-enum class Permission { create_payment, read_payment };
+enum class Permission { create_payment, create_refund, read_payment };
 bool role_allows(Role role, Permission permission);
 
 struct Principal {

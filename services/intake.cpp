@@ -6,18 +6,20 @@
 #include "core/payment_state.hpp"
 #include "core/problem.hpp"
 #include "core/uuid.hpp"
+#include "services/intake_protocol.hpp"
 #include "store/intake_store.hpp"
 
 #include <nlohmann/json.hpp>
 
 namespace payrecon {
-namespace {
 
-constexpr std::string_view k_operation = "create_payment";
+using namespace intake_protocol;
+
+namespace intake_protocol {
 
 IntakeResponse problem(int status, std::string_view type, std::string_view title,
                        std::string_view detail, std::string outcome,
-                       std::optional<std::string_view> field = std::nullopt) {
+                       std::optional<std::string_view> field) {
     IntakeResponse r;
     r.status = status;
     r.body = problem_json(status, type, title, detail, field);
@@ -45,6 +47,12 @@ IntakeResponse validation_problem(const ValidationError& e) {
                    "invalid",
                    e.field.empty() ? std::nullopt : std::optional<std::string_view>(e.field));
 }
+
+} // namespace intake_protocol
+
+namespace {
+
+constexpr std::string_view k_operation = "create_payment";
 
 // The provider a first request names must be one the deployment sends to: otherwise no worker
 // ever claims the payment and it stays pending for good.
@@ -80,6 +88,10 @@ std::optional<ValidationError> provider_refusal(const PaymentRequest& request,
                 request.provider + "' to the provider configuration first.";
     return e;
 }
+
+} // namespace
+
+namespace intake_protocol {
 
 // What the keyed digest of an Idempotency-Key kept with its payment is taken over: the key, set
 // apart from canonical request bytes, which are fingerprinted under the same secrets.
@@ -129,7 +141,7 @@ IntakeResponse unavailable(const DatabaseUnavailable& e) {
     return r;
 }
 
-} // namespace
+} // namespace intake_protocol
 
 IntakeResponse refusal_for(AuthFailure failure) {
     IntakeResponse r;
@@ -237,14 +249,18 @@ std::string duplicate_reference_answer(const store::ExistingPayment& holder,
         "merchant_reference", holder.payment_id);
 }
 
-// What is refused before the body is read: a role that may not create payments, a missing or
-// invalid Idempotency-Key. None of it touches the database, so none of it occupies the key.
+} // namespace
+
+namespace intake_protocol {
+
 std::optional<IntakeResponse> refuse_before_reading(const Principal& principal,
-                                                    std::string_view idempotency_key) {
+                                                    std::string_view idempotency_key,
+                                                    Permission permission, std::string_view what) {
     // Authorization first: the role comes from the credential, checked again on every replay.
-    if (!role_allows(principal.role, Permission::create_payment)) {
+    if (!role_allows(principal.role, permission)) {
         return problem(403, "forbidden", "Not allowed",
-                       "This credential's role may not create payments.", "forbidden");
+                       "This credential's role may not create " + std::string(what) + ".",
+                       "forbidden");
     }
     if (idempotency_key.empty()) {
         return problem(400, "idempotency_key_missing", "Idempotency-Key is required",
@@ -263,12 +279,67 @@ std::optional<IntakeResponse> refuse_before_reading(const Principal& principal,
     return std::nullopt;
 }
 
-} // namespace
+IntakeResponse answer_of(const store::IntakeWrite& write, const std::string& canonical,
+                         const FingerprintKeys& keys, const Principal& principal,
+                         const Answering& answering) {
+    IntakeResponse response;
+    response.status = write.status;
+    response.body = write.body;
+    switch (write.kind) {
+    case store::IntakeWrite::Kind::created:
+        response.outcome = "created";
+        break;
+    case store::IntakeWrite::Kind::duplicate_reference:
+        response.outcome = answering.key_expired ? "key_expired" : "duplicate_reference";
+        break;
+    case store::IntakeWrite::Kind::refused:
+        response.outcome = answering.refused_outcome;
+        break;
+    case store::IntakeWrite::Kind::principal_revoked:
+        return problem(403, "credential_revoked", "Credential revoked", "This API key was revoked.",
+                       "forbidden");
+    case store::IntakeWrite::Kind::existing:
+        if (!keys.matches(canonical, write.stored_hash)) {
+            return problem(409, "idempotency_key_reused", "Idempotency-Key reused",
+                           "This Idempotency-Key was used with a different request. Use a new key "
+                           "for a new " +
+                               std::string(answering.resource) +
+                               "; resend the original body to retry the first one.",
+                           "conflict", std::string_view("Idempotency-Key"));
+        }
+        if (write.status == 0) {
+            IntakeResponse r =
+                problem(500, "idempotency_record_incomplete", "Internal error",
+                        "The first request with this key has no stored response. It was logged "
+                        "for investigation; do not retry with another key.",
+                        "incomplete");
+            r.incident = "idempotency record without a response (tenant " + principal.tenant_id +
+                         ", principal " + principal.principal_id + "); investigate";
+            return r;
+        }
+        if (write.principal_revoked) {
+            return problem(403, "credential_revoked", "Credential revoked",
+                           "This credential was revoked; stored responses are not replayed to it.",
+                           "forbidden");
+        }
+        response.replayed = true;
+        response.outcome = "replayed";
+        break;
+    }
+    if (response.status == 202 && write.resource_id) {
+        response.location = std::string(answering.location_prefix) + *write.resource_id;
+        response.retry_after = static_cast<int>(answering.poll_interval.count());
+    }
+    return response;
+}
+
+} // namespace intake_protocol
 
 IntakeResponse IntakeService::create_payment(const Principal& principal,
                                              std::string_view idempotency_key,
                                              std::string_view body, std::string_view api_version) {
-    if (auto refused = refuse_before_reading(principal, idempotency_key)) {
+    if (auto refused = refuse_before_reading(principal, idempotency_key, Permission::create_payment,
+                                             "payments")) {
         return std::move(*refused);
     }
     const auto request = parse_payment_request(body, api_version);
@@ -319,53 +390,13 @@ IntakeResponse IntakeService::create_payment(const Principal& principal,
         return unavailable(e);
     }
 
-    IntakeResponse response;
-    response.status = write.status;
-    response.body = write.body;
-    switch (write.kind) {
-    case store::IntakeWrite::Kind::created:
-        response.outcome = "created";
-        break;
-    case store::IntakeWrite::Kind::duplicate_reference:
-        response.outcome = key_expired ? "key_expired" : "duplicate_reference";
-        break;
-    case store::IntakeWrite::Kind::refused:
-        response.outcome = "invalid";
-        break;
-    case store::IntakeWrite::Kind::principal_revoked:
-        return problem(403, "credential_revoked", "Credential revoked", "This API key was revoked.",
-                       "forbidden");
-    case store::IntakeWrite::Kind::existing:
-        if (!m_keys.matches(canonical, write.stored_hash)) {
-            return problem(409, "idempotency_key_reused", "Idempotency-Key reused",
-                           "This Idempotency-Key was used with a different request. Use a new key "
-                           "for a new payment; resend the original body to retry the first one.",
-                           "conflict", std::string_view("Idempotency-Key"));
-        }
-        if (write.status == 0) {
-            IntakeResponse r =
-                problem(500, "idempotency_record_incomplete", "Internal error",
-                        "The first request with this key has no stored response. It was logged "
-                        "for investigation; do not retry with another key.",
-                        "incomplete");
-            r.incident = "idempotency record without a response (tenant " + principal.tenant_id +
-                         ", principal " + principal.principal_id + "); investigate";
-            return r;
-        }
-        if (write.principal_revoked) {
-            return problem(403, "credential_revoked", "Credential revoked",
-                           "This credential was revoked; stored responses are not replayed to it.",
-                           "forbidden");
-        }
-        response.replayed = true;
-        response.outcome = "replayed";
-        break;
-    }
-    if (response.status == 202 && write.resource_id) {
-        response.location = "/v1/payments/" + *write.resource_id;
-        response.retry_after = static_cast<int>(m_settings.poll_interval.count());
-    }
-    return response;
+    Answering answering;
+    answering.resource = "payment";
+    answering.location_prefix = "/v1/payments/";
+    answering.poll_interval = m_settings.poll_interval;
+    answering.key_expired = key_expired;
+    answering.refused_outcome = "invalid";
+    return answer_of(write, canonical, m_keys, principal, answering);
 }
 
 void prepare_intake(store::Db& db) {

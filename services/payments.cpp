@@ -4,6 +4,7 @@
 #include "core/errors.hpp"
 #include "core/nearest.hpp"
 #include "services/intake.hpp"
+#include "services/refunds.hpp"
 #include "store/inspect_store.hpp"
 #include "store/payment_store.hpp"
 
@@ -77,6 +78,15 @@ std::optional<std::string> payment_resource(store::Db& db, const std::string& te
     }
     body["attempt_count"] = payment->attempts.size();
     body["attempts"] = std::move(attempts);
+    const RefundAmounts amounts = refund_amounts(*payment);
+    body["amount_refunded"] = amounts.refunded;
+    body["amount_refund_pending"] = amounts.pending;
+    body["amount_refundable"] = amounts.refundable;
+    nlohmann::ordered_json refunds = nlohmann::ordered_json::array();
+    for (const auto& r : payment->refunds) {
+        refunds.push_back(nlohmann::ordered_json::parse(refund_resource_json(r)));
+    }
+    body["refunds"] = std::move(refunds);
     return body.dump();
 }
 

@@ -372,9 +372,12 @@ PurgeResult purge_idempotency_records(Db& db, std::optional<std::chrono::seconds
     Db::Impl& impl = db.impl();
     const std::string expired = retention ? "r.created_at <= now() - make_interval(secs => $1)"
                                           : "r.expires_at <= now() AND $1::bigint IS NULL";
+    // A payment's record, or a refund's (its resource an operation of kind refund).
     const std::string unfinished =
-        "EXISTS (SELECT 1 FROM payments p WHERE p.tenant_id = r.tenant_id "
-        "AND p.payment_id = r.resource_id AND p.state NOT IN ('succeeded', 'failed'))";
+        "(EXISTS (SELECT 1 FROM payments p WHERE p.tenant_id = r.tenant_id "
+        "AND p.payment_id = r.resource_id AND p.state NOT IN ('succeeded', 'failed')) "
+        "OR EXISTS (SELECT 1 FROM operations o WHERE o.tenant_id = r.tenant_id "
+        "AND o.id = r.resource_id AND o.state NOT IN ('succeeded', 'failed')))";
     const std::optional<long long> secs =
         retention ? std::optional<long long>(retention->count()) : std::nullopt;
     const char* secs_param = nullptr;

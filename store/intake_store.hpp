@@ -110,10 +110,11 @@ struct PurgeResult {
 };
 
 // Deletes idempotency records past their expiry -- or, with `retention`, created longer ago than
-// that -- except those whose payment is not terminal. In batches, each in one transaction with an
-// audit row per tenant it deleted from (action idempotency.purge: the run, the count, retention and
-// minimum); then one row for the whole run under k_deployment_tenant (idempotency.purge_run: the
-// totals, written even when nothing was deleted). `dry_run` only counts and writes nothing.
+// that -- except those whose payment or refund is not terminal. In batches, each in one transaction
+// with an audit row per tenant it deleted from (action idempotency.purge: the run, the count,
+// retention and minimum); then one row for the whole run under k_deployment_tenant
+// (idempotency.purge_run: the totals, written even when nothing was deleted). `dry_run` only counts
+// and writes nothing.
 PurgeResult purge_idempotency_records(Db& db, std::optional<std::chrono::seconds> retention,
                                       bool dry_run, const PurgeAudit& audit, int batch_size = 5000);
 

@@ -4,6 +4,11 @@
 #include "store/pq.hpp"
 
 namespace payrecon::store {
+
+// A payment's refunds, oldest first, in `tx`'s snapshot (store/refund_store.cpp).
+std::vector<RefundRow> refunds_of_payment(pqxx::transaction_base& tx, const std::string& tenant_id,
+                                          const std::string& payment_id);
+
 namespace {
 
 #define PAYRECON_ISO(col) "to_char(" col " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
@@ -12,7 +17,7 @@ constexpr const char* k_find_payment = "find_payment";
 constexpr const char* k_find_payment_sql =
     "SELECT payment_id::text, state, amount_minor, currency, merchant_reference, "
     "provider, " PAYRECON_ISO("created_at") ", " PAYRECON_ISO(
-        "updated_at") ", provider_reference "
+        "updated_at") ", provider_reference, charged_amount_minor, refund_held_minor "
                       "FROM payments WHERE tenant_id = $1::uuid AND payment_id = $2::uuid";
 
 constexpr const char* k_find_attempts = "find_attempts";
@@ -55,6 +60,11 @@ std::optional<PaymentDetail> find_payment(Db& db, const std::string& tenant_id,
         if (!row[8].is_null()) {
             p.provider_reference = row[8].as<std::string>();
         }
+        if (!row[9].is_null()) {
+            p.charged_amount_minor = row[9].as<long long>();
+        }
+        p.refund_held_minor = row[10].as<long long>();
+        p.refunds = refunds_of_payment(tx, tenant_id, payment_id);
         for (const auto& a : tx.exec_prepared(k_find_attempts, tenant_id, payment_id)) {
             AttemptSummary s;
             s.attempt_no = a[0].as<int>();

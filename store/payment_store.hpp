@@ -1,6 +1,8 @@
 #pragma once
 // Reading payments back: the status resource of the HTTP API and the CLI.
 
+#include "store/refund_store.hpp"
+
 #include <optional>
 #include <string>
 #include <vector>
@@ -28,11 +30,14 @@ struct PaymentDetail {
     std::string updated_at;
     std::optional<std::string> provider_reference;
     std::vector<AttemptSummary> attempts;
+    std::optional<long long> charged_amount_minor; // what an operator recorded it charged
+    long long refund_held_minor = 0; // refunds succeeded, in flight, unknown or in review
+    std::vector<RefundRow> refunds;  // oldest first
 };
 
-// The payment `payment_id` of `tenant_id`, with its attempts in order; nullopt if the tenant has no
-// such payment (another tenant's payment is "none": existence never leaks). `payment_id` must be a
-// UUID in text form (the caller validates). Throws DatabaseUnavailable.
+// The payment `payment_id` of `tenant_id`, with its attempts in order and its refunds; nullopt if
+// the tenant has no such payment (another tenant's payment is "none": existence never leaks).
+// `payment_id` must be a UUID in text form (the caller validates). Throws DatabaseUnavailable.
 std::optional<PaymentDetail> find_payment(Db& db, const std::string& tenant_id,
                                           const std::string& payment_id);
 

@@ -1912,3 +1912,66 @@ TEST_CASE("api: after a credential rotation, a retry under the new key is told i
     http.disconnect();
     check_exited_cleanly(server.terminate());
 }
+
+TEST_CASE("api: a refund over HTTP -- 202 with its Location, replayed byte for byte, refused past "
+          "the charge, shown on its payment and to its tenant only",
+          "[api][db][refunds]") {
+    Scope a;
+    Scope b;
+    SecretFile secret;
+    ServeProcess server(secret);
+    HttpClient http;
+    const auto created =
+        http.send(server.port(), create_request(a.key(), "pay-1", payment_body("refund-me", 2500)));
+    REQUIRE(created.status == 202);
+    const std::string payment_id = created.json()["id"];
+    auto refund_request = [&](const std::string& key, const std::string& idem,
+                              const std::string& body) {
+        Request req = create_request(key, idem, body);
+        req.path = "/v1/payments/" + payment_id + "/refunds";
+        return req;
+    };
+    // Not charged yet: refused, the key left free.
+    const auto early =
+        http.send(server.port(), refund_request(a.key(), "rf-1", R"({"amount": 500})"));
+    CHECK(early.status == 409);
+    CHECK(early.problem_type() == "payment_not_refundable");
+    exec_sql("UPDATE payments SET state = 'succeeded' WHERE payment_id = '" + payment_id + "'");
+
+    const auto r = http.send(server.port(), refund_request(a.key(), "rf-1", R"({"amount": 500})"));
+    REQUIRE(r.status == 202);
+    const std::string refund_id = r.json()["id"];
+    CHECK(r.header("Location") == "/v1/refunds/" + refund_id);
+    CHECK_FALSE(r.replayed());
+    const auto again =
+        http.send(server.port(), refund_request(a.key(), "rf-1", R"({"amount": 500})"));
+    CHECK(again.status == 202);
+    CHECK(again.replayed());
+    CHECK(again.body == r.body);
+    const auto over =
+        http.send(server.port(), refund_request(a.key(), "rf-2", R"({"amount": 2001})"));
+    CHECK(over.status == 409);
+    CHECK(over.problem_type() == "refund_exceeds_payment");
+    CHECK(over.json()["refundable"] == 2000);
+    CHECK(count_rows("operations", a.tenant.tenant_id) == 1);
+
+    const auto shown = http.send(server.port(), get_request("/v1/refunds/" + refund_id, a.key()));
+    REQUIRE(shown.status == 200);
+    CHECK(shown.json()["amount"] == 500);
+    CHECK(shown.json()["payment_id"] == payment_id);
+    const auto pay = http.send(server.port(), get_request("/v1/payments/" + payment_id, a.key()));
+    REQUIRE(pay.status == 200);
+    CHECK(pay.json()["amount_refund_pending"] == 500);
+    CHECK(pay.json()["amount_refundable"] == 2000);
+    CHECK(pay.json()["refunds"].size() == 1);
+    // Another tenant neither reads nor refunds it; GET on the refunds path is 405.
+    CHECK(http.send(server.port(), get_request("/v1/refunds/" + refund_id, b.key())).status == 404);
+    const auto foreign =
+        http.send(server.port(), refund_request(b.key(), "rf-3", R"({"amount": 100})"));
+    CHECK(foreign.status == 404);
+    CHECK(count_rows("operations", b.tenant.tenant_id) == 0);
+    CHECK(http.send(server.port(), get_request("/v1/payments/" + payment_id + "/refunds", a.key()))
+              .status == 405);
+    http.disconnect();
+    check_exited_cleanly(server.terminate());
+}

@@ -1,0 +1,206 @@
+// payrecon refunds create: a refund under the intake protocol from the command line, authenticated
+// by PAYRECON_API_KEY (never an argument) and audited with the operator's note. refunds list|show:
+// the operator's view across tenants.
+#include "cli/app.hpp"
+#include "cli/context.hpp"
+#include "cli/intake_view.hpp"
+#include "cli/payment_view.hpp"
+#include "cli/table.hpp"
+#include "core/encoding.hpp"
+#include "core/errors.hpp"
+#include "core/money.hpp"
+#include "core/payment_state.hpp"
+#include "core/settings.hpp"
+#include "services/auth.hpp"
+#include "services/refunds.hpp"
+
+#include <cstdlib>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+namespace payrecon::cli {
+namespace {
+
+struct CreateOptions {
+    std::string payment;
+    std::optional<std::string> amount;
+    std::optional<std::string> reason;
+    std::optional<std::string> merchant_reference;
+    std::string key;
+    std::string note;
+    bool json = false;
+};
+
+void run_create(AppState& state, const CreateOptions& opts) {
+    const char* key_env = std::getenv("PAYRECON_API_KEY");
+    const Secret api_key(key_env != nullptr ? key_env : "");
+    if (api_key.empty()) {
+        throw UsageError("no credential: set PAYRECON_API_KEY to the principal's API key",
+                         "`payrecon principal create` prints a key once");
+    }
+    // Asked before the database is opened: a refund without its reason is never sent.
+    const std::string note = refund_note(opts.note);
+    const std::string actor = operator_name(state.global);
+    OpenDatabase opened = open_database(state.global);
+    const FingerprintKeys keys = fingerprint_keys(state.global, opened.embedded);
+    IntakeResponse response;
+    const auto principal = authenticate(*opened.db, api_key);
+    if (!principal) {
+        response = refusal_for(principal.error());
+    } else {
+        const std::string body =
+            operator_refund_body(*opened.db, *principal, opts.payment, opts.amount, opts.reason,
+                                 opts.merchant_reference);
+        IntakeSettings settings;
+        settings.retention = idempotency_retention();
+        RefundService refunds(*opened.db, keys, settings);
+        response = refunds.create_refund(*principal, opts.payment, opts.key, body, "",
+                                         RefundAudit{actor, note});
+    }
+    state.exit_code = print_intake(response, opts.json);
+}
+
+nlohmann::json to_json(const store::RefundRow& r) {
+    nlohmann::json j = nlohmann::json::parse(refund_resource_json(r));
+    j["tenant_id"] = r.tenant_id;
+    j["operation_id"] = r.operation_id;
+    j["attempt_count"] = r.attempt_count;
+    j["review_code"] = r.review_code ? nlohmann::json(*r.review_code) : nlohmann::json();
+    j["review_reason"] = r.review_reason ? nlohmann::json(*r.review_reason) : nlohmann::json();
+    return j;
+}
+
+struct ListOptions {
+    std::optional<std::string> payment;
+    std::optional<std::string> state;
+    std::optional<std::string> tenant;
+    int limit = 100;
+    bool json = false;
+};
+
+void run_list(AppState& state, const ListOptions& opts) {
+    store::RefundFilter filter;
+    if (opts.state) {
+        if (!parse_payment_state(*opts.state)) {
+            throw UsageError("--state: '" + *opts.state + "' is not a refund state",
+                             "use one of: pending, processing, succeeded, failed, "
+                             "retry_scheduled, unknown, needs_review");
+        }
+        filter.state = *opts.state;
+    }
+    if (opts.payment) {
+        if (!is_uuid_text(*opts.payment)) {
+            throw UsageError("--payment: '" + printable(*opts.payment) + "' is not a payment ID");
+        }
+        filter.payment_id = *opts.payment;
+    }
+    filter.limit = opts.limit;
+    OpenDatabase opened = open_database(state.global);
+    filter.tenant_id = tenant_id_or_refuse(*opened.db, opts.tenant);
+    std::vector<store::RefundRow> rows = list_refunds(*opened.db, filter);
+    const bool more = rows.size() > static_cast<std::size_t>(opts.limit);
+    if (more) {
+        rows.pop_back();
+    }
+    if (opts.json) {
+        nlohmann::json all = nlohmann::json::array();
+        for (const auto& r : rows) {
+            all.push_back(to_json(r));
+        }
+        print_json(all);
+        return;
+    }
+    if (rows.empty()) {
+        std::cout << "no refunds match\n";
+        return;
+    }
+    Table t(
+        {"REFUND ID", "PAYMENT ID", "STATE", "AMOUNT", "PROVIDER", "REASON", "CREATED", "UPDATED"});
+    for (const auto& r : rows) {
+        t.add_row({r.refund_id, r.payment_id, r.state, describe_money(r.amount_minor, r.currency),
+                   r.provider, r.reason.value_or("-"), r.created_at, r.updated_at});
+    }
+    t.print(std::cout);
+    if (more) {
+        print_more_note(std::cout, rows.size());
+    }
+}
+
+void run_show(AppState& state, const std::string& id, bool json) {
+    OpenDatabase opened = open_database(state.global);
+    const store::RefundRow r = refund_or_refuse(*opened.db, id);
+    if (json) {
+        print_json(to_json(r));
+        return;
+    }
+    Table t({"FIELD", "VALUE"});
+    t.add_row({"refund", r.refund_id});
+    t.add_row({"payment", r.payment_id});
+    t.add_row({"tenant", r.tenant_id});
+    t.add_row({"state", r.state});
+    t.add_row({"amount", describe_money(r.amount_minor, r.currency)});
+    t.add_row({"provider", r.provider});
+    t.add_row({"operation ID", r.operation_id});
+    t.add_row({"provider reference", r.provider_reference.value_or("-")});
+    t.add_row({"reason", r.reason.value_or("-")});
+    t.add_row({"merchant reference", r.merchant_reference.value_or("-")});
+    t.add_row({"failure reason", r.failure_reason.value_or("-")});
+    t.add_row({"review", r.review_code ? *r.review_code + ": " + r.review_reason.value_or("")
+                                       : std::string("-")});
+    t.add_row({"attempts", std::to_string(r.attempt_count)});
+    t.add_row({"created", r.created_at});
+    t.add_row({"updated", r.updated_at});
+    t.print(std::cout);
+    std::cout << "\nIts payment, with every refund of it: payrecon payments show " << r.payment_id
+              << "\n";
+}
+
+} // namespace
+
+void setup_refunds(CLI::App& app, AppState& state) {
+    CLI::App* refunds = app.add_subcommand(
+        "refunds", "refunds: create one as the API does (audited), list them across tenants, "
+                   "show one");
+    refunds->require_subcommand(1);
+
+    auto opts = std::make_shared<CreateOptions>();
+    CLI::App* c = refunds->add_subcommand(
+        "create", "refund a payment exactly once per idempotency key, as POST "
+                  "/v1/payments/{id}/refunds does, never more than it charged; the credential "
+                  "comes from PAYRECON_API_KEY, the note goes to the audit log");
+    c->add_option("--payment", opts->payment, "the payment's ID")->required();
+    c->add_option("--amount", opts->amount,
+                  "in major units of the payment's currency, e.g. 5.00 (default: all that is "
+                  "still refundable)");
+    c->add_option("--reason", opts->reason, "duplicate, fraudulent or requested_by_customer");
+    c->add_option("--merchant-reference", opts->merchant_reference,
+                  "your reference for the refund, unique among the tenant's refunds");
+    c->add_option("--idempotency-key", opts->key, "the key; reuse it, unchanged, on every retry")
+        ->required();
+    c->add_option("--note", opts->note, "why the money goes back (kept in the audit log)")
+        ->required();
+    c->add_flag("--json", opts->json, "print {status, replayed, location, body} as JSON");
+    c->callback([&state, opts] { run_create(state, *opts); });
+
+    auto list = std::make_shared<ListOptions>();
+    CLI::App* l = refunds->add_subcommand("list", "list refunds across tenants, oldest first");
+    l->add_option("--payment", list->payment, "only this payment's refunds (its ID)");
+    l->add_option("--state", list->state, "only refunds in this state");
+    l->add_option("--tenant", list->tenant, "only this tenant's refunds (name or ID)");
+    l->add_option("--limit", list->limit, "at most this many (default 100)")
+        ->check(CLI::Range(1, 1000000));
+    l->add_flag("--json", list->json, "print a JSON array (amount in minor units)");
+    l->callback([&state, list] { run_list(state, *list); });
+
+    struct ShowOptions {
+        std::string id;
+        bool json = false;
+    };
+    auto show = std::make_shared<ShowOptions>();
+    CLI::App* s = refunds->add_subcommand("show", "one refund");
+    s->add_option("id", show->id, "refund ID or operation ID (pr_...)")->required();
+    s->add_flag("--json", show->json, "print the refund as JSON");
+    s->callback([&state, show] { run_show(state, show->id, show->json); });
+}
+
+} // namespace payrecon::cli

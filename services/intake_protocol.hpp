@@ -1,0 +1,66 @@
+#pragma once
+// Services-internal: what every intake of a money movement shares (DESIGN section 4) -- the
+// payment's and the refund's alike: problem answers, the refusals before a body is read, the
+// digest kept of a key, the 503s, and the answer made of what the store wrote. Included only by
+// services/*.cpp.
+
+#include "core/fingerprint.hpp"
+#include "core/principal.hpp"
+#include "core/validation.hpp"
+#include "services/intake.hpp"
+#include "store/intake_store.hpp"
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace payrecon {
+
+class DatabaseUnavailable;
+
+namespace intake_protocol {
+
+// A problem+json answer with its outcome (for logs and metrics).
+IntakeResponse problem(int status, std::string_view type, std::string_view title,
+                       std::string_view detail, std::string outcome,
+                       std::optional<std::string_view> field = std::nullopt);
+
+// 400 malformed or unsupported version, 422 card data or an invalid field.
+IntakeResponse validation_problem(const ValidationError& e);
+
+// What is refused before the body is read: a role without `permission` (`what`: "payments",
+// "refunds"), a missing or invalid Idempotency-Key. None of it touches the database, so none of
+// it occupies the key.
+std::optional<IntakeResponse> refuse_before_reading(const Principal& principal,
+                                                    std::string_view idempotency_key,
+                                                    Permission permission, std::string_view what);
+
+// What the keyed digest of an Idempotency-Key kept with its resource is taken over.
+std::string key_digest_input(std::string_view idempotency_key);
+
+// "7 days", "36 hours", "90 seconds".
+std::string duration_text(std::chrono::seconds d);
+
+// 503 with Retry-After: nothing stored, or (a lost COMMIT) perhaps stored: retry with the key.
+IntakeResponse unavailable(const DatabaseUnavailable& e);
+
+// How answer_of words what the store wrote.
+struct Answering {
+    std::string_view resource = "payment";              // "a new payment"
+    std::string_view location_prefix = "/v1/payments/"; // Location of a 202
+    std::chrono::seconds poll_interval{2};              // Retry-After of a 202
+    bool key_expired = false;                           // the 409 was idempotency_key_expired
+    std::string refused_outcome = "invalid";            // the outcome of a refusal
+};
+
+// The answer to a request from what the store wrote: created, the stored 409 of a taken
+// reference, a refusal, a revoked principal, or the key's record -- replayed if `canonical` is
+// the request it was made for (409 idempotency_key_reused if not; 500 if it has no response; 403
+// if its principal was revoked).
+IntakeResponse answer_of(const store::IntakeWrite& write, const std::string& canonical,
+                         const FingerprintKeys& keys, const Principal& principal,
+                         const Answering& answering);
+
+} // namespace intake_protocol
+} // namespace payrecon

@@ -1,0 +1,315 @@
+#include "services/refunds.hpp"
+
+#include "core/encoding.hpp"
+#include "core/errors.hpp"
+#include "core/money.hpp"
+#include "core/payment_request.hpp"
+#include "core/payment_state.hpp"
+#include "core/problem.hpp"
+#include "core/resolution_policy.hpp"
+#include "services/intake_protocol.hpp"
+#include "store/payment_store.hpp"
+
+#include <nlohmann/json.hpp>
+
+namespace payrecon {
+
+using namespace intake_protocol;
+
+namespace {
+
+constexpr std::string_view k_operation = "create_refund";
+
+// A problem body with members of its own beside the standard ones.
+std::string problem_with(int status, std::string_view type, std::string_view title,
+                         std::string_view detail, std::optional<std::string_view> field,
+                         const nlohmann::ordered_json& extra) {
+    auto j = nlohmann::ordered_json::parse(problem_json(status, type, title, detail, field));
+    for (auto it = extra.begin(); it != extra.end(); ++it) {
+        j[it.key()] = it.value();
+    }
+    return j.dump();
+}
+
+std::string money(long long minor, const std::string& currency) {
+    return describe_money(minor, currency);
+}
+
+// Why a payment in `state` cannot be refunded now, and what to do.
+std::string not_refundable_detail(const store::RefundablePayment& p) {
+    const auto state = parse_payment_state(p.state);
+    const std::string id = p.payment_id;
+    if (!state) {
+        return "Payment " + id + " is in state '" + p.state + "', which cannot be refunded.";
+    }
+    switch (*state) {
+    case PaymentState::failed:
+        return "Payment " + id + " failed: it was never charged, so there is nothing to refund.";
+    case PaymentState::unknown:
+    case PaymentState::needs_review:
+        return "Payment " + id + " is " + p.state +
+               ": whether its charge happened is not settled yet, and a refund of a charge that "
+               "may not exist cannot be sent. Retry this request (same key) once the payment "
+               "has succeeded (GET /v1/payments/" +
+               id + ").";
+    case PaymentState::pending:
+    case PaymentState::processing:
+    case PaymentState::retry_scheduled:
+        return "Payment " + id + " is " + p.state +
+               ": it has not been charged yet. Retry this request (same key) once it has "
+               "succeeded (GET /v1/payments/" +
+               id + ").";
+    case PaymentState::succeeded:
+        break;
+    }
+    return "Payment " + id + " cannot be refunded now.";
+}
+
+IntakeResponse refusal(int status, std::string body, std::string outcome) {
+    IntakeResponse r;
+    r.status = status;
+    r.body = std::move(body);
+    r.outcome = std::move(outcome);
+    return r;
+}
+
+// The decision once the key is new and the payment locked: a refusal, or the refund's amount and
+// its 202.
+store::RefundDecision decide(const RefundRequest& request, const std::string& refund_id,
+                             const std::string& created_at,
+                             const std::optional<store::RefundablePayment>& payment) {
+    store::RefundDecision d;
+    if (!payment) {
+        d.refused_status = 404;
+        d.refused_body = problem_json(404, "not_found", "Not found", "No payment with this ID.");
+        return d;
+    }
+    const store::RefundablePayment& p = *payment;
+    if (p.state != to_string(PaymentState::succeeded)) {
+        d.refused_status = 409;
+        d.refused_body =
+            problem_with(409, "payment_not_refundable", "The payment cannot be refunded now",
+                         not_refundable_detail(p), std::nullopt,
+                         {{"payment_id", p.payment_id}, {"payment_status", p.state}});
+        return d;
+    }
+    const long long refundable = p.refundable();
+    const long long amount = request.amount_minor.value_or(refundable);
+    if (amount <= 0 || amount > refundable) {
+        d.refused_status = 409;
+        const std::string asked = request.amount_minor ? money(amount, p.currency) : "the rest";
+        d.refused_body = problem_with(
+            409, "refund_exceeds_payment", "The refund exceeds what the payment has left",
+            "A refund of " + asked + " does not fit payment " + p.payment_id + ": it charged " +
+                money(p.charged(), p.currency) + ", of which " +
+                money(p.refund_held_minor, p.currency) + " is refunded or being refunded; " +
+                money(refundable, p.currency) +
+                " is refundable. Refunds that are unknown or in review count until they are "
+                "settled.",
+            request.amount_minor ? std::optional<std::string_view>("amount") : std::nullopt,
+            {{"payment_id", p.payment_id}, {"refundable", refundable}, {"currency", p.currency}});
+        return d;
+    }
+    d.amount_minor = amount;
+    store::RefundRow shown;
+    shown.refund_id = refund_id;
+    shown.payment_id = p.payment_id;
+    shown.state = std::string(to_string(PaymentState::pending));
+    shown.amount_minor = amount;
+    shown.currency = p.currency;
+    shown.provider = p.provider;
+    shown.reason = request.reason;
+    shown.merchant_reference = request.merchant_reference;
+    shown.metadata = nlohmann::json(request.metadata).dump();
+    shown.created_at = created_at;
+    shown.updated_at = created_at;
+    d.accepted = refund_resource_json(shown);
+    d.duplicate_reference = [](const store::ExistingRefund& holder) {
+        return problem_with(
+            409, "duplicate_merchant_reference", "Duplicate merchant reference",
+            "This merchant_reference is taken by refund " + holder.refund_id +
+                " (GET /v1/refunds/" + holder.refund_id + ") of payment " + holder.payment_id +
+                "; it was not created again.",
+            std::string_view("merchant_reference"),
+            {{"refund_id", holder.refund_id}, {"refund", "/v1/refunds/" + holder.refund_id}});
+    };
+    return d;
+}
+
+} // namespace
+
+RefundService::RefundService(store::Db& db, const FingerprintKeys& keys, IntakeSettings settings)
+    : m_db(db), m_keys(keys), m_settings(settings) {}
+
+IntakeResponse RefundService::create_refund(const Principal& principal, std::string_view payment_id,
+                                            std::string_view idempotency_key, std::string_view body,
+                                            std::string_view api_version,
+                                            const std::optional<RefundAudit>& audit) {
+    if (auto refused = refuse_before_reading(principal, idempotency_key, Permission::create_refund,
+                                             "refunds")) {
+        return std::move(*refused);
+    }
+    // Another tenant's payment and a malformed ID are both simply not found: nothing leaks.
+    if (!is_uuid_text(payment_id)) {
+        return refusal(404, problem_json(404, "not_found", "Not found", "No payment with this ID."),
+                       "not_found");
+    }
+    std::string id(payment_id);
+    for (char& c : id) {
+        c = (c >= 'A' && c <= 'F') ? static_cast<char>(c - 'A' + 'a') : c;
+    }
+    const auto request = parse_refund_request(id, body, api_version);
+    if (!request) {
+        return validation_problem(request.error());
+    }
+    const std::string canonical = canonical_bytes(*request);
+
+    store::IntakeClaim claim;
+    claim.tenant_id = principal.tenant_id;
+    claim.principal_id = principal.principal_id;
+    claim.operation = std::string(k_operation);
+    claim.idempotency_key = std::string(idempotency_key);
+    claim.request_hash = m_keys.fingerprint(canonical);
+    claim.retention = m_settings.retention;
+
+    store::NewRefund refund;
+    refund.refund_id = new_uuid();
+    refund.operation_id = new_operation_id();
+    refund.request = &*request;
+    refund.idempotency_key_hash = m_keys.fingerprint(key_digest_input(idempotency_key));
+    if (audit) {
+        refund.audit_actor = audit->actor;
+        refund.audit_note = audit->note;
+    }
+
+    std::string refused_outcome = "refused";
+    store::IntakeWrite write;
+    try {
+        write = store::write_refund_intake(
+            m_db, claim, refund,
+            [&](const std::string& created_at,
+                const std::optional<store::RefundablePayment>& payment) {
+                store::RefundDecision d = decide(*request, refund.refund_id, created_at, payment);
+                if (d.refused_status) {
+                    refused_outcome = *d.refused_status == 404 ? "not_found" : "refused";
+                }
+                return d;
+            });
+    } catch (const DatabaseUnavailable& e) {
+        return unavailable(e);
+    }
+    Answering answering;
+    answering.resource = "refund";
+    answering.location_prefix = "/v1/refunds/";
+    answering.poll_interval = m_settings.poll_interval;
+    answering.refused_outcome = refused_outcome;
+    return answer_of(write, canonical, m_keys, principal, answering);
+}
+
+std::string refund_resource_json(const store::RefundRow& r) {
+    nlohmann::ordered_json j;
+    j["id"] = r.refund_id;
+    j["object"] = "refund";
+    j["payment_id"] = r.payment_id;
+    j["status"] = r.state;
+    if (const auto state = parse_payment_state(r.state)) {
+        j["status_category"] = to_string(status_category(*state));
+    }
+    j["amount"] = r.amount_minor;
+    j["currency"] = r.currency;
+    j["reason"] = r.reason ? nlohmann::ordered_json(*r.reason) : nullptr;
+    j["merchant_reference"] =
+        r.merchant_reference ? nlohmann::ordered_json(*r.merchant_reference) : nullptr;
+    j["metadata"] = nlohmann::ordered_json::parse(r.metadata);
+    j["provider"] = r.provider;
+    j["provider_reference"] =
+        r.provider_reference ? nlohmann::ordered_json(*r.provider_reference) : nullptr;
+    j["failure_reason"] = r.failure_reason ? nlohmann::ordered_json(*r.failure_reason) : nullptr;
+    j["created_at"] = r.created_at;
+    j["updated_at"] = r.updated_at;
+    return j.dump();
+}
+
+std::optional<std::string> refund_resource(store::Db& db, const std::string& tenant_id,
+                                           std::string_view refund_id) {
+    if (!is_uuid_text(refund_id)) {
+        return std::nullopt;
+    }
+    const auto refund = store::find_refund(db, tenant_id, std::string(refund_id));
+    if (!refund) {
+        return std::nullopt;
+    }
+    return refund_resource_json(*refund);
+}
+
+RefundAmounts refund_amounts(const store::PaymentDetail& payment) {
+    RefundAmounts out;
+    for (const auto& r : payment.refunds) {
+        const auto state = parse_payment_state(r.state);
+        if (state == PaymentState::succeeded) {
+            out.refunded += r.amount_minor;
+        } else if (state != PaymentState::failed) {
+            out.pending += r.amount_minor;
+        }
+    }
+    if (payment.state == to_string(PaymentState::succeeded)) {
+        out.refundable =
+            payment.charged_amount_minor.value_or(payment.amount_minor) - payment.refund_held_minor;
+    }
+    return out;
+}
+
+std::string operator_refund_body(store::Db& db, const Principal& principal,
+                                 const std::string& payment_id,
+                                 const std::optional<std::string>& amount,
+                                 const std::optional<std::string>& reason,
+                                 const std::optional<std::string>& merchant_reference) {
+    if (!is_uuid_text(payment_id)) {
+        throw UsageError("--payment: '" + printable(payment_id) + "' is not a payment ID",
+                         "payment IDs look like 0193c6f0-...; `payrecon payments list` shows them");
+    }
+    const auto payment = store::find_payment(db, principal.tenant_id, payment_id);
+    if (!payment) {
+        throw Refused("the tenant of PAYRECON_API_KEY has no payment " + payment_id,
+                      "`payrecon payments show " + payment_id + "` says whose it is");
+    }
+    nlohmann::ordered_json body = nlohmann::ordered_json::object();
+    if (amount) {
+        const auto minor = parse_major_units(*amount, payment->currency);
+        if (!minor || *minor <= 0) {
+            throw UsageError(
+                "--amount: '" + printable(*amount) + "' is not an amount of " + payment->currency,
+                "give it in major units with at most the currency's decimals, e.g. " +
+                    major_units(payment->amount_minor, payment->currency).value_or("5.00"));
+        }
+        body["amount"] = *minor;
+    }
+    if (reason) {
+        body["reason"] = *reason;
+    }
+    if (merchant_reference) {
+        body["merchant_reference"] = *merchant_reference;
+    }
+    return body.dump();
+}
+
+std::string refund_note(std::string_view typed) {
+    std::string note = trimmed_note(typed);
+    if (note.empty() || note.size() > k_max_note_length) {
+        throw UsageError("--note must say why the money goes back, in 1 to " +
+                             std::to_string(k_max_note_length) + " characters",
+                         "the note is kept in the audit log with the refund");
+    }
+    return note;
+}
+
+store::RefundRow refund_or_refuse(store::Db& db, const std::string& id) {
+    const auto refund = store::find_refund_any_tenant(db, id);
+    if (!refund) {
+        throw Refused("no refund has the ID or operation ID '" + printable(id) + "'",
+                      "`payrecon refunds list` shows them");
+    }
+    return *refund;
+}
+
+} // namespace payrecon
