@@ -279,6 +279,19 @@ std::optional<IntakeResponse> refuse_before_reading(const Principal& principal,
     return std::nullopt;
 }
 
+store::IntakeClaim claim_of(const Principal& principal, std::string_view operation,
+                            std::string_view idempotency_key, const std::string& canonical,
+                            const FingerprintKeys& keys, std::chrono::seconds retention) {
+    store::IntakeClaim claim;
+    claim.tenant_id = principal.tenant_id;
+    claim.principal_id = principal.principal_id;
+    claim.operation = std::string(operation);
+    claim.idempotency_key = std::string(idempotency_key);
+    claim.request_hash = keys.fingerprint(canonical);
+    claim.retention = retention;
+    return claim;
+}
+
 IntakeResponse answer_of(const store::IntakeWrite& write, const std::string& canonical,
                          const FingerprintKeys& keys, const Principal& principal,
                          const Answering& answering) {
@@ -348,13 +361,8 @@ IntakeResponse IntakeService::create_payment(const Principal& principal,
     }
     const std::string canonical = canonical_bytes(*request);
 
-    store::IntakeClaim claim;
-    claim.tenant_id = principal.tenant_id;
-    claim.principal_id = principal.principal_id;
-    claim.operation = std::string(k_operation);
-    claim.idempotency_key = std::string(idempotency_key);
-    claim.request_hash = m_keys.fingerprint(canonical);
-    claim.retention = m_settings.retention;
+    const store::IntakeClaim claim =
+        claim_of(principal, k_operation, idempotency_key, canonical, m_keys, m_settings.retention);
 
     store::NewPayment payment;
     payment.payment_id = new_uuid();

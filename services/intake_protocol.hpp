@@ -42,6 +42,12 @@ std::string key_digest_input(std::string_view idempotency_key);
 // "7 days", "36 hours", "90 seconds".
 std::string duration_text(std::chrono::seconds d);
 
+// The claim of `idempotency_key` for `operation` ("create_payment", "create_refund") by
+// `principal`, bound to the fingerprint of `canonical`.
+store::IntakeClaim claim_of(const Principal& principal, std::string_view operation,
+                            std::string_view idempotency_key, const std::string& canonical,
+                            const FingerprintKeys& keys, std::chrono::seconds retention);
+
 // 503 with Retry-After: nothing stored, or (a lost COMMIT) perhaps stored: retry with the key.
 IntakeResponse unavailable(const DatabaseUnavailable& e);
 

@@ -164,13 +164,8 @@ IntakeResponse RefundService::create_refund(const Principal& principal, std::str
     }
     const std::string canonical = canonical_bytes(*request);
 
-    store::IntakeClaim claim;
-    claim.tenant_id = principal.tenant_id;
-    claim.principal_id = principal.principal_id;
-    claim.operation = std::string(k_operation);
-    claim.idempotency_key = std::string(idempotency_key);
-    claim.request_hash = m_keys.fingerprint(canonical);
-    claim.retention = m_settings.retention;
+    const store::IntakeClaim claim =
+        claim_of(principal, k_operation, idempotency_key, canonical, m_keys, m_settings.retention);
 
     store::NewRefund refund;
     refund.refund_id = new_uuid();
