@@ -48,17 +48,6 @@ struct ListOptions {
     bool json = false;
 };
 
-PaymentState state_or_usage_error(const std::string& name) {
-    if (const auto s = parse_payment_state(name)) {
-        return *s;
-    }
-    std::string names;
-    for (const PaymentState s : k_all_payment_states) {
-        names += (names.empty() ? "" : ", ") + std::string(to_string(s));
-    }
-    throw UsageError("--state: '" + name + "' is not a payment state", "use one of: " + names);
-}
-
 void run_list(AppState& state, const ListOptions& opts) {
     store::PaymentFilter filter;
     if (opts.state) {
@@ -153,12 +142,7 @@ void setup_payments(CLI::App& app, AppState& state) {
                   "Payrecon-Version (default: the current one)");
     c->add_flag("--json", opts->json, "print {status, replayed, location, body} as JSON");
     c->callback([&state, opts] {
-        const char* key_env = std::getenv("PAYRECON_API_KEY");
-        const Secret api_key(key_env != nullptr ? key_env : "");
-        if (api_key.empty()) {
-            throw UsageError("no credential: set PAYRECON_API_KEY to the principal's API key",
-                             "`payrecon principal create` prints a key once");
-        }
+        const Secret api_key = api_key_from_environment();
         const std::string body = read_body(opts->body_file);
         OpenDatabase opened = open_database(state.global);
         const FingerprintKeys keys = fingerprint_keys(state.global, opened.embedded);

@@ -32,12 +32,7 @@ struct CreateOptions {
 };
 
 void run_create(AppState& state, const CreateOptions& opts) {
-    const char* key_env = std::getenv("PAYRECON_API_KEY");
-    const Secret api_key(key_env != nullptr ? key_env : "");
-    if (api_key.empty()) {
-        throw UsageError("no credential: set PAYRECON_API_KEY to the principal's API key",
-                         "`payrecon principal create` prints a key once");
-    }
+    const Secret api_key = api_key_from_environment();
     // Asked before the database is opened: a refund without its reason is never sent.
     const std::string note = refund_note(opts.note);
     const std::string actor = operator_name(state.global);
@@ -81,12 +76,7 @@ struct ListOptions {
 void run_list(AppState& state, const ListOptions& opts) {
     store::RefundFilter filter;
     if (opts.state) {
-        if (!parse_payment_state(*opts.state)) {
-            throw UsageError("--state: '" + *opts.state + "' is not a refund state",
-                             "use one of: pending, processing, succeeded, failed, "
-                             "retry_scheduled, unknown, needs_review");
-        }
-        filter.state = *opts.state;
+        filter.state = std::string(to_string(state_or_usage_error(*opts.state)));
     }
     if (opts.payment) {
         if (!is_uuid_text(*opts.payment)) {
@@ -151,8 +141,8 @@ void run_show(AppState& state, const std::string& id, bool json) {
     t.add_row({"created", r.created_at});
     t.add_row({"updated", r.updated_at});
     t.print(std::cout);
-    std::cout << "\nIts payment, with every refund of it: payrecon payments show " << r.payment_id
-              << "\n";
+    std::cout << "\nEvery refund of its payment: payrecon refunds list --payment " << r.payment_id
+              << "\nIts payment: payrecon payments show " << r.payment_id << "\n";
 }
 
 } // namespace

@@ -3,6 +3,7 @@
 #include "cli/context.hpp"
 #include "core/errors.hpp"
 
+#include <cstdlib>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -75,6 +76,16 @@ int print_intake(const IntakeResponse& response, bool json) {
         std::cout << response.body << "\n";
     }
     return static_cast<int>(exit_code_for(response));
+}
+
+Secret api_key_from_environment() {
+    const char* key_env = std::getenv("PAYRECON_API_KEY");
+    Secret api_key(key_env != nullptr ? key_env : "");
+    if (api_key.empty()) {
+        throw UsageError("no credential: set PAYRECON_API_KEY to the principal's API key",
+                         "`payrecon principal create` prints a key once");
+    }
+    return api_key;
 }
 
 } // namespace payrecon::cli

@@ -357,4 +357,15 @@ void print_more_note(std::ostream& out, std::size_t shown) {
     out << "(the first " << shown << " shown; more match: raise --limit or narrow the filter)\n";
 }
 
+PaymentState state_or_usage_error(const std::string& name) {
+    if (const auto s = parse_payment_state(name)) {
+        return *s;
+    }
+    std::string names;
+    for (const PaymentState s : k_all_payment_states) {
+        names += (names.empty() ? "" : ", ") + std::string(to_string(s));
+    }
+    throw UsageError("--state: '" + name + "' is not a payment state", "use one of: " + names);
+}
+
 } // namespace payrecon::cli

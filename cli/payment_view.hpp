@@ -4,6 +4,7 @@
 // shapes (snake_case keys, amounts as integer minor units plus currency), and the human layout of
 // one payment's record.
 
+#include "core/payment_state.hpp"
 #include "services/inspect.hpp"
 
 #include <nlohmann/json.hpp>
@@ -46,6 +47,10 @@ void print_record(std::ostream& out, const store::PaymentRecord& r);
 
 // The audit rows as a table: time, tenant, actor, action, subject, detail.
 void print_audit_table(std::ostream& out, const std::vector<store::AuditRecord>& rows);
+
+// The state `name` names (a payment's or a refund's: they share the lifecycle); UsageError naming
+// every state if it names none.
+PaymentState state_or_usage_error(const std::string& name);
 
 // After a listing cut short by --limit: says so, and how to see more.
 void print_more_note(std::ostream& out, std::size_t shown);

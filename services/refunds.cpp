@@ -31,10 +31,6 @@ std::string problem_with(int status, std::string_view type, std::string_view tit
     return j.dump();
 }
 
-std::string money(long long minor, const std::string& currency) {
-    return describe_money(minor, currency);
-}
-
 // Why a payment in `state` cannot be refunded now, and what to do.
 std::string not_refundable_detail(const store::RefundablePayment& p) {
     const auto state = parse_payment_state(p.state);
@@ -97,13 +93,14 @@ store::RefundDecision decide(const RefundRequest& request, const std::string& re
     const long long amount = request.amount_minor.value_or(refundable);
     if (amount <= 0 || amount > refundable) {
         d.refused_status = 409;
-        const std::string asked = request.amount_minor ? money(amount, p.currency) : "the rest";
+        const std::string asked =
+            request.amount_minor ? describe_money(amount, p.currency) : "the rest";
         d.refused_body = problem_with(
             409, "refund_exceeds_payment", "The refund exceeds what the payment has left",
             "A refund of " + asked + " does not fit payment " + p.payment_id + ": it charged " +
-                money(p.charged(), p.currency) + ", of which " +
-                money(p.refund_held_minor, p.currency) + " is refunded or being refunded; " +
-                money(refundable, p.currency) +
+                describe_money(p.charged(), p.currency) + ", of which " +
+                describe_money(p.refund_held_minor, p.currency) +
+                " is refunded or being refunded; " + describe_money(refundable, p.currency) +
                 " is refundable. Refunds that are unknown or in review count until they are "
                 "settled.",
             request.amount_minor ? std::optional<std::string_view>("amount") : std::nullopt,

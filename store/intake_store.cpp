@@ -1,6 +1,7 @@
 #include "store/intake_store.hpp"
 
 #include "core/crash_point.hpp"
+#include "store/intake_record.hpp"
 #include "store/payment_event.hpp"
 #include "store/pq.hpp"
 #include "store/statements.hpp"
@@ -126,6 +127,34 @@ const std::string& statements::intake_once() {
     return k_intake_once_sql;
 }
 
+std::optional<IntakeWrite> read_intake_record(Db::Impl& impl, pqxx::transaction_base& tx,
+                                              const IntakeClaim& claim) {
+    impl.prepare(k_read_record, k_read_record_sql);
+    const pqxx::result existing = tx.exec_prepared(
+        k_read_record, claim.tenant_id, claim.principal_id, claim.operation, claim.idempotency_key);
+    if (existing.empty()) {
+        return std::nullopt;
+    }
+    const pqxx::row row = existing[0];
+    IntakeWrite out;
+    out.kind = IntakeWrite::Kind::existing;
+    out.stored_hash = row[0].as<std::string>();
+    out.status = row[1].is_null() ? 0 : row[1].as<int>();
+    out.body = row[2].is_null() ? std::string() : row[2].as<std::string>();
+    if (!row[3].is_null()) {
+        out.resource_id = row[3].as<std::string>();
+    }
+    out.principal_revoked = row[4].as<bool>();
+    return out;
+}
+
+void store_intake_conflict(Db::Impl& impl, pqxx::transaction_base& tx, const IntakeClaim& claim,
+                           const std::string& body) {
+    impl.prepare(k_store_conflict, k_store_conflict_sql);
+    tx.exec_prepared0(k_store_conflict, claim.tenant_id, claim.principal_id, claim.operation,
+                      claim.idempotency_key, body);
+}
+
 namespace {
 
 // Two creation times of the same length that differ in their first character: the 202 made with
@@ -166,9 +195,7 @@ write_intake_once(Db& db, const IntakeClaim& claim, const NewPayment& payment,
     if (!split) {
         return std::nullopt;
     }
-    if (a.accepted.size() > k_max_stored_response) {
-        throw std::length_error("a response to store exceeds 64 KiB");
-    }
+    check_stored_size(a.accepted);
     Db::Impl& impl = db.impl();
     const PaymentRequest& req = *payment.request;
     const nlohmann::json metadata(req.metadata);
@@ -272,8 +299,6 @@ IntakeWrite write_intake(Db& db, const IntakeClaim& claim, const NewPayment& pay
             impl.prepare(k_claim_key, k_claim_key_sql);
             impl.prepare(k_create_payment, k_create_payment_sql);
             impl.prepare(k_holder, k_holder_sql);
-            impl.prepare(k_store_conflict, k_store_conflict_sql);
-            impl.prepare(k_read_record, k_read_record_sql);
             pqxx::work tx(impl.connection());
             const pqxx::result claimed =
                 tx.exec_prepared(k_claim_key, claim.tenant_id, claim.principal_id, claim.operation,
@@ -290,9 +315,7 @@ IntakeWrite write_intake(Db& db, const IntakeClaim& claim, const NewPayment& pay
                     out.body = *bodies.refused;
                     return out;
                 }
-                if (bodies.accepted.size() > k_max_stored_response) {
-                    throw std::length_error("a response to store exceeds 64 KiB");
-                }
+                check_stored_size(bodies.accepted);
                 const nlohmann::json metadata(req.metadata);
                 const char* key_hash = payment.idempotency_key_hash.empty()
                                            ? nullptr
@@ -320,11 +343,8 @@ IntakeWrite write_intake(Db& db, const IntakeClaim& claim, const NewPayment& pay
                     out.kind = IntakeWrite::Kind::duplicate_reference;
                     out.status = 409;
                     out.body = bodies.duplicate_reference(existing);
-                    if (out.body.size() > k_max_stored_response) {
-                        throw std::length_error("a response to store exceeds 64 KiB");
-                    }
-                    tx.exec_prepared0(k_store_conflict, claim.tenant_id, claim.principal_id,
-                                      claim.operation, claim.idempotency_key, out.body);
+                    check_stored_size(out.body);
+                    store_intake_conflict(impl, tx, claim, out.body);
                 }
                 crash_point("intake.before_commit");
                 tx.commit();
@@ -333,21 +353,11 @@ IntakeWrite write_intake(Db& db, const IntakeClaim& claim, const NewPayment& pay
             }
             // Not inserted: the key has a record. Read it in a new statement (a single-statement
             // read would see nothing under READ COMMITTED).
-            const pqxx::result existing =
-                tx.exec_prepared(k_read_record, claim.tenant_id, claim.principal_id,
-                                 claim.operation, claim.idempotency_key);
-            if (existing.empty()) {
+            auto existing = read_intake_record(impl, tx, claim);
+            if (!existing) {
                 return std::nullopt;
             }
-            const pqxx::row row = existing[0];
-            out.kind = IntakeWrite::Kind::existing;
-            out.stored_hash = row[0].as<std::string>();
-            out.status = row[1].is_null() ? 0 : row[1].as<int>();
-            out.body = row[2].is_null() ? std::string() : row[2].as<std::string>();
-            if (!row[3].is_null()) {
-                out.resource_id = row[3].as<std::string>();
-            }
-            out.principal_revoked = row[4].as<bool>();
+            out = std::move(*existing);
             tx.commit();
             return out;
         });

@@ -1,6 +1,7 @@
 #include "store/refund_store.hpp"
 
 #include "core/crash_point.hpp"
+#include "store/intake_record.hpp"
 #include "store/payment_event.hpp"
 #include "store/pq.hpp"
 
@@ -20,15 +21,6 @@ SELECT $1::uuid, $2::uuid, $3, $4, decode($5, 'hex'), now() + make_interval(secs
  WHERE tenant_id = $1::uuid AND principal_id = $2::uuid AND revoked_at IS NULL
 ON CONFLICT DO NOTHING
 RETURNING )sql" + iso_utc("created_at");
-
-constexpr const char* k_refund_read_record = "refund_read_record";
-const std::string k_refund_read_record_sql = R"sql(
-SELECT encode(r.request_hash, 'hex'), r.response_status, r.response_body, r.resource_id::text,
-       p.revoked_at IS NOT NULL
-  FROM idempotency_records r
-  JOIN principals p ON p.tenant_id = r.tenant_id AND p.principal_id = r.principal_id
- WHERE r.tenant_id = $1::uuid AND r.principal_id = $2::uuid AND r.operation = $3
-   AND r.idempotency_key = $4)sql";
 
 constexpr const char* k_principal_revoked = "refund_principal_revoked";
 const std::string k_principal_revoked_sql = R"sql(
@@ -89,11 +81,6 @@ const std::string k_refund_holder_sql = R"sql(
 SELECT id::text, payment_id::text FROM operations
  WHERE tenant_id = $1::uuid AND kind = 'refund' AND merchant_reference = $2)sql";
 
-constexpr const char* k_refund_store_conflict = "refund_store_conflict";
-const std::string k_refund_store_conflict_sql = R"sql(
-UPDATE idempotency_records SET response_status = 409, response_body = $5
- WHERE tenant_id = $1::uuid AND principal_id = $2::uuid AND operation = $3 AND idempotency_key = $4)sql";
-
 const std::string k_refund_columns =
     "o.id::text, o.tenant_id::text, o.payment_id::text, o.operation_id, o.state, o.amount_minor, "
     "o.currency, o.provider, o.reason, o.merchant_reference, o.metadata::text, "
@@ -127,32 +114,6 @@ RefundRow refund_from_row(const pqxx::row& row) {
     return r;
 }
 
-std::optional<IntakeWrite> existing_record(pqxx::work& tx, const IntakeClaim& claim) {
-    const pqxx::result existing =
-        tx.exec_prepared(k_refund_read_record, claim.tenant_id, claim.principal_id, claim.operation,
-                         claim.idempotency_key);
-    if (existing.empty()) {
-        return std::nullopt;
-    }
-    const pqxx::row row = existing[0];
-    IntakeWrite out;
-    out.kind = IntakeWrite::Kind::existing;
-    out.stored_hash = row[0].as<std::string>();
-    out.status = row[1].is_null() ? 0 : row[1].as<int>();
-    out.body = row[2].is_null() ? std::string() : row[2].as<std::string>();
-    if (!row[3].is_null()) {
-        out.resource_id = row[3].as<std::string>();
-    }
-    out.principal_revoked = row[4].as<bool>();
-    return out;
-}
-
-void check_size(const std::string& body) {
-    if (body.size() > k_max_stored_response) {
-        throw std::length_error("a response to store exceeds 64 KiB");
-    }
-}
-
 } // namespace
 
 IntakeWrite write_refund_intake(
@@ -166,12 +127,10 @@ IntakeWrite write_refund_intake(
     for (int round = 0; round < 3; ++round) {
         auto result = translate_errors(impl, [&]() -> std::optional<IntakeWrite> {
             impl.prepare(k_refund_claim_key, k_refund_claim_key_sql);
-            impl.prepare(k_refund_read_record, k_refund_read_record_sql);
             impl.prepare(k_principal_revoked, k_principal_revoked_sql);
             impl.prepare(k_lock_payment, k_lock_payment_sql);
             impl.prepare(k_create_refund, k_create_refund_sql);
             impl.prepare(k_refund_holder, k_refund_holder_sql);
-            impl.prepare(k_refund_store_conflict, k_refund_store_conflict_sql);
             pqxx::work tx(impl.connection());
             const pqxx::result claimed =
                 tx.exec_prepared(k_refund_claim_key, claim.tenant_id, claim.principal_id,
@@ -179,7 +138,7 @@ IntakeWrite write_refund_intake(
                                  static_cast<long long>(claim.retention.count()));
             IntakeWrite out;
             if (claimed.empty()) {
-                if (auto existing = existing_record(tx, claim)) {
+                if (auto existing = read_intake_record(impl, tx, claim)) {
                     tx.commit();
                     return existing;
                 }
@@ -221,7 +180,7 @@ IntakeWrite write_refund_intake(
             if (!payment) {
                 throw std::logic_error("write_refund_intake: a refund of no payment was accepted");
             }
-            check_size(decision.accepted);
+            check_stored_size(decision.accepted);
             const nlohmann::json metadata(req.metadata);
             const char* key_hash =
                 refund.idempotency_key_hash.empty() ? nullptr : refund.idempotency_key_hash.c_str();
@@ -250,9 +209,8 @@ IntakeWrite write_refund_intake(
                 out.status = 409;
                 out.body = decision.duplicate_reference(
                     ExistingRefund{holder[0].as<std::string>(), holder[1].as<std::string>()});
-                check_size(out.body);
-                tx.exec_prepared0(k_refund_store_conflict, claim.tenant_id, claim.principal_id,
-                                  claim.operation, claim.idempotency_key, out.body);
+                check_stored_size(out.body);
+                store_intake_conflict(impl, tx, claim, out.body);
             }
             crash_point("refund.before_commit");
             tx.commit();

@@ -222,7 +222,8 @@ TEST_CASE("refunds: with no amount the rest is refunded, and nothing more fits a
     CHECK(nlohmann::json::parse(nothing.body)["refundable"] == 0);
     CHECK(held(p) == 2500);
     CHECK(refunded_sum(p) == 2500);
-    // A failed refund gives its amount back (the statement that fails it lowers what is held).
+    // What is held is what the next refund is checked against: after a refund failed and gave
+    // its amount back (written here as the executor's settlement will write it), 10.00 fits again.
     exec_sql("UPDATE operations SET state = 'failed' WHERE payment_id = '" + p +
              "' AND amount_minor = 1000; UPDATE payments SET refund_held_minor = 1500 WHERE "
              "payment_id = '" +
