@@ -1,5 +1,6 @@
 #include "providers/adapter_support.hpp"
 
+#include <iterator>
 #include <utility>
 
 namespace payrecon::providers {
@@ -96,6 +97,17 @@ SubmitResult not_expressible(std::string error_class, std::string detail) {
     r.call.error_class = std::move(error_class);
     r.call.detail = std::move(detail);
     return r;
+}
+
+void answer_from_matches(LookupResult& out, std::vector<RemotePayment> matches) {
+    if (matches.empty()) {
+        out.status = LookupResult::Status::not_found;
+        return;
+    }
+    out.status = LookupResult::Status::found;
+    out.payment = std::move(matches.front());
+    out.duplicates.assign(std::make_move_iterator(matches.begin() + 1),
+                          std::make_move_iterator(matches.end()));
 }
 
 } // namespace payrecon::providers

@@ -82,4 +82,9 @@ ReadCall read_call(const net::HttpResult& result);
 // sending again cannot help -- with `error_class` and `detail` saying why.
 SubmitResult not_expressible(std::string error_class, std::string detail);
 
+// A lookup's answer from the records that carry our operation ID, in the provider's order:
+// not_found if none, else found -- the first -- with the others as duplicates (a finding, never
+// resolved silently).
+void answer_from_matches(LookupResult& out, std::vector<RemotePayment> matches);
+
 } // namespace payrecon::providers

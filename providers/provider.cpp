@@ -53,4 +53,21 @@ SubmitResult rejected_request(int http_status, std::string code, std::string_vie
     return r;
 }
 
+SubmitResult Provider::refund(const RefundOrder& /*order*/) {
+    // Nothing is sent: rejected with a status of 0 (no call), which no credential check reads as
+    // a refusal of our key.
+    return rejected_request(0, "refunds_not_supported",
+                            "payrecon does not send refunds to provider kind '" +
+                                std::string(kind()) +
+                                "' yet: refund it at the provider and record it, or wait for "
+                                "its adapter",
+                            "");
+}
+
+LookupResult Provider::lookup_refund(const RefundOrder& /*order*/) {
+    LookupResult out;
+    out.call.error_class = "lookup_not_supported";
+    return out;
+}
+
 } // namespace payrecon::providers

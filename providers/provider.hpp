@@ -78,6 +78,23 @@ struct PaymentOrder {
     std::optional<std::chrono::steady_clock::time_point> deadline;
 };
 
+// One refund as payrecon sends it (DESIGN section 16). `operation_id` -- the refund's own, never
+// its payment's -- is the idempotency key on every attempt; the provider finds the charge by
+// `payment_reference`, its own reference of it (Stripe's pi_..., Adyen's pspReference).
+struct RefundOrder {
+    std::string operation_id;
+    std::string refund_id;
+    std::string payment_id;
+    std::string payment_reference;
+    std::optional<std::string> merchant_reference; // the refund's, when the merchant gave one
+    Money amount;                                  // in the payment's currency
+    std::optional<std::string> reason;             // duplicate, fraudulent, requested_by_customer
+    std::map<std::string, std::string> metadata;
+    std::optional<std::chrono::system_clock::time_point> created_at;
+    // As PaymentOrder::deadline: the claim's lease end on the monotonic clock.
+    std::optional<std::chrono::steady_clock::time_point> deadline;
+};
+
 // What one call looked like, for the attempt record. `detail` is a redacted excerpt.
 struct CallRecord {
     int http_status = 0;     // 0: no response
@@ -169,6 +186,15 @@ public:
     // One page of the provider's transactions created in `window`, oldest first where the provider
     // allows. Only meaningful if capabilities().list_transactions.
     virtual ListPage list(const TimeWindow& window, const std::optional<std::string>& cursor) = 0;
+
+    // Sends the refund with `order.operation_id` as the idempotency key; its outcome as submit()'s
+    // (succeeded: refunded; declined: the provider refused the refund; pending: not final yet).
+    // A kind whose adapter does not refund yet sends nothing and answers rejected
+    // (refunds_not_supported): an operator's matter, never a customer's outcome.
+    virtual SubmitResult refund(const RefundOrder& order);
+    // Finds the refund by our operation ID (`payment` holds it: provider_reference is the
+    // refund's own); failed where the kind cannot.
+    virtual LookupResult lookup_refund(const RefundOrder& order);
 };
 
 } // namespace payrecon::providers

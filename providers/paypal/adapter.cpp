@@ -156,13 +156,7 @@ LookupResult PaypalAdapter::lookup(const PaymentOrder& order) {
             break;
         }
     }
-    if (matches.empty()) {
-        out.status = LookupResult::Status::not_found;
-        return out;
-    }
-    out.status = LookupResult::Status::found;
-    out.payment = matches.front();
-    out.duplicates.assign(matches.begin() + 1, matches.end());
+    answer_from_matches(out, std::move(matches));
     return out;
 }
 

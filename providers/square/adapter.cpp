@@ -99,13 +99,7 @@ LookupResult SquareAdapter::lookup(const PaymentOrder& order) {
         }
         cursor = std::move(page.next_cursor);
     }
-    if (matches.empty()) {
-        out.status = LookupResult::Status::not_found;
-        return out;
-    }
-    out.status = LookupResult::Status::found;
-    out.payment = matches.front();
-    out.duplicates.assign(matches.begin() + 1, matches.end());
+    answer_from_matches(out, std::move(matches));
     return out;
 }
 

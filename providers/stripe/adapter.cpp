@@ -60,13 +60,7 @@ LookupResult StripeAdapter::lookup(const PaymentOrder& order) {
             matches.push_back(p);
         }
     }
-    if (matches.empty()) {
-        out.status = LookupResult::Status::not_found;
-        return out;
-    }
-    out.status = LookupResult::Status::found;
-    out.payment = matches.front();
-    out.duplicates.assign(matches.begin() + 1, matches.end());
+    answer_from_matches(out, std::move(matches));
     return out;
 }
 
@@ -103,6 +97,67 @@ ListPage StripeAdapter::list(const TimeWindow& window, const std::optional<std::
     if (page->has_more && !page->items.empty()) {
         out.next_cursor = page->items.back().provider_reference;
     }
+    return out;
+}
+
+SubmitResult StripeAdapter::refund(const RefundOrder& order) {
+    if (const auto problem =
+            carry_problem(carry_limits(), order.merchant_reference.value_or(""), order.metadata)) {
+        return not_carried(*problem);
+    }
+    if (order.payment_reference.empty()) {
+        return not_expressible("no_payment_reference",
+                               "the payment has no Stripe PaymentIntent to refund");
+    }
+    const auto body = refund_body(order);
+    if (!body) {
+        return not_expressible("amount_not_expressible",
+                               "the amount cannot be expressed in Stripe's units for " +
+                                   order.amount.currency);
+    }
+    net::HttpRequest req = m_client.request("POST", "/v1/refunds", true);
+    req.headers.emplace_back("Content-Type", "application/x-www-form-urlencoded");
+    if (m_caps.honours_idempotency_keys) {
+        req.headers.emplace_back("Idempotency-Key", order.operation_id);
+    }
+    req.body = *body;
+    req.deadline = order.deadline;
+    return create_outcome(m_client.send(std::move(req)), [&order](int status, std::string_view b) {
+        return interpret_refund(order, status, b);
+    });
+}
+
+LookupResult StripeAdapter::lookup_refund(const RefundOrder& order) {
+    LookupResult out;
+    if (order.payment_reference.empty()) {
+        out.call.error_class = "no_payment_reference";
+        return out;
+    }
+    // Not Search: it does not index refunds. A PaymentIntent's refunds, newest first.
+    const net::HttpResult res = m_client.send(m_client.request(
+        "GET",
+        "/v1/refunds?" +
+            wire::form_encode({{"payment_intent", order.payment_reference}, {"limit", "100"}}),
+        false));
+    const ReadCall read = read_call(res);
+    out.call = read.call;
+    if (!read.ok) {
+        return out; // failed: never read as absence
+    }
+    bool has_more = false;
+    const auto refunds = parse_refund_list(res.body, has_more);
+    if (!refunds || has_more) {
+        // With more pages than one, absence from this one proves nothing.
+        out.call.error_class = refunds ? "too_many_matches" : "unrecognised_response";
+        return out;
+    }
+    std::vector<RemotePayment> matches;
+    for (const auto& r : *refunds) {
+        if (r.operation_id == order.operation_id) {
+            matches.push_back(r);
+        }
+    }
+    answer_from_matches(out, std::move(matches));
     return out;
 }
 

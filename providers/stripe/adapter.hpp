@@ -22,6 +22,11 @@
 //   idempotent result", docs.stripe.com/idempotency): rejected, an integration fault for review,
 //   sent again with the same key once fixed. amount_too_small/amount_too_large are final:
 //   declined. 429 is not executed (sent again); 5xx and anything unrecognised are unknown.
+// - Refunds: POST /v1/refunds {payment_intent, amount, reason, metadata} under the refund's own
+//   operation ID as the Idempotency-Key; the same answers as a charge's but card errors, and
+//   charge_already_refunded / charge_disputed are final (declined). Search does not cover
+//   refunds: a refund is found by listing the PaymentIntent's (GET /v1/refunds?payment_intent=)
+//   and matching metadata.operation_id. A succeeded refund can still fail later (refund.failed).
 
 #include "providers/adapter_support.hpp"
 #include "providers/config.hpp"
@@ -51,6 +56,8 @@ public:
     SubmitResult submit(const PaymentOrder& order) override;
     LookupResult lookup(const PaymentOrder& order) override;
     ListPage list(const TimeWindow& window, const std::optional<std::string>& cursor) override;
+    SubmitResult refund(const RefundOrder& order) override;
+    LookupResult lookup_refund(const RefundOrder& order) override;
 
 private:
     std::string m_name;

@@ -3,6 +3,7 @@
 #include "core/external_json.hpp"
 #include "providers/wire_util.hpp"
 
+#include <functional>
 #include <nlohmann/json.hpp>
 
 namespace payrecon::providers::stripe {
@@ -235,15 +236,21 @@ std::optional<StripeError> parse_error(std::string_view json_text) {
     return out;
 }
 
-SubmitResult interpret_create(const PaymentOrder& order, int http_status, std::string_view body) {
+namespace {
+
+// What Stripe's answer to a call that moves money says (README.md has the table): the object a
+// 2xx holds, read by `recognise` and required to echo our request (`echoes`); the errors alike
+// for every object, but card errors (`card_errors`: only a charge has them) and the codes that
+// are final for the request as it is (`final_code`).
+SubmitResult interpret_call(int http_status, std::string_view body,
+                            std::optional<RemotePayment> (*recognise)(std::string_view),
+                            const std::function<bool(const RemotePayment&)>& echoes,
+                            bool card_errors, bool (*final_code)(std::string_view)) {
     SubmitResult r;
     r.call.http_status = http_status;
     r.call.detail = wire::excerpt(body);
-    auto echoes = [&](const RemotePayment& p) {
-        return p.amount == order.amount && p.operation_id == order.operation_id;
-    };
     if (http_status >= 200 && http_status < 300) {
-        const auto p = parse_payment_intent(body);
+        const auto p = recognise(body);
         if (!p || !echoes(*p)) {
             r.call.error_class = "unrecognised_response";
             return r; // unknown: a success we cannot match to our request proves nothing
@@ -274,9 +281,9 @@ SubmitResult interpret_create(const PaymentOrder& order, int http_status, std::s
     }
     if (error->type == "idempotency_error" || http_status == 409) {
         r.call.error_class = error->code.empty() ? "idempotency_error" : error->code;
-        return r; // the first request with this key may have charged: the reconciler decides
+        return r; // the first request with this key may have moved money: the reconciler decides
     }
-    if (http_status == 402 && error->type == "card_error") {
+    if (card_errors && http_status == 402 && error->type == "card_error") {
         if (error->payment_intent && !echoes(*error->payment_intent)) {
             r.call.error_class = "unrecognised_response";
             return r;
@@ -290,8 +297,8 @@ SubmitResult interpret_create(const PaymentOrder& order, int http_status, std::s
         return r;
     }
     if ((http_status == 400 || http_status == 404) && error->type == "invalid_request_error") {
-        if (final_invalid_request(error->code)) {
-            r.outcome = Outcome::declined; // no fix of the integration makes this amount chargeable
+        if (final_code(error->code)) {
+            r.outcome = Outcome::declined; // no fix of the integration changes this answer
             r.call.error_class = "invalid_request:" + error->code;
             return r;
         }
@@ -300,6 +307,17 @@ SubmitResult interpret_create(const PaymentOrder& order, int http_status, std::s
     }
     r.call.error_class = "http_" + std::to_string(http_status);
     return r;
+}
+
+} // namespace
+
+SubmitResult interpret_create(const PaymentOrder& order, int http_status, std::string_view body) {
+    return interpret_call(
+        http_status, body, parse_payment_intent,
+        [&order](const RemotePayment& p) {
+            return p.amount == order.amount && p.operation_id == order.operation_id;
+        },
+        true, final_invalid_request);
 }
 
 bool final_invalid_request(std::string_view code) {
@@ -336,6 +354,126 @@ std::optional<ListEnvelope> parse_list(std::string_view json_text) {
             return std::nullopt; // one unreadable item makes the page untrustworthy
         }
         out.items.push_back(std::move(*p));
+    }
+    return out;
+}
+
+// Refunds (POST /v1/refunds).
+
+std::optional<std::string> refund_body(const RefundOrder& order) {
+    const auto amount = to_stripe_amount(order.amount);
+    if (!amount || order.payment_reference.empty() ||
+        carry_problem(carry_limits(), order.merchant_reference.value_or(""), order.metadata)) {
+        return std::nullopt;
+    }
+    std::vector<std::pair<std::string, std::string>> f = {
+        {"payment_intent", order.payment_reference},
+        {"amount", std::to_string(*amount)},
+    };
+    if (order.reason) {
+        f.emplace_back("reason", *order.reason);
+    }
+    for (const auto& [k, v] : order.metadata) {
+        f.emplace_back("metadata[" + k + "]", v);
+    }
+    f.emplace_back("metadata[operation_id]", order.operation_id);
+    if (order.merchant_reference) {
+        f.emplace_back("metadata[merchant_reference]", *order.merchant_reference);
+    }
+    return wire::form_encode(f);
+}
+
+constexpr StatusRule k_refund_status_rules[] = {
+    {"succeeded", Outcome::succeeded, "refunded (a later refund.failed can still reverse it)"},
+    {"pending", Outcome::pending, "not final yet"},
+    {"requires_action", Outcome::pending,
+     "waiting for the customer's details (some payment methods): not final yet"},
+    {"failed", Outcome::declined, "the refund failed: the money stays with the merchant"},
+    {"canceled", Outcome::declined, "canceled: it will never refund"},
+};
+
+std::span<const StatusRule> refund_status_rules() {
+    return k_refund_status_rules;
+}
+
+Outcome map_refund_status(std::string_view status) {
+    return outcome_by_rules(k_refund_status_rules, status);
+}
+
+namespace {
+
+std::optional<RemotePayment> refund_from(const json& j) {
+    if (!j.is_object() || string_field(j, "object") != "refund" || !j.contains("id") ||
+        !j["id"].is_string() || !j.contains("amount") || !j["amount"].is_number_integer() ||
+        !j.contains("currency") || !j["currency"].is_string() || !j.contains("status") ||
+        !j["status"].is_string()) {
+        return std::nullopt;
+    }
+    const auto money =
+        from_stripe_amount(j["amount"].get<long long>(), j["currency"].get<std::string>());
+    if (!money) {
+        return std::nullopt;
+    }
+    RemotePayment r;
+    r.provider_reference = j["id"].get<std::string>();
+    r.amount = *money;
+    r.raw_status = j["status"].get<std::string>();
+    r.state = map_refund_status(r.raw_status);
+    if (j.contains("metadata") && j["metadata"].is_object() &&
+        j["metadata"].contains("operation_id") && j["metadata"]["operation_id"].is_string()) {
+        r.operation_id = j["metadata"]["operation_id"].get<std::string>();
+    }
+    if (j.contains("created") && j["created"].is_number_integer()) {
+        r.created_at = std::chrono::system_clock::time_point(
+            std::chrono::seconds(j["created"].get<long long>()));
+    }
+    r.raw = j.dump();
+    return r;
+}
+
+bool final_refund_request(std::string_view code) {
+    // The charge is refunded in full already, or was disputed: no refund of it can go through.
+    return code == "charge_already_refunded" || code == "charge_disputed";
+}
+
+} // namespace
+
+std::optional<RemotePayment> parse_refund(std::string_view json_text) {
+    const auto parsed = parse_external_json(json_text);
+    if (!parsed) {
+        return std::nullopt;
+    }
+    return refund_from(*parsed);
+}
+
+SubmitResult interpret_refund(const RefundOrder& order, int http_status, std::string_view body) {
+    return interpret_call(
+        http_status, body, parse_refund,
+        [&order](const RemotePayment& r) {
+            return r.amount == order.amount && r.operation_id == order.operation_id;
+        },
+        false, final_refund_request);
+}
+
+std::optional<std::vector<RemotePayment>> parse_refund_list(std::string_view json_text,
+                                                            bool& has_more) {
+    const auto parsed = parse_external_json(json_text);
+    if (!parsed) {
+        return std::nullopt;
+    }
+    const json& j = *parsed;
+    if (!j.is_object() || string_field(j, "object") != "list" || !j.contains("data") ||
+        !j["data"].is_array() || (j.contains("has_more") && !j["has_more"].is_boolean())) {
+        return std::nullopt;
+    }
+    has_more = j.value("has_more", false);
+    std::vector<RemotePayment> out;
+    for (const auto& item : j["data"]) {
+        auto r = refund_from(item);
+        if (!r) {
+            return std::nullopt; // one unreadable item makes the page untrustworthy
+        }
+        out.push_back(std::move(*r));
     }
     return out;
 }

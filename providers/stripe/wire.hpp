@@ -91,4 +91,31 @@ struct ListEnvelope {
 };
 std::optional<ListEnvelope> parse_list(std::string_view json_text);
 
+// Refunds (POST /v1/refunds, DESIGN section 16).
+
+// The body of POST /v1/refunds: the PaymentIntent refunded (`payment_intent`: the payment's
+// reference), the amount in Stripe's units, the reason, every caller metadata entry and our
+// operation ID (and the refund's merchant reference, when given) in metadata. nullopt if the
+// amount is not expressible, the payment has no reference, or Stripe cannot carry the metadata.
+std::optional<std::string> refund_body(const RefundOrder& order);
+
+// A Refund's status words, each mapped on purpose: succeeded -> succeeded; pending,
+// requires_action -> pending; failed, canceled -> declined; anything else unknown.
+std::span<const StatusRule> refund_status_rules();
+Outcome map_refund_status(std::string_view status);
+
+// Parses a Refund object (RemotePayment: provider_reference is the re_..., the operation ID from
+// metadata). nullopt if it is not one.
+std::optional<RemotePayment> parse_refund(std::string_view json_text);
+
+// The outcome of a refund call, as interpret_create decides a charge's (the same table), but a
+// 2xx must be a Refund echoing our amount and operation ID, there are no card errors, and the
+// final invalid_request codes are charge_already_refunded and charge_disputed (declined).
+SubmitResult interpret_refund(const RefundOrder& order, int http_status, std::string_view body);
+
+// A list of Refunds (GET /v1/refunds?payment_intent=...), and whether more pages exist. nullopt
+// if the body is not one, or one item is not a Refund.
+std::optional<std::vector<RemotePayment>> parse_refund_list(std::string_view json_text,
+                                                            bool& has_more);
+
 } // namespace payrecon::providers::stripe

@@ -109,6 +109,17 @@ inline void check_required_fields_sent(const nlohmann::json& required,
     }
 }
 
+// A form body's fields, name (still percent-encoded) to value.
+inline std::map<std::string, std::string> form_fields(const std::string& body) {
+    std::map<std::string, std::string> out;
+    std::stringstream s(body);
+    for (std::string pair; std::getline(s, pair, '&');) {
+        const auto eq = pair.find('=');
+        out[pair.substr(0, eq)] = eq == std::string::npos ? "" : pair.substr(eq + 1);
+    }
+    return out;
+}
+
 // The value of header `name` in `request`, or "(absent)".
 inline std::string header(const net::HttpRequest& request, const std::string& name) {
     for (const auto& [k, v] : request.headers) {

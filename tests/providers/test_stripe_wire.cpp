@@ -47,16 +47,6 @@ PaymentOrder order() {
     return o;
 }
 
-std::map<std::string, std::string> form_fields(const std::string& body) {
-    std::map<std::string, std::string> out;
-    std::stringstream s(body);
-    for (std::string pair; std::getline(s, pair, '&');) {
-        const auto eq = pair.find('=');
-        out[pair.substr(0, eq)] = pair.substr(eq + 1);
-    }
-    return out;
-}
-
 } // namespace
 
 TEST_CASE("stripe wire: amounts convert through Stripe's own exponents", "[providers][stripe]") {
@@ -77,7 +67,7 @@ TEST_CASE(
     "[providers][stripe]") {
     const auto body = create_body(order());
     REQUIRE(body);
-    const auto f = form_fields(*body);
+    const auto f = testing::form_fields(*body);
     CHECK(f.at("amount") == "4999");
     CHECK(f.at("currency") == "eur");
     CHECK(f.at("payment_method") == "pm_card_visa");
@@ -107,7 +97,7 @@ TEST_CASE(
                              .at("schema");
     const auto& props = schema.at("properties");
     std::set<std::string> sent;
-    for (const auto& [key, value] : form_fields(*create_body(order()))) {
+    for (const auto& [key, value] : testing::form_fields(*create_body(order()))) {
         const std::string top = key.substr(0, key.find("%5B"));
         INFO(key);
         CHECK(props.contains(top));
