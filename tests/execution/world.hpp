@@ -9,6 +9,7 @@
 #include "providers/checkout/adapter.hpp"
 #include "providers/config.hpp"
 #include "providers/paypal/adapter.hpp"
+#include "providers/registry.hpp"
 #include "services/intake.hpp"
 #include "tests/fake_provider/fake_provider.hpp"
 #include "tests/support/test_db.hpp"

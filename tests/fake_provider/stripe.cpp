@@ -13,6 +13,14 @@ namespace payrecon::fake {
 namespace {
 
 using Json = nlohmann::ordered_json;
+
+// An empty JSON object with room for `keys` members: ordered_json keeps them in a vector whose
+// growth would copy (const keys do not move) everything added so far, nested objects included.
+Json object_with_room(std::size_t keys) {
+    Json j = Json::object();
+    j.get_ref<Json::object_t&>().reserve(keys);
+    return j;
+}
 using Clock = std::chrono::system_clock;
 
 constexpr std::size_t k_max_key_length = 255;
@@ -25,6 +33,7 @@ constexpr std::int64_t k_max_limit = 100;
 constexpr std::string_view k_page_prefix = "fakepage_";
 constexpr std::string_view k_list_url = "/v1/payment_intents";
 constexpr std::string_view k_search_url = "/v1/payment_intents/search";
+constexpr std::string_view k_refunds_url = "/v1/refunds";
 
 // Every top-level parameter of POST /v1/payment_intents in the 2020-08-27 spec. Others get 400.
 const std::set<std::string_view> k_create_params{
@@ -143,6 +152,27 @@ std::variant<std::int64_t, http::Response> parse_limit(const http::Fields& query
     return *limit;
 }
 
+// One `metadata[key]=value` form field into `metadata`; the 400 Stripe answers a bad one.
+std::optional<http::Response> add_metadata(const std::string& name, const std::string& value,
+                                           std::map<std::string, std::string>& metadata) {
+    constexpr std::string_view base = "metadata";
+    const std::string key = name.size() > base.size() + 1
+                                ? name.substr(base.size() + 1, name.size() - base.size() - 2)
+                                : std::string();
+    if (name.back() != ']' || key.empty() || key.find_first_of("[]") != std::string::npos) {
+        return invalid_request("Invalid metadata parameter: " + name + " (use metadata[key]=value)",
+                               "parameter_invalid", name);
+    }
+    if (key.size() > k_max_metadata_key_length || value.size() > k_max_metadata_value_length) {
+        return invalid_request("Metadata keys are at most 40 characters and values at most "
+                               "500 characters: " +
+                                   name,
+                               "parameter_invalid", name);
+    }
+    metadata[key] = value;
+    return std::nullopt;
+}
+
 // `unknown`: parameters this account does not know on top of the spec's (FaultConfig).
 std::variant<CreateParams, http::Response>
 validate_create(const http::Fields& form, const std::vector<std::string>& unknown) {
@@ -165,23 +195,9 @@ validate_create(const http::Fields& form, const std::vector<std::string>& unknow
                                    name);
         }
         if (base == "metadata") {
-            const std::string key =
-                name.size() > base.size() + 1
-                    ? name.substr(base.size() + 1, name.size() - base.size() - 2)
-                    : std::string();
-            if (name.back() != ']' || key.empty() || key.find_first_of("[]") != std::string::npos) {
-                return invalid_request("Invalid metadata parameter: " + name +
-                                           " (use metadata[key]=value)",
-                                       "parameter_invalid", name);
+            if (auto bad = add_metadata(name, value, p.metadata)) {
+                return std::move(*bad);
             }
-            if (key.size() > k_max_metadata_key_length ||
-                value.size() > k_max_metadata_value_length) {
-                return invalid_request("Metadata keys are at most 40 characters and values at most "
-                                       "500 characters: " +
-                                           name,
-                                       "parameter_invalid", name);
-            }
-            p.metadata[key] = value;
             continue;
         }
         if (name != base) {
@@ -373,7 +389,7 @@ StripeApi::StripeApi(Ledger& ledger, const Account& account, StripeOptions optio
     : m_ledger(ledger), m_account(account), m_options(options) {}
 
 bool StripeApi::serves(const http::Request& request) const {
-    return request.path == k_list_url ||
+    return request.path == k_list_url || request.path == k_refunds_url ||
            request.path.compare(0, k_list_url.size() + 1, std::string(k_list_url) + "/") == 0;
 }
 
@@ -414,6 +430,10 @@ Reply StripeApi::handle(const http::Request& request, const Wait& wait) {
         const std::string prefix = std::string(k_intents) + "/";
         if (!query) {
             reply.response = invalid_request("Malformed query string.");
+        } else if (request.method == "POST" && path == k_refunds_url) {
+            reply = create_refund(request, wait);
+        } else if (request.method == "GET" && path == k_refunds_url) {
+            reply = list_refunds(*query, wait);
         } else if (request.method == "GET" && path == k_intents) {
             reply = list(*query, wait);
         } else if (request.method == "GET" && path == k_search_url) {
@@ -426,7 +446,8 @@ Reply StripeApi::handle(const http::Request& request, const Wait& wait) {
             reply.response = error(404, "invalid_request_error",
                                    "Unrecognized request URL (" + request.method + ": " + path +
                                        "). The fake provider serves PaymentIntents create, "
-                                       "retrieve, list and search only.");
+                                       "retrieve, list and search, and refunds' create and "
+                                       "list, only.");
         }
     }
     stamp(reply);
@@ -528,49 +549,9 @@ Reply StripeApi::create(const http::Request& request, const Wait& wait, const In
     // What a replay must match: Stripe's form fields, sorted; the other dialect's own.
     http::Fields sorted = other != nullptr ? other->replay_params(request) : *form;
     std::sort(sorted.begin(), sorted.end());
-    if (key != nullptr) {
-        if (key->empty() || key->size() > k_max_key_length) {
-            reply.response =
-                invalid_request("Keys for idempotent requests must be 1 to 255 characters long.",
-                                "parameter_invalid", "Idempotency-Key");
-            after(reply);
-            return answer(std::move(reply));
-        }
-        auto it = m_keys.find(*key);
-        if (it != m_keys.end() && !it->second.in_flight &&
-            m_ledger.now_locked() - it->second.first_seen >= m_options.key_retention) {
-            m_keys.erase(it); // pruned: the key is new again, as at Stripe after 24 h
-            it = m_keys.end();
-        }
-        if (it != m_keys.end()) {
-            if (it->second.in_flight) {
-                reply.response = error(
-                    409, "idempotency_error",
-                    "There is currently another in-progress request using this Idempotent Key "
-                    "(that probably means you submitted twice, and the other request is still "
-                    "going through): " +
-                        *key + ". Please try again later.",
-                    "idempotency_key_in_use");
-            } else if (it->second.params != sorted) {
-                reply.response = error(
-                    400, "idempotency_error",
-                    "Keys for idempotent requests can only be used with the same parameters they "
-                    "were first used with. Try using a key other than '" +
-                        *key + "' if you meant to execute a different request.");
-            } else {
-                reply.response.status = it->second.status;
-                reply.response.body = it->second.body;
-                reply.response.headers.emplace_back("Idempotent-Replayed", "true");
-                reply.replayed = true;
-                m_ledger.count_replay_locked();
-            }
-            after(reply);
-            return answer(std::move(reply));
-        }
-        KeyRecord record;
-        record.params = sorted;
-        record.first_seen = m_ledger.now_locked();
-        m_keys.emplace(*key, std::move(record));
+    if (key_answered_locked(key, sorted, reply)) {
+        after(reply);
+        return answer(std::move(reply));
     }
 
     // The key is in flight for as long as the latency lasts.
@@ -632,20 +613,267 @@ Reply StripeApi::create(const http::Request& request, const Wait& wait, const In
     reply.executed = true;
     after(reply);
 
-    if (key != nullptr) {
-        const auto it = m_keys.find(*key);
-        if (it != m_keys.end()) { // gone only if reset() ran meanwhile
-            it->second.in_flight = false;
-            it->second.status = reply.response.status;
-            it->second.body = reply.response.body;
-        }
-    }
+    save_key_locked(key, reply);
     const auto on_executed = m_on_executed;
     lock.unlock();
     if (on_executed) {
         on_executed(executed);
     }
     return reply;
+}
+
+Json StripeApi::render_refund(const Intent& in, const Refund& r) const {
+    Json refund = object_with_room(14);
+    refund["id"] = concat("re_", view(r.id));
+    refund["object"] = "refund";
+    refund["amount"] = r.amount;
+    refund["balance_transaction"] = nullptr;
+    refund["charge"] = concat("ch_", view(in.charge_id));
+    refund["created"] = r.created;
+    refund["currency"] = in.currency;
+    Json metadata = Json::object();
+    for (const auto& [k, v] : r.metadata) {
+        metadata[k] = v;
+    }
+    refund["metadata"] = std::move(metadata);
+    refund["payment_intent"] = concat("pi_", view(in.id));
+    refund["reason"] = r.reason ? Json(*r.reason) : Json(nullptr);
+    refund["receipt_number"] = nullptr;
+    refund["source_transfer_reversal"] = nullptr;
+    refund["status"] = "succeeded";
+    refund["transfer_reversal"] = nullptr;
+    return refund;
+}
+
+Reply StripeApi::create_refund(const http::Request& request, const Wait& wait) {
+    Reply reply;
+    const std::string* content_type = request.header("content-type");
+    const bool is_form =
+        content_type != nullptr && content_type->rfind("application/x-www-form-urlencoded", 0) == 0;
+    const auto form = is_form ? http::parse_form(request.body) : std::nullopt;
+    const std::string* key = m_account.idempotency ? request.header("idempotency-key") : nullptr;
+    if (form) {
+        if (const std::string* op = field(*form, "metadata[operation_id]")) {
+            reply.operation_id = *op;
+        }
+    }
+    if (reply.operation_id.empty()) {
+        const std::string* header = request.header("idempotency-key");
+        reply.operation_id = header != nullptr ? *header : std::string(k_no_operation);
+    }
+
+    std::unique_lock lock = m_ledger.lock();
+    m_ledger.count_delivery_locked(reply.operation_id);
+    const auto latency = m_ledger.faults_locked().latency;
+    auto answer = [&](Reply r) { return answer_after(lock, wait, latency, std::move(r)); };
+    auto after = [](Reply& r) { apply_after_execute(r, api_error_500("after execution")); };
+    if (fault_before_execute_locked(m_ledger, reply, [] {
+            return api_error_500("before execution: nothing was executed");
+        })) {
+        return answer(std::move(reply));
+    }
+    if (!form) {
+        reply.response =
+            invalid_request("Requests to /v1/refunds must be application/x-www-form-urlencoded.");
+        return answer(std::move(reply));
+    }
+    // Validation: a refusal here saves nothing under the key.
+    const std::string* intent_id = nullptr;
+    const std::string* amount_text = nullptr;
+    Refund refund;
+    for (const auto& [name, value] : *form) {
+        const std::string base = name.substr(0, name.find('['));
+        if (base == "metadata") {
+            if (auto bad = add_metadata(name, value, refund.metadata)) {
+                reply.response = std::move(*bad);
+                return answer(std::move(reply));
+            }
+        } else if (name == "payment_intent") {
+            intent_id = &value;
+        } else if (name == "amount") {
+            amount_text = &value;
+        } else if (name == "reason") {
+            if (value != "duplicate" && value != "fraudulent" && value != "requested_by_customer") {
+                reply.response =
+                    invalid_request("Invalid reason: " + value, "parameter_invalid", "reason");
+                return answer(std::move(reply));
+            }
+            refund.reason = value;
+        } else {
+            reply.response =
+                invalid_request("Received unknown parameter: " + name, "parameter_unknown", name);
+            return answer(std::move(reply));
+        }
+    }
+    const auto found = intent_id != nullptr ? find_id(*intent_id) : std::nullopt;
+    if (!found) {
+        reply.response =
+            intent_id == nullptr
+                ? invalid_request("Missing required param: payment_intent.", "parameter_missing",
+                                  "payment_intent")
+                : error(404, "invalid_request_error",
+                        "No such payment_intent: '" + *intent_id + "'", "resource_missing");
+        return answer(std::move(reply));
+    }
+    std::int64_t asked = 0; // 0: all that is left
+    if (amount_text != nullptr) {
+        const auto parsed = parse_int(*amount_text);
+        if (!parsed || *parsed < 1) {
+            reply.response = invalid_request("Invalid positive integer: " + *amount_text,
+                                             "parameter_invalid_integer", "amount");
+            return answer(std::move(reply));
+        }
+        asked = *parsed;
+    }
+    http::Fields sorted = *form;
+    std::sort(sorted.begin(), sorted.end());
+    if (key_answered_locked(key, sorted, reply)) {
+        after(reply);
+        return answer(std::move(reply));
+    }
+    if (!wait_in_flight(lock, wait, latency, m_keys, key)) {
+        reply.action = SocketAction::close_fin;
+        return reply;
+    }
+    // What the charge has left is read now, after the wait: another refund may have taken it.
+    Intent& in = m_intents[*found];
+    const std::int64_t left = in.succeeded() ? in.amount - in.amount_refunded : 0;
+    const std::int64_t take = asked != 0 ? asked : left;
+    if (!in.succeeded() || left == 0 || take > left) {
+        if (key != nullptr) {
+            m_keys.erase(*key); // nothing executed: Stripe saves no result for it
+        }
+        reply.response =
+            !in.succeeded()
+                ? invalid_request("This PaymentIntent does not have a successful charge to refund.",
+                                  "charge_not_refundable", "payment_intent")
+            : left == 0 ? invalid_request("Charge " + concat("ch_", view(in.charge_id)) +
+                                              " has already been refunded.",
+                                          "charge_already_refunded")
+                        : invalid_request("Refund amount (" + std::to_string(take) +
+                                              ") is greater than unrefunded amount on charge (" +
+                                              std::to_string(left) + ")",
+                                          "amount_too_large", "amount");
+        return answer(std::move(reply));
+    }
+    // Execute: one refund.
+    refund.id = random_part();
+    refund.amount = take;
+    refund.created = unix_seconds(m_ledger.now_locked());
+    refund.operation_id = reply.operation_id;
+    in.refunds.push_back(refund);
+    in.amount_refunded += take;
+    m_ledger.add_charged_locked(in.currency, -take);
+    m_refunded[in.currency] += take;
+    m_ledger.count_execution_locked(reply.operation_id);
+    reply.response = json_response(200, render_refund(in, in.refunds.back()));
+    reply.executed = true;
+    after(reply);
+    save_key_locked(key, reply);
+    return reply;
+}
+
+Reply StripeApi::list_refunds(const http::Fields& query, const Wait& wait) {
+    Reply reply;
+    if (!wait(m_ledger.faults().latency)) {
+        reply.action = SocketAction::close_fin;
+        return reply;
+    }
+    if (auto rejected = unknown_query_param(query, {"payment_intent", "limit"})) {
+        reply.response = std::move(*rejected);
+        return reply;
+    }
+    auto limit = parse_limit(query);
+    if (auto* rejected = std::get_if<http::Response>(&limit)) {
+        reply.response = std::move(*rejected);
+        return reply;
+    }
+    const std::string* intent_id = field(query, "payment_intent");
+    const auto lock = m_ledger.lock();
+    const auto found = intent_id != nullptr ? find_id(*intent_id) : std::nullopt;
+    if (!found) {
+        reply.response =
+            intent_id == nullptr
+                ? invalid_request("The fake lists refunds by payment_intent only.",
+                                  "parameter_missing", "payment_intent")
+                : error(404, "invalid_request_error",
+                        "No such payment_intent: '" + *intent_id + "'", "resource_missing");
+        return reply;
+    }
+    const Intent& in = m_intents[*found];
+    const auto n = static_cast<std::size_t>(std::get<std::int64_t>(limit));
+    Json body = object_with_room(4);
+    body["object"] = "list";
+    body["data"] = Json::array();
+    for (auto it = in.refunds.rbegin(); it != in.refunds.rend(); ++it) { // newest first
+        if (body["data"].size() == n) {
+            break;
+        }
+        body["data"].push_back(render_refund(in, *it));
+    }
+    body["has_more"] = in.refunds.size() > n;
+    body["url"] = "/v1/refunds";
+    reply.response = json_response(200, body);
+    return reply;
+}
+
+bool StripeApi::key_answered_locked(const std::string* key, const http::Fields& sorted,
+                                    Reply& reply) {
+    if (key != nullptr) {
+        if (key->empty() || key->size() > k_max_key_length) {
+            reply.response =
+                invalid_request("Keys for idempotent requests must be 1 to 255 characters long.",
+                                "parameter_invalid", "Idempotency-Key");
+            return true;
+        }
+        auto it = m_keys.find(*key);
+        if (it != m_keys.end() && !it->second.in_flight &&
+            m_ledger.now_locked() - it->second.first_seen >= m_options.key_retention) {
+            m_keys.erase(it); // pruned: the key is new again, as at Stripe after 24 h
+            it = m_keys.end();
+        }
+        if (it != m_keys.end()) {
+            if (it->second.in_flight) {
+                reply.response = error(
+                    409, "idempotency_error",
+                    "There is currently another in-progress request using this Idempotent Key "
+                    "(that probably means you submitted twice, and the other request is still "
+                    "going through): " +
+                        *key + ". Please try again later.",
+                    "idempotency_key_in_use");
+            } else if (it->second.params != sorted) {
+                reply.response = error(
+                    400, "idempotency_error",
+                    "Keys for idempotent requests can only be used with the same parameters they "
+                    "were first used with. Try using a key other than '" +
+                        *key + "' if you meant to execute a different request.");
+            } else {
+                reply.response.status = it->second.status;
+                reply.response.body = it->second.body;
+                reply.response.headers.emplace_back("Idempotent-Replayed", "true");
+                reply.replayed = true;
+                m_ledger.count_replay_locked();
+            }
+            return true;
+        }
+        KeyRecord record;
+        record.params = sorted;
+        record.first_seen = m_ledger.now_locked();
+        m_keys.emplace(*key, std::move(record));
+    }
+    return false;
+}
+
+void StripeApi::save_key_locked(const std::string* key, const Reply& reply) {
+    if (key == nullptr) {
+        return;
+    }
+    const auto it = m_keys.find(*key);
+    if (it != m_keys.end()) { // gone only if reset() ran meanwhile
+        it->second.in_flight = false;
+        it->second.status = reply.response.status;
+        it->second.body = reply.response.body;
+    }
 }
 
 bool StripeApi::Intent::has_charge() const {
@@ -666,14 +894,6 @@ StripeApi::IdPart StripeApi::random_part() {
         }
     }
     return part;
-}
-
-// An empty JSON object with room for `keys` members: ordered_json keeps them in a vector whose
-// growth would copy (const keys do not move) everything added so far, nested objects included.
-static Json object_with_room(std::size_t keys) {
-    Json j = Json::object();
-    j.get_ref<Json::object_t&>().reserve(keys);
-    return j;
 }
 
 Json StripeApi::render(const Intent& in) const {
@@ -708,21 +928,7 @@ Json StripeApi::render(const Intent& in) const {
         refunds["object"] = "list";
         refunds["data"] = Json::array();
         for (auto it = in.refunds.rbegin(); it != in.refunds.rend(); ++it) { // newest first
-            Json refund = object_with_room(14);
-            refund["id"] = concat("re_", view(it->id));
-            refund["object"] = "refund";
-            refund["amount"] = it->amount;
-            refund["balance_transaction"] = nullptr;
-            refund["charge"] = charge_id;
-            refund["created"] = it->created;
-            refund["currency"] = in.currency;
-            refund["metadata"] = Json::object();
-            refund["payment_intent"] = id;
-            refund["reason"] = nullptr;
-            refund["receipt_number"] = nullptr;
-            refund["source_transfer_reversal"] = nullptr;
-            refund["status"] = "succeeded";
-            refund["transfer_reversal"] = nullptr;
+            Json refund = render_refund(in, *it);
             refunds["data"].push_back(std::move(refund));
         }
         refunds["has_more"] = false;

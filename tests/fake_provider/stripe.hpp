@@ -8,6 +8,9 @@
 //               it was answered
 //   executions  per operation ID, PaymentIntents actually created (a decline is an execution too:
 //               Stripe creates the PaymentIntent and a failed charge, and the key keeps the 402)
+//               and refunds actually made (POST /v1/refunds: of a succeeded PaymentIntent, never
+//               past what its charge has left -- a refusal executes nothing and saves nothing
+//               under the key; listed by GET /v1/refunds?payment_intent=)
 // The operation ID is `metadata[operation_id]` (Adyen: `reference`), else the Idempotency-Key,
 // else "(none)".
 //
@@ -167,6 +170,9 @@ private:
         IdPart id{};
         std::int64_t amount = 0;
         std::int64_t created = 0;
+        std::string operation_id; // metadata[operation_id] of a refund created through the API
+        std::optional<std::string> reason;
+        std::map<std::string, std::string> metadata;
     };
 
     // Kept compact (a bulk seed holds a million): the JSON is rendered on demand (render()).
@@ -200,6 +206,20 @@ private:
         int status = 0;
         std::string body;
     };
+
+    // The Idempotency-Key phase of a create, under the ledger's lock: true when it answered
+    // `reply` (a bad key, the key in flight, other parameters, a replay); false when the create
+    // goes on, its key (if any) recorded in flight. `sorted`: what a replay must match.
+    bool key_answered_locked(const std::string* key, const http::Fields& sorted, Reply& reply);
+    // The answer of an executed create, saved under its key (if any).
+    void save_key_locked(const std::string* key, const Reply& reply);
+
+    // POST /v1/refunds: a refund of a succeeded PaymentIntent, never past what it charged, under
+    // the same keys, faults and latency as a create; counted as an execution of its operation ID.
+    Reply create_refund(const http::Request& request, const Wait& wait);
+    // GET /v1/refunds?payment_intent=pi_...: its refunds, newest first.
+    Reply list_refunds(const http::Fields& query, const Wait& wait);
+    nlohmann::ordered_json render_refund(const Intent& intent, const Refund& refund) const;
 
     Reply retrieve(const std::string& id, const http::Fields& query, const Wait& wait);
     Reply search(const http::Fields& query, const Wait& wait);
