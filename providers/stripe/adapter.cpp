@@ -10,6 +10,21 @@ StripeAdapter::StripeAdapter(const ProviderConfig& config, SendFunction send)
     : m_name(config.name), m_caps(configured_capabilities(config, descriptor().api)),
       m_client(config, std::move(send), ClientOptions{{{"Stripe-Version", k_api_version}}}) {}
 
+SubmitResult
+StripeAdapter::post_form(const std::string& path, const std::string& body,
+                         const std::string& operation_id,
+                         const std::optional<std::chrono::steady_clock::time_point>& deadline,
+                         const std::function<SubmitResult(int, std::string_view)>& interpret) {
+    net::HttpRequest req = m_client.request("POST", path, true);
+    req.headers.emplace_back("Content-Type", "application/x-www-form-urlencoded");
+    if (m_caps.honours_idempotency_keys) {
+        req.headers.emplace_back("Idempotency-Key", operation_id);
+    }
+    req.body = body;
+    req.deadline = deadline;
+    return create_outcome(m_client.send(std::move(req)), interpret);
+}
+
 SubmitResult StripeAdapter::submit(const PaymentOrder& order) {
     if (const auto problem =
             carry_problem(carry_limits(), order.merchant_reference, order.metadata)) {
@@ -22,16 +37,9 @@ SubmitResult StripeAdapter::submit(const PaymentOrder& order) {
                                "the amount cannot be expressed in Stripe's units for " +
                                    order.amount.currency);
     }
-    net::HttpRequest req = m_client.request("POST", "/v1/payment_intents", true);
-    req.headers.emplace_back("Content-Type", "application/x-www-form-urlencoded");
-    if (m_caps.honours_idempotency_keys) {
-        req.headers.emplace_back("Idempotency-Key", order.operation_id);
-    }
-    req.body = *body;
-    req.deadline = order.deadline;
-    return create_outcome(m_client.send(std::move(req)), [&order](int status, std::string_view b) {
-        return interpret_create(order, status, b);
-    });
+    return post_form(
+        "/v1/payment_intents", *body, order.operation_id, order.deadline,
+        [&order](int status, std::string_view b) { return interpret_create(order, status, b); });
 }
 
 LookupResult StripeAdapter::lookup(const PaymentOrder& order) {
@@ -115,16 +123,9 @@ SubmitResult StripeAdapter::refund(const RefundOrder& order) {
                                "the amount cannot be expressed in Stripe's units for " +
                                    order.amount.currency);
     }
-    net::HttpRequest req = m_client.request("POST", "/v1/refunds", true);
-    req.headers.emplace_back("Content-Type", "application/x-www-form-urlencoded");
-    if (m_caps.honours_idempotency_keys) {
-        req.headers.emplace_back("Idempotency-Key", order.operation_id);
-    }
-    req.body = *body;
-    req.deadline = order.deadline;
-    return create_outcome(m_client.send(std::move(req)), [&order](int status, std::string_view b) {
-        return interpret_refund(order, status, b);
-    });
+    return post_form(
+        "/v1/refunds", *body, order.operation_id, order.deadline,
+        [&order](int status, std::string_view b) { return interpret_refund(order, status, b); });
 }
 
 LookupResult StripeAdapter::lookup_refund(const RefundOrder& order) {

@@ -60,6 +60,13 @@ public:
     LookupResult lookup_refund(const RefundOrder& order) override;
 
 private:
+    // A form POST that moves money, `operation_id` its Idempotency-Key, sent by `deadline`, its
+    // answer decided by `interpret`.
+    SubmitResult post_form(const std::string& path, const std::string& body,
+                           const std::string& operation_id,
+                           const std::optional<std::chrono::steady_clock::time_point>& deadline,
+                           const std::function<SubmitResult(int, std::string_view)>& interpret);
+
     std::string m_name;
     Capabilities m_caps;
     ProviderClient m_client;

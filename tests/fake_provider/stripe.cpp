@@ -152,6 +152,18 @@ std::variant<std::int64_t, http::Response> parse_limit(const http::Fields& query
     return *limit;
 }
 
+// The operation a Stripe form POST counts under: its `metadata[operation_id]`, else its
+// Idempotency-Key, else "(none)".
+std::string operation_of(const std::optional<http::Fields>& form, const http::Request& request) {
+    if (form) {
+        if (const std::string* op = field(*form, "metadata[operation_id]")) {
+            return *op;
+        }
+    }
+    const std::string* header = request.header("idempotency-key");
+    return header != nullptr ? *header : std::string(k_no_operation);
+}
+
 // One `metadata[key]=value` form field into `metadata`; the 400 Stripe answers a bad one.
 std::optional<http::Response> add_metadata(const std::string& name, const std::string& value,
                                            std::map<std::string, std::string>& metadata) {
@@ -482,17 +494,9 @@ Reply StripeApi::create(const http::Request& request, const Wait& wait, const In
     const auto form = is_form ? http::parse_form(request.body) : std::nullopt;
     const std::string* key = m_account.idempotency ? request.header("idempotency-key") : nullptr;
 
-    if (form) {
-        if (const std::string* op = field(*form, "metadata[operation_id]")) {
-            reply.operation_id = *op;
-        }
-    }
-    if (other != nullptr) {
-        reply.operation_id = other->operation_id(request);
-    }
+    reply.operation_id = other != nullptr ? other->operation_id(request) : std::string();
     if (reply.operation_id.empty()) {
-        const std::string* header = request.header("idempotency-key");
-        reply.operation_id = header != nullptr ? *header : std::string(k_no_operation);
+        reply.operation_id = operation_of(form, request);
     }
 
     std::unique_lock lock = m_ledger.lock();
@@ -652,15 +656,7 @@ Reply StripeApi::create_refund(const http::Request& request, const Wait& wait) {
         content_type != nullptr && content_type->rfind("application/x-www-form-urlencoded", 0) == 0;
     const auto form = is_form ? http::parse_form(request.body) : std::nullopt;
     const std::string* key = m_account.idempotency ? request.header("idempotency-key") : nullptr;
-    if (form) {
-        if (const std::string* op = field(*form, "metadata[operation_id]")) {
-            reply.operation_id = *op;
-        }
-    }
-    if (reply.operation_id.empty()) {
-        const std::string* header = request.header("idempotency-key");
-        reply.operation_id = header != nullptr ? *header : std::string(k_no_operation);
-    }
+    reply.operation_id = operation_of(form, request);
 
     std::unique_lock lock = m_ledger.lock();
     m_ledger.count_delivery_locked(reply.operation_id);
