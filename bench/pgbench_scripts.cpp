@@ -107,7 +107,8 @@ std::string executor_script() {
     s += line(st::executor_check(), {{1, worker},
                                      {2, "ARRAY[:tenant_id::uuid]"},
                                      {3, "ARRAY[:payment_id::uuid]"},
-                                     {4, "ARRAY[:generation::bigint]"}}) +
+                                     {4, "ARRAY[:generation::bigint]"},
+                                     {5, "ARRAY['charge']"}}) +
          ";\n";
     s += line(st::executor_settle(), {{1, ":tenant_id"},
                                       {2, ":payment_id"},
@@ -121,7 +122,9 @@ std::string executor_script() {
                                       {10, "'succeeded'"},
                                       {11, "200"},
                                       {12, "''"},
-                                      {13, "''"}}) +
+                                      {13, "''"},
+                                      {14, ":operation_id"},
+                                      {15, ":payment_id"}}) +
          ";\n";
     return s;
 }

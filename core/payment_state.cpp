@@ -94,6 +94,25 @@ std::string_view to_string(StatusCategory category) {
     throw std::logic_error("to_string: StatusCategory value out of range");
 }
 
+std::string_view to_string(OperationKind kind) {
+    switch (kind) {
+    case OperationKind::charge:
+        return "charge";
+    case OperationKind::refund:
+        return "refund";
+    }
+    throw std::logic_error("to_string: OperationKind value out of range");
+}
+
+std::optional<OperationKind> parse_operation_kind(std::string_view name) {
+    for (const OperationKind k : {OperationKind::charge, OperationKind::refund}) {
+        if (to_string(k) == name) {
+            return k;
+        }
+    }
+    return std::nullopt;
+}
+
 std::span<const Transition> transition_table() {
     return k_transitions;
 }

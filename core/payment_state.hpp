@@ -35,6 +35,14 @@ enum class StatusCategory { in_flight, done, not_known_yet };
 StatusCategory status_category(PaymentState state);
 std::string_view to_string(StatusCategory category);
 
+// What a money movement does (DESIGN section 16). Every kind runs through the one state machine
+// below: the charge is its payment's own operation (the payments row), the others are the
+// payment's operations (the operations table).
+enum class OperationKind { charge, refund };
+std::string_view to_string(OperationKind kind);
+// Returns nullopt if `name` is not one of the names to_string() gives.
+std::optional<OperationKind> parse_operation_kind(std::string_view name);
+
 struct Transition {
     PaymentState from;
     PaymentState to;

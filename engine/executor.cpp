@@ -38,6 +38,22 @@ providers::PaymentOrder order_for(const store::ClaimedPayment& payment) {
     return order;
 }
 
+providers::RefundOrder refund_order_for(const store::ClaimedPayment& refund) {
+    providers::RefundOrder order;
+    order.operation_id = refund.operation_id;
+    order.refund_id = refund.operation_row_id;
+    order.payment_id = refund.payment_id;
+    order.payment_reference = refund.charge_reference.value_or("");
+    if (!refund.merchant_reference.empty()) {
+        order.merchant_reference = refund.merchant_reference;
+    }
+    order.amount = Money{refund.amount_minor, refund.currency};
+    order.reason = refund.refund_reason;
+    order.metadata = refund.metadata;
+    order.created_at = refund.created_at;
+    return order;
+}
+
 store::Settlement decide_settlement(providers::Outcome outcome, int attempt_no,
                                     const Backoff& backoff, double jitter01,
                                     const std::optional<providers::Rejection>& rejection) {
@@ -220,9 +236,10 @@ private:
 
 } // namespace
 
-std::optional<providers::SubmitResult> Executor::fence_and_submit(
-    const store::ClaimedPayment& claim, const std::vector<store::ClaimedPayment>& rest,
-    providers::Provider& provider, providers::PaymentOrder& order, std::string& not_called) {
+std::optional<providers::SubmitResult>
+Executor::fence_and_call(const store::ClaimedPayment& claim,
+                         const std::vector<store::ClaimedPayment>& rest,
+                         providers::Provider& provider, std::string& not_called) {
     // A call slot first, so that the fence is immediately before the call however long the wait.
     const CallSlot slot(m_options.call_slots);
     // The pre-call fence (DESIGN section 6). The database proves the claim is still ours (and
@@ -238,25 +255,34 @@ std::optional<providers::SubmitResult> Executor::fence_and_submit(
         (rest.size() > 1 ? 2 * worst_case : worst_case) + m_options.call_margin;
     const bool short_lease = std::any_of(held.begin(), held.end(),
                                          [&](const auto& h) { return h.second < renew_below; });
-    if (held.count(claim.payment_id) != 0 && short_lease) {
+    if (held.count(claim.subject_id()) != 0 && short_lease) {
         asked = std::chrono::steady_clock::now();
         held = store::renew_claims(m_db, m_options.worker_id, m_options.lease, rest);
     }
-    const auto mine = held.find(claim.payment_id);
+    const auto mine = held.find(claim.subject_id());
     if (mine == held.end()) {
         not_called = "not sent: just before the call the claim was no longer this worker's "
-                     "(lease expired, or another generation owns the payment)";
+                     "(lease expired, or another generation owns the " +
+                     std::string(claim.kind == OperationKind::charge ? "payment" : "refund") + ")";
         return std::nullopt;
     }
-    const auto lease_end = asked + mine->second;
-    order.deadline = lease_end - m_options.call_margin;
+    const auto deadline = asked + mine->second - m_options.call_margin;
     crash_point("executor.before_submit");
-    if (std::chrono::steady_clock::now() + worst_case > *order.deadline) {
+    if (std::chrono::steady_clock::now() + worst_case > deadline) {
         not_called = "not sent: the claim's lease no longer covered the call's worst case (the "
                      "worker was paused or slow after its fence)";
         return std::nullopt;
     }
-    providers::SubmitResult result = provider.submit(order);
+    providers::SubmitResult result;
+    if (claim.kind == OperationKind::refund) {
+        providers::RefundOrder order = refund_order_for(claim);
+        order.deadline = deadline;
+        result = provider.refund(order);
+    } else {
+        providers::PaymentOrder order = order_for(claim);
+        order.deadline = deadline;
+        result = provider.submit(order);
+    }
     crash_point("executor.after_submit");
     return result;
 }
@@ -272,7 +298,6 @@ void Executor::execute(const std::vector<store::ClaimedPayment>& batch, std::siz
     if (provider == nullptr) {
         throw std::logic_error("claimed a payment of a provider this executor does not have");
     }
-    providers::PaymentOrder order = order_for(claim);
 
     // The account's credentials first (one caller at a time until they are proven), then the
     // call slot and the fence (fence_and_submit): a caller waiting here holds no slot.
@@ -290,7 +315,7 @@ void Executor::execute(const std::vector<store::ClaimedPayment>& batch, std::siz
         batch.begin() + static_cast<std::ptrdiff_t>(index), batch.end());
     std::string not_called;
     const std::optional<providers::SubmitResult> called =
-        fence_and_submit(claim, rest, *provider, order, not_called);
+        fence_and_call(claim, rest, *provider, not_called);
     if (!called) {
         release_uncalled(claim, "not_sent:claim_not_held", not_called);
         return;
@@ -304,7 +329,8 @@ void Executor::execute(const std::vector<store::ClaimedPayment>& batch, std::siz
         refusal.code = result.rejection->code;
         refusal.message = result.rejection->message;
         refusal.payment_id = claim.payment_id;
-        refusal.call = "sending a payment";
+        refusal.call =
+            claim.kind == OperationKind::charge ? "sending a payment" : "sending a refund";
     }
     pass->answered(result.outcome != providers::Outcome::not_sent,
                    credentials_refused ? result.rejection->http_status : 0, refusal);
@@ -317,8 +343,15 @@ void Executor::execute(const std::vector<store::ClaimedPayment>& batch, std::siz
     attempt.error_class = result.call.error_class;
     attempt.provider_reference = result.provider_reference;
     attempt.detail = result.call.detail;
-    const store::Settlement settlement = decide_settlement(
-        result.outcome, claim.attempt_no, m_options.backoff, jitter(), result.rejection);
+    store::Settlement settlement = decide_settlement(result.outcome, claim.attempt_no,
+                                                     m_options.backoff, jitter(), result.rejection);
+    if (claim.kind != OperationKind::charge && settlement.to == PaymentState::failed) {
+        // A refund's failure is kept with it (operations.failure_reason) and said in its event.
+        settlement.reason =
+            "the provider declined the refund" + (result.call.error_class.empty()
+                                                      ? std::string()
+                                                      : " (" + result.call.error_class + ")");
+    }
     ++m_counts.attempted;
     const bool settled = store::settle_attempt(m_db, claim, attempt, settlement);
     if (!settled) {

@@ -41,8 +41,11 @@ decide_settlement(providers::Outcome outcome, int attempt_no, const Backoff& bac
                   double jitter01,
                   const std::optional<providers::Rejection>& rejection = std::nullopt);
 
-// The order a provider is sent (or asked about) for a claimed payment.
+// The order a provider is sent (or asked about) for a claimed charge.
 providers::PaymentOrder order_for(const store::ClaimedPayment& payment);
+// The same for a claimed refund (kind refund): the refund's operation ID, amount and reason, and
+// the charge's provider reference.
+providers::RefundOrder refund_order_for(const store::ClaimedPayment& refund);
 
 // An attempt that ended not_sent or unknown, for a log line.
 struct UnfinishedAttempt {
@@ -139,11 +142,12 @@ public:
 private:
     void execute(const std::vector<store::ClaimedPayment>& batch, std::size_t index);
     // Takes a call slot, runs the fence and, if the claim is still held and its lease covers the
-    // call, submits `order`. Returns nothing (and says why in `not_called`) if it did not call.
+    // call, makes it: the charge submitted, or the refund sent. Returns nothing (and says why in
+    // `not_called`) if it did not call.
     std::optional<providers::SubmitResult>
-    fence_and_submit(const store::ClaimedPayment& claim,
-                     const std::vector<store::ClaimedPayment>& rest, providers::Provider& provider,
-                     providers::PaymentOrder& order, std::string& not_called);
+    fence_and_call(const store::ClaimedPayment& claim,
+                   const std::vector<store::ClaimedPayment>& rest, providers::Provider& provider,
+                   std::string& not_called);
     // `immediately`: due again at once (its provider refused our credentials: the next process
     // with working ones sends it), else after the backoff.
     void release_uncalled(const store::ClaimedPayment& claim, const std::string& error_class,

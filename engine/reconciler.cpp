@@ -191,10 +191,12 @@ ReconcileOutcome Reconciler::handle(const store::ReconcileCandidate& c, bool ope
             throw std::logic_error("reconciling a payment of a provider that refused our "
                                    "credentials in this run");
         }
-        lookup = provider->lookup(order_for(c.payment));
+        const bool refund = c.payment.kind == OperationKind::refund;
+        lookup = refund ? provider->lookup_refund(refund_order_for(c.payment))
+                        : provider->lookup(order_for(c.payment));
         CredentialRefusal refusal;
         refusal.payment_id = c.payment.payment_id;
-        refusal.call = "looking a payment up";
+        refusal.call = refund ? "looking a refund up" : "looking a payment up";
         refusal.message = lookup->call.detail;
         pass->answered(lookup->status != providers::LookupResult::Status::failed ||
                            lookup->call.http_status != 0,
@@ -205,6 +207,8 @@ ReconcileOutcome Reconciler::handle(const store::ReconcileCandidate& c, bool ope
     ReconcileOutcome out;
     out.tenant_id = c.payment.tenant_id;
     out.payment_id = c.payment.payment_id;
+    out.kind = c.payment.kind;
+    out.refund_id = c.payment.operation_row_id;
     out.operation_id = c.payment.operation_id;
     out.merchant_reference = c.payment.merchant_reference;
     out.provider = c.payment.provider;

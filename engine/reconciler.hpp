@@ -37,6 +37,9 @@ struct ReconcilerOptions {
 struct ReconcileOutcome {
     std::string tenant_id;
     std::string payment_id;
+    OperationKind kind = OperationKind::charge; // what was reconciled: the charge, or a refund
+    std::string refund_id;                      // with a refund
+    // The operation's own (a refund's operation ID, merchant reference and amount are its own).
     std::string operation_id;
     std::string merchant_reference;
     std::string provider;

@@ -112,8 +112,16 @@ std::string rejected_line(const store::ClaimedPayment& claim,
     line["code"] = rejection.code;
     line["message"] = rejection.message;
     line["payment_id"] = claim.payment_id;
+    if (claim.kind != OperationKind::charge) {
+        line["refund_id"] = claim.operation_row_id;
+    }
     line["operation_id"] = claim.operation_id;
     line["became"] = "needs_review";
+    if (claim.kind != OperationKind::charge) {
+        line["next"] = "fix the integration or configuration (docs/operations.md, "
+                       "request_rejected), then resolve the refund in the review queue";
+        return line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    }
     // The payment's generation is still the claim's: a settlement does not move it.
     ResolveCommand retry;
     retry.payment_id = claim.payment_id;
@@ -157,6 +165,9 @@ std::string unfinished_line(const store::ClaimedPayment& claim, const Unfinished
         a.outcome == providers::Outcome::not_sent ? "attempt_not_sent" : "attempt_unknown";
     line["provider"] = claim.provider;
     line["payment_id"] = claim.payment_id;
+    if (claim.kind != OperationKind::charge) {
+        line["refund_id"] = claim.operation_row_id;
+    }
     line["operation_id"] = claim.operation_id;
     line["called"] = a.called;
     line["reason"] = a.reason;

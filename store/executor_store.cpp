@@ -11,6 +11,9 @@ namespace payrecon::store {
 namespace {
 
 constexpr const char* k_claim = "executor_claim";
+// Charges (payments) and refunds (operations) in one statement: one round trip for an idle
+// worker's poll. Each kind's claim is the same: due, oldest first, skipping what others hold.
+// Every row is a claim's columns (store/pq.hpp, k_claim_column_count).
 const std::string k_claim_sql = R"sql(
 WITH due AS (
     SELECT tenant_id, payment_id
@@ -33,28 +36,88 @@ WITH due AS (
     INSERT INTO payment_attempts (tenant_id, payment_id, attempt_no, generation, worker,
                                   operation_id, started_at)
     SELECT tenant_id, payment_id, attempt_count, generation, $1, operation_id, now() FROM claimed
+), due_operations AS (
+    SELECT tenant_id, id
+      FROM operations
+     WHERE (state = 'pending' OR (state = 'retry_scheduled' AND next_attempt_at <= now()))
+       AND provider = ANY($4::text[])
+     ORDER BY coalesce(next_attempt_at, created_at)
+     LIMIT $3
+       FOR UPDATE SKIP LOCKED
+), claimed_operations AS (
+    UPDATE operations o
+       SET state = 'processing', generation = o.generation + 1, lease_owner = $1,
+           lease_expires_at = now() + make_interval(secs => $2::double precision / 1000),
+           attempt_count = o.attempt_count + 1, next_attempt_at = NULL, updated_at = now(),
+           first_attempt_at = coalesce(o.first_attempt_at, now()), last_attempt_at = now()
+      FROM due_operations d
+     WHERE o.tenant_id = d.tenant_id AND o.id = d.id
+ RETURNING o.*
+), operation_attempt AS (
+    INSERT INTO payment_attempts (tenant_id, payment_id, attempt_no, generation, worker,
+                                  operation_id, started_at)
+    SELECT tenant_id, payment_id, attempt_count, generation, $1, operation_id, now()
+      FROM claimed_operations
 )
-SELECT )sql" + std::string(k_payment_columns) +
-                                " FROM claimed p";
+SELECT )sql" + std::string(k_charge_claim_columns) +
+                                R"sql(
+  FROM claimed p
+UNION ALL
+SELECT )sql" + std::string(k_operation_claim_columns) +
+                                R"sql(
+  FROM claimed_operations o
+  JOIN payments p ON p.tenant_id = o.tenant_id AND p.payment_id = o.payment_id)sql";
 
+// The fence's statements take the claims as four arrays (tenant, subject ID, generation, kind)
+// and answer (subject ID, lease left in ms) for each claim still held: the charges' from
+// payments, the refunds' from operations.
 constexpr const char* k_renew = "executor_renew";
 const std::string k_renew_sql = R"sql(
-UPDATE payments p
-   SET lease_expires_at = clock_timestamp() + make_interval(secs => $2::double precision / 1000)
-  FROM unnest($3::uuid[], $4::uuid[], $5::bigint[]) AS c(tenant_id, payment_id, generation)
- WHERE p.tenant_id = c.tenant_id AND p.payment_id = c.payment_id AND p.generation = c.generation
-   AND p.state = 'processing' AND p.lease_owner = $1 AND p.lease_expires_at > clock_timestamp()
-RETURNING p.payment_id::text,
-          floor(extract(epoch FROM p.lease_expires_at - clock_timestamp()) * 1000)::bigint)sql";
+WITH c AS (
+    SELECT * FROM unnest($3::uuid[], $4::uuid[], $5::bigint[], $6::text[])
+                  AS c(tenant_id, subject_id, generation, kind)
+), charges AS (
+    UPDATE payments p
+       SET lease_expires_at = clock_timestamp() + make_interval(secs => $2::double precision / 1000)
+      FROM c
+     WHERE c.kind = 'charge' AND p.tenant_id = c.tenant_id AND p.payment_id = c.subject_id
+       AND p.generation = c.generation AND p.state = 'processing' AND p.lease_owner = $1
+       AND p.lease_expires_at > clock_timestamp()
+    RETURNING p.payment_id, p.lease_expires_at
+), operations_renewed AS (
+    UPDATE operations o
+       SET lease_expires_at = clock_timestamp() + make_interval(secs => $2::double precision / 1000)
+      FROM c
+     WHERE c.kind <> 'charge' AND o.tenant_id = c.tenant_id AND o.id = c.subject_id
+       AND o.generation = c.generation AND o.state = 'processing' AND o.lease_owner = $1
+       AND o.lease_expires_at > clock_timestamp()
+    RETURNING o.id, o.lease_expires_at
+)
+SELECT payment_id::text,
+       floor(extract(epoch FROM lease_expires_at - clock_timestamp()) * 1000)::bigint
+  FROM charges
+UNION ALL
+SELECT id::text, floor(extract(epoch FROM lease_expires_at - clock_timestamp()) * 1000)::bigint
+  FROM operations_renewed)sql";
 
 constexpr const char* k_check = "executor_check";
 const std::string k_check_sql = R"sql(
 SELECT p.payment_id::text,
        floor(extract(epoch FROM p.lease_expires_at - clock_timestamp()) * 1000)::bigint
   FROM payments p
-  JOIN unnest($2::uuid[], $3::uuid[], $4::bigint[]) AS c(tenant_id, payment_id, generation)
-    ON p.tenant_id = c.tenant_id AND p.payment_id = c.payment_id AND p.generation = c.generation
- WHERE p.state = 'processing' AND p.lease_owner = $1 AND p.lease_expires_at > clock_timestamp())sql";
+  JOIN unnest($2::uuid[], $3::uuid[], $4::bigint[], $5::text[])
+           AS c(tenant_id, subject_id, generation, kind)
+    ON c.kind = 'charge' AND p.tenant_id = c.tenant_id AND p.payment_id = c.subject_id
+   AND p.generation = c.generation
+ WHERE p.state = 'processing' AND p.lease_owner = $1 AND p.lease_expires_at > clock_timestamp()
+UNION ALL
+SELECT o.id::text, floor(extract(epoch FROM o.lease_expires_at - clock_timestamp()) * 1000)::bigint
+  FROM operations o
+  JOIN unnest($2::uuid[], $3::uuid[], $4::bigint[], $5::text[])
+           AS c(tenant_id, subject_id, generation, kind)
+    ON c.kind <> 'charge' AND o.tenant_id = c.tenant_id AND o.id = c.subject_id
+   AND o.generation = c.generation
+ WHERE o.state = 'processing' AND o.lease_owner = $1 AND o.lease_expires_at > clock_timestamp())sql";
 
 // The attempt is finished whatever the fence says (a fenced-out worker's observation is kept);
 // the payment is settled only at the claim's generation. One statement: atomic without a
@@ -65,7 +128,8 @@ WITH attempt AS (
     UPDATE payment_attempts
        SET finished_at = now(), outcome = $10::text, http_status = $11, error_class = nullif($12, ''),
            provider_reference = $6, detail = left($13, 4096)
-     WHERE tenant_id = $1::uuid AND payment_id = $2::uuid AND attempt_no = $9
+     WHERE tenant_id = $1::uuid AND payment_id = $15::uuid AND operation_id = $14
+       AND attempt_no = $9
 ), settled AS (
     UPDATE payments
        SET state = $4::text, lease_owner = NULL, lease_expires_at = NULL,
@@ -79,6 +143,38 @@ WITH attempt AS (
  RETURNING *
 ), event AS ()sql" + payment_event_insert("settled") +
                                  R"sql(
+)
+SELECT count(*) FROM settled)sql";
+
+// The same for a refund: the operations row settled at the claim's generation; a refund that
+// failed gives its amount back to its payment in the same statement (what may still be refunded
+// grows again), and its event goes out under the payment. $7 is the review or unknown reason, or
+// with failed the provider's reason ($14 the refund's operation ID, $15 its payment).
+constexpr const char* k_settle_operation = "executor_settle_operation";
+const std::string k_settle_operation_sql = R"sql(
+WITH attempt AS (
+    UPDATE payment_attempts
+       SET finished_at = now(), outcome = $10::text, http_status = $11, error_class = nullif($12, ''),
+           provider_reference = $6, detail = left($13, 4096)
+     WHERE tenant_id = $1::uuid AND payment_id = $15::uuid AND operation_id = $14
+       AND attempt_no = $9
+), settled AS (
+    UPDATE operations
+       SET state = $4::text, lease_owner = NULL, lease_expires_at = NULL,
+           next_attempt_at = CASE WHEN $5::bigint IS NULL THEN NULL
+                                  ELSE now() + make_interval(secs => $5::double precision / 1000) END,
+           provider_reference = coalesce($6, provider_reference),
+           review_reason = CASE WHEN $4::text = 'failed' THEN NULL ELSE $7 END,
+           failure_reason = CASE WHEN $4::text = 'failed' THEN left($7, 1000) END,
+           review_code = $8::text, lookup_count = 0, lookup_failures = 0, updated_at = now()
+     WHERE tenant_id = $1::uuid AND id = $2::uuid AND generation = $3 AND state = 'processing'
+ RETURNING *
+), released AS (
+    UPDATE payments p SET refund_held_minor = p.refund_held_minor - s.amount_minor
+      FROM settled s
+     WHERE s.state = 'failed' AND p.tenant_id = s.tenant_id AND p.payment_id = s.payment_id
+), event AS ()sql" + refund_event_insert("settled") +
+                                           R"sql(
 )
 SELECT count(*) FROM settled)sql";
 
@@ -104,8 +200,29 @@ WITH stale AS (
     SELECT tenant_id, $1, 'payment.lease_expired', 'payment', payment_id::text,
            jsonb_build_object('from', 'processing', 'to', 'unknown', 'generation', generation)
       FROM expired
+), stale_operations AS (
+    SELECT tenant_id, id FROM operations
+     WHERE state = 'processing' AND lease_expires_at < now()
+     FOR UPDATE SKIP LOCKED
+), expired_operations AS (
+    UPDATE operations o
+       SET state = 'unknown', generation = o.generation + 1, lease_owner = NULL,
+           lease_expires_at = NULL,
+           review_reason = 'the worker''s lease expired during the provider call', review_code = NULL,
+           lookup_count = 0, lookup_failures = 0, updated_at = now()
+      FROM stale_operations s
+     WHERE o.tenant_id = s.tenant_id AND o.id = s.id
+ RETURNING o.*
+), operation_event AS ()sql" + refund_event_insert("expired_operations") +
+                                 R"sql(
+), operation_audit AS (
+    INSERT INTO audit_log (tenant_id, actor, action, subject_type, subject_id, detail)
+    SELECT tenant_id, $1, kind || '.lease_expired', kind, id::text,
+           jsonb_build_object('from', 'processing', 'to', 'unknown', 'generation', generation,
+                              'payment_id', payment_id)
+      FROM expired_operations
 )
-SELECT count(*) FROM expired)sql";
+SELECT (SELECT count(*) FROM expired) + (SELECT count(*) FROM expired_operations))sql";
 
 } // namespace
 
@@ -148,6 +265,26 @@ ClaimedPayment payment_from_row(const pqxx::row& row, int first) {
     return c;
 }
 
+ClaimedPayment claim_from_row(const pqxx::row& row) {
+    ClaimedPayment c = payment_from_row(row, 4);
+    const auto kind = parse_operation_kind(row[0].as<std::string>());
+    if (!kind) {
+        throw std::logic_error("an operation of a kind this build does not know: " +
+                               row[0].as<std::string>());
+    }
+    c.kind = *kind;
+    if (c.kind != OperationKind::charge) {
+        c.operation_row_id = row[1].as<std::string>();
+    }
+    if (!row[2].is_null()) {
+        c.charge_reference = row[2].as<std::string>();
+    }
+    if (!row[3].is_null()) {
+        c.refund_reason = row[3].as<std::string>();
+    }
+    return c;
+}
+
 std::vector<ClaimedPayment> claim_payments(Db& db, const std::string& worker,
                                            std::chrono::milliseconds lease, int batch,
                                            const std::vector<std::string>& providers) {
@@ -172,7 +309,7 @@ std::vector<ClaimedPayment> claim_payments(Db& db, const std::string& worker,
             tx.exec_prepared(k_claim, worker, static_cast<long long>(lease.count()), batch, names);
         std::vector<ClaimedPayment> out;
         for (const auto& row : r) {
-            out.push_back(payment_from_row(row));
+            out.push_back(claim_from_row(row));
         }
         return out;
     });
@@ -180,20 +317,22 @@ std::vector<ClaimedPayment> claim_payments(Db& db, const std::string& worker,
 
 namespace {
 
-// The claims as the three arrays the fence's statements unnest. UUIDs and integers need no
-// quoting inside an array literal.
+// The claims as the four arrays the fence's statements unnest. UUIDs, integers and kind names
+// need no quoting inside an array literal.
 struct ClaimArrays {
-    std::string tenants = "{", payments = "{", generations = "{";
+    std::string tenants = "{", subjects = "{", generations = "{", kinds = "{";
     explicit ClaimArrays(const std::vector<ClaimedPayment>& claims) {
         for (const auto& c : claims) {
             const char* sep = tenants.size() > 1 ? "," : "";
             tenants += sep + c.tenant_id;
-            payments += sep + c.payment_id;
+            subjects += sep + c.subject_id();
             generations += sep + std::to_string(c.generation);
+            kinds += sep + std::string(to_string(c.kind));
         }
         tenants += "}";
-        payments += "}";
+        subjects += "}";
         generations += "}";
+        kinds += "}";
     }
 };
 
@@ -217,8 +356,8 @@ check_claims(Db& db, const std::string& worker, const std::vector<ClaimedPayment
     return translate_errors(impl, [&] {
         impl.prepare(k_check, k_check_sql);
         pqxx::nontransaction tx(impl.connection());
-        return held_from(
-            tx.exec_prepared(k_check, worker, arrays.tenants, arrays.payments, arrays.generations));
+        return held_from(tx.exec_prepared(k_check, worker, arrays.tenants, arrays.subjects,
+                                          arrays.generations, arrays.kinds));
     });
 }
 
@@ -234,7 +373,8 @@ renew_claims(Db& db, const std::string& worker, std::chrono::milliseconds lease,
         impl.prepare(k_renew, k_renew_sql);
         pqxx::nontransaction tx(impl.connection());
         return held_from(tx.exec_prepared(k_renew, worker, static_cast<long long>(lease.count()),
-                                          arrays.tenants, arrays.payments, arrays.generations));
+                                          arrays.tenants, arrays.subjects, arrays.generations,
+                                          arrays.kinds));
     });
 }
 
@@ -249,19 +389,22 @@ bool settle_attempt(Db& db, const ClaimedPayment& claim, const AttemptResult& re
         throw std::logic_error(
             "settle_attempt: review_code goes with needs_review, and only with it");
     }
+    const bool charge = claim.kind == OperationKind::charge;
+    const char* name = charge ? k_settle : k_settle_operation;
     Db::Impl& impl = db.impl();
     return translate_errors(impl, [&] {
-        impl.prepare(k_settle, k_settle_sql);
+        impl.prepare(name, charge ? k_settle_sql : k_settle_operation_sql);
         pqxx::nontransaction tx(impl.connection());
         const std::string http = result.http_status ? std::to_string(*result.http_status) : "";
         const std::string retry =
             settlement.retry_in ? std::to_string(settlement.retry_in->count()) : "";
         const pqxx::row r = tx.exec_prepared1(
-            k_settle, claim.tenant_id, claim.payment_id, claim.generation,
+            name, claim.tenant_id, claim.subject_id(), claim.generation,
             std::string(to_string(settlement.to)), settlement.retry_in ? retry.c_str() : nullptr,
             or_null(result.provider_reference), or_null(settlement.reason),
             or_null(settlement.review_code), claim.attempt_no, result.outcome,
-            result.http_status ? http.c_str() : nullptr, result.error_class, result.detail);
+            result.http_status ? http.c_str() : nullptr, result.error_class, result.detail,
+            claim.operation_id, claim.payment_id);
         return r[0].as<long long>() == 1;
     });
 }

@@ -15,27 +15,42 @@ namespace payrecon::store {
 
 class Db;
 
+// One claimed operation of a payment: its charge, or one of its operations (a refund).
 struct ClaimedPayment {
+    // What the claim moves (DESIGN section 16): the charge -- the payments row itself -- or one
+    // of the payment's operations (a refund: the operations row `operation_row_id`). Every kind
+    // is claimed, fenced, settled and expired alike; only the call differs.
+    OperationKind kind = OperationKind::charge;
+    std::string operation_row_id;                // a refund's ID; empty for the charge
+    std::optional<std::string> charge_reference; // a refund: the charge's provider reference
+    std::optional<std::string> refund_reason;    // a refund: why, when the merchant said
+    // The row the claim holds, fences and settles: the payment's ID for the charge, else the
+    // operation's.
+    const std::string& subject_id() const {
+        return kind == OperationKind::charge ? payment_id : operation_row_id;
+    }
+
     std::string tenant_id;
     std::string payment_id;
-    long long generation = 0; // the fencing token of this claim
-    int attempt_no = 0;       // the payment_attempts row opened by this claim
-    std::string operation_id;
-    std::string merchant_reference;
-    long long amount_minor = 0;
+    long long generation = 0;       // the fencing token of this claim
+    int attempt_no = 0;             // the payment_attempts row opened by this claim
+    std::string operation_id;       // the operation's: the charge's, or the refund's own
+    std::string merchant_reference; // the operation's (a refund's may be empty)
+    long long amount_minor = 0;     // the operation's
     std::string currency;
     std::string provider;
-    std::string payment_method;
+    std::string payment_method; // the payment's
     std::optional<std::string> customer;
     std::optional<std::string> description;
     std::map<std::string, std::string> metadata;
     std::chrono::system_clock::time_point created_at{}; // when intake accepted the payment
 };
 
-// Claims up to `batch` payments of `providers` (the ones this worker can call) that are `pending`,
-// or `retry_scheduled` and due, oldest first: state processing, lease to `worker` for `lease`,
-// generation + 1, and an attempt row opened (outcome unknown until finished) -- all in one
-// statement (one transaction). Rows other workers hold are skipped, never waited for.
+// Claims up to `batch` charges and up to `batch` refunds of `providers` (the ones this worker can
+// call) that are `pending`, or `retry_scheduled` and due, oldest first: state processing, lease to
+// `worker` for `lease`, generation + 1, and an attempt row opened (outcome unknown until finished)
+// -- all in one statement (one transaction). Rows other workers hold are skipped, never waited
+// for. Charges come first, then refunds, each oldest first.
 std::vector<ClaimedPayment> claim_payments(Db& db, const std::string& worker,
                                            std::chrono::milliseconds lease, int batch,
                                            const std::vector<std::string>& providers);
@@ -43,7 +58,7 @@ std::vector<ClaimedPayment> claim_payments(Db& db, const std::string& worker,
 // Immediately before a provider call (DESIGN section 6): proves, by the database's clock, which of
 // `claims` are still `worker`'s -- same generation, `processing`, leased to `worker`, lease not
 // expired -- in one read-only statement (no write, so no commit to wait for). Returns the lease
-// left on each claim still held, by payment ID; a claim missing from the result is no longer this
+// left on each claim still held, by subject_id(); a claim missing from the result is no longer this
 // worker's and must not be sent.
 std::map<std::string, std::chrono::milliseconds>
 check_claims(Db& db, const std::string& worker, const std::vector<ClaimedPayment>& claims);

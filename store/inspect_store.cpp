@@ -69,7 +69,7 @@ const std::string k_record_attempts_sql =
     "SELECT attempt_no, generation, worker, operation_id, " + iso_utc("started_at") + ", " +
     iso_utc("finished_at") +
     ", outcome, http_status, error_class, provider_reference, detail FROM payment_attempts"
-    " WHERE tenant_id = $1::uuid AND payment_id = $2::uuid ORDER BY attempt_no";
+    " WHERE tenant_id = $1::uuid AND payment_id = $2::uuid ORDER BY started_at, attempt_no";
 
 constexpr const char* k_record_lookups = "inspect_record_lookups";
 const std::string k_record_lookups_sql =
@@ -116,8 +116,10 @@ const std::string k_evidence_payment_sql =
 constexpr const char* k_evidence_lookups = "inspect_evidence_lookups";
 const std::string k_evidence_lookups_sql =
     "SELECT lookup_id, " + iso_utc("at") +
-    ", provider_reference, remote_state, remote_amount, remote_currency FROM payment_lookups"
+    ", provider_reference, remote_state, remote_amount, remote_currency FROM payment_lookups l"
     " WHERE tenant_id = $1::uuid AND payment_id = $2::uuid AND status = 'found'"
+    " AND operation_id = (SELECT operation_id FROM payments p WHERE p.tenant_id = l.tenant_id"
+    " AND p.payment_id = l.payment_id)"
     " ORDER BY lookup_id DESC LIMIT 50";
 
 // The provider's records of our operation ID ($2), or of the payment's own reference ($3, NULL

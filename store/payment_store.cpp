@@ -24,7 +24,9 @@ constexpr const char* k_find_attempts = "find_attempts";
 constexpr const char* k_find_attempts_sql =
     "SELECT attempt_no, outcome, http_status, " PAYRECON_ISO("started_at") ", " PAYRECON_ISO(
         "finished_at") " FROM payment_attempts "
-                       "WHERE tenant_id = $1::uuid AND payment_id = $2::uuid ORDER BY attempt_no";
+                       "WHERE tenant_id = $1::uuid AND payment_id = $2::uuid AND operation_id = "
+                       "(SELECT operation_id FROM payments WHERE tenant_id = $1::uuid AND "
+                       "payment_id = $2::uuid) ORDER BY attempt_no";
 
 // On payments_tenant_id_merchant_reference_key.
 constexpr const char* k_payment_by_reference = "payment_by_reference";

@@ -152,4 +152,25 @@ inline constexpr const char* k_payment_columns =
 inline constexpr int k_payment_column_count = 14;
 ClaimedPayment payment_from_row(const pqxx::row& row, int first = 0);
 
+// A claim of any operation kind (DESIGN section 16): kind, subject ID (the payment's for the
+// charge, the operation's else), the charge's provider reference and the refund's reason (NULL
+// for a charge), then the payment columns above -- a refund's operation ID, merchant reference
+// (empty when none), amount, metadata and creation time its own, the rest its payment's.
+// k_charge_claim_columns is that select list over payments `p`; k_operation_claim_columns over
+// operations `o` joined to their payments `p`.
+inline constexpr const char* k_charge_claim_columns =
+    "'charge' AS kind, p.payment_id::text AS subject_id, NULL::text AS charge_reference, "
+    "NULL::text AS refund_reason, p.tenant_id::text, p.payment_id::text, p.generation, "
+    "p.attempt_count, p.operation_id, p.merchant_reference, p.amount_minor, p.currency, "
+    "p.provider, p.payment_method, p.customer, p.description, p.metadata::text, "
+    "(extract(epoch FROM p.created_at) * 1000000)::bigint AS created_at_us";
+inline constexpr const char* k_operation_claim_columns =
+    "o.kind, o.id::text, p.provider_reference, o.reason, o.tenant_id::text, o.payment_id::text, "
+    "o.generation, o.attempt_count, o.operation_id, coalesce(o.merchant_reference, ''), "
+    "o.amount_minor, o.currency, o.provider, p.payment_method, p.customer, p.description, "
+    "o.metadata::text, (extract(epoch FROM o.created_at) * 1000000)::bigint";
+inline constexpr int k_claim_column_count = 4 + k_payment_column_count;
+// Reads those columns from column 0. Throws std::logic_error on a kind this build does not know.
+ClaimedPayment claim_from_row(const pqxx::row& row);
+
 } // namespace payrecon::store

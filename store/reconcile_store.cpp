@@ -10,28 +10,39 @@
 namespace payrecon::store {
 namespace {
 
-// The outbox payload of a payment event, over a row set `u` holding the payments columns.
-// Candidate columns: the claim columns, then state, seconds since the first and last attempt,
-// attempt_count, resend_count, lookup_count, lookup_failures, review_code.
-const std::string k_candidate_columns =
-    std::string(k_payment_columns) +
-    ", p.state, extract(epoch FROM now() - coalesce(p.first_attempt_at, p.created_at))::bigint"
-    ", extract(epoch FROM now() - coalesce(p.last_attempt_at, p.updated_at))::bigint"
-    ", p.attempt_count, p.resend_count, p.lookup_count, p.lookup_failures, p.review_code";
+// Candidate columns: a claim's columns (store/pq.hpp), then state, seconds since the first and
+// last attempt, attempt_count, resend_count, lookup_count, lookup_failures, review_code -- over
+// payments `p` for the charge, over operations `o` (and their payments `p`) for the others.
+std::string candidate_columns(const char* claim_columns, const char* t) {
+    const std::string a(t);
+    return std::string(claim_columns) + ", " + a + ".state, extract(epoch FROM now() - coalesce(" +
+           a + ".first_attempt_at, " + a + ".created_at))::bigint, extract(epoch FROM now() - " +
+           "coalesce(" + a + ".last_attempt_at, " + a + ".updated_at))::bigint, " + a +
+           ".attempt_count, " + a + ".resend_count, " + a + ".lookup_count, " + a +
+           ".lookup_failures, " + a + ".review_code";
+}
+const std::string k_candidate_columns = candidate_columns(k_charge_claim_columns, "p");
+const std::string k_operation_candidate_columns = candidate_columns(k_operation_claim_columns, "o");
 
-// Due: an explicit next check, else the last attempt plus the provider's settle delay.
-std::string due_sql(const std::string& due_by) {
+// Due: an explicit next check, else the last attempt plus the provider's settle delay. `table`
+// is payments or operations, `key` its row's ID column.
+std::string due_sql(const std::string& due_by, const std::string& table = "payments",
+                    const std::string& key = "payment_id", const std::string& limit = "$3") {
     return R"sql(
-    SELECT p.tenant_id, p.payment_id
-      FROM payments p
+    SELECT p.tenant_id, p.)sql" +
+           key + "\n      FROM " + table + R"sql( p
       JOIN unnest($1::text[], $2::bigint[]) AS cfg(provider, settle_s) ON cfg.provider = p.provider
      WHERE p.state = 'unknown'
        AND coalesce(p.next_attempt_at, coalesce(p.last_attempt_at, p.updated_at)
                                        + make_interval(secs => cfg.settle_s)) <= )sql" +
            due_by + R"sql(
      ORDER BY p.created_at
-     LIMIT $3)sql";
+     LIMIT )sql" +
+           limit;
 }
+
+// The refunds (operations) claimed take what the charges left of the limit.
+const std::string k_operations_limit = "greatest($3 - (SELECT count(*) FROM due), 0)";
 
 constexpr const char* k_claim = "reconcile_claim";
 // Due by the run's start at the latest: a check a decision of this run scheduled is the next run's.
@@ -45,15 +56,36 @@ const std::string k_claim_sql = "WITH due AS (" +
       FROM due
      WHERE p.tenant_id = due.tenant_id AND p.payment_id = due.payment_id
  RETURNING p.*
+), due_operations AS ()sql" +
+                                due_sql("least(now(), to_timestamp($5::double precision))",
+                                        "operations", "id", k_operations_limit) +
+                                R"sql(
+       FOR UPDATE OF p SKIP LOCKED
+), claimed_operations AS (
+    UPDATE operations o
+       SET generation = o.generation + 1,
+           next_attempt_at = now() + make_interval(secs => $4::bigint)
+      FROM due_operations d
+     WHERE o.tenant_id = d.tenant_id AND o.id = d.id
+ RETURNING o.*
 )
 SELECT )sql" + k_candidate_columns +
-                                " FROM claimed p ORDER BY p.created_at";
+                                R"sql( FROM claimed p
+UNION ALL
+SELECT )sql" + k_operation_candidate_columns +
+                                R"sql( FROM claimed_operations o
+  JOIN payments p ON p.tenant_id = o.tenant_id AND p.payment_id = o.payment_id
+ORDER BY created_at_us)sql";
 
 constexpr const char* k_peek = "reconcile_peek";
-const std::string k_peek_sql = "WITH due AS (" + due_sql("now()") + ")\nSELECT " +
-                               k_candidate_columns +
-                               " FROM payments p JOIN due USING (tenant_id, payment_id)"
-                               " ORDER BY p.created_at";
+const std::string k_peek_sql =
+    "WITH due AS (" + due_sql("now()") + "), due_operations AS (" +
+    due_sql("now()", "operations", "id", k_operations_limit) + ")\nSELECT " + k_candidate_columns +
+    " FROM payments p JOIN due USING (tenant_id, payment_id)\nUNION ALL\nSELECT " +
+    k_operation_candidate_columns +
+    " FROM operations o JOIN due_operations d ON d.tenant_id = o.tenant_id AND d.id = o.id"
+    " JOIN payments p ON p.tenant_id = o.tenant_id AND p.payment_id = o.payment_id"
+    " ORDER BY created_at_us";
 
 constexpr const char* k_load = "reconcile_load";
 const std::string k_load_sql =
@@ -86,12 +118,56 @@ WITH u AS (
                               'reason', $9::text, 'generation', u.generation)
       FROM u
 ), lookup AS (
-    INSERT INTO payment_lookups (tenant_id, payment_id, generation, actor, status, remote_state,
-                                 remote_raw_status, remote_amount, remote_currency,
+    INSERT INTO payment_lookups (tenant_id, payment_id, operation_id, generation, actor, status,
+                                 remote_state, remote_raw_status, remote_amount, remote_currency,
                                  provider_reference, duplicates, http_status, error_class, detail,
                                  decision, reason, applied)
-    VALUES ($1::uuid, $2::uuid, $3, $12, $7, $14, $15, $16, $17, $18, $19, $20, nullif($21, ''),
-            left($22, 4096), $13, $9, (SELECT count(*) = 1 FROM u))
+    VALUES ($1::uuid, $24::uuid, $23, $3, $12, $7, $14, $15, $16, $17, $18, $19, $20,
+            nullif($21, ''), left($22, 4096), $13, $9, (SELECT count(*) = 1 FROM u))
+)
+SELECT count(*) FROM u)sql";
+
+// The same decision on a refund ($2 the refund, $24 its payment): a refund that becomes failed
+// gives its amount back to its payment in the same statement; $9 is then the provider's reason.
+constexpr const char* k_apply_operation = "reconcile_apply_operation";
+const std::string k_apply_operation_sql = R"sql(
+WITH u AS (
+    UPDATE operations
+       SET state = $4::text, generation = generation + 1,
+           next_attempt_at = CASE WHEN $5::bigint IS NOT NULL THEN now() + make_interval(secs => $5::bigint)
+                                  WHEN $6::boolean THEN now() ELSE NULL END,
+           lookup_count = lookup_count + CASE WHEN $7::text = 'not_asked' THEN 0 ELSE 1 END,
+           lookup_failures = CASE WHEN $7::text = 'failed' THEN lookup_failures + 1 ELSE 0 END,
+           resend_count = resend_count + CASE WHEN $6::boolean THEN 1 ELSE 0 END,
+           review_code = $8::text,
+           review_reason = CASE WHEN $4::text = 'failed' THEN NULL ELSE $9 END,
+           failure_reason = CASE WHEN $4::text = 'failed' THEN left($9, 1000) END,
+           provider_reference = coalesce($10, provider_reference),
+           updated_at = CASE WHEN state = $4::text THEN updated_at ELSE now() END
+     WHERE tenant_id = $1::uuid AND id = $2::uuid AND generation = $3 AND state = $11
+ RETURNING *
+), released AS (
+    UPDATE payments p SET refund_held_minor = p.refund_held_minor - u.amount_minor
+      FROM u
+     WHERE u.state = 'failed' AND p.tenant_id = u.tenant_id AND p.payment_id = u.payment_id
+), event AS (
+    )sql" + refund_event_insert("u", "r.state <> $11") +
+                                          R"sql(
+), audit AS (
+    INSERT INTO audit_log (tenant_id, actor, action, subject_type, subject_id, detail)
+    SELECT u.tenant_id, $12, u.kind || '.reconciled', u.kind, u.id::text,
+           jsonb_build_object('from', $11::text, 'to', u.state, 'decision', $13::text,
+                              'lookup', $7::text, 'review_code', u.review_code,
+                              'reason', $9::text, 'generation', u.generation,
+                              'payment_id', u.payment_id)
+      FROM u
+), lookup AS (
+    INSERT INTO payment_lookups (tenant_id, payment_id, operation_id, generation, actor, status,
+                                 remote_state, remote_raw_status, remote_amount, remote_currency,
+                                 provider_reference, duplicates, http_status, error_class, detail,
+                                 decision, reason, applied)
+    VALUES ($1::uuid, $24::uuid, $23, $3, $12, $7, $14, $15, $16, $17, $18, $19, $20,
+            nullif($21, ''), left($22, 4096), $13, $9, (SELECT count(*) = 1 FROM u))
 )
 SELECT count(*) FROM u)sql";
 
@@ -102,8 +178,10 @@ SELECT state, generation FROM payments
 
 constexpr const char* k_maybe_sent = "resolve_maybe_sent";
 constexpr const char* k_maybe_sent_sql = R"sql(
-SELECT count(*) FROM payment_attempts
- WHERE tenant_id = $1::uuid AND payment_id = $2::uuid AND outcome IS DISTINCT FROM 'not_sent'
+SELECT count(*) FROM payment_attempts a
+  JOIN payments p ON p.tenant_id = a.tenant_id AND p.payment_id = a.payment_id
+                 AND p.operation_id = a.operation_id
+ WHERE a.tenant_id = $1::uuid AND a.payment_id = $2::uuid AND outcome IS DISTINCT FROM 'not_sent'
    -- refused for our credentials (core/credential_refusal): the provider executed nothing
    AND NOT (outcome = 'rejected' AND coalesce(http_status, 0) IN (401, 403)))sql";
 
@@ -166,7 +244,8 @@ SELECT p.provider, coalesce(substr(a.error_class, 18), '') AS code, count(*),
        (array_agg(coalesce(p.review_reason, '') ORDER BY p.updated_at DESC, p.payment_id))[1]
   FROM payments p
   LEFT JOIN payment_attempts a
-    ON a.tenant_id = p.tenant_id AND a.payment_id = p.payment_id AND a.attempt_no = p.attempt_count
+    ON a.tenant_id = p.tenant_id AND a.payment_id = p.payment_id
+       AND a.operation_id = p.operation_id AND a.attempt_no = p.attempt_count
        AND a.outcome = 'rejected'
  WHERE p.state = 'needs_review' AND p.review_code = 'request_rejected'
  GROUP BY 1, 2
@@ -183,7 +262,8 @@ SELECT p.tenant_id::text, p.payment_id::text, p.generation, p.amount_minor, p.cu
                                             R"sql(
   FROM payments p
   LEFT JOIN payment_attempts a
-    ON a.tenant_id = p.tenant_id AND a.payment_id = p.payment_id AND a.attempt_no = p.attempt_count
+    ON a.tenant_id = p.tenant_id AND a.payment_id = p.payment_id
+       AND a.operation_id = p.operation_id AND a.attempt_no = p.attempt_count
  WHERE p.state = 'needs_review' AND p.review_code = 'request_rejected' AND p.provider = $1
    AND ($2::uuid IS NULL OR p.tenant_id = $2::uuid)
  ORDER BY p.updated_at, p.payment_id)sql";
@@ -210,7 +290,8 @@ SELECT p.state, p.generation, p.review_code, coalesce(a.outcome, ''), a.http_sta
        coalesce(a.attempt_no, 0), coalesce(a.error_class, '')
   FROM payments p
   LEFT JOIN payment_attempts a
-    ON a.tenant_id = p.tenant_id AND a.payment_id = p.payment_id AND a.attempt_no = p.attempt_count
+    ON a.tenant_id = p.tenant_id AND a.payment_id = p.payment_id
+       AND a.operation_id = p.operation_id AND a.attempt_no = p.attempt_count
  WHERE p.tenant_id = $1::uuid AND p.payment_id = $2::uuid
    FOR UPDATE OF p)sql";
 
@@ -225,9 +306,9 @@ SELECT p.provider, coalesce(substr(a.error_class, 18), '') AS code, count(*)
 
 ReconcileCandidate candidate_from_row(const pqxx::row& row) {
     ReconcileCandidate c;
-    c.payment = payment_from_row(row);
+    c.payment = claim_from_row(row);
     c.payment.attempt_no = 0;
-    int i = k_payment_column_count;
+    int i = k_claim_column_count;
     const auto state = parse_payment_state(row[i++].as<std::string>());
     if (!state) {
         throw std::logic_error("a payment in a state this build does not know");
@@ -330,9 +411,11 @@ bool apply_reconciliation(Db& db, const ReconcileCandidate& candidate, const std
         throw std::logic_error(
             "apply_reconciliation: a review code goes with needs_review, and only with it");
     }
+    const bool charge = candidate.payment.kind == OperationKind::charge;
+    const char* name = charge ? k_apply : k_apply_operation;
     Db::Impl& impl = db.impl();
     return translate_errors(impl, [&] {
-        impl.prepare(k_apply, k_apply_sql);
+        impl.prepare(name, charge ? k_apply_sql : k_apply_operation_sql);
         pqxx::work tx(impl.connection());
         const std::string next =
             write.next_check_in ? std::to_string(write.next_check_in->count()) : "";
@@ -340,7 +423,7 @@ bool apply_reconciliation(Db& db, const ReconcileCandidate& candidate, const std
             lookup.remote_amount ? std::to_string(*lookup.remote_amount) : "";
         const std::string http = lookup.http_status ? std::to_string(*lookup.http_status) : "";
         const pqxx::row r = tx.exec_prepared1(
-            k_apply, candidate.payment.tenant_id, candidate.payment.payment_id,
+            name, candidate.payment.tenant_id, candidate.payment.subject_id(),
             candidate.payment.generation, std::string(to_string(write.to)),
             write.next_check_in ? next.c_str() : nullptr, write.resend_now, lookup.status,
             or_null(write.review_code), write.reason, or_null(write.provider_reference),
@@ -348,7 +431,8 @@ bool apply_reconciliation(Db& db, const ReconcileCandidate& candidate, const std
             or_null(lookup.remote_state), or_null(lookup.remote_raw_status),
             lookup.remote_amount ? amount.c_str() : nullptr, or_null(lookup.remote_currency),
             or_null(lookup.provider_reference), lookup.duplicates,
-            lookup.http_status ? http.c_str() : nullptr, lookup.error_class, lookup.detail);
+            lookup.http_status ? http.c_str() : nullptr, lookup.error_class, lookup.detail,
+            candidate.payment.operation_id, candidate.payment.payment_id);
         tx.commit();
         return r[0].as<long long>() == 1;
     });

@@ -8,13 +8,14 @@
 
 namespace payrecon::store::statements {
 
-// executor_store.cpp: claim a batch ($1 worker, $2 lease ms, $3 batch, $4 providers text[]); the
-// pre-call fence, read only ($1 worker, $2 tenant IDs, $3 payment IDs, $4 generations), and the
-// renewal it runs when the leases run short ($1 worker, $2 lease ms, $3 tenant IDs, $4 payment
-// IDs, $5 generations); the attempt finished and the payment settled fenced by generation, with
-// its outbox event ($1 tenant, $2 payment, $3 generation, $4 state, $5 retry in ms, $6 provider
-// reference, $7 review reason, $8 review code, $9 attempt, $10 outcome, $11 HTTP status, $12 error
-// class, $13 detail).
+// executor_store.cpp: claim a batch of charges and of refunds ($1 worker, $2 lease ms, $3 batch,
+// $4 providers text[]); the pre-call fence, read only ($1 worker, $2 tenant IDs, $3 subject IDs
+// -- payment IDs for charges, refund IDs for refunds --, $4 generations, $5 kinds), and the
+// renewal it runs when the leases run short ($1 worker, $2 lease ms, $3 tenant IDs, $4 subject
+// IDs, $5 generations, $6 kinds); the charge's attempt finished and the payment settled fenced by
+// generation, with its outbox event ($1 tenant, $2 payment, $3 generation, $4 state, $5 retry in
+// ms, $6 provider reference, $7 review reason, $8 review code, $9 attempt, $10 outcome, $11 HTTP
+// status, $12 error class, $13 detail, $14 operation ID, $15 payment again).
 const std::string& executor_claim();
 const std::string& executor_check();
 const std::string& executor_renew();

@@ -211,14 +211,16 @@ VALUES (')sql" +
         E'bad gateway\n\x1b[31mred')
 )sql");
     exec_sql(R"sql(
-INSERT INTO payment_lookups (tenant_id, payment_id, generation, actor, status, http_status,
-                             error_class, decision, reason, applied)
+INSERT INTO payment_lookups (tenant_id, payment_id, operation_id, generation, actor, status,
+                             http_status, error_class, decision, reason, applied)
 VALUES (')sql" +
-             tid + "', '" + p.payment_id + R"sql(', 3, 'reconciler', 'failed', 503, 'http_5xx',
-        'check_later', 'lookup failed', true),
+             tid + "', '" + p.payment_id + "', '" + p.operation_id +
+             R"sql(', 3, 'reconciler', 'failed', 503, 'http_5xx', 'check_later',
+        'lookup failed', true),
        (')sql" +
-             tid + "', '" + p.payment_id + R"sql(', 3, 'reconciler', 'failed', NULL, 'timeout',
-        'review', 'lookups kept failing', true)
+             tid + "', '" + p.payment_id + "', '" + p.operation_id +
+             R"sql(', 3, 'reconciler', 'failed', NULL, 'timeout', 'review',
+        'lookups kept failing', true)
 )sql");
     exec_sql(R"sql(
 INSERT INTO audit_log (tenant_id, actor, action, subject_type, subject_id, detail)
@@ -409,10 +411,11 @@ TEST_CASE("inspect: review show gives each reason code its guidance and only the
         CHECK_FALSE(has(j, "--as retry")); // there is a charge: sending again cannot help
         CHECK(has(j, "--provider-reference REF"));
         // The lookup found the provider's payment: its reference goes into the command.
-        exec_sql("INSERT INTO payment_lookups (tenant_id, payment_id, generation, actor, status, "
-                 "remote_state, provider_reference, duplicates, decision, applied) VALUES ('" +
-                 t.tenant.tenant_id + "', '" + p.payment_id +
-                 "', 3, 'test', 'found', 'succeeded', 'pi_found_1', 1, 'review', true)");
+        exec_sql("INSERT INTO payment_lookups (tenant_id, payment_id, operation_id, generation, "
+                 "actor, status, remote_state, provider_reference, duplicates, decision, applied) "
+                 "SELECT tenant_id, payment_id, operation_id, 3, 'test', 'found', 'succeeded', "
+                 "'pi_found_1', 1, 'review', true FROM payments WHERE payment_id = '" +
+                 p.payment_id + "'");
         const auto again = json_of({"review", "show", p.payment_id});
         CHECK(has(again, "--as succeeded --provider-reference pi_found_1 "));
         CHECK_FALSE(has(again, "REF"));

@@ -1,0 +1,220 @@
+// Refunds on the executor and the reconciler (issue 31, DESIGN sections 6, 7 and 16): a refund
+// accepted by the real intake is claimed, fenced and sent by the same executor as the charge,
+// under its own operation ID; a lost answer is settled by the refund lookup before any re-send;
+// a declined refund gives its amount back. Counted from the fake's ledger, the operations and
+// attempts tables, the payment's held amount and the outbox -- not from status codes.
+#include "services/refunds.hpp"
+#include "store/executor_store.hpp"
+#include "tests/execution/world.hpp"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+using namespace payrecon;
+using namespace payrecon::testing;
+
+namespace {
+
+// One Stripe payment charged through the executor, and refunds of it through the real intake.
+struct Refunds {
+    OnePayment p{"stripe", {}};
+
+    // Accepts a refund of `amount` cents; returns its ID.
+    std::string refund(long long amount) {
+        RefundService refunds(*p.w.db, test_keys());
+        const std::string key = unique_name("rk");
+        const auto r = refunds.create_refund(p.w.writer.principal, p.w.payment_id_of(p.ref), key,
+                                             R"({"amount": )" + std::to_string(amount) + "}", "");
+        REQUIRE(r.status == 202);
+        return nlohmann::json::parse(r.body)["id"].get<std::string>();
+    }
+    std::string column(const std::string& refund_id, const std::string& name) {
+        return query_value("SELECT coalesce(" + name + "::text, '') FROM operations WHERE id = $1",
+                           refund_id);
+    }
+    std::string state(const std::string& refund_id) { return column(refund_id, "state"); }
+    std::string op(const std::string& refund_id) { return column(refund_id, "operation_id"); }
+    long long held() { return std::stoll(p.column("refund_held_minor")); }
+    long long refunded_eur() {
+        const auto l = p.w.fake->ledger();
+        return l.contains("refunded") && l["refunded"].contains("eur")
+                   ? l["refunded"]["eur"].get<long long>()
+                   : 0;
+    }
+    long long events(const std::string& refund_id, const std::string& type) {
+        return count_rows("outbox", p.w.tenant.tenant_id,
+                          "event_type = '" + type + "' AND payload->>'refund_id' = '" + refund_id +
+                              "'");
+    }
+    long long attempts(const std::string& refund_id, const std::string& where = "true") {
+        return count_rows("payment_attempts", p.w.tenant.tenant_id,
+                          "operation_id = '" + op(refund_id) + "' AND " + where);
+    }
+    // The refund's attempts, lookups and next check as if `by` had passed (the fake's clock too).
+    void pass(const std::string& refund_id, std::chrono::seconds by) {
+        p.w.fake->advance_clock(by);
+        const std::string s = std::to_string(by.count());
+        exec_sql("UPDATE operations SET first_attempt_at = first_attempt_at - interval '" + s +
+                 " seconds', last_attempt_at = last_attempt_at - interval '" + s +
+                 " seconds', next_attempt_at = now() - interval '1 second' WHERE id = '" +
+                 refund_id + "'");
+    }
+};
+
+} // namespace
+
+TEST_CASE("refund execution: the executor sends an accepted refund once under its own operation "
+          "ID, and it succeeds with its event",
+          "[execution][refunds]") {
+    Refunds r;
+    REQUIRE(r.p.state() == "succeeded");
+    const std::string id = r.refund(1000);
+    CHECK(r.state(id) == "pending");
+    CHECK(r.held() == 1000);
+
+    engine::Executor ex(*r.p.w.db, {r.p.provider.get()}, r.p.w.options());
+    CHECK(ex.run_once() == 1);
+    CHECK(ex.counts().attempted == 1);
+    CHECK(r.state(id) == "succeeded");
+    CHECK(r.column(id, "provider_reference").rfind("re_", 0) == 0);
+    CHECK(r.column(id, "generation") == "1");
+    CHECK(r.p.w.executions(r.op(id)) == 1);
+    CHECK(r.refunded_eur() == 1000);
+    CHECK(r.held() == 1000); // a succeeded refund stays spent
+    CHECK(r.events(id, "refund.created") == 1);
+    CHECK(r.events(id, "refund.succeeded") == 1);
+    CHECK(r.attempts(id) == 1);
+    CHECK(r.attempts(id, "outcome = 'succeeded' AND finished_at IS NOT NULL") == 1);
+    // The charge is untouched: its one attempt, its state, its single execution.
+    CHECK(r.p.state() == "succeeded");
+    CHECK(r.p.executions() == 1);
+    CHECK(count_rows("payment_attempts", r.p.w.tenant.tenant_id,
+                     "operation_id = '" + r.p.op + "'") == 1);
+    // Nothing is left to claim.
+    CHECK(ex.run_once() == 0);
+}
+
+TEST_CASE("refund execution: executed, then the connection is reset -- unknown, settled by the "
+          "refund lookup, one execution and no re-send",
+          "[execution][refunds]") {
+    Refunds r;
+    const std::string id = r.refund(700);
+    fake::FaultConfig faults;
+    faults.next = {fake::Fault::execute_then_rst};
+    r.p.w.fake->set_faults(faults);
+    engine::Executor ex(*r.p.w.db, {r.p.provider.get()}, r.p.w.options());
+    CHECK(ex.run_once() == 1);
+    CHECK(r.state(id) == "unknown");
+    CHECK(r.p.w.executions(r.op(id)) == 1);
+    CHECK(r.events(id, "refund.unknown") == 1);
+
+    const auto outcomes = r.p.reconcile();
+    REQUIRE(outcomes.size() == 1);
+    CHECK(outcomes[0].kind == OperationKind::refund);
+    CHECK(outcomes[0].refund_id == id);
+    CHECK(outcomes[0].to == PaymentState::succeeded);
+    CHECK(r.state(id) == "succeeded");
+    CHECK(r.p.w.executions(r.op(id)) == 1);
+    CHECK(r.p.w.deliveries(r.op(id)) == 1);
+    CHECK(r.refunded_eur() == 700);
+    CHECK(r.events(id, "refund.succeeded") == 1);
+    CHECK(count_rows("payment_lookups", r.p.w.tenant.tenant_id,
+                     "operation_id = '" + r.op(id) + "' AND status = 'found' AND applied") == 1);
+    CHECK(count_rows("audit_log", r.p.w.tenant.tenant_id,
+                     "action = 'refund.reconciled' AND subject_id = '" + id + "'") == 1);
+    // The charge's record holds no lookup of the refund.
+    CHECK(count_rows("payment_lookups", r.p.w.tenant.tenant_id,
+                     "operation_id = '" + r.p.op + "'") == 0);
+}
+
+TEST_CASE("refund execution: dropped before executing -- confirmed absent by the lookup, sent "
+          "again with the same key, one execution and two deliveries",
+          "[execution][refunds]") {
+    Refunds r;
+    const std::string id = r.refund(2500);
+    fake::FaultConfig faults;
+    faults.next = {fake::Fault::drop_before_execute};
+    r.p.w.fake->set_faults(faults);
+    engine::Executor ex(*r.p.w.db, {r.p.provider.get()}, r.p.w.options());
+    CHECK(ex.run_once() == 1);
+    CHECK(r.state(id) == "unknown");
+    CHECK(r.p.w.executions(r.op(id)) == 0);
+
+    r.pass(id, std::chrono::seconds(60));
+    const auto outcomes = r.p.reconcile();
+    REQUIRE(outcomes.size() == 1);
+    CHECK(outcomes[0].decision.action == ReconcileAction::resend);
+    CHECK(r.state(id) == "retry_scheduled");
+    CHECK(r.column(id, "resend_count") == "1");
+
+    CHECK(ex.run_once() == 1);
+    CHECK(r.state(id) == "succeeded");
+    CHECK(r.p.w.executions(r.op(id)) == 1);
+    CHECK(r.p.w.deliveries(r.op(id)) == 2);
+    CHECK(r.refunded_eur() == 2500);
+    CHECK(r.attempts(id) == 2);
+    CHECK(r.held() == 2500);
+}
+
+TEST_CASE("refund execution: a refund the provider declines fails with its reason, and what "
+          "may be refunded grows back",
+          "[execution][refunds]") {
+    Refunds r;
+    // The whole charge refunded at the provider by someone else (its dashboard): ours is refused
+    // as charge_already_refunded, a final answer.
+    providers::RefundOrder elsewhere;
+    elsewhere.operation_id = new_operation_id();
+    elsewhere.refund_id = new_uuid();
+    elsewhere.payment_id = r.p.w.payment_id_of(r.p.ref);
+    elsewhere.payment_reference = r.p.column("provider_reference");
+    elsewhere.amount = Money{2500, "EUR"};
+    REQUIRE(r.p.provider->refund(elsewhere).outcome == providers::Outcome::succeeded);
+
+    const std::string id = r.refund(400);
+    CHECK(r.held() == 400);
+    engine::Executor ex(*r.p.w.db, {r.p.provider.get()}, r.p.w.options());
+    CHECK(ex.run_once() == 1);
+    CHECK(r.state(id) == "failed");
+    CHECK(r.column(id, "failure_reason").find("charge_already_refunded") != std::string::npos);
+    CHECK(r.held() == 0);
+    CHECK(r.p.w.executions(r.op(id)) == 0);
+    CHECK(r.events(id, "refund.failed") == 1);
+    CHECK(count_rows("outbox", r.p.w.tenant.tenant_id,
+                     "event_type = 'refund.failed' AND payload->>'failure_reason' LIKE "
+                     "'%charge_already_refunded%'") == 1);
+}
+
+TEST_CASE("refund execution: a refund left processing past its lease becomes unknown, never "
+          "pending, with its event and an audit row",
+          "[execution][refunds]") {
+    Refunds r;
+    const std::string id = r.refund(300);
+    const auto claims = store::claim_payments(
+        *r.p.w.db, "dies-mid-call", std::chrono::milliseconds(20000), 8, {r.p.w.config.name});
+    REQUIRE(claims.size() == 1);
+    CHECK(claims[0].kind == OperationKind::refund);
+    CHECK(claims[0].subject_id() == id);
+    CHECK(claims[0].amount_minor == 300);
+    CHECK(claims[0].charge_reference == r.p.column("provider_reference"));
+    CHECK(store::check_claims(*r.p.w.db, "dies-mid-call", claims).count(id) == 1);
+    CHECK(store::check_claims(*r.p.w.db, "someone-else", claims).empty());
+    exec_sql("UPDATE operations SET lease_expires_at = now() - interval '1 second' WHERE id = '" +
+             id + "'");
+    CHECK(store::check_claims(*r.p.w.db, "dies-mid-call", claims).empty());
+    CHECK(store::expire_leases(*r.p.w.db, "test-expiry") == 1);
+    CHECK(r.state(id) == "unknown");
+    CHECK(r.column(id, "generation") == "2");
+    CHECK(r.held() == 300); // an unknown refund counts as spent
+    CHECK(r.events(id, "refund.unknown") == 1);
+    CHECK(count_rows("audit_log", r.p.w.tenant.tenant_id,
+                     "action = 'refund.lease_expired' AND subject_id = '" + id + "'") == 1);
+    // The paused worker's settlement is fenced out; its observation is kept.
+    store::AttemptResult late;
+    late.outcome = "succeeded";
+    store::Settlement settle;
+    settle.to = PaymentState::succeeded;
+    CHECK_FALSE(store::settle_attempt(*r.p.w.db, claims[0], late, settle));
+    CHECK(r.state(id) == "unknown");
+    CHECK(r.attempts(id, "outcome = 'succeeded'") == 1);
+    CHECK(r.p.w.executions(r.op(id)) == 0);
+}
