@@ -111,12 +111,16 @@ store::ReconcileWrite write_for(const ReconcileDecision& d, PaymentState from,
 
 } // namespace
 
+bool can_look_up(const providers::Capabilities& caps, OperationKind kind) {
+    return kind == OperationKind::charge ? caps.lookup_by_operation_id : caps.refund_lookup;
+}
+
 ReconcileInput reconcile_input(const store::ReconcileCandidate& c,
                                const providers::Capabilities& caps,
                                std::chrono::seconds settle_delay,
                                const providers::LookupResult* lookup) {
     ReconcileInput in;
-    in.can_lookup = caps.lookup_by_operation_id;
+    in.can_lookup = can_look_up(caps, c.payment.kind);
     in.honours_idempotency_keys = caps.honours_idempotency_keys;
     in.key_retention = caps.key_retention;
     in.settle_delay = settle_delay;
@@ -183,15 +187,16 @@ ReconcileOutcome Reconciler::handle(const store::ReconcileCandidate& c, bool ope
     const providers::Capabilities& caps = provider->capabilities();
     // The claim waited out the settle delay; an operator's recheck asks at once, and a "not found"
     // inside the delay then proves nothing (the policy keeps it).
+    const bool refund = c.payment.kind == OperationKind::refund;
+    const bool can_lookup = can_look_up(caps, c.payment.kind);
     std::optional<providers::LookupResult> lookup;
-    if (caps.lookup_by_operation_id &&
+    if (can_lookup &&
         (operator_recheck || c.since_last_attempt >= caps.lookup_staleness)) {
         std::optional<CredentialGate::Pass> pass = m_gate->enter(provider->name());
         if (!pass) {
             throw std::logic_error("reconciling a payment of a provider that refused our "
                                    "credentials in this run");
         }
-        const bool refund = c.payment.kind == OperationKind::refund;
         lookup = refund ? provider->lookup_refund(refund_order_for(c.payment))
                         : provider->lookup(order_for(c.payment));
         CredentialRefusal refusal;

@@ -63,6 +63,9 @@ struct ReconcileOutcome {
     }
 };
 
+// Whether the provider can find an operation of `kind` by its operation ID.
+bool can_look_up(const providers::Capabilities& caps, OperationKind kind);
+
 // Maps what the provider answered to the policy's input for `candidate`.
 ReconcileInput reconcile_input(const store::ReconcileCandidate& candidate,
                                const providers::Capabilities& caps,

@@ -455,6 +455,7 @@ Capabilities configured_capabilities(const ProviderConfig& config, const ApiCapa
     caps.max_key_length = api.max_key_length;
     caps.lookup_by_operation_id = api.lookup && config.overrides.lookup.value_or(true);
     caps.lookup_staleness = config.settle_delay;
+    caps.refund_lookup = api.refund_lookup && config.overrides.lookup.value_or(true);
     caps.list_transactions = api.list && config.overrides.list.value_or(true);
     caps.worst_case_call = worst_case_call(config);
     return caps;

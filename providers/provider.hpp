@@ -44,6 +44,9 @@ struct Capabilities {
     // nothing.
     bool lookup_by_operation_id = false;
     std::chrono::seconds lookup_staleness{0};
+    // Can a refund be found by its operation ID (lookup_refund)? Without, an unknown refund is
+    // settled only by the provider's webhook, or by an operator.
+    bool refund_lookup = false;
 
     // Can the provider list its transactions in a time window (statement reconciliation)?
     bool list_transactions = false;
@@ -59,6 +62,7 @@ struct ApiCapabilities {
     std::size_t max_key_length = 0; // the longest idempotency key it takes
     bool lookup = false;            // it can find a payment by our operation ID
     bool list = false;              // it can list its transactions in a time window
+    bool refund_lookup = false;     // it can find a refund by its operation ID
 };
 
 // One payment as payrecon sends it. `operation_id` is the idempotency key on every attempt.
