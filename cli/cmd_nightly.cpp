@@ -89,6 +89,7 @@ nlohmann::ordered_json summary_json(const engine::NightlyReport& r,
     j["open"] = nlohmann::ordered_json::array();
     for (const auto& q : r.open) {
         nlohmann::ordered_json e;
+        e["kind"] = q.kind;
         e["state"] = q.state;
         e["provider"] = q.provider;
         if (!q.review_code.empty()) {
@@ -282,8 +283,11 @@ void print_review(std::ostream& out, const engine::NightlyReport& r,
             review_by_code[q.review_code].add(q.amount_minor, q.currency, q.payments);
         }
     }
-    out << "  review queue: " << r.in_review() << " payment(s), " << new_review.size()
-        << " new in this run\n";
+    out << "  review queue: " << r.in_review() - r.refunds_in_review() << " payment(s)";
+    if (r.refunds_in_review() > 0) {
+        out << " and " << r.refunds_in_review() << " refund(s)";
+    }
+    out << ", " << new_review.size() << " new in this run\n";
     for (const auto& [code, t] : review_by_code) {
         tally_row(out, code, t);
     }

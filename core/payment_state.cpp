@@ -126,6 +126,22 @@ std::optional<Transition> find_transition(PaymentState from, PaymentState to) {
     return std::nullopt;
 }
 
+std::optional<Transition> find_reversal(OperationKind kind) {
+    if (kind != OperationKind::refund) {
+        return std::nullopt;
+    }
+    return Transition{succeeded, failed,
+                      "the provider reversed a refund it had reported succeeded; the money stays "
+                      "with the merchant and may be refunded again"};
+}
+
+void require_reversal(OperationKind kind) {
+    if (!find_reversal(kind)) {
+        throw std::logic_error("a " + std::string(to_string(kind)) +
+                               " cannot be reversed: succeeded is final for it");
+    }
+}
+
 void require_transition(PaymentState from, PaymentState to) {
     if (!find_transition(from, to)) {
         throw std::logic_error("forbidden payment state transition: " +

@@ -58,4 +58,12 @@ std::optional<Transition> find_transition(PaymentState from, PaymentState to);
 // Throws std::logic_error (a bug in the caller) if the transition is forbidden.
 void require_transition(PaymentState from, PaymentState to);
 
+// The one way out of a final state (DESIGN section 16): a late reversal, succeeded -> failed, of
+// an operation the provider reported done and undid later (Stripe's refund.failed, Adyen's
+// REFUND_FAILED). Refunds only: a charge taken back is a dispute, never a state change. Returns
+// nullopt for a kind that cannot be reversed.
+std::optional<Transition> find_reversal(OperationKind kind);
+// Throws std::logic_error if `kind` cannot be reversed.
+void require_reversal(OperationKind kind);
+
 } // namespace payrecon

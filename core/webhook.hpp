@@ -5,6 +5,8 @@
 // reconciler applies. A notification is stored before it is interpreted, and the absence of one
 // proves nothing.
 
+#include "core/payment_state.hpp"
+
 #include <chrono>
 #include <optional>
 #include <string>
@@ -28,6 +30,9 @@ std::optional<EvidenceOutcome> parse_evidence_outcome(std::string_view name);
 struct WebhookEvent {
     std::string event_key;  // the provider's identity of the event: deduplicates redeliveries
     std::string event_type; // the provider's own word ("payment_intent.succeeded")
+    // What it is about: the charge, or a refund (`operation_id` then the refund's, and `outcome`
+    // what happened to the refund: failed after succeeded is a late reversal).
+    OperationKind kind = OperationKind::charge;
     EvidenceOutcome outcome = EvidenceOutcome::other;
     std::optional<std::string> operation_id; // ours, as the provider echoes it
     std::optional<std::string> provider_reference;

@@ -1,6 +1,7 @@
 #include "engine/nightly.hpp"
 
 #include "core/errors.hpp"
+#include "core/money.hpp"
 #include "core/operator_commands.hpp"
 #include "core/statement_diff.hpp"
 #include "providers/registry.hpp"
@@ -82,6 +83,24 @@ long long NightlyReport::in_review() const {
     return n;
 }
 
+long long NightlyReport::refunds_in_review() const {
+    long long n = 0;
+    for (const auto& q : open) {
+        n += q.state == "needs_review" && q.kind != "charge" ? q.payments : 0;
+    }
+    return n;
+}
+
+std::vector<const ReconcileOutcome*> NightlyReport::reversed() const {
+    std::vector<const ReconcileOutcome*> out;
+    for (const auto& o : reconciled) {
+        if (o.reversed()) {
+            out.push_back(&o);
+        }
+    }
+    return out;
+}
+
 long long NightlyReport::rejected_requests() const {
     long long n = 0;
     for (const auto& r : rejected) {
@@ -133,9 +152,19 @@ NightlyReport::attention(const std::vector<std::string>& report_files) const {
                       g.provider +
                       " lists them; the latest: " + review_show_command(g.latest_payment_id) + ")");
     }
+    for (const ReconcileOutcome* o : r.reversed()) {
+        out.push_back("refund " + o->refund_id + " of payment " + o->payment_id + " (" +
+                      describe_money(o->amount_minor, o->currency) + ", " + o->provider +
+                      ") was REVERSED by the provider after it had succeeded: the money stays "
+                      "with the merchant and is refundable again; tell the customer, or refund "
+                      "again (payrecon refunds show " +
+                      o->refund_id + ")");
+    }
     if (r.in_review() > 0) {
-        out.push_back(std::to_string(r.in_review()) +
-                      " payment(s) in review: payrecon review list");
+        const long long refunds = r.refunds_in_review();
+        out.push_back(std::to_string(r.in_review() - refunds) + " payment(s)" +
+                      (refunds > 0 ? " and " + std::to_string(refunds) + " refund(s)" : "") +
+                      " in review: payrecon review list");
     }
     for (const auto& [provider, n] : r.contradicting_events) {
         out.push_back(std::to_string(n) + " event(s) from " + provider +
@@ -229,8 +258,10 @@ int NightlyReport::exit_code() const {
 
 reports::Finding report_finding(const ReconcileOutcome& o, const std::string& dashboard_url) {
     reports::Finding f;
-    f.category = o.fenced_out ? "changed_meanwhile" : std::string(to_string(o.decision.action));
-    f.needs_attention = o.newly_in_review();
+    f.category = o.fenced_out   ? "changed_meanwhile"
+                 : o.reversed() ? "refund_reversed"
+                                : std::string(to_string(o.decision.action));
+    f.needs_attention = o.newly_in_review() || o.reversed();
     f.provider = o.provider;
     f.payment_id = o.payment_id;
     f.operation_id = o.operation_id;
@@ -262,6 +293,9 @@ void Tally::add(long long amount_minor, const std::string& currency, long long c
 std::string outcome_bucket(const ReconcileOutcome& o) {
     if (o.fenced_out) {
         return "changed meanwhile";
+    }
+    if (o.reversed()) {
+        return "refund reversed";
     }
     switch (o.decision.action) {
     case ReconcileAction::adopt_succeeded:

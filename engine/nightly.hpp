@@ -87,7 +87,11 @@ struct NightlyReport {
     std::vector<store::QueueCount> orphaned() const;
     // Pending and retry_scheduled payments of configured providers waiting past stuck_after.
     std::vector<store::QueueCount> stuck() const;
-    long long in_review() const;
+    long long in_review() const; // payments and refunds
+    long long refunds_in_review() const;
+    // Refunds the provider reversed after they had succeeded, in this run (ReconcileOutcome::
+    // reversed): always attention, the customer was told the money was on its way back.
+    std::vector<const ReconcileOutcome*> reversed() const;
     long long still_unknown() const;
     long long lookups_failed() const; // status queries of this run that got no trustworthy answer
     // Unknown payments whose latest status query failed, after the run (whichever run asked):

@@ -190,8 +190,7 @@ ReconcileOutcome Reconciler::handle(const store::ReconcileCandidate& c, bool ope
     const bool refund = c.payment.kind == OperationKind::refund;
     const bool can_lookup = can_look_up(caps, c.payment.kind);
     std::optional<providers::LookupResult> lookup;
-    if (can_lookup &&
-        (operator_recheck || c.since_last_attempt >= caps.lookup_staleness)) {
+    if (can_lookup && (operator_recheck || c.since_last_attempt >= caps.lookup_staleness)) {
         std::optional<CredentialGate::Pass> pass = m_gate->enter(provider->name());
         if (!pass) {
             throw std::logic_error("reconciling a payment of a provider that refused our "
@@ -306,7 +305,93 @@ std::vector<ReconcileOutcome> Reconciler::apply_evidence() {
     for (const auto* p : m_providers) {
         names.push_back(p->name());
     }
-    return apply_webhook_evidence(m_db, m_options.actor, names, m_options.limit);
+    std::vector<ReconcileOutcome> out =
+        apply_webhook_evidence(m_db, m_options.actor, names, m_options.limit);
+    for (ReconcileOutcome& o : apply_reversals(names)) {
+        out.push_back(std::move(o));
+    }
+    return out;
+}
+
+std::vector<ReconcileOutcome> Reconciler::apply_reversals(const std::vector<std::string>& names) {
+    // A verified event says a refund that succeeded has failed since (DESIGN section 16). A final
+    // state is not moved by a notification alone: where the provider can find the refund, it is
+    // asked first, and the reversal is written only if it says failed too (if it says succeeded,
+    // the event contradicts it and waits for an operator); where it cannot (Adyen), its
+    // documented reversal notification is the provider's own record.
+    std::vector<ReconcileOutcome> out;
+    for (const store::EvidenceCandidate& c :
+         store::reversal_candidates(m_db, names, m_options.limit)) {
+        providers::Provider* provider = provider_named(c.provider);
+        if (provider == nullptr || m_gate->refused(c.provider)) {
+            continue;
+        }
+        ReconcileOutcome o;
+        o.tenant_id = c.tenant_id;
+        o.payment_id = c.payment_id;
+        o.kind = c.kind;
+        o.refund_id = c.refund_id;
+        o.operation_id = c.operation_id;
+        o.merchant_reference = c.merchant_reference;
+        o.provider = c.provider;
+        o.amount_minor = c.amount_minor;
+        o.currency = c.currency;
+        o.from = PaymentState::succeeded;
+        o.to = PaymentState::succeeded;
+        o.lookup = LookupStatus::not_asked;
+        std::string reason = "the provider reversed the refund (" + c.event.event_type +
+                             ", event " + c.event.event_key + ")";
+        if (provider->capabilities().refund_lookup) {
+            providers::RefundOrder order;
+            order.operation_id = c.operation_id;
+            order.refund_id = c.refund_id;
+            order.payment_id = c.payment_id;
+            order.payment_reference = c.charge_reference.value_or("");
+            order.amount = Money{c.amount_minor, c.currency};
+            std::optional<CredentialGate::Pass> pass = m_gate->enter(provider->name());
+            if (!pass) {
+                continue;
+            }
+            const providers::LookupResult found = provider->lookup_refund(order);
+            CredentialRefusal refusal;
+            refusal.payment_id = c.payment_id;
+            refusal.call = "looking a refund up";
+            refusal.message = found.call.detail;
+            pass->answered(found.status != providers::LookupResult::Status::failed ||
+                               found.call.http_status != 0,
+                           found.call.http_status, refusal);
+            o.lookup = status_of(found);
+            if (o.lookup != LookupStatus::found) {
+                o.lookup_detail = found.call.error_class;
+                o.decision.action = ReconcileAction::check_later;
+                o.decision.check_in = std::chrono::seconds(60);
+                o.decision.reason = "a reversal event waits: the provider's lookup of the refund "
+                                    "did not answer; asked again next run";
+                out.push_back(std::move(o));
+                continue;
+            }
+            o.lookup_detail = found.payment->raw_status;
+            if (found.payment->state != providers::Outcome::declined) {
+                store::mark_provider_event(m_db, c.event_id, "contradicts");
+                o.decision.action = ReconcileAction::review;
+                o.decision.reason = "the event says the refund failed but the provider's lookup "
+                                    "says " +
+                                    found.payment->raw_status +
+                                    ": the refund stays succeeded, the event waits for an operator";
+                o.applied = true;
+                out.push_back(std::move(o));
+                continue;
+            }
+            reason += "; the provider's lookup confirms: " + found.payment->raw_status;
+        }
+        o.decision.action = ReconcileAction::adopt_failed;
+        o.decision.reason = reason;
+        o.applied = store::reverse_refund(m_db, c, m_options.actor, reason);
+        o.fenced_out = !o.applied;
+        o.to = o.applied ? PaymentState::failed : PaymentState::succeeded;
+        out.push_back(std::move(o));
+    }
+    return out;
 }
 
 std::vector<ReconcileOutcome> apply_webhook_evidence(store::Db& db, const std::string& actor,
@@ -321,6 +406,8 @@ std::vector<ReconcileOutcome> apply_webhook_evidence(store::Db& db, const std::s
         ReconcileOutcome o;
         o.tenant_id = c.tenant_id;
         o.payment_id = c.payment_id;
+        o.kind = c.kind;
+        o.refund_id = c.refund_id;
         o.operation_id = c.operation_id;
         o.merchant_reference = c.merchant_reference;
         o.provider = c.provider;

@@ -55,6 +55,12 @@ struct ReconcileOutcome {
     bool applied = false; // false: dry run, or fenced out
     bool fenced_out = false;
 
+    // A refund the provider reversed after it had succeeded, written so in this run.
+    bool reversed() const {
+        return applied && kind != OperationKind::charge && from == PaymentState::succeeded &&
+               to == PaymentState::failed;
+    }
+
     // The one rule for "sent to review": the decision puts in review a payment that was not
     // (in a dry run: would); a fenced-out decision puts nothing anywhere.
     bool newly_in_review() const {
@@ -159,6 +165,9 @@ public:
 private:
     // Applies the unapplied terminal webhook events of unknown payments (store/webhook_store).
     std::vector<ReconcileOutcome> apply_evidence();
+    // Late reversals of refunds (store::reversal_candidates), checked with the provider where it
+    // can find a refund: each written (to failed), found contradicted, or left for the next run.
+    std::vector<ReconcileOutcome> apply_reversals(const std::vector<std::string>& providers);
     ReconcileOutcome handle(const store::ReconcileCandidate& candidate, bool operator_recheck);
     providers::Provider* provider_named(const std::string& name) const;
 

@@ -229,11 +229,19 @@ constexpr const char* k_queue_sql = R"sql(
 SELECT state, provider, coalesce(review_code, ''), currency, count(*), sum(amount_minor),
        count(*) FILTER (WHERE state IN ('pending', 'retry_scheduled')
                           AND updated_at < now() - make_interval(secs => $1::double precision)),
-       count(*) FILTER (WHERE state = 'unknown' AND lookup_failures > 0)
+       count(*) FILTER (WHERE state = 'unknown' AND lookup_failures > 0), 'charge' AS kind
   FROM payments
  WHERE state IN ('pending', 'retry_scheduled', 'processing', 'unknown', 'needs_review')
  GROUP BY 1, 2, 3, 4
- ORDER BY 1, 2, 3, 4)sql";
+UNION ALL
+SELECT state, provider, coalesce(review_code, ''), currency, count(*), sum(amount_minor),
+       count(*) FILTER (WHERE state IN ('pending', 'retry_scheduled')
+                          AND updated_at < now() - make_interval(secs => $1::double precision)),
+       count(*) FILTER (WHERE state = 'unknown' AND lookup_failures > 0), kind
+  FROM operations
+ WHERE state IN ('pending', 'retry_scheduled', 'processing', 'unknown', 'needs_review')
+ GROUP BY 1, 2, 3, 4, 9
+ ORDER BY 9, 1, 2, 3, 4)sql";
 
 // The rejected attempt is the payment's latest (attempt_no = attempt_count): nothing claims a
 // payment in review. "request_rejected:" is 17 characters.
@@ -656,7 +664,7 @@ std::vector<QueueCount> open_queue_counts(Db& db, std::chrono::seconds stuck_aft
             out.push_back({row[0].as<std::string>(), row[1].as<std::string>(),
                            row[2].as<std::string>(), row[3].as<std::string>(),
                            row[4].as<long long>(), row[5].as<long long>(), row[6].as<long long>(),
-                           row[7].as<long long>()});
+                           row[7].as<long long>(), row[8].as<std::string>()});
         }
         return out;
     });

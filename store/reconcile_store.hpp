@@ -178,10 +178,10 @@ struct Requeue {
 // Throws UsageError if the note breaks check_resolution's rule.
 ResolveResult requeue_payment(Db& db, const Requeue& requeue);
 
-// What is left open (pending, retry_scheduled, processing, unknown, needs_review), per state,
-// provider, review code and currency, for the nightly summary. `stuck`: the pending and
-// retry_scheduled payments among them that have been in that state longer than `stuck_after`;
-// `lookups_failing`: the unknown ones whose latest status query failed.
+// What is left open (pending, retry_scheduled, processing, unknown, needs_review), per kind (the
+// charges, the refunds), state, provider, review code and currency, for the nightly summary.
+// `stuck`: the pending and retry_scheduled payments among them that have been in that state longer
+// than `stuck_after`; `lookups_failing`: the unknown ones whose latest status query failed.
 struct QueueCount {
     std::string state;
     std::string provider;
@@ -191,6 +191,7 @@ struct QueueCount {
     long long amount_minor = 0;
     long long stuck = 0;
     long long lookups_failing = 0;
+    std::string kind = "charge"; // charge (the payments) or refund (counted apart, alike)
 };
 std::vector<QueueCount> open_queue_counts(Db& db, std::chrono::seconds stuck_after);
 

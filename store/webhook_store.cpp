@@ -15,11 +15,14 @@ constexpr const char* k_store_event = "webhook_store_event";
 constexpr const char* k_store_event_sql = R"sql(
 INSERT INTO provider_events (provider, event_key, event_type, outcome, operation_id,
                              provider_reference, amount_minor, currency, occurred_at, body,
-                             tenant_id, payment_id)
+                             tenant_id, payment_id, refund_id)
 SELECT $1, $2, $3, $4, $5, $6, $7::bigint, $8, to_timestamp($9::double precision),
-       decode($10, 'hex'), p.tenant_id, p.payment_id
+       decode($10, 'hex'), coalesce(p.tenant_id, o.tenant_id), coalesce(p.payment_id, o.payment_id),
+       o.id
   FROM (SELECT 1) AS one
-  LEFT JOIN payments p ON p.operation_id = $5 AND p.provider = $1
+  LEFT JOIN payments p ON $11::text = 'charge' AND p.operation_id = $5 AND p.provider = $1
+  LEFT JOIN operations o ON $11::text <> 'charge' AND o.operation_id = $5 AND o.provider = $1
+                        AND o.kind = $11::text
 ON CONFLICT (provider, event_key) DO UPDATE
    SET deliveries = provider_events.deliveries + 1, last_received_at = now()
 RETURNING event_id, (xmax = 0) AS inserted, deliveries, payment_id::text)sql";
@@ -32,7 +35,7 @@ SELECT p.tenant_id::text, p.payment_id::text, p.generation, p.operation_id, p.me
        e.currency, floor(date_part('epoch', e.occurred_at))::bigint
   FROM provider_events e
   JOIN payments p ON p.tenant_id = e.tenant_id AND p.payment_id = e.payment_id
- WHERE e.payment_id IS NOT NULL AND e.applied_at IS NULL
+ WHERE e.payment_id IS NOT NULL AND e.refund_id IS NULL AND e.applied_at IS NULL
    AND e.outcome IN ('succeeded', 'failed')
    AND p.state = 'unknown' AND p.provider = ANY($1::text[])
  ORDER BY e.received_at, e.event_id
@@ -77,9 +80,112 @@ UPDATE provider_events e
                               AND upper(e.currency) = upper(p.currency)
                              THEN 'consistent' ELSE 'contradicts' END
   FROM payments p
- WHERE e.applied_at IS NULL AND e.payment_id IS NOT NULL AND e.outcome IN ('succeeded', 'failed')
+ WHERE e.applied_at IS NULL AND e.payment_id IS NOT NULL AND e.refund_id IS NULL
+   AND e.outcome IN ('succeeded', 'failed')
    AND p.tenant_id = e.tenant_id AND p.payment_id = e.payment_id
    AND p.state IN ('succeeded', 'failed') AND p.provider = ANY($1::text[]))sql";
+
+// The same for refunds: an unknown refund and its first unapplied terminal event (the refund's
+// columns as the payment's above, then the refund's ID and its charge's reference).
+constexpr const char* k_refund_evidence = "webhook_refund_evidence_candidates";
+const std::string k_refund_evidence_sql = R"sql(
+SELECT o.tenant_id::text, o.payment_id::text, o.generation, o.operation_id,
+       coalesce(o.merchant_reference, ''), o.provider, o.amount_minor, o.currency,
+       e.event_id, e.event_key, e.event_type, e.outcome, e.provider_reference, e.amount_minor,
+       e.currency, floor(date_part('epoch', e.occurred_at))::bigint, o.id::text,
+       p.provider_reference
+  FROM provider_events e
+  JOIN operations o ON o.tenant_id = e.tenant_id AND o.id = e.refund_id
+  JOIN payments p ON p.tenant_id = o.tenant_id AND p.payment_id = o.payment_id
+ WHERE e.payment_id IS NOT NULL AND e.refund_id IS NOT NULL AND e.applied_at IS NULL
+   AND e.outcome IN ('succeeded', 'failed')
+   AND o.state = $3 AND e.outcome = ANY($4::text[]) AND o.provider = ANY($1::text[])
+ ORDER BY e.received_at, e.event_id
+ LIMIT $2)sql";
+const std::string k_refund_evidence_locked_sql =
+    k_refund_evidence_sql + " FOR UPDATE OF o SKIP LOCKED";
+
+// A refund's decision from its event ($2 the refund, $12 its payment); a refund that becomes
+// failed gives its amount back.
+constexpr const char* k_apply_refund_evidence = "webhook_apply_refund_evidence";
+const std::string k_apply_refund_evidence_sql = R"sql(
+WITH u AS (
+    UPDATE operations
+       SET state = $4::text, generation = generation + 1, next_attempt_at = NULL,
+           review_code = $5::text,
+           review_reason = CASE WHEN $4::text = 'failed' THEN NULL ELSE $6 END,
+           failure_reason = CASE WHEN $4::text = 'failed' THEN left($6, 1000) END,
+           provider_reference = coalesce($7, provider_reference), updated_at = now()
+     WHERE tenant_id = $1::uuid AND id = $2::uuid AND generation = $3 AND state = 'unknown'
+ RETURNING *
+), released AS (
+    UPDATE payments p SET refund_held_minor = p.refund_held_minor - u.amount_minor
+      FROM u
+     WHERE u.state = 'failed' AND p.tenant_id = u.tenant_id AND p.payment_id = u.payment_id
+), event AS (
+    )sql" + refund_event_insert("u") + R"sql(
+), audit AS (
+    INSERT INTO audit_log (tenant_id, actor, action, subject_type, subject_id, detail)
+    SELECT u.tenant_id, $8, u.kind || '.reconciled', u.kind, u.id::text,
+           jsonb_build_object('from', 'unknown', 'to', u.state, 'decision', $9::text,
+                              'evidence', 'webhook', 'event_id', $10::bigint,
+                              'event_key', $11::text, 'review_code', u.review_code,
+                              'reason', $6::text, 'generation', u.generation,
+                              'payment_id', $12::uuid)
+      FROM u
+), mark AS (
+    UPDATE provider_events SET applied_at = now(), applied_result = $9
+     WHERE event_id = $10 AND EXISTS (SELECT 1 FROM u)
+)
+SELECT count(*) FROM u)sql";
+
+// Events of refunds that settled without them, as the payments' above; a failed event of a
+// succeeded refund waits for the reversal pass, and a success reported before a reversal is
+// superseded.
+constexpr const char* k_settled_refund_events = "webhook_settled_refund_events";
+constexpr const char* k_settled_refund_events_sql = R"sql(
+UPDATE provider_events e
+   SET applied_at = now(),
+       applied_result = CASE WHEN e.outcome = o.state AND e.amount_minor = o.amount_minor
+                              AND upper(e.currency) = upper(o.currency) THEN 'consistent'
+                             WHEN e.outcome = 'succeeded' AND o.reversed_at IS NOT NULL
+                              AND e.amount_minor = o.amount_minor
+                              AND upper(e.currency) = upper(o.currency) THEN 'superseded'
+                             ELSE 'contradicts' END
+  FROM operations o
+ WHERE e.applied_at IS NULL AND e.refund_id IS NOT NULL AND e.outcome IN ('succeeded', 'failed')
+   AND o.tenant_id = e.tenant_id AND o.id = e.refund_id
+   AND o.state IN ('succeeded', 'failed') AND o.provider = ANY($1::text[])
+   AND NOT (e.outcome = 'failed' AND o.state = 'succeeded'))sql";
+
+// A late reversal ($2 the refund, $3 its generation, $4 the reason, $5 the actor, $6 the event).
+constexpr const char* k_reverse_refund = "webhook_reverse_refund";
+const std::string k_reverse_refund_sql = R"sql(
+WITH u AS (
+    UPDATE operations
+       SET state = 'failed', generation = generation + 1, failure_reason = left($4, 1000),
+           reversed_at = now(), updated_at = now()
+     WHERE tenant_id = $1::uuid AND id = $2::uuid AND generation = $3 AND state = 'succeeded'
+ RETURNING *
+), released AS (
+    UPDATE payments p SET refund_held_minor = p.refund_held_minor - u.amount_minor
+      FROM u
+     WHERE p.tenant_id = u.tenant_id AND p.payment_id = u.payment_id
+), event AS (
+    )sql" + refund_event_insert("u") + R"sql(
+), audit AS (
+    INSERT INTO audit_log (tenant_id, actor, action, subject_type, subject_id, detail)
+    SELECT u.tenant_id, $5, u.kind || '.reversed', u.kind, u.id::text,
+           jsonb_build_object('from', 'succeeded', 'to', 'failed', 'evidence', 'webhook',
+                              'event_id', $6::bigint, 'reason', $4::text,
+                              'generation', u.generation, 'payment_id', u.payment_id,
+                              'amount', u.amount_minor)
+      FROM u
+), mark AS (
+    UPDATE provider_events SET applied_at = now(), applied_result = 'reversal'
+     WHERE event_id = $6 AND EXISTS (SELECT 1 FROM u)
+)
+SELECT count(*) FROM u)sql";
 
 PaymentState state_for(const ReconcileDecision& d) {
     switch (d.action) {
@@ -124,6 +230,14 @@ EvidenceCandidate evidence_from_row(const pqxx::row& r) {
     }
     if (!r[15].is_null()) {
         c.event.occurred_at = r[15].as<long long>();
+    }
+    if (r.size() > 16) { // a refund's row
+        c.kind = OperationKind::refund;
+        c.event.kind = OperationKind::refund;
+        c.refund_id = r[16].as<std::string>();
+        if (!r[17].is_null()) {
+            c.charge_reference = r[17].as<std::string>();
+        }
     }
     return c;
 }
@@ -309,9 +423,13 @@ apply_webhook_evidence(Db& db, const std::string& actor, const std::vector<std::
         impl.prepare(k_evidence, k_evidence_sql);
         impl.prepare(k_apply_evidence, k_apply_evidence_sql);
         impl.prepare(k_settled_events, k_settled_events_sql);
+        impl.prepare(k_refund_evidence, k_refund_evidence_locked_sql);
+        impl.prepare(k_apply_refund_evidence, k_apply_refund_evidence_sql);
+        impl.prepare(k_settled_refund_events, k_settled_refund_events_sql);
         pqxx::work tx(impl.connection());
         const std::string names = text_array(providers);
         tx.exec_prepared0(k_settled_events, names);
+        tx.exec_prepared0(k_settled_refund_events, names);
         std::vector<AppliedEvidence> out;
         std::set<std::string> decided; // a payment's later events wait for the next pass
         for (const auto& row : tx.exec_prepared(k_evidence, names, limit)) {
@@ -332,8 +450,73 @@ apply_webhook_evidence(Db& db, const std::string& actor, const std::vector<std::
                 out.push_back({std::move(c), d, to});
             }
         }
+        const int left = limit - static_cast<int>(out.size());
+        for (const auto& row : left <= 0 ? pqxx::result()
+                                         : tx.exec_prepared(k_refund_evidence, names, left,
+                                                            "unknown", "{succeeded,failed}")) {
+            EvidenceCandidate c = evidence_from_row(row);
+            if (!decided.insert(c.refund_id).second) {
+                continue;
+            }
+            const ReconcileDecision d = decide(c);
+            const PaymentState to = state_for(d);
+            require_transition(PaymentState::unknown, to);
+            const std::string code = d.review ? std::string(to_string(*d.review)) : std::string();
+            const pqxx::row r = tx.exec_prepared1(
+                k_apply_refund_evidence, c.tenant_id, c.refund_id, c.generation,
+                std::string(to_string(to)), d.review ? code.c_str() : nullptr, d.reason,
+                or_null(d.provider_reference), actor, std::string(to_string(d.action)), c.event_id,
+                c.event.event_key, c.payment_id);
+            if (r[0].as<long long>() == 1) {
+                out.push_back({std::move(c), d, to});
+            }
+        }
         tx.commit();
         return out;
+    });
+}
+
+std::vector<EvidenceCandidate>
+reversal_candidates(Db& db, const std::vector<std::string>& providers, int limit) {
+    if (providers.empty() || limit <= 0) {
+        return {};
+    }
+    Db::Impl& impl = db.impl();
+    return translate_errors(impl, [&] {
+        pqxx::read_transaction tx(impl.connection());
+        std::vector<EvidenceCandidate> out;
+        // The plain select (no row lock): the provider is asked before anything is written.
+        for (const auto& row : tx.exec_params(k_refund_evidence_sql, text_array(providers), limit,
+                                              "succeeded", "{failed}")) {
+            out.push_back(evidence_from_row(row));
+        }
+        return out;
+    });
+}
+
+bool reverse_refund(Db& db, const EvidenceCandidate& candidate, const std::string& actor,
+                    const std::string& reason) {
+    require_reversal(candidate.kind);
+    Db::Impl& impl = db.impl();
+    return translate_errors(impl, [&] {
+        impl.prepare(k_reverse_refund, k_reverse_refund_sql);
+        pqxx::work tx(impl.connection());
+        const pqxx::row r =
+            tx.exec_prepared1(k_reverse_refund, candidate.tenant_id, candidate.refund_id,
+                              candidate.generation, reason, actor, candidate.event_id);
+        tx.commit();
+        return r[0].as<long long>() == 1;
+    });
+}
+
+void mark_provider_event(Db& db, long long event_id, const std::string& result) {
+    Db::Impl& impl = db.impl();
+    translate_errors(impl, [&] {
+        pqxx::work tx(impl.connection());
+        tx.exec_params0("UPDATE provider_events SET applied_at = now(), applied_result = $2 "
+                        "WHERE event_id = $1 AND applied_at IS NULL",
+                        event_id, result);
+        tx.commit();
     });
 }
 
@@ -353,7 +536,8 @@ std::vector<StoredEvent> store_provider_events(Db& db, const std::string& provid
                 k_store_event, provider, e.event_key, e.event_type,
                 std::string(to_string(e.outcome)), or_null(e.operation_id),
                 or_null(e.provider_reference), e.amount_minor ? amount.c_str() : nullptr,
-                or_null(e.currency), e.occurred_at ? at.c_str() : nullptr, body_hex);
+                or_null(e.currency), e.occurred_at ? at.c_str() : nullptr, body_hex,
+                std::string(to_string(e.kind)));
             StoredEvent s;
             s.event_id = r[0].as<long long>();
             s.inserted = r[1].as<bool>();
@@ -377,7 +561,8 @@ ProviderEventPurgeResult purge_provider_events(Db& db, std::chrono::seconds rete
     // unexamined event only ever examined: each reason can only lapse, so a batch that decides on
     // its snapshot never deletes what a concurrent transaction made evidence again.
     const std::string kept_because = R"sql(
-CASE WHEN p.payment_id IS NOT NULL AND p.state NOT IN ('succeeded', 'failed') THEN 'unsettled'
+CASE WHEN p.payment_id IS NOT NULL AND coalesce(o.state, p.state) NOT IN ('succeeded', 'failed')
+     THEN 'unsettled'
      WHEN e.applied_result = 'contradicts' AND e.acknowledged_at IS NULL THEN 'contradicting'
      WHEN e.payment_id IS NOT NULL AND e.applied_at IS NULL
           AND e.outcome IN ('succeeded', 'failed') THEN 'unexamined'
@@ -387,7 +572,9 @@ END)sql";
         "e.received_at <= now() - make_interval(secs => $1::bigint) AND "
         "e.last_received_at <= now() - make_interval(secs => $1::bigint)";
     const std::string payment_join = " LEFT JOIN payments p ON p.tenant_id = e.tenant_id "
-                                     "AND p.payment_id = e.payment_id ";
+                                     "AND p.payment_id = e.payment_id "
+                                     "LEFT JOIN operations o ON o.tenant_id = e.tenant_id "
+                                     "AND o.id = e.refund_id ";
     nlohmann::json run;
     run["retention_s"] = secs;
     return translate_errors(impl, [&] {

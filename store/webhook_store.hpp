@@ -31,16 +31,20 @@ std::vector<StoredEvent> store_provider_events(Db& db, const std::string& provid
                                                const std::vector<WebhookEvent>& events,
                                                std::string_view body);
 
-// An `unknown` payment and the first unapplied terminal event (succeeded or failed) about it.
+// An `unknown` payment or refund and the first unapplied terminal event (succeeded or failed)
+// about it; or (reversal_candidates) a succeeded refund and a failed event about it.
 struct EvidenceCandidate {
+    OperationKind kind = OperationKind::charge;
+    std::string refund_id;                       // with a refund
+    std::optional<std::string> charge_reference; // with a refund: its charge's provider reference
     std::string tenant_id;
     std::string payment_id;
     long long generation = 0;
     std::string operation_id;
     std::string merchant_reference;
     std::string provider;
-    long long amount_minor =
-        0; // what the provider should have charged (an operator's record first)
+    // What the provider should have charged (an operator's record first), or refunded.
+    long long amount_minor = 0;
     std::string currency;
     long long event_id = 0;
     WebhookEvent event;
@@ -57,14 +61,33 @@ struct AppliedEvidence {
 // unapplied terminal event (oldest event first; rows another transaction holds are skipped), asks
 // `decide` about each, and writes its decision fenced by the generation just read: the payment's
 // new state (succeeded, failed or needs_review), its reference, an audit row naming the event, the
-// outbox event, and the event marked applied with the decision. First, the terminal events of
-// payments that settled without them are marked `consistent` or `contradicts`. Pending and `other`
-// events, and events of payments in any other state, are left as they are. Throws
-// DatabaseUnavailable.
+// outbox event, and the event marked applied with the decision. Then the same for `unknown`
+// refunds (a refund that becomes failed gives its amount back to its payment). First, the
+// terminal events of payments and refunds that settled without them are marked `consistent` or
+// `contradicts` (`superseded`: a success reported before the refund was reversed); a failed event
+// of a succeeded refund is left for reversal_candidates. Pending and `other` events, and events of
+// payments in any other state, are left as they are. Throws DatabaseUnavailable.
 std::vector<AppliedEvidence>
 apply_webhook_evidence(Db& db, const std::string& actor, const std::vector<std::string>& providers,
                        int limit,
                        const std::function<ReconcileDecision(const EvidenceCandidate&)>& decide);
+
+// Succeeded refunds of `providers` with an unapplied failed event (a possible late reversal),
+// oldest event first, at most `limit`; nothing is locked (the caller asks the provider first).
+std::vector<EvidenceCandidate>
+reversal_candidates(Db& db, const std::vector<std::string>& providers, int limit);
+
+// Reverses the refund of `candidate` (core's find_reversal: succeeded -> failed) if it is still
+// succeeded at its generation: generation + 1, `reason` as its failure reason, reversed_at, its
+// amount given back to its payment, the refund.failed event, an audit row (refund.reversed)
+// naming the event by `actor`, and the event marked applied `reversal` -- one transaction.
+// Returns false (nothing written) if the refund changed meanwhile.
+bool reverse_refund(Db& db, const EvidenceCandidate& candidate, const std::string& actor,
+                    const std::string& reason);
+
+// Marks stored event `event_id` applied with `result` (contradicts: the provider's lookup says
+// otherwise; it waits in the review queue for an operator's acknowledgement).
+void mark_provider_event(Db& db, long long event_id, const std::string& result);
 
 // A stored provider event as operators see it (`payrecon events`), with its payment's state now.
 struct ProviderEventRow {

@@ -158,6 +158,10 @@ std::optional<RemotePayment> parse_payment_intent(std::string_view json_text) {
     return payment_from(j);
 }
 
+namespace {
+std::optional<RemotePayment> refund_from(const json& j);
+} // namespace
+
 std::optional<WebhookEvent> parse_event(std::string_view body) {
     const auto parsed = parse_external_json(body);
     if (!parsed || !parsed->is_object()) {
@@ -178,12 +182,16 @@ std::optional<WebhookEvent> parse_event(std::string_view body) {
     if (j.contains("data") && j["data"].is_object() && j["data"].contains("object")) {
         object = &j["data"]["object"];
     }
-    if (object == nullptr || e.event_type.rfind("payment_intent.", 0) != 0) {
+    // A refund's events (refund.created, refund.updated, refund.failed; charge.refund.updated
+    // in older API versions) carry the Refund, whose metadata holds the refund's operation ID.
+    const bool refund = object != nullptr && (e.event_type.rfind("refund.", 0) == 0 ||
+                                              e.event_type.rfind("charge.refund.", 0) == 0);
+    if (object == nullptr || (!refund && e.event_type.rfind("payment_intent.", 0) != 0)) {
         return e; // not about a payment's outcome: kept as `other`
     }
-    const auto p = payment_from(*object);
-    if (!p) {
-        return e;
+    const auto p = refund ? refund_from(*object) : payment_from(*object);
+    if (refund) {
+        e.kind = OperationKind::refund;
     }
     e.provider_reference = p->provider_reference;
     e.amount_minor = p->amount.minor;

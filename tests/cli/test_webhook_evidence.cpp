@@ -10,6 +10,7 @@
 #include "services/webhooks.hpp"
 #include "tests/api/serve_process.hpp"
 #include "tests/support/operated.hpp"
+#include "tests/support/stripe_webhooks.hpp"
 
 #include <catch2/catch.hpp>
 #include <ctime>
@@ -22,8 +23,6 @@ using namespace payrecon;
 using namespace payrecon::testing;
 
 namespace {
-
-const std::string k_secret = "whsec_evidence_test_secret_0123456789ab";
 
 // Stripe's event about the PaymentIntent of `ref` at the fake (its ID, our operation ID), as
 // Stripe would send it.
@@ -47,15 +46,7 @@ std::string event_body(Operated& w, const std::string& ref, const std::string& e
 
 // Receives `body` as serve does: Stripe's verifier with the account's secret, then the store.
 WebhookReceipt deliver(Operated& w, const std::string& body) {
-    const long long t = std::time(nullptr);
-    WebhookRequest r;
-    r.headers = {{"stripe-signature",
-                  "t=" + std::to_string(t) +
-                      ",v1=" + to_hex(hmac_sha256(k_secret, std::to_string(t) + "." + body))}};
-    r.body = body;
-    r.received_at = std::chrono::system_clock::now();
-    const auto verifier = providers::stripe::webhook_verifier({Secret(k_secret)});
-    return receive_webhook(*w.db, w.config.name, *verifier, r);
+    return deliver_stripe(*w.db, w.config.name, body);
 }
 
 } // namespace
@@ -572,13 +563,13 @@ TEST_CASE("webhook evidence: Stripe's events from the provider, delivered three 
     SecretFile secret;
     ServeProcess serve(secret, 4,
                        {"PAYRECON_CONFIG=" + w.config_file.string(),
-                        "PAYRECON_TEST_STRIPE_WHSEC=" + k_secret,
+                        "PAYRECON_TEST_STRIPE_WHSEC=" + k_stripe_webhook_secret,
                         std::string(k_key_env) + "=" +
                             std::get<providers::ApiKey>(w.config.credentials).value.reveal()});
     fake::WebhookOptions faults;
     faults.url = "http://127.0.0.1:" + std::to_string(serve.port()) + "/v1/providers/" +
                  w.config.name + "/webhooks";
-    faults.secret = k_secret;
+    faults.secret = k_stripe_webhook_secret;
     faults.duplicate_rate = 1.0;    // payment_intent.succeeded twice
     faults.out_of_order_rate = 1.0; // then payment_intent.processing, which came first at Stripe
     w.fake->set_webhooks(faults);

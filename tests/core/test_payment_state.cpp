@@ -151,3 +151,18 @@ TEST_CASE("payment state: unknown names do not parse", "[core][state]") {
         CHECK_FALSE(parse_payment_state(name));
     }
 }
+
+TEST_CASE("payment state: a refund's late reversal is the one way out of succeeded, and a charge "
+          "has none",
+          "[core][state]") {
+    const auto reversal = find_reversal(OperationKind::refund);
+    REQUIRE(reversal);
+    CHECK(reversal->from == PaymentState::succeeded);
+    CHECK(reversal->to == PaymentState::failed);
+    CHECK_FALSE(reversal->cause.empty());
+    CHECK_NOTHROW(require_reversal(OperationKind::refund));
+    CHECK_FALSE(find_reversal(OperationKind::charge));
+    CHECK_THROWS_AS(require_reversal(OperationKind::charge), std::logic_error);
+    // The shared table still holds no way out of succeeded.
+    CHECK_FALSE(find_transition(PaymentState::succeeded, PaymentState::failed));
+}

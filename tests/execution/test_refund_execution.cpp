@@ -6,6 +6,7 @@
 #include "services/refunds.hpp"
 #include "store/executor_store.hpp"
 #include "tests/execution/world.hpp"
+#include "tests/support/stripe_webhooks.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -58,6 +59,38 @@ struct Refunds {
                  " seconds', last_attempt_at = last_attempt_at - interval '" + s +
                  " seconds', next_attempt_at = now() - interval '1 second' WHERE id = '" +
                  refund_id + "'");
+    }
+
+    // The refund as the fake holds it now (its re_ ID, status), asked outside our records.
+    providers::RemotePayment at_provider(const std::string& refund_id) {
+        providers::RefundOrder o;
+        o.operation_id = op(refund_id);
+        o.payment_reference = p.column("provider_reference");
+        o.amount = Money{std::stoll(column(refund_id, "amount_minor")), "EUR"};
+        const auto found = p.provider->lookup_refund(o);
+        REQUIRE(found.status == providers::LookupResult::Status::found);
+        return *found.payment;
+    }
+    // Stripe's event about the refund, signed and received as serve receives it.
+    WebhookReceipt deliver(const std::string& refund_id, const std::string& type,
+                           const std::string& status) {
+        const auto remote = at_provider(refund_id);
+        const nlohmann::json refund = {{"id", remote.provider_reference},
+                                       {"object", "refund"},
+                                       {"amount", std::stoll(column(refund_id, "amount_minor"))},
+                                       {"currency", "eur"},
+                                       {"status", status},
+                                       {"payment_intent", p.column("provider_reference")},
+                                       {"metadata", {{"operation_id", op(refund_id)}}}};
+        return deliver_stripe(*p.w.db, p.w.config.name, stripe_event(type, refund));
+    }
+    long long lookups(const std::string& refund_id) {
+        return count_rows("payment_lookups", p.w.tenant.tenant_id,
+                          "operation_id = '" + op(refund_id) + "'");
+    }
+    long long events_applied(const std::string& refund_id, const std::string& result) {
+        return count_rows("provider_events", p.w.tenant.tenant_id,
+                          "refund_id = '" + refund_id + "' AND applied_result = '" + result + "'");
     }
 };
 
@@ -217,4 +250,104 @@ TEST_CASE("refund execution: a refund left processing past its lease becomes unk
     CHECK(r.state(id) == "unknown");
     CHECK(r.attempts(id, "outcome = 'succeeded'") == 1);
     CHECK(r.p.w.executions(r.op(id)) == 0);
+}
+
+TEST_CASE("refund execution: a verified refund event settles an unknown refund with no lookup, "
+          "once, and leaves the charge's evidence alone",
+          "[execution][refunds][webhooks]") {
+    Refunds r;
+    const std::string id = r.refund(900);
+    fake::FaultConfig faults;
+    faults.next = {fake::Fault::execute_then_fin};
+    r.p.w.fake->set_faults(faults);
+    engine::Executor ex(*r.p.w.db, {r.p.provider.get()}, r.p.w.options());
+    CHECK(ex.run_once() == 1);
+    REQUIRE(r.state(id) == "unknown");
+
+    const auto receipt = r.deliver(id, "refund.updated", "succeeded");
+    REQUIRE(receipt.status == WebhookVerdict::Status::verified);
+    CHECK(count_rows("provider_events", r.p.w.tenant.tenant_id,
+                     "refund_id = '" + id + "' AND payment_id = '" + r.p.w.payment_id_of(r.p.ref) +
+                         "' AND outcome = 'succeeded'") == 1);
+    const auto outcomes = r.p.reconcile();
+    REQUIRE(outcomes.size() == 1);
+    CHECK(outcomes[0].kind == OperationKind::refund);
+    CHECK(outcomes[0].to == PaymentState::succeeded);
+    CHECK(r.state(id) == "succeeded");
+    CHECK(r.lookups(id) == 0); // the event was the evidence: nobody asked the provider
+    CHECK(r.column(id, "provider_reference").rfind("re_", 0) == 0);
+    CHECK(r.events(id, "refund.succeeded") == 1);
+    CHECK(r.events_applied(id, "adopt_succeeded") == 1);
+    CHECK(count_rows("audit_log", r.p.w.tenant.tenant_id,
+                     "action = 'refund.reconciled' AND subject_id = '" + id +
+                         "' AND detail->>'evidence' = 'webhook'") == 1);
+    CHECK(r.p.w.executions(r.op(id)) == 1);
+    // The same success again is consistent; the charge is not touched by either.
+    REQUIRE(r.deliver(id, "refund.updated", "succeeded").new_events == 1);
+    CHECK(r.p.reconcile().empty());
+    CHECK(r.events_applied(id, "consistent") == 1);
+    CHECK(r.p.state() == "succeeded");
+    // The charge's own events: its creation and its success, nothing after.
+    CHECK(count_rows("outbox", r.p.w.tenant.tenant_id, "event_type LIKE 'payment.%'") == 2);
+}
+
+TEST_CASE("refund execution: a late reversal -- the provider fails a refund it reported "
+          "succeeded: confirmed by the lookup, the refund fails and the amount is refundable "
+          "again",
+          "[execution][refunds][webhooks]") {
+    Refunds r;
+    const std::string id = r.refund(2500);
+    engine::Executor ex(*r.p.w.db, {r.p.provider.get()}, r.p.w.options());
+    CHECK(ex.run_once() == 1);
+    REQUIRE(r.state(id) == "succeeded");
+    REQUIRE(r.held() == 2500);
+    REQUIRE(r.refunded_eur() == 2500);
+
+    r.p.w.fake->seed(fake::RefundReversed{r.op(id), "expired_or_canceled_card"});
+    CHECK(r.refunded_eur() == 0);
+    REQUIRE(r.deliver(id, "refund.failed", "failed").status == WebhookVerdict::Status::verified);
+    const auto outcomes = r.p.reconcile();
+    REQUIRE(outcomes.size() == 1);
+    CHECK(outcomes[0].from == PaymentState::succeeded);
+    CHECK(outcomes[0].to == PaymentState::failed);
+    CHECK(outcomes[0].applied);
+    CHECK(r.state(id) == "failed");
+    CHECK(r.column(id, "reversed_at") != "");
+    CHECK(r.column(id, "failure_reason").find("refund.failed") != std::string::npos);
+    CHECK(r.held() == 0);
+    CHECK(r.events(id, "refund.failed") == 1);
+    CHECK(r.events_applied(id, "reversal") == 1);
+    CHECK(r.lookups(id) == 0); // the reversal's lookup is the reconciler's check, not a record
+    CHECK(count_rows("audit_log", r.p.w.tenant.tenant_id,
+                     "action = 'refund.reversed' AND subject_id = '" + id + "'") == 1);
+    // Once: a second run finds nothing; an earlier success reported again is superseded.
+    REQUIRE(r.deliver(id, "refund.updated", "succeeded").new_events == 1);
+    CHECK(r.p.reconcile().empty());
+    CHECK(r.events_applied(id, "superseded") == 1);
+    CHECK(r.events(id, "refund.failed") == 1);
+    // The whole charge may be refunded again, and is, once.
+    const std::string again = r.refund(2500);
+    CHECK(ex.run_once() == 1);
+    CHECK(r.state(again) == "succeeded");
+    CHECK(r.refunded_eur() == 2500);
+    CHECK(r.held() == 2500);
+}
+
+TEST_CASE("refund execution: a reversal event the provider's lookup contradicts moves nothing, "
+          "and waits for an operator",
+          "[execution][refunds][webhooks]") {
+    Refunds r;
+    const std::string id = r.refund(1200);
+    engine::Executor ex(*r.p.w.db, {r.p.provider.get()}, r.p.w.options());
+    CHECK(ex.run_once() == 1);
+    REQUIRE(r.state(id) == "succeeded");
+    REQUIRE(r.deliver(id, "refund.failed", "failed").status == WebhookVerdict::Status::verified);
+    const auto outcomes = r.p.reconcile();
+    REQUIRE(outcomes.size() == 1);
+    CHECK(outcomes[0].to == PaymentState::succeeded);
+    CHECK(r.state(id) == "succeeded");
+    CHECK(r.held() == 1200);
+    CHECK(r.events(id, "refund.failed") == 0);
+    CHECK(r.events_applied(id, "contradicts") == 1);
+    CHECK(r.refunded_eur() == 1200);
 }

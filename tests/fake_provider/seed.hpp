@@ -60,6 +60,13 @@ struct Refunded {
     std::optional<std::int64_t> created; // the Refund's created; now when absent
 };
 
+// A late reversal (Stripe's refund.failed after succeeded): the refund created through the API
+// under `operation_id` becomes `failed` with `failure_reason`; the charge's `amount_refunded`
+// shrinks by its amount, which goes back to `charged` and out of `refunded`.
+struct RefundReversed {
+    std::string operation_id;
+    std::string failure_reason = "expired_or_canceled_card";
+};
 // n succeeded PaymentIntents for benchmarks, created at start_time + i * spacing (whole seconds
 // shown, so several may share a second), metadata[operation_id] = operation_id_prefix + i
 // (i = 0..n-1; no metadata when the prefix is empty: then they count under "(none)").
@@ -72,11 +79,12 @@ struct BulkSeed {
     std::string operation_id_prefix = "bulk-";
 };
 
-using Seed = std::variant<OrphanCharge, DuplicateCharge, AmountMismatch, Refunded, BulkSeed>;
+using Seed =
+    std::variant<OrphanCharge, DuplicateCharge, AmountMismatch, Refunded, BulkSeed, RefundReversed>;
 
 // The admin JSON: {"kind": "orphan_charge" | "duplicate_charge" | "amount_mismatch" | "refunded" |
-// "bulk", ...fields as above, `spacing_ms` for bulk}. Throws std::invalid_argument naming the
-// field on an unknown kind or field, a missing or mistyped field.
+// "bulk" | "refund_reversed", ...fields as above, `spacing_ms` for bulk}. Throws
+// std::invalid_argument naming the field on an unknown kind or field, a missing or mistyped field.
 Seed seed_from_json(const nlohmann::json& j);
 std::string_view seed_kind(const Seed& seed);
 

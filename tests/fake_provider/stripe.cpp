@@ -644,7 +644,10 @@ Json StripeApi::render_refund(const Intent& in, const Refund& r) const {
     refund["reason"] = r.reason ? Json(*r.reason) : Json(nullptr);
     refund["receipt_number"] = nullptr;
     refund["source_transfer_reversal"] = nullptr;
-    refund["status"] = "succeeded";
+    refund["status"] = r.failure_reason ? "failed" : "succeeded";
+    if (r.failure_reason) {
+        refund["failure_reason"] = *r.failure_reason;
+    }
     refund["transfer_reversal"] = nullptr;
     return refund;
 }
@@ -1163,6 +1166,26 @@ std::vector<std::string> StripeApi::seed_locked(const Refunded& s) {
     m_ledger.add_charged_locked(in.currency, -amount);
     m_refunded[in.currency] += amount;
     return {concat("pi_", view(in.id))};
+}
+
+std::vector<std::string> StripeApi::seed_locked(const RefundReversed& s) {
+    for (std::size_t i = 0; i < m_intents.size(); ++i) {
+        Intent& in = m_intents[i];
+        for (Refund& r : in.refunds) {
+            if (r.operation_id != s.operation_id || s.operation_id.empty()) {
+                continue;
+            }
+            if (r.failure_reason) {
+                throw std::invalid_argument("the refund is reversed already");
+            }
+            r.failure_reason = s.failure_reason;
+            in.amount_refunded -= r.amount;
+            m_ledger.add_charged_locked(in.currency, r.amount);
+            m_refunded[in.currency] -= r.amount;
+            return {concat("re_", view(r.id))};
+        }
+    }
+    throw SeedNotFound("no refund with operation ID " + s.operation_id);
 }
 
 std::vector<std::string> StripeApi::seed_locked(const BulkSeed& s) {

@@ -149,6 +149,7 @@ public:
     std::vector<std::string> seed_amount_mismatch(const AmountMismatch& s) { return seed(s); }
     std::vector<std::string> seed_refunded(const Refunded& s) { return seed(s); }
     std::vector<std::string> seed_bulk(const BulkSeed& s) { return seed(s); }
+    std::vector<std::string> seed_refund_reversed(const RefundReversed& s) { return seed(s); }
 
     // Forgets every PaymentIntent, key and seed count. Under the ledger's lock (the ledger resets
     // its own counts, faults and clock).
@@ -173,6 +174,7 @@ private:
         std::string operation_id; // metadata[operation_id] of a refund created through the API
         std::optional<std::string> reason;
         std::map<std::string, std::string> metadata;
+        std::optional<std::string> failure_reason; // a refund reversed after it succeeded
     };
 
     // Kept compact (a bulk seed holds a million): the JSON is rendered on demand (render()).
@@ -242,6 +244,7 @@ private:
     std::vector<std::string> seed_locked(const AmountMismatch& s);
     std::vector<std::string> seed_locked(const Refunded& s);
     std::vector<std::string> seed_locked(const BulkSeed& s);
+    std::vector<std::string> seed_locked(const RefundReversed& s);
     bool authorized(const http::Request& request) const;
 
     Ledger& m_ledger;
