@@ -104,6 +104,67 @@ LookupResult CheckoutAdapter::lookup(const PaymentOrder& order) {
     return out;
 }
 
+SubmitResult CheckoutAdapter::refund(const RefundOrder& order) {
+    if (const auto problem =
+            carry_problem(carry_limits(), order.merchant_reference.value_or(""), order.metadata)) {
+        return not_carried(*problem);
+    }
+    if (order.payment_reference.empty()) {
+        return not_expressible("no_payment_reference",
+                               "the payment has no Checkout.com payment ID to refund");
+    }
+    const auto body = refund_body(order);
+    if (!body) {
+        return not_expressible("not_expressible",
+                               "the amount (" + order.amount.currency +
+                                   ") or the operation ID cannot be expressed in Checkout.com's "
+                                   "refund request");
+    }
+    net::HttpRequest req = m_client.request(
+        "POST", "/payments/" + percent_encode(order.payment_reference) + "/refunds", true);
+    req.headers.emplace_back("Content-Type", "application/json");
+    if (m_caps.honours_idempotency_keys) {
+        req.headers.emplace_back("Cko-Idempotency-Key", order.operation_id);
+    }
+    req.body = *body;
+    req.deadline = order.deadline;
+    return create_outcome(m_client.send(std::move(req)), [&order](int status, std::string_view b) {
+        return interpret_refund(order, status, b);
+    });
+}
+
+LookupResult CheckoutAdapter::lookup_refund(const RefundOrder& order) {
+    LookupResult out;
+    if (!m_caps.refund_lookup) {
+        out.call.error_class = "lookup_not_supported";
+        return out;
+    }
+    if (order.payment_reference.empty()) {
+        out.call.error_class = "no_payment_reference";
+        return out;
+    }
+    const net::HttpResult res = m_client.send(m_client.request(
+        "GET", "/payments/" + percent_encode(order.payment_reference) + "/actions", false));
+    const ReadCall read = read_call(res);
+    out.call = read.call;
+    if (!read.ok) {
+        return out; // failed: never read as absence
+    }
+    const auto refunds = parse_refund_actions(res.body, order.amount.currency);
+    if (!refunds) {
+        out.call.error_class = "unrecognised_response";
+        return out;
+    }
+    std::vector<RemotePayment> matches;
+    for (auto it = refunds->rbegin(); it != refunds->rend(); ++it) { // oldest first
+        if (it->operation_id == order.operation_id) {
+            matches.push_back(*it);
+        }
+    }
+    answer_from_matches(out, std::move(matches));
+    return out;
+}
+
 ListPage CheckoutAdapter::list(const TimeWindow& /*window*/,
                                const std::optional<std::string>& /*cursor*/) {
     ListPage out;

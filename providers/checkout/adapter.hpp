@@ -21,6 +21,13 @@
 //   `request_invalid` and 401/403 mean nothing was executed: rejected (an integration fault, the
 //   payment goes to review). A 429 is "too many requests or duplicate request detected", which
 //   does not say whether the duplicate was our earlier request: unknown.
+// - Refunds: POST /payments/{id}/refunds {amount, reference, metadata} under the refund's own
+//   operation ID as Cko-Idempotency-Key, answered 202 {action_id, reference}: accepted, processed
+//   asynchronously, so pending. Only a 2xx is kept under the key here too: after a 5xx, a timeout
+//   or any other non-2xx the refund is unknown and never re-sent without a lookup. 403 is "Refund
+//   not allowed" (declined); 404 the payment not found and 422 an invalid request (rejected). A
+//   refund is found in GET /payments/{id}/actions: the Refund action whose `reference` is our
+//   operation ID (`approved` decides; absent: pending).
 
 #include "providers/adapter_support.hpp"
 #include "providers/config.hpp"
@@ -64,6 +71,10 @@ public:
     const Capabilities& capabilities() const override { return m_caps; }
 
     SubmitResult submit(const PaymentOrder& order) override;
+    SubmitResult refund(const RefundOrder& order) override;
+    // GET /payments/{id}/actions, the Refund actions carrying our reference: the oldest is the
+    // refund, later ones (a key re-executed after a non-2xx) duplicates.
+    LookupResult lookup_refund(const RefundOrder& order) override;
     // GET /payments?reference=<operation ID>, paged by `skip`; failed past k_max_lookup_pages and
     // on any page that fails.
     LookupResult lookup(const PaymentOrder& order) override;

@@ -56,7 +56,10 @@ const ProviderDescriptor& descriptor() {
         .parse_settings = &parse_settings,
         // Cko-Idempotency-Key (our operation ID, also `reference`: at most 50 characters); lookup
         // by reference; no listing by time window.
-        .api = {.max_key_length = k_max_key_length, .lookup = true, .list = false},
+        .api = {.max_key_length = k_max_key_length,
+                .lookup = true,
+                .list = false,
+                .refund_lookup = true},
         .carry_limits = &carry_limits,
         .statuses = {.contract_pointer =
                          "/components/schemas/PaymentDetails/properties/status/enum",

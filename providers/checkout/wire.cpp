@@ -347,4 +347,118 @@ SubmitResult interpret_create(const PaymentOrder& order, int http_status, std::s
     return r;
 }
 
+// Refunds (POST /payments/{id}/refunds).
+
+std::optional<std::string> refund_body(const RefundOrder& order) {
+    const auto amount = to_checkout_amount(order.amount);
+    if (!amount || order.payment_reference.empty() || order.operation_id.empty() ||
+        order.operation_id.size() > k_max_reference ||
+        carry_problem(carry_limits(), order.merchant_reference.value_or(""), order.metadata)) {
+        return std::nullopt;
+    }
+    json metadata = json::object();
+    for (const auto& [k, v] : order.metadata) {
+        metadata[k] = v;
+    }
+    metadata["operation_id"] = order.operation_id;
+    if (order.merchant_reference) {
+        metadata["merchant_reference"] = *order.merchant_reference;
+    }
+    return json{
+        {"amount", *amount}, {"reference", order.operation_id}, {"metadata", std::move(metadata)}}
+        .dump();
+}
+
+SubmitResult interpret_refund(const RefundOrder& order, int http_status, std::string_view body) {
+    SubmitResult r;
+    r.call.http_status = http_status;
+    r.call.detail = wire::excerpt(body);
+    if (http_status == 202) {
+        const auto parsed = parse_external_json(body);
+        const auto action = parsed ? wire::string_member(*parsed, "action_id") : std::nullopt;
+        const auto reference = parsed ? wire::string_member(*parsed, "reference") : std::nullopt;
+        if (!action || action->empty() || reference != order.operation_id) {
+            r.call.error_class = "unrecognised_response";
+            return r; // unknown: an acceptance we cannot match to our request proves nothing
+        }
+        r.outcome = Outcome::pending; // accepted; card refunds are processed asynchronously
+        r.provider_reference = *action;
+        return r;
+    }
+    if (http_status == 401) {
+        return rejected_request(http_status, "unauthorized",
+                                "Checkout.com refused the secret key (401 Unauthorized)",
+                                wire::excerpt(body));
+    }
+    if (http_status == 403) {
+        r.outcome = Outcome::declined; // "Refund not allowed": nothing refunded
+        r.call.error_class = "refund_not_allowed";
+        return r;
+    }
+    if (http_status == 404) {
+        return rejected_request(http_status, "payment_not_found",
+                                "Checkout.com does not know the payment refunded (404)",
+                                wire::excerpt(body));
+    }
+    if (http_status == 422) {
+        const auto e = parse_error(body);
+        if (e && e->error_type == "request_invalid") {
+            std::string codes;
+            for (const auto& c : e->error_codes) {
+                codes += (codes.empty() ? "" : ", ") + c;
+            }
+            return rejected_request(http_status,
+                                    e->error_codes.empty() ? e->error_type : e->error_codes.front(),
+                                    "Checkout.com refused the refund as invalid: " +
+                                        (codes.empty() ? e->error_type : codes),
+                                    wire::excerpt(body));
+        }
+        r.call.error_class = "unrecognised_response";
+        return r;
+    }
+    r.call.error_class = http_status == 409   ? "idempotency_conflict"
+                         : http_status == 429 ? "too_many_requests"
+                                              : "http_" + std::to_string(http_status);
+    return r; // the refund may have executed: the reconciler looks it up before any re-send
+}
+
+std::optional<std::vector<RemotePayment>> parse_refund_actions(std::string_view json_text,
+                                                               std::string_view currency) {
+    const auto parsed = parse_external_json(json_text);
+    if (!parsed || !parsed->is_array()) {
+        return std::nullopt;
+    }
+    std::vector<RemotePayment> out;
+    for (const json& a : *parsed) {
+        const auto id = a.is_object() ? wire::string_member(a, "id") : std::nullopt;
+        const auto type = a.is_object() ? wire::string_member(a, "type") : std::nullopt;
+        if (!id || !type || !a.contains("amount") || !a["amount"].is_number_integer()) {
+            return std::nullopt; // one unreadable action makes the list untrustworthy
+        }
+        if (*type != "Refund") {
+            continue;
+        }
+        const auto money = from_checkout_amount(a["amount"].get<std::int64_t>(), currency);
+        if (!money || (a.contains("approved") && !a["approved"].is_boolean())) {
+            return std::nullopt;
+        }
+        RemotePayment r;
+        r.provider_reference = *id;
+        r.amount = *money;
+        r.operation_id = wire::string_member(a, "reference");
+        const std::optional<bool> approved =
+            a.contains("approved") ? std::optional<bool>(a["approved"].get<bool>()) : std::nullopt;
+        r.state = !approved ? Outcome::pending : *approved ? Outcome::succeeded : Outcome::declined;
+        r.raw_status = !approved ? "pending" : *approved ? "approved" : "declined";
+        if (const auto on = wire::string_member(a, "processed_on")) {
+            if (const auto t = wire::parse_rfc3339(*on)) {
+                r.created_at = *t;
+            }
+        }
+        r.raw = a.dump();
+        out.push_back(std::move(r));
+    }
+    return out;
+}
+
 } // namespace payrecon::providers::checkout

@@ -101,4 +101,29 @@ std::optional<CheckoutError> parse_error(std::string_view json_text);
 // about what a later request with the same key does.
 SubmitResult interpret_create(const PaymentOrder& order, int http_status, std::string_view body);
 
+// Refunds (POST /payments/{id}/refunds, DESIGN section 16).
+
+// The JSON body of POST /payments/{id}/refunds: `amount` in Checkout.com's units, `reference` our
+// operation ID (at most 50 characters), and `metadata` with every caller entry plus ours (the
+// operation ID, and the refund's merchant reference when given). nullopt if the payment has no
+// reference, the amount is not expressible, the operation ID is too long, or carry_problem finds
+// something.
+std::optional<std::string> refund_body(const RefundOrder& order);
+
+// The outcome of a refund call. 202 RefundAcceptedResponse naming our reference -> pending (card
+// refunds are processed asynchronously), its action_id the provider reference; 403 ("Refund not
+// allowed", the document's only meaning of it here) -> declined; 401, 404 (payment not found) and
+// 422 request_invalid -> rejected (nothing executed); 409, 429, 5xx and anything else unknown.
+// Checkout.com saves only 2xx answers under the key: after any other answer the same key executes
+// again, so no answer is read as not_sent.
+SubmitResult interpret_refund(const RefundOrder& order, int http_status, std::string_view body);
+
+// The Refund actions of GET /payments/{id}/actions (an array of PaymentAction, newest first) as
+// RemotePayments: provider_reference the action's id, operation_id its `reference`, the amount in
+// `currency`; `approved` true -> succeeded, false -> declined, absent -> pending. Other actions
+// (Authorization, Capture...) are left out. nullopt if the body is not such an array or one action
+// is unreadable.
+std::optional<std::vector<RemotePayment>> parse_refund_actions(std::string_view json_text,
+                                                               std::string_view currency);
+
 } // namespace payrecon::providers::checkout

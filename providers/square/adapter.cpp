@@ -23,15 +23,22 @@ SubmitResult SquareAdapter::submit(const PaymentOrder& order) {
                                    ") or the operation ID cannot be expressed in Square's "
                                    "CreatePayment");
     }
+    return post_json(
+        "/v2/payments", *body, order.deadline,
+        [&order](int status, std::string_view b) { return interpret_create(order, status, b); });
+}
+
+SubmitResult
+SquareAdapter::post_json(const std::string& path, std::string body,
+                         const std::optional<std::chrono::steady_clock::time_point>& deadline,
+                         const std::function<SubmitResult(int, std::string_view)>& interpret) {
     // The idempotency key is in the body: Square has no way to send without one, so the
     // idempotency_keys override changes only what the reconciler trusts.
-    net::HttpRequest req = m_client.request("POST", "/v2/payments", true);
+    net::HttpRequest req = m_client.request("POST", path, true);
     req.headers.emplace_back("Content-Type", "application/json");
-    req.body = *body;
-    req.deadline = order.deadline;
-    return create_outcome(m_client.send(std::move(req)), [&order](int status, std::string_view b) {
-        return interpret_create(order, status, b);
-    });
+    req.body = std::move(body);
+    req.deadline = deadline;
+    return create_outcome(m_client.send(std::move(req)), interpret);
 }
 
 ListPage SquareAdapter::fetch_page(const TimeWindow& window,
@@ -110,6 +117,78 @@ ListPage SquareAdapter::list(const TimeWindow& window, const std::optional<std::
         return out;
     }
     return fetch_page(window, cursor);
+}
+
+SubmitResult SquareAdapter::refund(const RefundOrder& order) {
+    if (const auto problem =
+            carry_problem(carry_limits(), order.merchant_reference.value_or(""), order.metadata)) {
+        return not_carried(*problem);
+    }
+    if (order.payment_reference.empty()) {
+        return not_expressible("no_payment_reference",
+                               "the payment has no Square payment ID to refund");
+    }
+    const auto body = refund_body(order);
+    if (!body) {
+        return not_expressible("not_expressible", "the amount (" + order.amount.currency +
+                                                      ") or the operation ID cannot be expressed "
+                                                      "in Square's RefundPayment");
+    }
+    return post_json(
+        "/v2/refunds", *body, order.deadline,
+        [&order](int status, std::string_view b) { return interpret_refund(order, status, b); });
+}
+
+LookupResult SquareAdapter::lookup_refund(const RefundOrder& order) {
+    LookupResult out;
+    if (!m_caps.refund_lookup) {
+        out.call.error_class = "lookup_not_supported";
+        return out;
+    }
+    if (order.payment_reference.empty()) {
+        out.call.error_class = "no_payment_reference";
+        return out;
+    }
+    // The refund has no reference of ours to search by: its payment names its refunds.
+    const net::HttpResult res = m_client.send(
+        m_client.request("GET", "/v2/payments/" + percent_encode(order.payment_reference), false));
+    const ReadCall read = read_call(res);
+    out.call = read.call;
+    if (!read.ok) {
+        return out; // failed: never read as absence
+    }
+    const auto payment = parse_envelope(res.body);
+    if (!payment || !payment->payment || !payment->errors.empty() ||
+        payment->payment->provider_reference != order.payment_reference) {
+        out.call.error_class = "unrecognised_response";
+        return out;
+    }
+    if (payment->refund_ids.size() > k_max_lookup_refunds) {
+        out.call.error_class = "too_many_refunds";
+        out.call.detail =
+            "more than " + std::to_string(k_max_lookup_refunds) + " refunds of the payment";
+        return out;
+    }
+    std::vector<RemotePayment> matches;
+    for (const std::string& id : payment->refund_ids) {
+        const net::HttpResult one =
+            m_client.send(m_client.request("GET", "/v2/refunds/" + percent_encode(id), false));
+        const ReadCall got = read_call(one);
+        out.call = got.call;
+        if (!got.ok) {
+            return out; // one refund unread: absence proves nothing
+        }
+        const auto env = parse_envelope(one.body);
+        if (!env || !env->refund || !env->errors.empty() || env->refund->provider_reference != id) {
+            out.call.error_class = "unrecognised_response";
+            return out;
+        }
+        if (env->refund->operation_id == order.operation_id) {
+            matches.push_back(std::move(*env->refund));
+        }
+    }
+    answer_from_matches(out, std::move(matches));
+    return out;
 }
 
 } // namespace payrecon::providers::square

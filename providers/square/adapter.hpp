@@ -25,6 +25,14 @@
 //   429 (RATE_LIMIT_ERROR) is not executed (sent again); 5xx and anything unrecognised are
 //   unknown. Square documents replaying the first *successful* response for a key; whether a
 //   rejected request holds its key is not documented (README.md).
+// - Refunds: POST /v2/refunds {idempotency_key, payment_id, amount_money, reason} under the
+//   refund's own operation ID as the key. A PaymentRefund has no reference field: our operation ID
+//   rides in `reason` ("requested_by_customer [pr_...]", wire.hpp refund_reason). A refund is found
+//   by reading the payment (GET /v2/payments/{id}: its refund_ids) and each of its refunds
+//   (GET /v2/refunds/{id}), matching the reason; Square allows 20 refunds per payment, so past
+//   k_max_lookup_refunds the lookup fails. The same key answers the same refund. A refund
+//   refused is 400 REFUND_ERROR (REFUND_AMOUNT_INVALID past what is left): declined. A COMPLETED
+//   refund's funds can still fail to be secured (FAILED later).
 
 #include "providers/adapter_support.hpp"
 #include "providers/config.hpp"
@@ -42,6 +50,8 @@ inline constexpr std::size_t k_max_key_length = 45;
 inline constexpr std::chrono::minutes k_lookup_before{5};
 inline constexpr std::chrono::hours k_lookup_after{24};
 inline constexpr int k_max_lookup_pages = 50;
+// The most refunds of one payment a refund lookup reads (Square allows 20 per payment).
+inline constexpr std::size_t k_max_lookup_refunds = 50;
 
 // Kind "square": an access token (api_key_env) sent as a bearer token; keys up to 45 characters;
 // lookup by listing a window, listing; Payment status words.
@@ -65,8 +75,18 @@ public:
     // is absent, "too_many_pages" past k_max_lookup_pages, and on any page that fails.
     LookupResult lookup(const PaymentOrder& order) override;
     ListPage list(const TimeWindow& window, const std::optional<std::string>& cursor) override;
+    SubmitResult refund(const RefundOrder& order) override;
+    // Reads the payment's refund_ids and each refund, matching our operation ID in its reason;
+    // failed ("too_many_refunds") past k_max_lookup_refunds, and on any read that fails.
+    LookupResult lookup_refund(const RefundOrder& order) override;
 
 private:
+    // A JSON POST that moves money (the key is in `body`), sent by `deadline`, its answer decided
+    // by `interpret`.
+    SubmitResult post_json(const std::string& path, std::string body,
+                           const std::optional<std::chrono::steady_clock::time_point>& deadline,
+                           const std::function<SubmitResult(int, std::string_view)>& interpret);
+
     // GET /v2/payments for `window`, oldest first, 100 per page, from `cursor`.
     ListPage fetch_page(const TimeWindow& window, const std::optional<std::string>& cursor);
 

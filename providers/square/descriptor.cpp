@@ -14,8 +14,12 @@ const ProviderDescriptor& descriptor() {
         .credentials = {CredentialKind::api_key},
         .settings = {},
         .parse_settings = nullptr,
-        // idempotency_key up to 45 characters; lookup by listing a window; listing.
-        .api = {.max_key_length = k_max_key_length, .lookup = true, .list = true},
+        // idempotency_key up to 45 characters; lookup by listing a window; listing; a refund
+        // found among its payment's refund_ids.
+        .api = {.max_key_length = k_max_key_length,
+                .lookup = true,
+                .list = true,
+                .refund_lookup = true},
         .carry_limits = &carry_limits,
         // The document lists the statuses in prose, not as an enum.
         .statuses = {.contract_pointer =

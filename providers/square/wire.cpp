@@ -3,6 +3,7 @@
 #include "core/external_json.hpp"
 #include "providers/wire_util.hpp"
 
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <utility>
 
@@ -12,6 +13,8 @@ namespace {
 using nlohmann::json;
 
 constexpr std::size_t k_max_reference_id = 40;
+constexpr std::size_t k_max_idempotency_key = 45;
+constexpr std::size_t k_max_refund_reason = 192;
 
 bool is_string(const json& j, const char* key) {
     return j.contains(key) && j[key].is_string();
@@ -46,6 +49,8 @@ std::optional<RemotePayment> payment_from(const json& j) {
     }
     return p;
 }
+
+std::optional<RemotePayment> refund_from(const json& j);
 
 } // namespace
 
@@ -146,6 +151,24 @@ std::optional<Envelope> parse_envelope(std::string_view json_text) {
         if (!out.payment) {
             return std::nullopt;
         }
+        if (j["payment"].contains("refund_ids")) {
+            const json& ids = j["payment"]["refund_ids"];
+            if (!ids.is_array()) {
+                return std::nullopt;
+            }
+            for (const auto& id : ids) {
+                if (!id.is_string()) {
+                    return std::nullopt; // a refund we could not name: the list is no answer
+                }
+                out.refund_ids.push_back(id.get<std::string>());
+            }
+        }
+    }
+    if (j.contains("refund")) {
+        out.refund = refund_from(j["refund"]);
+        if (!out.refund) {
+            return std::nullopt;
+        }
     }
     if (j.contains("payments")) {
         if (!j["payments"].is_array()) {
@@ -170,23 +193,31 @@ std::optional<Envelope> parse_envelope(std::string_view json_text) {
     return out;
 }
 
-SubmitResult interpret_create(const PaymentOrder& order, int http_status, std::string_view body) {
+namespace {
+
+// What Square's answer to a call that moves money says (README.md has the table): the object a
+// 2xx holds (`object`: the envelope's payment or refund), required to echo our request (`echoes`);
+// the errors alike for both, but the declines: the error categories that refuse the money movement
+// itself (`declines`), and the codes that are final for the request as it is (`final_code`).
+SubmitResult interpret_call(int http_status, std::string_view body,
+                            std::optional<RemotePayment> Envelope::*object,
+                            const std::function<bool(const RemotePayment&)>& echoes,
+                            const std::function<bool(const SquareError&)>& declines,
+                            bool (*final_code)(std::string_view)) {
     SubmitResult r;
     r.call.http_status = http_status;
     r.call.detail = wire::excerpt(body);
-    auto echoes = [&](const RemotePayment& p) {
-        return p.amount == order.amount && p.operation_id == order.operation_id;
-    };
     const auto env = parse_envelope(body);
     if (http_status >= 200 && http_status < 300) {
-        if (!env || !env->payment || !env->errors.empty() || !echoes(*env->payment)) {
+        if (!env || !((*env).*object) || !env->errors.empty() || !echoes(*((*env).*object))) {
             r.call.error_class = "unrecognised_response";
             return r; // unknown: a success we cannot match to our request proves nothing
         }
-        r.provider_reference = env->payment->provider_reference;
-        r.outcome = env->payment->state;
+        const RemotePayment& p = *((*env).*object);
+        r.provider_reference = p.provider_reference;
+        r.outcome = p.state;
         r.call.error_class =
-            r.outcome == Outcome::unknown ? "unexpected_status_" + env->payment->raw_status : "";
+            r.outcome == Outcome::unknown ? "unexpected_status_" + p.raw_status : "";
         return r;
     }
     if (http_status == 429) {
@@ -214,25 +245,27 @@ SubmitResult interpret_create(const PaymentOrder& order, int http_status, std::s
     for (const auto& e : env->errors) {
         if (e.code == "IDEMPOTENCY_KEY_REUSED") {
             r.call.error_class = "IDEMPOTENCY_KEY_REUSED";
-            return r; // the first request with this key may have charged: the reconciler decides
+            return r; // the first request with this key may have moved money: the reconciler
+                      // decides
         }
     }
-    if ((http_status == 400 || http_status == 402) && first.category == "PAYMENT_METHOD_ERROR") {
-        if (env->payment) {
-            if (!echoes(*env->payment) || (env->payment->state != Outcome::declined)) {
+    if ((http_status == 400 || http_status == 402) && declines(first)) {
+        if (const auto& p = (*env).*object) {
+            if (!echoes(*p) || p->state != Outcome::declined) {
                 r.call.error_class = "unrecognised_response";
-                return r; // a payment that is not ours, or not failed: proves nothing
+                return r; // an object that is not ours, or not failed: proves nothing
             }
-            r.provider_reference = env->payment->provider_reference;
+            r.provider_reference = p->provider_reference;
         }
         r.outcome = Outcome::declined;
-        r.call.error_class = "card_declined:" + first.code;
+        r.call.error_class =
+            (first.category == "PAYMENT_METHOD_ERROR" ? "card_declined:" : "refund_declined:") +
+            first.code;
         return r;
     }
     if (http_status == 400 && first.category == "INVALID_REQUEST_ERROR") {
-        if (final_invalid_request(first.code)) {
-            r.outcome =
-                Outcome::declined; // no fix of the integration makes this currency chargeable
+        if (final_code(first.code)) {
+            r.outcome = Outcome::declined; // no fix of the integration changes this answer
             r.call.error_class = "invalid_request:" + first.code;
             return r;
         }
@@ -242,8 +275,132 @@ SubmitResult interpret_create(const PaymentOrder& order, int http_status, std::s
     return r;
 }
 
+} // namespace
+
+SubmitResult interpret_create(const PaymentOrder& order, int http_status, std::string_view body) {
+    return interpret_call(
+        http_status, body, &Envelope::payment,
+        [&order](const RemotePayment& p) {
+            return p.amount == order.amount && p.operation_id == order.operation_id;
+        },
+        [](const SquareError& e) { return e.category == "PAYMENT_METHOD_ERROR"; },
+        final_invalid_request);
+}
+
 bool final_invalid_request(std::string_view code) {
     return code == "UNSUPPORTED_CURRENCY";
+}
+
+// Refunds (POST /v2/refunds).
+
+std::string refund_reason(const RefundOrder& order) {
+    const std::string tag = "[" + order.operation_id + "]";
+    return order.reason ? *order.reason + " " + tag : tag;
+}
+
+std::optional<std::string> operation_id_of_reason(std::string_view reason) {
+    const auto open = reason.rfind('[');
+    if (reason.empty() || reason.back() != ']' || open == std::string_view::npos ||
+        open + 2 >= reason.size() || (open != 0 && reason[open - 1] != ' ')) {
+        return std::nullopt;
+    }
+    return std::string(reason.substr(open + 1, reason.size() - open - 2));
+}
+
+std::optional<std::string> refund_body(const RefundOrder& order) {
+    const auto money = to_square_money(order.amount);
+    const std::string reason = refund_reason(order);
+    if (!money || order.payment_reference.empty() || order.operation_id.empty() ||
+        order.operation_id.size() > k_max_idempotency_key || reason.size() > k_max_refund_reason ||
+        carry_problem(carry_limits(), order.merchant_reference.value_or(""), order.metadata)) {
+        return std::nullopt;
+    }
+    return json{
+        {"idempotency_key", order.operation_id},
+        {"payment_id", order.payment_reference},
+        {"amount_money", {{"amount", money->minor}, {"currency", money->currency}}},
+        {"reason", reason},
+    }
+        .dump();
+}
+
+constexpr StatusRule k_refund_status_rules[] = {
+    {"COMPLETED", Outcome::succeeded, "refunded"},
+    {"PENDING", Outcome::pending, "awaiting approval: the funds are not secured yet"},
+    {"REJECTED", Outcome::declined, "the refund was rejected: the money stays with the merchant"},
+    {"FAILED", Outcome::declined,
+     "the refund failed (funds not secured): Square blocks later refunds of the payment"},
+};
+
+std::span<const StatusRule> refund_status_rules() {
+    return k_refund_status_rules;
+}
+
+Outcome map_refund_status(std::string_view status) {
+    return outcome_by_rules(k_refund_status_rules, status);
+}
+
+namespace {
+
+std::optional<RemotePayment> refund_from(const json& j) {
+    // A PaymentRefund has the same id, status and amount_money as a Payment; its reason carries
+    // our operation ID.
+    if (!j.is_object() || !is_string(j, "id") || !is_string(j, "status") ||
+        !j.contains("amount_money") || !j["amount_money"].is_object()) {
+        return std::nullopt;
+    }
+    const json& m = j["amount_money"];
+    if (!m.contains("amount") || !m["amount"].is_number_integer() || !is_string(m, "currency")) {
+        return std::nullopt;
+    }
+    const auto money =
+        from_square_money(m["amount"].get<long long>(), m["currency"].get<std::string>());
+    if (!money) {
+        return std::nullopt;
+    }
+    RemotePayment r;
+    r.provider_reference = j["id"].get<std::string>();
+    r.amount = *money;
+    r.raw_status = j["status"].get<std::string>();
+    r.state = map_refund_status(r.raw_status);
+    if (is_string(j, "reason")) {
+        r.operation_id = operation_id_of_reason(j["reason"].get<std::string>());
+    }
+    if (is_string(j, "created_at")) {
+        if (const auto t = wire::parse_rfc3339(j["created_at"].get<std::string>())) {
+            r.created_at = *t;
+        }
+    }
+    r.raw = j.dump();
+    return r;
+}
+
+} // namespace
+
+std::optional<RemotePayment> parse_refund(std::string_view json_text) {
+    const auto parsed = parse_external_json(json_text);
+    if (!parsed) {
+        return std::nullopt;
+    }
+    return refund_from(*parsed);
+}
+
+bool final_refund_request(std::string_view code) {
+    return code == "REFUND_AMOUNT_INVALID" || code == "PAYMENT_NOT_REFUNDABLE" ||
+           code == "PAYMENT_NOT_REFUNDABLE_DUE_TO_DISPUTE" || code == "REFUND_DECLINED";
+}
+
+SubmitResult interpret_refund(const RefundOrder& order, int http_status, std::string_view body) {
+    return interpret_call(
+        http_status, body, &Envelope::refund,
+        [&order](const RemotePayment& r) {
+            return r.amount == order.amount && r.operation_id == order.operation_id;
+        },
+        [](const SquareError& e) {
+            // REFUND_ERROR: Square refused the refund; PAYMENT_METHOD_ERROR: the card refused it.
+            return e.category == "REFUND_ERROR" || e.category == "PAYMENT_METHOD_ERROR";
+        },
+        final_refund_request);
 }
 
 } // namespace payrecon::providers::square

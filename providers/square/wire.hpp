@@ -51,13 +51,17 @@ struct SquareError {
     std::string field;
 };
 
-// A CreatePaymentResponse or ListPaymentsResponse: errors, the payment (create), payments and
-// cursor (list). nullopt if the body is not a JSON object or an entry in it is unreadable.
+// A CreatePaymentResponse, GetPaymentResponse or ListPaymentsResponse -- errors, the payment
+// (create, get) and its refund_ids, payments and cursor (list) -- or a RefundPaymentResponse or
+// GetPaymentRefundResponse: errors and the refund (parse_refund's reading). nullopt if the body is
+// not a JSON object or an entry in it is unreadable.
 struct Envelope {
     std::vector<SquareError> errors;
     std::optional<RemotePayment> payment;
+    std::vector<std::string> refund_ids; // the payment's
     std::vector<RemotePayment> payments;
     std::optional<std::string> cursor;
+    std::optional<RemotePayment> refund;
 };
 std::optional<Envelope> parse_envelope(std::string_view json_text);
 
@@ -75,5 +79,41 @@ bool final_invalid_request(std::string_view code);
 // nothing) -> rejected with Square's code and detail, except final_invalid_request codes ->
 // declined; 5xx, other 4xx (a 404, a 409 CONFLICT) and anything unparseable -> unknown.
 SubmitResult interpret_create(const PaymentOrder& order, int http_status, std::string_view body);
+
+// Refunds (POST /v2/refunds, DESIGN section 16).
+
+// What a PaymentRefund's `reason` carries of our operation ID, so that a refund can be found again:
+// a PaymentRefund has no reference field, and `reason` (at most 192 characters) is the only text
+// of ours it keeps. "<reason> [<operation ID>]", or "[<operation ID>]" without a reason.
+std::string refund_reason(const RefundOrder& order);
+// The operation ID a `reason` written by refund_reason carries, or nullopt.
+std::optional<std::string> operation_id_of_reason(std::string_view reason);
+
+// The JSON body of POST /v2/refunds: idempotency_key our operation ID, payment_id the payment's
+// reference, amount_money, and reason (refund_reason). nullopt if the payment has no reference,
+// the amount is not expressible, the operation ID is longer than the key allows (45), or the
+// refund has metadata (RefundPayment has no metadata: never left out). The refund's merchant
+// reference stays ours, as a payment's does with Square.
+std::optional<std::string> refund_body(const RefundOrder& order);
+
+// A PaymentRefund's status words, each mapped on purpose: COMPLETED -> succeeded; PENDING ->
+// pending; REJECTED, FAILED -> declined; anything else unknown.
+std::span<const StatusRule> refund_status_rules();
+Outcome map_refund_status(std::string_view status);
+
+// Parses a PaymentRefund object (not the envelope): provider_reference its id, the operation ID
+// from its reason. nullopt if it is not one (missing id, amount_money or status).
+std::optional<RemotePayment> parse_refund(std::string_view json_text);
+
+// The refund codes that are final for the refund as it is, whatever the integration does: the
+// amount is more than the payment has left (REFUND_AMOUNT_INVALID), the payment cannot be refunded
+// (PAYMENT_NOT_REFUNDABLE, ..._DUE_TO_DISPUTE), Square refused it (REFUND_DECLINED). Declined.
+bool final_refund_request(std::string_view code);
+
+// The outcome of a refund call, as interpret_create decides a charge's (the same table), but a
+// 2xx must carry a PaymentRefund echoing our amount and operation ID (its reason), a 400
+// REFUND_ERROR (or PAYMENT_METHOD_ERROR: the card refused the refund) is declined -- a refund it
+// carries must echo us and be REJECTED or FAILED --, and final_refund_request codes are declined.
+SubmitResult interpret_refund(const RefundOrder& order, int http_status, std::string_view body);
 
 } // namespace payrecon::providers::square

@@ -120,6 +120,11 @@ void Ledger::add_charged_locked(std::string_view currency, std::int64_t amount) 
     m_charged[to_lower_ascii(currency)] += amount;
 }
 
+void Ledger::add_refunded_locked(std::string_view currency, std::int64_t amount) {
+    m_charged[to_lower_ascii(currency)] -= amount;
+    m_refunded[to_lower_ascii(currency)] += amount;
+}
+
 void Ledger::reset_locked() {
     m_faults = FaultConfig{};
     m_fault_rng.seed(m_faults.seed);
@@ -130,6 +135,7 @@ void Ledger::reset_locked() {
     m_deliveries_by_operation.clear();
     m_executions.clear();
     m_charged.clear();
+    m_refunded.clear();
     m_faults_applied.clear();
 }
 
@@ -150,6 +156,10 @@ void Ledger::write_counts_locked(nlohmann::ordered_json& j, bool operations) con
     j["charged"] = Json::object();
     for (const auto& [currency, amount] : m_charged) {
         j["charged"][currency] = amount;
+    }
+    j["refunded"] = Json::object();
+    for (const auto& [currency, amount] : m_refunded) {
+        j["refunded"][currency] = amount;
     }
     j["faults_applied"] = Json::object();
     for (const auto& [fault, n] : m_faults_applied) {

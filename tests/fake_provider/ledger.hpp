@@ -10,6 +10,7 @@
 //   executions              per operation ID, payments actually created (declines included)
 //   replays                 answers given from an idempotency key instead of executing
 //   charged                 per currency (lower case), what the provider kept
+//   refunded                per currency (lower case), what it gave back (refunds made, seeded)
 //   faults_applied          per fault, how often it was applied
 //
 // No sockets here: a dialect turns a parsed request into a Reply (a response and a socket action:
@@ -139,6 +140,8 @@ public:
     void count_replay_locked() { ++m_replays; }
     // Adds `amount` to what was charged in `currency` (folded to lower case).
     void add_charged_locked(std::string_view currency, std::int64_t amount);
+    // A refund of `amount` in `currency` made: `refunded` gains it, `charged` loses it.
+    void add_refunded_locked(std::string_view currency, std::int64_t amount);
     // The executions per operation ID, for a bulk seed that counts a million at once.
     std::map<std::string, std::uint64_t>& executions_locked() { return m_executions; }
 
@@ -146,7 +149,7 @@ public:
     void reset_locked();
 
     // Writes "deliveries", "deliveries_by_operation" and "executions" (if `operations`),
-    // "replays", "charged", "faults_applied".
+    // "replays", "charged", "refunded", "faults_applied".
     void write_counts_locked(nlohmann::ordered_json& j, bool operations) const;
 
     static constexpr std::string_view k_base62 =
@@ -164,6 +167,7 @@ private:
     std::map<std::string, std::uint64_t> m_deliveries_by_operation;
     std::map<std::string, std::uint64_t> m_executions;
     std::map<std::string, std::int64_t> m_charged;
+    std::map<std::string, std::int64_t> m_refunded;
     std::map<Fault, std::uint64_t> m_faults_applied;
 };
 

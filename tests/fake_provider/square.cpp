@@ -18,6 +18,8 @@ using Json = nlohmann::ordered_json;
 using Clock = std::chrono::system_clock;
 
 constexpr std::string_view k_payments = "/v2/payments";
+constexpr std::string_view k_refunds = "/v2/refunds";
+constexpr std::size_t k_max_refund_reason = 192;
 constexpr std::string_view k_upper_alnum = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ";
 constexpr std::size_t k_id_length = 29;
 constexpr std::size_t k_max_idempotency_key = 45; // bytes: "might be less ... if multi-byte"
@@ -210,7 +212,8 @@ SquareApi::SquareApi(Ledger& ledger, const Account& account, SquareOptions optio
 }
 
 bool SquareApi::serves_path(const std::string& path) {
-    if (path == k_payments) {
+    if (path == k_payments || path == k_refunds ||
+        path.compare(0, k_refunds.size() + 1, std::string(k_refunds) + "/") == 0) {
         return true;
     }
     const std::string prefix = std::string(k_payments) + "/";
@@ -236,6 +239,9 @@ void SquareApi::reset_locked() {
     m_payments.clear();
     m_by_id.clear();
     m_keys.clear();
+    m_refunds.clear();
+    m_refunds_by_id.clear();
+    m_refund_keys.clear();
 }
 
 Json SquareApi::render_error(const Error& e) {
@@ -279,10 +285,17 @@ Reply SquareApi::handle(const http::Request& request, const Wait& wait) {
     Reply reply;
     const std::string& path = request.path;
     const std::string prefix = std::string(k_payments) + "/";
+    const std::string refunds_prefix = std::string(k_refunds) + "/";
     if (request.method == "POST" && path == k_payments) {
         reply = create(request, wait);
+    } else if (request.method == "POST" && path == k_refunds) {
+        reply = create_refund(request, wait);
     } else if (!authorized(request)) {
         reply.response = unauthorized(request);
+    } else if (request.method == "GET" && path.size() > refunds_prefix.size() &&
+               path.compare(0, refunds_prefix.size(), refunds_prefix) == 0 &&
+               path.find('/', refunds_prefix.size()) == std::string::npos) {
+        reply = retrieve_refund(path.substr(refunds_prefix.size()), wait);
     } else if (request.method == "GET" && path == k_payments) {
         reply = list(request, wait);
     } else if (request.method == "GET" && path.size() > prefix.size() &&
@@ -291,8 +304,9 @@ Reply SquareApi::handle(const http::Request& request, const Wait& wait) {
     } else {
         reply.response = errors_response(
             404, {Error{"INVALID_REQUEST_ERROR", "NOT_FOUND",
-                        "The fake provider serves CreatePayment (POST /v2/payments), GetPayment "
-                        "and ListPayments only, not " +
+                        "The fake provider serves CreatePayment (POST /v2/payments), GetPayment, "
+                        "ListPayments, RefundPayment (POST /v2/refunds) and GetPaymentRefund "
+                        "only, not " +
                             request.method + " " + path + ".",
                         ""}});
     }
@@ -352,30 +366,11 @@ Reply SquareApi::create(const http::Request& request, const Wait& wait) {
     const bool key_usable =
         m_account.idempotency && key_field != nullptr && key_field->size() <= k_max_idempotency_key;
     const std::string* key = key_usable ? key_field : nullptr;
-    if (key != nullptr) {
-        const auto it =
-            known_key_locked(m_keys, *key, m_ledger.now_locked(), m_options.key_retention);
-        if (it != m_keys.end()) {
-            if (it->second.fingerprint != fingerprint) {
-                reply.response = errors_response(
-                    400, {Error{"INVALID_REQUEST_ERROR", "IDEMPOTENCY_KEY_REUSED",
-                                "The idempotency key can only be retried with the same request "
-                                "data.",
-                                "idempotency_key"}});
-            } else if (it->second.in_flight) {
-                reply.response = errors_response(
-                    409, {Error{"INVALID_REQUEST_ERROR", "CONFLICT",
-                                "A request with this idempotency key is still being processed "
-                                "(fake provider: the first may yet execute).",
-                                "idempotency_key"}});
-            } else {
-                reply.response = create_answer(m_payments[it->second.payment]);
-                reply.replayed = true;
-                m_ledger.count_replay_locked();
-            }
-            apply_after_execute(reply, error_500);
-            return answer(std::move(reply));
-        }
+    if (key_answered_locked(
+            m_keys, key, fingerprint,
+            [this](std::size_t i) { return create_answer(m_payments[i]); }, reply)) {
+        apply_after_execute(reply, error_500);
+        return answer(std::move(reply));
     }
 
     // Validation: every error found, in field order.
@@ -542,9 +537,263 @@ Reply SquareApi::create(const http::Request& request, const Wait& wait) {
         const auto it = m_keys.find(*key);
         if (it != m_keys.end()) { // gone only if reset() ran meanwhile
             it->second.in_flight = false;
-            it->second.payment = index; // whatever was answered: the payment exists
+            it->second.index = index; // whatever was answered: the payment exists
         }
     }
+    return reply;
+}
+
+bool SquareApi::key_answered_locked(std::map<std::string, KeyRecord>& keys, const std::string* key,
+                                    const std::string& fingerprint,
+                                    const std::function<http::Response(std::size_t)>& answer_of,
+                                    Reply& reply) {
+    if (key == nullptr) {
+        return false;
+    }
+    const auto it = known_key_locked(keys, *key, m_ledger.now_locked(), m_options.key_retention);
+    if (it == keys.end()) {
+        return false;
+    }
+    if (it->second.fingerprint != fingerprint) {
+        reply.response = errors_response(
+            400, {Error{"INVALID_REQUEST_ERROR", "IDEMPOTENCY_KEY_REUSED",
+                        "The idempotency key can only be retried with the same request data.",
+                        "idempotency_key"}});
+    } else if (it->second.in_flight) {
+        reply.response = errors_response(
+            409, {Error{"INVALID_REQUEST_ERROR", "CONFLICT",
+                        "A request with this idempotency key is still being processed "
+                        "(fake provider: the first may yet execute).",
+                        "idempotency_key"}});
+    } else {
+        reply.response = answer_of(it->second.index);
+        reply.replayed = true;
+        m_ledger.count_replay_locked();
+    }
+    return true;
+}
+
+Reply SquareApi::create_refund(const http::Request& request, const Wait& wait) {
+    Reply reply;
+    const Json body = Json::parse(request.body, nullptr, false); // discarded if not JSON
+    const std::string* key_field = nullptr;
+    if (body.is_object()) {
+        const auto it = body.find("idempotency_key");
+        if (it != body.end() && it->is_string() && !it->get_ref<const std::string&>().empty()) {
+            key_field = &it->get_ref<const std::string&>();
+        }
+    }
+    // RefundPayment has no reference field: the refund's operation ID is its idempotency key.
+    reply.operation_id = key_field != nullptr ? *key_field : std::string(k_no_operation);
+
+    std::unique_lock lock = m_ledger.lock();
+    m_ledger.count_delivery_locked(reply.operation_id);
+    const auto latency = m_ledger.faults_locked().latency;
+    auto answer = [&](Reply r) { return answer_after(lock, wait, latency, std::move(r)); };
+    const http::Response error_500 = errors_response(
+        500, {Error{"API_ERROR", "INTERNAL_SERVER_ERROR",
+                    "An internal error has occurred, and the API was unable to service your "
+                    "request.",
+                    ""}});
+    const auto refund_error = [&](std::string code, std::string detail, std::string field) {
+        return errors_response(
+            400, {Error{"REFUND_ERROR", std::move(code), std::move(detail), std::move(field)}});
+    };
+
+    if (!authorized(request)) {
+        reply.response = unauthorized(request);
+        return answer(std::move(reply));
+    }
+    if (fault_before_execute_locked(m_ledger, reply, [&] { return error_500; })) {
+        return answer(std::move(reply));
+    }
+    if (!body.is_object()) {
+        reply.response =
+            errors_response(400, {Error{"INVALID_REQUEST_ERROR", "EXPECTED_JSON_BODY",
+                                        "The request body is not a JSON object.", ""}});
+        return answer(std::move(reply));
+    }
+    const std::string fingerprint = nlohmann::json::parse(request.body, nullptr, false).dump();
+    const bool key_usable =
+        m_account.idempotency && key_field != nullptr && key_field->size() <= k_max_idempotency_key;
+    const std::string* key = key_usable ? key_field : nullptr;
+    if (key_answered_locked(
+            m_refund_keys, key, fingerprint,
+            [this](std::size_t i) {
+                return json_response(200, Json{{"refund", render_refund(m_refunds[i])}});
+            },
+            reply)) {
+        apply_after_execute(reply, error_500);
+        return answer(std::move(reply));
+    }
+
+    // Validation (RefundPaymentRequest): every error found, in field order; nothing saved.
+    std::vector<Error> errors;
+    const auto invalid = [&](std::string code, std::string detail, std::string field) {
+        errors.push_back(
+            Error{"INVALID_REQUEST_ERROR", std::move(code), std::move(detail), std::move(field)});
+    };
+    static const std::set<std::string_view> k_known{
+        "idempotency_key", "amount_money", "app_fee_money",   "payment_id", "destination_id",
+        "unlinked",        "location_id",  "customer_id",     "reason",     "payment_version_token",
+        "team_member_id",  "cash_details", "external_details"};
+    static const std::set<std::string_view> k_taken{"idempotency_key", "amount_money", "payment_id",
+                                                    "reason"};
+    for (auto it = body.begin(); it != body.end(); ++it) {
+        if (k_known.count(it.key()) == 0) {
+            invalid("UNKNOWN_BODY_PARAMETER", "Unknown body parameter: `" + it.key() + "`.",
+                    it.key());
+        } else if (k_taken.count(it.key()) == 0) {
+            invalid("BAD_REQUEST",
+                    "`" + it.key() +
+                        "` is not supported by the fake provider (it refunds a linked payment "
+                        "to its card only).",
+                    it.key());
+        }
+    }
+    const auto text = [&](const char* name, bool required,
+                          std::size_t max_length) -> std::optional<std::string> {
+        const auto it = body.find(name);
+        if (it == body.end() || it->is_null()) {
+            if (required) {
+                invalid("MISSING_REQUIRED_PARAMETER", "Missing required parameter.", name);
+            }
+            return std::nullopt;
+        }
+        if (!it->is_string() || it->get_ref<const std::string&>().empty()) {
+            invalid(it->is_string() ? "VALUE_EMPTY" : "EXPECTED_STRING",
+                    "Expected a non-empty string value.", name);
+            return std::nullopt;
+        }
+        if (it->get_ref<const std::string&>().size() > max_length) {
+            invalid("VALUE_TOO_LONG",
+                    "Field must not be greater than " + std::to_string(max_length) + " length.",
+                    name);
+            return std::nullopt;
+        }
+        return it->get<std::string>();
+    };
+    text("idempotency_key", true, k_max_idempotency_key);
+    const auto payment_id = text("payment_id", true, 192);
+    std::optional<std::string> reason = text("reason", false, k_max_refund_reason);
+    std::int64_t amount = 0;
+    std::string currency;
+    if (const auto it = body.find("amount_money"); it == body.end() || !it->is_object()) {
+        invalid(it == body.end() ? "MISSING_REQUIRED_PARAMETER" : "EXPECTED_OBJECT",
+                "amount_money must be an object.", "amount_money");
+    } else if (!it->contains("amount") || !(*it)["amount"].is_number_integer() ||
+               (*it)["amount"].get<std::int64_t>() < 1) {
+        invalid("INVALID_VALUE", "`amount_money.amount` must be an integer greater than 0.",
+                "amount_money.amount");
+    } else if (!it->contains("currency") || !(*it)["currency"].is_string()) {
+        invalid("MISSING_REQUIRED_PARAMETER", "Missing required parameter.",
+                "amount_money.currency");
+    } else {
+        amount = (*it)["amount"].get<std::int64_t>();
+        currency = (*it)["currency"].get<std::string>();
+    }
+    const auto found = payment_id ? m_by_id.find(*payment_id) : m_by_id.end();
+    if (errors.empty() && found != m_by_id.end() &&
+        m_payments[found->second].currency != currency) {
+        invalid("CURRENCY_MISMATCH",
+                "The refund's currency must be the payment's (" +
+                    m_payments[found->second].currency + ").",
+                "amount_money.currency");
+    }
+    if (!errors.empty()) {
+        reply.response = errors_response(400, errors);
+        return answer(std::move(reply));
+    }
+    if (found == m_by_id.end()) {
+        reply.response = errors_response(
+            404, {Error{"INVALID_REQUEST_ERROR", "NOT_FOUND",
+                        "Could not find payment with id: " + *payment_id, "payment_id"}});
+        return answer(std::move(reply));
+    }
+    const std::size_t payment = found->second;
+    if (key != nullptr) {
+        KeyRecord record;
+        record.first_seen = m_ledger.now_locked();
+        record.fingerprint = fingerprint;
+        m_refund_keys.emplace(*key, std::move(record));
+    }
+    if (!wait_in_flight(lock, wait, latency, m_refund_keys, key)) {
+        reply.action = SocketAction::close_fin;
+        return reply;
+    }
+    // What the payment has left is read now, after the wait: another refund may have taken it.
+    Payment& p = m_payments[payment];
+    const std::int64_t left = p.amount - p.amount_refunded;
+    if (p.status != Status::completed || amount > left) {
+        if (key != nullptr) {
+            m_refund_keys.erase(*key); // nothing executed: Square keeps only successes
+        }
+        reply.response =
+            p.status != Status::completed
+                ? refund_error("PAYMENT_NOT_REFUNDABLE",
+                               "Only a COMPLETED payment can be refunded.", "payment_id")
+                : refund_error("REFUND_AMOUNT_INVALID",
+                               "The requested refund amount exceeds the amount available to "
+                               "refund.",
+                               "amount_money.amount");
+        return answer(std::move(reply));
+    }
+    // Execute: one refund.
+    Refund r;
+    r.id = p.id + "_" + m_ledger.random_id_locked("", 44);
+    r.payment = payment;
+    r.amount = amount;
+    r.reason = std::move(reason);
+    r.operation_id = reply.operation_id;
+    r.created_at = std::chrono::floor<std::chrono::milliseconds>(m_ledger.now_locked());
+    const std::size_t index = m_refunds.size();
+    m_refunds_by_id.emplace(r.id, index);
+    m_refunds.push_back(std::move(r));
+    p.refunds.push_back(index);
+    p.amount_refunded += amount;
+    m_ledger.add_refunded_locked(p.currency, amount);
+    m_ledger.count_execution_locked(reply.operation_id);
+    reply.response = json_response(200, Json{{"refund", render_refund(m_refunds[index])}});
+    reply.executed = true;
+    apply_after_execute(reply, error_500);
+    if (key != nullptr) {
+        const auto it = m_refund_keys.find(*key);
+        if (it != m_refund_keys.end()) { // gone only if reset() ran meanwhile
+            it->second.in_flight = false;
+            it->second.index = index;
+        }
+    }
+    return reply;
+}
+
+Reply SquareApi::retrieve_refund(const std::string& id, const Wait& wait) {
+    Reply reply;
+    if (!m_account.lookup) {
+        reply.response = errors_response(
+            403, {Error{"AUTHENTICATION_ERROR", "INSUFFICIENT_SCOPES",
+                        "The merchant has not given your application sufficient permissions to do "
+                        "this (fake provider: --no-lookup).",
+                        ""}});
+        return reply;
+    }
+    if (!wait(m_ledger.faults().latency)) {
+        reply.action = SocketAction::close_fin;
+        return reply;
+    }
+    const auto lock = m_ledger.lock();
+    if (m_ledger.faults_locked().lookup_down) {
+        reply.response =
+            errors_response(503, {Error{"API_ERROR", "SERVICE_UNAVAILABLE",
+                                        "Service Unavailable (fake provider: lookup_down).", ""}});
+        return reply;
+    }
+    const auto it = m_refunds_by_id.find(id);
+    if (it == m_refunds_by_id.end()) {
+        reply.response = errors_response(404, {Error{"INVALID_REQUEST_ERROR", "NOT_FOUND",
+                                                     "Could not find refund with id: " + id, ""}});
+        return reply;
+    }
+    reply.response = json_response(200, Json{{"refund", render_refund(m_refunds[it->second])}});
     return reply;
 }
 
@@ -742,7 +991,7 @@ Reply SquareApi::list(const http::Request& request, const Wait& wait) {
     return reply;
 }
 
-http::Response SquareApi::create_answer(const Payment& p) {
+http::Response SquareApi::create_answer(const Payment& p) const {
     Json body;
     if (p.status == Status::failed) {
         body["errors"] =
@@ -755,7 +1004,7 @@ http::Response SquareApi::create_answer(const Payment& p) {
     return json_response(200, body);
 }
 
-Json SquareApi::render_payment(const Payment& p) {
+Json SquareApi::render_payment(const Payment& p) const {
     const bool completed = p.status == Status::completed;
     const bool approved = p.status == Status::approved;
     const bool failed = p.status == Status::failed;
@@ -827,12 +1076,41 @@ Json SquareApi::render_payment(const Payment& p) {
     }
     j["application_details"] =
         Json{{"square_product", "ECOMMERCE_API"}, {"application_id", "sandbox-sq0idb-fake"}};
+    if (!p.refunds.empty()) {
+        j["refunded_money"] = money(p.amount_refunded, p.currency);
+        j["refund_ids"] = Json::array();
+        for (const std::size_t i : p.refunds) {
+            j["refund_ids"].push_back(m_refunds[i].id);
+        }
+    }
     j["version_token"] = p.version_token;
+    return j;
+}
+
+Json SquareApi::render_refund(const Refund& r) const {
+    const Payment& p = m_payments[r.payment];
+    const std::string created = rfc3339_ms(r.created_at);
+    Json j;
+    j["id"] = r.id;
+    j["status"] = "COMPLETED";
+    j["location_id"] = p.location_id;
+    j["unlinked"] = false;
+    j["destination_type"] = "CARD";
+    j["amount_money"] = money(r.amount, p.currency);
+    j["processing_fee"] = Json::array();
+    j["payment_id"] = p.id;
+    j["order_id"] = p.order_id;
+    if (r.reason) {
+        j["reason"] = *r.reason;
+    }
+    j["created_at"] = created;
+    j["updated_at"] = created;
     return j;
 }
 
 void SquareApi::write_ledger_locked(nlohmann::ordered_json& j, LedgerOptions options) const {
     j["square_payment_count"] = m_payments.size();
+    j["square_refund_count"] = m_refunds.size();
     if (options.payment_intents) {
         j["square_payments"] = Json::array();
         for (const Payment& p : m_payments) {

@@ -14,6 +14,17 @@
 //                           when nothing matches; a payment shows only lookup_stale after its
 //                           creation; lookup_down 503 SERVICE_UNAVAILABLE; --no-lookup 403
 //                           INSUFFICIENT_SCOPES
+//   POST /v2/refunds        RefundPaymentRequest (JSON; idempotency_key, payment_id, amount_money,
+//                           reason) -> 200 {"refund": {... "status": "COMPLETED"}}: a refund of a
+//                           COMPLETED payment, never past what it has left (400 REFUND_ERROR
+//                           REFUND_AMOUNT_INVALID; a payment not COMPLETED 400 REFUND_ERROR
+//                           PAYMENT_NOT_REFUNDABLE; an unknown one 404 NOT_FOUND -- each executing
+//                           nothing and saving nothing under the key; what is left is read after
+//                           the latency, so a racing refund is seen). Under the same keys, faults
+//                           and latency as a create; counted as an execution of its idempotency
+//                           key (the refund's operation ID); the payment gains it in refund_ids
+//                           and refunded_money, the ledger in `refunded`
+//   GET  /v2/refunds/{id}   {"refund": {...}}; 404 NOT_FOUND; lookup_down 503; --no-lookup 403
 // Every request needs `Authorization: Bearer <the account's API key>` (the same key as Stripe's);
 // otherwise 401 {"errors": [{"category": "AUTHENTICATION_ERROR", "code": "UNAUTHORIZED", ...}]}.
 // Errors are always Square's envelope {"errors": [{"category", "code", "detail", "field"}]}.
@@ -42,6 +53,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -72,7 +84,8 @@ public:
     Reply handle(const http::Request& request, const Wait& wait) override;
 
     // Adds "square_payment_count" and "square_payments" (oldest first, each the Payment object
-    // GET /v2/payments/{id} answers; only if options.payment_intents). Under the ledger's lock.
+    // GET /v2/payments/{id} answers; only if options.payment_intents), and "square_refund_count".
+    // Under the ledger's lock.
     void write_ledger_locked(nlohmann::ordered_json& j, LedgerOptions options) const override;
 
     // Forgets every payment and key. Under the ledger's lock.
@@ -97,13 +110,26 @@ private:
         std::string auth_result_code;
         std::string version_token;
         std::chrono::system_clock::time_point created_at; // whole milliseconds
+        std::vector<std::size_t> refunds;                 // indexes in m_refunds, oldest first
+        std::int64_t amount_refunded = 0;
+    };
+
+    struct Refund {
+        std::string id; // the payment's ID, '_', and 44 characters of base 62, as Square's are
+        std::size_t payment = 0; // index in m_payments
+        std::int64_t amount = 0;
+        std::optional<std::string> reason;
+        std::string operation_id;
+        std::chrono::system_clock::time_point created_at; // whole milliseconds
     };
 
     struct KeyRecord {
         std::chrono::system_clock::time_point first_seen;
         std::string fingerprint; // the request body as canonical JSON
         bool in_flight = true;
-        std::size_t payment = 0; // meaningful once not in flight
+        // Once not in flight: the payment's index in m_payments (m_keys) or the refund's in
+        // m_refunds (m_refund_keys).
+        std::size_t index = 0;
     };
 
     // One entry of Square's error envelope.
@@ -115,14 +141,25 @@ private:
     };
 
     Reply create(const http::Request& request, const Wait& wait);
+    Reply create_refund(const http::Request& request, const Wait& wait);
+    Reply retrieve_refund(const std::string& id, const Wait& wait);
+    // The idempotency key phase of a create, under the ledger's lock: true when it answered
+    // `reply` -- another body under the key (IDEMPOTENCY_KEY_REUSED), the first still executing
+    // (409 CONFLICT), a replay (`answer_of` the index the key holds) -- false when the key is new
+    // (or forgotten) and the create goes on.
+    bool key_answered_locked(std::map<std::string, KeyRecord>& keys, const std::string* key,
+                             const std::string& fingerprint,
+                             const std::function<http::Response(std::size_t)>& answer_of,
+                             Reply& reply);
     Reply retrieve(const std::string& id, const Wait& wait);
     Reply list(const http::Request& request, const Wait& wait);
     bool authorized(const http::Request& request) const;
 
     // What a create answers for `p`: 200 {"payment"}, or for a FAILED payment 400 {"errors",
     // "payment"}. A replay answers the same.
-    static http::Response create_answer(const Payment& p);
-    static nlohmann::ordered_json render_payment(const Payment& p);
+    http::Response create_answer(const Payment& p) const;
+    nlohmann::ordered_json render_payment(const Payment& p) const;
+    nlohmann::ordered_json render_refund(const Refund& r) const;
     static nlohmann::ordered_json render_error(const Error& e);
     static http::Response errors_response(int status, const std::vector<Error>& errors);
 
@@ -133,6 +170,9 @@ private:
     std::vector<Payment> m_payments; // creation order
     std::map<std::string, std::size_t> m_by_id;
     std::map<std::string, KeyRecord> m_keys;
+    std::vector<Refund> m_refunds; // creation order
+    std::map<std::string, std::size_t> m_refunds_by_id;
+    std::map<std::string, KeyRecord> m_refund_keys;
 };
 
 } // namespace payrecon::fake

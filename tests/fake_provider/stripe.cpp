@@ -410,7 +410,6 @@ void StripeApi::reset_locked() {
     m_order.clear();
     m_intents.clear();
     m_keys.clear();
-    m_refunded.clear();
     m_seeded.clear();
 }
 
@@ -762,8 +761,7 @@ Reply StripeApi::create_refund(const http::Request& request, const Wait& wait) {
     refund.operation_id = reply.operation_id;
     in.refunds.push_back(refund);
     in.amount_refunded += take;
-    m_ledger.add_charged_locked(in.currency, -take);
-    m_refunded[in.currency] += take;
+    m_ledger.add_refunded_locked(in.currency, take);
     m_ledger.count_execution_locked(reply.operation_id);
     reply.response = json_response(200, render_refund(in, in.refunds.back()));
     reply.executed = true;
@@ -1163,8 +1161,7 @@ std::vector<std::string> StripeApi::seed_locked(const Refunded& s) {
     refund.created = s.created.value_or(unix_seconds(m_ledger.now_locked()));
     in.refunds.push_back(refund);
     in.amount_refunded += amount;
-    m_ledger.add_charged_locked(in.currency, -amount);
-    m_refunded[in.currency] += amount;
+    m_ledger.add_refunded_locked(in.currency, amount);
     return {concat("pi_", view(in.id))};
 }
 
@@ -1478,10 +1475,6 @@ Reply StripeApi::list(const http::Fields& query, const Wait& wait) {
 }
 
 void StripeApi::write_ledger_locked(nlohmann::ordered_json& j, LedgerOptions options) const {
-    j["refunded"] = Json::object();
-    for (const auto& [currency, amount] : m_refunded) {
-        j["refunded"][currency] = amount;
-    }
     j["seeded"] = Json::object();
     for (const auto& [kind, n] : m_seeded) {
         j["seeded"][kind] = n;

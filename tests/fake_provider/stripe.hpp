@@ -135,7 +135,7 @@ public:
     // Called (outside the lock) after each execution: what the webhooks tell.
     void set_on_executed(std::function<void(const Executed&)> callback);
 
-    // Adds "refunded", "seeded", "payment_intent_count" and "payment_intents" (oldest first by
+    // Adds "seeded", "payment_intent_count" and "payment_intents" (oldest first by
     // created; only if options.payment_intents) to the ledger JSON. Under the ledger's lock.
     void write_ledger_locked(nlohmann::ordered_json& j, LedgerOptions options) const override;
 
@@ -290,8 +290,7 @@ private:
     };
     std::unordered_map<std::string_view, std::size_t, IdHash> m_by_id; // the 24 after "pi_"
     std::map<std::string, KeyRecord> m_keys;
-    std::map<std::string, std::int64_t> m_refunded; // refunds seeded
-    std::map<std::string, std::uint64_t> m_seeded;  // seeds applied, by kind
+    std::map<std::string, std::uint64_t> m_seeded; // seeds applied, by kind
 };
 
 } // namespace payrecon::fake

@@ -33,6 +33,22 @@ inline providers::PaymentOrder sample_order(std::string payment_method) {
     return o;
 }
 
+// The refund every refund wire and adapter test starts from: 7.00 EUR of the payment the provider
+// knows as `payment_reference`, under its own operation ID.
+inline const std::string k_sample_refund_operation_id = "pr_01a24d44082e74c7aad6770393d3d29c";
+
+inline providers::RefundOrder sample_refund_order(std::string payment_reference) {
+    providers::RefundOrder o;
+    o.operation_id = k_sample_refund_operation_id;
+    o.refund_id = "01a24d44-082e-74c7-aad6-770393d3d29c";
+    o.payment_id = "3aabbe24-9c9c-40ea-819f-7766897ccdda";
+    o.payment_reference = std::move(payment_reference);
+    o.merchant_reference = "RF-7";
+    o.amount = Money{700, "EUR"};
+    o.reason = "requested_by_customer";
+    return o;
+}
+
 // A provider entry as the tests configure one by hand: named after its kind, a settle delay of 90 s
 // and the common key retention; a test sets what its case needs on top (a kind's own settings).
 inline providers::ProviderConfig sample_config(const std::string& kind, std::string base_url,
