@@ -1177,8 +1177,7 @@ std::vector<std::string> StripeApi::seed_locked(const RefundReversed& s) {
             }
             r.failure_reason = s.failure_reason;
             in.amount_refunded -= r.amount;
-            m_ledger.add_charged_locked(in.currency, r.amount);
-            m_refunded[in.currency] -= r.amount;
+            m_ledger.add_refunded_locked(in.currency, -r.amount); // charged gains it back
             return {concat("re_", view(r.id))};
         }
     }
