@@ -135,6 +135,9 @@ void run_show(AppState& state, const std::string& id, bool json) {
     t.add_row({"reason", r.reason.value_or("-")});
     t.add_row({"merchant reference", r.merchant_reference.value_or("-")});
     t.add_row({"failure reason", r.failure_reason.value_or("-")});
+    if (r.reversed_at) {
+        t.add_row({"reversed", *r.reversed_at + " (by the provider, after it had succeeded)"});
+    }
     t.add_row({"review", r.review_code ? *r.review_code + ": " + r.review_reason.value_or("")
                                        : std::string("-")});
     t.add_row({"attempts", std::to_string(r.attempt_count)});

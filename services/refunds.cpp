@@ -217,6 +217,7 @@ std::string refund_resource_json(const store::RefundRow& r) {
     j["provider_reference"] =
         r.provider_reference ? nlohmann::ordered_json(*r.provider_reference) : nullptr;
     j["failure_reason"] = r.failure_reason ? nlohmann::ordered_json(*r.failure_reason) : nullptr;
+    j["reversed_at"] = r.reversed_at ? nlohmann::ordered_json(*r.reversed_at) : nullptr;
     j["created_at"] = r.created_at;
     j["updated_at"] = r.updated_at;
     return j.dump();

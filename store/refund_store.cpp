@@ -85,7 +85,7 @@ const std::string k_refund_columns =
     "o.id::text, o.tenant_id::text, o.payment_id::text, o.operation_id, o.state, o.amount_minor, "
     "o.currency, o.provider, o.reason, o.merchant_reference, o.metadata::text, "
     "o.provider_reference, o.failure_reason, o.review_reason, o.review_code, o.attempt_count, " +
-    iso_utc("o.created_at") + ", " + iso_utc("o.updated_at");
+    iso_utc("o.created_at") + ", " + iso_utc("o.updated_at") + ", " + iso_utc("o.reversed_at");
 
 RefundRow refund_from_row(const pqxx::row& row) {
     auto opt = [&](int i) {
@@ -111,6 +111,7 @@ RefundRow refund_from_row(const pqxx::row& row) {
     r.attempt_count = row[15].as<int>();
     r.created_at = row[16].as<std::string>();
     r.updated_at = row[17].as<std::string>();
+    r.reversed_at = opt(18);
     return r;
 }
 

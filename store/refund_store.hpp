@@ -98,6 +98,8 @@ struct RefundRow {
     int attempt_count = 0;
     std::string created_at; // ISO 8601 UTC, milliseconds
     std::string updated_at;
+    // When the provider reversed it after it had succeeded (a late reversal: it is failed now).
+    std::optional<std::string> reversed_at;
 };
 
 // `tenant_id`'s refund `refund_id` (a UUID in text form: the caller validates); nullopt if the

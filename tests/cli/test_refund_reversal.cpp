@@ -44,7 +44,7 @@ TEST_CASE("refund reversal: nightly reverses a refund the provider failed after 
     // Clean before: nothing needs an operator.
     CHECK(w.payrecon({"nightly"}).exit_code == 0);
 
-    w.fake->seed(fake::RefundReversed{op, "lost_or_stolen_card"});
+    w.fake->seed_refund_reversed({op, "lost_or_stolen_card"});
     const nlohmann::json failed = {{"id", refund_column("provider_reference")},
                                    {"object", "refund"},
                                    {"amount", 1500},
@@ -78,4 +78,7 @@ TEST_CASE("refund reversal: nightly reverses a refund the provider failed after 
     CHECK(shown.exit_code == 0);
     CHECK(shown.out.find("failed") != std::string::npos);
     CHECK(shown.out.find("refund.failed") != std::string::npos);
+    CHECK(shown.out.find("reversed") != std::string::npos);
+    const Run json = w.payrecon({"refunds", "show", refund_id, "--json"});
+    CHECK(!nlohmann::json::parse(json.out)["reversed_at"].is_null());
 }
