@@ -12,13 +12,26 @@ namespace payrecon::testing {
 // The kinds whose adapters refund: the refund tests run for each
 // (GENERATE(from_range(refunding_kinds()))).
 inline const std::vector<std::string>& refunding_kinds() {
-    static const std::vector<std::string> k_kinds{"stripe", "square"};
+    static const std::vector<std::string> k_kinds{"stripe", "square", "checkout"};
     return k_kinds;
 }
 
+// What the provider's refund call answers for a refund it accepted. Checkout.com's protocol
+// differs: every accepted refund is a 202 (`pending`: "for card payments, refund requests are
+// processed asynchronously"), which the executor holds as `unknown` until the reconciler's lookup
+// finds its Refund action approved. The others answer the refund's outcome at once.
+inline providers::Outcome accepted_refund(const std::string& kind) {
+    return kind == "checkout" ? providers::Outcome::pending : providers::Outcome::succeeded;
+}
+
 // The error class of a refund the provider refuses because the charge has nothing left (a final
-// answer: declined), per kind.
+// answer: declined), per kind. Checkout.com's document names one refusal of a refund, 403 "Refund
+// not allowed" (no body, no code); a 422 is "Invalid data was sent", which the adapter sends to
+// review.
 inline std::string over_refund_error(const std::string& kind) {
+    if (kind == "checkout") {
+        return "refund_not_allowed";
+    }
     return kind == "square" ? "refund_declined:REFUND_AMOUNT_INVALID"
                             : "invalid_request:charge_already_refunded";
 }

@@ -218,6 +218,18 @@ std::string_view status_text(bool declined, bool authorized_only, bool verified)
     return authorized_only ? "Authorized" : "Captured";
 }
 
+// The payment ID of `path` when it is /payments/{id}`suffix`, else empty.
+std::string payment_id(const std::string& path, std::string_view suffix) {
+    const std::string prefix = std::string(k_payments) + "/";
+    if (path.size() <= prefix.size() + suffix.size() ||
+        path.compare(0, prefix.size(), prefix) != 0 ||
+        path.compare(path.size() - suffix.size(), suffix.size(), suffix) != 0) {
+        return {};
+    }
+    std::string id = path.substr(prefix.size(), path.size() - prefix.size() - suffix.size());
+    return id.find('/') == std::string::npos ? id : std::string();
+}
+
 } // namespace
 
 CheckoutApi::CheckoutApi(Ledger& ledger, const Account& account, CheckoutOptions options)
@@ -239,6 +251,7 @@ void CheckoutApi::reset_locked() {
     m_payments.clear();
     m_by_id.clear();
     m_keys.clear();
+    m_refund_keys.clear();
 }
 
 Reply CheckoutApi::handle(const http::Request& request, const Wait& wait) {
@@ -247,6 +260,8 @@ Reply CheckoutApi::handle(const http::Request& request, const Wait& wait) {
     const std::string prefix = std::string(k_payments) + "/";
     if (request.method == "POST" && path == k_payments) {
         reply = create(request, wait);
+    } else if (request.method == "POST" && !payment_id(path, "/refunds").empty()) {
+        reply = refund(payment_id(path, "/refunds"), request, wait);
     } else if (!authorized(request)) {
         reply.response = empty_response(401);
     } else if (request.method == "GET" && path == k_payments) {
@@ -254,6 +269,8 @@ Reply CheckoutApi::handle(const http::Request& request, const Wait& wait) {
     } else if (request.method == "GET" && path.size() > prefix.size() &&
                path.find('/', prefix.size()) == std::string::npos) {
         reply = retrieve(path.substr(prefix.size()), wait);
+    } else if (request.method == "GET" && !payment_id(path, "/actions").empty()) {
+        reply = actions(payment_id(path, "/actions"), wait);
     } else {
         reply.response = empty_response(404);
     }
@@ -306,21 +323,9 @@ Reply CheckoutApi::create(const http::Request& request, const Wait& wait) {
         return answer(std::move(reply));
     }
     // A known key answers before the body is looked at (Checkout.com does not compare it).
-    if (key != nullptr) {
-        const auto it =
-            known_key_locked(m_keys, *key, m_ledger.now_locked(), m_options.key_retention);
-        if (it != m_keys.end()) {
-            if (it->second.in_flight) {
-                reply.response = empty_response(409);
-            } else {
-                reply.response.status = it->second.status;
-                reply.response.body = it->second.body;
-                reply.replayed = true;
-                m_ledger.count_replay_locked();
-            }
-            apply_after_execute(reply, error_500);
-            return answer(std::move(reply));
-        }
+    if (key_answered_locked(m_keys, key, reply)) {
+        apply_after_execute(reply, error_500);
+        return answer(std::move(reply));
     }
 
     std::variant<CreateRequest, std::vector<std::string>> validated =
@@ -378,25 +383,198 @@ Reply CheckoutApi::create(const http::Request& request, const Wait& wait) {
     m_ledger.count_execution_locked(p.operation_id);
     if (p.status == Status::captured) {
         m_ledger.add_charged_locked(p.currency, p.amount);
+        p.capture_action_id = m_ledger.random_id_locked("act_", 26, k_base32);
     }
     reply.response = json_response(201, render_response(p));
     m_by_id.emplace(p.id, m_payments.size());
     m_payments.push_back(std::move(p));
     reply.executed = true;
     apply_after_execute(reply, error_500);
+    settle_key_locked(m_keys, key, reply);
+    return reply;
+}
 
-    if (key != nullptr) {
-        const auto it = m_keys.find(*key);
-        if (it != m_keys.end()) { // gone only if reset() ran meanwhile
-            if (reply.response.status >= 200 && reply.response.status < 300) {
-                it->second.in_flight = false;
-                it->second.status = reply.response.status;
-                it->second.body = reply.response.body;
+bool CheckoutApi::key_answered_locked(std::map<std::string, KeyRecord>& keys,
+                                      const std::string* key, Reply& reply) {
+    if (key == nullptr) {
+        return false;
+    }
+    const auto it = known_key_locked(keys, *key, m_ledger.now_locked(), m_options.key_retention);
+    if (it == keys.end()) {
+        return false;
+    }
+    if (it->second.in_flight) {
+        reply.response = empty_response(409);
+    } else {
+        reply.response.status = it->second.status;
+        reply.response.body = it->second.body;
+        reply.replayed = true;
+        m_ledger.count_replay_locked();
+    }
+    return true;
+}
+
+void CheckoutApi::settle_key_locked(std::map<std::string, KeyRecord>& keys, const std::string* key,
+                                    const Reply& reply) {
+    if (key == nullptr) {
+        return;
+    }
+    const auto it = keys.find(*key);
+    if (it == keys.end()) { // gone only if reset() ran meanwhile
+        return;
+    }
+    if (reply.response.status >= 200 && reply.response.status < 300) {
+        it->second.in_flight = false;
+        it->second.status = reply.response.status;
+        it->second.body = reply.response.body;
+    } else {
+        keys.erase(it); // only 2xx is saved: the key is free again
+    }
+}
+
+Reply CheckoutApi::refund(const std::string& id, const http::Request& request, const Wait& wait) {
+    Reply reply;
+    const Json body = Json::parse(request.body, nullptr, false); // discarded if not JSON
+    const std::string* key_header = request.header("cko-idempotency-key");
+    if (key_header != nullptr && key_header->empty()) {
+        key_header = nullptr;
+    }
+    const std::string* key = m_account.idempotency ? key_header : nullptr;
+    if (body.is_object() && body.contains("reference") && body["reference"].is_string() &&
+        !body["reference"].get_ref<const std::string&>().empty()) {
+        reply.operation_id = body["reference"].get<std::string>();
+    } else {
+        reply.operation_id = key_header != nullptr ? *key_header : std::string(k_no_operation);
+    }
+
+    std::unique_lock lock = m_ledger.lock();
+    m_ledger.count_delivery_locked(reply.operation_id);
+    const auto latency = m_ledger.faults_locked().latency;
+    auto answer = [&](Reply r) { return answer_after(lock, wait, latency, std::move(r)); };
+    const http::Response error_500 = empty_response(500);
+
+    if (!authorized(request)) {
+        reply.response = empty_response(401);
+        return answer(std::move(reply));
+    }
+    if (fault_before_execute_locked(m_ledger, reply, [&] { return error_500; })) {
+        return answer(std::move(reply));
+    }
+    if (key_answered_locked(m_refund_keys, key, reply)) {
+        apply_after_execute(reply, error_500);
+        return answer(std::move(reply));
+    }
+
+    // RefundRequest: amount (integer, minimum 0; absent: what is left), reference (<= 50),
+    // metadata (one level).
+    std::vector<std::string> codes;
+    std::optional<std::int64_t> amount;
+    std::string reference;
+    Json metadata;
+    if (!body.is_object()) {
+        codes.emplace_back(body.is_discarded() ? "request_body_malformed" : "request_body_invalid");
+    } else {
+        if (const auto it = body.find("amount"); it != body.end()) {
+            if (it->is_number_integer() && it->get<std::int64_t>() >= 0 &&
+                it->get<std::int64_t>() <= k_max_amount) {
+                amount = it->get<std::int64_t>();
             } else {
-                m_keys.erase(it); // only 2xx is saved: the key is free again
+                codes.emplace_back("amount_invalid");
+            }
+        }
+        if (const auto it = body.find("reference"); it != body.end()) {
+            if (!string_at_most(*it, k_max_reference)) {
+                codes.emplace_back("reference_invalid");
+            } else {
+                reference = it->get<std::string>();
+            }
+        }
+        if (const auto it = body.find("metadata"); it != body.end()) {
+            if (!it->is_object() || std::any_of(it->begin(), it->end(), [](const Json& v) {
+                    return v.is_object() || v.is_array();
+                })) {
+                codes.emplace_back("metadata_invalid");
+            } else {
+                metadata = *it;
             }
         }
     }
+    if (!codes.empty()) {
+        reply.response = validation_error(codes);
+        return answer(std::move(reply));
+    }
+    const auto found = m_by_id.find(id);
+    if (found == m_by_id.end()) {
+        reply.response = empty_response(404);
+        return answer(std::move(reply));
+    }
+    const std::size_t index = found->second;
+    if (key != nullptr) {
+        KeyRecord record;
+        record.first_seen = m_ledger.now_locked();
+        m_refund_keys.emplace(*key, std::move(record));
+    }
+    if (!wait_in_flight(lock, wait, latency, m_refund_keys, key)) {
+        reply.action = SocketAction::close_fin;
+        return reply;
+    }
+    // What the payment has left is read now, after the wait: another refund may have taken it.
+    if (index >= m_payments.size()) { // reset() ran meanwhile
+        reply.response = empty_response(404);
+        return reply;
+    }
+    Payment& p = m_payments[index];
+    const std::int64_t left = p.amount - p.amount_refunded;
+    const std::int64_t refunded = amount.value_or(left);
+    if (p.status != Status::captured || refunded < 1 || refunded > left) {
+        // "Refund not allowed" (403, no body): nothing executed, nothing kept under the key.
+        reply.response = empty_response(403);
+        settle_key_locked(m_refund_keys, key, reply);
+        return reply;
+    }
+    // Execute: one Refund action.
+    Payment::Refund r;
+    r.action_id = m_ledger.random_id_locked("act_", 26, k_base32);
+    r.amount = refunded;
+    r.reference = std::move(reference);
+    r.metadata = std::move(metadata);
+    r.processed_on = m_ledger.now_locked();
+    p.amount_refunded += refunded;
+    m_ledger.add_refunded_locked(p.currency, refunded);
+    m_ledger.count_execution_locked(reply.operation_id);
+    Json accepted;
+    accepted["action_id"] = r.action_id;
+    if (!r.reference.empty()) {
+        accepted["reference"] = r.reference;
+    }
+    accepted["_links"]["payment"]["href"] = p.base_url + std::string(k_payments) + "/" + p.id;
+    p.refunds.push_back(std::move(r));
+    reply.response = json_response(202, accepted);
+    reply.executed = true;
+    apply_after_execute(reply, error_500);
+    settle_key_locked(m_refund_keys, key, reply);
+    return reply;
+}
+
+Reply CheckoutApi::actions(const std::string& id, const Wait& wait) {
+    Reply reply;
+    if (!m_account.lookup) {
+        reply.response = empty_response(404);
+        return reply;
+    }
+    if (!wait(m_ledger.faults().latency)) {
+        reply.action = SocketAction::close_fin;
+        return reply;
+    }
+    const auto lock = m_ledger.lock();
+    if (m_ledger.faults_locked().lookup_down) {
+        reply.response = empty_response(503);
+        return reply;
+    }
+    const auto it = m_by_id.find(id);
+    reply.response = it == m_by_id.end()
+                         ? empty_response(404)
+                         : json_response(200, render_actions(m_payments[it->second]));
     return reply;
 }
 
@@ -562,15 +740,19 @@ Json CheckoutApi::render_details(const Payment& p) {
         j["description"] = *p.description;
     }
     j["approved"] = !declined;
-    j["status"] = status_text(declined, authorized, p.status == Status::card_verified);
+    j["status"] =
+        p.amount_refunded == 0
+            ? std::string(status_text(declined, authorized, p.status == Status::card_verified))
+        : p.amount_refunded < p.amount ? "Partially Refunded"
+                                       : "Refunded";
     const std::int64_t held = captured || authorized ? p.amount : 0;
     j["balances"] = Json{{"total_authorized", held},
                          {"total_voided", 0},
                          {"available_to_void", authorized ? p.amount : 0},
                          {"total_captured", captured ? p.amount : 0},
                          {"available_to_capture", authorized ? p.amount : 0},
-                         {"total_refunded", 0},
-                         {"available_to_refund", captured ? p.amount : 0}};
+                         {"total_refunded", p.amount_refunded},
+                         {"available_to_refund", captured ? p.amount - p.amount_refunded : 0}};
     j["risk"] = Json{{"flagged", false}};
     if (p.customer.is_object()) {
         j["customer"] = p.customer;
@@ -589,8 +771,62 @@ Json CheckoutApi::render_details(const Payment& p) {
     return j;
 }
 
+Json CheckoutApi::render_actions(const Payment& p) {
+    const bool declined = p.status == Status::declined;
+    Json out = Json::array();
+    for (auto it = p.refunds.rbegin(); it != p.refunds.rend(); ++it) { // newest first
+        Json a;
+        a["id"] = it->action_id;
+        a["type"] = "Refund";
+        a["processed_on"] = rfc3339(it->processed_on);
+        a["amount"] = it->amount;
+        a["approved"] = true;
+        a["response_code"] = "10000";
+        a["response_summary"] = "Approved";
+        if (!it->reference.empty()) {
+            a["reference"] = it->reference;
+        }
+        if (it->metadata.is_object()) {
+            a["metadata"] = it->metadata;
+        }
+        out.push_back(std::move(a));
+    }
+    if (!p.capture_action_id.empty()) {
+        Json a;
+        a["id"] = p.capture_action_id;
+        a["type"] = "Capture";
+        a["processed_on"] = rfc3339(p.created_at);
+        a["amount"] = p.amount;
+        a["approved"] = true;
+        a["response_code"] = "10000";
+        a["response_summary"] = "Approved";
+        out.push_back(std::move(a));
+    }
+    Json a;
+    a["id"] = p.action_id;
+    a["type"] = p.status == Status::card_verified ? "Card Verification" : "Authorization";
+    a["processed_on"] = rfc3339(p.created_at);
+    a["amount"] = p.amount;
+    a["approved"] = !declined;
+    if (!declined) {
+        a["auth_code"] = p.id.substr(4, 6);
+    }
+    a["response_code"] = declined ? "20051" : "10000";
+    a["response_summary"] = declined ? "Insufficient Funds" : "Approved";
+    if (!p.reference.empty()) {
+        a["reference"] = p.reference;
+    }
+    out.push_back(std::move(a));
+    return out;
+}
+
 void CheckoutApi::write_ledger_locked(nlohmann::ordered_json& j, LedgerOptions options) const {
     j["checkout_payment_count"] = m_payments.size();
+    std::size_t refunds = 0;
+    for (const Payment& p : m_payments) {
+        refunds += p.refunds.size();
+    }
+    j["checkout_refund_count"] = refunds;
     if (options.payment_intents) {
         j["checkout_payments"] = Json::array();
         for (const Payment& p : m_payments) {

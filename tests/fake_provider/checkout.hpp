@@ -7,6 +7,25 @@
 //   GET  /payments/{id}     the payment's details; 404 (empty body) if unknown
 //   GET  /payments?reference=X[&limit=N&skip=M]
 //                           {"limit","skip","total_count","data":[details, newest first]}
+//   POST /payments/{id}/refunds
+//                           RefundRequest (JSON; amount, default what is left; reference <= 50;
+//                           metadata) -> 202 RefundAcceptedResponse {"action_id","reference",
+//                           "_links"}: the fake refunds at once (its Refund action is approved),
+//                           the 202 is how Checkout.com answers every accepted refund. Under the
+//                           same key rules (a map of their own), faults and latency as a create;
+//                           counted as an execution of its operation ID (`reference`, else the
+//                           key). A refund past what the payment has left, or of a payment not
+//                           Captured, is 403 with an empty body -- the document's "Refund not
+//                           allowed" -- read after the latency (a racing refund is seen), executing
+//                           and saving nothing; an unknown payment 404; invalid 422
+//                           request_invalid. The payment's balances and status (Partially Refunded,
+//                           Refunded) follow, the ledger's `charged` loses it and `refunded` gains
+//                           it
+//   GET  /payments/{id}/actions
+//                           the payment's actions, newest first: each Refund (its `reference`,
+//                           `amount`, `approved`, `response_code`), the Capture of a captured
+//                           payment, the Authorization; 404 if unknown; lookup_down 503 like the
+//                           other reads; --no-lookup 404
 // Every request needs `Authorization: Bearer <the account's API key>`; otherwise 401 with an
 // empty body, as Checkout.com answers.
 //
@@ -52,7 +71,7 @@ public:
     // answers each; only if options.payment_intents). Under the ledger's lock.
     void write_ledger_locked(nlohmann::ordered_json& j, LedgerOptions options) const override;
 
-    // Forgets every payment and key. Under the ledger's lock.
+    // Forgets every payment, refund and key. Under the ledger's lock.
     void reset_locked() override;
 
 private:
@@ -74,7 +93,17 @@ private:
         nlohmann::ordered_json metadata; // as sent, or null
         Status status = Status::captured;
         std::chrono::system_clock::time_point created_at;
-        std::string base_url; // "http://" + the create's Host: where `_links` point
+        std::string base_url;          // "http://" + the create's Host: where `_links` point
+        std::string capture_action_id; // "act_" + 26, a captured payment's Capture action
+        struct Refund {
+            std::string action_id; // "act_" + 26
+            std::int64_t amount = 0;
+            std::string reference;
+            nlohmann::ordered_json metadata; // as sent, or null
+            std::chrono::system_clock::time_point processed_on;
+        };
+        std::vector<Refund> refunds; // oldest first
+        std::int64_t amount_refunded = 0;
     };
 
     struct KeyRecord {
@@ -87,12 +116,24 @@ private:
     Reply create(const http::Request& request, const Wait& wait);
     Reply retrieve(const std::string& id, const Wait& wait);
     Reply lookup(const http::Request& request, const Wait& wait);
+    Reply refund(const std::string& id, const http::Request& request, const Wait& wait);
+    Reply actions(const std::string& id, const Wait& wait);
+    // The key phase of a create or a refund, under the ledger's lock: true when it answered
+    // `reply` -- the first request still executing (409), a replay of the saved 2xx -- false when
+    // `key` is null, new or forgotten, and the request goes on.
+    bool key_answered_locked(std::map<std::string, KeyRecord>& keys, const std::string* key,
+                             Reply& reply);
+    // After an executed create or refund: its 2xx answer saved under `key`, any other answer
+    // freeing the key (only 2xx is kept).
+    void settle_key_locked(std::map<std::string, KeyRecord>& keys, const std::string* key,
+                           const Reply& reply);
     bool authorized(const http::Request& request) const;
 
     // Under the ledger's lock.
     // What POST /payments answers, and what GET /payments/{id} answers.
     static nlohmann::ordered_json render_response(const Payment& p);
     static nlohmann::ordered_json render_details(const Payment& p);
+    static nlohmann::ordered_json render_actions(const Payment& p);
     // 422 {"request_id", "error_type": "request_invalid", "error_codes"}.
     http::Response validation_error(const std::vector<std::string>& codes);
 
@@ -102,6 +143,7 @@ private:
     std::vector<Payment> m_payments; // creation order
     std::map<std::string, std::size_t> m_by_id;
     std::map<std::string, KeyRecord> m_keys;
+    std::map<std::string, KeyRecord> m_refund_keys;
 };
 
 } // namespace payrecon::fake

@@ -1177,7 +1177,8 @@ std::vector<std::string> StripeApi::seed_locked(const RefundReversed& s) {
             }
             r.failure_reason = s.failure_reason;
             in.amount_refunded -= r.amount;
-            m_ledger.add_refunded_locked(in.currency, -r.amount); // charged gains it back
+            // Back to `charged`, out of `refunded`.
+            m_ledger.add_refunded_locked(in.currency, -r.amount);
             return {concat("re_", view(r.id))};
         }
     }

@@ -77,6 +77,21 @@ bool has(const std::vector<std::string>& codes, const std::string& code) {
     return std::find(codes.begin(), codes.end(), code) != codes.end();
 }
 
+// POST /payments/{id}/refunds as the checkout adapter sends it.
+HttpResult post_refund(const Running& r, const std::string& payment_id, const std::string& key,
+                       const Json& body) {
+    std::vector<std::string> headers{auth(), "Content-Type: application/json"};
+    if (!key.empty()) {
+        headers.push_back("Cko-Idempotency-Key: " + key);
+    }
+    return call("POST", r.url("/payments/" + payment_id + "/refunds"), headers, body.dump(), 5000);
+}
+
+Json refund(long amount, const std::string& reference) {
+    return Json{
+        {"amount", amount}, {"reference", reference}, {"metadata", {{"operation_id", reference}}}};
+}
+
 long long unix_now() {
     return std::chrono::duration_cast<std::chrono::seconds>(
                std::chrono::system_clock::now().time_since_epoch())
@@ -498,4 +513,124 @@ TEST_CASE("checkout: every socket fault applies to its create and is counted in 
                                            {"execute_then_partial", 1},
                                            {"execute_then_rst", 1},
                                            {"refuse", 1}});
+}
+
+TEST_CASE("checkout: a refund answers 202 with its action, executes once under its key, shows "
+          "among the payment's actions and never goes past what is left",
+          "[fake_provider][checkout][refunds]") {
+    Running r;
+    const HttpResult paid = post_payment(r, "key-p", payment("op-p", 5000));
+    REQUIRE(paid.status == 201);
+    const std::string id = paid.json()["id"];
+
+    const HttpResult first = post_refund(r, id, "rk-1", refund(2000, "op-r1"));
+    REQUIRE(first.status == 202);
+    const Json accepted = first.json();
+    static const std::regex k_action_id("act_[a-z2-7]{26}");
+    CHECK(std::regex_match(accepted["action_id"].get<std::string>(), k_action_id));
+    CHECK(accepted["reference"] == "op-r1");
+    CHECK(accepted["_links"]["payment"]["href"] == r.url("/payments/" + id));
+    // The same key replays the 202 byte for byte and executes nothing.
+    CHECK(post_refund(r, id, "rk-1", refund(2000, "op-r1")).body == first.body);
+    CHECK(r.executions("op-r1") == 1);
+    Json ledger = r.ledger();
+    CHECK(ledger["replays"] == 1);
+    CHECK(ledger["refunded"] == Json{{"eur", 2000}});
+    CHECK(ledger["charged"] == Json{{"eur", 3000}});
+    CHECK(ledger["checkout_refund_count"] == 1);
+
+    // Past what is left: 403 "Refund not allowed", nothing executed, nothing kept under the key.
+    const HttpResult over = post_refund(r, id, "rk-2", refund(3001, "op-r2"));
+    CHECK(over.status == 403);
+    CHECK(over.body.empty());
+    CHECK(r.executions("op-r2") == 0);
+    const HttpResult rest = post_refund(r, id, "rk-2", refund(3000, "op-r2"));
+    REQUIRE(rest.status == 202);
+    CHECK(r.executions("op-r2") == 1);
+    // Nothing left, even for an amount not given (the whole of what is left).
+    CHECK(post_refund(r, id, "rk-3", Json{{"reference", "op-r3"}}).status == 403);
+    CHECK(r.executions("op-r3") == 0);
+    CHECK(r.ledger()["refunded"] == Json{{"eur", 5000}});
+
+    const HttpResult details = get(r, "/payments/" + id);
+    REQUIRE(details.status == 200);
+    CHECK(details.json()["status"] == "Refunded");
+    CHECK(details.json()["balances"]["total_refunded"] == 5000);
+    CHECK(details.json()["balances"]["available_to_refund"] == 0);
+
+    const HttpResult actions = get(r, "/payments/" + id + "/actions");
+    REQUIRE(actions.status == 200);
+    const Json list = actions.json();
+    REQUIRE(list.size() == 4); // newest first: two refunds, the capture, the authorization
+    CHECK(list[0]["type"] == "Refund");
+    CHECK(list[0]["id"] == rest.json()["action_id"]);
+    CHECK(list[0]["reference"] == "op-r2");
+    CHECK(list[0]["amount"] == 3000);
+    CHECK(list[0]["approved"] == true);
+    CHECK(list[0]["response_code"] == "10000");
+    CHECK(list[1]["type"] == "Refund");
+    CHECK(list[1]["id"] == accepted["action_id"]);
+    CHECK(list[1]["reference"] == "op-r1");
+    CHECK(list[1]["amount"] == 2000);
+    CHECK(list[2]["type"] == "Capture");
+    CHECK(list[2]["amount"] == 5000);
+    CHECK(list[3]["type"] == "Authorization");
+    CHECK(list[3]["id"] == paid.json()["action_id"]);
+    CHECK(list[3]["reference"] == "op-p");
+}
+
+TEST_CASE("checkout: a refund's faults as a create's -- a 500 after executing keeps nothing under "
+          "the key, so the same key refunds again -- and unknown, unauthorised and invalid "
+          "refunds execute nothing",
+          "[fake_provider][checkout][refunds][faults]") {
+    Running r;
+    const HttpResult paid = post_payment(r, "key-p", payment("op-p", 5000));
+    REQUIRE(paid.status == 201);
+    const std::string id = paid.json()["id"];
+    r.server.set_faults(faults_from(R"({"next": ["http_500_after_execute"]})"));
+    CHECK(post_refund(r, id, "rk-1", refund(1000, "op-r1")).status == 500);
+    CHECK(r.executions("op-r1") == 1);
+    // Only 2xx is kept: the blind retry under the same key is a second refund.
+    CHECK(post_refund(r, id, "rk-1", refund(1000, "op-r1")).status == 202);
+    CHECK(r.executions("op-r1") == 2);
+    CHECK(r.ledger()["refunded"] == Json{{"eur", 2000}});
+    const Json list = get(r, "/payments/" + id + "/actions").json();
+    CHECK(std::count_if(list.begin(), list.end(), [](const Json& a) {
+              return a["type"] == "Refund" && a["reference"] == "op-r1";
+          }) == 2);
+
+    CHECK(post_refund(r, "pay_aaaaaaaaaaaaaaaaaaaaaaaaaa", "rk-2", refund(10, "op-r2")).status ==
+          404);
+    const HttpResult invalid = post_refund(r, id, "rk-3", Json{{"amount", -1}});
+    CHECK(invalid.status == 422);
+    CHECK(has(codes_of(invalid), "amount_invalid"));
+    CHECK(call("POST", r.url("/payments/" + id + "/refunds"), {"Content-Type: application/json"},
+               refund(10, "op-r4").dump())
+              .status == 401);
+    CHECK(r.executions("op-r2") == 0);
+    CHECK(r.executions("op-r4") == 0);
+    CHECK(r.ledger()["refunded"] == Json{{"eur", 2000}});
+}
+
+TEST_CASE("checkout: the payment's actions answer 503 while lookups are down, 404 for an unknown "
+          "payment or without lookups",
+          "[fake_provider][checkout][refunds]") {
+    Running r;
+    const HttpResult paid = post_payment(r, "key-p", payment("op-p", 5000));
+    REQUIRE(paid.status == 201);
+    const std::string id = paid.json()["id"];
+    CHECK(get(r, "/payments/" + id + "/actions").status == 200);
+    CHECK(get(r, "/payments/pay_aaaaaaaaaaaaaaaaaaaaaaaaaa/actions").status == 404);
+    r.server.set_faults(faults_from(R"({"lookup_down": true})"));
+    const HttpResult down = get(r, "/payments/" + id + "/actions");
+    CHECK(down.status == 503);
+    CHECK(down.body.empty());
+
+    auto options = options_with();
+    options.account.lookup = false;
+    Running without(std::move(options));
+    const HttpResult other = post_payment(without, "key-p", payment("op-p", 5000));
+    REQUIRE(other.status == 201);
+    CHECK(get(without, "/payments/" + other.json()["id"].get<std::string>() + "/actions").status ==
+          404);
 }
