@@ -119,11 +119,10 @@ SELECT o.id::text, floor(extract(epoch FROM o.lease_expires_at - clock_timestamp
    AND o.generation = c.generation
  WHERE o.state = 'processing' AND o.lease_owner = $1 AND o.lease_expires_at > clock_timestamp())sql";
 
-// The attempt is finished whatever the fence says (a fenced-out worker's observation is kept);
-// the payment is settled only at the claim's generation. One statement: atomic without a
-// transaction block, one round trip.
-constexpr const char* k_settle = "executor_settle";
-const std::string k_settle_sql = R"sql(
+// The attempt is finished whatever the fence says (a fenced-out worker's observation is kept):
+// the head of both settlements ($6 provider reference, $9 attempt, $10 outcome, $11 HTTP status,
+// $12 error class, $13 detail, $14 operation ID, $15 payment).
+constexpr const char* k_finish_attempt = R"sql(
 WITH attempt AS (
     UPDATE payment_attempts
        SET finished_at = now(), outcome = $10::text, http_status = $11, error_class = nullif($12, ''),
@@ -131,6 +130,12 @@ WITH attempt AS (
      WHERE tenant_id = $1::uuid AND payment_id = $15::uuid AND operation_id = $14
        AND attempt_no = $9
 ), settled AS (
+)sql";
+
+// The payment is settled only at the claim's generation. One statement: atomic without a
+// transaction block, one round trip.
+constexpr const char* k_settle = "executor_settle";
+const std::string k_settle_sql = std::string(k_finish_attempt) + R"sql(
     UPDATE payments
        SET state = $4::text, lease_owner = NULL, lease_expires_at = NULL,
            next_attempt_at = CASE WHEN $5::bigint IS NULL THEN NULL
@@ -151,14 +156,7 @@ SELECT count(*) FROM settled)sql";
 // grows again), and its event goes out under the payment. $7 is the review or unknown reason, or
 // with failed the provider's reason ($14 the refund's operation ID, $15 its payment).
 constexpr const char* k_settle_operation = "executor_settle_operation";
-const std::string k_settle_operation_sql = R"sql(
-WITH attempt AS (
-    UPDATE payment_attempts
-       SET finished_at = now(), outcome = $10::text, http_status = $11, error_class = nullif($12, ''),
-           provider_reference = $6, detail = left($13, 4096)
-     WHERE tenant_id = $1::uuid AND payment_id = $15::uuid AND operation_id = $14
-       AND attempt_no = $9
-), settled AS (
+const std::string k_settle_operation_sql = std::string(k_finish_attempt) + R"sql(
     UPDATE operations
        SET state = $4::text, lease_owner = NULL, lease_expires_at = NULL,
            next_attempt_at = CASE WHEN $5::bigint IS NULL THEN NULL

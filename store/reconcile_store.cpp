@@ -92,6 +92,19 @@ const std::string k_load_sql =
     "SELECT " + k_candidate_columns +
     " FROM payments p WHERE p.tenant_id = $1::uuid AND p.payment_id = $2::uuid";
 
+// The tail of both decisions: the lookup recorded whether or not the decision applied ($1
+// tenant, $24 payment, $23 operation ID, $3 generation, $12 actor, $7 status, $14-$22 what was
+// found, $13 decision, $9 reason), and the count of rows the decision wrote (`u`).
+constexpr const char* k_record_lookup = R"sql(
+    INSERT INTO payment_lookups (tenant_id, payment_id, operation_id, generation, actor, status,
+                                 remote_state, remote_raw_status, remote_amount, remote_currency,
+                                 provider_reference, duplicates, http_status, error_class, detail,
+                                 decision, reason, applied)
+    VALUES ($1::uuid, $24::uuid, $23, $3, $12, $7, $14, $15, $16, $17, $18, $19, $20,
+            nullif($21, ''), left($22, 4096), $13, $9, (SELECT count(*) = 1 FROM u))
+)
+SELECT count(*) FROM u)sql";
+
 constexpr const char* k_apply = "reconcile_apply";
 const std::string k_apply_sql = R"sql(
 WITH u AS (
@@ -117,15 +130,7 @@ WITH u AS (
                               'lookup', $7::text, 'review_code', u.review_code,
                               'reason', $9::text, 'generation', u.generation)
       FROM u
-), lookup AS (
-    INSERT INTO payment_lookups (tenant_id, payment_id, operation_id, generation, actor, status,
-                                 remote_state, remote_raw_status, remote_amount, remote_currency,
-                                 provider_reference, duplicates, http_status, error_class, detail,
-                                 decision, reason, applied)
-    VALUES ($1::uuid, $24::uuid, $23, $3, $12, $7, $14, $15, $16, $17, $18, $19, $20,
-            nullif($21, ''), left($22, 4096), $13, $9, (SELECT count(*) = 1 FROM u))
-)
-SELECT count(*) FROM u)sql";
+), lookup AS ()sql" + std::string(k_record_lookup);
 
 // The same decision on a refund ($2 the refund, $24 its payment): a refund that becomes failed
 // gives its amount back to its payment in the same statement; $9 is then the provider's reason.
@@ -161,15 +166,7 @@ WITH u AS (
                               'reason', $9::text, 'generation', u.generation,
                               'payment_id', u.payment_id)
       FROM u
-), lookup AS (
-    INSERT INTO payment_lookups (tenant_id, payment_id, operation_id, generation, actor, status,
-                                 remote_state, remote_raw_status, remote_amount, remote_currency,
-                                 provider_reference, duplicates, http_status, error_class, detail,
-                                 decision, reason, applied)
-    VALUES ($1::uuid, $24::uuid, $23, $3, $12, $7, $14, $15, $16, $17, $18, $19, $20,
-            nullif($21, ''), left($22, 4096), $13, $9, (SELECT count(*) = 1 FROM u))
-)
-SELECT count(*) FROM u)sql";
+), lookup AS ()sql" + std::string(k_record_lookup);
 
 constexpr const char* k_lock = "resolve_lock";
 constexpr const char* k_lock_sql = R"sql(
