@@ -10,55 +10,43 @@
 namespace payrecon::store {
 namespace {
 
-constexpr const char* k_claim = "executor_claim";
-// Charges (payments) and refunds (operations) in one statement: one round trip for an idle
-// worker's poll. Each kind's claim is the same: due, oldest first, skipping what others hold.
-// Every row is a claim's columns (store/pq.hpp, k_claim_column_count).
-const std::string k_claim_sql = R"sql(
-WITH due AS (
-    SELECT tenant_id, payment_id
-      FROM payments
+// One kind's claim as three CTEs: `<name>_due` (due, oldest first, skipping what others hold),
+// `<name>` (the rows claimed, RETURNING *) and `<name>_attempt` (their attempts opened). `table`
+// is payments or operations, `key` its row's ID column. $1 worker, $2 lease ms, $3 batch, $4
+// providers.
+std::string claim_ctes(const std::string& name, const std::string& table, const std::string& key) {
+    return name + "_due AS (\n    SELECT tenant_id, " + key + "\n      FROM " + table + R"sql(
      WHERE (state = 'pending' OR (state = 'retry_scheduled' AND next_attempt_at <= now()))
        AND provider = ANY($4::text[])
      ORDER BY coalesce(next_attempt_at, created_at)
      LIMIT $3
        FOR UPDATE SKIP LOCKED
-), claimed AS (
-    UPDATE payments p
-       SET state = 'processing', generation = p.generation + 1, lease_owner = $1,
+), )sql" + name +
+           " AS (\n    UPDATE " + table + R"sql( t
+       SET state = 'processing', generation = t.generation + 1, lease_owner = $1,
            lease_expires_at = now() + make_interval(secs => $2::double precision / 1000),
-           attempt_count = p.attempt_count + 1, next_attempt_at = NULL, updated_at = now(),
-           first_attempt_at = coalesce(p.first_attempt_at, now()), last_attempt_at = now()
-      FROM due
-     WHERE p.tenant_id = due.tenant_id AND p.payment_id = due.payment_id
- RETURNING p.*
-), attempt AS (
-    INSERT INTO payment_attempts (tenant_id, payment_id, attempt_no, generation, worker,
-                                  operation_id, started_at)
-    SELECT tenant_id, payment_id, attempt_count, generation, $1, operation_id, now() FROM claimed
-), due_operations AS (
-    SELECT tenant_id, id
-      FROM operations
-     WHERE (state = 'pending' OR (state = 'retry_scheduled' AND next_attempt_at <= now()))
-       AND provider = ANY($4::text[])
-     ORDER BY coalesce(next_attempt_at, created_at)
-     LIMIT $3
-       FOR UPDATE SKIP LOCKED
-), claimed_operations AS (
-    UPDATE operations o
-       SET state = 'processing', generation = o.generation + 1, lease_owner = $1,
-           lease_expires_at = now() + make_interval(secs => $2::double precision / 1000),
-           attempt_count = o.attempt_count + 1, next_attempt_at = NULL, updated_at = now(),
-           first_attempt_at = coalesce(o.first_attempt_at, now()), last_attempt_at = now()
-      FROM due_operations d
-     WHERE o.tenant_id = d.tenant_id AND o.id = d.id
- RETURNING o.*
-), operation_attempt AS (
+           attempt_count = t.attempt_count + 1, next_attempt_at = NULL, updated_at = now(),
+           first_attempt_at = coalesce(t.first_attempt_at, now()), last_attempt_at = now()
+      FROM )sql" +
+           name + "_due d\n     WHERE t.tenant_id = d.tenant_id AND t." + key + " = d." + key +
+           R"sql(
+ RETURNING t.*
+), )sql" + name +
+           R"sql(_attempt AS (
     INSERT INTO payment_attempts (tenant_id, payment_id, attempt_no, generation, worker,
                                   operation_id, started_at)
     SELECT tenant_id, payment_id, attempt_count, generation, $1, operation_id, now()
-      FROM claimed_operations
-)
+      FROM )sql" +
+           name + "\n)";
+}
+
+constexpr const char* k_claim = "executor_claim";
+// Charges (payments) and refunds (operations) in one statement: one round trip for an idle
+// worker's poll, each kind's claim the same (claim_ctes). Every row is a claim's columns
+// (store/pq.hpp, k_claim_column_count).
+const std::string k_claim_sql = "\nWITH " + claim_ctes("claimed", "payments", "payment_id") + ", " +
+                                claim_ctes("claimed_operations", "operations", "id") +
+                                R"sql(
 SELECT )sql" + std::string(k_charge_claim_columns) +
                                 R"sql(
   FROM claimed p

@@ -11,6 +11,21 @@ CheckoutAdapter::CheckoutAdapter(const ProviderConfig& config, SendFunction send
       m_caps(configured_capabilities(config, descriptor().api)), m_client(config, std::move(send)) {
 }
 
+SubmitResult
+CheckoutAdapter::post_json(const std::string& path, const std::string& body,
+                           const std::string& operation_id,
+                           const std::optional<std::chrono::steady_clock::time_point>& deadline,
+                           const std::function<SubmitResult(int, std::string_view)>& interpret) {
+    net::HttpRequest req = m_client.request("POST", path, true);
+    req.headers.emplace_back("Content-Type", "application/json");
+    if (m_caps.honours_idempotency_keys) {
+        req.headers.emplace_back("Cko-Idempotency-Key", operation_id);
+    }
+    req.body = body;
+    req.deadline = deadline;
+    return create_outcome(m_client.send(std::move(req)), interpret);
+}
+
 SubmitResult CheckoutAdapter::submit(const PaymentOrder& order) {
     if (const auto problem =
             carry_problem(carry_limits(), order.merchant_reference, order.metadata)) {
@@ -37,16 +52,9 @@ SubmitResult CheckoutAdapter::submit(const PaymentOrder& order) {
                                "the operation ID is longer than Checkout.com's 50-character "
                                "reference");
     }
-    net::HttpRequest req = m_client.request("POST", "/payments", true);
-    req.headers.emplace_back("Content-Type", "application/json");
-    if (m_caps.honours_idempotency_keys) {
-        req.headers.emplace_back("Cko-Idempotency-Key", order.operation_id);
-    }
-    req.body = *body;
-    req.deadline = order.deadline;
-    return create_outcome(m_client.send(std::move(req)), [&order](int status, std::string_view b) {
-        return interpret_create(order, status, b);
-    });
+    return post_json(
+        "/payments", *body, order.operation_id, order.deadline,
+        [&order](int status, std::string_view b) { return interpret_create(order, status, b); });
 }
 
 LookupResult CheckoutAdapter::lookup(const PaymentOrder& order) {
@@ -120,17 +128,10 @@ SubmitResult CheckoutAdapter::refund(const RefundOrder& order) {
                                    ") or the operation ID cannot be expressed in Checkout.com's "
                                    "refund request");
     }
-    net::HttpRequest req = m_client.request(
-        "POST", "/payments/" + percent_encode(order.payment_reference) + "/refunds", true);
-    req.headers.emplace_back("Content-Type", "application/json");
-    if (m_caps.honours_idempotency_keys) {
-        req.headers.emplace_back("Cko-Idempotency-Key", order.operation_id);
-    }
-    req.body = *body;
-    req.deadline = order.deadline;
-    return create_outcome(m_client.send(std::move(req)), [&order](int status, std::string_view b) {
-        return interpret_refund(order, status, b);
-    });
+    return post_json("/payments/" + percent_encode(order.payment_reference) + "/refunds", *body,
+                     order.operation_id, order.deadline, [&order](int status, std::string_view b) {
+                         return interpret_refund(order, status, b);
+                     });
 }
 
 LookupResult CheckoutAdapter::lookup_refund(const RefundOrder& order) {

@@ -34,6 +34,10 @@
 #include "providers/descriptor.hpp"
 #include "providers/provider.hpp"
 
+#include <chrono>
+#include <functional>
+#include <optional>
+
 namespace payrecon::providers::checkout {
 
 inline constexpr std::size_t k_max_key_length = 50; // `reference`'s limit; the header sets none
@@ -82,6 +86,13 @@ public:
     ListPage list(const TimeWindow& window, const std::optional<std::string>& cursor) override;
 
 private:
+    // A call that moves money: POST `path` with the JSON `body` under the operation's
+    // Cko-Idempotency-Key (when keys are honoured), by `deadline`, its answer read by `interpret`.
+    SubmitResult post_json(const std::string& path, const std::string& body,
+                           const std::string& operation_id,
+                           const std::optional<std::chrono::steady_clock::time_point>& deadline,
+                           const std::function<SubmitResult(int, std::string_view)>& interpret);
+
     std::string m_name;
     Settings m_settings;
     Capabilities m_caps;
