@@ -73,7 +73,7 @@ TEST_CASE("execution: connection refused is not_sent, sent again later with the 
     CHECK(ex.run_once() == 1);
     CHECK(w.state_of(refs[0]) == "retry_scheduled");
     CHECK(w.deliveries(op) == 0);
-    // Sent again each time the listener is back (it reopens after 300 ms).
+    // Sent again each time the listener is back (it reopens after 3 s).
     CHECK(testing::wait_until(
         [&] {
             ex.run_once();

@@ -41,13 +41,7 @@ namespace {
 constexpr std::chrono::seconds k_paypal_lag = std::chrono::hours(3);
 
 fake::FaultConfig faults_for(const std::string& kind, std::vector<fake::Fault> first) {
-    const bool refuses = std::find(first.begin(), first.end(), fake::Fault::refuse) != first.end();
     fake::FaultConfig f = next(std::move(first));
-    if (refuses) {
-        // The listener closes when the faults are set, before the payment is made: on a loaded
-        // machine that took longer than the default 1 s, and the first send found it open again.
-        f.refuse = std::chrono::seconds(5);
-    }
     if (kind == "paypal") {
         f.lookup_stale = k_paypal_lag;
     }

@@ -268,7 +268,10 @@ inline fake::FaultConfig next(std::vector<fake::Fault> faults) {
     fake::FaultConfig f;
     f.next = std::move(faults);
     f.hang = std::chrono::milliseconds(2000); // past the client's 800 ms
-    f.refuse = std::chrono::milliseconds(300);
+    // The listener closes when the faults are set, before the payment is made: long enough that
+    // the first send still finds it closed on a loaded machine (300 ms did not, and a case that
+    // expected retry_scheduled found the payment succeeded), short enough for the waits after it.
+    f.refuse = std::chrono::seconds(3);
     return f;
 }
 
