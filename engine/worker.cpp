@@ -119,7 +119,10 @@ std::string rejected_line(const store::ClaimedPayment& claim,
     line["became"] = "needs_review";
     if (claim.kind != OperationKind::charge) {
         line["next"] = "fix the integration or configuration (docs/operations.md, "
-                       "request_rejected), then resolve the refund in the review queue";
+                       "request_rejected); the refund stays in review with its amount held "
+                       "(payrecon refunds show " +
+                       claim.operation_row_id +
+                       "): no operator command resolves a refund yet (issue 31)";
         return line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     }
     // The payment's generation is still the claim's: a settlement does not move it.
