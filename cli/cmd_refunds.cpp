@@ -9,6 +9,7 @@
 #include "core/encoding.hpp"
 #include "core/errors.hpp"
 #include "core/money.hpp"
+#include "core/operator_commands.hpp"
 #include "core/payment_state.hpp"
 #include "core/settings.hpp"
 #include "services/auth.hpp"
@@ -53,16 +54,6 @@ void run_create(AppState& state, const CreateOptions& opts) {
                                          RefundAudit{actor, note});
     }
     state.exit_code = print_intake(response, opts.json);
-}
-
-nlohmann::json to_json(const store::RefundRow& r) {
-    nlohmann::json j = nlohmann::json::parse(refund_resource_json(r));
-    j["tenant_id"] = r.tenant_id;
-    j["operation_id"] = r.operation_id;
-    j["attempt_count"] = r.attempt_count;
-    j["review_code"] = r.review_code ? nlohmann::json(*r.review_code) : nlohmann::json();
-    j["review_reason"] = r.review_reason ? nlohmann::json(*r.review_reason) : nlohmann::json();
-    return j;
 }
 
 struct ListOptions {
@@ -123,29 +114,15 @@ void run_show(AppState& state, const std::string& id, bool json) {
         print_json(to_json(r));
         return;
     }
-    Table t({"FIELD", "VALUE"});
-    t.add_row({"refund", r.refund_id});
-    t.add_row({"payment", r.payment_id});
-    t.add_row({"tenant", r.tenant_id});
-    t.add_row({"state", r.state});
-    t.add_row({"amount", describe_money(r.amount_minor, r.currency)});
-    t.add_row({"provider", r.provider});
-    t.add_row({"operation ID", r.operation_id});
-    t.add_row({"provider reference", r.provider_reference.value_or("-")});
-    t.add_row({"reason", r.reason.value_or("-")});
-    t.add_row({"merchant reference", r.merchant_reference.value_or("-")});
-    t.add_row({"failure reason", r.failure_reason.value_or("-")});
-    if (r.reversed_at) {
-        t.add_row({"reversed", *r.reversed_at + " (by the provider, after it had succeeded)"});
-    }
-    t.add_row({"review", r.review_code ? *r.review_code + ": " + r.review_reason.value_or("")
-                                       : std::string("-")});
-    t.add_row({"attempts", std::to_string(r.attempt_count)});
-    t.add_row({"created", r.created_at});
-    t.add_row({"updated", r.updated_at});
-    t.print(std::cout);
+    print_refund(std::cout, r);
     std::cout << "\nEvery refund of its payment: payrecon refunds list --payment " << r.payment_id
               << "\nIts payment: payrecon payments show " << r.payment_id << "\n";
+    if (r.state == to_string(PaymentState::needs_review)) {
+        std::cout << "It waits for a decision: " << review_show_command(r.refund_id) << "\n";
+    } else if (r.state == to_string(PaymentState::unknown)) {
+        std::cout << "Its outcome is unknown; ask the provider now: "
+                  << recheck_command(r.refund_id) << "\n";
+    }
 }
 
 } // namespace

@@ -75,13 +75,23 @@ void setup_review_list(CLI::App& review, AppState& state) {
         filter.tenant_id = tenant_id_or_refuse(*opened.db, opts->tenant);
         const ReviewQueue queue = review_queue(*opened.db, filter);
         const store::PaymentPage& page = queue.page;
-        if (page.rows.empty() && opts->provider) {
+        if (page.rows.empty() && queue.refunds.empty() && opts->provider) {
             // A mistyped provider lists nothing too: say so rather than "none in review".
             refuse_unknown_provider(*opened.db, intake_provider_catalog(state.global),
                                     *opts->provider);
         }
         if (opts->json) {
-            print_rows_json(page.rows);
+            // The payments, then the refunds (each with "kind": "refund").
+            nlohmann::json all = nlohmann::json::array();
+            for (const auto& p : page.rows) {
+                all.push_back(to_json(p));
+            }
+            for (const auto& r : queue.refunds) {
+                nlohmann::json j = to_json(r);
+                j["kind"] = "refund";
+                all.push_back(std::move(j));
+            }
+            print_json(all);
             return;
         }
         // Events that contradict a settled payment are in the queue too, though the payment is
@@ -93,8 +103,31 @@ void setup_review_list(CLI::App& review, AppState& state) {
                              "list --contradicting\n";
             }
         };
+        // Refunds wait in the same queue, decided by the same commands under their own IDs.
+        const auto refunds_table = [&] {
+            if (queue.refunds.empty()) {
+                return;
+            }
+            std::cout << (page.rows.empty() ? "" : "\n") << "Refunds in review:\n";
+            Table t({"REFUND ID", "PAYMENT ID", "PROVIDER", "AMOUNT", "CODE", "IN REVIEW SINCE",
+                     "GEN", "REASON"});
+            for (const auto& r : queue.refunds) {
+                t.add_row({r.refund_id, r.payment_id, r.provider,
+                           describe_money(r.amount_minor, r.currency), r.review_code.value_or("-"),
+                           r.updated_at, std::to_string(r.generation),
+                           r.review_reason.value_or("-")});
+            }
+            t.print(std::cout);
+            if (queue.refunds_more) {
+                print_more_note(std::cout, queue.refunds.size());
+            }
+            std::cout << "`" << review_show_command(queue.refunds.front().refund_id)
+                      << "` shows the first refund with the complete commands that decide it\n";
+        };
         if (page.rows.empty()) {
-            std::cout << "no payments in review\n";
+            std::cout << (queue.refunds.empty() ? "no payments or refunds in review\n"
+                                                : "no payments in review\n");
+            refunds_table();
             contradiction_note();
             return;
         }
@@ -112,8 +145,73 @@ void setup_review_list(CLI::App& review, AppState& state) {
         std::cout << "`" << review_show_command(page.rows.front().payment_id)
                   << "` shows the first with its attempts, lookups and the complete commands that "
                      "decide it\n";
+        refunds_table();
         contradiction_note();
     });
+}
+
+// Why it waits, what its code means, and what the provider was seen to hold: a payment's or a
+// refund's case alike.
+void print_case(const ReviewCase& shown, const std::optional<std::string>& code,
+                const std::optional<std::string>& reason, long long generation,
+                const std::string& what) {
+    std::cout << "Why it waits: " << code.value_or("(no code)") << ": "
+              << printable(reason.value_or("(no reason recorded)")) << "\n"
+              << "Generation: " << generation << " (pass it as --generation: it names the " << what
+              << " as shown here)\n";
+    if (shown.guidance != nullptr) {
+        std::cout << "What it means: " << shown.guidance->means << "\n"
+                  << "Check: " << shown.guidance->check << "\n"
+                  << "Then: " << shown.guidance->act << "\n"
+                  << "Runbook: docs/operations.md, " << *code << "\n";
+    }
+    if (!shown.seen.empty()) {
+        // What the provider was seen to hold orders the commands below, and resolve checks a
+        // reference against it.
+        std::cout << "What the provider was seen to hold:\n";
+        for (const auto& r : shown.seen) {
+            std::cout << "  " << seen_line(r) << "\n";
+        }
+    }
+}
+
+// `review show` of a refund: its fields, why it waits, and the commands that decide it.
+void show_refund(store::Db& db, const store::RefundRow& r, bool json) {
+    const ReviewCase shown = review_case(db, r);
+    std::vector<std::string> commands;
+    for (const auto& c : shown.decisions) {
+        commands.push_back(printable(command_line(c)));
+    }
+    if (shown.in_review && shown.recheck) {
+        commands.push_back(recheck_command(r.refund_id));
+    }
+    if (json) {
+        print_json({{"refund", to_json(r)},
+                    {"in_review", shown.in_review},
+                    {"commands", commands},
+                    {"guidance", shown.guidance ? nlohmann::json{{"means", shown.guidance->means},
+                                                                 {"check", shown.guidance->check},
+                                                                 {"do", shown.guidance->act}}
+                                                : nlohmann::json()}});
+        return;
+    }
+    print_refund(std::cout, r);
+    std::cout << "\n";
+    if (!shown.in_review) {
+        std::cout << "Not in review: the refund is " << r.state
+                  << "; there is nothing to decide.\n";
+        return;
+    }
+    print_case(shown, r.review_code, r.review_reason, r.generation, "refund");
+    std::cout << "Check the refund at the provider (" << r.provider << ", operation ID "
+              << r.operation_id << ", of the charge on payment " << r.payment_id
+              << "), then one of (replace \"...\" with what you checked; --as succeeded: it "
+                 "refunded, under --provider-reference; failed: it did not, and the amount is "
+                 "refundable again; retry --confirm-no-charge: it holds no refund under the "
+                 "operation ID, send it again):\n";
+    for (const auto& c : commands) {
+        std::cout << "  " << c << "\n";
+    }
 }
 
 void setup_review_show(CLI::App& review, AppState& state) {
@@ -125,11 +223,19 @@ void setup_review_show(CLI::App& review, AppState& state) {
     CLI::App* s = review.add_subcommand(
         "show", "one payment in review: everything recorded about it, why it waits, and the "
                 "commands that decide it");
-    s->add_option("id", opts->id, "payment ID or operation ID (pr_...)")->required();
+    s->add_option("id", opts->id, "payment ID, refund ID, or either's operation ID (pr_...)")
+        ->required();
     s->add_flag("--json", opts->json,
-                "print JSON: {payment, attempts, lookups, audit, in_review, commands}");
+                "print JSON: {payment, attempts, lookups, audit, in_review, commands} (a refund: "
+                "{refund, in_review, commands, guidance})");
     s->callback([&state, opts] {
         OpenDatabase opened = open_database(state.global);
+        if (!find_payment_ref(*opened.db, opts->id)) {
+            if (const auto refund = find_refund(*opened.db, opts->id)) {
+                show_refund(*opened.db, *refund, opts->json);
+                return;
+            }
+        }
         const store::PaymentRecord record = load_record_or_refuse(*opened.db, opts->id);
         const store::PaymentRow& p = record.payment;
         const ReviewCase shown = review_case(*opened.db, record);
@@ -155,24 +261,7 @@ void setup_review_show(CLI::App& review, AppState& state) {
                       << "; there is nothing to decide.\n";
             return;
         }
-        std::cout << "Why it waits: " << p.review_code.value_or("(no code)") << ": "
-                  << printable(p.review_reason.value_or("(no reason recorded)")) << "\n"
-                  << "Generation: " << p.generation
-                  << " (pass it as --generation: it names the payment as shown here)\n";
-        if (guidance != nullptr) {
-            std::cout << "What it means: " << guidance->means << "\n"
-                      << "Check: " << guidance->check << "\n"
-                      << "Then: " << guidance->act << "\n"
-                      << "Runbook: docs/operations.md, " << *p.review_code << "\n";
-        }
-        if (!shown.seen.empty()) {
-            // What the provider was seen to hold orders the commands below, and resolve checks a
-            // reference against it.
-            std::cout << "What the provider was seen to hold:\n";
-            for (const auto& r : shown.seen) {
-                std::cout << "  " << seen_line(r) << "\n";
-            }
-        }
+        print_case(shown, p.review_code, p.review_reason, p.generation, "payment");
         std::cout << "Check the payment at the provider (" << p.provider << ", operation ID "
                   << p.operation_id << "), then one of (replace \"...\" with what you checked):\n";
         for (const auto& c : commands) {

@@ -75,14 +75,6 @@ struct RequeueCliOptions {
     bool json = false;
 };
 
-store::PaymentRef find_ref(store::Db& db, const std::string& id) {
-    const auto ref = find_payment_ref(db, id);
-    if (!ref) {
-        throw Refused("no payment has the ID " + id, "find it with: payrecon review list");
-    }
-    return *ref;
-}
-
 // What each registered kind calls its ID of a charge: "Stripe pi_..., Adyen pspReference, ...".
 std::string provider_reference_names() {
     std::string out;
@@ -112,6 +104,19 @@ std::string flag_of(ResolutionProblem::Part part) {
     return "";
 }
 
+// What a decision is about, for the operator's eyes: "payment <id>", or "refund <id>".
+std::string subject_of(const ResolveOutcome& out) {
+    return out.refund_id ? "refund " + *out.refund_id : "payment " + out.ref.payment_id;
+}
+// The ID the commands that decide it take.
+const std::string& subject_id(const ResolveOutcome& out) {
+    return out.refund_id ? *out.refund_id : out.ref.payment_id;
+}
+// Where an operator reads everything about it.
+std::string show_command(const ResolveOutcome& out) {
+    return (out.refund_id ? "payrecon refunds show " : "payrecon payments show ") + subject_id(out);
+}
+
 // "8.80 EUR": an amount from anywhere, printable.
 std::string money(long long minor, const std::string& currency) {
     return printable(describe_money(minor, currency));
@@ -125,7 +130,7 @@ std::string command_for(const ResolveRequest& request, const ResolveOutcome& out
                         std::optional<long long> charged_minor = std::nullopt,
                         bool unverified = false) {
     ResolveCommand c;
-    c.payment_id = out.ref.payment_id;
+    c.payment_id = subject_id(out);
     c.generation = out.generation;
     c.decision = decision;
     if (decision == OperatorDecision::succeeded) {
@@ -151,9 +156,10 @@ Refused contradicted(const ResolveRequest& request, const ResolveOutcome& out) {
     switch (out.evidence.verdict) {
     case V::declined:
         return Refused(reference + " was declined at the provider" + where + ": it cannot make " +
-                           "payment " + out.ref.payment_id + " succeeded" + nothing,
+                           subject_of(out) + " succeeded" + nothing,
                        "resolve it as failed: " + failed +
-                           "; if it charged under another reference, resolve with that one");
+                           "; if it moved the money under another reference, resolve with that "
+                           "one");
     case V::refunded:
         return Refused(reference + " was refunded at the provider" + where +
                            ": the charge no longer stands" + nothing,
@@ -177,7 +183,8 @@ Refused contradicted(const ResolveRequest& request, const ResolveOutcome& out) {
                            " at the provider, not in " + out.currency + where + nothing,
                        "settle it at the provider first (a refund), then: " + failed);
     case V::other_reference:
-        return Refused("the provider's charge for this payment is " +
+        return Refused("the provider's " + std::string(out.refund_id ? "refund" : "charge") +
+                           " for this " + (out.refund_id ? "refund" : "payment") + " is " +
                            printable(seen.reference.value_or("")) + where + ", not " + reference +
                            nothing,
                        "resolve with the provider's reference: " +
@@ -250,7 +257,7 @@ Refused provider_refused(const ResolveRequest& request, const ResolveOutcome& ou
         return Refused(
             detail + "; nothing was written",
             "if it will not charge: " + command_for(request, out, OperatorDecision::failed) +
-                "; once the provider has finished: " + recheck_command(out.ref.payment_id));
+                "; once the provider has finished: " + recheck_command(subject_id(out)));
     case V::confirmed:
     case V::not_checked:
         break;
@@ -284,44 +291,58 @@ Refused provider_refused(const ResolveRequest& request, const ResolveOutcome& ou
                          "written: " +
                              *out.amount_example);
     case S::not_found:
-        throw Refused("no payment has the ID " + printable(request.id),
+        throw Refused("no payment or refund has the ID " + printable(request.id),
                       cancel ? "find it with: payrecon payments list"
                              : "find it with: payrecon review list");
     case S::changed: {
         if (request.generation > out.generation) {
             // Not a change since it was shown: the payment never had that generation.
-            throw Refused("generation " + std::to_string(request.generation) + " is not payment " +
-                              out.ref.payment_id + "'s: it is at generation " +
+            throw Refused("generation " + std::to_string(request.generation) + " is not " +
+                              subject_of(out) + "'s: it is at generation " +
                               std::to_string(out.generation) + " (" + out.state +
                               "), and generations only grow; nothing was written",
-                          "give the generation `" + show + out.ref.payment_id + "` prints");
+                          "give the generation `" + show + subject_id(out) + "` prints");
         }
         std::string last;
         if (out.last_change) {
             last = "; last recorded: " + out.last_change->action + " by " +
                    printable(out.last_change->actor) + " at " + out.last_change->at;
         }
-        throw Refused("payment " + out.ref.payment_id + " changed since it was shown: generation " +
+        throw Refused(subject_of(out) + " changed since it was shown: generation " +
                           std::to_string(request.generation) + " was given, it is now " +
                           std::to_string(out.generation) + " (" + out.state + ")" + last +
                           "; nothing was written",
-                      "look again with: " + show + out.ref.payment_id);
+                      "look again with: " + show + subject_id(out));
     }
     case S::not_resolvable:
-        throw Refused("payment " + out.ref.payment_id + " is " + out.state +
+        throw Refused(subject_of(out) + " is " + out.state +
                           (cancel ? ": only pending and retry_scheduled payments are canceled; a "
                                     "payment in review is decided with review resolve"
-                                  : ": only unknown payments and payments in review are resolved "
-                                    "by hand"),
+                                  : ": only unknown payments and refunds and those in review are "
+                                    "resolved by hand"),
                       out.state == to_string(PaymentState::needs_review)
-                          ? "its decisions, complete: " + review_show_command(out.ref.payment_id)
-                          : "payrecon payments show " + out.ref.payment_id);
+                          ? "its decisions, complete: " + review_show_command(subject_id(out))
+                          : show_command(out));
     case S::reference_taken:
+        if (out.refund_id) {
+            throw Refused("the provider reference " + printable(*request.provider_reference) +
+                              " already belongs to refund " + out.holder +
+                              "; one refund at the provider settles one of ours, and nothing was "
+                              "written",
+                          "compare both: payrecon refunds show " + out.holder +
+                              "; give this refund's own reference");
+        }
         throw Refused("the provider reference " + printable(*request.provider_reference) +
                           " already belongs to payment " + out.holder +
                           "; one charge settles one payment, and nothing was written",
                       "compare both: payrecon payments show " + out.holder +
                           "; give this payment's own reference");
+    case S::not_for_refund:
+        throw UsageError("--amount records what a charge took; a refund is decided for its own "
+                         "amount (" +
+                             money(out.amount_minor, out.currency) + ")",
+                         "if the provider refunded another amount, resolve the refund as failed "
+                         "and create one for what it refunded");
     case S::maybe_sent:
         throw Refused("payment " + out.ref.payment_id +
                           " has an attempt that may have reached the provider; "
@@ -331,6 +352,16 @@ Refused provider_refused(const ResolveRequest& request, const ResolveOutcome& ou
                           out.ref.payment_id);
     case S::charge_seen: {
         const SeenRecord& seen = *out.evidence.record;
+        if (out.refund_id) {
+            throw Refused(
+                "the provider holds a refund for refund " + *out.refund_id + ": " +
+                    printable(seen.reference.value_or("(no reference)")) + " refunded (seen in " +
+                    printable(seen.seen_in) +
+                    "); sending it again would refund the customer twice, and nothing "
+                    "was written",
+                "resolve it as succeeded with that reference: " +
+                    command_for(request, out, OperatorDecision::succeeded, seen.reference));
+        }
         throw Refused("the provider holds a charge for payment " + out.ref.payment_id + ": " +
                           printable(seen.reference.value_or("(no reference)")) +
                           (seen.amount_minor && seen.currency
@@ -367,19 +398,22 @@ AskProvider ask_provider(AppState& state, store::Db& db) {
         std::unique_ptr<engine::Reconciler> reconciler;
     };
     auto asking = std::make_shared<Asking>();
-    return [&state, &db, asking](const store::PaymentRef& ref, const std::string& reference,
-                                 std::optional<long long> charged_minor) {
+    return [&state, &db,
+            asking](const store::PaymentRef& ref, const std::optional<std::string>& refund_id,
+                    const std::string& reference, std::optional<long long> charged_minor) {
         if (!asking->reconciler) {
             const providers::Config config = load_provider_config(state.global);
             asking->set = make_providers(choose_providers(config, {}));
             asking->reconciler = std::make_unique<engine::Reconciler>(db, asking->set.pointers,
                                                                       engine::ReconcilerOptions{});
         }
-        const auto check = asking->reconciler->check_reference(ref.tenant_id, ref.payment_id,
-                                                               reference, charged_minor);
+        const auto check = asking->reconciler->check_reference(
+            ref.tenant_id, refund_id.value_or(ref.payment_id), reference, charged_minor,
+            refund_id ? OperationKind::refund : OperationKind::charge);
         if (!check) {
-            throw Refused("payment " + ref.payment_id + " is gone",
-                          "find it with: payrecon payments list");
+            throw Refused((refund_id ? "refund " + *refund_id : "payment " + ref.payment_id) +
+                              " is gone",
+                          "find it with: payrecon review list");
         }
         return *check;
     };
@@ -426,23 +460,30 @@ void decide(AppState& state, ResolveRequest request, bool json, const std::strin
     }
     const bool cancel = request.decision == OperatorDecision::cancel;
     if (json) {
-        print_json({{"payment_id", out.ref.payment_id},
-                    {"state", out.state},
-                    {"generation", out.generation},
-                    {"operator", request.operator_name},
-                    {"decision", label},
-                    {"dry_run", dry_run},
-                    {"reference_checked", checked_json(out.checked)}});
+        nlohmann::json j = {{"payment_id", out.ref.payment_id},
+                            {"state", out.state},
+                            {"generation", out.generation},
+                            {"operator", request.operator_name},
+                            {"decision", label},
+                            {"dry_run", dry_run},
+                            {"reference_checked", checked_json(out.checked)}};
+        if (out.refund_id) {
+            j["refund_id"] = *out.refund_id;
+        }
+        print_json(j);
         return;
     }
     if (dry_run) {
-        std::cout << "dry run: payment " << out.ref.payment_id << " would become " << out.state
+        std::cout << "dry run: " << subject_of(out) << " would become " << out.state
                   << " (generation " << out.generation
                   << "); every check passed, nothing was written\n";
     } else {
-        std::cout << "payment " << out.ref.payment_id << " is now " << out.state << " (generation "
-                  << out.generation << "), " << (cancel ? "canceled" : "decided") << " by "
+        std::cout << subject_of(out) << " is now " << out.state << " (generation " << out.generation
+                  << "), " << (cancel ? "canceled" : "decided") << " by "
                   << printable(request.operator_name) << "; recorded in the audit log\n";
+        if (out.refund_id && out.state == to_string(PaymentState::failed)) {
+            std::cout << "its amount is refundable again on payment " << out.ref.payment_id << "\n";
+        }
     }
     if (const std::string checked = checked_text(out); !checked.empty()) {
         std::cout << checked << "\n";
@@ -857,39 +898,59 @@ void run_recheck(AppState& state, const RecheckCliOptions& opts) {
     const providers::Config config = load_provider_config(state.global);
     ProviderSet set = make_providers(choose_providers(config, {}));
     OpenDatabase opened = open_database(state.global);
-    const store::PaymentRef ref = find_ref(*opened.db, opts.id);
+    // A payment's ID, or a refund's: rechecked alike, the refund with its refund lookup.
+    store::PaymentRef ref;
+    std::optional<store::RefundRow> refund;
+    if (const auto found = find_payment_ref(*opened.db, opts.id)) {
+        ref = *found;
+    } else if ((refund = find_refund(*opened.db, opts.id))) {
+        ref = {refund->tenant_id, refund->payment_id};
+    } else {
+        throw Refused("no payment or refund has the ID " + opts.id,
+                      "find it with: payrecon review list");
+    }
+    const std::string subject = refund ? refund->refund_id : ref.payment_id;
+    const std::string what = refund ? "refund" : "payment";
     engine::ReconcilerOptions ro;
     ro.actor = "recheck:" + operator_name(state.global);
     engine::Reconciler reconciler(*opened.db, set.pointers, ro);
-    const auto outcome = reconciler.recheck(ref.tenant_id, ref.payment_id);
+    const auto outcome = reconciler.recheck(ref.tenant_id, subject, std::nullopt,
+                                            refund ? OperationKind::refund : OperationKind::charge);
     if (!outcome) {
-        throw Refused("no payment has the ID " + opts.id, "find it with: payrecon review list");
+        throw Refused("no " + what + " has the ID " + opts.id,
+                      "find it with: payrecon review list");
     }
     // The generation after the recheck: what the next resolve of it must give.
-    const auto now = payment_record(*opened.db, ref);
-    const long long generation = now ? now->payment.generation : 0;
+    long long generation = 0;
+    if (refund) {
+        const auto now = find_refund(*opened.db, subject);
+        generation = now ? now->generation : 0;
+    } else {
+        const auto now = payment_record(*opened.db, ref);
+        generation = now ? now->payment.generation : 0;
+    }
     if (opts.json) {
         nlohmann::ordered_json j = outcome_json(*outcome);
         j["generation"] = generation;
         std::cout << j.dump(2) << std::endl;
     } else {
         std::cout << outcome_line(*outcome) << "\n"
-                  << "generation now " << generation
-                  << " (a resolve of this payment gives --generation " << generation << ")\n";
+                  << "generation now " << generation << " (a resolve of this " << what
+                  << " gives --generation " << generation << ")\n";
         // What the recheck did, and what it did not: it asks, it never sends.
         if (outcome->applied && outcome->to == PaymentState::retry_scheduled) {
-            std::cout << "nothing was sent: the payment is scheduled for a re-send with the same "
-                         "operation ID by the next worker run (payrecon worker --once sends what "
-                         "is due now)\n";
+            std::cout << "nothing was sent: the " << what
+                      << " is scheduled for a re-send with the same operation ID by the next "
+                         "worker run (payrecon worker --once sends what is due now)\n";
         } else if (outcome->applied && outcome->to == PaymentState::needs_review) {
             std::cout << "still in review; its decisions, complete: "
-                      << review_show_command(ref.payment_id) << "\n";
+                      << review_show_command(subject) << "\n";
         }
     }
     if (outcome->fenced_out) {
-        throw Refused("payment " + ref.payment_id +
+        throw Refused(what + " " + subject +
                           " changed while it was being rechecked; nothing was written",
-                      "look again with: payrecon review show " + ref.payment_id);
+                      "look again with: payrecon review show " + subject);
     }
     if (outcome->to == PaymentState::needs_review) {
         state.exit_code = static_cast<int>(ExitCode::attention);

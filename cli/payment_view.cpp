@@ -4,6 +4,7 @@
 #include "cli/table.hpp"
 #include "core/errors.hpp"
 #include "core/money.hpp"
+#include "services/refunds.hpp"
 
 namespace payrecon::cli {
 namespace {
@@ -366,6 +367,42 @@ PaymentState state_or_usage_error(const std::string& name) {
         names += (names.empty() ? "" : ", ") + std::string(to_string(s));
     }
     throw UsageError("--state: '" + name + "' is not a payment state", "use one of: " + names);
+}
+
+nlohmann::json to_json(const store::RefundRow& r) {
+    nlohmann::json j = nlohmann::json::parse(refund_resource_json(r));
+    j["tenant_id"] = r.tenant_id;
+    j["operation_id"] = r.operation_id;
+    j["attempt_count"] = r.attempt_count;
+    j["generation"] = r.generation;
+    j["review_code"] = r.review_code ? nlohmann::json(*r.review_code) : nlohmann::json();
+    j["review_reason"] = r.review_reason ? nlohmann::json(*r.review_reason) : nlohmann::json();
+    return j;
+}
+
+void print_refund(std::ostream& out, const store::RefundRow& r) {
+    Table t({"FIELD", "VALUE"});
+    t.add_row({"refund", r.refund_id});
+    t.add_row({"payment", r.payment_id});
+    t.add_row({"tenant", r.tenant_id});
+    t.add_row({"state", r.state});
+    t.add_row({"amount", describe_money(r.amount_minor, r.currency)});
+    t.add_row({"provider", r.provider});
+    t.add_row({"operation ID", r.operation_id});
+    t.add_row({"provider reference", r.provider_reference.value_or("-")});
+    t.add_row({"reason", r.reason.value_or("-")});
+    t.add_row({"merchant reference", r.merchant_reference.value_or("-")});
+    t.add_row({"failure reason", r.failure_reason.value_or("-")});
+    if (r.reversed_at) {
+        t.add_row({"reversed", *r.reversed_at + " (by the provider, after it had succeeded)"});
+    }
+    t.add_row({"review", r.review_code ? *r.review_code + ": " + r.review_reason.value_or("")
+                                       : std::string("-")});
+    t.add_row({"attempts", std::to_string(r.attempt_count)});
+    t.add_row({"generation", std::to_string(r.generation)});
+    t.add_row({"created", r.created_at});
+    t.add_row({"updated", r.updated_at});
+    t.print(out);
 }
 
 } // namespace payrecon::cli

@@ -55,6 +55,10 @@ ProviderSet make_providers(const std::vector<const providers::ProviderConfig*>& 
 nlohmann::ordered_json outcome_json(const engine::ReconcileOutcome& o) {
     nlohmann::ordered_json j;
     j["payment_id"] = o.payment_id;
+    if (o.kind == OperationKind::refund) {
+        j["kind"] = "refund";
+        j["refund_id"] = o.refund_id;
+    }
     j["tenant_id"] = o.tenant_id;
     j["operation_id"] = o.operation_id;
     j["provider"] = o.provider;
@@ -83,7 +87,10 @@ nlohmann::ordered_json outcome_json(const engine::ReconcileOutcome& o) {
 
 std::string outcome_line(const engine::ReconcileOutcome& o) {
     const std::string amount = describe_money(o.amount_minor, o.currency);
-    std::string line = o.payment_id + "  " + o.provider + "  " + amount + "  " +
+    // A refund by its own ID: what review show, resolve and recheck take.
+    const std::string subject =
+        o.kind == OperationKind::refund ? "refund " + o.refund_id : o.payment_id;
+    std::string line = subject + "  " + o.provider + "  " + amount + "  " +
                        std::string(to_string(o.from)) + " -> " + std::string(to_string(o.to));
     line += "  (" + std::string(to_string(o.lookup));
     if (!o.lookup_detail.empty()) {

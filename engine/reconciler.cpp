@@ -281,7 +281,9 @@ Reconciler::run(const std::function<void(const ReconcileOutcome&)>& on_outcome) 
         int fresh = 0;
         for (const auto& c : batch) {
             // Cannot happen (claims are due by the run's start); kept as a guard against a loop.
-            if (!seen.insert(c.payment.payment_id).second) {
+            // By the row claimed: a payment's refunds share its payment ID.
+            if (!seen.insert(std::string(to_string(c.payment.kind)) + " " + c.payment.subject_id())
+                     .second) {
                 continue;
             }
             ++fresh;
@@ -425,9 +427,11 @@ std::vector<ReconcileOutcome> apply_webhook_evidence(store::Db& db, const std::s
 }
 
 std::optional<ReconcileOutcome> Reconciler::recheck(const std::string& tenant_id,
-                                                    const std::string& payment_id,
-                                                    std::optional<long long> expected_generation) {
-    const auto c = store::load_candidate(m_db, tenant_id, payment_id);
+                                                    const std::string& subject_id,
+                                                    std::optional<long long> expected_generation,
+                                                    OperationKind kind) {
+    const auto c = store::load_candidate(m_db, tenant_id, subject_id, kind);
+    const std::string what = kind == OperationKind::refund ? "refund " : "payment ";
     if (!c) {
         return std::nullopt;
     }
@@ -448,14 +452,16 @@ std::optional<ReconcileOutcome> Reconciler::recheck(const std::string& tenant_id
         return out;
     }
     if (c->state != PaymentState::unknown && c->state != PaymentState::needs_review) {
-        throw Refused("payment " + payment_id + " is " + std::string(to_string(c->state)) +
-                          ": only unknown payments and payments in review are rechecked",
-                      "payrecon payments show " + payment_id);
+        throw Refused(
+            what + subject_id + " is " + std::string(to_string(c->state)) +
+                ": only unknown payments and refunds and those in review are rechecked",
+            (kind == OperationKind::refund ? "payrecon refunds show " : "payrecon payments show ") +
+                subject_id);
     }
     if (provider_named(c->payment.provider) == nullptr) {
-        throw Refused("payment " + payment_id + " belongs to provider '" + c->payment.provider +
+        throw Refused(what + subject_id + " belongs to provider '" + c->payment.provider +
                           "', which the configuration does not have",
-                      "add it to the provider configuration, or resolve the payment by hand");
+                      "add it to the provider configuration, or resolve it by hand");
     }
     return handle(*c, true);
 }
@@ -515,25 +521,30 @@ Reconciler::recheck_in_review(const InReview& selection,
 }
 
 std::optional<ReferenceCheck> Reconciler::check_reference(const std::string& tenant_id,
-                                                          const std::string& payment_id,
+                                                          const std::string& subject_id,
                                                           const std::string& reference,
-                                                          std::optional<long long> charged_minor) {
-    const auto c = store::load_candidate(m_db, tenant_id, payment_id);
+                                                          std::optional<long long> charged_minor,
+                                                          OperationKind kind) {
+    const auto c = store::load_candidate(m_db, tenant_id, subject_id, kind);
     if (!c) {
         return std::nullopt;
     }
+    const bool refund = kind == OperationKind::refund;
+    const std::string what = refund ? "refund" : "payment";
     providers::Provider* provider = provider_named(c->payment.provider);
     if (provider == nullptr) {
-        throw Refused("payment " + payment_id + " belongs to provider '" + c->payment.provider +
+        throw Refused(what + " " + subject_id + " belongs to provider '" + c->payment.provider +
                           "', which the configuration does not have",
                       "add it to the provider configuration to check the reference");
     }
     ReferenceCheck out;
-    if (!provider->capabilities().lookup_by_operation_id) {
-        out.detail = "provider " + provider->name() + " cannot be asked about a payment";
+    if (!can_look_up(provider->capabilities(), kind)) {
+        out.detail = "provider " + provider->name() + " cannot be asked about a " + what;
         return out;
     }
-    const providers::LookupResult lookup = provider->lookup(order_for(c->payment));
+    const providers::LookupResult lookup =
+        refund ? provider->lookup_refund(refund_order_for(c->payment))
+               : provider->lookup(order_for(c->payment));
     switch (lookup.status) {
     case providers::LookupResult::Status::failed:
         out.verdict = ReferenceCheck::Verdict::lookup_failed;
@@ -544,7 +555,7 @@ std::optional<ReferenceCheck> Reconciler::check_reference(const std::string& ten
         return out;
     case providers::LookupResult::Status::not_found:
         out.verdict = ReferenceCheck::Verdict::absent;
-        out.detail = "the provider has no payment for operation ID " + c->payment.operation_id;
+        out.detail = "the provider has no " + what + " for operation ID " + c->payment.operation_id;
         return out;
     case providers::LookupResult::Status::found:
         break;
@@ -564,29 +575,31 @@ std::optional<ReferenceCheck> Reconciler::check_reference(const std::string& ten
         for (const auto& r : out.references) {
             refs += (refs.empty() ? "" : ", ") + r;
         }
-        out.detail = "the provider's payment for operation ID " + c->payment.operation_id + " is " +
-                     refs + ", not " + reference;
+        out.detail = "the provider's " + what + " for operation ID " + c->payment.operation_id +
+                     " is " + refs + ", not " + reference;
         return out;
     }
-    const long long expected = charged_minor.value_or(c->payment.amount_minor);
+    const long long expected =
+        refund ? c->payment.amount_minor : charged_minor.value_or(c->payment.amount_minor);
     if (match->amount.minor != expected ||
         !same_currency(match->amount.currency, c->payment.currency)) {
         out.verdict = ReferenceCheck::Verdict::mismatch;
         out.remote_amount_minor = match->amount.minor;
         out.remote_currency = match->amount.currency;
-        out.detail = reference + " is " +
-                     describe_money(match->amount.minor, match->amount.currency) +
-                     " at the provider; " + (charged_minor ? "--amount says " : "ours is ") +
-                     describe_money(expected, c->payment.currency);
+        out.detail =
+            reference + " is " + describe_money(match->amount.minor, match->amount.currency) +
+            " at the provider; " + (charged_minor && !refund ? "--amount says " : "ours is ") +
+            describe_money(expected, c->payment.currency);
         return out;
     }
     if (remote_state_of(*match) != RemoteState::succeeded) {
         out.verdict = ReferenceCheck::Verdict::not_charged;
-        out.detail = reference + " is " + match->raw_status + " at the provider: it did not charge";
+        out.detail = reference + " is " + match->raw_status + " at the provider: it did not " +
+                     (refund ? "refund" : "charge");
         return out;
     }
     out.verdict = ReferenceCheck::Verdict::confirmed;
-    out.detail = reference + " charged " +
+    out.detail = reference + (refund ? " refunded " : " charged ") +
                  describe_money(match->amount.minor, match->amount.currency) + " at the provider";
     return out;
 }

@@ -110,9 +110,12 @@ public:
     // `expected_generation`: the generation the payment was selected at; a payment that changed
     // since is asked nothing and written nothing (the outcome is fenced_out, from and to its
     // state now).
+    // Kind refund: `subject_id` is a refund's ID, rechecked the same way with the provider's
+    // refund lookup.
     std::optional<ReconcileOutcome>
-    recheck(const std::string& tenant_id, const std::string& payment_id,
-            std::optional<long long> expected_generation = std::nullopt);
+    recheck(const std::string& tenant_id, const std::string& subject_id,
+            std::optional<long long> expected_generation = std::nullopt,
+            OperationKind kind = OperationKind::charge);
 
     // `review recheck --provider P --code C`: every payment of `selection.provider` in review
     // with `selection.code`, longest waiting first, each rechecked as recheck() does -- fenced by
@@ -153,11 +156,14 @@ public:
     // with `reference` (amount, currency, charged): the amount is `charged_minor` where the
     // operator says the provider charged another amount than ours, else the payment's. Writes
     // nothing. Returns nullopt if there is no such payment; throws Refused if its provider is not
-    // one of this reconciler's.
+    // one of this reconciler's. Kind refund: `subject_id` is a refund's ID, asked about with the
+    // provider's refund lookup and compared with the refund's amount (`charged_minor` unused);
+    // confirmed means the provider refunded it under `reference`.
     std::optional<ReferenceCheck> check_reference(const std::string& tenant_id,
-                                                  const std::string& payment_id,
+                                                  const std::string& subject_id,
                                                   const std::string& reference,
-                                                  std::optional<long long> charged_minor = {});
+                                                  std::optional<long long> charged_minor = {},
+                                                  OperationKind kind = OperationKind::charge);
 
     // The provider accounts whose lookups refused our credentials so far.
     std::vector<CredentialRefusal> credentials_refused() const;

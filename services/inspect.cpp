@@ -19,9 +19,9 @@ nlohmann::ordered_json or_null(const std::optional<T>& v) {
     return v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json();
 }
 
-// The guidance for the payment's review code, if it has a code payrecon knows.
-const ReviewGuidance* guidance_of(const store::PaymentRow& p) {
-    const auto code = p.review_code ? parse_review_code(*p.review_code) : std::nullopt;
+// The guidance for a review code, if it is a code payrecon knows.
+const ReviewGuidance* guidance_of(const std::optional<std::string>& review_code) {
+    const auto code = review_code ? parse_review_code(*review_code) : std::nullopt;
     return code ? &review_guidance(*code) : nullptr;
 }
 
@@ -101,36 +101,78 @@ ReviewQueue review_queue(store::Db& db, store::PaymentFilter filter) {
     filter.order = store::PaymentOrder::updated_at;
     ReviewQueue queue;
     queue.page = store::list_payments(db, filter);
+    store::RefundFilter refunds;
+    refunds.tenant_id = filter.tenant_id;
+    refunds.state = std::string(to_string(PaymentState::needs_review));
+    refunds.provider = filter.provider;
+    refunds.older_than = filter.older_than;
+    refunds.by_updated_at = true;
+    refunds.limit = filter.limit;
+    queue.refunds = store::list_refunds(db, refunds);
+    if (queue.refunds.size() > static_cast<std::size_t>(filter.limit)) {
+        queue.refunds.resize(static_cast<std::size_t>(filter.limit));
+        queue.refunds_more = true;
+    }
     for (const auto& [provider, n] : store::contradicting_event_counts(db, {}, filter.tenant_id)) {
         queue.contradictions += !filter.provider || *filter.provider == provider ? n : 0;
     }
     return queue;
 }
 
-ReviewCase review_case(store::Db& db, const store::PaymentRecord& record) {
-    const store::PaymentRow& p = record.payment;
+namespace {
+
+// A case in review: `advice` as complete commands naming `subject_id` at `generation`, and its
+// code's guidance.
+ReviewCase in_review_case(ReviewAdvice advice, const std::string& subject_id, long long generation,
+                          const std::string& currency, const ReviewGuidance* guidance) {
     ReviewCase out;
-    out.in_review = p.state == to_string(PaymentState::needs_review);
-    if (!out.in_review) {
-        return out;
-    }
-    ReviewAdvice advice = review_advice(db, {p.tenant_id, p.payment_id}, p.review_code);
+    out.in_review = true;
     out.seen = std::move(advice.seen);
     for (const auto& s : advice.suggestions) {
         ResolveCommand c;
-        c.payment_id = p.payment_id;
-        c.generation = p.generation;
+        c.payment_id = subject_id;
+        c.generation = generation;
         c.decision = s.decision;
         c.reference = s.reference;
         if (s.charged_minor) {
-            c.charged_amount = major_units(*s.charged_minor, p.currency);
+            c.charged_amount = major_units(*s.charged_minor, currency);
         }
         out.decisions.push_back(std::move(c));
     }
-    out.guidance = guidance_of(p);
+    out.guidance = guidance;
     // Without a code payrecon knows, nothing says asking again cannot help.
     out.recheck = out.guidance == nullptr || out.guidance->recheck;
     return out;
+}
+
+} // namespace
+
+ReviewCase review_case(store::Db& db, const store::PaymentRecord& record) {
+    const store::PaymentRow& p = record.payment;
+    if (p.state != to_string(PaymentState::needs_review)) {
+        return {};
+    }
+    return in_review_case(review_advice(db, {p.tenant_id, p.payment_id}, p.review_code),
+                          p.payment_id, p.generation, p.currency, guidance_of(p.review_code));
+}
+
+ReviewCase review_case(store::Db& db, const store::RefundRow& refund) {
+    if (refund.state != to_string(PaymentState::needs_review)) {
+        return {};
+    }
+    // A refund's amount is its own: no decision records another (the suggestions' charged amount
+    // is a charge's).
+    ReviewAdvice advice = review_advice(db, {refund.tenant_id, refund.payment_id},
+                                        refund.review_code, refund.refund_id);
+    for (auto& s : advice.suggestions) {
+        s.charged_minor.reset();
+    }
+    return in_review_case(std::move(advice), refund.refund_id, refund.generation, refund.currency,
+                          guidance_of(refund.review_code));
+}
+
+std::optional<store::RefundRow> find_refund(store::Db& db, const std::string& id) {
+    return store::find_refund_any_tenant(db, id);
 }
 
 NextStep next_step(const store::PaymentRow& payment) {

@@ -3,6 +3,7 @@
 #include "core/money.hpp"
 #include "core/review_guidance.hpp"
 #include "store/reconcile_store.hpp"
+#include "store/refund_store.hpp"
 
 namespace payrecon {
 namespace {
@@ -55,7 +56,7 @@ std::optional<Status> check_reference(const ResolveRequest& request,
     case ReferenceGate::ask_provider:
         break;
     }
-    out.provider = ask_provider(out.ref, reference, charged);
+    out.provider = ask_provider(out.ref, out.refund_id, reference, charged);
     out.provider_asked = true;
     switch (out.provider.verdict) {
     case ReferenceCheck::Verdict::confirmed:
@@ -97,12 +98,17 @@ ResolveOutcome resolve(store::Db& db, const ResolveRequest& request,
     if (out.problem) {
         return with_status(std::move(out), Status::invalid);
     }
-    const auto ref = store::resolve_payment_ref(db, request.id);
-    if (!ref) {
+    if (const auto ref = store::resolve_payment_ref(db, request.id)) {
+        out.ref = *ref;
+    } else if (const auto refund = store::find_refund_any_tenant(db, request.id)) {
+        out.ref = store::PaymentRef{refund->tenant_id, refund->payment_id};
+        out.refund_id = refund->refund_id;
+    } else {
         return with_status(std::move(out), Status::not_found);
     }
-    out.ref = *ref;
-    const auto evidence = store::load_payment_evidence(db, out.ref);
+    const auto evidence = out.refund_id
+                              ? store::load_refund_evidence(db, out.ref.tenant_id, *out.refund_id)
+                              : store::load_payment_evidence(db, out.ref);
     if (!evidence) {
         return with_status(std::move(out), Status::not_found);
     }
@@ -120,6 +126,9 @@ ResolveOutcome resolve(store::Db& db, const ResolveRequest& request,
         return with_status(std::move(out), Status::not_resolvable);
     }
 
+    if (out.refund_id && request.charged_amount) {
+        return with_status(std::move(out), Status::not_for_refund);
+    }
     std::optional<long long> charged;
     if (request.charged_amount) {
         charged = parse_major_units(*request.charged_amount, evidence->currency);
@@ -148,6 +157,10 @@ ResolveOutcome resolve(store::Db& db, const ResolveRequest& request,
     store::Resolution r;
     r.tenant_id = out.ref.tenant_id;
     r.payment_id = out.ref.payment_id;
+    if (out.refund_id) {
+        r.kind = OperationKind::refund;
+        r.refund_id = *out.refund_id;
+    }
     r.generation = request.generation;
     r.decision = request.decision;
     r.note = audit_note(request, out);
@@ -178,9 +191,11 @@ ResolveOutcome resolve(store::Db& db, const ResolveRequest& request,
 }
 
 ReviewAdvice review_advice(store::Db& db, const store::PaymentRef& ref,
-                           const std::optional<std::string>& review_code) {
+                           const std::optional<std::string>& review_code,
+                           const std::optional<std::string>& refund_id) {
     ReviewAdvice out;
-    const auto evidence = store::load_payment_evidence(db, ref);
+    const auto evidence = refund_id ? store::load_refund_evidence(db, ref.tenant_id, *refund_id)
+                                    : store::load_payment_evidence(db, ref);
     if (!evidence || evidence->state != to_string(PaymentState::needs_review)) {
         return out;
     }

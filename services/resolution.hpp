@@ -23,14 +23,19 @@ class Db;
 namespace payrecon {
 
 // Asks the payment's provider now what it holds for the payment's operation ID against
-// `reference`, at `charged_minor` where given (else the payment's amount). The caller supplies it,
-// holding the providers (this layer reaches no network).
-using AskProvider =
-    std::function<ReferenceCheck(const store::PaymentRef& payment, const std::string& reference,
-                                 std::optional<long long> charged_minor)>;
+// `reference`, at `charged_minor` where given (else the payment's amount) -- or, with `refund_id`,
+// for that refund's operation ID at the refund's amount. The caller supplies it, holding the
+// providers (this layer reaches no network).
+using AskProvider = std::function<ReferenceCheck(
+    const store::PaymentRef& payment, const std::optional<std::string>& refund_id,
+    const std::string& reference, std::optional<long long> charged_minor)>;
 
 struct ResolveRequest {
-    std::string id; // payment ID or operation ID
+    // A payment ID or operation ID, or a refund's ID or operation ID: a refund is decided by the
+    // same rules (succeeded: the provider refunded it under the reference; failed: it did not,
+    // and its amount is refundable again; retry: the provider holds no refund under its operation
+    // ID, send it again), the reference checked against its own evidence and refund lookup.
+    std::string id;
     OperatorDecision decision = OperatorDecision::failed;
     long long generation = -1; // as the operator was shown it
     std::string note;
@@ -67,12 +72,15 @@ struct ResolveOutcome {
         unchecked,        // nothing could check the reference, and it was not unverified
         provider_refused, // the provider, asked just now, does not confirm it: `provider`
         charge_seen,      // a retry of a payment the provider was seen to hold a charge for:
-                          // `evidence.record` is that charge's record
+                          // `evidence.record` is that charge's record (of a refund: the refund's)
+        not_for_refund,   // `charged_amount` given for a refund: an operator records what a
+                          // charge took, not a refund
     };
     Status status = Status::not_found;
-    store::PaymentRef ref;    // once found
-    std::string state;        // the payment's now (after the write, when applied)
-    long long generation = 0; // the payment's now
+    store::PaymentRef ref;                // once found (of a refund: its payment)
+    std::optional<std::string> refund_id; // the refund decided, when the ID named one
+    std::string state;                    // the payment's now (after the write, when applied)
+    long long generation = 0;             // the payment's now
     long long amount_minor = 0;
     std::string currency;
     std::optional<ResolutionProblem> problem; // invalid
@@ -102,7 +110,9 @@ struct ReviewAdvice {
     std::vector<ResolutionSuggestion> suggestions;
     std::vector<SeenRecord> seen;
 };
+// With `refund_id`: that refund of the payment, by its own evidence.
 ReviewAdvice review_advice(store::Db& db, const store::PaymentRef& ref,
-                           const std::optional<std::string>& review_code);
+                           const std::optional<std::string>& review_code,
+                           const std::optional<std::string>& refund_id = std::nullopt);
 
 } // namespace payrecon

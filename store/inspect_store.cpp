@@ -149,7 +149,30 @@ constexpr const char* k_evidence_events = "inspect_evidence_events";
 const std::string k_evidence_events_sql =
     "SELECT event_key, " + iso_utc("received_at") +
     ", provider_reference, outcome, amount_minor, currency FROM provider_events"
-    " WHERE payment_id = $2::uuid AND tenant_id = $1::uuid"
+    " WHERE payment_id = $2::uuid AND tenant_id = $1::uuid AND refund_id IS NULL"
+    " ORDER BY received_at DESC, event_id DESC LIMIT 50";
+
+// A refund's evidence (load_refund_evidence): the refund, its status queries (by its operation
+// ID), its events.
+constexpr const char* k_evidence_refund = "inspect_evidence_refund";
+const std::string k_evidence_refund_sql =
+    "SELECT state, generation, amount_minor, currency, provider, operation_id, provider_reference"
+    " FROM operations WHERE tenant_id = $1::uuid AND id = $2::uuid";
+
+constexpr const char* k_evidence_refund_lookups = "inspect_evidence_refund_lookups";
+const std::string k_evidence_refund_lookups_sql =
+    "SELECT l.lookup_id, " + iso_utc("l.at") +
+    ", l.provider_reference, l.remote_state, l.remote_amount, l.remote_currency"
+    " FROM operations o JOIN payment_lookups l ON l.tenant_id = o.tenant_id"
+    " AND l.payment_id = o.payment_id AND l.operation_id = o.operation_id"
+    " WHERE o.tenant_id = $1::uuid AND o.id = $2::uuid AND l.status = 'found'"
+    " ORDER BY l.lookup_id DESC LIMIT 50";
+
+constexpr const char* k_evidence_refund_events = "inspect_evidence_refund_events";
+const std::string k_evidence_refund_events_sql =
+    "SELECT event_key, " + iso_utc("received_at") +
+    ", provider_reference, outcome, amount_minor, currency FROM provider_events"
+    " WHERE refund_id = $2::uuid AND tenant_id = $1::uuid"
     " ORDER BY received_at DESC, event_id DESC LIMIT 50";
 
 // $1 tenant ID; $2 and $3 the payment's tenant and payment ID: NULL for "any"; $4 limit. The newest
@@ -419,6 +442,70 @@ std::optional<PaymentRecord> load_payment_record(Db& db, const PaymentRef& ref) 
     });
 }
 
+namespace {
+
+// One record of evidence from a row whose columns from `first` are, in every source's query:
+// reference, state name, amount, currency.
+SeenRecord seen_record(EvidenceSource source, std::string seen_in, const pqxx::row& r, int first) {
+    const auto state = opt_text(r[first + 1]);
+    SeenRecord s;
+    s.source = source;
+    s.seen_in = std::move(seen_in);
+    s.reference = opt_text(r[first]);
+    s.outcome = seen_outcome(source, state.value_or(""));
+    s.amount_minor = opt_value<long long>(r[first + 2]);
+    s.currency = opt_text(r[first + 3]);
+    return s;
+}
+
+// The subject's columns every evidence query starts with: state, generation, amount, currency,
+// (provider, operation ID), provider reference.
+PaymentEvidence evidence_subject(const pqxx::row& r) {
+    PaymentEvidence out;
+    out.state = r[0].as<std::string>();
+    out.generation = r[1].as<long long>();
+    out.amount_minor = r[2].as<long long>();
+    out.currency = r[3].as<std::string>();
+    out.provider_reference = opt_text(r[6]);
+    return out;
+}
+
+std::string lookup_seen_in(const pqxx::row& r) {
+    return "status query " + r[0].as<std::string>() + " at " + r[1].as<std::string>();
+}
+
+std::string event_seen_in(const pqxx::row& r) {
+    return "webhook event " + r[0].as<std::string>() + " received " + r[1].as<std::string>();
+}
+
+} // namespace
+
+std::optional<PaymentEvidence> load_refund_evidence(Db& db, const std::string& tenant_id,
+                                                    const std::string& refund_id) {
+    if (!is_uuid_text(tenant_id) || !is_uuid_text(refund_id)) {
+        return std::nullopt;
+    }
+    Db::Impl& impl = db.impl();
+    return translate_errors(impl, [&]() -> std::optional<PaymentEvidence> {
+        impl.prepare(k_evidence_refund, k_evidence_refund_sql);
+        impl.prepare(k_evidence_refund_lookups, k_evidence_refund_lookups_sql);
+        impl.prepare(k_evidence_refund_events, k_evidence_refund_events_sql);
+        snapshot tx(impl.connection());
+        const pqxx::result rr = tx.exec_prepared(k_evidence_refund, tenant_id, refund_id);
+        if (rr.empty()) {
+            return std::nullopt;
+        }
+        PaymentEvidence out = evidence_subject(rr[0]);
+        for (const auto& r : tx.exec_prepared(k_evidence_refund_lookups, tenant_id, refund_id)) {
+            out.seen.push_back(seen_record(EvidenceSource::lookup, lookup_seen_in(r), r, 2));
+        }
+        for (const auto& r : tx.exec_prepared(k_evidence_refund_events, tenant_id, refund_id)) {
+            out.seen.push_back(seen_record(EvidenceSource::webhook, event_seen_in(r), r, 2));
+        }
+        return out;
+    });
+}
+
 std::optional<PaymentEvidence> load_payment_evidence(Db& db, const PaymentRef& ref) {
     if (!is_uuid_text(ref.tenant_id) || !is_uuid_text(ref.payment_id)) {
         return std::nullopt;
@@ -435,30 +522,15 @@ std::optional<PaymentEvidence> load_payment_evidence(Db& db, const PaymentRef& r
         if (pr.empty()) {
             return std::nullopt;
         }
-        PaymentEvidence out;
-        out.state = pr[0][0].as<std::string>();
-        out.generation = pr[0][1].as<long long>();
-        out.amount_minor = pr[0][2].as<long long>();
-        out.currency = pr[0][3].as<std::string>();
+        PaymentEvidence out = evidence_subject(pr[0]);
         const std::string provider = pr[0][4].as<std::string>();
         const std::string operation_id = pr[0][5].as<std::string>();
-        out.provider_reference = opt_text(pr[0][6]);
-        // Columns from `first`, in every source's query: reference, state name, amount, currency.
-        const auto seen = [&](EvidenceSource source, std::string seen_in, const pqxx::row& r,
-                              int first) {
-            const auto state = opt_text(r[first + 1]);
-            SeenRecord s;
-            s.source = source;
-            s.seen_in = std::move(seen_in);
-            s.reference = opt_text(r[first]);
-            s.outcome = seen_outcome(source, state.value_or(""));
-            s.amount_minor = opt_value<long long>(r[first + 2]);
-            s.currency = opt_text(r[first + 3]);
-            out.seen.push_back(std::move(s));
+        const auto seen = [&out](EvidenceSource source, std::string seen_in, const pqxx::row& r,
+                                 int first) {
+            out.seen.push_back(seen_record(source, std::move(seen_in), r, first));
         };
         for (const auto& r : tx.exec_prepared(k_evidence_lookups, ref.tenant_id, ref.payment_id)) {
-            seen(EvidenceSource::lookup,
-                 "status query " + r[0].as<std::string>() + " at " + r[1].as<std::string>(), r, 2);
+            seen(EvidenceSource::lookup, lookup_seen_in(r), r, 2);
         }
         for (const auto& r : tx.exec_prepared(k_evidence_records, provider, operation_id,
                                               or_null(out.provider_reference))) {
@@ -472,9 +544,7 @@ std::optional<PaymentEvidence> load_payment_evidence(Db& db, const PaymentRef& r
                  2);
         }
         for (const auto& r : tx.exec_prepared(k_evidence_events, ref.tenant_id, ref.payment_id)) {
-            seen(EvidenceSource::webhook,
-                 "webhook event " + r[0].as<std::string>() + " received " + r[1].as<std::string>(),
-                 r, 2);
+            seen(EvidenceSource::webhook, event_seen_in(r), r, 2);
         }
         return out;
     });

@@ -198,6 +198,14 @@ struct PaymentEvidence {
 // Throws DatabaseUnavailable.
 std::optional<PaymentEvidence> load_payment_evidence(Db& db, const PaymentRef& ref);
 
+// A refund's evidence, the same way: its state, generation, amount, currency and provider
+// reference, and what the provider was seen to hold of its operation ID -- the refund status
+// queries that found it and its verified webhook events (a statement run does not read refunds
+// yet). A record's "charged" outcome is the refund's money moved back. nullopt if the tenant has
+// no such refund. Throws DatabaseUnavailable.
+std::optional<PaymentEvidence> load_refund_evidence(Db& db, const std::string& tenant_id,
+                                                    const std::string& refund_id);
+
 struct AuditFilter {
     std::optional<PaymentRef> payment;    // only rows about this payment
     std::optional<std::string> tenant_id; // only rows of this tenant

@@ -91,6 +91,11 @@ constexpr const char* k_load = "reconcile_load";
 const std::string k_load_sql =
     "SELECT " + k_candidate_columns +
     " FROM payments p WHERE p.tenant_id = $1::uuid AND p.payment_id = $2::uuid";
+constexpr const char* k_load_refund = "reconcile_load_refund";
+const std::string k_load_refund_sql =
+    "SELECT " + k_operation_candidate_columns +
+    " FROM operations o JOIN payments p ON p.tenant_id = o.tenant_id AND p.payment_id ="
+    " o.payment_id WHERE o.tenant_id = $1::uuid AND o.id = $2::uuid";
 
 // The tail of both decisions: the lookup recorded whether or not the decision applied ($1
 // tenant, $24 payment, $23 operation ID, $3 generation, $12 actor, $7 status, $14-$22 what was
@@ -217,6 +222,64 @@ WITH u AS (
                               'note', $10::text, 'provider_reference', $6::text,
                               'generation', u.generation, 'amount_minor', u.amount_minor,
                               'charged_amount_minor', $12::bigint)
+      FROM u
+)
+SELECT u.state, u.generation FROM u)sql";
+
+// A refund's resolution (kind refund): the same decisions on the `operations` row, its lock,
+// its attempts (by its own operation ID), the refunds holding a reference, and the write: a
+// refund decided failed gives its amount back to its payment in the statement that decides it.
+constexpr const char* k_lock_refund = "resolve_lock_refund";
+constexpr const char* k_lock_refund_sql = R"sql(
+SELECT state, generation FROM operations
+ WHERE tenant_id = $1::uuid AND id = $2::uuid FOR UPDATE)sql";
+
+constexpr const char* k_maybe_sent_refund = "resolve_maybe_sent_refund";
+constexpr const char* k_maybe_sent_refund_sql = R"sql(
+SELECT count(*) FROM payment_attempts a
+  JOIN operations o ON o.tenant_id = a.tenant_id AND o.payment_id = a.payment_id
+                   AND o.operation_id = a.operation_id
+ WHERE o.tenant_id = $1::uuid AND o.id = $2::uuid AND outcome IS DISTINCT FROM 'not_sent'
+   AND NOT (outcome = 'rejected' AND coalesce(http_status, 0) IN (401, 403)))sql";
+
+constexpr const char* k_refund_reference_holder = "resolve_refund_reference_holder";
+constexpr const char* k_refund_reference_holder_sql = R"sql(
+WITH lock AS (
+    SELECT pg_advisory_xact_lock(hashtextextended(me.provider || ' refund ' || $3, 0)),
+           me.provider, me.kind
+      FROM operations me WHERE me.tenant_id = $1::uuid AND me.id = $2::uuid
+)
+SELECT o.id::text FROM operations o, lock
+ WHERE o.provider = lock.provider AND o.kind = lock.kind AND o.provider_reference = $3
+   AND NOT (o.tenant_id = $1::uuid AND o.id = $2::uuid)
+ LIMIT 1)sql";
+
+constexpr const char* k_resolve_refund = "resolve_apply_refund";
+const std::string k_resolve_refund_sql = R"sql(
+WITH u AS (
+    UPDATE operations
+       SET state = $4::text, generation = generation + 1,
+           next_attempt_at = CASE WHEN $4 = 'retry_scheduled' THEN now() ELSE NULL END,
+           review_code = NULL, review_reason = CASE WHEN $4 = 'failed' THEN NULL ELSE $5 END,
+           failure_reason = CASE WHEN $4 = 'failed' THEN left($5, 1000) ELSE failure_reason END,
+           lookup_count = 0, lookup_failures = 0,
+           provider_reference = coalesce($6, provider_reference), updated_at = now()
+     WHERE tenant_id = $1::uuid AND id = $2::uuid AND generation = $3
+ RETURNING *
+), released AS (
+    UPDATE payments p SET refund_held_minor = p.refund_held_minor - u.amount_minor
+      FROM u
+     WHERE u.state = 'failed' AND p.tenant_id = u.tenant_id AND p.payment_id = u.payment_id
+), event AS (
+    )sql" + refund_event_insert("u") +
+                                         R"sql(
+), audit AS (
+    INSERT INTO audit_log (tenant_id, actor, action, subject_type, subject_id, detail)
+    SELECT u.tenant_id, $7, $11, u.kind, u.id::text,
+           jsonb_build_object('from', $8::text, 'to', u.state, 'decision', $9::text,
+                              'note', $10::text, 'provider_reference', $6::text,
+                              'generation', u.generation, 'amount_minor', u.amount_minor,
+                              'payment_id', u.payment_id)
       FROM u
 )
 SELECT u.state, u.generation FROM u)sql";
@@ -394,12 +457,19 @@ std::vector<ReconcileCandidate> peek_unknown(Db& db, int limit,
 }
 
 std::optional<ReconcileCandidate> load_candidate(Db& db, const std::string& tenant_id,
-                                                 const std::string& payment_id) {
+                                                 const std::string& subject_id,
+                                                 OperationKind kind) {
+    const bool refund = kind == OperationKind::refund;
     Db::Impl& impl = db.impl();
     return translate_errors(impl, [&]() -> std::optional<ReconcileCandidate> {
-        impl.prepare(k_load, k_load_sql);
+        if (refund) {
+            impl.prepare(k_load_refund, k_load_refund_sql);
+        } else {
+            impl.prepare(k_load, k_load_sql);
+        }
         pqxx::read_transaction tx(impl.connection());
-        const pqxx::result r = tx.exec_prepared(k_load, tenant_id, payment_id);
+        const pqxx::result r =
+            tx.exec_prepared(refund ? k_load_refund : k_load, tenant_id, subject_id);
         if (r.empty()) {
             return std::nullopt;
         }
@@ -451,11 +521,22 @@ ResolveResult resolve_payment(Db& db, const Resolution& resolution) {
                               resolution.charged_amount_minor.has_value(), false})) {
         throw UsageError(describe(*problem));
     }
-    if (resolution.charged_amount_minor && (resolution.decision != OperatorDecision::succeeded ||
-                                            *resolution.charged_amount_minor < 0)) {
+    const bool refund = resolution.kind == OperationKind::refund;
+    if (resolution.charged_amount_minor &&
+        (refund || resolution.decision != OperatorDecision::succeeded ||
+         *resolution.charged_amount_minor < 0)) {
         throw UsageError("a charged amount goes with a payment decided succeeded only, and is "
                          "not negative");
     }
+    if (refund && resolution.refund_id.empty()) {
+        throw std::logic_error("resolve_payment: a refund's resolution names the refund");
+    }
+    // The row decided: the payment's own, or its refund's.
+    const std::string& subject = refund ? resolution.refund_id : resolution.payment_id;
+    const char* lock = refund ? k_lock_refund : k_lock;
+    const char* maybe_sent = refund ? k_maybe_sent_refund : k_maybe_sent;
+    const char* holder_of = refund ? k_refund_reference_holder : k_reference_holder;
+    const char* apply = refund ? k_resolve_refund : k_resolve;
     const PaymentState to = target_state(resolution.decision);
     const std::string decision(to_string(resolution.decision));
     const std::string charged = resolution.charged_amount_minor
@@ -464,14 +545,20 @@ ResolveResult resolve_payment(Db& db, const Resolution& resolution) {
     const bool cancel = resolution.decision == OperatorDecision::cancel;
     Db::Impl& impl = db.impl();
     return translate_errors(impl, [&] {
-        impl.prepare(k_lock, k_lock_sql);
-        impl.prepare(k_resolve, k_resolve_sql);
-        impl.prepare(k_maybe_sent, k_maybe_sent_sql);
-        impl.prepare(k_reference_holder, k_reference_holder_sql);
+        if (refund) {
+            impl.prepare(k_lock_refund, k_lock_refund_sql);
+            impl.prepare(k_resolve_refund, k_resolve_refund_sql);
+            impl.prepare(k_maybe_sent_refund, k_maybe_sent_refund_sql);
+            impl.prepare(k_refund_reference_holder, k_refund_reference_holder_sql);
+        } else {
+            impl.prepare(k_lock, k_lock_sql);
+            impl.prepare(k_resolve, k_resolve_sql);
+            impl.prepare(k_maybe_sent, k_maybe_sent_sql);
+            impl.prepare(k_reference_holder, k_reference_holder_sql);
+        }
         pqxx::work tx(impl.connection());
         ResolveResult out;
-        const pqxx::result current =
-            tx.exec_prepared(k_lock, resolution.tenant_id, resolution.payment_id);
+        const pqxx::result current = tx.exec_prepared(lock, resolution.tenant_id, subject);
         if (current.empty()) {
             return out;
         }
@@ -488,15 +575,13 @@ ResolveResult resolve_payment(Db& db, const Resolution& resolution) {
         }
         // The row lock taken above keeps workers from claiming it meanwhile.
         if (cancel &&
-            tx.exec_prepared1(k_maybe_sent, resolution.tenant_id, resolution.payment_id)[0]
-                    .as<long long>() > 0) {
+            tx.exec_prepared1(maybe_sent, resolution.tenant_id, subject)[0].as<long long>() > 0) {
             out.status = ResolveResult::Status::maybe_sent;
             return out;
         }
         if (resolution.provider_reference) {
-            const pqxx::result holder =
-                tx.exec_prepared(k_reference_holder, resolution.tenant_id, resolution.payment_id,
-                                 *resolution.provider_reference);
+            const pqxx::result holder = tx.exec_prepared(holder_of, resolution.tenant_id, subject,
+                                                         *resolution.provider_reference);
             if (!holder.empty()) {
                 out.status = ResolveResult::Status::reference_taken;
                 out.holder = holder[0][0].as<std::string>();
@@ -513,12 +598,18 @@ ResolveResult resolve_payment(Db& db, const Resolution& resolution) {
         const std::string note = trimmed_note(resolution.note);
         const std::string reason =
             (cancel ? "canceled by " : "resolved by ") + resolution.operator_name + ": " + note;
-        const pqxx::row r = tx.exec_prepared1(
-            k_resolve, resolution.tenant_id, resolution.payment_id, resolution.generation,
-            std::string(to_string(to)), reason, or_null(resolution.provider_reference),
-            resolution.operator_name, out.state, decision, note,
-            cancel ? "payment.cancel" : "review.resolve",
-            resolution.charged_amount_minor ? charged.c_str() : nullptr);
+        const std::string action = refund ? (cancel ? "refund.cancel" : "review.resolve")
+                                          : (cancel ? "payment.cancel" : "review.resolve");
+        const pqxx::row r =
+            refund ? tx.exec_prepared1(apply, resolution.tenant_id, subject, resolution.generation,
+                                       std::string(to_string(to)), reason,
+                                       or_null(resolution.provider_reference),
+                                       resolution.operator_name, out.state, decision, note, action)
+                   : tx.exec_prepared1(apply, resolution.tenant_id, subject, resolution.generation,
+                                       std::string(to_string(to)), reason,
+                                       or_null(resolution.provider_reference),
+                                       resolution.operator_name, out.state, decision, note, action,
+                                       resolution.charged_amount_minor ? charged.c_str() : nullptr);
         tx.commit();
         out.status = ResolveResult::Status::applied;
         out.state = r[0].as<std::string>();

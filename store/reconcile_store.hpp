@@ -48,9 +48,11 @@ claim_unknown(Db& db, std::chrono::seconds hold, int limit,
 std::vector<ReconcileCandidate> peek_unknown(Db& db, int limit,
                                              const std::vector<ProviderSchedule>& providers);
 
-// One payment as it is now, whatever its state; nullopt if there is no such payment.
+// One payment (kind charge: `subject_id` its payment ID) or one refund (kind refund: its refund
+// ID) as it is now, whatever its state; nullopt if the tenant has no such payment or refund.
 std::optional<ReconcileCandidate> load_candidate(Db& db, const std::string& tenant_id,
-                                                 const std::string& payment_id);
+                                                 const std::string& subject_id,
+                                                 OperationKind kind = OperationKind::charge);
 
 // What a status query found, for the payment_lookups row.
 struct LookupObservation {
@@ -89,6 +91,10 @@ bool apply_reconciliation(Db& db, const ReconcileCandidate& candidate, const std
 struct Resolution {
     std::string tenant_id;
     std::string payment_id;
+    // Kind refund: the decision is about the payment's refund `refund_id` (the operations row),
+    // under the same rules; a refund decided failed gives its amount back to the payment.
+    OperationKind kind = OperationKind::charge;
+    std::string refund_id;
     long long generation = 0; // as the operator was shown it
     OperatorDecision decision = OperatorDecision::failed;
     std::string note;
@@ -114,7 +120,8 @@ struct ResolveResult {
     std::string why;          // with not_resolvable from requeue_payment: the rule it breaks
 };
 
-// Applies the decision if the payment is still at `generation` and unknown or needs_review (a
+// Applies the decision if the payment (or its refund) is still at `generation` and unknown or
+// needs_review (a
 // cancel: pending or retry_scheduled, with no attempt that may have been sent):
 // succeeded / failed / retry_scheduled (due at once, same operation ID), generation + 1, review
 // fields cleared, an audit row with the operator, the note and the decision, and an outbox event,

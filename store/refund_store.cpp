@@ -85,7 +85,8 @@ const std::string k_refund_columns =
     "o.id::text, o.tenant_id::text, o.payment_id::text, o.operation_id, o.state, o.amount_minor, "
     "o.currency, o.provider, o.reason, o.merchant_reference, o.metadata::text, "
     "o.provider_reference, o.failure_reason, o.review_reason, o.review_code, o.attempt_count, " +
-    iso_utc("o.created_at") + ", " + iso_utc("o.updated_at") + ", " + iso_utc("o.reversed_at");
+    iso_utc("o.created_at") + ", " + iso_utc("o.updated_at") + ", " + iso_utc("o.reversed_at") +
+    ", o.generation";
 
 RefundRow refund_from_row(const pqxx::row& row) {
     auto opt = [&](int i) {
@@ -112,6 +113,7 @@ RefundRow refund_from_row(const pqxx::row& row) {
     r.created_at = row[16].as<std::string>();
     r.updated_at = row[17].as<std::string>();
     r.reversed_at = opt(18);
+    r.generation = row[19].as<long long>();
     return r;
 }
 
@@ -273,6 +275,8 @@ std::optional<RefundRow> find_refund_any_tenant(Db& db, const std::string& id_or
 }
 
 std::vector<RefundRow> list_refunds(Db& db, const RefundFilter& filter) {
+    const std::string older_than =
+        filter.older_than ? std::to_string(filter.older_than->count()) : std::string();
     Db::Impl& impl = db.impl();
     return translate_errors(impl, [&] {
         pqxx::read_transaction tx(impl.connection());
@@ -282,9 +286,14 @@ std::vector<RefundRow> list_refunds(Db& db, const RefundFilter& filter) {
                                " AND ($1::uuid IS NULL OR o.tenant_id = $1::uuid)"
                                " AND ($2::uuid IS NULL OR o.payment_id = $2::uuid)"
                                " AND ($3::text IS NULL OR o.state = $3::text)"
-                               " ORDER BY o.created_at, o.id LIMIT $4",
+                               " AND ($5::text IS NULL OR o.provider = $5::text)"
+                               " AND ($6::bigint IS NULL OR o.updated_at <= now() - "
+                               "make_interval(secs => $6::double precision))"
+                               " ORDER BY CASE WHEN $7 THEN o.updated_at ELSE o.created_at END,"
+                               " o.id LIMIT $4",
                            or_null(filter.tenant_id), or_null(filter.payment_id),
-                           or_null(filter.state), filter.limit + 1);
+                           or_null(filter.state), filter.limit + 1, or_null(filter.provider),
+                           filter.older_than ? older_than.c_str() : nullptr, filter.by_updated_at);
         std::vector<RefundRow> out;
         for (const auto& row : r) {
             out.push_back(refund_from_row(row));

@@ -96,7 +96,8 @@ struct RefundRow {
     std::optional<std::string> review_reason;
     std::optional<std::string> review_code;
     int attempt_count = 0;
-    std::string created_at; // ISO 8601 UTC, milliseconds
+    long long generation = 0; // what an operator's decision names it by
+    std::string created_at;   // ISO 8601 UTC, milliseconds
     std::string updated_at;
     // When the provider reversed it after it had succeeded (a late reversal: it is failed now).
     std::optional<std::string> reversed_at;
@@ -114,6 +115,9 @@ struct RefundFilter {
     std::optional<std::string> tenant_id;
     std::optional<std::string> payment_id;
     std::optional<std::string> state;
+    std::optional<std::string> provider;
+    std::optional<std::chrono::seconds> older_than; // updated_at at least this long ago
+    bool by_updated_at = false; // oldest by when it last changed (the review queue), not created
     int limit = 100;
 };
 
