@@ -8,8 +8,11 @@
 // "currency", "reference", ...}}. payrecon captures automatically, so payment_approved (the
 // authorisation), payment_captured and payment_paid are charges; payment_declined,
 // payment_canceled and payment_expired are refusals; payment_pending is not final; every other
-// type (refunds, disputes, capture_pending...) is kept, never applied. `data.reference` is our
-// operation ID (the adapter sends it as `reference`).
+// type (disputes, capture_pending...) is kept, never applied. `data.reference` is our operation
+// ID (the adapter sends it as `reference`). A refund's events -- payment_refunded (refunded),
+// payment_refund_declined (not), payment_refund_pending (not final) -- are about the refund
+// action: `data.action_id` is its reference, `data.reference` the reference its request carried
+// (our refund's operation ID), `data.amount` what it refunded; `data.id` is the payment's.
 
 #include "core/external_json.hpp"
 #include "core/fingerprint.hpp"
@@ -24,7 +27,21 @@ namespace {
 
 using nlohmann::json;
 
+bool refund_event(std::string_view type) {
+    return type == "payment_refunded" || type == "payment_refund_declined" ||
+           type == "payment_refund_pending";
+}
+
 EvidenceOutcome outcome_of(std::string_view type) {
+    if (type == "payment_refunded") {
+        return EvidenceOutcome::succeeded;
+    }
+    if (type == "payment_refund_declined") {
+        return EvidenceOutcome::failed;
+    }
+    if (type == "payment_refund_pending") {
+        return EvidenceOutcome::pending;
+    }
     if (type == "payment_approved" || type == "payment_captured" || type == "payment_paid") {
         return EvidenceOutcome::succeeded;
     }
@@ -76,7 +93,12 @@ public:
         e.event_key = *wire::string_member(event, "id");
         e.event_type = *wire::string_member(event, "type");
         e.outcome = outcome_of(e.event_type);
-        e.provider_reference = wire::string_member(data, "id");
+        if (refund_event(e.event_type)) {
+            e.kind = OperationKind::refund;
+            e.provider_reference = wire::string_member(data, "action_id");
+        } else {
+            e.provider_reference = wire::string_member(data, "id");
+        }
         e.operation_id = wire::string_member(data, "reference");
         if (data.contains("amount") && data["amount"].is_number_integer()) {
             if (const auto money =

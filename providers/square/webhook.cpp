@@ -7,7 +7,11 @@
 //
 // `payment.created` and `payment.updated` carry the Payment: its `reference_id` is our operation
 // ID (the adapter sends it), its `status` the outcome in the adapter's own words (map_status):
-// COMPLETED charged, FAILED or CANCELED not, APPROVED or PENDING not final.
+// COMPLETED charged, FAILED or CANCELED not, APPROVED or PENDING not final. `refund.created` and
+// `refund.updated` carry the PaymentRefund (data.object.refund): its reason ends with our refund's
+// operation ID (the adapter writes "[pr_...]" there), its status the refund's outcome
+// (map_refund_status: COMPLETED refunded, REJECTED or FAILED not -- FAILED after COMPLETED is a
+// late reversal --, PENDING not final).
 
 #include "core/encoding.hpp"
 #include "core/external_json.hpp"
@@ -28,8 +32,8 @@ std::optional<std::string> text(const json& j, const char* name) {
                                             : std::nullopt;
 }
 
-EvidenceOutcome evidence_of(std::string_view status) {
-    switch (map_status(status)) {
+EvidenceOutcome evidence_of_outcome(Outcome outcome) {
+    switch (outcome) {
     case Outcome::succeeded:
         return EvidenceOutcome::succeeded;
     case Outcome::declined:
@@ -39,6 +43,10 @@ EvidenceOutcome evidence_of(std::string_view status) {
     default:
         return EvidenceOutcome::other;
     }
+}
+
+EvidenceOutcome evidence_of(std::string_view status) {
+    return evidence_of_outcome(map_status(status));
 }
 
 // The event Square's body tells, or nullopt if it is not one (no event_id or type).
@@ -61,6 +69,20 @@ std::optional<WebhookEvent> parse_event(std::string_view body) {
         j["data"]["object"].is_object() && j["data"]["object"].contains("payment") &&
         j["data"]["object"]["payment"].is_object()) {
         payment = &j["data"]["object"]["payment"];
+    }
+    if ((*type == "refund.created" || *type == "refund.updated") && j.contains("data") &&
+        j["data"].is_object() && j["data"].contains("object") && j["data"]["object"].is_object() &&
+        j["data"]["object"].contains("refund")) {
+        // A refund we cannot read is kept, not an outcome.
+        if (const auto refund = parse_refund(j["data"]["object"]["refund"].dump())) {
+            e.kind = OperationKind::refund;
+            e.operation_id = refund->operation_id;
+            e.provider_reference = refund->provider_reference;
+            e.outcome = evidence_of_outcome(refund->state);
+            e.amount_minor = refund->amount.minor;
+            e.currency = refund->amount.currency;
+        }
+        return e;
     }
     if (payment == nullptr || (*type != "payment.created" && *type != "payment.updated")) {
         return e; // kept, not an outcome

@@ -105,8 +105,34 @@ TEST_CASE("checkout webhook: each payment event type is the evidence it says, ot
     CHECK(outcome("payment_canceled") == EvidenceOutcome::failed);
     CHECK(outcome("payment_expired") == EvidenceOutcome::failed);
     CHECK(outcome("payment_pending") == EvidenceOutcome::pending);
-    CHECK(outcome("payment_refunded") == EvidenceOutcome::other);
     CHECK(outcome("dispute_received") == EvidenceOutcome::other);
+}
+
+TEST_CASE("checkout webhook: a refund's events are evidence about the refund, by its action and "
+          "the reference its request carried",
+          "[providers][checkout][webhook][refunds]") {
+    const auto event = [](const std::string& type) {
+        const std::string body =
+            R"({"id":"evt_r","type":")" + type +
+            R"(","data":{"id":"pay_1","action_id":"act_refund_1","amount":1500,)"
+            R"("currency":"EUR","reference":"pr_refund_op"}})";
+        const WebhookVerdict v = verify({Secret(k_key)}, body, signed_hex(k_key, body));
+        REQUIRE(v.status == WebhookVerdict::Status::verified);
+        REQUIRE(v.events.size() == 1);
+        return v.events[0];
+    };
+    const WebhookEvent refunded = event("payment_refunded");
+    CHECK(refunded.kind == OperationKind::refund);
+    CHECK(refunded.outcome == EvidenceOutcome::succeeded);
+    CHECK(refunded.provider_reference == "act_refund_1");
+    CHECK(refunded.operation_id == "pr_refund_op");
+    CHECK(refunded.amount_minor == 1500);
+    CHECK(event("payment_refund_declined").outcome == EvidenceOutcome::failed);
+    CHECK(event("payment_refund_declined").kind == OperationKind::refund);
+    CHECK(event("payment_refund_pending").outcome == EvidenceOutcome::pending);
+    // The charge's own events stay the charge's.
+    CHECK(event("payment_captured").kind == OperationKind::charge);
+    CHECK(event("payment_captured").provider_reference == "pay_1");
 }
 
 TEST_CASE("checkout webhook: signed bodies that are not events are malformed, a 1 MiB maximally "

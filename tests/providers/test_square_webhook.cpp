@@ -110,6 +110,7 @@ TEST_CASE("square webhook: statuses as the adapter reads them, other events kept
     CHECK(event_with("payment.updated", "CANCELED") == EvidenceOutcome::failed);
     CHECK(event_with("payment.created", "APPROVED") == EvidenceOutcome::pending);
     CHECK(event_with("payment.created", "PENDING") == EvidenceOutcome::pending);
+    // A refund's event without a PaymentRefund says nothing.
     CHECK(event_with("refund.updated", "COMPLETED") == EvidenceOutcome::other);
 
     for (const std::string& body :
@@ -142,4 +143,40 @@ TEST_CASE("square webhook: webhook_secret_env without the webhook_url it signs i
     CHECK(load().providers.at("square").webhook_url == k_url);
     entry["webhook_url"] = "http://payments.example.com/hook";
     CHECK_THROWS_AS(load(), ConfigError); // https only, but for loopback tests
+}
+
+TEST_CASE("square webhook: a refund's events are evidence about the refund, by the operation ID "
+          "its reason carries",
+          "[providers][square][webhook][refunds]") {
+    const auto verifier = square::webhook_verifier({Secret(k_key)}, k_url);
+    const auto refund_event = [&](const std::string& type, const std::string& status) {
+        const std::string body =
+            nlohmann::json{
+                {"type", type},
+                {"event_id", "r-" + type + status},
+                {"data",
+                 {{"type", "refund"},
+                  {"object",
+                   {{"refund",
+                     {{"id", "rf_1"},
+                      {"status", status},
+                      {"payment_id", "p1"},
+                      {"reason", "requested_by_customer [pr_0190b9a4c1d27a3f8e5b6c7d8e9f0a1c]"},
+                      {"amount_money", {{"amount", 700}, {"currency", "EUR"}}}}}}}}}}
+                .dump();
+        const auto v = verifier->verify(request(sign(k_key, k_url, body), body));
+        REQUIRE(v.status == WebhookVerdict::Status::verified);
+        return v.events.at(0);
+    };
+    const WebhookEvent done = refund_event("refund.updated", "COMPLETED");
+    CHECK(done.kind == OperationKind::refund);
+    CHECK(done.outcome == EvidenceOutcome::succeeded);
+    CHECK(done.operation_id == "pr_0190b9a4c1d27a3f8e5b6c7d8e9f0a1c");
+    CHECK(done.provider_reference == "rf_1");
+    CHECK(done.amount_minor == 700);
+    CHECK(done.currency == "EUR");
+    CHECK(refund_event("refund.created", "PENDING").outcome == EvidenceOutcome::pending);
+    CHECK(refund_event("refund.updated", "REJECTED").outcome == EvidenceOutcome::failed);
+    // FAILED after COMPLETED: the late reversal the reconciler checks with the refund lookup.
+    CHECK(refund_event("refund.updated", "FAILED").outcome == EvidenceOutcome::failed);
 }
