@@ -251,7 +251,13 @@ void print_work(std::ostream& out, const engine::NightlyReport& r,
         out << "  provider " << c.provider << " REFUSED our credentials (HTTP " << c.http_status
             << ") " << c.call << ": called no more in this run\n";
     }
+    const auto refunds = std::count_if(r.reconciled.begin(), r.reconciled.end(), [](const auto& o) {
+        return o.kind == OperationKind::refund;
+    });
     out << "  unknown payments reconciled: " << r.reconciled.size();
+    if (refunds > 0) {
+        out << " (" << refunds << " of them refunds)";
+    }
     if (summary.lookups_failed > 0) {
         out << " (" << summary.lookups_failed
             << " status queries FAILED: attention; those are asked again next "
@@ -300,10 +306,12 @@ void print_review(std::ostream& out, const engine::NightlyReport& r,
                     << " more (payrecon review list)\n";
                 break;
             }
-            out << "    " << o->payment_id << "  " << o->provider << "  "
-                << describe_money(o->amount_minor, o->currency) << "  "
-                << (o->decision.review ? std::string(to_string(*o->decision.review)) : "") << ": "
-                << o->decision.reason << "\n";
+            // A refund by its own ID: what review show and resolve take.
+            out << "    "
+                << (o->kind == OperationKind::refund ? "refund " + o->refund_id : o->payment_id)
+                << "  " << o->provider << "  " << describe_money(o->amount_minor, o->currency)
+                << "  " << (o->decision.review ? std::string(to_string(*o->decision.review)) : "")
+                << ": " << o->decision.reason << "\n";
         }
     }
     if (!r.rejected.empty()) {
