@@ -363,12 +363,20 @@ std::vector<ReconcileOutcome> Reconciler::apply_reversals(const std::vector<std:
                                found.call.http_status != 0,
                            found.call.http_status, refusal);
             o.lookup = status_of(found);
+            // The question is kept with what it decided, as every status query is.
+            const auto record = [&](bool applied) {
+                store::record_lookup(m_db, c.tenant_id, c.payment_id, c.operation_id, c.generation,
+                                     m_options.actor, record_of(&found, o.lookup),
+                                     std::string(to_string(o.decision.action)), o.decision.reason,
+                                     applied);
+            };
             if (o.lookup != LookupStatus::found) {
                 o.lookup_detail = found.call.error_class;
                 o.decision.action = ReconcileAction::check_later;
                 o.decision.check_in = std::chrono::seconds(60);
                 o.decision.reason = "a reversal event waits: the provider's lookup of the refund "
                                     "did not answer; asked again next run";
+                record(false);
                 out.push_back(std::move(o));
                 continue;
             }
@@ -381,14 +389,20 @@ std::vector<ReconcileOutcome> Reconciler::apply_reversals(const std::vector<std:
                                     found.payment->raw_status +
                                     ": the refund stays succeeded, the event waits for an operator";
                 o.applied = true;
+                record(false); // the refund did not move
                 out.push_back(std::move(o));
                 continue;
             }
             reason += "; the provider's lookup confirms: " + found.payment->raw_status;
+            o.decision.action = ReconcileAction::adopt_failed;
+            o.decision.reason = reason;
+            o.applied = store::reverse_refund(m_db, c, m_options.actor, reason);
+            record(o.applied);
+        } else {
+            o.decision.action = ReconcileAction::adopt_failed;
+            o.decision.reason = reason;
+            o.applied = store::reverse_refund(m_db, c, m_options.actor, reason);
         }
-        o.decision.action = ReconcileAction::adopt_failed;
-        o.decision.reason = reason;
-        o.applied = store::reverse_refund(m_db, c, m_options.actor, reason);
         o.fenced_out = !o.applied;
         o.to = o.applied ? PaymentState::failed : PaymentState::succeeded;
         out.push_back(std::move(o));

@@ -477,6 +477,30 @@ std::optional<ReconcileCandidate> load_candidate(Db& db, const std::string& tena
     });
 }
 
+void record_lookup(Db& db, const std::string& tenant_id, const std::string& payment_id,
+                   const std::string& operation_id, long long generation, const std::string& actor,
+                   const LookupObservation& lookup, const std::string& decision,
+                   const std::string& reason, bool applied) {
+    const std::string amount = lookup.remote_amount ? std::to_string(*lookup.remote_amount) : "";
+    const std::string http = lookup.http_status ? std::to_string(*lookup.http_status) : "";
+    Db::Impl& impl = db.impl();
+    translate_errors(impl, [&] {
+        pqxx::nontransaction tx(impl.connection());
+        tx.exec_params0(
+            "INSERT INTO payment_lookups (tenant_id, payment_id, operation_id, generation, actor, "
+            "status, remote_state, remote_raw_status, remote_amount, remote_currency, "
+            "provider_reference, duplicates, http_status, error_class, detail, decision, reason, "
+            "applied) VALUES ($1::uuid, $2::uuid, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, "
+            "nullif($14, ''), left($15, 4096), $16, $17, $18)",
+            tenant_id, payment_id, operation_id, generation, actor, lookup.status,
+            or_null(lookup.remote_state), or_null(lookup.remote_raw_status),
+            lookup.remote_amount ? amount.c_str() : nullptr, or_null(lookup.remote_currency),
+            or_null(lookup.provider_reference), lookup.duplicates,
+            lookup.http_status ? http.c_str() : nullptr, lookup.error_class, lookup.detail,
+            decision, reason, applied);
+    });
+}
+
 bool apply_reconciliation(Db& db, const ReconcileCandidate& candidate, const std::string& actor,
                           const LookupObservation& lookup, const ReconcileWrite& write) {
     if (write.to != candidate.state) {

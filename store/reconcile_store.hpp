@@ -85,6 +85,15 @@ struct ReconcileWrite {
 bool apply_reconciliation(Db& db, const ReconcileCandidate& candidate, const std::string& actor,
                           const LookupObservation& lookup, const ReconcileWrite& write);
 
+// Records a status query that decided something outside apply_reconciliation (a late reversal
+// checked with the provider): the observation of operation `operation_id` (of payment
+// `payment_id`) at the generation it was asked at, by `actor`, with the decision's name and
+// reason and whether it was applied. Throws DatabaseUnavailable.
+void record_lookup(Db& db, const std::string& tenant_id, const std::string& payment_id,
+                   const std::string& operation_id, long long generation, const std::string& actor,
+                   const LookupObservation& lookup, const std::string& decision,
+                   const std::string& reason, bool applied);
+
 // An operator's decision on a payment that is `unknown` or `needs_review` (DESIGN section 8), or
 // `cancel`: a payment that is `pending` or `retry_scheduled` and was provably never sent (no
 // attempt, or every attempt `not_sent`) becomes `failed`.

@@ -361,7 +361,12 @@ TEST_CASE("refund execution: a late reversal -- the provider fails a refund it r
     CHECK(r.held() == 0);
     CHECK(r.events(id, "refund.failed") == 1);
     CHECK(r.events_applied(id, "reversal") == 1);
-    CHECK(r.lookups(id) == 0); // the reversal's lookup is the reconciler's check, not a record
+    // The provider was asked before the final state moved, and the question is kept with it.
+    CHECK(r.lookups(id) == 1);
+    CHECK(count_rows("payment_lookups", r.p.w.tenant.tenant_id,
+                     "operation_id = '" + r.op(id) +
+                         "' AND status = 'found' AND remote_state = 'declined' AND decision = "
+                         "'adopt_failed' AND applied") == 1);
     CHECK(count_rows("audit_log", r.p.w.tenant.tenant_id,
                      "action = 'refund.reversed' AND subject_id = '" + id + "'") == 1);
     // Once: a second run finds nothing; an earlier success reported again is superseded.
@@ -394,4 +399,8 @@ TEST_CASE("refund execution: a reversal event the provider's lookup contradicts 
     CHECK(r.events(id, "refund.failed") == 0);
     CHECK(r.events_applied(id, "contradicts") == 1);
     CHECK(r.refunded_eur() == 1200);
+    CHECK(count_rows("payment_lookups", r.p.w.tenant.tenant_id,
+                     "operation_id = '" + r.op(id) +
+                         "' AND status = 'found' AND remote_state = 'succeeded' AND NOT applied") ==
+          1);
 }
