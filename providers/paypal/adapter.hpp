@@ -106,8 +106,20 @@ public:
     // cursor is "<start of the 31-day window, unix seconds>/<page>"; one that is not ours is a
     // failed page (error_class "bad_cursor").
     ListPage list(const TimeWindow& window, const std::optional<std::string>& cursor) override;
+    // GET /v2/payments/captures/{reference} first (an order's ID is refused unsent), then
+    // POST /v2/payments/captures/{reference}/refund under the refund's operation ID as
+    // PayPal-Request-Id, `Prefer: return=representation`; interpret_refund reads the answer.
+    SubmitResult refund(const RefundOrder& order) override;
+    // GET /v2/payments/captures/{reference} for its order's ID, then GET /v2/checkout/orders/{id}:
+    // the refund among the order's refunds whose invoice_id (else custom_id) is our operation ID.
+    LookupResult lookup_refund(const RefundOrder& order) override;
 
 private:
+    // Whether the payment's reference is a capture PayPal knows (GET /v2/payments/captures/{id}):
+    // nullopt if it is; else what refund() answers without sending the refund -- rejected
+    // (not_a_capture) on a 404, rejected on 401/403, not_sent when no answer could be read.
+    std::optional<SubmitResult> check_capture(const RefundOrder& order);
+
     // GET /v1/reporting/transactions for [from, to), page `page` of k_page_size; on success
     // `total_pages` is PayPal's.
     ListPage fetch_page(std::chrono::system_clock::time_point from,
