@@ -931,17 +931,20 @@ TEST_CASE("paypal: the command line reads the client secret from the named varia
     const FakeProviderOptions defaults = parse({}, nullptr);
     CHECK(defaults.checkout.key_retention == seconds(86400));
     CHECK(defaults.paypal.key_retention == seconds(21600));
+    CHECK(defaults.paypal.refund_key_retention == seconds(45 * 24 * 3600));
     CHECK(defaults.paypal.token_ttl == seconds(32400));
     CHECK(defaults.paypal.client_id == "fake-paypal-client-id");
     CHECK(defaults.paypal.client_secret.empty());
 
     const FakeProviderOptions o =
         parse({"--checkout-key-retention-s", "600", "--paypal-key-retention-s", "700",
-               "--paypal-token-ttl-s", "120", "--paypal-client-id", "AcmeClient",
-               "--paypal-client-secret-env", "FAKE_PAYPAL_SECRET", "--no-lookup"},
+               "--paypal-refund-key-retention-s", "800", "--paypal-token-ttl-s", "120",
+               "--paypal-client-id", "AcmeClient", "--paypal-client-secret-env",
+               "FAKE_PAYPAL_SECRET", "--no-lookup"},
               "pp_secret_from_env");
     CHECK(o.checkout.key_retention == seconds(600));
     CHECK(o.paypal.key_retention == seconds(700));
+    CHECK(o.paypal.refund_key_retention == seconds(800));
     CHECK(o.paypal.token_ttl == seconds(120));
     CHECK(o.paypal.client_id == "AcmeClient");
     CHECK(o.paypal.client_secret.reveal() == "pp_secret_from_env");
@@ -952,6 +955,7 @@ TEST_CASE("paypal: the command line reads the client secret from the named varia
     CHECK_THROWS_AS(parse({"--paypal-client-secret-env", "FAKE_PAYPAL_SECRET"}, ""),
                     std::invalid_argument);
     CHECK_THROWS_AS(parse({"--checkout-key-retention-s=-1"}, nullptr), std::invalid_argument);
+    CHECK_THROWS_AS(parse({"--paypal-refund-key-retention-s=-1"}, nullptr), std::invalid_argument);
     CHECK_THROWS_AS(parse({"--paypal-token-ttl-s", "0"}, nullptr), CLI::ValidationError);
     CHECK_THROWS_AS(parse({"--paypal-client-id", ""}, nullptr), std::invalid_argument);
 }
