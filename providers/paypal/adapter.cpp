@@ -85,6 +85,119 @@ SubmitResult PaypalAdapter::submit(const PaymentOrder& order) {
     });
 }
 
+std::optional<SubmitResult> PaypalAdapter::check_capture(const RefundOrder& order) {
+    net::HttpRequest req = m_client.request(
+        "GET", "/v2/payments/captures/" + percent_encode(order.payment_reference), false);
+    req.deadline = order.deadline;
+    const net::HttpResult res = m_client.send(std::move(req));
+    const ReadCall read = read_call(res);
+    if (read.ok) {
+        const auto capture = parse_capture(res.body);
+        if (capture && capture->id == order.payment_reference) {
+            return std::nullopt; // a capture: the refund can be sent
+        }
+    }
+    if (read.call.http_status == 404) {
+        return rejected_request(
+            404, "not_a_capture",
+            "PayPal knows no capture " + order.payment_reference +
+                ": the payment's reference is not a capture ID (an order ID, from an order "
+                "that was never captured?); nothing was sent",
+            read.call.detail);
+    }
+    if (read.call.http_status == 401 || read.call.http_status == 403) {
+        return interpret_refund(order, read.call.http_status, res.body); // rejected
+    }
+    // No answer we can read: the refund itself was never sent, so it can be sent later.
+    SubmitResult out;
+    out.outcome = Outcome::not_sent;
+    out.call = read.call;
+    out.call.error_class =
+        "capture_check:" + (read.ok ? std::string("unrecognised_response") : read.call.error_class);
+    return out;
+}
+
+SubmitResult PaypalAdapter::refund(const RefundOrder& order) {
+    if (const auto problem =
+            carry_problem(carry_limits(), order.merchant_reference.value_or(""), order.metadata)) {
+        return not_carried(*problem);
+    }
+    if (order.payment_reference.empty()) {
+        return not_expressible("no_payment_reference",
+                               "the payment has no PayPal capture ID to refund");
+    }
+    const auto body = refund_body(order);
+    if (!body) {
+        return not_expressible("not_expressible",
+                               "the amount (" + order.amount.currency +
+                                   ") or the operation ID cannot be expressed in PayPal's refund "
+                                   "request");
+    }
+    // The reference is the capture's ID unless the charge never had a capture (then the order's):
+    // the two look alike, so PayPal is asked first, and an order's ID is refused unsent.
+    if (auto refused = check_capture(order)) {
+        return *refused;
+    }
+    net::HttpRequest req = m_client.request(
+        "POST", "/v2/payments/captures/" + percent_encode(order.payment_reference) + "/refund",
+        true);
+    req.headers.emplace_back("Content-Type", "application/json");
+    req.headers.emplace_back("PayPal-Request-Id", order.operation_id);
+    req.headers.emplace_back("Prefer", "return=representation");
+    req.body = *body;
+    req.deadline = order.deadline;
+    return create_outcome(m_client.send(std::move(req)), [&order](int status, std::string_view b) {
+        return interpret_refund(order, status, b);
+    });
+}
+
+LookupResult PaypalAdapter::lookup_refund(const RefundOrder& order) {
+    LookupResult out;
+    if (!m_caps.refund_lookup) {
+        out.call.error_class = "lookup_not_supported";
+        return out;
+    }
+    if (order.payment_reference.empty()) {
+        out.call.error_class = "no_payment_reference";
+        return out;
+    }
+    // The capture names its order; the order lists the capture's refunds with their invoice IDs.
+    const net::HttpResult capture_res = m_client.send(m_client.request(
+        "GET", "/v2/payments/captures/" + percent_encode(order.payment_reference), false));
+    const ReadCall capture_read = read_call(capture_res);
+    out.call = capture_read.call;
+    if (!capture_read.ok) {
+        return out; // failed: never read as absence
+    }
+    const auto capture = parse_capture(capture_res.body);
+    if (!capture || capture->id != order.payment_reference || !capture->order_id) {
+        out.call.error_class = "unrecognised_response";
+        out.call.detail = "the capture does not name its order";
+        return out;
+    }
+    const net::HttpResult order_res = m_client.send(m_client.request(
+        "GET", "/v2/checkout/orders/" + percent_encode(*capture->order_id), false));
+    const ReadCall order_read = read_call(order_res);
+    out.call = order_read.call;
+    if (!order_read.ok) {
+        return out;
+    }
+    auto refunds = parse_order_refunds(order_res.body);
+    if (!refunds) {
+        out.call.error_class = "unrecognised_response";
+        out.call.detail = wire::excerpt(order_res.body);
+        return out;
+    }
+    std::vector<RemotePayment> matches;
+    for (auto& r : *refunds) { // as PayPal lists them: oldest first
+        if (r.operation_id == order.operation_id) {
+            matches.push_back(std::move(r));
+        }
+    }
+    answer_from_matches(out, std::move(matches));
+    return out;
+}
+
 ListPage PaypalAdapter::fetch_page(system_clock::time_point from, system_clock::time_point to,
                                    std::int64_t page, std::int64_t& total_pages) {
     const std::string query =

@@ -1,6 +1,6 @@
 #pragma once
-// PayPal, through Orders v2 (create with a vaulted payment source, captured at once) and
-// Transaction Search v1 (lookup and listing).
+// PayPal, through Orders v2 (create with a vaulted payment source, captured at once), Payments v2
+// (refunds of the capture) and Transaction Search v1 (lookup and listing).
 //
 // Quirks that matter for charging once:
 // - Credentials: OAuth2 client credentials only. The access token comes from
@@ -41,6 +41,26 @@
 //   rate limiting") is not executed (sent again); 5xx ("might have created a PayPal transaction"),
 //   404, 409 and anything unrecognised are unknown. Whether PayPal keeps a refused request's
 //   answer under its PayPal-Request-Id is not documented (README.md).
+// - Refunds (Payments v2.4): POST /v2/payments/captures/{capture_id}/refund with the refund's own
+//   operation ID as PayPal-Request-Id ("The server stores keys for 45 days"; payrecon's re-send
+//   window stays the 6 h of the capabilities, one retention per provider: conservative), and as
+//   the body's invoice_id and custom_id; `amount`, `note_to_payer` the reason (at most 255),
+//   `Prefer: return=representation`. The provider reference of a charge is the capture's ID, or
+//   the order's when the order was never captured; the two look alike, so a refund first reads
+//   GET /v2/payments/captures/{reference}: a 404 refuses the refund unsent (rejected,
+//   not_a_capture), no answer leaves it not_sent. A refund's status: COMPLETED succeeded, PENDING
+//   pending, FAILED and CANCELLED declined; 422 issues that refuse the refund (CAPTURE_FULLY_
+//   REFUNDED, REFUND_AMOUNT_EXCEEDED, REFUND_NOT_ALLOWED, REFUND_TIME_LIMIT_EXCEEDED, ...) declined
+//   as refund_declined:<ISSUE>; 422 DUPLICATE_INVOICE_ID ("Invoice ID was previously used to
+//   refund a capture") unknown; 404 (no such capture) rejected; the rest as for the create.
+// - Finding a refund: PayPal has no search by PayPal-Request-Id or invoice_id outside Transaction
+//   Search (3 h behind, refunds as money-out entries), and re-sending the refund under its request
+//   ID to read "the latest status" would execute a refund PayPal never received: a lookup must not
+//   move money. A capture names its order (supplementary_data.related_ids.order_id, or its `up`
+//   link), and the order (GET /v2/checkout/orders/{id}) lists every refund of its capture in
+//   purchase_units[].payments.refunds with its invoice_id: lookup_refund reads those two, read-only
+//   and current. The reconciler still waits the provider's one lookup staleness (3 h, the search's)
+//   before it asks about a refund.
 
 #include "providers/adapter_support.hpp"
 #include "providers/config.hpp"
@@ -106,8 +126,20 @@ public:
     // cursor is "<start of the 31-day window, unix seconds>/<page>"; one that is not ours is a
     // failed page (error_class "bad_cursor").
     ListPage list(const TimeWindow& window, const std::optional<std::string>& cursor) override;
+    // GET /v2/payments/captures/{reference} first (an order's ID is refused unsent), then
+    // POST /v2/payments/captures/{reference}/refund under the refund's operation ID as
+    // PayPal-Request-Id, `Prefer: return=representation`; interpret_refund reads the answer.
+    SubmitResult refund(const RefundOrder& order) override;
+    // GET /v2/payments/captures/{reference} for its order's ID, then GET /v2/checkout/orders/{id}:
+    // the refund among the order's refunds whose invoice_id (else custom_id) is our operation ID.
+    LookupResult lookup_refund(const RefundOrder& order) override;
 
 private:
+    // Whether the payment's reference is a capture PayPal knows (GET /v2/payments/captures/{id}):
+    // nullopt if it is; else what refund() answers without sending the refund -- rejected
+    // (not_a_capture) on a 404, rejected on 401/403, not_sent when no answer could be read.
+    std::optional<SubmitResult> check_capture(const RefundOrder& order);
+
     // GET /v1/reporting/transactions for [from, to), page `page` of k_page_size; on success
     // `total_pages` is PayPal's.
     ListPage fetch_page(std::chrono::system_clock::time_point from,

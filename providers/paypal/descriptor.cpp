@@ -55,8 +55,12 @@ const ProviderDescriptor& descriptor() {
         .credentials = {CredentialKind::oauth2_client_credentials},
         .settings = {},
         .parse_settings = &parse_settings,
-        // PayPal-Request-Id up to 108 characters; lookup and listing through Transaction Search.
-        .api = {.max_key_length = k_max_key_length, .lookup = true, .list = true},
+        // PayPal-Request-Id up to 108 characters; lookup and listing through Transaction Search;
+        // a refund found among its capture's order's refunds.
+        .api = {.max_key_length = k_max_key_length,
+                .lookup = true,
+                .list = true,
+                .refund_lookup = true},
         .carry_limits = &carry_limits,
         // The payment object is the capture: its status decides (a COMPLETED order can hold a
         // DECLINED capture).

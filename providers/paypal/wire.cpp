@@ -4,6 +4,7 @@
 #include "providers/wire_util.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -108,6 +109,69 @@ std::optional<RemotePayment> transaction_from(const json& detail) {
     }
     p.raw = info->dump();
     return p;
+}
+
+// Whether PayPal's error names `issue` among its details.
+bool has_issue(const PaypalError& err, std::string_view issue) {
+    return std::find(err.issues.begin(), err.issues.end(), issue) != err.issues.end();
+}
+
+// What an answer other than a 2xx means, for a create and a refund alike: 429 not_sent; 401
+// rejected (PayPal's envelope, else the OAuth2 error); 5xx and anything without PayPal's envelope
+// unknown; then `special(status, error, first issue)` decides what it recognises (its result's
+// call gets the status and the excerpt); else 400, 403, 415 and 422 rejected with the issue (else
+// the name) and description, and anything else (404, 409, ...) unknown.
+SubmitResult error_outcome(
+    SubmitResult r, int http_status, std::string_view body,
+    const std::function<std::optional<SubmitResult>(int, const PaypalError&, const std::string&)>&
+        special) {
+    if (http_status == 429) {
+        r.outcome = Outcome::not_sent; // "Too many requests. Blocked due to rate limiting."
+        r.call.error_class = "rate_limited";
+        return r;
+    }
+    const auto err = parse_error(body);
+    const std::string issue = err && !err->issues.empty() ? err->issues.front() : "";
+    const auto message = [&err]() {
+        if (!err) {
+            return std::string();
+        }
+        std::string m = err->description.empty() ? err->message : err->description;
+        if (!err->debug_id.empty()) {
+            m += (m.empty() ? "" : " ") + std::string("(debug_id ") + err->debug_id + ")";
+        }
+        return m;
+    };
+    if (http_status == 401) {
+        // The access token was refused even after a fresh one (ProviderClient sends once more), or
+        // the token endpoint refused the client credentials (its OAuth2 error passed on).
+        std::string code = err && !err->name.empty() ? err->name : "";
+        std::string said = message();
+        if (code.empty()) {
+            if (const auto parsed = parse_external_json(body); parsed && parsed->is_object()) {
+                code = wire::string_member(*parsed, "error").value_or("");
+                said = wire::string_member(*parsed, "error_description").value_or("");
+            }
+        }
+        return rejected_request(http_status, code.empty() ? "AUTHENTICATION_FAILURE" : code, said,
+                                wire::excerpt(body));
+    }
+    if (http_status >= 500 || !err || err->name.empty()) {
+        r.call.error_class =
+            http_status >= 500 ? "http_" + std::to_string(http_status) : "unrecognised_response";
+        return r;
+    }
+    if (auto decided = special(http_status, *err, issue)) {
+        decided->call.http_status = r.call.http_status;
+        decided->call.detail = r.call.detail;
+        return *decided;
+    }
+    if (http_status == 400 || http_status == 403 || http_status == 415 || http_status == 422) {
+        return rejected_request(http_status, issue.empty() ? err->name : issue, message(),
+                                wire::excerpt(body));
+    }
+    r.call.error_class = "http_" + std::to_string(http_status);
+    return r;
 }
 
 } // namespace
@@ -437,58 +501,243 @@ SubmitResult interpret_create(const PaymentOrder& order, int http_status, std::s
         }
         return r;
     }
-    if (http_status == 429) {
-        r.outcome = Outcome::not_sent; // "Too many requests. Blocked due to rate limiting."
-        r.call.error_class = "rate_limited";
+    return error_outcome(std::move(r), http_status, body,
+                         [](int status, const PaypalError& err,
+                            const std::string& issue) -> std::optional<SubmitResult> {
+                             SubmitResult out;
+                             if (status == 422 && has_issue(err, "DUPLICATE_INVOICE_ID")) {
+                                 // A transaction with our invoice ID exists: it may be our first
+                                 // attempt's.
+                                 out.call.error_class = "DUPLICATE_INVOICE_ID";
+                                 return out;
+                             }
+                             if (status == 422 && declined_issue(issue)) {
+                                 out.outcome = Outcome::declined;
+                                 out.call.error_class = "declined:" + issue;
+                                 return out;
+                             }
+                             return std::nullopt;
+                         });
+}
+
+namespace {
+
+// `text` cut to at most `max` bytes, never inside a UTF-8 character.
+std::string cut_utf8(std::string text, std::size_t max) {
+    if (text.size() <= max) {
+        return text;
+    }
+    std::size_t end = max;
+    while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) {
+        --end; // text[end] continues a character: cut before that character
+    }
+    text.resize(end);
+    return text;
+}
+
+// One refund object (the Payments document's `refund`); nullopt if it has no ID or no exact
+// amount.
+std::optional<RemotePayment> refund_from(const json& r) {
+    const auto id = r.is_object() ? wire::string_member(r, "id") : std::nullopt;
+    const auto money = money_from(member(r, "amount"));
+    if (!id || id->empty() || !money) {
+        return std::nullopt;
+    }
+    RemotePayment p;
+    p.provider_reference = *id;
+    p.amount = *money;
+    p.raw_status = wire::string_member(r, "status").value_or("");
+    p.state = map_refund_status(p.raw_status);
+    const auto invoice_id = wire::string_member(r, "invoice_id");
+    const auto custom_id = wire::string_member(r, "custom_id");
+    if (invoice_id && !invoice_id->empty()) {
+        p.operation_id = *invoice_id;
+    } else if (custom_id && !custom_id->empty()) {
+        p.operation_id = *custom_id;
+    }
+    if (const auto at = wire::string_member(r, "create_time")) {
+        if (const auto t = time_from(*at)) {
+            p.created_at = *t;
+        }
+    }
+    p.raw = r.dump();
+    return p;
+}
+
+} // namespace
+
+std::optional<std::string> refund_body(const RefundOrder& order) {
+    const auto value = to_paypal_value(order.amount);
+    const std::string& op = order.operation_id;
+    if (!value || op.empty() || op.size() > k_max_key_length || op.size() > k_max_invoice_id) {
+        return std::nullopt;
+    }
+    json body = {
+        {"amount", {{"value", *value}, {"currency_code", wire::upper(order.amount.currency)}}},
+        {"invoice_id", op},
+        {"custom_id", op},
+    };
+    if (order.reason && !order.reason->empty()) {
+        body["note_to_payer"] = cut_utf8(*order.reason, k_max_note_to_payer);
+    }
+    return body.dump();
+}
+
+constexpr StatusRule k_refund_status_rules[] = {
+    {"COMPLETED", Outcome::succeeded, "refunded"},
+    {"PENDING", Outcome::pending, "not final yet (status_details.reason says why, e.g. ECHECK)"},
+    {"FAILED", Outcome::declined, "the refund failed: nothing given back"},
+    {"CANCELLED", Outcome::declined, "the refund was cancelled: nothing given back"},
+};
+
+std::span<const StatusRule> refund_status_rules() {
+    return k_refund_status_rules;
+}
+
+Outcome map_refund_status(std::string_view status) {
+    return outcome_by_rules(k_refund_status_rules, status);
+}
+
+bool refund_declined_issue(std::string_view issue) {
+    static constexpr std::string_view k_declined[] = {
+        "CAPTURE_FULLY_REFUNDED",
+        "REFUND_AMOUNT_EXCEEDED",
+        "REFUND_NOT_ALLOWED",
+        "REFUND_TIME_LIMIT_EXCEEDED",
+        "PARTIAL_REFUND_NOT_ALLOWED",
+        "MAX_NUMBER_OF_REFUNDS_EXCEEDED",
+        "PENDING_CAPTURE",
+        "REFUND_FAILED_INSUFFICIENT_FUNDS",
+        "REFUND_AMOUNT_TOO_LOW",
+        "REFUND_NOT_PERMITTED_DUE_TO_CHARGEBACK",
+        "TRANSACTION_DISPUTED",
+        "PAYER_ACCOUNT_LOCKED_OR_CLOSED",
+    };
+    return std::find(std::begin(k_declined), std::end(k_declined), issue) != std::end(k_declined);
+}
+
+SubmitResult interpret_refund(const RefundOrder& order, int http_status, std::string_view body) {
+    SubmitResult r;
+    r.call.http_status = http_status;
+    r.call.detail = wire::excerpt(body);
+    if (http_status >= 200 && http_status < 300) {
+        const auto parsed = parse_external_json(body);
+        const auto refund = parsed && parsed->is_object() ? refund_from(*parsed) : std::nullopt;
+        if (!refund || refund->operation_id != order.operation_id ||
+            !(refund->amount == order.amount)) {
+            r.call.error_class = "unrecognised_response";
+            return r; // unknown: a success we cannot match to our request proves nothing
+        }
+        r.provider_reference = refund->provider_reference;
+        r.outcome = refund->state;
+        r.call.error_class = r.outcome == Outcome::unknown
+                                 ? "unexpected_status_" + refund->raw_status
+                             : r.outcome == Outcome::declined ? "refund_" + refund->raw_status
+                                                              : "";
         return r;
     }
-    const auto err = parse_error(body);
-    const std::string issue = err && !err->issues.empty() ? err->issues.front() : "";
-    const auto message = [&err]() {
-        if (!err) {
-            return std::string();
+    return error_outcome(std::move(r), http_status, body,
+                         [&body](int status, const PaypalError& err,
+                                 const std::string& issue) -> std::optional<SubmitResult> {
+                             SubmitResult out;
+                             if (status == 422 && has_issue(err, "DUPLICATE_INVOICE_ID")) {
+                                 // "Invoice ID was previously used to refund a capture": ours,
+                                 // perhaps, sent before PayPal forgot the request ID. The
+                                 // reconciler looks it up.
+                                 out.call.error_class = "DUPLICATE_INVOICE_ID";
+                                 return out;
+                             }
+                             if (status == 422 && refund_declined_issue(issue)) {
+                                 out.outcome = Outcome::declined;
+                                 out.call.error_class = "refund_declined:" + issue;
+                                 return out;
+                             }
+                             if (status == 404) {
+                                 // The capture refunded does not exist: nothing was executed.
+                                 return rejected_request(status, issue.empty() ? err.name : issue,
+                                                         "PayPal knows no such capture (404 " +
+                                                             err.name + ")",
+                                                         wire::excerpt(body));
+                             }
+                             return std::nullopt;
+                         });
+}
+
+std::optional<CaptureDetails> parse_capture(std::string_view body) {
+    const auto parsed = parse_external_json(body);
+    if (!parsed || !parsed->is_object()) {
+        return std::nullopt;
+    }
+    const json& j = *parsed;
+    const auto id = wire::string_member(j, "id");
+    if (!id) {
+        return std::nullopt;
+    }
+    CaptureDetails c;
+    c.id = *id;
+    c.status = wire::string_member(j, "status").value_or("");
+    const json* supplementary = member(j, "supplementary_data");
+    const json* related =
+        supplementary == nullptr ? nullptr : member(*supplementary, "related_ids");
+    if (related != nullptr) {
+        if (auto order_id = wire::string_member(*related, "order_id");
+            order_id && !order_id->empty()) {
+            c.order_id = std::move(*order_id);
+            return c;
         }
-        std::string m = err->description.empty() ? err->message : err->description;
-        if (!err->debug_id.empty()) {
-            m += (m.empty() ? "" : " ") + std::string("(debug_id ") + err->debug_id + ")";
-        }
-        return m;
-    };
-    if (http_status == 401) {
-        // The access token was refused even after a fresh one (ProviderClient sends once more), or
-        // the token endpoint refused the client credentials (its OAuth2 error passed on).
-        std::string code = err && !err->name.empty() ? err->name : "";
-        std::string said = message();
-        if (code.empty()) {
-            if (const auto parsed = parse_external_json(body); parsed && parsed->is_object()) {
-                code = wire::string_member(*parsed, "error").value_or("");
-                said = wire::string_member(*parsed, "error_description").value_or("");
+    }
+    if (const json* links = member(j, "links"); links != nullptr && links->is_array()) {
+        static constexpr std::string_view k_orders_path = "/v2/checkout/orders/";
+        for (const json& l : *links) {
+            const auto rel = wire::string_member(l, "rel");
+            const auto href = wire::string_member(l, "href");
+            if (rel != "up" || !href) {
+                continue;
+            }
+            const auto at = href->find(k_orders_path);
+            if (at == std::string::npos) {
+                continue;
+            }
+            std::string rest = href->substr(at + k_orders_path.size());
+            if (!rest.empty() && rest.find_first_of("/?#") == std::string::npos) {
+                c.order_id = std::move(rest);
             }
         }
-        return rejected_request(http_status, code.empty() ? "AUTHENTICATION_FAILURE" : code, said,
-                                wire::excerpt(body));
     }
-    if (http_status >= 500 || !err || err->name.empty()) {
-        r.call.error_class =
-            http_status >= 500 ? "http_" + std::to_string(http_status) : "unrecognised_response";
-        return r;
+    return c;
+}
+
+std::optional<std::vector<RemotePayment>> parse_order_refunds(std::string_view body) {
+    const auto parsed = parse_external_json(body);
+    if (!parsed || !parsed->is_object() || !wire::string_member(*parsed, "id")) {
+        return std::nullopt;
     }
-    if (http_status == 422 && std::find(err->issues.begin(), err->issues.end(),
-                                        "DUPLICATE_INVOICE_ID") != err->issues.end()) {
-        r.call.error_class = "DUPLICATE_INVOICE_ID";
-        return r; // a transaction with our invoice ID exists: it may be our first attempt's
+    std::vector<RemotePayment> out;
+    const json* units = member(*parsed, "purchase_units");
+    if (units == nullptr) {
+        return out;
     }
-    if (http_status == 422 && declined_issue(issue)) {
-        r.outcome = Outcome::declined;
-        r.call.error_class = "declined:" + issue;
-        return r;
+    if (!units->is_array()) {
+        return std::nullopt;
     }
-    if (http_status == 400 || http_status == 403 || http_status == 415 || http_status == 422) {
-        return rejected_request(http_status, issue.empty() ? err->name : issue, message(),
-                                wire::excerpt(body));
+    for (const json& unit : *units) {
+        const json* payments = member(unit, "payments");
+        const json* refunds = payments == nullptr ? nullptr : member(*payments, "refunds");
+        if (refunds == nullptr) {
+            continue;
+        }
+        if (!refunds->is_array()) {
+            return std::nullopt;
+        }
+        for (const json& r : *refunds) {
+            auto refund = refund_from(r);
+            if (!refund) {
+                return std::nullopt; // one unreadable refund makes the list untrustworthy
+            }
+            out.push_back(std::move(*refund));
+        }
     }
-    r.call.error_class = "http_" + std::to_string(http_status);
-    return r;
+    return out;
 }
 
 } // namespace payrecon::providers::paypal

@@ -139,4 +139,53 @@ bool declined_issue(std::string_view issue);
 // unknown.
 SubmitResult interpret_create(const PaymentOrder& order, int http_status, std::string_view body);
 
+// Refunds (POST /v2/payments/captures/{capture_id}/refund, Payments v2.4; DESIGN section 16).
+
+// refund_request.note_to_payer: at most 255 characters.
+inline constexpr std::size_t k_max_note_to_payer = 255;
+
+// The JSON body of a refund: `amount` {value, currency_code} in PayPal's units, `invoice_id` and
+// `custom_id` our operation ID (the refund's), `note_to_payer` the reason when there is one (cut to
+// k_max_note_to_payer bytes, never inside a UTF-8 character). nullopt if the amount is not
+// expressible, or the operation ID is empty or longer than 108 (the key) or 127 (invoice_id).
+std::optional<std::string> refund_body(const RefundOrder& order);
+
+// A refund's status (refund_status.status) as an outcome: COMPLETED -> succeeded; PENDING ->
+// pending; FAILED, CANCELLED -> declined; anything else -> unknown. Its rules, each mapped on
+// purpose (providers/status_rules.hpp).
+std::span<const StatusRule> refund_status_rules();
+Outcome map_refund_status(std::string_view status);
+
+// The 422 issues of captures.refund that mean the capture cannot be refunded, or not for this
+// amount (CAPTURE_FULLY_REFUNDED, REFUND_AMOUNT_EXCEEDED, REFUND_NOT_ALLOWED,
+// REFUND_TIME_LIMIT_EXCEEDED, ...): declined. README.md quotes each.
+bool refund_declined_issue(std::string_view issue);
+
+// Decides the outcome of a refund call (README.md has the table). A 2xx counts only as a refund
+// with an ID echoing our amount and our operation ID (invoice_id, else custom_id); its status
+// decides (map_refund_status; the reference is the refund's ID). 422 with a refund_declined_issue
+// -> declined, error class "refund_declined:<ISSUE>"; 422 DUPLICATE_INVOICE_ID -> unknown (a refund
+// of the capture with our invoice ID exists: it may be our first attempt); 404 (no such capture)
+// -> rejected; 400, 401, 403, 415 and other 422s -> rejected; 429 -> not_sent; 409
+// (PREVIOUS_REQUEST_IN_PROGRESS), 5xx and anything unrecognised -> unknown.
+SubmitResult interpret_refund(const RefundOrder& order, int http_status, std::string_view body);
+
+// What GET /v2/payments/captures/{id} says of a capture: its ID, status, and the order it belongs
+// to (supplementary_data.related_ids.order_id, else the last segment of its `up` link when that
+// points at /v2/checkout/orders/).
+struct CaptureDetails {
+    std::string id;
+    std::string status;
+    std::optional<std::string> order_id;
+};
+// nullopt if `body` is not a JSON object with a string id.
+std::optional<CaptureDetails> parse_capture(std::string_view body);
+
+// The refunds of an order (GET /v2/checkout/orders/{id}: purchase_units[].payments.refunds[], the
+// Orders document's payment_collection) as RemotePayments: provider_reference the refund's ID,
+// operation_id its invoice_id (else its custom_id), the amount, the status (map_refund_status),
+// created_at its create_time. nullopt if `body` is not an order, or one refund is unreadable (no
+// ID, no exact amount): one unreadable refund makes the list untrustworthy.
+std::optional<std::vector<RemotePayment>> parse_order_refunds(std::string_view body);
+
 } // namespace payrecon::providers::paypal

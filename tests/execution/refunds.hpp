@@ -12,7 +12,7 @@ namespace payrecon::testing {
 // The kinds whose adapters refund: the refund tests run for each
 // (GENERATE(from_range(refunding_kinds()))).
 inline const std::vector<std::string>& refunding_kinds() {
-    static const std::vector<std::string> k_kinds{"stripe", "square", "checkout"};
+    static const std::vector<std::string> k_kinds{"stripe", "square", "checkout", "paypal"};
     return k_kinds;
 }
 
@@ -27,10 +27,13 @@ inline providers::Outcome accepted_refund(const std::string& kind) {
 // The error class of a refund the provider refuses because the charge has nothing left (a final
 // answer: declined), per kind. Checkout.com's document names one refusal of a refund, 403 "Refund
 // not allowed" (no body, no code); a 422 is "Invalid data was sent", which the adapter sends to
-// review.
+// review. PayPal answers a capture with nothing left 422 CAPTURE_FULLY_REFUNDED.
 inline std::string over_refund_error(const std::string& kind) {
     if (kind == "checkout") {
         return "refund_not_allowed";
+    }
+    if (kind == "paypal") {
+        return "refund_declined:CAPTURE_FULLY_REFUNDED";
     }
     return kind == "square" ? "refund_declined:REFUND_AMOUNT_INVALID"
                             : "invalid_request:charge_already_refunded";

@@ -70,6 +70,11 @@ struct Refunds {
         return count_rows("payment_attempts", p.w.tenant.tenant_id,
                           "operation_id = '" + op(refund_id) + "' AND " + where);
     }
+    // How long after its last attempt the reconciler trusts the provider's lookup: PayPal's 3 h
+    // (its search lag, one staleness for the provider's charges and refunds), 0 elsewhere here.
+    std::chrono::seconds lookup_delay() const {
+        return p.provider->capabilities().lookup_staleness;
+    }
     // The refund's attempts, lookups and next check as if `by` had passed (the fake's clock too).
     void pass(const std::string& refund_id, std::chrono::seconds by) {
         p.w.fake->advance_clock(by);
@@ -180,6 +185,7 @@ TEST_CASE("refund execution: executed, then the connection is reset -- unknown, 
     CHECK(r.p.w.executions(r.op(id)) == 1);
     CHECK(r.events(id, "refund.unknown") == 1);
 
+    r.pass(id, r.lookup_delay()); // the lookup is trusted from then on
     const auto outcomes = r.p.reconcile();
     REQUIRE(outcomes.size() == 1);
     CHECK(outcomes[0].kind == OperationKind::refund);
@@ -214,7 +220,7 @@ TEST_CASE("refund execution: dropped before executing -- confirmed absent by the
     CHECK(r.state(id) == "unknown");
     CHECK(r.p.w.executions(r.op(id)) == 0);
 
-    r.pass(id, std::chrono::seconds(60));
+    r.pass(id, std::chrono::seconds(60) + r.lookup_delay());
     const auto outcomes = r.p.reconcile();
     REQUIRE(outcomes.size() == 1);
     CHECK(outcomes[0].decision.action == ReconcileAction::resend);

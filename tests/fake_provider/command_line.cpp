@@ -29,6 +29,10 @@ void add_options(CLI::App& app, CommandLine& c) {
     app.add_option("--paypal-key-retention-s", c.paypal_key_retention_s,
                    "how long a PayPal-Request-Id is remembered, in fake seconds")
         ->capture_default_str();
+    app.add_option("--paypal-refund-key-retention-s", c.paypal_refund_key_retention_s,
+                   "how long a refund's PayPal-Request-Id is remembered, in fake seconds (45 days, "
+                   "as PayPal's Payments document says)")
+        ->capture_default_str();
     app.add_option("--square-key-retention-s", c.square_key_retention_s,
                    "how long a Square idempotency_key holds its payment, in fake seconds (Square "
                    "does not publish its own)")
@@ -111,6 +115,7 @@ FakeProviderOptions to_options(const CommandLine& c,
     for (const auto& [flag, value] :
          {std::pair{"--checkout-key-retention-s", c.checkout_key_retention_s},
           std::pair{"--paypal-key-retention-s", c.paypal_key_retention_s},
+          std::pair{"--paypal-refund-key-retention-s", c.paypal_refund_key_retention_s},
           std::pair{"--square-key-retention-s", c.square_key_retention_s}}) {
         if (value < 0) {
             throw std::invalid_argument(std::string(flag) + " must not be negative");
@@ -118,6 +123,7 @@ FakeProviderOptions to_options(const CommandLine& c,
     }
     options.checkout.key_retention = std::chrono::seconds(c.checkout_key_retention_s);
     options.paypal.key_retention = std::chrono::seconds(c.paypal_key_retention_s);
+    options.paypal.refund_key_retention = std::chrono::seconds(c.paypal_refund_key_retention_s);
     options.square.key_retention = std::chrono::seconds(c.square_key_retention_s);
     options.paypal.token_ttl = std::chrono::seconds(c.paypal_token_ttl_s);
     if (c.paypal_client_id.empty()) {

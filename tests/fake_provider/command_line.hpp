@@ -20,6 +20,7 @@ struct CommandLine {
     std::int64_t key_retention_s = 86400;
     std::int64_t checkout_key_retention_s = 86400;
     std::int64_t paypal_key_retention_s = 21600;
+    std::int64_t paypal_refund_key_retention_s = 45 * 24 * 3600; // a refund's PayPal-Request-Id
     std::int64_t square_key_retention_s = 86400;
     std::string paypal_client_id = "fake-paypal-client-id";
     std::string paypal_client_secret_env; // empty: PayPal refuses every token request

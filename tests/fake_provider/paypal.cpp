@@ -19,6 +19,9 @@ using Clock = std::chrono::system_clock;
 constexpr std::string_view k_token_path = "/v1/oauth2/token";
 constexpr std::string_view k_orders = "/v2/checkout/orders";
 constexpr std::string_view k_transactions = "/v1/reporting/transactions";
+constexpr std::string_view k_captures = "/v2/payments/captures/";
+constexpr std::string_view k_refunds = "/v2/payments/refunds/";
+constexpr std::size_t k_max_note = 255; // refund_request.note_to_payer
 constexpr std::string_view k_upper_alnum = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ";
 constexpr std::string_view k_hex = "0123456789abcdef";
 constexpr std::string_view k_declined_vault_id = "vault_declined";
@@ -406,6 +409,10 @@ void PayPalApi::reset_locked() {
     m_orders.clear();
     m_by_id.clear();
     m_requests.clear();
+    m_refunds.clear();
+    m_by_capture.clear();
+    m_refunds_by_id.clear();
+    m_refund_requests.clear();
     m_tokens.clear();
     m_tokens_issued = 0;
 }
@@ -437,6 +444,20 @@ Reply PayPalApi::handle(const http::Request& request, const Wait& wait) {
         reply = get_order(request, path.substr(order_prefix.size()), wait);
     } else if (request.method == "GET" && path == k_transactions) {
         reply = search(request, wait);
+    } else if (request.method == "POST" && path.size() > k_captures.size() + 7 &&
+               path.compare(0, k_captures.size(), k_captures) == 0 &&
+               path.compare(path.size() - 7, 7, "/refund") == 0 &&
+               path.find('/', k_captures.size()) == path.size() - 7) {
+        reply = refund(request, path.substr(k_captures.size(), path.size() - 7 - k_captures.size()),
+                       wait);
+    } else if (request.method == "GET" &&
+               ((path.size() > k_captures.size() &&
+                 path.compare(0, k_captures.size(), k_captures) == 0 &&
+                 path.find('/', k_captures.size()) == std::string::npos) ||
+                (path.size() > k_refunds.size() &&
+                 path.compare(0, k_refunds.size(), k_refunds) == 0 &&
+                 path.find('/', k_refunds.size()) == std::string::npos))) {
+        reply = get_payment(request, path, wait);
     } else {
         const auto lock = m_ledger.lock();
         if (auto refused = token_refusal_locked(request)) {
@@ -641,7 +662,7 @@ Reply PayPalApi::create(const http::Request& request, const Wait& wait) {
             } else {
                 // The current state of the order it created.
                 reply.response =
-                    json_response(200, render_order(m_orders[it->second.order], representation));
+                    json_response(200, render_order(m_orders[it->second.index], representation));
                 reply.replayed = true;
                 m_ledger.count_replay_locked();
             }
@@ -719,6 +740,9 @@ Reply PayPalApi::create(const http::Request& request, const Wait& wait) {
     reply.response = json_response(201, render_order(order, representation));
     const std::size_t index = m_orders.size();
     m_by_id.emplace(order.id, index);
+    if (!order.capture_id.empty()) {
+        m_by_capture.emplace(order.capture_id, index);
+    }
     m_orders.push_back(std::move(order));
     apply_after_execute(reply, error_500());
 
@@ -726,7 +750,7 @@ Reply PayPalApi::create(const http::Request& request, const Wait& wait) {
         const auto it = m_requests.find(*request_id);
         if (it != m_requests.end()) { // gone only if reset() ran meanwhile
             it->second.in_flight = false;
-            it->second.order = index; // whatever was answered: the order exists
+            it->second.index = index; // whatever was answered: the order exists
         }
     }
     return reply;
@@ -745,12 +769,7 @@ Reply PayPalApi::get_order(const http::Request& request, const std::string& id, 
     }
     const auto it = m_by_id.find(id);
     if (it == m_by_id.end()) {
-        reply.response =
-            error_locked(404, "RESOURCE_NOT_FOUND", "The specified resource does not exist.",
-                         {Issue{404, "INVALID_RESOURCE_ID", "order_id",
-                                "Specified resource ID does not exist. Please check the resource "
-                                "ID and try again.",
-                                "path"}});
+        reply.response = not_found_locked("order_id");
         return reply;
     }
     reply.response = json_response(200, render_order(m_orders[it->second], true));
@@ -998,35 +1017,13 @@ Json PayPalApi::render_order(const Order& o, bool representation) const {
         unit["invoice_id"] = *o.invoice_id;
     }
     if (o.capture != Capture::none) {
-        const bool completed = o.capture == Capture::completed;
-        const std::string capture_url = o.base_url + "/v2/payments/captures/" + o.capture_id;
-        Json capture;
-        capture["id"] = o.capture_id;
-        capture["status"] = completed ? "COMPLETED" : "DECLINED";
-        capture["amount"] = money(o.currency, o.value);
-        capture["final_capture"] = true;
-        capture["seller_protection"] = Json{{"status", "NOT_ELIGIBLE"}};
-        if (o.invoice_id) {
-            capture["invoice_id"] = *o.invoice_id;
+        unit["payments"]["captures"] = Json::array({render_capture(o, false)});
+        if (!o.refunds.empty()) {
+            unit["payments"]["refunds"] = Json::array();
+            for (const std::size_t r : o.refunds) {
+                unit["payments"]["refunds"].push_back(render_refund(m_refunds[r], true));
+            }
         }
-        if (o.custom_id) {
-            capture["custom_id"] = *o.custom_id;
-        }
-        if (o.source == Source::card) {
-            capture["processor_response"] = Json{{"avs_code", "Y"},
-                                                 {"cvv_code", "S"},
-                                                 {"response_code", completed ? "0000" : "5120"}};
-        }
-        Json capture_links = Json::array();
-        capture_links.push_back(link(capture_url, "self", "GET"));
-        if (completed) {
-            capture_links.push_back(link(capture_url + "/refund", "refund", "POST"));
-        }
-        capture_links.push_back(link(self, "up", "GET"));
-        capture["links"] = std::move(capture_links);
-        capture["create_time"] = rfc3339(o.created_at);
-        capture["update_time"] = rfc3339(o.created_at);
-        unit["payments"]["captures"] = Json::array({std::move(capture)});
     }
     j["purchase_units"] = Json::array({std::move(unit)});
     j["create_time"] = rfc3339(o.created_at);
@@ -1035,9 +1032,350 @@ Json PayPalApi::render_order(const Order& o, bool representation) const {
     return j;
 }
 
+std::int64_t PayPalApi::refunded_minor(const Order& o) const {
+    std::int64_t total = 0;
+    for (const std::size_t r : o.refunds) {
+        total += m_refunds[r].minor;
+    }
+    return total;
+}
+
+Json PayPalApi::render_capture(const Order& o, bool standalone) const {
+    const bool completed = o.capture == Capture::completed;
+    const std::int64_t refunded = refunded_minor(o);
+    const std::string capture_url = o.base_url + std::string(k_captures) + o.capture_id;
+    Json capture;
+    capture["id"] = o.capture_id;
+    capture["status"] = !completed            ? "DECLINED"
+                        : refunded == 0       ? "COMPLETED"
+                        : refunded >= o.minor ? "REFUNDED"
+                                              : "PARTIALLY_REFUNDED";
+    capture["amount"] = money(o.currency, o.value);
+    capture["final_capture"] = true;
+    capture["seller_protection"] = Json{{"status", "NOT_ELIGIBLE"}};
+    if (o.invoice_id) {
+        capture["invoice_id"] = *o.invoice_id;
+    }
+    if (o.custom_id) {
+        capture["custom_id"] = *o.custom_id;
+    }
+    if (o.source == Source::card) {
+        capture["processor_response"] = Json{
+            {"avs_code", "Y"}, {"cvv_code", "S"}, {"response_code", completed ? "0000" : "5120"}};
+    }
+    if (standalone) {
+        capture["supplementary_data"]["related_ids"]["order_id"] = o.id;
+        capture["payee"] = Json{{"merchant_id", k_account_number}};
+    }
+    Json capture_links = Json::array();
+    capture_links.push_back(link(capture_url, "self", "GET"));
+    if (completed && refunded < o.minor) {
+        capture_links.push_back(link(capture_url + "/refund", "refund", "POST"));
+    }
+    capture_links.push_back(link(o.base_url + std::string(k_orders) + "/" + o.id, "up", "GET"));
+    capture["links"] = std::move(capture_links);
+    capture["create_time"] = rfc3339(o.created_at);
+    capture["update_time"] = rfc3339(o.created_at);
+    return capture;
+}
+
+Json PayPalApi::render_refund(const Refund& r, bool representation) const {
+    const Order& o = m_orders[r.order];
+    const std::string self = o.base_url + std::string(k_refunds) + r.id;
+    Json links = Json::array();
+    links.push_back(link(self, "self", "GET"));
+    links.push_back(link(o.base_url + std::string(k_captures) + o.capture_id, "up", "GET"));
+    Json j;
+    j["id"] = r.id;
+    j["status"] = "COMPLETED";
+    if (!representation) {
+        j["links"] = std::move(links);
+        return j;
+    }
+    j["amount"] = money(r.currency, r.value);
+    if (r.invoice_id) {
+        j["invoice_id"] = *r.invoice_id;
+    }
+    if (r.custom_id) {
+        j["custom_id"] = *r.custom_id;
+    }
+    if (r.note_to_payer) {
+        j["note_to_payer"] = *r.note_to_payer;
+    }
+    // The total refunded from the capture up to this refund.
+    std::int64_t total = 0;
+    for (const std::size_t i : o.refunds) {
+        total += m_refunds[i].minor;
+        if (m_refunds[i].id == r.id) {
+            break;
+        }
+    }
+    Json breakdown;
+    breakdown["gross_amount"] = money(r.currency, r.value);
+    breakdown["net_amount"] = money(r.currency, r.value);
+    breakdown["total_refunded_amount"] =
+        money(r.currency, major_units(total, r.currency).value_or(r.value));
+    j["seller_payable_breakdown"] = std::move(breakdown);
+    j["payer"] = Json{{"merchant_id", k_account_number}};
+    j["create_time"] = rfc3339(r.created_at);
+    j["update_time"] = rfc3339(r.created_at);
+    j["links"] = std::move(links);
+    return j;
+}
+
+http::Response PayPalApi::not_found_locked(std::string_view field) {
+    return error_locked(404, "RESOURCE_NOT_FOUND", "The specified resource does not exist.",
+                        {Issue{404, "INVALID_RESOURCE_ID", std::string(field),
+                               "Specified resource ID does not exist. Please check the resource "
+                               "ID and try again.",
+                               "path"}});
+}
+
+Reply PayPalApi::get_payment(const http::Request& request, const std::string& path,
+                             const Wait& wait) {
+    Reply reply;
+    if (!wait(m_ledger.faults().latency)) {
+        reply.action = SocketAction::close_fin;
+        return reply;
+    }
+    const auto lock = m_ledger.lock();
+    if (auto refused = token_refusal_locked(request)) {
+        reply.response = std::move(*refused);
+        return reply;
+    }
+    if (path.compare(0, k_captures.size(), k_captures) == 0) {
+        const auto it = m_by_capture.find(path.substr(k_captures.size()));
+        reply.response = it == m_by_capture.end()
+                             ? not_found_locked("capture_id")
+                             : json_response(200, render_capture(m_orders[it->second], true));
+        return reply;
+    }
+    const auto it = m_refunds_by_id.find(path.substr(k_refunds.size()));
+    reply.response = it == m_refunds_by_id.end()
+                         ? not_found_locked("refund_id")
+                         : json_response(200, render_refund(m_refunds[it->second], true));
+    return reply;
+}
+
+namespace {
+
+// refund_request (the Payments v2 document's components/schemas/refund_request).
+struct RefundRequest {
+    std::optional<Amount> amount; // absent: what the capture has left
+    std::optional<std::string> invoice_id;
+    std::optional<std::string> custom_id;
+    std::optional<std::string> note_to_payer;
+};
+
+std::variant<RefundRequest, Problem> validate_refund(const Json& body) {
+    if (!body.is_object()) {
+        return bad("MALFORMED_REQUEST_JSON", "/", "The request JSON is not well formed.");
+    }
+    RefundRequest r;
+    if (body.contains("amount")) {
+        auto amount = parse_amount(body["amount"], "/amount");
+        if (auto* problem = std::get_if<Problem>(&amount)) {
+            return *problem;
+        }
+        r.amount = std::get<Amount>(std::move(amount));
+    }
+    for (const auto& [name, max, out] :
+         {std::tuple<const char*, std::size_t, std::optional<std::string>*>{
+              "invoice_id", k_max_text, &r.invoice_id},
+          {"custom_id", k_max_text, &r.custom_id},
+          {"note_to_payer", k_max_note, &r.note_to_payer}}) {
+        if (auto problem = optional_text(body, name, max, "", *out)) {
+            return *problem;
+        }
+    }
+    return r;
+}
+
+} // namespace
+
+Reply PayPalApi::refund(const http::Request& request, const std::string& capture_id,
+                        const Wait& wait) {
+    Reply reply;
+    const Json body = Json::parse(request.body, nullptr, false); // discarded if not JSON
+    const std::string* request_id_header = request.header("paypal-request-id");
+    const std::string* request_id = m_account.idempotency ? request_id_header : nullptr;
+    const bool representation = wants_representation(request);
+    if (body.is_object()) {
+        for (const char* name : {"invoice_id", "custom_id"}) {
+            if (body.contains(name) && body[name].is_string() &&
+                !body[name].get_ref<const std::string&>().empty()) {
+                reply.operation_id = body[name].get<std::string>();
+                break;
+            }
+        }
+    }
+    if (reply.operation_id.empty()) {
+        reply.operation_id = request_id_header != nullptr && !request_id_header->empty()
+                                 ? *request_id_header
+                                 : std::string(k_no_operation);
+    }
+
+    std::unique_lock lock = m_ledger.lock();
+    m_ledger.count_delivery_locked(reply.operation_id);
+    const auto latency = m_ledger.faults_locked().latency;
+    auto answer = [&](Reply r) { return answer_after(lock, wait, latency, std::move(r)); };
+    const auto error_500 = [this] {
+        return error_locked(500, "INTERNAL_SERVER_ERROR", "An internal server error occurred.", {});
+    };
+    const auto refused = [&](Reply r, const Issue& issue) {
+        r.response = issue_locked(issue);
+        apply_after_execute(r, error_500());
+        return r;
+    };
+
+    if (auto no_token = token_refusal_locked(request)) {
+        reply.response = std::move(*no_token);
+        return answer(std::move(reply));
+    }
+    if (fault_before_execute_locked(m_ledger, reply, error_500)) {
+        return answer(std::move(reply));
+    }
+    if (request_id != nullptr && request_id->empty()) {
+        request_id = nullptr;
+    }
+    if (request_id != nullptr && request_id->size() > k_max_request_id) {
+        return answer(
+            refused(std::move(reply),
+                    Issue{400, "INVALID_STRING_LENGTH", "PayPal-Request-Id",
+                          "The value of a field is either too short or too long.", "header"}));
+    }
+    // A known request ID answers the refund's current state before the body is looked at.
+    if (request_id != nullptr) {
+        const auto it = known_key_locked(m_refund_requests, *request_id, m_ledger.now_locked(),
+                                         m_options.refund_key_retention);
+        if (it != m_refund_requests.end()) {
+            if (it->second.in_flight) {
+                reply.response = error_locked(
+                    409, "RESOURCE_CONFLICT",
+                    "The server has detected a conflict while processing this request.",
+                    {Issue{409, "PREVIOUS_REQUEST_IN_PROGRESS", "PayPal-Request-Id",
+                           "A previous request on this resource is currently in progress. Please "
+                           "wait for sometime and try again.",
+                           "header"}});
+            } else {
+                reply.response =
+                    json_response(200, render_refund(m_refunds[it->second.index], representation));
+                reply.replayed = true;
+                m_ledger.count_replay_locked();
+            }
+            apply_after_execute(reply, error_500());
+            return answer(std::move(reply));
+        }
+    }
+    std::variant<RefundRequest, Problem> validated =
+        bad("MALFORMED_REQUEST_JSON", "/", "The request JSON is not well formed.");
+    if (!body.is_discarded()) {
+        validated = validate_refund(body);
+    }
+    if (auto* problem = std::get_if<Problem>(&validated)) {
+        return answer(refused(std::move(reply), Issue{problem->status, problem->issue,
+                                                      problem->field, problem->description}));
+    }
+    RefundRequest refund_request = std::get<RefundRequest>(std::move(validated));
+    if (m_account.idempotency && request_id == nullptr) {
+        return answer(
+            refused(std::move(reply), Issue{400, "MISSING_REQUIRED_PARAMETER", "PayPal-Request-Id",
+                                            "A required field / parameter is missing.", "header"}));
+    }
+    if (request_id != nullptr) {
+        RequestRecord record;
+        record.first_seen = m_ledger.now_locked();
+        m_refund_requests.emplace(*request_id, record);
+    }
+    // The request ID is in flight for as long as the latency lasts; the capture's state is read
+    // after it, so that refunds in flight together never pass what it has left.
+    if (!wait_in_flight(lock, wait, latency, m_refund_requests, request_id)) {
+        reply.action = SocketAction::close_fin;
+        return reply;
+    }
+    const auto forget = [&] { // a refused refund leaves nothing under its request ID
+        if (request_id != nullptr) {
+            m_refund_requests.erase(*request_id);
+        }
+    };
+    const auto capture = m_by_capture.find(capture_id);
+    if (capture == m_by_capture.end()) {
+        forget();
+        reply.response = not_found_locked("capture_id");
+        apply_after_execute(reply, error_500());
+        return reply;
+    }
+    const std::size_t order_index = capture->second;
+    Order& order = m_orders[order_index];
+    const std::int64_t left = order.minor - refunded_minor(order);
+    const auto refusal = [&]() -> std::optional<Issue> {
+        if (order.capture != Capture::completed) {
+            return Issue{422, "REFUND_NOT_ALLOWED", "", "Capture cannot be refunded.", "body"};
+        }
+        if (refund_request.amount &&
+            to_upper_ascii(refund_request.amount->currency) != to_upper_ascii(order.currency)) {
+            return Issue{422, "REFUND_CAPTURE_CURRENCY_MISMATCH", "/amount/currency_code",
+                         "Refund must be in the same currency as the capture", "body"};
+        }
+        if (left <= 0) {
+            return Issue{422, "CAPTURE_FULLY_REFUNDED", "",
+                         "The capture has already been fully refunded", "body"};
+        }
+        if (refund_request.amount && refund_request.amount->minor > left) {
+            return Issue{422, "REFUND_AMOUNT_EXCEEDED", "/amount/value",
+                         "The refund amount must be less than or equal to the capture amount that "
+                         "has not yet been refunded.",
+                         "body"};
+        }
+        for (const std::size_t r : order.refunds) {
+            if (refund_request.invoice_id && m_refunds[r].invoice_id == refund_request.invoice_id) {
+                return Issue{422, "DUPLICATE_INVOICE_ID", "/invoice_id",
+                             "Invoice ID was previously used to refund a capture.", "body"};
+            }
+        }
+        return std::nullopt;
+    }();
+    if (refusal) {
+        forget();
+        return refused(std::move(reply), *refusal);
+    }
+
+    // Execute: the refund, COMPLETED at once.
+    Refund refund;
+    refund.id = m_ledger.random_id_locked("", k_id_length, k_upper_alnum);
+    refund.order = order_index;
+    refund.currency = order.currency;
+    refund.minor = refund_request.amount ? refund_request.amount->minor : left;
+    refund.value = refund_request.amount ? refund_request.amount->value
+                                         : major_units(left, order.currency).value_or(order.value);
+    refund.invoice_id = std::move(refund_request.invoice_id);
+    refund.custom_id = std::move(refund_request.custom_id);
+    refund.note_to_payer = std::move(refund_request.note_to_payer);
+    refund.operation_id = reply.operation_id;
+    refund.created_at = m_ledger.now_locked();
+    m_ledger.count_execution_locked(refund.operation_id);
+    m_ledger.add_refunded_locked(refund.currency, refund.minor);
+    reply.executed = true;
+    const std::size_t index = m_refunds.size();
+    m_refunds_by_id.emplace(refund.id, index);
+    m_refunds.push_back(std::move(refund));
+    order.refunds.push_back(index);
+    reply.response = json_response(201, render_refund(m_refunds[index], representation));
+    apply_after_execute(reply, error_500());
+    if (request_id != nullptr) {
+        const auto it = m_refund_requests.find(*request_id);
+        if (it != m_refund_requests.end()) { // gone only if reset() ran meanwhile
+            it->second.in_flight = false;
+            it->second.index = index;
+        }
+    }
+    return reply;
+}
+
 void PayPalApi::write_ledger_locked(nlohmann::ordered_json& j, LedgerOptions options) const {
     j["paypal_tokens_issued"] = m_tokens_issued;
     j["paypal_order_count"] = m_orders.size();
+    j["paypal_refund_count"] = m_refunds.size();
     if (options.payment_intents) {
         j["paypal_orders"] = Json::array();
         for (const Order& o : m_orders) {

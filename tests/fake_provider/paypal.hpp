@@ -10,7 +10,21 @@
 //                               DECLINED: still a COMPLETED order, no charge). Without a
 //                               payment_source the order is only CREATED (awaiting a payer's
 //                               approval): no capture, no execution
-//   GET  /v2/checkout/orders/{id}
+//   GET  /v2/checkout/orders/{id}  the order; its purchase unit's payments hold its capture and
+//                               the capture's refunds (payment_collection.refunds)
+//   POST /v2/payments/captures/{id}/refund
+//                               refund_request {amount?, invoice_id?, custom_id?, note_to_payer?}
+//                               under PayPal-Request-Id (required): executes at once -> 201, a
+//                               COMPLETED refund; `refunded` gains it (add_refunded_locked). Never
+//                               past what the capture has left: 422 CAPTURE_FULLY_REFUNDED when
+//                               nothing is left, REFUND_AMOUNT_EXCEEDED past it; a DECLINED capture
+//                               422 REFUND_NOT_ALLOWED; another currency 422
+//                               REFUND_CAPTURE_CURRENCY_MISMATCH; an invoice_id another refund of
+//                               the capture has 422 DUPLICATE_INVOICE_ID; an unknown capture 404
+//   GET  /v2/payments/captures/{id}  the capture (capture-2): status COMPLETED, PARTIALLY_REFUNDED
+//   or
+//                               REFUNDED as refunds add up, supplementary_data.related_ids.order_id
+//   GET  /v2/payments/refunds/{id}   the refund
 //   GET  /v1/reporting/transactions?start_date=&end_date=[&page_size=&page=&fields=...]
 //                               the captures initiated in [start_date, end_date), oldest first,
 //                               each only `lookup_stale` after its creation (PayPal's search lag)
@@ -29,8 +43,13 @@
 // first may yet execute). Nothing is remembered for a request that created no order (validation
 // errors, 401, a 500 before execution). The body of a repeated request is not compared.
 //
+// A refund's request ID is kept `refund_key_retention` (45 days: "The server stores keys for 45
+// days", the Payments v2 document) and answers the refund's current state the same way; its faults
+// and latency are the order creation's. Refunds are not listed by the transaction search.
+//
 // Executions count per operation ID: purchase_units[0].invoice_id, else its custom_id, else its
-// reference_id, else the PayPal-Request-Id, else "(none)". `charged` counts a COMPLETED capture in
+// reference_id, else the PayPal-Request-Id, else "(none)"; a refund's: its invoice_id, else its
+// custom_id, else the PayPal-Request-Id. `charged` counts a COMPLETED capture in
 // the ISO 4217 minor units of its decimal value (the value is parsed exactly, never as a float).
 
 #include "core/secret.hpp"
@@ -50,8 +69,9 @@ namespace payrecon::fake {
 struct PayPalOptions {
     std::string client_id = "fake-paypal-client-id";
     Secret client_secret; // empty: every token request is refused (401 invalid_client)
-    std::chrono::seconds token_ttl{32400};     // expires_in; fake time
-    std::chrono::seconds key_retention{21600}; // PayPal-Request-Id; fake time (6 h)
+    std::chrono::seconds token_ttl{32400};                     // expires_in; fake time
+    std::chrono::seconds key_retention{21600};                 // PayPal-Request-Id; fake time (6 h)
+    std::chrono::seconds refund_key_retention{45 * 24 * 3600}; // a refund's; fake time (45 d)
 };
 
 class PayPalApi final : public Dialect {
@@ -98,13 +118,27 @@ private:
         std::string vault_id;
         std::string payer_id; // a PayPal wallet's account ID
         std::chrono::system_clock::time_point created_at;
-        std::string base_url; // "http://" + the create's Host: where `links` point
+        std::string base_url;             // "http://" + the create's Host: where `links` point
+        std::vector<std::size_t> refunds; // indexes into m_refunds, oldest first
+    };
+
+    struct Refund {
+        std::string id;         // 17 upper-case letters and digits
+        std::size_t order = 0;  // index into m_orders: the capture refunded
+        std::string currency;   // upper case
+        std::string value;      // normalised to the currency's decimals
+        std::int64_t minor = 0; // ISO 4217 minor units
+        std::optional<std::string> invoice_id;
+        std::optional<std::string> custom_id;
+        std::optional<std::string> note_to_payer;
+        std::string operation_id;
+        std::chrono::system_clock::time_point created_at;
     };
 
     struct RequestRecord {
         std::chrono::system_clock::time_point first_seen;
         bool in_flight = true;
-        std::size_t order = 0; // meaningful once not in flight
+        std::size_t index = 0; // the order (or refund) it made; meaningful once not in flight
     };
 
     // One entry of an error's `details`.
@@ -120,6 +154,9 @@ private:
     Reply create(const http::Request& request, const Wait& wait);
     Reply get_order(const http::Request& request, const std::string& id, const Wait& wait);
     Reply search(const http::Request& request, const Wait& wait);
+    Reply refund(const http::Request& request, const std::string& capture_id, const Wait& wait);
+    // GET /v2/payments/captures/{id} and /v2/payments/refunds/{id}.
+    Reply get_payment(const http::Request& request, const std::string& path, const Wait& wait);
 
     // Under the ledger's lock.
     // nullopt if the request carries a valid access token; else the 401 to answer.
@@ -129,6 +166,14 @@ private:
                                 const std::vector<Issue>& details);
     http::Response issue_locked(const Issue& issue);
     nlohmann::ordered_json render_order(const Order& order, bool representation) const;
+    // The order's capture; `standalone` (GET /v2/payments/captures/{id}) adds what capture-2 has
+    // beyond an order's capture: supplementary_data (the order's ID) and payee.
+    nlohmann::ordered_json render_capture(const Order& order, bool standalone) const;
+    nlohmann::ordered_json render_refund(const Refund& refund, bool representation) const;
+    // What the order's capture has given back so far, in minor units.
+    std::int64_t refunded_minor(const Order& order) const;
+    // The 404 PayPal answers for an ID it does not know.
+    http::Response not_found_locked(std::string_view field);
 
     Ledger& m_ledger;
     Account m_account;
@@ -136,6 +181,10 @@ private:
     std::vector<Order> m_orders; // creation order
     std::map<std::string, std::size_t> m_by_id;
     std::map<std::string, RequestRecord> m_requests;
+    std::vector<Refund> m_refunds;                      // creation order
+    std::map<std::string, std::size_t> m_by_capture;    // capture ID -> order
+    std::map<std::string, std::size_t> m_refunds_by_id; // refund ID -> refund
+    std::map<std::string, RequestRecord> m_refund_requests;
     std::map<std::string, std::chrono::system_clock::time_point> m_tokens; // token -> expiry
     std::uint64_t m_tokens_issued = 0;
 };

@@ -144,6 +144,45 @@ std::string issue_of(const HttpResult& result) {
     return result.json()["details"].at(0)["issue"].get<std::string>();
 }
 
+// A refund_request as the paypal adapter sends it: the amount, the refund's operation ID as
+// invoice_id and custom_id, the reason as the note.
+Json refund_request(const std::string& op, const std::string& value = "10.00") {
+    return Json{{"amount", {{"value", value}, {"currency_code", "EUR"}}},
+                {"invoice_id", op},
+                {"custom_id", op},
+                {"note_to_payer", "requested_by_customer"}};
+}
+
+HttpResult post_refund(const Running& r, const std::string& token, const std::string& capture_id,
+                       const std::string& request_id, const Json& body, long timeout_ms = 5000) {
+    std::vector<std::string> headers{"Authorization: Bearer " + token,
+                                     "Content-Type: application/json",
+                                     "Prefer: return=representation"};
+    if (!request_id.empty()) {
+        headers.push_back("PayPal-Request-Id: " + request_id);
+    }
+    return call("POST", r.url("/v2/payments/captures/" + capture_id + "/refund"), headers,
+                body.dump(), timeout_ms);
+}
+
+std::string raw_refund(const std::string& token, const std::string& capture_id,
+                       const std::string& request_id, const Json& body) {
+    const std::string text = body.dump();
+    return "POST /v2/payments/captures/" + capture_id +
+           "/refund HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + token +
+           "\r\nPayPal-Request-Id: " + request_id +
+           "\r\nPrefer: return=representation\r\nContent-Type: application/json\r\n"
+           "Content-Length: " +
+           std::to_string(text.size()) + "\r\nConnection: close\r\n\r\n" + text;
+}
+
+// A charged order of 49.99 EUR under `op`: its capture's ID.
+std::string captured(const Running& r, const std::string& token, const std::string& op) {
+    const HttpResult created = post_order(r, token, "req-" + op, order(op));
+    REQUIRE(created.status == 201);
+    return capture_of(created.json())["id"].get<std::string>();
+}
+
 } // namespace
 
 // ---- OAuth2 ---------------------------------------------------------------------------------
@@ -674,6 +713,160 @@ TEST_CASE("paypal: every socket fault applies to its create and is counted in th
                                            {"refuse", 1}});
 }
 
+// ---- refunds ---------------------------------------------------------------------------------
+
+TEST_CASE(
+    "paypal: a refund of a capture executes at once, 201 COMPLETED; the capture and its order "
+    "show it; a known PayPal-Request-Id answers it again, 200",
+    "[fake_provider][paypal][refunds]") {
+    Running r(paypal_options());
+    const std::string token = fetch_token(r);
+    const std::string capture = captured(r, token, "op-charge");
+    const HttpResult made = post_refund(r, token, capture, "rr-1", refund_request("op-r1"));
+    REQUIRE(made.status == 201);
+    const Json refund = made.json();
+    static const std::regex k_id("[A-Z0-9]{17}");
+    CHECK(std::regex_match(refund["id"].get<std::string>(), k_id));
+    CHECK(refund["status"] == "COMPLETED");
+    CHECK(refund["amount"] == Json{{"currency_code", "EUR"}, {"value", "10.00"}});
+    CHECK(refund["invoice_id"] == "op-r1");
+    CHECK(refund["custom_id"] == "op-r1");
+    CHECK(refund["note_to_payer"] == "requested_by_customer");
+    CHECK(refund["seller_payable_breakdown"]["total_refunded_amount"]["value"] == "10.00");
+    CHECK(refund["links"][1]["rel"] == "up");
+    CHECK(refund["links"][1]["href"] == r.url("/v2/payments/captures/" + capture));
+
+    // The same request ID: the refund again, nothing executed.
+    const HttpResult again = post_refund(r, token, capture, "rr-1", refund_request("op-r1"));
+    CHECK(again.status == 200);
+    CHECK(again.json()["id"] == refund["id"]);
+    CHECK(r.executions("op-r1") == 1);
+
+    // The capture names its order and is partly refunded; the order lists the refund.
+    const HttpResult got = paypal_get(r, token, "/v2/payments/captures/" + capture);
+    REQUIRE(got.status == 200);
+    CHECK(got.json()["status"] == "PARTIALLY_REFUNDED");
+    const std::string order_id =
+        got.json()["supplementary_data"]["related_ids"]["order_id"].get<std::string>();
+    const HttpResult o = paypal_get(r, token, "/v2/checkout/orders/" + order_id);
+    REQUIRE(o.status == 200);
+    const Json refunds = o.json()["purchase_units"][0]["payments"]["refunds"];
+    REQUIRE(refunds.size() == 1);
+    CHECK(refunds[0]["id"] == refund["id"]);
+    CHECK(refunds[0]["invoice_id"] == "op-r1");
+    CHECK(paypal_get(r, token, "/v2/payments/refunds/" + refund["id"].get<std::string>())
+              .json()["invoice_id"] == "op-r1");
+    CHECK(paypal_get(r, token, "/v2/payments/captures/0000000000000000X").status == 404);
+    CHECK(paypal_get(r, token, "/v2/payments/refunds/0000000000000000X").status == 404);
+
+    // Without an amount, what is left; then nothing is left.
+    const HttpResult rest = post_refund(r, token, capture, "rr-2", Json{{"invoice_id", "op-r2"}});
+    REQUIRE(rest.status == 201);
+    CHECK(rest.json()["amount"]["value"] == "39.99");
+    CHECK(paypal_get(r, token, "/v2/payments/captures/" + capture).json()["status"] == "REFUNDED");
+    const Json ledger = r.ledger();
+    CHECK(ledger["refunded"] == Json{{"eur", 4999}});
+    CHECK(ledger["charged"] == Json{{"eur", 0}});
+    CHECK(ledger["paypal_refund_count"] == 2);
+    CHECK(ledger["replays"] == 1);
+}
+
+TEST_CASE("paypal: a refund past what the capture has left is refused as PayPal refuses it, and "
+          "executes nothing",
+          "[fake_provider][paypal][refunds]") {
+    Running r(paypal_options(faults_from(R"({"next": ["decline"]})")));
+    const std::string token = fetch_token(r);
+    const std::string declined = captured(r, token, "op-declined");
+    const std::string capture = captured(r, token, "op-charge");
+
+    const HttpResult not_allowed =
+        post_refund(r, token, declined, "rr-declined", refund_request("op-r0"));
+    CHECK(not_allowed.status == 422);
+    CHECK(issue_of(not_allowed) == "REFUND_NOT_ALLOWED");
+    const HttpResult exceeded =
+        post_refund(r, token, capture, "rr-1", refund_request("op-r1", "50.00"));
+    CHECK(exceeded.status == 422);
+    CHECK(exceeded.json()["name"] == "UNPROCESSABLE_ENTITY");
+    CHECK(issue_of(exceeded) == "REFUND_AMOUNT_EXCEEDED");
+    CHECK(post_refund(r, token, capture, "rr-2", refund_request("op-r2", "49.99")).status == 201);
+    const HttpResult full = post_refund(r, token, capture, "rr-3", refund_request("op-r3", "0.01"));
+    CHECK(full.status == 422);
+    CHECK(issue_of(full) == "CAPTURE_FULLY_REFUNDED");
+    // A refused request leaves nothing under its request ID: the same ID is refused again.
+    CHECK(issue_of(post_refund(r, token, capture, "rr-1", refund_request("op-r1", "50.00"))) ==
+          "CAPTURE_FULLY_REFUNDED");
+    Json usd = refund_request("op-r4");
+    usd["amount"]["currency_code"] = "USD";
+    CHECK(issue_of(post_refund(r, token, captured(r, token, "op-other"), "rr-4", usd)) ==
+          "REFUND_CAPTURE_CURRENCY_MISMATCH");
+    const HttpResult unknown =
+        post_refund(r, token, "0000000000000000X", "rr-5", refund_request("op-r5"));
+    CHECK(unknown.status == 404);
+    CHECK(unknown.json()["name"] == "RESOURCE_NOT_FOUND");
+    const HttpResult no_key = post_refund(r, token, capture, "", refund_request("op-r6"));
+    CHECK(no_key.status == 400);
+    CHECK(issue_of(no_key) == "MISSING_REQUIRED_PARAMETER");
+    const Json ledger = r.ledger();
+    CHECK(ledger["executions"] ==
+          Json{{"op-charge", 1}, {"op-declined", 1}, {"op-other", 1}, {"op-r2", 1}});
+    CHECK(ledger["refunded"] == Json{{"eur", 4999}});
+}
+
+TEST_CASE("paypal: an invoice ID another refund of the capture has is refused once its request ID "
+          "is forgotten (45 days)",
+          "[fake_provider][paypal][refunds]") {
+    Running r(paypal_options());
+    const std::string token = fetch_token(r);
+    const std::string capture = captured(r, token, "op-charge");
+    CHECK(post_refund(r, token, capture, "rr-1", refund_request("op-r1")).status == 201);
+    r.server.advance_clock(std::chrono::hours(24 * 44));
+    const std::string fresh = fetch_token(r);
+    CHECK(post_refund(r, fresh, capture, "rr-1", refund_request("op-r1")).status == 200);
+    r.server.advance_clock(std::chrono::hours(24 * 2));
+    const std::string later = fetch_token(r);
+    const HttpResult duplicate = post_refund(r, later, capture, "rr-1", refund_request("op-r1"));
+    CHECK(duplicate.status == 422);
+    CHECK(issue_of(duplicate) == "DUPLICATE_INVOICE_ID");
+    CHECK(r.executions("op-r1") == 1);
+}
+
+TEST_CASE("paypal: every socket fault applies to a refund as to a create, and a retry under the "
+          "same request ID answers the refund",
+          "[fake_provider][paypal][refunds][faults]") {
+    Running r(paypal_options());
+    const std::string token = fetch_token(r);
+    const std::string capture = captured(r, token, "op-charge");
+    r.server.set_faults(faults_from(
+        R"({"next": ["drop_before_execute", "execute_then_rst", "http_500_before_execute",
+                     "http_500_after_execute"]})"));
+    const int port = r.server.port();
+    const RawOutcome dropped = raw_exchange(
+        port, raw_refund(token, capture, "rr-drop", refund_request("op-drop")), milliseconds(3000));
+    CHECK(dropped.ending == Ending::fin);
+    CHECK(r.executions("op-drop") == 0);
+    const RawOutcome reset = raw_exchange(
+        port, raw_refund(token, capture, "rr-rst", refund_request("op-rst")), milliseconds(3000));
+    CHECK(reset.ending == Ending::rst);
+    CHECK(r.executions("op-rst") == 1);
+    CHECK(post_refund(r, token, capture, "rr-500", refund_request("op-500")).status == 500);
+    CHECK(r.executions("op-500") == 0);
+    CHECK(post_refund(r, token, capture, "rr-after", refund_request("op-after")).status == 500);
+    CHECK(r.executions("op-after") == 1);
+
+    CHECK(post_refund(r, token, capture, "rr-drop", refund_request("op-drop")).status == 201);
+    CHECK(post_refund(r, token, capture, "rr-500", refund_request("op-500")).status == 201);
+    for (const char* op : {"rst", "after"}) {
+        const HttpResult retry = post_refund(r, token, capture, std::string("rr-") + op,
+                                             refund_request(std::string("op-") + op));
+        CHECK(retry.status == 200);
+        CHECK(retry.json()["status"] == "COMPLETED");
+    }
+    const Json ledger = r.ledger();
+    CHECK(ledger["refunded"] == Json{{"eur", 4000}});
+    CHECK(ledger["executions"] ==
+          Json{{"op-500", 1}, {"op-after", 1}, {"op-charge", 1}, {"op-drop", 1}, {"op-rst", 1}});
+}
+
 // ---- all dialects ---------------------------------------------------------------------------
 
 TEST_CASE("fake provider: the dialects share one ledger, one fault queue, one clock and reset",
@@ -738,17 +931,20 @@ TEST_CASE("paypal: the command line reads the client secret from the named varia
     const FakeProviderOptions defaults = parse({}, nullptr);
     CHECK(defaults.checkout.key_retention == seconds(86400));
     CHECK(defaults.paypal.key_retention == seconds(21600));
+    CHECK(defaults.paypal.refund_key_retention == seconds(45 * 24 * 3600));
     CHECK(defaults.paypal.token_ttl == seconds(32400));
     CHECK(defaults.paypal.client_id == "fake-paypal-client-id");
     CHECK(defaults.paypal.client_secret.empty());
 
     const FakeProviderOptions o =
         parse({"--checkout-key-retention-s", "600", "--paypal-key-retention-s", "700",
-               "--paypal-token-ttl-s", "120", "--paypal-client-id", "AcmeClient",
-               "--paypal-client-secret-env", "FAKE_PAYPAL_SECRET", "--no-lookup"},
+               "--paypal-refund-key-retention-s", "800", "--paypal-token-ttl-s", "120",
+               "--paypal-client-id", "AcmeClient", "--paypal-client-secret-env",
+               "FAKE_PAYPAL_SECRET", "--no-lookup"},
               "pp_secret_from_env");
     CHECK(o.checkout.key_retention == seconds(600));
     CHECK(o.paypal.key_retention == seconds(700));
+    CHECK(o.paypal.refund_key_retention == seconds(800));
     CHECK(o.paypal.token_ttl == seconds(120));
     CHECK(o.paypal.client_id == "AcmeClient");
     CHECK(o.paypal.client_secret.reveal() == "pp_secret_from_env");
@@ -759,6 +955,7 @@ TEST_CASE("paypal: the command line reads the client secret from the named varia
     CHECK_THROWS_AS(parse({"--paypal-client-secret-env", "FAKE_PAYPAL_SECRET"}, ""),
                     std::invalid_argument);
     CHECK_THROWS_AS(parse({"--checkout-key-retention-s=-1"}, nullptr), std::invalid_argument);
+    CHECK_THROWS_AS(parse({"--paypal-refund-key-retention-s=-1"}, nullptr), std::invalid_argument);
     CHECK_THROWS_AS(parse({"--paypal-token-ttl-s", "0"}, nullptr), CLI::ValidationError);
     CHECK_THROWS_AS(parse({"--paypal-client-id", ""}, nullptr), std::invalid_argument);
 }
