@@ -122,7 +122,8 @@ std::chrono::seconds key_window_margin(std::chrono::seconds retention) {
 
 ReconcileDecision decide_reconciliation(const ReconcileInput& in, const ReconcilePolicy& policy) {
     if (!in.can_lookup) {
-        if (!in.accepted) {
+        // Without a notification window (every kind but Adyen by default) nothing is awaited.
+        if (!in.accepted || in.notification_wait <= std::chrono::seconds(0)) {
             return review(ReviewCode::no_lookup,
                           "the provider cannot be asked whether it charged; check its dashboard");
         }

@@ -463,10 +463,11 @@ TEST_CASE("reconcile policy: an accepted operation without a lookup is checked a
     CHECK(d.action == ReconcileAction::review);
     CHECK(d.review == ReviewCode::notification_missing);
     CHECK(d.reason.find("14400 s") != std::string::npos);
-    // No window (a kind without a default and none configured): review at once.
+    // No window (a kind without one, or 0 configured): nothing is awaited, review no_lookup at
+    // once, as before there were windows.
     in.notification_wait = 0s;
     in.since_last_attempt = 0s;
-    CHECK(decide_reconciliation(in, policy).review == ReviewCode::notification_missing);
+    CHECK(decide_reconciliation(in, policy).review == ReviewCode::no_lookup);
     // Not accepted (the answer was lost): nothing is due to come, review no_lookup as before.
     in.notification_wait = 4h;
     in.accepted = false;
