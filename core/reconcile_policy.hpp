@@ -5,10 +5,10 @@
 //
 // The rules, in order:
 //   1. The provider cannot look the operation up: if its last attempt was accepted (pending, with
-//      the provider's reference: Adyen's refund `received`), its notification is awaited -> check
-//      later, when the provider's notification window closes; after it -> review
-//      (notification_missing). Otherwise -> review (no_lookup). A verified notification settles
-//      the operation before this policy is asked (decide_from_event).
+//      the provider's reference: Adyen's refund `received`) and the provider has a notification
+//      window (notification_wait > 0), its notification is awaited -> check later, when the window
+//      closes; after it -> review (notification_missing). Otherwise -> review (no_lookup). A
+//      verified notification settles the operation before this policy is asked (decide_from_event).
 //   2. Nobody asked the provider (still inside the settle delay) -> check later.
 //   3. Found: more than one payment for our operation ID  -> review (remote_duplicate);
 //      its amount or currency differs from ours           -> review (remote_mismatch);

@@ -49,7 +49,8 @@ struct Capabilities {
     bool refund_lookup = false;
     // Where the operation cannot be looked up: how long one the provider accepted (its answer
     // pending, with the provider's reference: Adyen's refund `received`) waits for the provider's
-    // notification before it goes to review (notification_missing). 0: no wait, review at once.
+    // notification before it goes to review (notification_missing). 0: nothing is awaited, review
+    // (no_lookup) at once.
     std::chrono::seconds notification_wait{0};
 
     // Can the provider list its transactions in a time window (statement reconciliation)?
