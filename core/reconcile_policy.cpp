@@ -55,6 +55,8 @@ std::string_view to_string(ReviewCode code) {
         return "remote_unrecognised";
     case ReviewCode::request_rejected:
         return "request_rejected";
+    case ReviewCode::notification_missing:
+        return "notification_missing";
     }
     return "remote_unrecognised";
 }
@@ -120,8 +122,20 @@ std::chrono::seconds key_window_margin(std::chrono::seconds retention) {
 
 ReconcileDecision decide_reconciliation(const ReconcileInput& in, const ReconcilePolicy& policy) {
     if (!in.can_lookup) {
-        return review(ReviewCode::no_lookup,
-                      "the provider cannot be asked whether it charged; check its dashboard");
+        // Without a notification window (every kind but Adyen by default) nothing is awaited.
+        if (!in.accepted || in.notification_wait <= std::chrono::seconds(0)) {
+            return review(ReviewCode::no_lookup,
+                          "the provider cannot be asked whether it charged; check its dashboard");
+        }
+        if (in.since_last_attempt < in.notification_wait) {
+            return check_later(in.notification_wait - in.since_last_attempt,
+                               "the provider accepted it and cannot be asked about it: waiting "
+                               "for its notification until the notification window closes");
+        }
+        return review(ReviewCode::notification_missing,
+                      "the provider accepted it, but no notification of its outcome came in " +
+                          std::to_string(in.notification_wait.count()) +
+                          " s; it cannot be asked: check its dashboard");
     }
     const std::chrono::seconds settle_left = in.settle_delay - in.since_last_attempt;
     switch (in.lookup) {

@@ -4,7 +4,11 @@
 // to it. No I/O: the engine asks the provider and the store writes the decision around it.
 //
 // The rules, in order:
-//   1. The provider cannot look payments up               -> review (no_lookup).
+//   1. The provider cannot look the operation up: if its last attempt was accepted (pending, with
+//      the provider's reference: Adyen's refund `received`) and the provider has a notification
+//      window (notification_wait > 0), its notification is awaited -> check later, when the window
+//      closes; after it -> review (notification_missing). Otherwise -> review (no_lookup). A
+//      verified notification settles the operation before this policy is asked (decide_from_event).
 //   2. Nobody asked the provider (still inside the settle delay) -> check later.
 //   3. Found: more than one payment for our operation ID  -> review (remote_duplicate);
 //      its amount or currency differs from ours           -> review (remote_mismatch);
@@ -48,13 +52,16 @@ enum class ReviewCode {
     // Not the policy's: the executor's, when the provider refused our request before executing it
     // (providers::Outcome::rejected). Nothing was charged; an integration or configuration fault.
     request_rejected,
+    // The provider accepted the operation (an Adyen refund `received`) and cannot be asked about
+    // it, and its notification did not come within the provider's notification window.
+    notification_missing,
 };
 
 inline constexpr ReviewCode k_all_review_codes[] = {
-    ReviewCode::no_lookup,        ReviewCode::lookup_failing,     ReviewCode::outside_key_window,
-    ReviewCode::no_idempotency,   ReviewCode::schedule_exhausted, ReviewCode::remote_mismatch,
-    ReviewCode::remote_duplicate, ReviewCode::requires_action,    ReviewCode::remote_unrecognised,
-    ReviewCode::request_rejected};
+    ReviewCode::no_lookup,        ReviewCode::lookup_failing,      ReviewCode::outside_key_window,
+    ReviewCode::no_idempotency,   ReviewCode::schedule_exhausted,  ReviewCode::remote_mismatch,
+    ReviewCode::remote_duplicate, ReviewCode::requires_action,     ReviewCode::remote_unrecognised,
+    ReviewCode::request_rejected, ReviewCode::notification_missing};
 
 std::string_view to_string(ReviewCode code);
 // Returns nullopt if `name` is not one of the names to_string() gives.
@@ -74,6 +81,8 @@ struct ReconcileInput {
     bool honours_idempotency_keys = false;
     std::chrono::seconds key_retention{0};
     std::chrono::seconds settle_delay{0};
+    // Without a lookup: how long an accepted operation waits for the provider's notification.
+    std::chrono::seconds notification_wait{0};
 
     // The payment, as we have it.
     long long amount_minor = 0;
@@ -83,6 +92,9 @@ struct ReconcileInput {
     int resends = 0;                // times the reconciler already sent it again
     int lookups_before = 0;         // status queries since it became unknown
     int lookup_failures_before = 0; // of those, failed in a row just before this one
+    // Its last attempt was accepted by the provider: answered pending with the provider's
+    // reference (an Adyen refund `received`), so a notification of its outcome is due.
+    bool accepted = false;
 
     // What the status query found.
     LookupStatus lookup = LookupStatus::not_asked;

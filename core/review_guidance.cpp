@@ -91,6 +91,17 @@ const ReviewGuidance k_request_rejected{
     {D::failed, D::retry},
     false};
 
+const ReviewGuidance k_notification_missing{
+    "the provider accepted it (an Adyen refund `received`), cannot be asked about it, and sent "
+    "no notification of its outcome within the provider's notification window",
+    "the operation at the provider by hand (its providers/<kind>/README.md: an Adyen refund's "
+    "pspReference is the attempt's provider reference), and that the provider's notifications "
+    "reach payrecon (payrecon events list --provider P)",
+    "refunded or settled: succeeded; failed or not there: failed; if notifications stopped "
+    "reaching payrecon, fix that first: a notification still coming settles nothing in review",
+    {D::succeeded, D::failed},
+    false};
+
 } // namespace
 
 const ReviewGuidance& review_guidance(ReviewCode code) {
@@ -113,6 +124,8 @@ const ReviewGuidance& review_guidance(ReviewCode code) {
         return k_requires_action;
     case ReviewCode::remote_unrecognised:
         return k_remote_unrecognised;
+    case ReviewCode::notification_missing:
+        return k_notification_missing;
     case ReviewCode::request_rejected:
         break;
     }

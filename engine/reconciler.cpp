@@ -131,6 +131,8 @@ ReconcileInput reconcile_input(const store::ReconcileCandidate& c,
     in.resends = c.resends;
     in.lookups_before = c.lookup_count;
     in.lookup_failures_before = c.lookup_failures;
+    in.accepted = c.last_attempt_accepted;
+    in.notification_wait = caps.notification_wait;
     if (lookup == nullptr) {
         in.lookup = LookupStatus::not_asked;
         return in;

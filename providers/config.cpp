@@ -53,21 +53,11 @@ std::optional<bool> bool_field(const json& obj, const std::filesystem::path& sou
 
 // The members every provider entry may have, whatever its kind.
 const std::vector<std::string_view>& common_fields() {
-    static const std::vector<std::string_view> k_fields = {"kind",
-                                                           "base_url",
-                                                           "api_key_env",
-                                                           "credentials",
-                                                           "client_id_env",
-                                                           "client_secret_env",
-                                                           "connect_timeout_ms",
-                                                           "timeout_ms",
-                                                           "settle_delay_s",
-                                                           "key_retention_h",
-                                                           "amount_tolerance_minor",
-                                                           "capabilities",
-                                                           "dashboard_url",
-                                                           "webhook_secret_env",
-                                                           "webhook_url"};
+    static const std::vector<std::string_view> k_fields = {
+        "kind",           "base_url",          "api_key_env",         "credentials",
+        "client_id_env",  "client_secret_env", "connect_timeout_ms",  "timeout_ms",
+        "settle_delay_s", "key_retention_h",   "notification_wait_s", "amount_tolerance_minor",
+        "capabilities",   "dashboard_url",     "webhook_secret_env",  "webhook_url"};
     return k_fields;
 }
 
@@ -104,7 +94,8 @@ std::string kinds_taking(std::string_view field) {
 std::string known_settings() {
     std::string out = "known: kind, base_url, api_key_env or credentials (or client_id_env and "
                       "client_secret_env), connect_timeout_ms, "
-                      "timeout_ms, settle_delay_s, key_retention_h, amount_tolerance_minor, "
+                      "timeout_ms, settle_delay_s, key_retention_h, notification_wait_s, "
+                      "amount_tolerance_minor, "
                       "capabilities, dashboard_url, webhook_secret_env, webhook_url";
     for (const auto* d : registered()) {
         std::vector<std::string_view> names;
@@ -331,6 +322,11 @@ void read_timings(const json& p, const std::filesystem::path& source, const std:
         std::chrono::hours(integer_field(p, source, path, "key_retention_h", 24, 1, 24 * 30));
     c.amount_tolerance_minor =
         integer_field(p, source, path, "amount_tolerance_minor", 0, 0, 1000000);
+    if (p.contains("notification_wait_s")) {
+        // At most 30 days: as long as Adyen retries a notification.
+        c.notification_wait = std::chrono::seconds(
+            integer_field(p, source, path, "notification_wait_s", 0, 0, 30 * 86400));
+    }
 }
 
 // The settings of other kinds are refused; the kind's own are its parser's to read.
@@ -456,6 +452,7 @@ Capabilities configured_capabilities(const ProviderConfig& config, const ApiCapa
     caps.lookup_by_operation_id = api.lookup && config.overrides.lookup.value_or(true);
     caps.lookup_staleness = config.settle_delay;
     caps.refund_lookup = api.refund_lookup && config.overrides.lookup.value_or(true);
+    caps.notification_wait = config.notification_wait.value_or(api.notification_wait);
     caps.list_transactions = api.list && config.overrides.list.value_or(true);
     caps.worst_case_call = worst_case_call(config);
     return caps;

@@ -8,6 +8,7 @@
 // {"providers": {"stripe": {"kind": "stripe", "base_url": "https://api.stripe.com",
 //   "api_key_env": "STRIPE_API_KEY", "connect_timeout_ms": 2000, "timeout_ms": 10000,
 //   "settle_delay_s": 120, "key_retention_h": 24, "amount_tolerance_minor": 0,
+//   "notification_wait_s": 14400,
 //   "capabilities": {"lookup": false}},
 //   "adyen": {"kind": "adyen", "base_url": "https://checkout-test.adyen.com",
 //   "api_key_env": "ADYEN_API_KEY", "merchant_account": "AcmeShopECOM",
@@ -52,6 +53,10 @@ struct ProviderConfig {
     std::chrono::milliseconds timeout{10000};
     std::chrono::seconds settle_delay{120}; // wait this long after an attempt before a lookup
     std::chrono::hours key_retention{24};   // how long the provider remembers idempotency keys
+    // `notification_wait_s`: how long an accepted operation that cannot be looked up waits for the
+    // provider's notification before review (Capabilities::notification_wait); unset: the kind's
+    // default (ApiCapabilities::notification_wait).
+    std::optional<std::chrono::seconds> notification_wait;
     // Statement diff: our amount and the provider's differ by at most this much and still match
     // (a provider that rounds converted amounts); 0 by default.
     long long amount_tolerance_minor = 0;

@@ -47,6 +47,11 @@ struct Capabilities {
     // Can a refund be found by its operation ID (lookup_refund)? Without, an unknown refund is
     // settled only by the provider's webhook, or by an operator.
     bool refund_lookup = false;
+    // Where the operation cannot be looked up: how long one the provider accepted (its answer
+    // pending, with the provider's reference: Adyen's refund `received`) waits for the provider's
+    // notification before it goes to review (notification_missing). 0: nothing is awaited, review
+    // (no_lookup) at once.
+    std::chrono::seconds notification_wait{0};
 
     // Can the provider list its transactions in a time window (statement reconciliation)?
     bool list_transactions = false;
@@ -63,6 +68,9 @@ struct ApiCapabilities {
     bool lookup = false;            // it can find a payment by our operation ID
     bool list = false;              // it can list its transactions in a time window
     bool refund_lookup = false;     // it can find a refund by its operation ID
+    // The default of Capabilities::notification_wait: how long its notification of an accepted
+    // operation may take (the configuration's notification_wait_s overrides it).
+    std::chrono::seconds notification_wait{0};
 };
 
 // One payment as payrecon sends it. `operation_id` is the idempotency key on every attempt.

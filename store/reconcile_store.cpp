@@ -11,15 +11,20 @@ namespace payrecon::store {
 namespace {
 
 // Candidate columns: a claim's columns (store/pq.hpp), then state, seconds since the first and
-// last attempt, attempt_count, resend_count, lookup_count, lookup_failures, review_code -- over
-// payments `p` for the charge, over operations `o` (and their payments `p`) for the others.
+// last attempt, attempt_count, resend_count, lookup_count, lookup_failures, review_code, and
+// whether the latest attempt (attempt_no = attempt_count) was accepted: pending, with the
+// provider's reference -- over payments `p` for the charge, over operations `o` (and their
+// payments `p`) for the others.
 std::string candidate_columns(const char* claim_columns, const char* t) {
     const std::string a(t);
     return std::string(claim_columns) + ", " + a + ".state, extract(epoch FROM now() - coalesce(" +
            a + ".first_attempt_at, " + a + ".created_at))::bigint, extract(epoch FROM now() - " +
            "coalesce(" + a + ".last_attempt_at, " + a + ".updated_at))::bigint, " + a +
            ".attempt_count, " + a + ".resend_count, " + a + ".lookup_count, " + a +
-           ".lookup_failures, " + a + ".review_code";
+           ".lookup_failures, " + a + ".review_code, EXISTS (SELECT 1 FROM payment_attempts la " +
+           "WHERE la.tenant_id = " + a + ".tenant_id AND la.payment_id = " + a +
+           ".payment_id AND la.operation_id = " + a + ".operation_id AND la.attempt_no = " + a +
+           ".attempt_count AND la.outcome = 'pending' AND la.provider_reference IS NOT NULL)";
 }
 const std::string k_candidate_columns = candidate_columns(k_charge_claim_columns, "p");
 const std::string k_operation_candidate_columns = candidate_columns(k_operation_claim_columns, "o");
@@ -391,6 +396,7 @@ ReconcileCandidate candidate_from_row(const pqxx::row& row) {
     if (!row[i].is_null()) {
         c.review_code = row[i].as<std::string>();
     }
+    c.last_attempt_accepted = row[++i].as<bool>();
     return c;
 }
 

@@ -33,6 +33,9 @@ struct ReconcileCandidate {
     int lookup_count = 0;
     int lookup_failures = 0;
     std::optional<std::string> review_code; // in needs_review
+    // Its latest attempt was accepted: answered pending with the provider's reference (an Adyen
+    // refund `received`); a provider without a lookup then waits for its notification.
+    bool last_attempt_accepted = false;
 };
 
 // Claims up to `limit` `unknown` payments of `providers` whose check is due (next_attempt_at, or

@@ -1,5 +1,6 @@
 #include "providers/adyen/adapter.hpp"
 
+#include "core/encoding.hpp"
 #include "providers/adyen/wire.hpp"
 
 namespace payrecon::providers::adyen {
@@ -28,17 +29,54 @@ SubmitResult AdyenAdapter::submit(const PaymentOrder& order) {
             "operation_id_too_long",
             "the operation ID is longer than Adyen's 64-character Idempotency-Key");
     }
-    net::HttpRequest req =
-        m_client.request("POST", std::string("/") + k_api_version + "/payments", true);
+    return post_json(
+        "/payments", *body, order.operation_id, order.deadline,
+        [&order](int status, std::string_view b) { return interpret_payment(order, status, b); });
+}
+
+SubmitResult
+AdyenAdapter::post_json(const std::string& path, const std::string& body,
+                        const std::string& operation_id,
+                        const std::optional<std::chrono::steady_clock::time_point>& deadline,
+                        const std::function<SubmitResult(int, std::string_view)>& interpret) {
+    net::HttpRequest req = m_client.request("POST", std::string("/") + k_api_version + path, true);
     req.headers.emplace_back("Content-Type", "application/json");
     if (m_caps.honours_idempotency_keys) {
-        req.headers.emplace_back("Idempotency-Key", order.operation_id);
+        req.headers.emplace_back("Idempotency-Key", operation_id);
     }
-    req.body = *body;
-    req.deadline = order.deadline;
-    return create_outcome(m_client.send(std::move(req)), [&order](int status, std::string_view b) {
-        return interpret_payment(order, status, b);
-    });
+    req.body = body;
+    req.deadline = deadline;
+    return create_outcome(m_client.send(std::move(req)), interpret);
+}
+
+SubmitResult AdyenAdapter::refund(const RefundOrder& order) {
+    if (order.payment_reference.empty()) {
+        return not_expressible("no_payment_reference",
+                               "the payment has no Adyen pspReference to refund");
+    }
+    const auto body = refund_body(order, m_settings.merchant_account);
+    if (!body) {
+        return not_expressible("amount_not_expressible",
+                               "the amount cannot be expressed in Adyen's units for " +
+                                   order.amount.currency);
+    }
+    if (m_caps.honours_idempotency_keys && order.operation_id.size() > k_max_key_length) {
+        return not_expressible(
+            "operation_id_too_long",
+            "the operation ID is longer than Adyen's 64-character Idempotency-Key");
+    }
+    return post_json("/payments/" + percent_encode(order.payment_reference) + "/refunds", *body,
+                     order.operation_id, order.deadline, [&order](int status, std::string_view b) {
+                         return interpret_refund(order, status, b);
+                     });
+}
+
+LookupResult AdyenAdapter::lookup_refund(const RefundOrder& /*order*/) {
+    LookupResult out; // failed: never read as absence
+    out.call.error_class = "lookup_not_supported";
+    out.call.detail = "Adyen's Checkout API cannot find a refund by our reference: its REFUND "
+                      "notification tells the outcome";
+    return out;
 }
 
 LookupResult AdyenAdapter::lookup(const PaymentOrder& /*order*/) {

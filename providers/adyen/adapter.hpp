@@ -20,7 +20,9 @@
 //   final refusals; Received, Pending and the shopper-action codes are pending; the rest unknown).
 // - No lookup by our reference and no transaction listing in the Checkout API (Adyen reports by
 //   webhook and settlement report): capabilities say so, `lookup` is failed and `list` is not ok,
-//   so every unknown Adyen payment goes to review (no_lookup): absence can never be confirmed.
+//   so an unknown Adyen payment goes to review (no_lookup) unless a verified notification settled
+//   it first (one answered pending with a pspReference waits for its notification first, as a
+//   refund does): absence can never be confirmed.
 // - Amounts are in Adyen's minor units, which differ from ISO 4217 for CLP and ISK (2 vs 0) and
 //   CVE and IDR (0 vs 2); see wire.hpp.
 // - A refused card is a 200 with resultCode Refused (declined). A 4xx ServiceError of errorType
@@ -28,19 +30,35 @@
 //   (an integration fault, the payment goes to review). 429 is not executed (sent again); 5xx,
 //   other errors and anything unrecognised are unknown. Whether Adyen keeps a rejected request's
 //   response under its Idempotency-Key is not documented: see README.md.
+// - Refunds: POST /payments/{paymentPspReference}/refunds {merchantAccount, amount, reference = the
+//   refund's operation ID, merchantRefundReason} under the refund's own Idempotency-Key. Adyen
+//   always answers 201 `status` "received": pending, with the refund's own pspReference; the
+//   outcome comes only by the REFUND notification (success true or false; REFUND_FAILED or
+//   REFUNDED_REVERSED later reverse a refund that succeeded), whose merchantReference is the
+//   refund's operation ID. Errors as a payment's, but a 422 refusing the refund itself (errorCode
+//   137, an amount the payment has not left) is declined. No refund lookup either: an accepted
+//   refund waits for its notification for the provider's notification_wait_s (default 4 h), then
+//   goes to review (notification_missing). One whose answer was lost (unknown: nothing was
+//   promised) is settled by its notification if the reconciler has it, else goes to review
+//   (no_lookup), as an Adyen payment does.
 
 #include "providers/adapter_support.hpp"
 #include "providers/config.hpp"
 #include "providers/descriptor.hpp"
 #include "providers/provider.hpp"
 
+#include <chrono>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace payrecon::providers::adyen {
 
 inline constexpr const char* k_api_version = "v71";
 inline constexpr std::size_t k_max_key_length = 64;
+// How long an accepted refund waits for its REFUND notification by default (README.md says why).
+inline constexpr std::chrono::seconds k_notification_wait{4 * 3600};
 
 // Kind "adyen": an API key (api_key_env) sent as X-API-Key; keys up to 64 characters; no lookup
 // and no listing; resultCode words; and two settings of its own, parsed here (descriptor.cpp):
@@ -82,7 +100,20 @@ public:
     // Always not ok (`list_not_supported`).
     ListPage list(const TimeWindow& window, const std::optional<std::string>& cursor) override;
 
+    // POST /v71/payments/{pspReference}/refunds under the refund's own Idempotency-Key: pending
+    // when Adyen received it (wire.hpp interpret_refund).
+    SubmitResult refund(const RefundOrder& order) override;
+    // Always failed (`lookup_not_supported`): Adyen cannot find a refund by our reference.
+    LookupResult lookup_refund(const RefundOrder& order) override;
+
 private:
+    // POSTs `body` as JSON to /v71`path` under `operation_id` as the Idempotency-Key: the one
+    // request that moves money, for the payment and the refund.
+    SubmitResult post_json(const std::string& path, const std::string& body,
+                           const std::string& operation_id,
+                           const std::optional<std::chrono::steady_clock::time_point>& deadline,
+                           const std::function<SubmitResult(int, std::string_view)>& interpret);
+
     std::string m_name;
     Settings m_settings;
     Capabilities m_caps;

@@ -67,8 +67,13 @@ const ProviderDescriptor& descriptor() {
         .settings = {{"merchant_account", "AcmeShopECOM"},
                      {"return_url", "https://shop.example.com/checkout/return"}},
         .parse_settings = &parse_settings,
-        // Idempotency-Key up to 64 characters; the Checkout API cannot look up nor list.
-        .api = {.max_key_length = k_max_key_length, .lookup = false, .list = false},
+        // Idempotency-Key up to 64 characters; the Checkout API cannot look up nor list, nor find
+        // a refund: an accepted refund waits for its REFUND notification (README.md, "Refunds").
+        .api = {.max_key_length = k_max_key_length,
+                .lookup = false,
+                .list = false,
+                .refund_lookup = false,
+                .notification_wait = k_notification_wait},
         .carry_limits = &carry_limits,
         .statuses = {.contract_pointer =
                          "/components/schemas/PaymentResponse/properties/resultCode/enum",

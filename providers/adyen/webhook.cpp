@@ -9,6 +9,11 @@
 //
 // AUTHORISATION with success "true" is a charge (payrecon asks for automatic capture), "false" a
 // refusal; the merchantReference is our operation ID (the adapter sends it as `reference`).
+// REFUND, REFUND_FAILED and REFUNDED_REVERSED are about a refund (WebhookEvent::kind refund): its
+// merchantReference is the refund's operation ID, its pspReference the refund's own and its
+// originalReference the payment's. REFUND success "true" refunded, "false" refused; REFUND_FAILED
+// and REFUNDED_REVERSED (success "true") say a refund that succeeded has failed since: a late
+// reversal (DESIGN section 16). Every other eventCode is kept as `other`.
 
 #include "core/encoding.hpp"
 #include "core/external_json.hpp"
@@ -126,10 +131,19 @@ private:
             e.amount_minor = money->minor;
             e.currency = money->currency;
         }
-        if (code == "AUTHORISATION") {
+        if (code == "AUTHORISATION" || code == "REFUND") {
             e.outcome = success == "true"    ? EvidenceOutcome::succeeded
                         : success == "false" ? EvidenceOutcome::failed
                                              : EvidenceOutcome::other;
+        } else if (code == "REFUND_FAILED" || code == "REFUNDED_REVERSED") {
+            // Sent after a REFUND success "true": the scheme rejected the refund, or the funds
+            // came back. Always success "true" (the failure happened); anything else says nothing.
+            e.outcome = success == "true" ? EvidenceOutcome::failed : EvidenceOutcome::other;
+        }
+        if (code == "REFUND" || code == "REFUND_FAILED" || code == "REFUNDED_REVERSED") {
+            // About the refund: its merchantReference is the refund's operation ID (our
+            // `reference`), its pspReference the refund's own; originalReference is the payment's.
+            e.kind = OperationKind::refund;
         }
         return e;
     }

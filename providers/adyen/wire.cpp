@@ -148,32 +148,14 @@ std::optional<ServiceError> parse_service_error(std::string_view json_text) {
     return out;
 }
 
-SubmitResult interpret_payment(const PaymentOrder& order, int http_status, std::string_view body) {
+namespace {
+
+// What a non-2xx answer to a call that moves money means, for a payment and a refund alike
+// (interpret_payment says it); a refund's 422 whose code refund_not_possible() names is declined.
+SubmitResult interpret_error(int http_status, std::string_view body, bool refund) {
     SubmitResult r;
     r.call.http_status = http_status;
     r.call.detail = wire::excerpt(body);
-    if (http_status >= 200 && http_status < 300) {
-        const auto p = parse_payment_response(body);
-        if (!p || (p->merchant_reference && *p->merchant_reference != order.operation_id) ||
-            (p->amount && *p->amount != order.amount)) {
-            r.call.error_class = "unrecognised_response";
-            return r; // unknown: a success we cannot match to our request proves nothing
-        }
-        r.provider_reference = p->psp_reference;
-        r.outcome = map_result_code(p->result_code);
-        if (r.outcome == Outcome::succeeded && !p->psp_reference) {
-            r.outcome = Outcome::unknown; // an authorisation without Adyen's reference is no proof
-            r.call.error_class = "unrecognised_response";
-            return r;
-        }
-        if (r.outcome == Outcome::unknown) {
-            r.call.error_class = "unexpected_result_code_" + p->result_code;
-        } else if (r.outcome == Outcome::declined) {
-            r.call.error_class = "refused:" + p->result_code +
-                                 (p->refusal_reason.empty() ? "" : ":" + p->refusal_reason);
-        }
-        return r;
-    }
     const auto error = parse_service_error(body);
     if (http_status == 429) {
         r.outcome = Outcome::not_sent;
@@ -198,6 +180,11 @@ SubmitResult interpret_payment(const PaymentOrder& order, int http_status, std::
         r.call.error_class = "idempotency_in_flight";
         return r; // the first request with this key may be charging: the reconciler decides
     }
+    if (refund && http_status == 422 && refund_not_possible(error->error_code)) {
+        r.outcome = Outcome::declined; // Adyen refunded nothing; the same request cannot succeed
+        r.call.error_class = "refund_not_possible:" + error->error_code;
+        return r;
+    }
     if (http_status >= 400 && http_status < 500 && http_status != 409 &&
         (error->error_type == "validation" || error->error_type == "configuration" ||
          error->error_type == "security")) {
@@ -208,6 +195,100 @@ SubmitResult interpret_payment(const PaymentOrder& order, int http_status, std::
     }
     r.call.error_class = "http_" + std::to_string(http_status) +
                          (error->error_code.empty() ? "" : ":" + error->error_code);
+    return r;
+}
+
+} // namespace
+
+SubmitResult interpret_payment(const PaymentOrder& order, int http_status, std::string_view body) {
+    if (http_status < 200 || http_status >= 300) {
+        return interpret_error(http_status, body, false);
+    }
+    SubmitResult r;
+    r.call.http_status = http_status;
+    r.call.detail = wire::excerpt(body);
+    const auto p = parse_payment_response(body);
+    if (!p || (p->merchant_reference && *p->merchant_reference != order.operation_id) ||
+        (p->amount && *p->amount != order.amount)) {
+        r.call.error_class = "unrecognised_response";
+        return r; // unknown: a success we cannot match to our request proves nothing
+    }
+    r.provider_reference = p->psp_reference;
+    r.outcome = map_result_code(p->result_code);
+    if (r.outcome == Outcome::succeeded && !p->psp_reference) {
+        r.outcome = Outcome::unknown; // an authorisation without Adyen's reference is no proof
+        r.call.error_class = "unrecognised_response";
+        return r;
+    }
+    if (r.outcome == Outcome::unknown) {
+        r.call.error_class = "unexpected_result_code_" + p->result_code;
+    } else if (r.outcome == Outcome::declined) {
+        r.call.error_class = "refused:" + p->result_code +
+                             (p->refusal_reason.empty() ? "" : ":" + p->refusal_reason);
+    }
+    return r;
+}
+
+std::optional<std::string> refund_body(const RefundOrder& order,
+                                       std::string_view merchant_account) {
+    const auto value = to_adyen_amount(order.amount);
+    if (!value) {
+        return std::nullopt;
+    }
+    json body = {
+        {"merchantAccount", std::string(merchant_account)},
+        {"amount", {{"currency", wire::upper(order.amount.currency)}, {"value", *value}}},
+        {"reference", order.operation_id},
+    };
+    if (order.reason) {
+        if (*order.reason == "duplicate") {
+            body["merchantRefundReason"] = "DUPLICATE";
+        } else if (*order.reason == "fraudulent") {
+            body["merchantRefundReason"] = "FRAUD";
+        } else if (*order.reason == "requested_by_customer") {
+            body["merchantRefundReason"] = "CUSTOMER REQUEST";
+        }
+    }
+    return body.dump();
+}
+
+bool refund_not_possible(std::string_view error_code) {
+    // 137 "Invalid amount specified": more than the payment has left to refund, or nothing left.
+    return error_code == "137";
+}
+
+SubmitResult interpret_refund(const RefundOrder& order, int http_status, std::string_view body) {
+    if (http_status < 200 || http_status >= 300) {
+        return interpret_error(http_status, body, true);
+    }
+    SubmitResult r;
+    r.call.http_status = http_status;
+    r.call.detail = wire::excerpt(body);
+    const auto parsed = parse_external_json(body);
+    const json* j = parsed && parsed->is_object() ? &*parsed : nullptr;
+    const auto psp = j != nullptr ? string_member(*j, "pspReference") : std::nullopt;
+    const auto status = j != nullptr ? string_member(*j, "status") : std::nullopt;
+    const auto reference = j != nullptr ? string_member(*j, "reference") : std::nullopt;
+    const auto payment = j != nullptr ? string_member(*j, "paymentPspReference") : std::nullopt;
+    // The amount, when given, must be ours: an Amount that is not one is no match either.
+    bool same_amount = true;
+    if (j != nullptr && j->contains("amount") && !(*j)["amount"].is_null()) {
+        const json& a = (*j)["amount"];
+        const bool readable = a.is_object() && a.contains("value") &&
+                              a["value"].is_number_integer() && a.contains("currency") &&
+                              a["currency"].is_string();
+        same_amount = readable && from_adyen_amount(a["value"].get<std::int64_t>(),
+                                                    a["currency"].get<std::string>()) ==
+                                      std::optional<Money>(order.amount);
+    }
+    if (http_status != 201 || !psp || psp->empty() || status != "received" ||
+        (reference && *reference != order.operation_id) ||
+        (payment && *payment != order.payment_reference) || !same_amount) {
+        r.call.error_class = "unrecognised_response";
+        return r; // unknown: an acceptance we cannot match to our request proves nothing
+    }
+    r.outcome = Outcome::pending; // received: the REFUND notification tells the outcome
+    r.provider_reference = *psp;
     return r;
 }
 

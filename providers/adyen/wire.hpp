@@ -94,4 +94,26 @@ inline constexpr std::string_view k_idempotency_in_flight = "704";
 // message; 5xx, other 4xx, anything unparseable -> unknown.
 SubmitResult interpret_payment(const PaymentOrder& order, int http_status, std::string_view body);
 
+// Refunds (POST /payments/{paymentPspReference}/refunds, DESIGN section 16).
+
+// The JSON body of a refund: `merchantAccount`, `amount` in Adyen's units, `reference` = the
+// refund's operation ID (Adyen echoes it as the REFUND notification's merchantReference) and
+// `merchantRefundReason` for a reason Adyen has a word for (duplicate DUPLICATE, fraudulent FRAUD,
+// requested_by_customer "CUSTOMER REQUEST"). nullopt if the amount is not expressible in Adyen's
+// units.
+std::optional<std::string> refund_body(const RefundOrder& order, std::string_view merchant_account);
+
+// Adyen's errorCodes that refuse the refund itself as asked -- the payment cannot be refunded by
+// this amount -- rather than our request's form: such a refund is declined (nothing refunded, and
+// sending it again cannot help). Our reading of Adyen's error-code list, see README.md.
+bool refund_not_possible(std::string_view error_code);
+
+// The outcome of a refund call. Adyen always answers 201 `status` "received" naming our reference
+// and the payment: pending (the refund's outcome comes only by the REFUND notification), the
+// provider reference the refund's own pspReference; a 201 we cannot match to our request
+// (another reference, amount or payment, no pspReference, another status) is unknown. The errors
+// as a payment's (interpret_payment), but a 422 whose errorCode refund_not_possible() says so is
+// declined.
+SubmitResult interpret_refund(const RefundOrder& order, int http_status, std::string_view body);
+
 } // namespace payrecon::providers::adyen

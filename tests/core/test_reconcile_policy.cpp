@@ -44,6 +44,9 @@ enum class SinceLast { inside_settle, after_settle };
 enum class SinceFirst { inside_window, at_window_boundary, outside_window };
 enum class Counter { below_last, at_last }; // below max - 1, at max - 1
 enum class Attempts { below_max, at_max };
+// The last attempt: not accepted (its answer lost), or accepted (pending with the provider's
+// reference) with the provider's notification window still open or already closed.
+enum class Accepted { no, window_open, window_closed };
 
 // The policy the table runs under (the defaults, spelled out).
 ReconcilePolicy table_policy() {
@@ -58,6 +61,9 @@ ReconcilePolicy table_policy() {
 
 constexpr seconds k_since_last_inside = 20s; // every profile's settle delay is longer
 constexpr seconds k_after_settle_by = 180s;
+// The notification windows: longer than every since_last class, or shorter than all of them.
+constexpr seconds k_window_open = 4h;
+constexpr seconds k_window_closed = 10s;
 constexpr long long k_amount = 2000;
 const std::string k_reference = "ch_3Ny8reference";
 
@@ -75,6 +81,7 @@ struct Case {
     Counter failures_before = Counter::below_last;
     Counter lookups_before = Counter::below_last;
     Attempts attempts = Attempts::below_max;
+    Accepted accepted = Accepted::no;
 };
 
 int counter_value(Counter c, int max) {
@@ -114,6 +121,8 @@ ReconcileInput input_for(const Case& c, const ReconcilePolicy& policy) {
                                                                    : "USD";
     in.remote_reference = k_reference;
     in.remote_duplicates = c.duplicates;
+    in.accepted = c.accepted != Accepted::no;
+    in.notification_wait = c.accepted == Accepted::window_closed ? k_window_closed : k_window_open;
     return in;
 }
 
@@ -134,7 +143,10 @@ std::string describe(const Case& c) {
                                                               : "outside-window")
         << ", failures_before=" << (c.failures_before == Counter::at_last ? "max-1" : "below")
         << ", lookups_before=" << (c.lookups_before == Counter::at_last ? "max-1" : "below")
-        << ", attempts=" << (c.attempts == Attempts::at_max ? "max" : "below");
+        << ", attempts=" << (c.attempts == Attempts::at_max ? "max" : "below") << ", accepted="
+        << (c.accepted == Accepted::no            ? "no"
+            : c.accepted == Accepted::window_open ? "window-open"
+                                                  : "window-closed");
     return out.str();
 }
 
@@ -173,6 +185,8 @@ std::vector<Case> all_cases() {
     times(std::array{Counter::below_last, Counter::at_last}, &Case::failures_before);
     times(std::array{Counter::below_last, Counter::at_last}, &Case::lookups_before);
     times(std::array{Attempts::below_max, Attempts::at_max}, &Case::attempts);
+    times(std::array{Accepted::no, Accepted::window_open, Accepted::window_closed},
+          &Case::accepted);
     return cases;
 }
 
@@ -186,9 +200,9 @@ int for_every_case(const std::function<void(const Case&)>& visit) {
 }
 
 // 2 profiles x 2 x 2 x 4 lookups x 5 states x 2 amounts x 3 currencies x 2 duplicates x 2 x 3
-// x 2 x 2 x 2. The remote fields vary with every lookup status, not only `found`: they must be
-// ignored when nothing was found.
-constexpr int k_table_size = 2 * 2 * 2 * 4 * 5 * 2 * 3 * 2 * 2 * 3 * 2 * 2 * 2;
+// x 2 x 2 x 2 x 3 accepted. The remote fields vary with every lookup status, not only `found`:
+// they must be ignored when nothing was found; so does `accepted` where a lookup can be made.
+constexpr int k_table_size = 2 * 2 * 2 * 4 * 5 * 2 * 3 * 2 * 2 * 3 * 2 * 2 * 2 * 3;
 
 // ---------------------------------------------------------------------------------------------
 // The oracle: the rules of reconcile_policy.hpp's header comment, in its order, stated on the
@@ -223,9 +237,19 @@ Expected oracle(const Case& c, const ReconcilePolicy& p) {
     const bool inside_settle = c.since_last == SinceLast::inside_settle;
     const seconds settle_left = c.profile->settle_delay - k_since_last_inside;
 
-    // 1. A provider that cannot be asked: a human looks at its dashboard.
+    // 1. A provider that cannot be asked: an operation it accepted waits for its notification
+    //    until the window closes, then a human looks at its dashboard, as for any other.
     if (!c.can_lookup) {
-        return expect_review(ReviewCode::no_lookup);
+        switch (c.accepted) {
+        case Accepted::no:
+            return expect_review(ReviewCode::no_lookup);
+        case Accepted::window_open:
+            return expect_later(k_window_open -
+                                (inside_settle ? k_since_last_inside
+                                               : c.profile->settle_delay + k_after_settle_by));
+        case Accepted::window_closed:
+            return expect_review(ReviewCode::notification_missing);
+        }
     }
     // 2. Not asked yet: wait out what is left of the settle delay, or the base recheck interval.
     if (c.lookup == LookupStatus::not_asked) {
@@ -367,7 +391,7 @@ TEST_CASE("reconcile policy: every combination of input classes decides as the h
         }
     });
     CHECK(rows == k_table_size);
-    CHECK(rows == 92160);
+    CHECK(rows == 276480);
     CHECK(mismatches == 0);
 
     // The classes reach every outcome, so no rule is dead in the table -- every review code but
@@ -389,7 +413,9 @@ TEST_CASE("reconcile policy: every combination of input classes decides as the h
     }
 }
 
-TEST_CASE("reconcile policy: a provider that cannot look up only ever yields review no_lookup",
+TEST_CASE("reconcile policy: a provider that cannot look up yields review no_lookup, unless it "
+          "accepted the operation: then its notification is awaited, and notification_missing "
+          "after the window",
           "[core][reconcile]") {
     const ReconcilePolicy policy = table_policy();
     int violations = 0;
@@ -400,13 +426,60 @@ TEST_CASE("reconcile policy: a provider that cannot look up only ever yields rev
         }
         ++rows;
         const ReconcileDecision d = decide_reconciliation(input_for(c, policy), policy);
-        if (d.action != ReconcileAction::review || d.review != ReviewCode::no_lookup) {
+        const bool ok = c.accepted == Accepted::no ? d.action == ReconcileAction::review &&
+                                                         d.review == ReviewCode::no_lookup
+                        : c.accepted == Accepted::window_open
+                            ? d.action == ReconcileAction::check_later && !d.review
+                            : d.action == ReconcileAction::review &&
+                                  d.review == ReviewCode::notification_missing;
+        if (!ok) {
             ++violations;
             FAIL_CHECK(describe(c) << ": " << to_string(d.action));
         }
     });
     CHECK(rows == k_table_size / 2);
     CHECK(violations == 0);
+}
+
+TEST_CASE("reconcile policy: an accepted operation without a lookup is checked again exactly when "
+          "its notification window closes, and then goes to review notification_missing",
+          "[core][reconcile]") {
+    const ReconcilePolicy policy = table_policy();
+    ReconcileInput in = base_input();
+    in.can_lookup = false;
+    in.lookup = LookupStatus::not_asked;
+    in.accepted = true;
+    in.notification_wait = 4h;
+    in.since_last_attempt = 0s; // the reconciler's first look, right after the answer
+    ReconcileDecision d = decide_reconciliation(in, policy);
+    CHECK(d.action == ReconcileAction::check_later);
+    CHECK(d.check_in == 4h);
+    in.since_last_attempt = 3h + 59min + 59s;
+    d = decide_reconciliation(in, policy);
+    CHECK(d.action == ReconcileAction::check_later);
+    CHECK(d.check_in == 1s);
+    in.since_last_attempt = 4h; // the window is closed at its end
+    d = decide_reconciliation(in, policy);
+    CHECK(d.action == ReconcileAction::review);
+    CHECK(d.review == ReviewCode::notification_missing);
+    CHECK(d.reason.find("14400 s") != std::string::npos);
+    // No window (a kind without one, or 0 configured): nothing is awaited, review no_lookup at
+    // once, as before there were windows.
+    in.notification_wait = 0s;
+    in.since_last_attempt = 0s;
+    CHECK(decide_reconciliation(in, policy).review == ReviewCode::no_lookup);
+    // Not accepted (the answer was lost): nothing is due to come, review no_lookup as before.
+    in.notification_wait = 4h;
+    in.accepted = false;
+    CHECK(decide_reconciliation(in, policy).review == ReviewCode::no_lookup);
+    // A provider that can look up asks; being accepted changes nothing there.
+    in.can_lookup = true;
+    in.accepted = true;
+    in.lookup = LookupStatus::found;
+    in.remote_state = RemoteState::succeeded;
+    in.remote_amount_minor = in.amount_minor;
+    in.remote_currency = in.currency;
+    CHECK(decide_reconciliation(in, policy).action == ReconcileAction::adopt_succeeded);
 }
 
 TEST_CASE("reconcile policy: only a not_found lookup can lead to a re-send", "[core][reconcile]") {
@@ -805,7 +878,8 @@ TEST_CASE("reconcile policy: every review code round-trips through its name", "[
     CHECK(names == std::set<std::string>{"no_lookup", "lookup_failing", "outside_key_window",
                                          "no_idempotency", "schedule_exhausted", "remote_mismatch",
                                          "remote_duplicate", "requires_action",
-                                         "remote_unrecognised", "request_rejected"});
+                                         "remote_unrecognised", "request_rejected",
+                                         "notification_missing"});
     for (const char* unknown : {"", "NO_LOOKUP", "no_lookup ", "needs_review", "unknown"}) {
         INFO(unknown);
         CHECK_FALSE(parse_review_code(unknown));

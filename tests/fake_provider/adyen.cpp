@@ -11,6 +11,28 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 constexpr std::string_view k_payments = "/v71/payments";
+constexpr std::string_view k_refunds = "/refunds";
+
+// The pspReference a refund's path names: /v71/payments/{it}/refunds; empty if it is not one.
+std::string refunded_payment(const std::string& path) {
+    const std::string prefix = std::string(k_payments) + "/";
+    if (path.size() <= prefix.size() + k_refunds.size() || path.rfind(prefix, 0) != 0 ||
+        path.compare(path.size() - k_refunds.size(), k_refunds.size(), k_refunds) != 0) {
+        return {};
+    }
+    std::string psp = path.substr(prefix.size(), path.size() - prefix.size() - k_refunds.size());
+    return psp.find('/') == std::string::npos ? psp : std::string();
+}
+
+std::string reference_of(const http::Request& request) {
+    const Json body = Json::parse(request.body, nullptr, false);
+    if (body.is_object() && body.contains("reference") && body["reference"].is_string()) {
+        return body["reference"].get<std::string>();
+    }
+    return {};
+}
+
+std::optional<http::Response> refusal_of(const http::Request& request, const Account& account);
 
 // Adyen's error answer (its ServiceError).
 http::Response adyen_error(int status, std::string_view code, std::string_view type,
@@ -74,39 +96,49 @@ std::string upper(std::string text) {
     return text;
 }
 
-} // namespace
-
-AdyenApi::AdyenApi(StripeApi& intents) : m_intents(intents) {}
-
-bool AdyenApi::serves(const http::Request& request) const {
-    return request.method == "POST" && request.path == k_payments;
-}
-
-Reply AdyenApi::handle(const http::Request& request, const Wait& wait) {
-    return m_intents.create_for(*this, request, wait);
-}
-
-void AdyenApi::write_ledger_locked(nlohmann::ordered_json& /*j*/, LedgerOptions /*options*/) const {
-}
-
-void AdyenApi::reset_locked() {}
-
-std::string AdyenApi::operation_id(const http::Request& request) const {
-    const Json body = Json::parse(request.body, nullptr, false);
-    if (body.is_object() && body.contains("reference") && body["reference"].is_string()) {
-        return body["reference"].get<std::string>();
-    }
-    return {};
-}
-
-std::optional<http::Response> AdyenApi::refusal(const http::Request& request,
-                                                const Account& account) const {
+std::optional<http::Response> refusal_of(const http::Request& request, const Account& account) {
     const std::string* api_key = request.header("x-api-key");
     if (api_key == nullptr || account.api_key.empty() ||
         !constant_time_equal(*api_key, account.api_key.reveal())) {
         return adyen_error(401, "000", "security", "HTTP Status Response - Unauthorized");
     }
     return std::nullopt;
+}
+
+} // namespace
+
+std::string adyen_reference(std::string_view stripe_id) {
+    return upper(std::string(stripe_id.substr(3, 16)));
+}
+
+AdyenApi::AdyenApi(StripeApi& intents) : m_intents(intents) {}
+
+bool AdyenApi::serves(const http::Request& request) const {
+    return request.method == "POST" &&
+           (request.path == k_payments || !refunded_payment(request.path).empty());
+}
+
+Reply AdyenApi::handle(const http::Request& request, const Wait& wait) {
+    if (request.path != k_payments) {
+        return m_intents.refund_for(m_refunds, request, wait);
+    }
+    return m_intents.create_for(*this, request, wait);
+}
+
+void AdyenApi::write_ledger_locked(nlohmann::ordered_json& /*j*/, LedgerOptions /*options*/) const {
+}
+
+void AdyenApi::reset_locked() {
+    m_payments.clear();
+}
+
+std::string AdyenApi::operation_id(const http::Request& request) const {
+    return reference_of(request);
+}
+
+std::optional<http::Response> AdyenApi::refusal(const http::Request& request,
+                                                const Account& account) const {
+    return refusal_of(request, account);
 }
 
 std::variant<CreateParams, http::Response> AdyenApi::read(const http::Request& request) const {
@@ -123,7 +155,8 @@ http::Fields AdyenApi::replay_params(const http::Request& request) const {
 
 http::Response AdyenApi::answer(const http::Request& request, Executed& executed) const {
     // Adyen's pspReference: 16 upper-case letters and digits, from the PaymentIntent's random id.
-    const std::string psp = upper(executed.provider_id.substr(3, 16));
+    const std::string psp = adyen_reference(executed.provider_id);
+    m_payments[psp] = executed.provider_id; // under the ledger's lock, as every answer
     executed.provider_id = psp;
     executed.adyen = true;
     executed.merchant_account =
@@ -137,6 +170,72 @@ http::Response AdyenApi::answer(const http::Request& request, Executed& executed
         body["refusalReason"] = "Not enough balance";
     }
     return json_response(200, body);
+}
+
+std::string AdyenRefunds::operation_id(const http::Request& request) const {
+    return reference_of(request);
+}
+
+std::optional<http::Response> AdyenRefunds::refusal(const http::Request& request,
+                                                    const Account& account) const {
+    return refusal_of(request, account);
+}
+
+std::variant<RefundParams, http::Response>
+AdyenRefunds::read_locked(const http::Request& request) const {
+    const Json j = Json::parse(request.body, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) {
+        return adyen_error(400, "702", "validation", "Malformed JSON");
+    }
+    const Json amount = j.value("amount", Json());
+    if (!amount.is_object() || !amount.contains("value") || !amount["value"].is_number_integer() ||
+        !amount.contains("currency") || !amount["currency"].is_string() ||
+        amount["currency"].get<std::string>().size() != 3) {
+        return adyen_error(422, "100", "validation", "Required object 'amount' is not provided.");
+    }
+    if (!j.contains("merchantAccount") || !j["merchantAccount"].is_string()) {
+        return adyen_error(422, "100", "validation",
+                           "Required field 'merchantAccount' is not provided.");
+    }
+    const auto it = m_payments.find(refunded_payment(request.path));
+    if (it == m_payments.end()) {
+        return adyen_error(422, "167", "validation",
+                           "Original pspReference required for this operation");
+    }
+    RefundParams p;
+    p.intent_id = it->second;
+    p.amount = amount["value"].get<std::int64_t>();
+    p.currency = amount["currency"].get<std::string>();
+    std::transform(p.currency.begin(), p.currency.end(), p.currency.begin(),
+                   [](char c) { return static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c); });
+    return p;
+}
+
+http::Fields AdyenRefunds::replay_params(const http::Request& request) const {
+    return http::Fields{{"path", request.path}, {"body", request.body}};
+}
+
+http::Response AdyenRefunds::answer(const http::Request& request, Executed& executed) const {
+    const Json j = Json::parse(request.body, nullptr, false);
+    const std::string payment = refunded_payment(request.path);
+    executed.provider_id = adyen_reference(executed.provider_id);
+    executed.adyen = true;
+    executed.event_code = "REFUND";
+    executed.original_reference = payment;
+    executed.merchant_account = j.value("merchantAccount", "");
+    if (!executed.charged) {
+        executed.reason = "Insufficient balance on payment";
+    }
+    Json body;
+    body["merchantAccount"] = executed.merchant_account;
+    body["paymentPspReference"] = payment;
+    if (j.contains("reference") && j["reference"].is_string()) {
+        body["reference"] = j["reference"];
+    }
+    body["pspReference"] = executed.provider_id;
+    body["status"] = "received";
+    body["amount"] = {{"currency", upper(executed.currency)}, {"value", executed.amount}};
+    return json_response(201, body);
 }
 
 } // namespace payrecon::fake

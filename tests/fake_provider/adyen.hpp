@@ -11,23 +11,53 @@
 // webhooks (Adyen's notifications), so every fault behaves as on Stripe's create. Its answers
 // carry Stripe's Request-Id and Stripe-Version headers, as they always have. The operation ID is
 // `reference`, else the Idempotency-Key, else "(none)".
+//
+// Refunds: `POST /v71/payments/{paymentPspReference}/refunds` (JSON: `merchantAccount`, `amount`,
+// `reference` = the refund's operation ID), on the same PaymentIntents through IntentRefund: the
+// same keys, faults and latency. Adyen answers every refund it can read 201 `status` "received"
+// with the refund's own pspReference; the outcome goes by the REFUND notification (success "true",
+// the refund recorded in the ledger's `refunded` and counted as an execution; "false" for one past
+// what the payment has left, in another currency, or under the decline fault: nothing refunded).
+// A payment it does not know is a 422 ("167"); a body without amount or merchantAccount a 422
+// ("100"). The Stripe seed refund_reversed of such a refund sends its REFUND_FAILED.
 
 #include "tests/fake_provider/dialect.hpp"
 #include "tests/fake_provider/stripe.hpp"
 
+#include <map>
 #include <optional>
 #include <string>
 #include <variant>
 
 namespace payrecon::fake {
 
+// Adyen's refund request read for Stripe's PaymentIntents, and its answer (see above). `payments`:
+// the pspReference of each payment made through Adyen's dialect, to its PaymentIntent's "pi_..." --
+// AdyenApi's, read under the ledger's lock.
+class AdyenRefunds final : public IntentRefund {
+public:
+    explicit AdyenRefunds(const std::map<std::string, std::string>& payments)
+        : m_payments(payments) {}
+
+    std::string operation_id(const http::Request& request) const override;
+    std::optional<http::Response> refusal(const http::Request& request,
+                                          const Account& account) const override;
+    std::variant<RefundParams, http::Response>
+    read_locked(const http::Request& request) const override;
+    http::Fields replay_params(const http::Request& request) const override;
+    http::Response answer(const http::Request& request, Executed& executed) const override;
+
+private:
+    const std::map<std::string, std::string>& m_payments;
+};
+
 class AdyenApi final : public Dialect, private IntentCreate {
 public:
     // `intents`: where its payments execute, the fake provider's Stripe dialect; it outlives this.
     explicit AdyenApi(StripeApi& intents);
 
-    // POST /v71/payments. Other methods on the path are Stripe's to answer, as every request no
-    // dialect serves.
+    // POST /v71/payments and POST /v71/payments/{pspReference}/refunds. Other methods on the path
+    // are Stripe's to answer, as every request no dialect serves.
     bool serves(const http::Request& request) const override;
     Reply handle(const http::Request& request, const Wait& wait) override;
 
@@ -44,6 +74,9 @@ private:
     http::Response answer(const http::Request& request, Executed& executed) const override;
 
     StripeApi& m_intents;
+    // Each payment's pspReference -> its PaymentIntent ("pi_..."); under the ledger's lock.
+    mutable std::map<std::string, std::string> m_payments;
+    AdyenRefunds m_refunds{m_payments};
 };
 
 } // namespace payrecon::fake

@@ -472,6 +472,90 @@ Reply StripeApi::create_for(const IntentCreate& dialect, const http::Request& re
     return reply;
 }
 
+Reply StripeApi::refund_for(const IntentRefund& other, const http::Request& request,
+                            const Wait& wait) {
+    Reply reply;
+    const std::string* key = m_account.idempotency ? request.header("idempotency-key") : nullptr;
+    reply.operation_id = other.operation_id(request);
+    if (reply.operation_id.empty()) {
+        reply.operation_id = operation_of(std::nullopt, request);
+    }
+    std::unique_lock lock = m_ledger.lock();
+    m_ledger.count_delivery_locked(reply.operation_id);
+    const auto latency = m_ledger.faults_locked().latency;
+    auto answer = [&](Reply r) {
+        Reply out = answer_after(lock, wait, latency, std::move(r));
+        stamp(out);
+        return out;
+    };
+    auto after = [](Reply& r) { apply_after_execute(r, api_error_500("after execution")); };
+    if (auto refused = other.refusal(request, m_account)) {
+        reply.response = std::move(*refused);
+        return answer(std::move(reply));
+    }
+    if (fault_before_execute_locked(m_ledger, reply, [] {
+            return api_error_500("before execution: nothing was executed");
+        })) {
+        return answer(std::move(reply));
+    }
+    auto validated = other.read_locked(request);
+    if (auto* rejected = std::get_if<http::Response>(&validated)) {
+        reply.response = std::move(*rejected);
+        return answer(std::move(reply));
+    }
+    const RefundParams params = std::get<RefundParams>(std::move(validated));
+    const auto found = find_id(params.intent_id);
+    if (!found) {
+        throw std::logic_error("a dialect's refund names a PaymentIntent the fake does not have");
+    }
+    http::Fields sorted = other.replay_params(request);
+    std::sort(sorted.begin(), sorted.end());
+    if (key_answered_locked(key, sorted, reply)) {
+        after(reply);
+        return answer(std::move(reply));
+    }
+    if (!wait_in_flight(lock, wait, latency, m_keys, key)) {
+        reply.action = SocketAction::close_fin;
+        return reply;
+    }
+    // What the charge has left is read now, after the wait: another refund may have taken it.
+    Intent& in = m_intents[*found];
+    const std::int64_t left = in.succeeded() ? in.amount - in.amount_refunded : 0;
+    Executed executed;
+    executed.operation_id = reply.operation_id;
+    executed.amount = params.amount;
+    executed.currency = params.currency;
+    executed.charged = reply.fault != Fault::decline && params.currency == in.currency &&
+                       params.amount >= 1 && params.amount <= left;
+    Refund refund;
+    refund.id = random_part();
+    if (executed.charged) {
+        refund.amount = params.amount;
+        refund.created = unix_seconds(m_ledger.now_locked());
+        refund.operation_id = reply.operation_id;
+        refund.adyen = true;
+        in.refunds.push_back(refund);
+        in.amount_refunded += params.amount;
+        m_ledger.add_refunded_locked(in.currency, params.amount);
+        m_ledger.count_execution_locked(reply.operation_id);
+    }
+    executed.provider_id = concat("re_", view(refund.id));
+    reply.response = other.answer(request, executed);
+    if (executed.charged) {
+        in.refunds.back().merchant_account = executed.merchant_account;
+    }
+    reply.executed = true;
+    after(reply);
+    save_key_locked(key, reply);
+    const auto on_executed = m_on_executed;
+    lock.unlock();
+    stamp(reply);
+    if (on_executed) {
+        on_executed(executed);
+    }
+    return reply;
+}
+
 void StripeApi::stamp(Reply& reply) {
     if (reply.action == SocketAction::respond || reply.action == SocketAction::partial_then_fin) {
         const auto lock = m_ledger.lock();
@@ -1072,9 +1156,16 @@ std::size_t StripeApi::find_ref(const IntentRef& ref) const {
 }
 
 std::vector<std::string> StripeApi::seed(const Seed& seed) {
-    const auto lock = m_ledger.lock();
+    std::unique_lock lock = m_ledger.lock();
     auto ids = std::visit([this](const auto& s) { return seed_locked(s); }, seed);
     m_seeded[std::string(seed_kind(seed))] += ids.size();
+    // A reversed Adyen refund is told as Adyen tells it: a REFUND_FAILED notification.
+    std::optional<Executed> reversal = std::exchange(m_adyen_reversal, std::nullopt);
+    const auto on_executed = m_on_executed;
+    lock.unlock();
+    if (reversal && on_executed) {
+        on_executed(*reversal);
+    }
     return ids;
 }
 
@@ -1179,6 +1270,20 @@ std::vector<std::string> StripeApi::seed_locked(const RefundReversed& s) {
             in.amount_refunded -= r.amount;
             // Back to `charged`, out of `refunded`.
             m_ledger.add_refunded_locked(in.currency, -r.amount);
+            if (r.adyen) {
+                Executed e;
+                e.adyen = true;
+                e.event_code = "REFUND_FAILED";
+                e.provider_id = adyen_reference(concat("re_", view(r.id)));
+                e.original_reference = adyen_reference(concat("pi_", view(in.id)));
+                e.operation_id = r.operation_id;
+                e.amount = r.amount;
+                e.currency = in.currency;
+                e.charged = true; // success "true": the failure happened
+                e.merchant_account = r.merchant_account;
+                e.reason = s.failure_reason;
+                m_adyen_reversal = std::move(e);
+            }
             return {concat("re_", view(r.id))};
         }
     }

@@ -74,6 +74,19 @@ struct Executed {
     bool charged = false;
     bool adyen = false;
     std::string merchant_account; // Adyen only
+    // Adyen only: the notification's eventCode ("AUTHORISATION" when empty; "REFUND" for a refund
+    // received, `charged` then whether it refunded; "REFUND_FAILED" for a late reversal), the
+    // payment's pspReference a refund's notification names as originalReference, and its reason.
+    std::string event_code;
+    std::string original_reference;
+    std::optional<std::string> reason;
+};
+
+// What another dialect's refund asks for (Adyen's), in Stripe's terms.
+struct RefundParams {
+    std::string intent_id; // "pi_..." of the PaymentIntent refunded
+    std::int64_t amount = 0;
+    std::string currency; // lower case
 };
 
 // What a create asks for, in whichever dialect it came.
@@ -113,6 +126,37 @@ protected:
     IntentCreate& operator=(const IntentCreate&) = default;
 };
 
+// How another dialect's refund reads its request and words its answer when it refunds Stripe's
+// PaymentIntents (Adyen's: adyen.hpp). StripeApi runs the rest as for its own refunds: the
+// deliveries, the Idempotency-Key (one set for every dialect), the faults, the refund in the
+// ledger (`refunded`, an execution of its operation ID), the webhooks. Unlike Stripe's, such a
+// refund is received whatever the payment has left: one it cannot make (past what is left, in
+// another currency, the decline fault) is answered as received, refunds nothing and counts no
+// execution; its notification says it failed.
+class IntentRefund {
+public:
+    virtual ~IntentRefund() = default;
+    // The operation ID the request names; empty if it names none (the key then stands for it).
+    virtual std::string operation_id(const http::Request& request) const = 0;
+    // nullopt if the request carries the account's key; else the 401 to answer.
+    virtual std::optional<http::Response> refusal(const http::Request& request,
+                                                  const Account& account) const = 0;
+    // The refund's parameters (under the ledger's lock: the dialect may read what it recorded of
+    // its payments), or the 4xx to answer (nothing executes; the key stays free).
+    virtual std::variant<RefundParams, http::Response>
+    read_locked(const http::Request& request) const = 0;
+    // What a later request under the same key must match to be replayed.
+    virtual http::Fields replay_params(const http::Request& request) const = 0;
+    // The answer to a refund received, saved under the key; rewords `executed` (its
+    // provider_id is "re_...", `charged` whether it refunded) for the webhooks.
+    virtual http::Response answer(const http::Request& request, Executed& executed) const = 0;
+
+protected:
+    IntentRefund() = default;
+    IntentRefund(const IntentRefund&) = default;
+    IntentRefund& operator=(const IntentRefund&) = default;
+};
+
 class StripeApi final : public Dialect {
 public:
     using Wait = fake::Wait;
@@ -131,6 +175,8 @@ public:
     // `dialect`'s create, executed on these PaymentIntents. Its answers carry Stripe's Request-Id
     // and Stripe-Version headers, as every answer on this ledger always has.
     Reply create_for(const IntentCreate& dialect, const http::Request& request, const Wait& wait);
+    // `dialect`'s refund, of these PaymentIntents (IntentRefund says how it differs from Stripe's).
+    Reply refund_for(const IntentRefund& dialect, const http::Request& request, const Wait& wait);
 
     // Called (outside the lock) after each execution: what the webhooks tell.
     void set_on_executed(std::function<void(const Executed&)> callback);
@@ -175,6 +221,8 @@ private:
         std::optional<std::string> reason;
         std::map<std::string, std::string> metadata;
         std::optional<std::string> failure_reason; // a refund reversed after it succeeded
+        bool adyen = false; // made through Adyen's dialect: its reversal is a REFUND_FAILED
+        std::string merchant_account; // Adyen's
     };
 
     // Kept compact (a bulk seed holds a million): the JSON is rendered on demand (render()).
@@ -291,6 +339,12 @@ private:
     std::unordered_map<std::string_view, std::size_t, IdHash> m_by_id; // the 24 after "pi_"
     std::map<std::string, KeyRecord> m_keys;
     std::map<std::string, std::uint64_t> m_seeded; // seeds applied, by kind
+    // The notification a seed under way owes (an Adyen refund's REFUND_FAILED), sent after it.
+    std::optional<Executed> m_adyen_reversal;
 };
+
+// Adyen's pspReference of a PaymentIntent or refund the fake made through Adyen's dialect ("pi_..."
+// or "re_..."): the first 16 characters of its random part, in upper case.
+std::string adyen_reference(std::string_view stripe_id);
 
 } // namespace payrecon::fake

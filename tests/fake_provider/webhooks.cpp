@@ -82,22 +82,23 @@ std::vector<WebhookSender::Post> WebhookSender::build(const Executed& e, const W
         const std::string value = std::to_string(e.amount);
         const std::string currency = upper(e.currency);
         const std::string success = e.charged ? "true" : "false";
-        const std::string signed_fields = adyen_escaped(e.provider_id) +
-                                          "::" + adyen_escaped(e.merchant_account) + ":" +
-                                          adyen_escaped(e.operation_id) + ":" + value + ":" +
-                                          currency + ":AUTHORISATION:" + success;
+        const std::string code = e.event_code.empty() ? "AUTHORISATION" : e.event_code;
+        const std::string signed_fields =
+            adyen_escaped(e.provider_id) + ":" + adyen_escaped(e.original_reference) + ":" +
+            adyen_escaped(e.merchant_account) + ":" + adyen_escaped(e.operation_id) + ":" + value +
+            ":" + currency + ":" + code + ":" + success;
         const auto key = from_hex(secret);
         // A key that is not hex signs with its bytes: the receiver refuses it either way.
         const std::string sig = base64(hmac_sha256(key ? *key : secret, signed_fields));
         item["additionalData"] = {{"hmacSignature", sig}};
         item["amount"] = {{"currency", currency}, {"value", e.amount}};
-        item["eventCode"] = "AUTHORISATION";
+        item["eventCode"] = code;
         item["eventDate"] = "2026-12-04T00:00:00+01:00";
         item["merchantAccountCode"] = e.merchant_account;
         item["merchantReference"] = e.operation_id;
-        item["originalReference"] = "";
+        item["originalReference"] = e.original_reference;
         item["pspReference"] = e.provider_id;
-        item["reason"] = e.charged ? "" : "Not enough balance";
+        item["reason"] = e.reason ? *e.reason : e.charged ? "" : "Not enough balance";
         item["success"] = success;
         Json body;
         body["live"] = "false";

@@ -107,3 +107,76 @@ TEST_CASE("adyen webhook: bodies that are not notifications are malformed, a 1 M
         CHECK(v.events.empty());
     }
 }
+
+namespace {
+
+// A refund's notification item: the refund's pspReference, the payment's as originalReference,
+// the refund's operation ID as merchantReference. Signatures computed independently (Python's
+// hmac and base64 over the escaped fields, with k_key).
+nlohmann::json refund_item(const std::string& code, const std::string& success,
+                           const std::string& signature) {
+    return {{"NotificationRequestItem",
+             {{"additionalData", {{"hmacSignature", signature}}},
+              {"amount", {{"currency", "EUR"}, {"value", 700}}},
+              {"eventCode", code},
+              {"eventDate", "2026-12-01T12:00:00+01:00"},
+              {"merchantAccountCode", "AcmeShopECOM"},
+              {"merchantReference", "pr_01a24d44082e74c7aad6770393d3d29c"},
+              {"originalReference", "QFQTPCQ8HXSKGK82"},
+              {"pspReference", "RFND7QX2M4K9PL0A"},
+              {"reason", ""},
+              {"success", success}}}};
+}
+
+} // namespace
+
+TEST_CASE("adyen webhook: REFUND, REFUND_FAILED and REFUNDED_REVERSED are evidence about the "
+          "refund named by their merchantReference",
+          "[providers][adyen][webhook][refunds]") {
+    struct Row {
+        const char* code;
+        const char* success;
+        const char* signature;
+        EvidenceOutcome outcome;
+    };
+    const Row rows[] = {
+        {"REFUND", "true",
+         "5Nj7CM9YT2dvwWAGCwYX2g3xJ6FFWsH2JP1WP8cnROw=", EvidenceOutcome::succeeded},
+        {"REFUND", "false",
+         "jeFbFw5h1RfTZSJF/k9rkWyQqujeWcdGdV2xfg3OS1E=", EvidenceOutcome::failed},
+        // After a success: a late reversal (the refund fails, its amount is refundable again).
+        {"REFUND_FAILED", "true",
+         "WM1p4crCqnOP+WiQ9jfbbPQI3gKVQRA0AJ4RT8o+M34=", EvidenceOutcome::failed},
+        {"REFUNDED_REVERSED", "true",
+         "lTff3EJ/nB+Wj1BI6htCf0Vf05rFRcZV73XbLEO7UpI=", EvidenceOutcome::failed},
+        // A REFUND_FAILED that did not happen says nothing.
+        {"REFUND_FAILED", "false",
+         "2oFQYGThlMQWWlih8DcncnlGBmtwzLeYaD7+YUfqcps=", EvidenceOutcome::other},
+    };
+    for (const Row& row : rows) {
+        INFO(row.code << " " << row.success);
+        const WebhookVerdict v = verify(
+            {Secret(k_key)}, notification({refund_item(row.code, row.success, row.signature)}));
+        INFO(v.reason);
+        REQUIRE(v.status == WebhookVerdict::Status::verified);
+        REQUIRE(v.events.size() == 1);
+        const WebhookEvent& e = v.events[0];
+        CHECK(e.kind == OperationKind::refund);
+        CHECK(e.outcome == row.outcome);
+        CHECK(e.event_type == row.code);
+        CHECK(e.event_key == std::string("RFND7QX2M4K9PL0A:") + row.code + ":" + row.success);
+        CHECK(e.operation_id == "pr_01a24d44082e74c7aad6770393d3d29c"); // the refund's
+        CHECK(e.provider_reference == "RFND7QX2M4K9PL0A");              // the refund's own
+        CHECK(e.amount_minor == 700);
+        CHECK(e.currency == "EUR");
+    }
+    // The signature covers the event code: a REFUND success dressed as a REFUND_FAILED is refused.
+    CHECK(verify({Secret(k_key)},
+                 notification({refund_item("REFUND_FAILED", "true",
+                                           "5Nj7CM9YT2dvwWAGCwYX2g3xJ6FFWsH2JP1WP8cnROw=")}))
+              .status == WebhookVerdict::Status::bad_signature);
+    // The payment's AUTHORISATION stays about the charge.
+    const WebhookVerdict charge = verify({Secret(k_key)}, notification({item(k_signature)}));
+    REQUIRE(charge.events.size() == 1);
+    CHECK(charge.events[0].kind == OperationKind::charge);
+}
