@@ -192,7 +192,9 @@ ReconcileOutcome Reconciler::handle(const store::ReconcileCandidate& c, bool ope
     const bool refund = c.payment.kind == OperationKind::refund;
     const bool can_lookup = can_look_up(caps, c.payment.kind);
     std::optional<providers::LookupResult> lookup;
-    if (can_lookup && (operator_recheck || c.since_last_attempt >= caps.lookup_staleness)) {
+    const std::chrono::seconds staleness =
+        refund ? caps.refund_lookup_staleness : caps.lookup_staleness;
+    if (can_lookup && (operator_recheck || c.since_last_attempt >= staleness)) {
         std::optional<CredentialGate::Pass> pass = m_gate->enter(provider->name());
         if (!pass) {
             throw std::logic_error("reconciling a payment of a provider that refused our "
@@ -208,8 +210,7 @@ ReconcileOutcome Reconciler::handle(const store::ReconcileCandidate& c, bool ope
                            lookup->call.http_status != 0,
                        lookup->call.http_status, refusal);
     }
-    const ReconcileInput input =
-        reconcile_input(c, caps, caps.lookup_staleness, lookup ? &*lookup : nullptr);
+    const ReconcileInput input = reconcile_input(c, caps, staleness, lookup ? &*lookup : nullptr);
     ReconcileOutcome out;
     out.tenant_id = c.payment.tenant_id;
     out.payment_id = c.payment.payment_id;
@@ -253,8 +254,10 @@ Reconciler::run(const std::function<void(const ReconcileOutcome&)>& on_outcome) 
             }
             const auto& caps = p->capabilities();
             // Without a lookup there is nothing to wait for: the payment goes to review at once.
-            out.push_back({p->name(), caps.lookup_by_operation_id ? caps.lookup_staleness
-                                                                  : std::chrono::seconds(0)});
+            out.push_back(
+                {p->name(),
+                 caps.lookup_by_operation_id ? caps.lookup_staleness : std::chrono::seconds(0),
+                 caps.refund_lookup ? caps.refund_lookup_staleness : std::chrono::seconds(0)});
         }
         return out;
     };

@@ -99,6 +99,27 @@ SubmitResult not_expressible(std::string error_class, std::string detail) {
     return r;
 }
 
+std::optional<SubmitResult> unsendable_refund(const RefundOrder& order, const CarryLimits* limits,
+                                              std::string_view charge_name,
+                                              const std::optional<std::string>& body,
+                                              std::string unexpressible_class,
+                                              std::string unexpressible) {
+    if (limits != nullptr) {
+        if (const auto problem =
+                carry_problem(*limits, order.merchant_reference.value_or(""), order.metadata)) {
+            return not_carried(*problem);
+        }
+    }
+    if (order.payment_reference.empty()) {
+        return not_expressible("no_payment_reference",
+                               "the payment has no " + std::string(charge_name) + " to refund");
+    }
+    if (!body) {
+        return not_expressible(std::move(unexpressible_class), std::move(unexpressible));
+    }
+    return std::nullopt;
+}
+
 void answer_from_matches(LookupResult& out, std::vector<RemotePayment> matches) {
     if (matches.empty()) {
         out.status = LookupResult::Status::not_found;

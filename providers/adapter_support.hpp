@@ -11,6 +11,7 @@
 //   (`not_sent` stays `not_sent`, anything else that is not a response is `unknown`);
 // - read_call: a lookup's or list page's call record, failed unless a 200 came back.
 
+#include "core/carry_limits.hpp"
 #include "net/transport.hpp"
 #include "providers/call_record.hpp"
 #include "providers/config.hpp"
@@ -81,6 +82,16 @@ ReadCall read_call(const net::HttpResult& result);
 // not expressible in its units, an operation ID longer than its key): declined without a call --
 // sending again cannot help -- with `error_class` and `detail` saying why.
 SubmitResult not_expressible(std::string error_class, std::string detail);
+
+// What every adapter checks before it sends a refund, in this order: what the refund carries fits
+// `limits` (where given: not_carried), there is a charge to refund (`charge_name` says what the
+// provider calls it: "Stripe PaymentIntent"), and its body was written (`body`; if not, declined
+// as `unexpressible_class` with `unexpressible`). nullopt: send `*body`.
+std::optional<SubmitResult> unsendable_refund(const RefundOrder& order, const CarryLimits* limits,
+                                              std::string_view charge_name,
+                                              const std::optional<std::string>& body,
+                                              std::string unexpressible_class,
+                                              std::string unexpressible);
 
 // A lookup's answer from the records that carry our operation ID, in the provider's order:
 // not_found if none, else found -- the first -- with the others as duplicates (a finding, never

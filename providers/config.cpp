@@ -452,6 +452,7 @@ Capabilities configured_capabilities(const ProviderConfig& config, const ApiCapa
     caps.lookup_by_operation_id = api.lookup && config.overrides.lookup.value_or(true);
     caps.lookup_staleness = config.settle_delay;
     caps.refund_lookup = api.refund_lookup && config.overrides.lookup.value_or(true);
+    caps.refund_lookup_staleness = config.settle_delay;
     caps.notification_wait = config.notification_wait.value_or(api.notification_wait);
     caps.list_transactions = api.list && config.overrides.list.value_or(true);
     caps.worst_case_call = worst_case_call(config);

@@ -47,6 +47,9 @@ struct Capabilities {
     // Can a refund be found by its operation ID (lookup_refund)? Without, an unknown refund is
     // settled only by the provider's webhook, or by an operator.
     bool refund_lookup = false;
+    // The refund lookup's `lookup_staleness`: a provider whose payment search lags may find a
+    // refund at once (PayPal: 3 h for payments, none for refunds, read from the capture's order).
+    std::chrono::seconds refund_lookup_staleness{0};
     // Where the operation cannot be looked up: how long one the provider accepted (its answer
     // pending, with the provider's reference: Adyen's refund `received`) waits for the provider's
     // notification before it goes to review (notification_missing). 0: nothing is awaited, review

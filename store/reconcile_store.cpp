@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 #include <stdexcept>
+#include <tuple>
 
 namespace payrecon::store {
 namespace {
@@ -29,14 +30,17 @@ std::string candidate_columns(const char* claim_columns, const char* t) {
 const std::string k_candidate_columns = candidate_columns(k_charge_claim_columns, "p");
 const std::string k_operation_candidate_columns = candidate_columns(k_operation_claim_columns, "o");
 
-// Due: an explicit next check, else the last attempt plus the provider's settle delay. `table`
-// is payments or operations, `key` its row's ID column.
+// Due: an explicit next check, else the last attempt plus the provider's settle delay (`delays`,
+// the array parameter of that kind's: a refund's lookup may lag less than a charge's). `table` is
+// payments or operations, `key` its row's ID column.
 std::string due_sql(const std::string& due_by, const std::string& table = "payments",
-                    const std::string& key = "payment_id", const std::string& limit = "$3") {
+                    const std::string& key = "payment_id", const std::string& limit = "$3",
+                    const std::string& delays = "$2") {
     return R"sql(
     SELECT p.tenant_id, p.)sql" +
            key + "\n      FROM " + table + R"sql( p
-      JOIN unnest($1::text[], $2::bigint[]) AS cfg(provider, settle_s) ON cfg.provider = p.provider
+      JOIN unnest($1::text[], )sql" +
+           delays + R"sql(::bigint[]) AS cfg(provider, settle_s) ON cfg.provider = p.provider
      WHERE p.state = 'unknown'
        AND coalesce(p.next_attempt_at, coalesce(p.last_attempt_at, p.updated_at)
                                        + make_interval(secs => cfg.settle_s)) <= )sql" +
@@ -63,7 +67,7 @@ const std::string k_claim_sql = "WITH due AS (" +
  RETURNING p.*
 ), due_operations AS ()sql" +
                                 due_sql("least(now(), to_timestamp($5::double precision))",
-                                        "operations", "id", k_operations_limit) +
+                                        "operations", "id", k_operations_limit, "$6") +
                                 R"sql(
        FOR UPDATE OF p SKIP LOCKED
 ), claimed_operations AS (
@@ -85,7 +89,8 @@ ORDER BY created_at_us)sql";
 constexpr const char* k_peek = "reconcile_peek";
 const std::string k_peek_sql =
     "WITH due AS (" + due_sql("now()") + "), due_operations AS (" +
-    due_sql("now()", "operations", "id", k_operations_limit) + ")\nSELECT " + k_candidate_columns +
+    due_sql("now()", "operations", "id", k_operations_limit, "$4") + ")\nSELECT " +
+    k_candidate_columns +
     " FROM payments p JOIN due USING (tenant_id, payment_id)\nUNION ALL\nSELECT " +
     k_operation_candidate_columns +
     " FROM operations o JOIN due_operations d ON d.tenant_id = o.tenant_id AND d.id = o.id"
@@ -401,10 +406,12 @@ ReconcileCandidate candidate_from_row(const pqxx::row& row) {
 }
 
 // Provider names are [a-z0-9_-]: safe inside an array literal without quoting.
-std::pair<std::string, std::string>
+// The providers' names, their settle delays for charges, and for refunds, as array literals.
+std::tuple<std::string, std::string, std::string>
 schedule_arrays(const std::vector<ProviderSchedule>& providers) {
     std::string names = "{";
     std::string delays = "{";
+    std::string refund_delays = "{";
     for (const auto& p : providers) {
         if (p.provider.empty() ||
             p.provider.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_-") !=
@@ -414,8 +421,9 @@ schedule_arrays(const std::vector<ProviderSchedule>& providers) {
         const bool first = names.size() == 1;
         names += (first ? "" : ",") + p.provider;
         delays += (first ? "" : ",") + std::to_string(p.settle_delay.count());
+        refund_delays += (first ? "" : ",") + std::to_string(p.refund_settle_delay.count());
     }
-    return {names + "}", delays + "}"};
+    return {names + "}", delays + "}", refund_delays + "}"};
 }
 
 std::vector<ReconcileCandidate> candidates_of(const pqxx::result& r) {
@@ -435,14 +443,15 @@ std::vector<ReconcileCandidate> claim_unknown(Db& db, std::chrono::seconds hold,
     if (providers.empty() || limit <= 0) {
         return {};
     }
-    const auto [names, delays] = schedule_arrays(providers);
+    const auto [names, delays, refund_delays] = schedule_arrays(providers);
     Db::Impl& impl = db.impl();
     return translate_errors(impl, [&] {
         impl.prepare(k_claim, k_claim_sql);
         pqxx::work tx(impl.connection());
         const double due = std::chrono::duration<double>(due_by.time_since_epoch()).count();
-        const pqxx::result r = tx.exec_prepared(k_claim, names, delays, limit,
-                                                static_cast<long long>(hold.count()), due);
+        const pqxx::result r =
+            tx.exec_prepared(k_claim, names, delays, limit, static_cast<long long>(hold.count()),
+                             due, refund_delays);
         tx.commit();
         return candidates_of(r);
     });
@@ -453,12 +462,12 @@ std::vector<ReconcileCandidate> peek_unknown(Db& db, int limit,
     if (providers.empty() || limit <= 0) {
         return {};
     }
-    const auto [names, delays] = schedule_arrays(providers);
+    const auto [names, delays, refund_delays] = schedule_arrays(providers);
     Db::Impl& impl = db.impl();
     return translate_errors(impl, [&] {
         impl.prepare(k_peek, k_peek_sql);
         pqxx::read_transaction tx(impl.connection());
-        return candidates_of(tx.exec_prepared(k_peek, names, delays, limit));
+        return candidates_of(tx.exec_prepared(k_peek, names, delays, limit, refund_delays));
     });
 }
 

@@ -21,6 +21,7 @@ class Db;
 struct ProviderSchedule {
     std::string provider; // [a-z0-9_-]{1,32}
     std::chrono::seconds settle_delay{0};
+    std::chrono::seconds refund_settle_delay{0}; // the same for its refunds
 };
 
 struct ReconcileCandidate {

@@ -50,15 +50,11 @@ AdyenAdapter::post_json(const std::string& path, const std::string& body,
 }
 
 SubmitResult AdyenAdapter::refund(const RefundOrder& order) {
-    if (order.payment_reference.empty()) {
-        return not_expressible("no_payment_reference",
-                               "the payment has no Adyen pspReference to refund");
-    }
     const auto body = refund_body(order, m_settings.merchant_account);
-    if (!body) {
-        return not_expressible("amount_not_expressible",
-                               "the amount cannot be expressed in Adyen's units for " +
-                                   order.amount.currency);
+    if (auto refused = unsendable_refund(
+            order, nullptr, "Adyen pspReference", body, "amount_not_expressible",
+            "the amount cannot be expressed in Adyen's units for " + order.amount.currency)) {
+        return *refused;
     }
     if (m_caps.honours_idempotency_keys && order.operation_id.size() > k_max_key_length) {
         return not_expressible(

@@ -113,20 +113,13 @@ LookupResult CheckoutAdapter::lookup(const PaymentOrder& order) {
 }
 
 SubmitResult CheckoutAdapter::refund(const RefundOrder& order) {
-    if (const auto problem =
-            carry_problem(carry_limits(), order.merchant_reference.value_or(""), order.metadata)) {
-        return not_carried(*problem);
-    }
-    if (order.payment_reference.empty()) {
-        return not_expressible("no_payment_reference",
-                               "the payment has no Checkout.com payment ID to refund");
-    }
     const auto body = refund_body(order);
-    if (!body) {
-        return not_expressible("not_expressible",
-                               "the amount (" + order.amount.currency +
-                                   ") or the operation ID cannot be expressed in Checkout.com's "
-                                   "refund request");
+    if (auto refused = unsendable_refund(order, &carry_limits(), "Checkout.com payment ID", body,
+                                         "not_expressible",
+                                         "the amount (" + order.amount.currency +
+                                             ") or the operation ID cannot be expressed in "
+                                             "Checkout.com's refund request")) {
+        return *refused;
     }
     return post_json("/payments/" + percent_encode(order.payment_reference) + "/refunds", *body,
                      order.operation_id, order.deadline, [&order](int status, std::string_view b) {

@@ -118,20 +118,13 @@ std::optional<SubmitResult> PaypalAdapter::check_capture(const RefundOrder& orde
 }
 
 SubmitResult PaypalAdapter::refund(const RefundOrder& order) {
-    if (const auto problem =
-            carry_problem(carry_limits(), order.merchant_reference.value_or(""), order.metadata)) {
-        return not_carried(*problem);
-    }
-    if (order.payment_reference.empty()) {
-        return not_expressible("no_payment_reference",
-                               "the payment has no PayPal capture ID to refund");
-    }
     const auto body = refund_body(order);
-    if (!body) {
-        return not_expressible("not_expressible",
-                               "the amount (" + order.amount.currency +
-                                   ") or the operation ID cannot be expressed in PayPal's refund "
-                                   "request");
+    if (auto refused =
+            unsendable_refund(order, &carry_limits(), "PayPal capture ID", body, "not_expressible",
+                              "the amount (" + order.amount.currency +
+                                  ") or the operation ID cannot be expressed in "
+                                  "PayPal's refund request")) {
+        return *refused;
     }
     // The reference is the capture's ID unless the charge never had a capture (then the order's):
     // the two look alike, so PayPal is asked first, and an order's ID is refused unsent.

@@ -59,8 +59,8 @@
 //   move money. A capture names its order (supplementary_data.related_ids.order_id, or its `up`
 //   link), and the order (GET /v2/checkout/orders/{id}) lists every refund of its capture in
 //   purchase_units[].payments.refunds with its invoice_id: lookup_refund reads those two, read-only
-//   and current. The reconciler still waits the provider's one lookup staleness (3 h, the search's)
-//   before it asks about a refund.
+//   and current: a refund's lookup staleness is the configured settle delay, not raised to the
+//   search's 3 h as the charges' is.
 
 #include "providers/adapter_support.hpp"
 #include "providers/config.hpp"

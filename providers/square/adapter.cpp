@@ -120,19 +120,13 @@ ListPage SquareAdapter::list(const TimeWindow& window, const std::optional<std::
 }
 
 SubmitResult SquareAdapter::refund(const RefundOrder& order) {
-    if (const auto problem =
-            carry_problem(carry_limits(), order.merchant_reference.value_or(""), order.metadata)) {
-        return not_carried(*problem);
-    }
-    if (order.payment_reference.empty()) {
-        return not_expressible("no_payment_reference",
-                               "the payment has no Square payment ID to refund");
-    }
     const auto body = refund_body(order);
-    if (!body) {
-        return not_expressible("not_expressible", "the amount (" + order.amount.currency +
-                                                      ") or the operation ID cannot be expressed "
-                                                      "in Square's RefundPayment");
+    if (auto refused =
+            unsendable_refund(order, &carry_limits(), "Square payment ID", body, "not_expressible",
+                              "the amount (" + order.amount.currency +
+                                  ") or the operation ID cannot be expressed in "
+                                  "Square's RefundPayment")) {
+        return *refused;
     }
     return post_json(
         "/v2/refunds", *body, order.deadline,

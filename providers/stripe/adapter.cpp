@@ -109,19 +109,11 @@ ListPage StripeAdapter::list(const TimeWindow& window, const std::optional<std::
 }
 
 SubmitResult StripeAdapter::refund(const RefundOrder& order) {
-    if (const auto problem =
-            carry_problem(carry_limits(), order.merchant_reference.value_or(""), order.metadata)) {
-        return not_carried(*problem);
-    }
-    if (order.payment_reference.empty()) {
-        return not_expressible("no_payment_reference",
-                               "the payment has no Stripe PaymentIntent to refund");
-    }
     const auto body = refund_body(order);
-    if (!body) {
-        return not_expressible("amount_not_expressible",
-                               "the amount cannot be expressed in Stripe's units for " +
-                                   order.amount.currency);
+    if (auto refused = unsendable_refund(
+            order, &carry_limits(), "Stripe PaymentIntent", body, "amount_not_expressible",
+            "the amount cannot be expressed in Stripe's units for " + order.amount.currency)) {
+        return *refused;
     }
     return post_form(
         "/v1/refunds", *body, order.operation_id, order.deadline,

@@ -143,7 +143,7 @@ TEST_CASE("adyen fake: a refund is received (201) once under its key, recorded i
 }
 
 TEST_CASE("adyen fake: a refund past what is left is received but refunds nothing, and its "
-          "REFUND says success false; an unknown payment or key is refused",
+          "REFUND says success false, and an unknown payment or key is refused",
           "[fake_provider][adyen][refunds]") {
     WithHooks h;
     const std::string psp = charge(h.r, "op-pay", 1000);

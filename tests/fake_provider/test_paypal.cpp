@@ -716,8 +716,8 @@ TEST_CASE("paypal: every socket fault applies to its create and is counted in th
 // ---- refunds ---------------------------------------------------------------------------------
 
 TEST_CASE(
-    "paypal: a refund of a capture executes at once, 201 COMPLETED; the capture and its order "
-    "show it; a known PayPal-Request-Id answers it again, 200",
+    "paypal: a refund of a capture executes at once, 201 COMPLETED, the capture and its order "
+    "show it, and a known PayPal-Request-Id answers it again, 200",
     "[fake_provider][paypal][refunds]") {
     Running r(paypal_options());
     const std::string token = fetch_token(r);

@@ -65,7 +65,7 @@ ProviderConfig config() {
 } // namespace
 
 TEST_CASE("adyen refunds: the request carries only PaymentRefundRequest's fields, our operation ID "
-          "as its reference; the 201 only PaymentRefundResponse's",
+          "as its reference, and the 201 only PaymentRefundResponse's",
           "[providers][adyen][refunds][contract]") {
     const auto body = refund_body(refund_order(), "AcmeShopECOM");
     REQUIRE(body);

@@ -263,9 +263,10 @@ TEST_CASE("paypal refunds: the adapter checks the capture, then posts the refund
     }
 }
 
-TEST_CASE("paypal refunds: a reference that is not a capture (an order's ID) is refused unsent; "
-          "a capture check without an answer sends nothing either",
-          "[providers][paypal][refunds]") {
+TEST_CASE(
+    "paypal refunds: a reference that is not a capture (an order's ID) is refused unsent, and "
+    "a capture check without an answer sends nothing either",
+    "[providers][paypal][refunds]") {
     Seam seam;
     seam.replies = {response(404, error_json(404, "INVALID_RESOURCE_ID")),
                     failure(SendClass::unknown, 28), response(503, ""),
@@ -347,6 +348,9 @@ TEST_CASE("paypal refunds: the capabilities say a refund can be found", "[provid
     PaypalAdapter a(config(), seam.fn());
     CHECK(a.capabilities().refund_lookup);
     CHECK(paypal::descriptor().api.refund_lookup);
-    // One staleness for the provider: the search's 3 h, which the reconciler waits for refunds too.
+    // The search's 3 h is the charges' staleness; a refund is read from the capture's order, at
+    // once: its staleness is the configured settle delay, not raised.
     CHECK(a.capabilities().lookup_staleness >= std::chrono::hours(3));
+    CHECK(a.capabilities().refund_lookup_staleness == config().settle_delay);
+    CHECK(a.capabilities().refund_lookup_staleness < std::chrono::hours(3));
 }
