@@ -188,14 +188,18 @@ constexpr const char* k_lock_sql = R"sql(
 SELECT state, generation FROM payments
  WHERE tenant_id = $1::uuid AND payment_id = $2::uuid FOR UPDATE)sql";
 
+// An attempt that may have reached the provider: anything but not_sent, and but a refusal of our
+// credentials (core/credential_refusal: the provider executed nothing).
+constexpr const char* k_may_have_reached = R"sql(outcome IS DISTINCT FROM 'not_sent'
+   AND NOT (outcome = 'rejected' AND coalesce(http_status, 0) IN (401, 403)))sql";
+
 constexpr const char* k_maybe_sent = "resolve_maybe_sent";
-constexpr const char* k_maybe_sent_sql = R"sql(
+const std::string k_maybe_sent_sql = R"sql(
 SELECT count(*) FROM payment_attempts a
   JOIN payments p ON p.tenant_id = a.tenant_id AND p.payment_id = a.payment_id
                  AND p.operation_id = a.operation_id
- WHERE a.tenant_id = $1::uuid AND a.payment_id = $2::uuid AND outcome IS DISTINCT FROM 'not_sent'
-   -- refused for our credentials (core/credential_refusal): the provider executed nothing
-   AND NOT (outcome = 'rejected' AND coalesce(http_status, 0) IN (401, 403)))sql";
+ WHERE a.tenant_id = $1::uuid AND a.payment_id = $2::uuid AND )sql" +
+                                     std::string(k_may_have_reached);
 
 // The payment (of any tenant) that already holds a provider's reference, other than this one.
 // Resolves binding one reference take turns on an advisory lock of (provider, reference), so two
@@ -245,12 +249,12 @@ SELECT state, generation FROM operations
  WHERE tenant_id = $1::uuid AND id = $2::uuid FOR UPDATE)sql";
 
 constexpr const char* k_maybe_sent_refund = "resolve_maybe_sent_refund";
-constexpr const char* k_maybe_sent_refund_sql = R"sql(
+const std::string k_maybe_sent_refund_sql = R"sql(
 SELECT count(*) FROM payment_attempts a
   JOIN operations o ON o.tenant_id = a.tenant_id AND o.payment_id = a.payment_id
                    AND o.operation_id = a.operation_id
- WHERE o.tenant_id = $1::uuid AND o.id = $2::uuid AND outcome IS DISTINCT FROM 'not_sent'
-   AND NOT (outcome = 'rejected' AND coalesce(http_status, 0) IN (401, 403)))sql";
+ WHERE o.tenant_id = $1::uuid AND o.id = $2::uuid AND )sql" +
+                                            std::string(k_may_have_reached);
 
 constexpr const char* k_refund_reference_holder = "resolve_refund_reference_holder";
 constexpr const char* k_refund_reference_holder_sql = R"sql(
