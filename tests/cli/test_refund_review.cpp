@@ -57,6 +57,10 @@ struct RefundsInReview {
             INFO(w.value("SELECT row_to_json(o)::text FROM operations o WHERE id = $1::uuid", id));
             REQUIRE(column(id, "state") == "needs_review");
             REQUIRE(column(id, "review_code") == "no_lookup");
+            // The merchant hears of it: created, unknown, in review.
+            CHECK(events(id, "refund.created") == 1);
+            CHECK(events(id, "refund.unknown") == 1);
+            CHECK(events(id, "refund.needs_review") == 1);
         }
     }
 
