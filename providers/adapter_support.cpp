@@ -120,6 +120,15 @@ std::optional<SubmitResult> unsendable_refund(const RefundOrder& order, const Ca
     return std::nullopt;
 }
 
+std::optional<LookupResult> unaskable_refund(const RefundOrder& order, const Capabilities& caps) {
+    if (caps.refund_lookup && !order.payment_reference.empty()) {
+        return std::nullopt;
+    }
+    LookupResult out;
+    out.call.error_class = caps.refund_lookup ? "no_payment_reference" : "lookup_not_supported";
+    return out;
+}
+
 void answer_from_matches(LookupResult& out, std::vector<RemotePayment> matches) {
     if (matches.empty()) {
         out.status = LookupResult::Status::not_found;

@@ -93,6 +93,11 @@ std::optional<SubmitResult> unsendable_refund(const RefundOrder& order, const Ca
                                               std::string unexpressible_class,
                                               std::string unexpressible);
 
+// What every adapter checks before it looks a refund up: the configuration lets it
+// (`caps.refund_lookup`, else failed `lookup_not_supported`) and there is a charge to look under
+// (else failed `no_payment_reference`). nullopt: ask the provider.
+std::optional<LookupResult> unaskable_refund(const RefundOrder& order, const Capabilities& caps);
+
 // A lookup's answer from the records that carry our operation ID, in the provider's order:
 // not_found if none, else found -- the first -- with the others as duplicates (a finding, never
 // resolved silently).

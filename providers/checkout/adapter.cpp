@@ -128,15 +128,10 @@ SubmitResult CheckoutAdapter::refund(const RefundOrder& order) {
 }
 
 LookupResult CheckoutAdapter::lookup_refund(const RefundOrder& order) {
+    if (auto refused = unaskable_refund(order, m_caps)) {
+        return *refused;
+    }
     LookupResult out;
-    if (!m_caps.refund_lookup) {
-        out.call.error_class = "lookup_not_supported";
-        return out;
-    }
-    if (order.payment_reference.empty()) {
-        out.call.error_class = "no_payment_reference";
-        return out;
-    }
     const net::HttpResult res = m_client.send(m_client.request(
         "GET", "/payments/" + percent_encode(order.payment_reference) + "/actions", false));
     const ReadCall read = read_call(res);

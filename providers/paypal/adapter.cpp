@@ -145,15 +145,10 @@ SubmitResult PaypalAdapter::refund(const RefundOrder& order) {
 }
 
 LookupResult PaypalAdapter::lookup_refund(const RefundOrder& order) {
+    if (auto refused = unaskable_refund(order, m_caps)) {
+        return *refused;
+    }
     LookupResult out;
-    if (!m_caps.refund_lookup) {
-        out.call.error_class = "lookup_not_supported";
-        return out;
-    }
-    if (order.payment_reference.empty()) {
-        out.call.error_class = "no_payment_reference";
-        return out;
-    }
     // The capture names its order; the order lists the capture's refunds with their invoice IDs.
     const net::HttpResult capture_res = m_client.send(m_client.request(
         "GET", "/v2/payments/captures/" + percent_encode(order.payment_reference), false));

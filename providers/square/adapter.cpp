@@ -134,15 +134,10 @@ SubmitResult SquareAdapter::refund(const RefundOrder& order) {
 }
 
 LookupResult SquareAdapter::lookup_refund(const RefundOrder& order) {
+    if (auto refused = unaskable_refund(order, m_caps)) {
+        return *refused;
+    }
     LookupResult out;
-    if (!m_caps.refund_lookup) {
-        out.call.error_class = "lookup_not_supported";
-        return out;
-    }
-    if (order.payment_reference.empty()) {
-        out.call.error_class = "no_payment_reference";
-        return out;
-    }
     // The refund has no reference of ours to search by: its payment names its refunds.
     const net::HttpResult res = m_client.send(
         m_client.request("GET", "/v2/payments/" + percent_encode(order.payment_reference), false));

@@ -121,11 +121,10 @@ SubmitResult StripeAdapter::refund(const RefundOrder& order) {
 }
 
 LookupResult StripeAdapter::lookup_refund(const RefundOrder& order) {
-    LookupResult out;
-    if (order.payment_reference.empty()) {
-        out.call.error_class = "no_payment_reference";
-        return out;
+    if (auto refused = unaskable_refund(order, m_caps)) {
+        return *refused;
     }
+    LookupResult out;
     // Not Search: it does not index refunds. A PaymentIntent's refunds, newest first.
     const net::HttpResult res = m_client.send(m_client.request(
         "GET",
