@@ -455,6 +455,7 @@ Capabilities configured_capabilities(const ProviderConfig& config, const ApiCapa
     caps.refund_lookup_staleness = config.settle_delay;
     caps.notification_wait = config.notification_wait.value_or(api.notification_wait);
     caps.list_transactions = api.list && config.overrides.list.value_or(true);
+    caps.list_refunds = api.list_refunds && caps.list_transactions;
     caps.worst_case_call = worst_case_call(config);
     return caps;
 }

@@ -70,4 +70,11 @@ LookupResult Provider::lookup_refund(const RefundOrder& /*order*/) {
     return out;
 }
 
+ListPage Provider::list_refunds(const TimeWindow& /*window*/,
+                                const std::optional<std::string>& /*cursor*/) {
+    ListPage out;
+    out.call.error_class = "list_not_supported";
+    return out;
+}
+
 } // namespace payrecon::providers

@@ -58,6 +58,9 @@ struct Capabilities {
 
     // Can the provider list its transactions in a time window (statement reconciliation)?
     bool list_transactions = false;
+    // Can it list its refunds in a time window (list_refunds)? The statement diff then checks our
+    // refunds one by one against the provider's (DESIGN section 16).
+    bool list_refunds = false;
 
     // The longest one submit() can take (connect timeout + total timeout of its one call): a
     // claim's lease must still cover this, plus a margin, immediately before the call.
@@ -70,6 +73,7 @@ struct ApiCapabilities {
     std::size_t max_key_length = 0; // the longest idempotency key it takes
     bool lookup = false;            // it can find a payment by our operation ID
     bool list = false;              // it can list its transactions in a time window
+    bool list_refunds = false;      // it can list its refunds in a time window
     bool refund_lookup = false;     // it can find a refund by its operation ID
     // The default of Capabilities::notification_wait: how long its notification of an accepted
     // operation may take (the configuration's notification_wait_s overrides it).
@@ -210,6 +214,12 @@ public:
     // Finds the refund by our operation ID (`payment` holds it: provider_reference is the
     // refund's own); failed where the kind cannot.
     virtual LookupResult lookup_refund(const RefundOrder& order);
+    // One page of the provider's refunds created in `window`, as list() pages its charges: each
+    // item a refund (provider_reference its own ID, operation_id ours where the provider carries
+    // it, amount, state succeeded / declined / pending, raw_status, created_at). Only meaningful
+    // if capabilities().list_refunds; the default answers a failed page (list_not_supported).
+    virtual ListPage list_refunds(const TimeWindow& window,
+                                  const std::optional<std::string>& cursor);
 };
 
 } // namespace payrecon::providers
