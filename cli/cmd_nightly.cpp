@@ -377,7 +377,6 @@ void print_open(std::ostream& out, const engine::NightlyReport& r) {
 // them all.
 void print_statement(std::ostream& out, const reports::Report& st, int list_findings,
                      const std::vector<std::string>& report_files) {
-    const std::string matched(to_string(FindingCategory::matched));
     out << "  " << st.title << ":";
     long long records = 0;
     for (const auto& c : st.categories) {
@@ -386,7 +385,7 @@ void print_statement(std::ostream& out, const reports::Report& st, int list_find
         if (t.count > 0) {
             // The money beside the count: "missing_remote 2 (126.56 EUR)"; matched is only counted.
             out << " " << c << " " << t.count
-                << (c == matched || t.amounts.empty() ? "" : " (" + amounts(t.amounts) + ")");
+                << (is_match(c) || t.amounts.empty() ? "" : " (" + amounts(t.amounts) + ")");
         }
     }
     if (records == 0 && !st.failure) {
@@ -402,7 +401,9 @@ void print_statement(std::ostream& out, const reports::Report& st, int list_find
             continue;
         }
         out << "    " << f.category << "  " << printable(f.provider_reference.value_or("-")) << "  "
-            << f.payment_id.value_or("(no payment of ours)") << "  " << printable(f.detail)
+            << (f.refund_id ? "refund " + *f.refund_id
+                            : f.payment_id.value_or("(no payment of ours)"))
+            << "  " << printable(f.detail)
             << (f.handled ? "  [handled by " + printable(f.handled->by) + ": " +
                                 printable(f.handled->note) + "]"
                           : std::string())
@@ -410,7 +411,7 @@ void print_statement(std::ostream& out, const reports::Report& st, int list_find
     }
     long long counted = 0;
     for (const auto& c : st.categories) {
-        counted += c == matched ? 0 : st.totals.at(c).count;
+        counted += is_match(c) ? 0 : st.totals.at(c).count;
     }
     // And those the statement counted but did not list at all.
     left_out += std::max<long long>(0, counted - static_cast<long long>(st.findings.size()));

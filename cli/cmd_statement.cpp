@@ -188,6 +188,7 @@ void run_findings_acknowledge(AppState& state, const FindingsAcknowledgeOptions&
         references += (references.empty() ? "" : ", ") + printable(ref);
     }
     std::cout << "finding " << f.finding_id << " (" << f.category << ", " << window_of(f)
+              << (f.refund_id ? ", refund " + *f.refund_id : std::string())
               << (f.payment_id ? ", payment " + *f.payment_id : std::string())
               << (references.empty() ? std::string() : ", provider references " + references)
               << ") acknowledged by " << printable(actor) << ": handled, out of the money at risk"

@@ -50,7 +50,7 @@ Verdict with_counterpart(Verdict v, const LocalRecord* local, const RemoteRecord
     v.across_windows = true;
     const std::string times = "payrecon first sent it at " + utc(local->at) +
                               "; the provider's record is of " + utc(remote->at);
-    if (v.category == FindingCategory::matched) {
+    if (is_match(v.category)) {
         v.detail = "matched by operation ID across windows: " + times;
     } else {
         v.detail += " (" + times + ")";
@@ -118,8 +118,43 @@ std::string_view to_string(FindingCategory category) {
         return "duplicate_remote";
     case FindingCategory::unresolved_unknown:
         return "unresolved_unknown";
+    case FindingCategory::refund_matched:
+        return "refund_matched";
+    case FindingCategory::refund_missing_remote:
+        return "refund_missing_remote";
+    case FindingCategory::refund_missing_local:
+        return "refund_missing_local";
+    case FindingCategory::refund_amount_mismatch:
+        return "refund_amount_mismatch";
+    case FindingCategory::refund_status_mismatch:
+        return "refund_status_mismatch";
+    case FindingCategory::refund_duplicate_remote:
+        return "refund_duplicate_remote";
+    case FindingCategory::refund_unresolved_unknown:
+        return "refund_unresolved_unknown";
     }
     return "matched";
+}
+
+std::optional<FindingCategory> parse_finding_category(std::string_view name) {
+    for (const auto& group : {std::span<const FindingCategory>(k_charge_categories),
+                              std::span<const FindingCategory>(k_refund_categories)}) {
+        for (const FindingCategory c : group) {
+            if (to_string(c) == name) {
+                return c;
+            }
+        }
+    }
+    return std::nullopt;
+}
+
+bool is_match(FindingCategory category) {
+    return category == FindingCategory::matched || category == FindingCategory::refund_matched;
+}
+
+bool is_match(std::string_view category_name) {
+    const auto c = parse_finding_category(category_name);
+    return c && is_match(*c);
 }
 
 bool is_charge(RemoteStatus status) {
@@ -128,13 +163,11 @@ bool is_charge(RemoteStatus status) {
 
 namespace {
 
-std::optional<Verdict> classify_records(const LocalRecord* local,
-                                        std::span<const RemoteRecord> remote,
-                                        const DiffRules& rules) {
-    if (!local && remote.empty()) {
-        return std::nullopt;
-    }
-    // Ours, unless our payment is a counterpart found outside the window's reading.
+// The key's anchor (ours, unless our record is a counterpart found outside the window's reading),
+// or nullopt if it lies outside the window: nothing to say of the key in this window.
+std::optional<long long> anchor_in_window(const LocalRecord* local,
+                                          std::span<const RemoteRecord> remote,
+                                          const DiffRules& rules) {
     const long long anchor =
         local && (remote.empty() || read_in_window(local->at, rules))
             ? local->at
@@ -144,6 +177,17 @@ std::optional<Verdict> classify_records(const LocalRecord* local,
     if (anchor < rules.window_from || anchor >= rules.window_to) {
         return std::nullopt;
     }
+    return anchor;
+}
+
+long long distance(long long a, long long b) {
+    return a > b ? a - b : b - a;
+}
+
+// A charge's key (the header's first table).
+std::optional<Verdict> classify_charge(const LocalRecord* local,
+                                       std::span<const RemoteRecord> remote,
+                                       const DiffRules& rules) {
     const auto charges = std::count_if(remote.begin(), remote.end(),
                                        [](const auto& r) { return is_charge(r.status); });
     if (charges > 1) {
@@ -206,16 +250,28 @@ std::optional<Verdict> classify_records(const LocalRecord* local,
                        "ours is " + describe_money(local->amount_minor, local->currency) +
                            ", the provider's " + describe_money(r.amount_minor, r.currency));
     }
-    const long long difference = local->amount_minor > r.amount_minor
-                                     ? local->amount_minor - r.amount_minor
-                                     : r.amount_minor - local->amount_minor;
-    if (difference > rules.amount_tolerance_minor) {
+    if (distance(local->amount_minor, r.amount_minor) > rules.amount_tolerance_minor) {
         return verdict(FindingCategory::amount_mismatch,
                        "ours is " + describe_money(local->amount_minor, local->currency) +
                            ", the provider's " + describe_money(r.amount_minor, r.currency));
     }
     if (local->state == PaymentState::succeeded && r.status == RemoteStatus::succeeded) {
         return verdict(FindingCategory::matched, "");
+    }
+    if (local->state == PaymentState::succeeded && r.status == RemoteStatus::refunded) {
+        // Charged on both sides; what was refunded is the refunds' matter: their own keys where
+        // the provider listed them, else what it refunded against what ours hold.
+        if (rules.refunds_listed ||
+            (r.amount_refunded > 0 && r.amount_refunded <= local->refund_held_minor)) {
+            return verdict(FindingCategory::matched, "");
+        }
+        return verdict(FindingCategory::status_mismatch,
+                       "the provider refunded " +
+                           (r.amount_refunded > 0 ? describe_money(r.amount_refunded, r.currency)
+                                                  : std::string("it")) +
+                           "; payrecon's refunds of it hold " +
+                           describe_money(local->refund_held_minor, local->currency) +
+                           ": a refund made outside payrecon?");
     }
     const std::string theirs =
         r.status == RemoteStatus::refunded ? "refunded it"
@@ -227,16 +283,117 @@ std::optional<Verdict> classify_records(const LocalRecord* local,
                                                          "; the provider " + theirs);
 }
 
+// A refund the provider holds as gone out or going out.
+bool moved(const RemoteRecord& r) {
+    return r.status == RemoteStatus::succeeded || r.status == RemoteStatus::pending;
+}
+
+// "EUR 5.00 (re_1, succeeded)"
+std::string described(const RemoteRecord& r) {
+    return describe_money(r.amount_minor, r.currency) + " (" + r.provider_reference + ", " +
+           (r.raw_status.empty() ? std::string(to_string(r.status)) : r.raw_status) + ")";
+}
+
+// A refund's key (the header's second table).
+std::optional<Verdict> classify_refund(const LocalRecord* local,
+                                       std::span<const RemoteRecord> remote,
+                                       const DiffRules& rules) {
+    const auto moving =
+        std::count_if(remote.begin(), remote.end(), [](const auto& r) { return moved(r); });
+    if (moving > 1) {
+        std::string references;
+        for (const auto& r : remote) {
+            if (moved(r)) {
+                references += (references.empty() ? "" : ", ") + described(r);
+            }
+        }
+        return verdict(FindingCategory::refund_duplicate_remote,
+                       "the provider holds " + std::to_string(moving) +
+                           " refunds for one operation ID: " + references);
+    }
+    if (!local) {
+        if (moving == 0) {
+            return std::nullopt;
+        }
+        const RemoteRecord& r = *std::find_if(remote.begin(), remote.end(), moved);
+        return verdict(
+            FindingCategory::refund_missing_local,
+            "the provider " +
+                std::string(r.status == RemoteStatus::pending ? "is refunding " : "refunded ") +
+                describe_money(r.amount_minor, r.currency) + " (" + r.provider_reference +
+                ") and payrecon has no record of the refund: one made at the "
+                "provider (its dashboard), not through payrecon?");
+    }
+    const std::string whose = " (refund of payment " + local->payment_id + ")";
+    if (moving == 0) {
+        if (unresolved(local->state)) {
+            return verdict(FindingCategory::refund_unresolved_unknown,
+                           "payrecon does not know yet whether this refund went through (" +
+                               std::string(to_string(local->state)) + ")" + whose);
+        }
+        if (local->state == PaymentState::succeeded) {
+            return verdict(FindingCategory::refund_missing_remote,
+                           remote.empty()
+                               ? "payrecon says the refund succeeded; the provider has no such "
+                                 "refund" +
+                                     whose
+                               : "payrecon says the refund succeeded; the provider has it as " +
+                                     described(remote.front()) + whose);
+        }
+        return verdict(FindingCategory::matched, "no refund on either side");
+    }
+    const RemoteRecord& r = *std::find_if(remote.begin(), remote.end(), moved);
+    if (unresolved(local->state)) {
+        const std::string who =
+            local->state == PaymentState::needs_review
+                ? "an operator decides it, with this as evidence: payrecon review show " +
+                      (local->refund_id.empty() ? local->match_key : local->refund_id)
+                : "the next reconcile run settles it, or sends it to review";
+        return verdict(FindingCategory::refund_unresolved_unknown,
+                       "the provider has the refund as " + described(r) +
+                           "; payrecon still has it " + std::string(to_string(local->state)) +
+                           ": " + who);
+    }
+    if (!same_currency(local->currency, r.currency) ||
+        distance(local->amount_minor, r.amount_minor) > rules.amount_tolerance_minor) {
+        return verdict(FindingCategory::refund_amount_mismatch,
+                       "ours is " + describe_money(local->amount_minor, local->currency) +
+                           ", the provider's " + described(r) + whose);
+    }
+    if (local->state == PaymentState::succeeded && r.status == RemoteStatus::succeeded) {
+        return verdict(FindingCategory::refund_matched, "");
+    }
+    return verdict(FindingCategory::refund_status_mismatch,
+                   "payrecon has the refund " + std::string(to_string(local->state)) +
+                       "; the provider has it as " + described(r) + whose);
+}
+
+std::optional<Verdict> classify_records(const LocalRecord* local,
+                                        std::span<const RemoteRecord> remote,
+                                        const DiffRules& rules) {
+    if (!local && remote.empty()) {
+        return std::nullopt;
+    }
+    if (!anchor_in_window(local, remote, rules)) {
+        return std::nullopt;
+    }
+    const OperationKind kind = local ? local->kind : remote.front().kind;
+    return kind == OperationKind::refund ? classify_refund(local, remote, rules)
+                                         : classify_charge(local, remote, rules);
+}
+
 std::optional<Verdict> classify(const LocalRecord* local, std::span<const RemoteRecord> remote,
                                 const DiffRules& rules) {
     std::optional<Verdict> v = classify_records(local, remote, rules);
     if (!v || local == nullptr || remote.empty()) {
         return v;
     }
-    const auto charge = std::find_if(remote.begin(), remote.end(),
-                                     [](const auto& r) { return is_charge(r.status); });
-    return with_counterpart(std::move(*v), local,
-                            charge == remote.end() ? &remote.front() : &*charge, rules);
+    const bool refund = local->kind == OperationKind::refund;
+    const auto shown = std::find_if(remote.begin(), remote.end(), [refund](const auto& r) {
+        return refund ? moved(r) : is_charge(r.status);
+    });
+    return with_counterpart(std::move(*v), local, shown == remote.end() ? &remote.front() : &*shown,
+                            rules);
 }
 
 } // namespace
@@ -253,7 +410,7 @@ std::vector<std::string> remote_references(const DiffFinding& finding) {
 
 const RemoteRecord* shown_remote(const DiffFinding& finding) {
     for (const auto& r : finding.remote) {
-        if (is_charge(r.status)) {
+        if (r.kind == OperationKind::refund ? moved(r) : is_charge(r.status)) {
             return &r;
         }
     }
@@ -332,7 +489,7 @@ DiffCounts diff_sorted(const std::function<bool(LocalRecord&)>& next_local,
         }
         ++counts.keys;
         if (auto v = classify(ours, theirs, rules)) {
-            if (v->category == FindingCategory::matched && !v->across_windows) {
+            if (is_match(v->category) && !v->across_windows) {
                 if (sink.matched) {
                     sink.matched(*ours); // a match always has our record
                 }

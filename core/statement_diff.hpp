@@ -1,10 +1,13 @@
 #pragma once
-// The statement diff (DESIGN section 9) as pure functions: our payments and the provider's
-// transactions for one window, both sorted by the same match key (our operation ID; a provider
-// record that does not carry one is keyed by its provider reference), merged in one pass. Memory
-// holds one key's records at a time, however large the window.
+// The statement diff (DESIGN sections 9 and 16) as pure functions: our money movements (payments'
+// charges and their refunds) and the provider's records of them for one window, both sorted by the
+// same match key (our operation ID; a provider record that does not carry one is keyed by its
+// provider reference), merged in one pass. Memory holds one key's records at a time, however large
+// the window. A key is a charge's or a refund's (OperationKind: ours where we have it, else the
+// provider record's); operation IDs are unique across both.
 //
-// Per key, with L our payment (0 or 1: operation IDs are unique) and R the provider's records:
+// A charge's key, with L our payment (0 or 1: operation IDs are unique) and R the provider's
+// records:
 //   R has more than one charge                          -> duplicate_remote (naming every charge)
 //   L only: succeeded                                   -> missing_remote (we say charged, they
 //   have nothing)
@@ -17,21 +20,37 @@
 //           currencies differ                           -> currency_mismatch
 //           amounts differ by more than the tolerance   -> amount_mismatch
 //           L succeeded and R succeeded                 -> matched
-//           any other pair of states                    -> status_mismatch (e.g. refunded at the
-//                                                          provider, or charged there and failed
-//                                                          here)
-// Only keys whose anchor time (ours when we have the payment, else the provider's) lies inside the
+//           L succeeded and R refunded (partly or all)  -> matched where the provider's refunds
+//               are diffed one by one (DiffRules::refunds_listed), or where what it refunded is
+//               within what our refunds of the payment hold; else status_mismatch (a refund made
+//               outside payrecon)
+//           any other pair of states                    -> status_mismatch (charged there and
+//                                                          failed here, ...)
+// A refund's key, R's records being refunds, "moved" one that succeeded or is pending there:
+//   R has more than one moved                           -> refund_duplicate_remote
+//   L only (or R nothing moved): succeeded              -> refund_missing_remote
+//           unknown / needs_review                      -> refund_unresolved_unknown
+//           anything else                               -> matched (no refund on either side)
+//   R only: moved                                       -> refund_missing_local (money went back
+//                                                          that payrecon has no refund of: one
+//                                                          made in the provider's dashboard)
+//           nothing moved                               -> nothing
+//   both:   L unknown / needs_review                    -> refund_unresolved_unknown
+//           currency or amount differ                   -> refund_amount_mismatch
+//           L succeeded and R succeeded                 -> refund_matched
+//           any other pair of states                    -> refund_status_mismatch
+// Only keys whose anchor time (ours when we have the record, else the provider's) lies inside the
 // window are reported: the caller reads both sides with a margin around the window, so that a
 // payment accepted just before midnight and charged just after is still paired.
 //
 // Counterparts across windows. Our side is dated by the first attempt, the provider's by its
-// charge: a payment re-sent hours later (by the nightly, or an operator) or charged late by the
-// provider lies in two windows, and would be missing_remote in one and missing_local in the other
-// though its operation ID is ours. So before a record is called missing, the caller looks for its
-// counterpart by operation ID outside the window's reading (our payments of any time; the
-// provider's records of other runs, or a lookup). A record outside [read_from, read_to) is such a
-// counterpart: the key is anchored by the side that was read in the window (ours if both were),
-// and is classified as usual; a match is a match, with both times in its detail
+// record: an operation re-sent hours later (by the nightly, or an operator) or executed late by
+// the provider lies in two windows, and would be missing_remote in one and missing_local in the
+// other though its operation ID is ours. So before a record is called missing, the caller looks
+// for its counterpart by operation ID outside the window's reading (our operations of any time;
+// the provider's records of other runs, or a lookup). A record outside [read_from, read_to) is
+// such a counterpart: the key is anchored by the side that was read in the window (ours if both
+// were), and is classified as usual; a match is a match, with both times in its detail
 // (`across_windows`), never a finding.
 
 #include "core/payment_state.hpp"
@@ -49,7 +68,9 @@ namespace payrecon {
 
 struct LocalRecord {
     std::string match_key; // operation_id
-    std::string payment_id;
+    OperationKind kind = OperationKind::charge;
+    std::string payment_id; // the payment's (a refund's: the payment it refunds)
+    std::string refund_id;  // a refund's own ID; empty for a charge
     std::string tenant_id;
     std::string operation_id;
     std::optional<std::string> provider_reference;
@@ -58,6 +79,10 @@ struct LocalRecord {
     std::string currency; // ISO 4217, upper case
     PaymentState state = PaymentState::pending;
     long long at = 0; // unix seconds: first attempt, else acceptance
+    // A charge's: what its refunds hold (succeeded, in flight, unknown or in review), in minor
+    // units; what the provider refunded of it is checked against this where refunds are not
+    // diffed one by one.
+    long long refund_held_minor = 0;
 };
 
 // Where a statement run (one provider, one window) stands. Stored by name in recon_runs.status.
@@ -76,14 +101,16 @@ std::string_view to_string(RemoteStatus status);
 bool is_charge(RemoteStatus status); // succeeded or refunded: money moved at some point
 
 struct RemoteRecord {
-    std::string match_key; // operation_id, else "ref:" + provider_reference
+    std::string match_key;                      // operation_id, else "ref:" + provider_reference
+    OperationKind kind = OperationKind::charge; // a charge, or a refund the provider listed
     std::string provider_reference;
     std::optional<std::string> operation_id;
     long long amount_minor = 0; // ISO 4217 minor units
     std::string currency;       // any case
     RemoteStatus status = RemoteStatus::other;
     std::string raw_status;
-    long long at = 0; // unix seconds
+    long long at = 0;              // unix seconds
+    long long amount_refunded = 0; // a charge's: what the provider refunded of it, minor units
 };
 
 struct DiffRules {
@@ -94,6 +121,9 @@ struct DiffRules {
     // counterpart found by operation ID (see above).
     long long read_from = std::numeric_limits<long long>::min(); // unix seconds, inclusive
     long long read_to = std::numeric_limits<long long>::max();   // unix seconds, exclusive
+    // The provider's refunds of the window were listed and are diffed one by one: a charge it
+    // refunded is then matched as a charge, its refunds judged on their own keys.
+    bool refunds_listed = false;
 };
 
 // What the diff finds of one key (DESIGN section 9), in report order.
@@ -106,14 +136,31 @@ enum class FindingCategory {
     status_mismatch,
     duplicate_remote,
     unresolved_unknown,
+    refund_matched,
+    refund_missing_remote,
+    refund_missing_local,
+    refund_amount_mismatch,
+    refund_status_mismatch,
+    refund_duplicate_remote,
+    refund_unresolved_unknown,
 };
-inline constexpr FindingCategory k_finding_categories[] = {
+inline constexpr FindingCategory k_charge_categories[] = {
     FindingCategory::matched,           FindingCategory::missing_remote,
     FindingCategory::missing_local,     FindingCategory::amount_mismatch,
     FindingCategory::currency_mismatch, FindingCategory::status_mismatch,
     FindingCategory::duplicate_remote,  FindingCategory::unresolved_unknown};
+inline constexpr FindingCategory k_refund_categories[] = {
+    FindingCategory::refund_matched,           FindingCategory::refund_missing_remote,
+    FindingCategory::refund_missing_local,     FindingCategory::refund_amount_mismatch,
+    FindingCategory::refund_status_mismatch,   FindingCategory::refund_duplicate_remote,
+    FindingCategory::refund_unresolved_unknown};
 // "missing_local": the name reports, the database and the JSON schema use.
 std::string_view to_string(FindingCategory category);
+// Returns nullopt if `name` is not one of the names to_string() gives.
+std::optional<FindingCategory> parse_finding_category(std::string_view name);
+// matched or refund_matched: nothing to do, counted and never listed (but across windows).
+bool is_match(FindingCategory category);
+bool is_match(std::string_view category_name);
 
 // An operator's word that a finding was handled (`statement findings acknowledge`): who, when
 // (ISO 8601 UTC) and what was done. A handled finding stays in the report, out of the money at
@@ -143,7 +190,8 @@ struct DiffFinding {
 // duplicate_remote has several, and an operator refunds by them.
 std::vector<std::string> remote_references(const DiffFinding& finding);
 
-// The provider record a finding is shown with: its first charge, else its first record, else null.
+// The provider record a finding is shown with: its first charge (a refund's key: its first refund
+// that went or is going out), else its first record, else null.
 const RemoteRecord* shown_remote(const DiffFinding& finding);
 
 // One key's findings (at most one), or nullopt if the key's anchor lies outside the window, or
@@ -158,7 +206,7 @@ std::optional<DiffFinding> classify_key(const std::optional<LocalRecord>& local,
 // the end. Throws std::invalid_argument if a stream is not sorted, or if the local stream repeats a
 // key. In key order, calls `sink.finding` once per finding that is not `matched` and per match
 // across windows (it may move from it), and `sink.matched` with our record of each other matched
-// key.
+// key (`sink.matched` tells a matched refund by its record's kind).
 struct DiffCounts {
     long long local_records = 0;
     long long remote_records = 0;

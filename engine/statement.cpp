@@ -14,9 +14,10 @@
 
 namespace payrecon::engine {
 
-store::StatementRecord statement_record_of(const providers::RemotePayment& p) {
+store::StatementRecord statement_record_of(const providers::RemotePayment& p, OperationKind kind) {
     store::StatementRecord s;
     RemoteRecord& r = s.record;
+    r.kind = kind;
     r.provider_reference = p.provider_reference;
     r.operation_id = p.operation_id;
     r.match_key = p.operation_id ? *p.operation_id : "ref:" + p.provider_reference;
@@ -25,7 +26,10 @@ store::StatementRecord statement_record_of(const providers::RemotePayment& p) {
     r.raw_status = p.raw_status;
     switch (p.state) {
     case providers::Outcome::succeeded:
-        r.status = p.amount_refunded_minor > 0 ? RemoteStatus::refunded : RemoteStatus::succeeded;
+        // A charge the provider refunded (partly or all) is a charge still; a refund is not.
+        r.status = kind == OperationKind::charge && p.amount_refunded_minor > 0
+                       ? RemoteStatus::refunded
+                       : RemoteStatus::succeeded;
         break;
     case providers::Outcome::declined:
         r.status = RemoteStatus::declined;
@@ -41,7 +45,7 @@ store::StatementRecord statement_record_of(const providers::RemotePayment& p) {
     }
     r.at =
         std::chrono::duration_cast<std::chrono::seconds>(p.created_at.time_since_epoch()).count();
-    s.amount_refunded = p.amount_refunded_minor;
+    r.amount_refunded = kind == OperationKind::charge ? p.amount_refunded_minor : 0;
     s.raw = p.raw;
     return s;
 }
@@ -61,6 +65,9 @@ reports::Finding report_finding(const DiffFinding& f, const std::string& provide
     const RemoteRecord* r = shown_remote(f);
     if (f.local) {
         out.payment_id = f.local->payment_id;
+        if (f.local->kind == OperationKind::refund && !f.local->refund_id.empty()) {
+            out.refund_id = f.local->refund_id;
+        }
         out.operation_id = f.local->operation_id;
         out.local_amount = f.local->amount_minor;
         out.local_currency = f.local->currency;
@@ -154,9 +161,19 @@ private:
     int m_failures = 0;
 };
 
+// A run's list cursor once its listing of charges is done and its refunds are being listed
+// (list_refunds): this prefix, then the provider's own cursor of its refunds (none: the first
+// page). A provider's cursor of its charges never starts so (an object ID, an opaque token, a
+// page position).
+constexpr std::string_view k_refunds_cursor = "refunds:";
+
+bool lists_refunds(const std::optional<std::string>& cursor) {
+    return cursor && cursor->starts_with(k_refunds_cursor);
+}
+
 // Lists the provider's records of the window (widened by the margin) page by page into the run,
-// from where the run's listing stands; retries a failed page (Retrying), at most max_page_retries
-// times in a row.
+// from where the run's listing stands: its charges, then, where it lists them, its refunds;
+// retries a failed page (Retrying), at most max_page_retries times in a row.
 std::optional<ListingStop> list_statement(store::Db& db, providers::Provider& provider,
                                           const StatementOptions& options, store::StatementRun& run,
                                           const std::function<void(const std::string&)>& say) {
@@ -165,39 +182,61 @@ std::optional<ListingStop> list_statement(store::Db& db, providers::Provider& pr
         std::chrono::seconds(options.window_from - options.margin.count()));
     window.to = std::chrono::system_clock::time_point(
         std::chrono::seconds(options.window_to + options.margin.count()));
-    Retrying retrying(options, "list payments", say);
+    const bool with_refunds = provider.capabilities().list_refunds;
+    Retrying retrying(options, with_refunds ? "list payments and refunds" : "list payments", say);
     while (run.status == StatementRunStatus::listing) {
-        const providers::ListPage page = provider.list(window, run.list_cursor);
+        const bool refunds = lists_refunds(run.list_cursor);
+        std::optional<std::string> cursor = run.list_cursor;
+        if (refunds) {
+            cursor = cursor->size() > k_refunds_cursor.size()
+                         ? std::optional<std::string>(cursor->substr(k_refunds_cursor.size()))
+                         : std::nullopt;
+        }
+        const providers::ListPage page =
+            refunds ? provider.list_refunds(window, cursor) : provider.list(window, cursor);
         if (page.ok) {
             retrying.succeeded();
             std::vector<store::StatementRecord> records;
             records.reserve(page.items.size());
             for (const auto& item : page.items) {
-                records.push_back(statement_record_of(item));
+                records.push_back(statement_record_of(item, refunds ? OperationKind::refund
+                                                                    : OperationKind::charge));
             }
-            store::store_statement_page(db, run, records, page.next_cursor);
+            // After the last page of charges, the refunds' first; after their last, the end.
+            std::optional<std::string> next;
+            if (page.next_cursor) {
+                next =
+                    refunds ? std::string(k_refunds_cursor) + *page.next_cursor : *page.next_cursor;
+            } else if (!refunds && with_refunds) {
+                next = std::string(k_refunds_cursor);
+            }
+            store::store_statement_page(db, run, records, next);
             say("listed " + std::to_string(run.remote_records) + " provider records (" +
                 std::to_string(run.pages) + " pages)");
             continue;
         }
         if (auto stop = retrying.failed(page.call, page.retry_after,
-                                        "listing page " + std::to_string(run.pages + 1), run)) {
+                                        std::string(refunds ? "listing refunds, " : "listing ") +
+                                            "page " + std::to_string(run.pages + 1),
+                                        run)) {
             return stop;
         }
     }
     return std::nullopt;
 }
 
-// What a lookup by `operation_id` found (the payment and any duplicates) into `records`, each ours
-// by that operation ID whether or not the provider echoes it. False if it found nothing.
+// What a lookup by `operation_id` found (the payment or refund, and any duplicates) into
+// `records`, each ours by that operation ID whether or not the provider echoes it. False if it
+// found nothing.
 bool add_found(const providers::LookupResult& found, const std::string& operation_id,
-               std::vector<store::StatementRecord>& records) {
+               std::vector<store::StatementRecord>& records,
+               OperationKind kind = OperationKind::charge) {
     if (found.status != providers::LookupResult::Status::found || !found.payment) {
         return false;
     }
     const auto ours_of = [&](providers::RemotePayment p) {
         p.operation_id = p.operation_id.value_or(operation_id);
-        return statement_record_of(p);
+        return statement_record_of(p, kind);
     };
     records.push_back(ours_of(*found.payment));
     for (const auto& d : found.duplicates) {
@@ -257,14 +296,14 @@ std::optional<ListingStop> lookup_statement(store::Db& db, providers::Provider& 
 
 // The report's frame: title, every category (so that a clean run shows its zeros), and the run.
 reports::Report statement_report(const std::string& provider, const StatementOptions& options,
-                                 const store::StatementRun& run) {
+                                 const store::StatementRun& run, bool refunds_listed) {
     const std::string window = reports::format_utc_seconds(options.window_from) + " .. " +
                                reports::format_utc_seconds(options.window_to);
     reports::Report report;
     report.kind = "statement";
     report.title = "payrecon statement: " + provider + ", " + window;
     report.generated_at = reports::format_utc(std::chrono::system_clock::now());
-    for (const auto c : reports::statement_categories()) {
+    for (const auto c : reports::statement_categories(refunds_listed)) {
         report.categories.emplace_back(c);
         report.totals[std::string(c)];
     }
@@ -280,21 +319,24 @@ reports::Report statement_report(const std::string& provider, const StatementOpt
 }
 
 // Diffs the listed run and adds its findings (the first listed_findings in full), totals and exit
-// code to the report; the operation IDs of the payments found missing_remote into
-// `missing_remote` (at most options.counterpart_lookups), if given.
+// code to the report; the operation IDs of the payments found missing_remote (and, with
+// `refunds_listed`, of the refunds found refund_missing_remote) into `missing_remote` (at most
+// options.counterpart_lookups), if given.
 void diff_into_report(store::Db& db, store::StatementRun& run, const StatementOptions& options,
-                      const std::string& provider, reports::Report& report,
+                      const std::string& provider, bool refunds_listed, reports::Report& report,
                       std::vector<std::string>* missing_remote = nullptr) {
     std::size_t listed = 0;
     const std::string missing_remote_name(to_string(FindingCategory::missing_remote));
+    const std::string refund_missing_remote_name(to_string(FindingCategory::refund_missing_remote));
     const store::StatementTotals totals = store::diff_statement_run(
-        db, run, options.amount_tolerance_minor,
+        db, run, options.amount_tolerance_minor, refunds_listed,
         [&](const DiffFinding& f) {
-            if (f.category == to_string(FindingCategory::matched)) {
+            if (is_match(f.category)) {
                 return; // a match across windows: counted with the matches, stored with its times
             }
-            if (missing_remote && f.category == missing_remote_name && f.local &&
-                missing_remote->size() < options.counterpart_lookups) {
+            if (missing_remote &&
+                (f.category == missing_remote_name || f.category == refund_missing_remote_name) &&
+                f.local && missing_remote->size() < options.counterpart_lookups) {
                 missing_remote->push_back(f.local->operation_id);
             }
             const bool list = listed < options.listed_findings;
@@ -308,8 +350,17 @@ void diff_into_report(store::Db& db, store::StatementRun& run, const StatementOp
     const auto matched = totals.by_category.find(matched_name);
     report.add_counted(matched_name, matched == totals.by_category.end() ? 0 : matched->second,
                        totals.matched_amounts);
+    if (refunds_listed) {
+        const std::string refund_matched_name(to_string(FindingCategory::refund_matched));
+        const auto refunds_matched = totals.by_category.find(refund_matched_name);
+        report.add_counted(refund_matched_name,
+                           refunds_matched == totals.by_category.end() ? 0
+                                                                       : refunds_matched->second,
+                           totals.refund_matched_amounts);
+    }
     report.facts.emplace_back("provider records", std::to_string(totals.counts.remote_records));
-    report.facts.emplace_back("our payments", std::to_string(totals.counts.local_records));
+    report.facts.emplace_back(refunds_listed ? "our payments and refunds" : "our payments",
+                              std::to_string(totals.counts.local_records));
     report.facts.emplace_back("pages read", std::to_string(run.pages));
     report.facts.emplace_back("runs of this window", std::to_string(run.runs));
     if (totals.matched_across_windows > 0) {
@@ -322,7 +373,7 @@ void diff_into_report(store::Db& db, store::StatementRun& run, const StatementOp
     // A finding an operator acknowledged (in an earlier run of the window) is handled.
     long long attention = -totals.acknowledged;
     for (const auto& [category, n] : totals.by_category) {
-        attention += category == matched_name ? 0 : n;
+        attention += is_match(category) ? 0 : n;
     }
     if (totals.acknowledged > 0) {
         report.facts.emplace_back("acknowledgements carried",
@@ -334,10 +385,11 @@ void diff_into_report(store::Db& db, store::StatementRun& run, const StatementOp
         attention > 0 ? static_cast<int>(ExitCode::attention) : static_cast<int>(ExitCode::ok);
 }
 
-// Looks up, by operation ID, the payments the diff found missing_remote, for a counterpart outside
-// the window's reading (a re-send, or a charge the provider made late): stores what it finds in
-// the run. One try each: a payment whose lookup fails stays missing_remote, as it was. Returns the
-// records stored; adds what it did to the report's facts.
+// Looks up, by operation ID, the payments the diff found missing_remote (and the refunds it found
+// refund_missing_remote, where the provider finds a refund), for a counterpart outside the
+// window's reading (a re-send, or a charge the provider made late): stores what it finds in the
+// run. One try each: one whose lookup fails stays missing, as it was. Returns the records stored;
+// adds what it did to the report's facts.
 std::size_t look_up_counterparts(store::Db& db, providers::Provider& provider,
                                  store::StatementRun& run,
                                  const std::vector<std::string>& operation_ids,
@@ -347,7 +399,13 @@ std::size_t look_up_counterparts(store::Db& db, providers::Provider& provider,
     long long found = 0;
     long long failed = 0;
     for (const auto& payment : store::statement_payments(db, run, operation_ids)) {
-        const providers::LookupResult looked = provider.lookup(order_for(payment));
+        const bool refund = payment.kind == OperationKind::refund;
+        if (refund && !provider.capabilities().refund_lookup) {
+            continue; // not askable: it stays refund_missing_remote
+        }
+        const providers::LookupResult looked =
+            refund ? provider.lookup_refund(refund_order_for(payment))
+                   : provider.lookup(order_for(payment));
         if (looked.status == providers::LookupResult::Status::failed) {
             ++failed;
             const int status = looked.call.http_status;
@@ -356,15 +414,15 @@ std::size_t look_up_counterparts(store::Db& db, providers::Provider& provider,
             }
             continue;
         }
-        found += add_found(looked, payment.operation_id, records) ? 1 : 0;
+        found += add_found(looked, payment.operation_id, records, payment.kind) ? 1 : 0;
     }
     say("looked up " + std::to_string(operation_ids.size()) +
-        " payments missing from the provider's window: " + std::to_string(found) + " found");
+        " operations missing from the provider's window: " + std::to_string(found) + " found");
     report.facts.emplace_back(
         "missing looked up",
         std::to_string(operation_ids.size()) +
-            " payments the window's listing lacks, by operation ID: " + std::to_string(found) +
-            " found outside it" +
+            " payments or refunds the window's listing lacks, by operation ID: " +
+            std::to_string(found) + " found outside it" +
             (failed > 0 ? ", " + std::to_string(failed) + " lookups failed (still missing_remote)"
                         : ""));
     if (!records.empty()) {
@@ -384,6 +442,7 @@ reports::Finding report_finding(const store::StoredFinding& f, const std::string
     out.detail = f.detail;
     out.finding_id = f.finding_id;
     out.payment_id = f.payment_id;
+    out.refund_id = f.refund_id;
     out.operation_id = f.operation_id;
     out.merchant_reference = f.merchant_reference;
     out.provider_reference = f.provider_reference;
@@ -419,20 +478,24 @@ reports::Report stored_statement_report(store::Db& db, const std::string& provid
     options.margin = std::chrono::seconds(stored->margin_s);
     store::StatementRun run;
     run.run_id = stored->run_id;
-    reports::Report report = statement_report(provider, options, run);
+    reports::Report report = statement_report(provider, options, run, stored->refunds_listed);
     report.title += " (as stored)";
     report.facts.emplace_back("read from", "the window's complete run as stored, finished " +
                                                stored->finished_at +
                                                "; the provider was not asked");
-    const std::string matched_name(to_string(FindingCategory::matched));
     for (const store::StoredFinding& f : stored->findings) {
-        if (f.category == matched_name) {
+        if (is_match(f.category)) {
             continue; // a match across windows: in the matched count below
         }
         report.add(report_finding(f, dashboard_url));
     }
-    const auto matched = stored->counts.find(matched_name);
-    report.add_counted(matched_name, matched == stored->counts.end() ? 0 : matched->second, {});
+    for (const FindingCategory c : {FindingCategory::matched, FindingCategory::refund_matched}) {
+        const std::string name(to_string(c));
+        const auto matched = stored->counts.find(name);
+        if (matched != stored->counts.end() || c == FindingCategory::matched) {
+            report.add_counted(name, matched == stored->counts.end() ? 0 : matched->second, {});
+        }
+    }
     report.facts.emplace_back("provider records", std::to_string(stored->remote_records));
     report.facts.emplace_back("our payments", std::to_string(stored->local_records));
     report.facts.emplace_back("runs of this window", std::to_string(stored->runs));
@@ -498,6 +561,14 @@ reports::Report run_statement(store::Db& db, providers::Provider& provider,
     }
     store::StatementRun run = store::open_statement_run(db, provider.name(), options.window_from,
                                                         options.window_to, options.margin.count());
+    const bool refunds_listed = !by_lookup && caps.list_refunds;
+    if (lists_refunds(run.list_cursor) && !refunds_listed) {
+        throw UsageError("the unfinished statement run of this window for " + provider.name() +
+                             " was listing the provider's refunds, and its configuration now "
+                             "says it lists none",
+                         "switch its \"list\" capability back on to finish that run, then run "
+                         "the window again");
+    }
     if (run.list_cursor && store::is_lookup_cursor(*run.list_cursor) != by_lookup) {
         throw UsageError(
             "the unfinished statement run of this window for " + provider.name() + " was " +
@@ -506,7 +577,14 @@ reports::Report run_statement(store::Db& db, providers::Provider& provider,
                 (by_lookup ? "look them up" : "read its listing"),
             "switch its \"list\" capability back to finish that run, then run the window again");
     }
-    reports::Report report = statement_report(provider.name(), options, run);
+    reports::Report report = statement_report(provider.name(), options, run, refunds_listed);
+    report.facts.emplace_back(
+        "refunds",
+        refunds_listed
+            ? "the provider's refunds of the window listed and diffed against ours, one by one"
+            : provider.name() + " lists no refunds by window: our refunds are not diffed here (the "
+                                "reconciler settles each by lookup or webhook; a refund made "
+                                "outside payrecon shows in the provider's own reports)");
     long long lookups = 0;
     if (by_lookup) {
         report.facts.emplace_back(
@@ -533,13 +611,13 @@ reports::Report run_statement(store::Db& db, providers::Provider& provider,
     // has looked every payment up already.)
     const reports::Report before_diff = report;
     std::vector<std::string> missing_remote;
-    diff_into_report(db, run, options, provider.name(), report,
+    diff_into_report(db, run, options, provider.name(), refunds_listed, report,
                      by_lookup || !caps.lookup_by_operation_id ? nullptr : &missing_remote);
     if (!missing_remote.empty()) {
         reports::Report again = before_diff;
         if (look_up_counterparts(db, provider, run, missing_remote, again, say) > 0) {
             say("diffing again with what the lookups found");
-            diff_into_report(db, run, options, provider.name(), again);
+            diff_into_report(db, run, options, provider.name(), refunds_listed, again);
             return again;
         }
         report.facts.push_back(again.facts.back());

@@ -48,8 +48,10 @@ public:
     using Refused::Refused;
 };
 
-// Converts what a provider listed into a statement record.
-store::StatementRecord statement_record_of(const providers::RemotePayment& p);
+// Converts what a provider listed -- a charge, or (list_refunds, lookup_refund) a refund -- into a
+// statement record of that kind.
+store::StatementRecord statement_record_of(const providers::RemotePayment& p,
+                                           OperationKind kind = OperationKind::charge);
 
 // One finding of the diff as the report shows it, linked to `dashboard_url` (a template; empty for
 // no link).

@@ -250,7 +250,8 @@ void write_row(std::ostream& out, const Finding& f) {
     text(f.handled ? std::optional<std::string>(f.handled->by) : std::nullopt);
     text(f.handled ? std::optional<std::string>(f.handled->at) : std::nullopt);
     text(f.handled ? std::optional<std::string>(f.handled->note) : std::nullopt);
-    put_text(out, std::string_view(f.detail));
+    text(std::string_view(f.detail));
+    put_text(out, f.refund_id); // last: added after the others, so that their positions stay
     out << "\r\n";
 }
 
@@ -294,6 +295,7 @@ Finding read_row(const std::vector<Field>& row, std::size_t line) {
     f.needs_attention = attention == "true";
     f.provider = text("provider").value_or("");
     f.payment_id = text("payment_id");
+    f.refund_id = text("refund_id");
     f.operation_id = text("operation_id");
     f.merchant_reference = text("merchant_reference");
     f.provider_reference = text("provider_reference");

@@ -191,7 +191,7 @@ constexpr std::string_view k_script = R"js(
       remote: { amount: value(r[11]), currency: text(r[12]), state: text(r[13]), at: value(r[14]) },
       order: value(r[15]), reference: value(r[16]), link: value(r[17]), payment: value(r[18]),
       operation: value(r[19]), finding: value(r[20]), detail: text(r[21]), others: r[22] || [],
-      note: r[23] ? r[23].map(text) : null
+      note: r[23] ? r[23].map(text) : null, refund: value(r[24])
     };
     if (typeof f.link === 'number') { f.link = data.links[f.link] + f.reference; }
     f.attrs = {
@@ -240,6 +240,7 @@ constexpr std::string_view k_script = R"js(
     line(provider, f.reference, f.link);
     f.others.forEach(function (r) { line(provider, r, null); });
     line('payment', f.payment, null);
+    line('refund', f.refund, null);
     line('operation', f.operation, null);
     line('finding', f.finding, null);
     if (cell.length === 2) { cell.push('-'); }
@@ -554,6 +555,7 @@ void td_refs(std::ostream& out, const Finding& f) {
         }
     }
     line("payment", f.payment_id, std::nullopt);
+    line("refund", f.refund_id, std::nullopt);
     line("operation", f.operation_id, std::nullopt);
     line("finding", f.finding_id, std::nullopt);
     out << (any ? "" : "-") << "</td>";
@@ -1004,7 +1006,8 @@ void findings_data(std::ostream& out, const std::vector<const Finding*>& order) 
                               f->handled ? nlohmann::json::array({texts.index(f->handled->by),
                                                                   texts.index(f->handled->at),
                                                                   texts.index(f->handled->note)})
-                                         : nlohmann::json()};
+                                         : nlohmann::json(),
+                              text(f->refund_id)};
         while (!row.empty() && row.back().is_null()) {
             row.erase(row.size() - 1);
         }

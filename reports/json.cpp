@@ -20,6 +20,7 @@ ordered_json finding_json(const Finding& f) {
     j["needs_attention"] = f.needs_attention;
     j["provider"] = f.provider;
     j["payment_id"] = or_null(f.payment_id);
+    j["refund_id"] = or_null(f.refund_id);
     j["operation_id"] = or_null(f.operation_id);
     j["merchant_reference"] = or_null(f.merchant_reference);
     j["provider_reference"] = or_null(f.provider_reference);

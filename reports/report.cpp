@@ -7,10 +7,15 @@
 
 namespace payrecon::reports {
 
-std::vector<std::string_view> statement_categories() {
+std::vector<std::string_view> statement_categories(bool refunds) {
     std::vector<std::string_view> out;
-    for (const FindingCategory c : k_finding_categories) {
+    for (const FindingCategory c : k_charge_categories) {
         out.push_back(to_string(c));
+    }
+    if (refunds) {
+        for (const FindingCategory c : k_refund_categories) {
+            out.push_back(to_string(c));
+        }
     }
     return out;
 }

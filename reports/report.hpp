@@ -16,8 +16,8 @@
 namespace payrecon::reports {
 
 // The statement diff's finding categories (core/statement_diff's FindingCategory), by name, in
-// report order.
-std::vector<std::string_view> statement_categories();
+// report order: a charge's, then, with `refunds`, a refund's.
+std::vector<std::string_view> statement_categories(bool refunds = true);
 
 // One line of the report: a statement finding, or one reconciled payment. Absent values are
 // nullopt (written as empty in CSV, null in JSON, "-" in text and HTML).
@@ -25,7 +25,8 @@ struct Finding {
     std::string category;         // e.g. "missing_local"; for reconcile: the decision
     bool needs_attention = false; // counts towards the exit code (not `matched`)
     std::string provider;
-    std::optional<std::string> payment_id; // ours
+    std::optional<std::string> payment_id; // ours (a refund's finding: the payment refunded)
+    std::optional<std::string> refund_id;  // a refund's finding: our refund
     std::optional<std::string> operation_id;
     std::optional<std::string> provider_reference;
     std::optional<std::string> merchant_reference; // the merchant's own (order) reference

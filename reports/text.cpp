@@ -171,19 +171,20 @@ void write_text(std::ostream& out, const Report& report) {
         out << "findings: none listed\n";
     } else {
         out << "findings (" << report.findings.size() << " listed):\n";
-        TextTable findings({"finding", "category", "attention", "provider", "payment", "operation",
-                            "order", "provider reference", "local", "local state", "remote",
-                            "remote state", "detail"},
-                           {false, false, false, false, false, false, false, false, true, false,
-                            true, false, false});
+        TextTable findings({"finding", "category", "attention", "provider", "payment", "refund",
+                            "operation", "order", "provider reference", "local", "local state",
+                            "remote", "remote state", "detail"},
+                           {false, false, false, false, false, false, false, false, false, true,
+                            false, true, false, false});
         for (const Finding& f : report.findings) {
-            findings.add_row(
-                {or_dash(f.finding_id), f.category,
-                 f.handled ? "handled" : (f.needs_attention ? "yes" : "no"), f.provider,
-                 or_dash(f.payment_id), or_dash(f.operation_id), or_dash(f.merchant_reference),
-                 references_text(f), display_amount(f.local_amount, f.local_currency),
-                 or_dash(f.local_state), display_amount(f.remote_amount, f.remote_currency),
-                 or_dash(f.remote_state), detail_text(f)});
+            findings.add_row({or_dash(f.finding_id), f.category,
+                              f.handled ? "handled" : (f.needs_attention ? "yes" : "no"),
+                              f.provider, or_dash(f.payment_id), or_dash(f.refund_id),
+                              or_dash(f.operation_id), or_dash(f.merchant_reference),
+                              references_text(f), display_amount(f.local_amount, f.local_currency),
+                              or_dash(f.local_state),
+                              display_amount(f.remote_amount, f.remote_currency),
+                              or_dash(f.remote_state), detail_text(f)});
         }
         findings.print(out);
     }

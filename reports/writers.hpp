@@ -67,7 +67,8 @@ inline constexpr std::string_view k_csv_columns[] = {"category",           "need
                                                      "difference_major",   "provider_link",
                                                      "finding_id",         "provider_references",
                                                      "handled_by",         "handled_at",
-                                                     "handled_note",       "detail"};
+                                                     "handled_note",       "detail",
+                                                     "refund_id"};
 
 // Parses what write_csv() wrote back into the listed findings, exactly: an empty field is an
 // absent value, a quoted empty field ("") a present empty text, and the formula-injection quote

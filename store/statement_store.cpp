@@ -47,8 +47,8 @@ RETURNING runs)sql";
 constexpr const char* k_insert_record = "statement_insert_record";
 constexpr const char* k_insert_record_sql = R"sql(
 INSERT INTO statement_records (run_id, provider_reference, match_key, operation_id, amount_minor,
-                               amount_refunded, currency, status, raw_status, created_at, raw)
-VALUES ($1::uuid, $2, $3, $4, $5, $6, $7, $8, $9, to_timestamp($10), $11::jsonb)
+                               amount_refunded, currency, status, raw_status, created_at, raw, kind)
+VALUES ($1::uuid, $2, $3, $4, $5, $6, $7, $8, $9, to_timestamp($10), $11::jsonb, $12)
 ON CONFLICT (run_id, provider_reference) DO NOTHING)sql";
 
 constexpr const char* k_page_done = "statement_page_done";
@@ -68,9 +68,15 @@ UPDATE recon_runs
 RETURNING remote_records)sql";
 
 constexpr const char* k_payments_by_operation = "statement_payments_by_operation";
-const std::string k_payments_by_operation_sql = std::string("SELECT ") + k_payment_columns + R"sql(
+const std::string k_payments_by_operation_sql = std::string("SELECT ") + k_charge_claim_columns +
+                                                R"sql(
   FROM payments p
- WHERE p.provider = $1 AND p.operation_id = ANY($2::text[]))sql";
+ WHERE p.provider = $1 AND p.operation_id = ANY($2::text[])
+UNION ALL
+SELECT )sql" + k_operation_claim_columns + R"sql(
+  FROM operations o
+  JOIN payments p ON p.tenant_id = o.tenant_id AND p.payment_id = o.payment_id
+ WHERE o.provider = $1 AND o.kind = 'refund' AND o.operation_id = ANY($2::text[]))sql";
 
 constexpr const char* k_fail = "statement_fail";
 constexpr const char* k_fail_sql = R"sql(
@@ -79,19 +85,27 @@ UPDATE recon_runs
        error = left($2, 2000), finished_at = now()
  WHERE run_id = $1::uuid)sql";
 
+// A charge's record with our payment, a refund's with our refund.
 constexpr const char* k_pair_by_reference = "statement_pair_by_reference";
 constexpr const char* k_pair_by_reference_sql = R"sql(
 UPDATE statement_records s
    SET match_key = p.operation_id
   FROM payments p
- WHERE s.run_id = $1::uuid AND s.operation_id IS NULL AND p.provider = $2
+ WHERE s.run_id = $1::uuid AND s.operation_id IS NULL AND s.kind = 'charge' AND p.provider = $2
    AND p.provider_reference = s.provider_reference)sql";
+constexpr const char* k_pair_refunds_by_reference = "statement_pair_refunds_by_reference";
+constexpr const char* k_pair_refunds_by_reference_sql = R"sql(
+UPDATE statement_records s
+   SET match_key = o.operation_id
+  FROM operations o
+ WHERE s.run_id = $1::uuid AND s.operation_id IS NULL AND s.kind = 'refund' AND o.provider = $2
+   AND o.kind = 'refund' AND o.provider_reference = s.provider_reference)sql";
 
 constexpr const char* k_run_done = "statement_run_done";
 constexpr const char* k_run_done_sql = R"sql(
 UPDATE recon_runs
    SET status = 'done', local_records = $2, remote_records = $3, counts = $4::jsonb,
-       finished_at = now(), error = NULL
+       finished_at = now(), error = NULL, refunds_listed = $5
  WHERE run_id = $1::uuid)sql";
 
 // The window's previous complete run, replaced by the one now done (its records and findings go
@@ -148,15 +162,30 @@ RemoteStatus parse_remote_status(std::string_view s) {
 
 // Our payments of the provider whose anchor (first attempt, else acceptance) lies in [from, to), in
 // the order of payments_statement or of the table (sorted by the client: PostgreSQL sorting a
-// million rows takes twice as long as reading them); columns as local_key_record reads them.
-std::string local_keys_query(const std::string& provider_literal, long long from, long long to) {
-    return "SELECT operation_id, coalesce(charged_amount_minor, amount_minor)::bigint, "
-           "currency::text, state::text, "
-           "coalesce(first_attempt_at, created_at)::timestamptz "
-           "FROM payments WHERE provider = " +
-           provider_literal + " AND coalesce(first_attempt_at, created_at) >= to_timestamp(" +
-           std::to_string(from) + ")" +
-           " AND coalesce(first_attempt_at, created_at) < to_timestamp(" + std::to_string(to) + ")";
+// million rows takes twice as long as reading them), and with `refunds` our refunds of it alike
+// (operations_statement); columns as local_key_record reads them.
+std::string local_keys_query(const std::string& provider_literal, long long from, long long to,
+                             bool refunds) {
+    const std::string anchored = " AND coalesce(first_attempt_at, created_at) >= to_timestamp(" +
+                                 std::to_string(from) + ")" +
+                                 " AND coalesce(first_attempt_at, created_at) < to_timestamp(" +
+                                 std::to_string(to) + ")";
+    std::string query = "SELECT operation_id::text, coalesce(charged_amount_minor, "
+                        "amount_minor)::bigint, currency::text, state::text, "
+                        "coalesce(first_attempt_at, created_at)::timestamptz, 'charge'::text, "
+                        "refund_held_minor::bigint FROM payments WHERE provider = " +
+                        provider_literal + anchored;
+    if (refunds) {
+        query += " UNION ALL SELECT operation_id::text, amount_minor::bigint, currency::text, "
+                 "state::text, coalesce(first_attempt_at, created_at)::timestamptz, "
+                 "'refund'::text, 0::bigint FROM operations WHERE kind = 'refund' AND provider = " +
+                 provider_literal + anchored;
+    }
+    return query;
+}
+
+OperationKind kind_of(std::string_view name) {
+    return name == "refund" ? OperationKind::refund : OperationKind::charge;
 }
 
 // A payment's state as the database holds it; a name this build does not know is a schema it
@@ -175,13 +204,15 @@ void local_key_record(const CopyRow& row, LocalRecord& l) {
     l.currency.assign(row.text(2));
     l.state = known_state(row.text(3));
     l.at = row.unix_seconds(4);
+    l.kind = kind_of(row.text(5));
+    l.refund_held_minor = row.int8(6);
 }
 
 // The run's provider records in (match key, provider reference) order -- statement_records_diff --
 // so that a key's records come in a stable order; columns as remote_key_record reads them.
 std::string remote_keys_query(const std::string& run_literal) {
     return "SELECT match_key::text, amount_minor::bigint, currency::text, status::text, "
-           "created_at::timestamptz "
+           "created_at::timestamptz, kind::text, amount_refunded::bigint "
            "FROM statement_records WHERE run_id = " +
            run_literal +
            "::uuid ORDER BY match_key COLLATE \"C\", provider_reference COLLATE \"C\"";
@@ -193,18 +224,31 @@ void remote_key_record(const CopyRow& row, RemoteRecord& r) {
     r.currency.assign(row.text(2));
     r.status = parse_remote_status(row.text(3));
     r.at = row.unix_seconds(4);
+    r.kind = kind_of(row.text(5));
+    r.amount_refunded = row.int8(6);
 }
 
+// Our payments and refunds with these operation IDs (a refund with its payment's merchant
+// reference).
 constexpr const char* k_local_details_sql = R"sql(
-SELECT operation_id, payment_id::text, tenant_id::text, provider_reference,
-       coalesce(charged_amount_minor, amount_minor), currency, state,
-       floor(date_part('epoch', coalesce(first_attempt_at, created_at)))::bigint, merchant_reference
+SELECT operation_id::text, payment_id::text, tenant_id::text, provider_reference::text,
+       coalesce(charged_amount_minor, amount_minor)::bigint, currency::text, state::text,
+       floor(date_part('epoch', coalesce(first_attempt_at, created_at)))::bigint,
+       merchant_reference::text, 'charge', NULL::text, refund_held_minor::bigint
   FROM payments
- WHERE provider = $1 AND operation_id = ANY($2::text[]))sql";
+ WHERE provider = $1 AND operation_id = ANY($2::text[])
+UNION ALL
+SELECT o.operation_id::text, o.payment_id::text, o.tenant_id::text, o.provider_reference::text,
+       o.amount_minor::bigint, o.currency::text, o.state::text,
+       floor(date_part('epoch', coalesce(o.first_attempt_at, o.created_at)))::bigint,
+       p.merchant_reference::text, 'refund', o.id::text, 0::bigint
+  FROM operations o
+  JOIN payments p ON p.tenant_id = o.tenant_id AND p.payment_id = o.payment_id
+ WHERE o.provider = $1 AND o.kind = 'refund' AND o.operation_id = ANY($2::text[]))sql";
 
 constexpr const char* k_remote_details_sql = R"sql(
 SELECT match_key, provider_reference, operation_id, amount_minor, currency, status, raw_status,
-       floor(date_part('epoch', created_at))::bigint
+       floor(date_part('epoch', created_at))::bigint, kind, amount_refunded
   FROM statement_records
  WHERE run_id = $1::uuid AND match_key = ANY($2::text[])
  ORDER BY match_key COLLATE "C", provider_reference COLLATE "C")sql";
@@ -216,7 +260,7 @@ SELECT match_key, provider_reference, operation_id, amount_minor, currency, stat
 constexpr const char* k_counterpart_details_sql = R"sql(
 SELECT DISTINCT ON (s.match_key, s.provider_reference)
        s.match_key, s.provider_reference, s.operation_id, s.amount_minor, s.currency, s.status,
-       s.raw_status, floor(date_part('epoch', s.created_at))::bigint
+       s.raw_status, floor(date_part('epoch', s.created_at))::bigint, s.kind, s.amount_refunded
   FROM statement_records s
   JOIN recon_runs r ON r.run_id = s.run_id
  WHERE s.run_id = ANY(ARRAY(SELECT run_id FROM recon_runs
@@ -305,7 +349,7 @@ public:
         tx();
     }
 
-    // Our payments with these operation IDs, by operation ID.
+    // Our payments and refunds with these operation IDs, by operation ID.
     std::map<std::string, LocalRecord> locals(const std::vector<std::string>& operation_ids) {
         std::map<std::string, LocalRecord> out;
         if (operation_ids.empty()) {
@@ -325,7 +369,14 @@ public:
             l.currency = row[5].as<std::string>();
             l.state = known_state(row[6].as<std::string>());
             l.at = row[7].as<long long>();
-            l.merchant_reference = row[8].as<std::string>();
+            if (!row[8].is_null()) {
+                l.merchant_reference = row[8].as<std::string>();
+            }
+            l.kind = kind_of(row[9].as<std::string>());
+            if (!row[10].is_null()) {
+                l.refund_id = row[10].as<std::string>();
+            }
+            l.refund_held_minor = row[11].as<long long>();
             out.emplace(l.match_key, std::move(l));
         }
         return out;
@@ -367,6 +418,8 @@ private:
             r.status = parse_remote_status(row[5].as<std::string>());
             r.raw_status = row[6].as<std::string>();
             r.at = row[7].as<long long>();
+            r.kind = kind_of(row[8].as<std::string>());
+            r.amount_refunded = row[9].as<long long>();
             out[r.match_key].push_back(std::move(r));
         }
         return out;
@@ -462,7 +515,8 @@ public:
                                                                   "provider_references",
                                                                   "acknowledged_at",
                                                                   "acknowledged_by",
-                                                                  "acknowledge_note"}) {}
+                                                                  "acknowledge_note",
+                                                                  "refund_id"}) {}
 
     // Stores `f`, setting its finding_id and, where the window's earlier run had the same finding
     // acknowledged, its acknowledgement.
@@ -489,7 +543,8 @@ public:
         }
         const FindingAcknowledgement* a = f.acknowledged ? &*f.acknowledged : nullptr;
         // stream_to escapes each field for COPY; a null pointer is NULL.
-        m_stream << std::array<const char*, 20>{m_run_id.c_str(),
+        const bool refund = l && l->kind == OperationKind::refund && !l->refund_id.empty();
+        m_stream << std::array<const char*, 21>{m_run_id.c_str(),
                                                 number.c_str(),
                                                 f.category.c_str(),
                                                 l ? l->tenant_id.c_str() : nullptr,
@@ -508,7 +563,8 @@ public:
                                                 references.c_str(),
                                                 a ? a->at.c_str() : nullptr,
                                                 a ? a->by.c_str() : nullptr,
-                                                a ? a->note.c_str() : nullptr};
+                                                a ? a->note.c_str() : nullptr,
+                                                refund ? l->refund_id.c_str() : nullptr};
     }
 
     void complete() { m_stream.complete(); }
@@ -533,7 +589,8 @@ public:
         m_pending.push_back(Pending{
             first_read.local ? first_read.local->match_key : first_read.remote.front().match_key,
             first_read.local.has_value(), !first_read.remote.empty(),
-            first_read.category == to_string(FindingCategory::missing_remote)});
+            first_read.category == to_string(FindingCategory::missing_remote) ||
+                first_read.category == to_string(FindingCategory::refund_missing_remote)});
         if (m_pending.size() >= k_details_batch) {
             flush();
         }
@@ -720,9 +777,9 @@ namespace {
 void insert_record(pqxx::work& tx, const StatementRun& run, const StatementRecord& s) {
     const RemoteRecord& r = s.record;
     tx.exec_prepared0(k_insert_record, run.run_id, r.provider_reference, r.match_key,
-                      or_null(r.operation_id), r.amount_minor, s.amount_refunded, r.currency,
+                      or_null(r.operation_id), r.amount_minor, r.amount_refunded, r.currency,
                       std::string(to_string(r.status)), r.raw_status, r.at,
-                      s.raw.empty() ? nullptr : s.raw.c_str());
+                      s.raw.empty() ? nullptr : s.raw.c_str(), std::string(to_string(r.kind)));
 }
 
 } // namespace
@@ -758,7 +815,7 @@ std::vector<ClaimedPayment> statement_payments(Db& db, const StatementRun& run,
         std::vector<ClaimedPayment> out;
         for (const auto& row :
              tx.exec_prepared(k_payments_by_operation, run.provider, text_array(operation_ids))) {
-            out.push_back(payment_from_row(row));
+            out.push_back(claim_from_row(row));
         }
         return out;
     });
@@ -832,6 +889,7 @@ void fail_statement_run(Db& db, const StatementRun& run, const std::string& erro
 }
 
 StatementTotals diff_statement_run(Db& db, StatementRun& run, long long amount_tolerance_minor,
+                                   bool refunds_listed,
                                    const std::function<void(const DiffFinding&)>& on_finding,
                                    const DiffSorting& sorting) {
     if (run.status != StatementRunStatus::listed && run.status != StatementRunStatus::done) {
@@ -841,6 +899,7 @@ StatementTotals diff_statement_run(Db& db, StatementRun& run, long long amount_t
     Db::Impl& impl = db.impl();
     return translate_errors(impl, [&] {
         impl.prepare(k_pair_by_reference, k_pair_by_reference_sql);
+        impl.prepare(k_pair_refunds_by_reference, k_pair_refunds_by_reference_sql);
         impl.prepare(k_run_done, k_run_done_sql);
         impl.prepare(k_replace_done, k_replace_done_sql);
         {
@@ -848,6 +907,7 @@ StatementTotals diff_statement_run(Db& db, StatementRun& run, long long amount_t
             // changes nothing), so that the snapshot the sides are read in below includes it.
             pqxx::work tx(impl.connection());
             tx.exec_prepared0(k_pair_by_reference, run.run_id, run.provider);
+            tx.exec_prepared0(k_pair_refunds_by_reference, run.run_id, run.provider);
             tx.commit();
         }
         pqxx::work tx(impl.connection());
@@ -864,8 +924,9 @@ StatementTotals diff_statement_run(Db& db, StatementRun& run, long long amount_t
         const long long from = run.window_from - run.margin_s;
         const long long to = run.window_to + run.margin_s;
         SortedSide<LocalRecord> local(
-            impl.url, snapshot, local_keys_query(tx.quote(run.provider), from, to),
-            "our payments of " + run.provider, sorting, &local_key_record);
+            impl.url, snapshot, local_keys_query(tx.quote(run.provider), from, to, refunds_listed),
+            (refunds_listed ? "our payments and refunds of " : "our payments of ") + run.provider,
+            sorting, &local_key_record);
         SortedSide<RemoteRecord> remote(impl.url, snapshot, remote_keys_query(tx.quote(run.run_id)),
                                         "the statement records of run " + run.run_id, sorting,
                                         &remote_key_record);
@@ -876,15 +937,20 @@ StatementTotals diff_statement_run(Db& db, StatementRun& run, long long amount_t
         rules.window_to = run.window_to;
         rules.read_from = from;
         rules.read_to = to;
+        rules.refunds_listed = refunds_listed;
         StatementTotals totals;
         FindingWriter findings(tx, run.run_id, std::move(acknowledged));
-        MatchedSums matched(totals.matched_amounts);
+        MatchedSums matched_charges(totals.matched_amounts);
+        MatchedSums matched_refunds(totals.refund_matched_amounts);
+        const auto matched = [&](const LocalRecord& l) {
+            (l.kind == OperationKind::refund ? matched_refunds : matched_charges).add(l);
+        };
         UnmatchedKeys unmatched(details, rules, [&](const DiffFinding& found) {
             DiffFinding f = found;
             findings.write(f);
-            if (f.category == to_string(FindingCategory::matched)) {
+            if (is_match(f.category)) {
                 // A match across windows: counted as one, stored with both times.
-                matched.add(*f.local);
+                matched(*f.local);
                 ++totals.matched_across_windows;
             } else {
                 ++totals.by_category[f.category];
@@ -895,19 +961,24 @@ StatementTotals diff_statement_run(Db& db, StatementRun& run, long long amount_t
             }
         });
         DiffSink sink;
-        sink.matched = [&](const LocalRecord& l) { matched.add(l); };
+        sink.matched = matched;
         sink.finding = [&](DiffFinding&& f) { unmatched.add(f); };
         totals.counts = diff_sorted([&](LocalRecord& l) { return local.next(l); },
                                     [&](RemoteRecord& r) { return remote.next(r); }, rules, sink);
         unmatched.flush(); // the last keys' second read: matches across windows among them
-        if (matched.count() > 0) {
-            totals.by_category[std::string(to_string(FindingCategory::matched))] += matched.count();
+        if (matched_charges.count() > 0) {
+            totals.by_category[std::string(to_string(FindingCategory::matched))] +=
+                matched_charges.count();
+        }
+        if (matched_refunds.count() > 0) {
+            totals.by_category[std::string(to_string(FindingCategory::refund_matched))] +=
+                matched_refunds.count();
         }
         findings.complete();
         nlohmann::json counts = totals.by_category;
         tx.exec_prepared0(k_replace_done, run.run_id);
         tx.exec_prepared0(k_run_done, run.run_id, totals.counts.local_records,
-                          totals.counts.remote_records, counts.dump());
+                          totals.counts.remote_records, counts.dump(), refunds_listed);
         tx.commit();
         run.status = StatementRunStatus::done;
         return totals;
@@ -924,7 +995,7 @@ const std::string k_stored_finding_columns =
     "f.payment_id::text, f.operation_id, p.merchant_reference, f.provider_reference, "
     "array_to_json(f.provider_references)::text, f.local_amount, f.local_currency, f.local_state, "
     "f.remote_amount, f.remote_currency, f.remote_state, f.detail, f.acknowledged_by, " +
-    iso_utc("f.acknowledged_at") + ", f.acknowledge_note";
+    iso_utc("f.acknowledged_at") + ", f.acknowledge_note, f.refund_id::text";
 const std::string k_stored_finding_from =
     " FROM recon_findings f JOIN recon_runs r ON r.run_id = f.run_id"
     " LEFT JOIN payments p ON p.tenant_id = f.tenant_id AND p.payment_id = f.payment_id";
@@ -962,6 +1033,7 @@ StoredFinding stored_finding_from(const pqxx::row& row) {
         f.acknowledged = FindingAcknowledgement{
             row[20].as<std::string>(), row[21].as<std::string>(), row[22].as<std::string>()};
     }
+    f.refund_id = optional_of<std::string>(row[23]);
     return f;
 }
 
@@ -978,7 +1050,8 @@ SELECT coalesce(ack.tenant_id, $4::uuid), $2, 'statement_finding.acknowledged',
        'statement_finding', ack.finding_id::text,
        jsonb_build_object('provider', r.provider, 'window_from', r.window_from,
                           'window_to', r.window_to, 'run_id', ack.run_id, 'category', ack.category,
-                          'payment_id', ack.payment_id, 'operation_id', ack.operation_id,
+                          'payment_id', ack.payment_id, 'refund_id', ack.refund_id,
+                          'operation_id', ack.operation_id,
                           'provider_references', to_jsonb(ack.provider_references),
                           'local_amount', ack.local_amount, 'local_currency', ack.local_currency,
                           'remote_amount', ack.remote_amount,
@@ -996,7 +1069,8 @@ std::optional<StoredStatement> load_statement(Db& db, const std::string& provide
         const pqxx::result run = tx.exec_params(
             "SELECT run_id::text, margin_s, runs, local_records, remote_records, " +
                 iso_utc("finished_at") +
-                ", counts::text FROM recon_runs WHERE provider = $1 AND window_from = "
+                ", counts::text, refunds_listed FROM recon_runs WHERE provider = $1 AND "
+                "window_from = "
                 "to_timestamp($2) AND window_to = to_timestamp($3) AND status = 'done'",
             provider, window_from, window_to);
         if (run.empty()) {
@@ -1013,6 +1087,7 @@ std::optional<StoredStatement> load_statement(Db& db, const std::string& provide
         out.remote_records = run[0][4].as<long long>();
         out.finished_at = run[0][5].is_null() ? "" : run[0][5].as<std::string>();
         const nlohmann::json counts = nlohmann::json::parse(run[0][6].as<std::string>());
+        out.refunds_listed = run[0][7].as<bool>();
         for (auto c = counts.begin(); c != counts.end(); ++c) {
             out.counts[c.key()] = c.value().get<long long>();
         }
@@ -1064,7 +1139,7 @@ FindingAcknowledgeResult acknowledge_statement_finding(Db& db, const std::string
         }
         if (r[0][1].as<bool>()) {
             out.status = FindingAcknowledgeStatus::already;
-        } else if (r[0][0].as<std::string>() == to_string(FindingCategory::matched)) {
+        } else if (is_match(r[0][0].as<std::string>())) {
             out.status = FindingAcknowledgeStatus::not_needed;
         } else {
             tx.exec_params0(k_acknowledge_finding_sql, finding_id, actor, note,

@@ -42,8 +42,7 @@ StatementRun open_statement_run(Db& db, const std::string& provider, long long w
 
 struct StatementRecord {
     RemoteRecord record; // match_key: operation_id, else "ref:" + provider_reference
-    long long amount_refunded = 0;
-    std::string raw; // the provider's JSON, as received (may be empty)
+    std::string raw;     // the provider's JSON, as received (may be empty)
 };
 
 // Stores one listed page and where the listing goes on, in one transaction. `next_cursor` nullopt:
@@ -77,6 +76,7 @@ struct StatementTotals {
     std::map<std::string, long long> by_category; // matched included
     std::map<std::string, long long>
         matched_amounts; // currency -> minor units of our matched payments
+    std::map<std::string, long long> refund_matched_amounts; // the same of our matched refunds
     // Of the matches, those whose counterpart lay outside the window's reading (DESIGN section 9):
     // stored as findings of category matched, with both times.
     long long matched_across_windows = 0;
@@ -85,8 +85,9 @@ struct StatementTotals {
     long long acknowledged = 0;
 };
 
-// Our payments of the run's provider with these operation IDs (as stored; nothing is claimed), for
-// looking up the provider's counterpart of a payment the run's records lack.
+// Our payments and refunds of the run's provider with these operation IDs (as stored, each of its
+// kind; nothing is claimed), for looking up the provider's counterpart of one the run's records
+// lack.
 std::vector<ClaimedPayment> statement_payments(Db& db, const StatementRun& run,
                                                const std::vector<std::string>& operation_ids);
 
@@ -100,9 +101,11 @@ void store_statement_counterparts(Db& db, StatementRun& run,
 // window's earlier run goes with the same finding -- same category, operation ID, reference and
 // detail -- into the new one; `on_finding` gets each finding as stored: its ID, and that
 // acknowledgement.
-// Pairs provider records without our operation ID by provider reference, then merges our payments
-// of the provider (first attempt, else acceptance, inside the window widened by the margin) with
-// the run's records, replaces the run's findings with the non-matched ones, and marks it done --
+// Pairs provider records without our operation ID by provider reference (a charge's with our
+// payment, a refund's with our refund), then merges our payments of the provider -- and, with
+// `refunds_listed` (the provider's refunds of the window are among the run's records), our refunds
+// of it -- (first attempt, else acceptance, inside the window widened by the margin) with the
+// run's records, replaces the run's findings with the non-matched ones, and marks it done --
 // in one transaction, whose snapshot the reads (on connections of their own, at once) share.
 // Before a record is called missing, its counterpart is looked for by operation ID outside the
 // window's reading: our payments of any time, and the records the provider's other runs stored
@@ -116,6 +119,7 @@ struct DiffSorting {
     std::string temp_dir;                             // empty: $TMPDIR, else /tmp
 };
 StatementTotals diff_statement_run(Db& db, StatementRun& run, long long amount_tolerance_minor,
+                                   bool refunds_listed,
                                    const std::function<void(const DiffFinding&)>& on_finding,
                                    const DiffSorting& sorting = {});
 
@@ -130,9 +134,10 @@ struct StoredFinding {
     long long finding_no = 0;
     std::string category;
     std::optional<std::string> tenant_id;
-    std::optional<std::string> payment_id;
+    std::optional<std::string> payment_id; // a refund's finding: the payment it refunds
+    std::optional<std::string> refund_id;  // a refund's finding: the refund
     std::optional<std::string> operation_id;
-    std::optional<std::string> merchant_reference;
+    std::optional<std::string> merchant_reference; // the payment's
     std::optional<std::string> provider_reference; // the one shown: the first charge's
     std::vector<std::string> provider_references;  // every record's of the key
     std::optional<long long> local_amount;
@@ -158,6 +163,7 @@ struct StoredStatement {
     long long remote_records = 0;
     std::string finished_at;                 // ISO 8601 UTC
     std::map<std::string, long long> counts; // per category, matched included
+    bool refunds_listed = false;             // the provider's refunds were diffed
     std::vector<StoredFinding> findings;
 };
 std::optional<StoredStatement> load_statement(Db& db, const std::string& provider,

@@ -311,3 +311,157 @@ TEST_CASE("statement diff: a match across windows goes to the finding sink, with
     CHECK(found[0].across_windows);
     CHECK(found[0].local->match_key == "b");
 }
+
+namespace {
+
+LocalRecord our_refund(const std::string& key, const std::string& state, long long amount = 300,
+                       long long at = k_from + 10) {
+    LocalRecord l = ours(key, state, amount, "EUR", at);
+    l.kind = OperationKind::refund;
+    l.refund_id = "ref-" + key;
+    return l;
+}
+
+RemoteRecord their_refund(const std::string& key, RemoteStatus status, long long amount = 300,
+                          long long at = k_from + 11) {
+    RemoteRecord r = theirs(key, status, amount, "eur", at);
+    r.kind = OperationKind::refund;
+    r.provider_reference = "re_" + key + std::to_string(at);
+    return r;
+}
+
+} // namespace
+
+TEST_CASE("statement diff: a refund's key, every local state against every provider status",
+          "[core][statement][refunds]") {
+    const std::vector<std::string> states = {"pending",     "processing",      "succeeded",
+                                             "failed",      "retry_scheduled", "unknown",
+                                             "needs_review"};
+    const std::map<std::string, RemoteStatus> statuses = {{"succeeded", RemoteStatus::succeeded},
+                                                          {"declined", RemoteStatus::declined},
+                                                          {"pending", RemoteStatus::pending}};
+    for (const auto& state : states) {
+        for (const std::string remote : {"none", "succeeded", "declined", "pending"}) {
+            INFO(state << " vs " << remote);
+            std::vector<RemoteRecord> r;
+            if (remote != "none") {
+                r.push_back(their_refund("pr1", statuses.at(remote)));
+            }
+            const bool moved = remote == "succeeded" || remote == "pending";
+            std::string want;
+            if (state == "unknown" || state == "needs_review") {
+                want = "refund_unresolved_unknown";
+            } else if (state == "succeeded") {
+                want = remote == "succeeded" ? "refund_matched"
+                       : moved               ? "refund_status_mismatch"
+                                             : "refund_missing_remote";
+            } else {
+                // Failed, or not sent yet here: a refund gone out there contradicts it.
+                want = moved ? "refund_status_mismatch" : "matched";
+            }
+            CHECK(category(our_refund("pr1", state), r) == want);
+        }
+    }
+}
+
+TEST_CASE("statement diff: a refund payrecon has no record of, a duplicate, an amount that differs",
+          "[core][statement][refunds]") {
+    // Made in the provider's dashboard: money went back that no refund of ours explains.
+    const auto dashboard = classify_key(
+        std::nullopt, {their_refund("ref:re_x", RemoteStatus::succeeded, 150)}, rules());
+    REQUIRE(dashboard);
+    CHECK(dashboard->category == "refund_missing_local");
+    CHECK(dashboard->detail.find("1.50 EUR") != std::string::npos);
+    CHECK(category(std::nullopt, {their_refund("ref:re_x", RemoteStatus::pending)}) ==
+          "refund_missing_local");
+    CHECK(category(std::nullopt, {their_refund("ref:re_x", RemoteStatus::declined)}) == "-");
+    // Two refunds that went out under one operation ID: the customer got the money twice.
+    const auto twice = classify_key(our_refund("pr", "succeeded"),
+                                    {their_refund("pr", RemoteStatus::succeeded),
+                                     their_refund("pr", RemoteStatus::succeeded, 300, k_from + 40)},
+                                    rules());
+    REQUIRE(twice);
+    CHECK(twice->category == "refund_duplicate_remote");
+    CHECK(twice->detail.find("2 refunds") != std::string::npos);
+    // A declined twin is not a second refund.
+    CHECK(category(our_refund("pr", "succeeded"), {their_refund("pr", RemoteStatus::declined),
+                                                   their_refund("pr", RemoteStatus::succeeded, 300,
+                                                                k_from + 40)}) == "refund_matched");
+    CHECK(category(our_refund("pr", "succeeded", 300),
+                   {their_refund("pr", RemoteStatus::succeeded, 301)}) == "refund_amount_mismatch");
+    CHECK(category(our_refund("pr", "succeeded", 300),
+                   {their_refund("pr", RemoteStatus::succeeded, 301)}, 1) == "refund_matched");
+    RemoteRecord dollars = their_refund("pr", RemoteStatus::succeeded);
+    dollars.currency = "usd";
+    CHECK(category(our_refund("pr", "succeeded"), {dollars}) == "refund_amount_mismatch");
+    // The finding names the refund's payment, and an operator's command for one in review.
+    const auto review = classify_key(our_refund("pr", "needs_review"),
+                                     {their_refund("pr", RemoteStatus::succeeded)}, rules());
+    REQUIRE(review);
+    CHECK(review->detail.find("payrecon review show ref-pr") != std::string::npos);
+    const auto missing = classify_key(our_refund("pr", "succeeded"), {}, rules());
+    REQUIRE(missing);
+    CHECK(missing->detail.find("refund of payment pay-pr") != std::string::npos);
+}
+
+TEST_CASE("statement diff: a charge the provider refunded is matched where its refunds are ours",
+          "[core][statement][refunds]") {
+    LocalRecord charge = ours("op", "succeeded", 1000);
+    RemoteRecord refunded = theirs("op", RemoteStatus::refunded, 1000);
+    refunded.amount_refunded = 400;
+    DiffRules listed = rules();
+    listed.refunds_listed = true;
+    // Its refunds listed: each judged on its own key, the charge is a charge.
+    const auto when_listed = classify_key(charge, {refunded}, listed);
+    REQUIRE(when_listed);
+    CHECK(when_listed->category == "matched");
+    // Not listed: what the provider refunded must be within what our refunds hold.
+    CHECK(category(charge, {refunded}) == "status_mismatch");
+    charge.refund_held_minor = 400;
+    CHECK(category(charge, {refunded}) == "matched");
+    charge.refund_held_minor = 399;
+    const auto outside = classify_key(charge, {refunded}, rules());
+    REQUIRE(outside);
+    CHECK(outside->category == "status_mismatch");
+    CHECK(outside->detail.find("refunded 4.00 EUR") != std::string::npos);
+    CHECK(outside->detail.find("hold 3.99 EUR") != std::string::npos);
+}
+
+TEST_CASE("statement diff: charges and refunds in one merge, each matched by its kind",
+          "[core][statement][refunds]") {
+    // Sorted by key across both kinds, as the store hands them over.
+    std::vector<LocalRecord> local = {ours("a", "succeeded"), our_refund("b", "succeeded"),
+                                      our_refund("c", "succeeded"), ours("d", "succeeded")};
+    std::vector<RemoteRecord> remote = {
+        theirs("a", RemoteStatus::succeeded), their_refund("b", RemoteStatus::succeeded),
+        theirs("d", RemoteStatus::succeeded), their_refund("ref:re_z", RemoteStatus::succeeded)};
+    std::size_t li = 0;
+    std::size_t ri = 0;
+    std::map<std::string, std::string> found;
+    diff_sorted([&](LocalRecord& l) { return li < local.size() && (l = local[li++], true); },
+                [&](RemoteRecord& r) { return ri < remote.size() && (r = remote[ri++], true); },
+                rules(),
+                DiffSink{[&](DiffFinding&& f) {
+                             const std::string key =
+                                 f.local ? f.local->match_key : f.remote.front().match_key;
+                             CHECK(found.emplace(key, f.category).second);
+                         },
+                         [&](const LocalRecord& l) {
+                             CHECK(found
+                                       .emplace(l.match_key, l.kind == OperationKind::refund
+                                                                 ? "refund_matched"
+                                                                 : "matched")
+                                       .second);
+                         }});
+    const std::map<std::string, std::string> want = {{"a", "matched"},
+                                                     {"b", "refund_matched"},
+                                                     {"c", "refund_missing_remote"},
+                                                     {"d", "matched"},
+                                                     {"ref:re_z", "refund_missing_local"}};
+    CHECK(found == want);
+    CHECK(is_match("refund_matched"));
+    CHECK_FALSE(is_match("refund_missing_local"));
+    CHECK(parse_finding_category("refund_duplicate_remote") ==
+          FindingCategory::refund_duplicate_remote);
+    CHECK_FALSE(parse_finding_category("refunded"));
+}

@@ -741,6 +741,7 @@ TEST_CASE("statement: a payment the provider never charged is still missing_remo
     const reports::Report report = engine::run_statement(*w.db, watched, window_around_now());
     CHECK(counts_of(report) == std::map<std::string, long long>{{"missing_remote", 1}});
     CHECK(watched.looked_up == std::vector<std::string>{w.op_of(never_sent)});
-    CHECK(contains(fact_of(report, "missing looked up"), "1 payments the window's listing lacks"));
+    CHECK(contains(fact_of(report, "missing looked up"),
+                   "1 payments or refunds the window's listing lacks"));
     CHECK(report.exit_code == 3);
 }

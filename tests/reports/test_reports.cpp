@@ -57,7 +57,7 @@ Report fixture() {
                {"window", "2026-12-01T00:00:00Z .. 2026-12-02T00:00:00Z"},
                {"records read (ours, theirs)", "12, 13"},
                {"note <b>", "a \"quoted\" & 'single' fact"}};
-    for (const auto category : statement_categories()) {
+    for (const auto category : statement_categories(false)) {
         r.categories.emplace_back(category);
         r.totals[std::string(category)];
     }
@@ -558,7 +558,7 @@ TEST_CASE("reports: JSON follows docs/report.schema.json and keeps every value",
     CHECK(j["schema"] == "payrecon.report/2");
     CHECK(j["kind"] == "statement");
     CHECK(j["facts"][0] == json::array({"run", "42"}));
-    CHECK(j["categories"].size() == statement_categories().size());
+    CHECK(j["categories"].size() == statement_categories(false).size());
     CHECK(j["totals"]["matched"]["count"] == 5);
     CHECK(j["totals"]["matched"]["amounts"]["EUR"] == 5 * 4999);
     CHECK(j["totals"]["missing_local"]["count"] == 3);
@@ -732,12 +732,13 @@ TEST_CASE("reports: CSV parses back to the same findings", "[reports]") {
     const Report r = fixture();
     const std::string csv = render(r, Format::csv);
     INFO(csv);
-    CHECK(csv.rfind("category,needs_attention,provider,payment_id,operation_id,merchant_reference,"
+    CHECK(csv.rfind("category,needs_attention,provider,payment_id,operation_id,"
+                    "merchant_reference,"
                     "provider_reference,local_amount,local_amount_major,local_currency,"
                     "local_state,local_at,remote_amount,remote_amount_major,remote_currency,"
                     "remote_state,remote_at,difference,difference_major,provider_link,"
                     "finding_id,provider_references,handled_by,handled_at,handled_note,"
-                    "detail\r\n",
+                    "detail,refund_id\r\n",
                     0) == 0);
     std::istringstream in(csv);
     const std::vector<Finding> back = parse_findings_csv(in);
@@ -753,17 +754,17 @@ TEST_CASE("reports: CSV parses back to the same findings", "[reports]") {
 TEST_CASE("reports: CSV quotes what RFC 4180 says and defuses spreadsheet formulas", "[reports]") {
     const std::string csv = render(fixture(), Format::csv);
     // Formula starters get a leading quote; amounts stay plain integers, negative ones too.
-    CHECK(csv.find(",\"'=HYPERLINK(\"\"x\"\",\"\"click\"\")\"\r\n") != std::string::npos);
+    CHECK(csv.find(",\"'=HYPERLINK(\"\"x\"\",\"\"click\"\")\",\r\n") != std::string::npos);
     CHECK(csv.find(",'@SUM(A1:A9),") != std::string::npos);
     CHECK(csv.find(",'+1 succeeded,") != std::string::npos);
-    CHECK(csv.find(",'-250 KWD twice; two charges for one operation ID\r\n") != std::string::npos);
+    CHECK(csv.find(",'-250 KWD twice; two charges for one operation ID,\r\n") != std::string::npos);
     CHECK(csv.find(",-250,-0.250,KWD,") != std::string::npos);
     CHECK(csv.find(",'=order-4,") != std::string::npos);
     // The mismatch: 10.00 EUR ours, 10.01 theirs, a difference of -1 (-0.01 EUR) left unquoted.
     CHECK(csv.find(",1000,10.00,EUR,succeeded,2026-12-01T12:00:00Z,1001,10.01,EUR,'+1 succeeded,"
                    "2026-12-01T12:01:05Z,-1,-0.01,https://dashboard.example.com/payments/"
                    "%40SUM%28A1%3AA9%29,") != std::string::npos);
-    CHECK(csv.find(",''already quoted\r\n") != std::string::npos);
+    CHECK(csv.find(",''already quoted,\r\n") != std::string::npos);
     // Commas, quotes and line breaks inside quotes; an empty text is "" and an absent one empty.
     CHECK(csv.find(",\"op,with,commas\",") != std::string::npos);
     CHECK(csv.find(",\"\"\"pi_7\"\"\",") != std::string::npos);
@@ -775,6 +776,70 @@ TEST_CASE("reports: CSV quotes what RFC 4180 says and defuses spreadsheet formul
     CHECK(std::count(csv.begin(), csv.end(), '\n') == 11 + 2);
 }
 
+TEST_CASE("reports: a refund's finding names its refund and its payment in every format, and "
+          "its money counts at risk",
+          "[reports]") {
+    Report r;
+    r.kind = "statement";
+    r.title = "payrecon statement: stripe, refunds";
+    r.generated_at = "2026-12-02T06:00:00Z";
+    for (const auto category : statement_categories()) {
+        r.categories.emplace_back(category);
+        r.totals[std::string(category)];
+    }
+    Finding refund = make("refund_missing_remote", true);
+    refund.payment_id = "0190b2c4-5e6f-7000-8000-000000000001";
+    refund.refund_id = "0190b2c4-5e6f-7000-8000-0000000000aa";
+    refund.operation_id = "pr_9";
+    refund.local_amount = 300;
+    refund.local_currency = "EUR";
+    refund.local_state = "succeeded";
+    refund.detail = "payrecon says the refund succeeded; the provider has no such refund";
+    r.add(refund);
+    Finding dashboard = make("refund_missing_local", true);
+    dashboard.provider_reference = "re_dashboard";
+    dashboard.remote_amount = 150;
+    dashboard.remote_currency = "EUR";
+    dashboard.remote_state = "succeeded";
+    dashboard.detail = "the provider refunded EUR 1.50 (re_dashboard) and payrecon has no record";
+    r.add(dashboard);
+    r.add_counted("refund_matched", 4, {{"EUR", 1200}});
+    r.exit_code = 3;
+
+    const json j = json::parse(render(r, Format::json));
+    SchemaChecker checker(load_schema());
+    for (const auto& e : checker.check(j)) {
+        UNSCOPED_INFO(e);
+    }
+    CHECK(checker.check(j).empty());
+    CHECK(j["categories"].size() == statement_categories().size());
+    CHECK(j["findings"][0]["refund_id"] == *refund.refund_id);
+    CHECK(j["findings"][0]["payment_id"] == *refund.payment_id);
+    CHECK(j["findings"][1]["refund_id"].is_null());
+    CHECK(j["at_risk"] == json{{"EUR", 300 + 150}});
+    CHECK(j["totals"]["refund_matched"]["count"] == 4);
+    CHECK(j["totals"]["refund_missing_local"]["count"] == 1);
+
+    const std::string csv = render(r, Format::csv);
+    CHECK(csv.find("refund_missing_remote,true,stripe," + *refund.payment_id + ",pr_9,") !=
+          std::string::npos);
+    CHECK(csv.find("has no such refund," + *refund.refund_id + "\r\n") != std::string::npos);
+    std::istringstream in(csv);
+    const std::vector<Finding> back = parse_findings_csv(in);
+    REQUIRE(back.size() == 2);
+    CHECK(back[0] == r.findings[0]);
+    CHECK(back[1] == r.findings[1]);
+
+    const std::string text = render(r, Format::text);
+    CHECK(text.find(*refund.refund_id) != std::string::npos);
+    CHECK(std::regex_search(text, std::regex("refund_missing_remote +1")));
+
+    const std::string html = render(r, Format::html);
+    CHECK(html.find(*refund.refund_id) != std::string::npos);
+    CHECK(dom_counts(html)["refund_matched"] == 4);
+    CHECK(dom_counts(html)["refund_missing_local"] == 1);
+}
+
 TEST_CASE("reports: the CSV parser refuses malformed input with the line", "[reports]") {
     const std::string header = render(Report{}, Format::csv);
     const auto parse = [](const std::string& text) {
@@ -783,7 +848,7 @@ TEST_CASE("reports: the CSV parser refuses malformed input with the line", "[rep
     };
     CHECK(parse(header).empty());
     CHECK(parse(header.substr(0, header.size() - 2) +
-                "\nmatched,false,stripe,,,,,1,0.01,EUR,,,,,,,,,,,,,,,,ok")
+                "\nmatched,false,stripe,,,,,1,0.01,EUR,,,,,,,,,,,,,,,,ok,")
               .size() == 1);
     CHECK_THROWS_WITH(parse(""), Catch::Contains("no header row"));
     CHECK_THROWS_WITH(parse("a,b\r\n"), Catch::Contains("header"));
