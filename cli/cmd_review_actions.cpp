@@ -715,13 +715,18 @@ ReviewCode selected_code(const RecheckCliOptions& opts) {
     return *code;
 }
 
-// One payment of a recheck of many, as it is handled.
+// "refund 0193..." or the payment's ID.
+std::string subject_of(const store::ReviewItem& p) {
+    return p.kind == OperationKind::refund ? "refund " + p.refund_id : p.payment_id;
+}
+
+// One payment or refund of a recheck of many, as it is handled.
 void print_rechecked(const engine::Reconciler::Rechecked& r) {
     using S = engine::Reconciler::Rechecked::Status;
     const store::ReviewItem& p = r.payment;
     switch (r.status) {
     case S::would_recheck:
-        std::cout << "would recheck  " << p.payment_id << "  " << money(p.amount_minor, p.currency)
+        std::cout << "would recheck  " << subject_of(p) << "  " << money(p.amount_minor, p.currency)
                   << "  in review since " << p.in_review_since << "  generation " << p.generation
                   << "  " << printable(p.review_reason) << "\n";
         break;
@@ -730,12 +735,13 @@ void print_rechecked(const engine::Reconciler::Rechecked& r) {
                   << r.generation << "\n";
         break;
     case S::changed:
-        std::cout << "changed  " << p.payment_id << "  generation " << p.generation
+        std::cout << "changed  " << subject_of(p) << "  generation " << p.generation
                   << " was selected, it is now " << r.generation << " (" << r.state
                   << "): asked nothing, wrote nothing\n";
         break;
     case S::not_asked:
-        std::cout << "not asked  " << p.payment_id << "  (the provider refused our credentials)\n";
+        std::cout << "not asked  " << subject_of(p)
+                  << "  (the provider refused our credentials)\n";
         break;
     }
     std::cout << std::flush;
@@ -793,7 +799,11 @@ void print_recheck_json(const RecheckCliOptions& opts,
     j["payments"] = nlohmann::ordered_json::array();
     for (const auto& r : result.payments) {
         nlohmann::ordered_json e;
+        e["kind"] = to_string(r.payment.kind);
         e["payment_id"] = r.payment.payment_id;
+        if (r.payment.kind == OperationKind::refund) {
+            e["refund_id"] = r.payment.refund_id;
+        }
         e["tenant_id"] = r.payment.tenant_id;
         e["status"] = rechecked_status(r.status);
         e["selected_generation"] = r.payment.generation;
@@ -810,11 +820,22 @@ void print_recheck_json(const RecheckCliOptions& opts,
 void print_recheck_summary(const RecheckCliOptions& opts,
                            const engine::Reconciler::InReviewResult& result,
                            const RecheckTally& t) {
-    const std::string what = "payment(s) of " + opts.provider + " in review as " + opts.code;
+    long long refunds = 0;
+    for (const auto& r : result.payments) {
+        refunds += r.payment.kind == OperationKind::refund ? 1 : 0;
+    }
+    const long long payments = static_cast<long long>(result.payments.size()) - refunds;
+    // "3 payment(s)", "2 payment(s) and 1 refund(s)", "1 refund(s)"
+    const std::string counted =
+        refunds == 0    ? std::to_string(payments) + " payment(s)"
+        : payments == 0 ? std::to_string(refunds) + " refund(s)"
+                        : std::to_string(payments) + " payment(s) and " +
+                              std::to_string(refunds) + " refund(s)";
+    const std::string what = " of " + opts.provider + " in review as " + opts.code;
     if (result.payments.empty()) {
-        std::cout << "no " << what << "\n";
+        std::cout << "no payment(s) or refund(s)" << what << "\n";
     } else if (opts.dry_run) {
-        std::cout << "dry run: " << result.payments.size() << " " << what
+        std::cout << "dry run: " << counted << what
                   << " would be rechecked, each asked on its own and fenced by the generation "
                      "shown; nothing was asked or written\n";
     } else {
@@ -822,8 +843,7 @@ void print_recheck_summary(const RecheckCliOptions& opts,
         for (const auto& [to, n] : t.settled) {
             outcomes += (outcomes.empty() ? "" : ", ") + std::to_string(n) + " " + to;
         }
-        std::cout << t.rechecked << " of " << result.payments.size() << " " << what
-                  << " rechecked: " << (outcomes.empty() ? "none settled" : outcomes) << ", "
+        std::cout << t.rechecked << " of " << counted << what << " rechecked: " << (outcomes.empty() ? "none settled" : outcomes) << ", "
                   << t.still_in_review
                   << " still in review; each recheck is recorded in the audit log on its own\n";
     }

@@ -522,10 +522,11 @@ Reconciler::recheck_in_review(const InReview& selection,
         } else if (m_gate->refused(selection.provider)) {
             r.status = Rechecked::Status::not_asked;
         } else {
-            r.outcome = recheck(item.tenant_id, item.payment_id, item.generation);
+            r.outcome = recheck(item.tenant_id, item.subject_id(), item.generation, item.kind);
             r.status = !r.outcome || r.outcome->fenced_out ? Rechecked::Status::changed
                                                            : Rechecked::Status::rechecked;
-            if (const auto now = store::load_candidate(m_db, item.tenant_id, item.payment_id)) {
+            if (const auto now = store::load_candidate(m_db, item.tenant_id, item.subject_id(),
+                                                       item.kind)) {
                 r.state = std::string(to_string(now->state));
                 r.generation = now->payment.generation;
             }

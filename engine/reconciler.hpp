@@ -117,8 +117,8 @@ public:
             std::optional<long long> expected_generation = std::nullopt,
             OperationKind kind = OperationKind::charge);
 
-    // `review recheck --provider P --code C`: every payment of `selection.provider` in review
-    // with `selection.code`, longest waiting first, each rechecked as recheck() does -- fenced by
+    // `review recheck --provider P --code C`: every payment and refund of `selection.provider` in
+    // review with `selection.code`, longest waiting first, each rechecked as recheck() does -- fenced by
     // the generation it was selected at, decided and audited on its own -- calling `on_each`
     // after each. A dry run selects and asks nothing. Once the provider refuses our credentials
     // the rest are asked nothing (credentials_refused() says so). Throws UsageError if asking the

@@ -350,18 +350,29 @@ SELECT p.tenant_id::text, p.payment_id::text, p.generation, p.amount_minor, p.cu
    AND ($2::uuid IS NULL OR p.tenant_id = $2::uuid)
  ORDER BY p.updated_at, p.payment_id)sql";
 
-// A provider's payments in review with one review code, longest waiting first: what a bulk
-// recheck selects (the review queue's order).
+// A provider's payments and refunds in review with one review code, longest waiting first: what a
+// bulk recheck selects (the review queue's order).
 constexpr const char* k_review_items = "review_items";
 const std::string k_review_items_sql =
     R"sql(
-SELECT p.tenant_id::text, p.payment_id::text, p.generation, p.amount_minor, p.currency,
-       coalesce(p.review_reason, ''), )sql" +
-    iso_utc("p.updated_at") + R"sql(
-  FROM payments p
- WHERE p.state = 'needs_review' AND p.provider = $1 AND p.review_code = $2
-   AND ($3::uuid IS NULL OR p.tenant_id = $3::uuid)
- ORDER BY p.updated_at, p.payment_id
+SELECT kind, tenant_id, payment_id, refund_id, generation, amount_minor, currency, review_reason,
+       )sql" +
+    iso_utc("updated_at") + R"sql(
+  FROM (SELECT 'charge' AS kind, p.tenant_id::text, p.payment_id::text, NULL::text AS refund_id,
+               p.generation, p.amount_minor::bigint, p.currency::text,
+               coalesce(p.review_reason, '') AS review_reason, p.updated_at,
+               p.payment_id AS subject
+          FROM payments p
+         WHERE p.state = 'needs_review' AND p.provider = $1 AND p.review_code = $2
+           AND ($3::uuid IS NULL OR p.tenant_id = $3::uuid)
+        UNION ALL
+        SELECT 'refund', o.tenant_id::text, o.payment_id::text, o.id::text, o.generation,
+               o.amount_minor::bigint, o.currency::text, coalesce(o.review_reason, ''),
+               o.updated_at, o.id
+          FROM operations o
+         WHERE o.state = 'needs_review' AND o.kind = 'refund' AND o.provider = $1
+           AND o.review_code = $2 AND ($3::uuid IS NULL OR o.tenant_id = $3::uuid)) AS in_review
+ ORDER BY updated_at, subject
  LIMIT $4)sql";
 
 // The payment as a requeue must see it, its row locked: state, generation, review code, and its
@@ -709,13 +720,18 @@ ReviewItems review_items(Db& db, const std::string& provider, const std::string&
                 break;
             }
             ReviewItem i;
-            i.tenant_id = row[0].as<std::string>();
-            i.payment_id = row[1].as<std::string>();
-            i.generation = row[2].as<long long>();
-            i.amount_minor = row[3].as<long long>();
-            i.currency = row[4].as<std::string>();
-            i.review_reason = row[5].as<std::string>();
-            i.in_review_since = row[6].as<std::string>();
+            i.kind = row[0].as<std::string>() == "refund" ? OperationKind::refund
+                                                          : OperationKind::charge;
+            i.tenant_id = row[1].as<std::string>();
+            i.payment_id = row[2].as<std::string>();
+            if (!row[3].is_null()) {
+                i.refund_id = row[3].as<std::string>();
+            }
+            i.generation = row[4].as<long long>();
+            i.amount_minor = row[5].as<long long>();
+            i.currency = row[6].as<std::string>();
+            i.review_reason = row[7].as<std::string>();
+            i.in_review_since = row[8].as<std::string>();
             out.items.push_back(std::move(i));
         }
         return out;

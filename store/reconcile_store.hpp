@@ -141,18 +141,24 @@ struct ResolveResult {
 // in one transaction. Otherwise changes nothing and says why. A dry run changes nothing either way.
 ResolveResult resolve_payment(Db& db, const Resolution& resolution);
 
-// A payment in review as a bulk recheck selects it: by provider and review code.
+// A payment or refund in review as a bulk recheck selects it: by provider and review code.
 struct ReviewItem {
+    OperationKind kind = OperationKind::charge;
     std::string tenant_id;
-    std::string payment_id;
+    std::string payment_id; // a refund's: the payment it refunds
+    std::string refund_id;  // a refund's own ID; empty for a payment
+    // What is rechecked: the payment, or the refund.
+    const std::string& subject_id() const {
+        return kind == OperationKind::refund ? refund_id : payment_id;
+    }
     long long generation = 0; // as selected: each recheck is fenced by it
     long long amount_minor = 0;
     std::string currency;
     std::string review_reason;
     std::string in_review_since; // updated_at, ISO 8601 UTC
 };
-// The payments of `provider` in review with `review_code` (of `tenant_id` only, when given),
-// longest in review first, at most `limit` (`more`: there are others). Throws
+// The payments and refunds of `provider` in review with `review_code` (of `tenant_id` only, when
+// given), longest in review first, at most `limit` (`more`: there are others). Throws
 // std::invalid_argument if limit < 1; DatabaseUnavailable.
 struct ReviewItems {
     std::vector<ReviewItem> items;

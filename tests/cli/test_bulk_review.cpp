@@ -210,7 +210,7 @@ TEST_CASE("bulk review: recheck --provider --code rechecks each payment in revie
     // Nothing left to recheck.
     const Run again = w.payrecon(selector);
     CHECK(again.exit_code == 0);
-    CHECK(contains(again.out, "no payment(s) of " + w.config.name));
+    CHECK(contains(again.out, "no payment(s) or refund(s) of " + w.config.name));
 }
 
 TEST_CASE("bulk review: resolve --from decides each line as the single resolve does -- a stale "
