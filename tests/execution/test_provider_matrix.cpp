@@ -443,14 +443,19 @@ TEST_CASE("provider matrix: a mixed run of 1,000 payments across Stripe, Adyen, 
     }
 
     // Adyen cannot be asked: its unknown payments wait in review (no_lookup), and an operator
-    // resolves each from what the provider's Customer Area shows -- here the fake's own records.
+    // resolves each from what the provider's Customer Area shows -- here the fake's own records,
+    // under the pspReference Adyen gives the payment (a refund of it names that one: given the
+    // fake's PaymentIntent ID instead, Adyen refuses every refund of it, 422 "Original
+    // pspReference required").
     {
         const auto books = w.fake->ledger();
-        std::map<std::string, std::pair<std::string, std::string>> at_adyen; // op -> id, status
+        // op -> pspReference, status
+        std::map<std::string, std::pair<std::string, std::string>> at_adyen;
         for (const auto& pi : books["payment_intents"]) {
             if (pi.contains("metadata") && pi["metadata"].contains("operation_id")) {
                 at_adyen[pi["metadata"]["operation_id"].get<std::string>()] = {
-                    pi["id"].get<std::string>(), pi["status"].get<std::string>()};
+                    fake::adyen_reference(pi["id"].get<std::string>()),
+                    pi["status"].get<std::string>()};
             }
         }
         pqxx::connection conn(database_url());
