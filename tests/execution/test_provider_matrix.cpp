@@ -1,7 +1,8 @@
 // DESIGN section 12's execution rows for the providers added on the kit, Checkout.com and PayPal
 // Orders v2: the real adapters over real HTTP on loopback against the fake provider speaking each
 // one's dialect, the executor and the reconciler on a real PostgreSQL. Counts come from the fake's
-// ledger: executions (E, charges made) and deliveries (D, create requests that reached it).
+// ledger: executions (E, charges made) and deliveries (D, create requests that reached it). The
+// mixed run of every provider ends here too: 1,000 charges, then 600 refunds of them (issue 31).
 //
 // What differs between the two, and is tested here as the provider documents it:
 // - Checkout.com saves only 2xx answers under Cko-Idempotency-Key: a request answered 500 after it
@@ -19,16 +20,19 @@
 #include "engine/worker.hpp"
 #include "providers/registry.hpp"
 #include "services/intake.hpp"
+#include "services/refunds.hpp"
 #include "services/webhooks.hpp"
 #include "store/executor_store.hpp"
 #include "store/reconcile_store.hpp"
-#include "tests/execution/world.hpp"
+#include "tests/execution/refunds.hpp"
+#include "tests/support/receiver.hpp"
 #include "tests/support/wait.hpp"
 
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <map>
 #include <pqxx/pqxx>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -364,9 +368,10 @@ TEST_CASE("provider matrix: PayPal's access token expires between payments: fetc
     CHECK(w.fake->ledger()["paypal_tokens_issued"].get<int>() == issued.get<int>() + 1);
 }
 
-TEST_CASE("provider matrix: a mixed run of 1,000 payments across Stripe, Adyen, Checkout.com, "
-          "PayPal and Square with every fault mode ends with the invariants of DESIGN section 12",
-          "[execution][db][matrix][fault][slow]") {
+TEST_CASE("provider matrix: a mixed run of 1,000 payments and 600 refunds of them across Stripe, "
+          "Adyen, Checkout.com, PayPal and Square with every fault mode ends with the invariants "
+          "of DESIGN section 12",
+          "[execution][db][matrix][fault][refunds][slow]") {
     const fake::FaultConfig faults = every_fault_at_rates(20261204);
     World w("stripe", faults);
     const std::vector<std::string> kinds = {"stripe", "adyen", "checkout", "paypal", "square"};
@@ -403,16 +408,14 @@ TEST_CASE("provider matrix: a mixed run of 1,000 payments across Stripe, Adyen, 
     wo.backoff.base = std::chrono::milliseconds(1);
     wo.backoff.cap = std::chrono::milliseconds(1);
     std::ostringstream worker_log;
-    engine::Worker worker(
-        wo,
-        [configs] {
-            std::vector<std::unique_ptr<providers::Provider>> v;
-            for (const auto& c : configs) {
-                v.push_back(providers::create_provider(c));
-            }
-            return v;
-        },
-        worker_log);
+    const auto make_providers = [configs] {
+        std::vector<std::unique_ptr<providers::Provider>> v;
+        for (const auto& c : configs) {
+            v.push_back(providers::create_provider(c));
+        }
+        return v;
+    };
+    engine::Worker worker(wo, make_providers, worker_log);
     worker.run();
     const long long unknown_after_send =
         count_rows("payments", w.tenant.tenant_id, "state = 'unknown'");
@@ -443,14 +446,19 @@ TEST_CASE("provider matrix: a mixed run of 1,000 payments across Stripe, Adyen, 
     }
 
     // Adyen cannot be asked: its unknown payments wait in review (no_lookup), and an operator
-    // resolves each from what the provider's Customer Area shows -- here the fake's own records.
+    // resolves each from what the provider's Customer Area shows -- here the fake's own records,
+    // under the pspReference Adyen gives the payment (a refund of it names that one: given the
+    // fake's PaymentIntent ID instead, Adyen refuses every refund of it, 422 "Original
+    // pspReference required").
     {
         const auto books = w.fake->ledger();
-        std::map<std::string, std::pair<std::string, std::string>> at_adyen; // op -> id, status
+        // op -> pspReference, status
+        std::map<std::string, std::pair<std::string, std::string>> at_adyen;
         for (const auto& pi : books["payment_intents"]) {
             if (pi.contains("metadata") && pi["metadata"].contains("operation_id")) {
                 at_adyen[pi["metadata"]["operation_id"].get<std::string>()] = {
-                    pi["id"].get<std::string>(), pi["status"].get<std::string>()};
+                    fake::adyen_reference(pi["id"].get<std::string>()),
+                    pi["status"].get<std::string>()};
             }
         }
         pqxx::connection conn(database_url());
@@ -499,6 +507,314 @@ TEST_CASE("provider matrix: a mixed run of 1,000 payments across Stripe, Adyen, 
             CHECK(count_rows("payment_lookups", w.tenant.tenant_id,
                              "payment_id IN (SELECT payment_id FROM payments WHERE " + mine + ")") >
                   0);
+        }
+    }
+
+    // Refunds (issue 31): 600 of them through the real refund intake, full and partial, several
+    // of one payment, and a few asking more than is left, which the intake refuses. Per provider,
+    // its first 75 succeeded payments, the j-th of them refunded by pattern j % 5, eight refunds
+    // a cycle, 120 a provider:
+    //   0: in full (no amount: what is left)     1: half, then the rest
+    //   2: three quarters, a quarter each         3: a third, then the whole charge again (409)
+    //   4: a fifth
+    // The same workers send them under the same faults; Adyen's outcomes come by its REFUND
+    // notifications, received as serve receives them -- all but those of its refunds of a fifth
+    // and the second of each three quarters (30 of its 120), which wait for an operator.
+    const std::string adyen_hmac_key =
+        "44782DEF547AAA06C910C43932B1EB0C71FC68D9D0C057550C48EC2ACF6BA056";
+    Receiver notifications;
+    {
+        fake::WebhookOptions hooks;
+        hooks.url = notifications.url("/adyen");
+        hooks.secret = adyen_hmac_key;
+        w.fake->set_webhooks(hooks); // from the refunds on: the charges' went nowhere
+    }
+    const std::string& adyen = configs[1].name;
+    std::set<std::string> withheld; // refund operation IDs whose notifications we never receive
+    long long refused = 0;
+    {
+        std::map<std::string, std::vector<std::pair<std::string, long long>>> succeeded;
+        pqxx::connection conn(database_url());
+        {
+            pqxx::read_transaction tx(conn);
+            for (const auto& row : tx.exec_params(
+                     "SELECT provider, payment_id::text, amount_minor FROM payments "
+                     "WHERE tenant_id = $1::uuid AND state = 'succeeded' ORDER BY created_at, "
+                     "payment_id",
+                     w.tenant.tenant_id)) {
+                succeeded[row[0].as<std::string>()].emplace_back(row[1].as<std::string>(),
+                                                                 row[2].as<long long>());
+            }
+            tx.commit();
+        }
+        // The requests, in order per provider: a payment's refunds follow one another.
+        struct Asked {
+            std::string payment_id;
+            std::optional<long long> amount; // none: what is left
+            bool over = false;               // more than is left: to be refused
+            bool withhold = false;           // Adyen's notification of it never received
+            int status = 0;
+            std::string body;
+        };
+        std::vector<std::vector<Asked>> asked(configs.size());
+        for (std::size_t j = 0; j < 75; ++j) {
+            for (std::size_t k = 0; k < configs.size(); ++k) {
+                const auto& mine = succeeded[configs[k].name];
+                REQUIRE(mine.size() > j);
+                const std::string& id = mine[j].first;
+                const long long a = mine[j].second;
+                const bool adyen_kind = kinds[k] == "adyen";
+                const auto ask = [&](std::optional<long long> amount, bool over = false,
+                                     bool withhold = false) {
+                    Asked one;
+                    one.payment_id = id;
+                    one.amount = amount;
+                    one.over = over;
+                    one.withhold = withhold;
+                    asked[k].push_back(std::move(one));
+                };
+                switch (j % 5) {
+                case 0:
+                    ask(std::nullopt);
+                    break;
+                case 1:
+                    ask(a / 2);
+                    ask(std::nullopt);
+                    break;
+                case 2:
+                    ask(a / 4);
+                    ask(a / 4, false, adyen_kind);
+                    ask(a / 4);
+                    break;
+                case 3:
+                    ask(a / 3);
+                    ask(a, true);
+                    break;
+                default:
+                    ask(a / 5, false, adyen_kind);
+                }
+            }
+        }
+        // Each provider's refunds on a connection of their own, the five at once.
+        std::vector<std::string> thrown(configs.size());
+        std::vector<std::thread> clients;
+        for (std::size_t k = 0; k < configs.size(); ++k) {
+            clients.emplace_back([&, k] {
+                try {
+                    const auto db = connect();
+                    RefundService intake_refunds(*db, test_keys());
+                    for (auto& a : asked[k]) {
+                        const auto r = intake_refunds.create_refund(
+                            w.writer.principal, a.payment_id, unique_name("rk"),
+                            a.amount ? R"({"amount": )" + std::to_string(*a.amount) + "}" : "{}",
+                            "");
+                        a.status = r.status;
+                        a.body = r.body;
+                    }
+                } catch (const std::exception& e) {
+                    thrown[k] = e.what();
+                }
+            });
+        }
+        for (auto& c : clients) {
+            c.join();
+        }
+        pqxx::read_transaction ops(conn);
+        for (std::size_t k = 0; k < configs.size(); ++k) {
+            INFO(kinds[k]);
+            REQUIRE(thrown[k].empty());
+            for (const auto& a : asked[k]) {
+                INFO(a.body);
+                if (a.over) {
+                    CHECK(a.status == 409);
+                    CHECK(a.body.find("refund_exceeds_payment") != std::string::npos);
+                    refused += a.status == 409 ? 1 : 0;
+                    continue;
+                }
+                REQUIRE(a.status == 202);
+                if (a.withhold) {
+                    withheld.insert(
+                        ops.exec_params("SELECT operation_id FROM operations WHERE id = $1::uuid",
+                                        nlohmann::json::parse(a.body)["id"].get<std::string>())
+                            .at(0)
+                            .at(0)
+                            .as<std::string>());
+                }
+            }
+        }
+        ops.commit();
+    }
+    CHECK(count_rows("operations", w.tenant.tenant_id, "kind = 'refund'") == 600);
+    CHECK(refused == 75);
+    CHECK(count_rows("operations", w.tenant.tenant_id, "state = 'pending'") == 600);
+
+    engine::Worker refund_worker(wo, make_providers, worker_log);
+    refund_worker.run();
+    CHECK(count_rows("operations", w.tenant.tenant_id, "state = 'pending'") == 0);
+    CHECK(count_rows("operations", w.tenant.tenant_id, "state = 'unknown'") > 50);
+
+    // The NotificationRequestItem of an Adyen notification the fake sent; none for another
+    // dialect's event (the fake sends every dialect's to the one URL).
+    const auto adyen_item = [](const std::string& body) -> std::optional<nlohmann::json> {
+        auto j = nlohmann::json::parse(body, nullptr, false);
+        if (!j.is_object() || !j.contains("notificationItems")) {
+            return std::nullopt;
+        }
+        return j["notificationItems"].at(0).at("NotificationRequestItem");
+    };
+    // Adyen's notifications the fake sent since the last call, received as serve receives them,
+    // but the withheld ones.
+    const auto verifier = providers::adyen::webhook_verifier({Secret(adyen_hmac_key)});
+    std::size_t received = 0;
+    const auto receive_notifications = [&] {
+        REQUIRE(w.fake->wait_webhooks_idle(std::chrono::seconds(30)));
+        const auto all = notifications.received();
+        for (; received < all.size(); ++received) {
+            const auto item = adyen_item(all[received].body);
+            if (!item || withheld.count((*item)["merchantReference"].get<std::string>()) != 0) {
+                continue;
+            }
+            WebhookRequest r;
+            r.body = all[received].body;
+            r.received_at = std::chrono::system_clock::now();
+            REQUIRE(receive_webhook(*w.db, adyen, *verifier, r).status ==
+                    WebhookVerdict::Status::verified);
+        }
+    };
+    // The latest word of Adyen on refund operation `op`: its pspReference and whether it
+    // refunded, as the Customer Area shows it -- the fake's notification, delivered or not.
+    const auto adyen_says = [&](const std::string& op) {
+        std::optional<std::pair<std::string, bool>> said;
+        for (const auto& n : notifications.received()) {
+            const auto item = adyen_item(n.body);
+            if (item && (*item)["merchantReference"] == op) {
+                said = {(*item)["pspReference"].get<std::string>(), (*item)["success"] == "true"};
+            }
+        }
+        return said;
+    };
+
+    // An operator decides each refund in review from what the provider holds: Adyen's from its
+    // Customer Area (its notification), the others' by their refund lookup; a refund the fake
+    // never executed and holds nothing of is sent again (a confirmed absence). Returns how many
+    // were sent again.
+    std::map<std::string, int> review_codes; // refunds in review, by "provider review_code"
+    const auto resolve_refunds_in_review = [&] {
+        int again = 0;
+        const auto books = w.fake->ledger();
+        pqxx::connection conn(database_url());
+        pqxx::read_transaction tx(conn);
+        const auto review = tx.exec_params(
+            "SELECT o.id::text, o.payment_id::text, o.operation_id, o.generation, o.review_code, "
+            "o.provider, o.amount_minor, o.currency, p.provider_reference FROM operations o "
+            "JOIN payments p ON p.tenant_id = o.tenant_id AND p.payment_id = o.payment_id "
+            "WHERE o.tenant_id = $1::uuid AND o.state = 'needs_review'",
+            w.tenant.tenant_id);
+        tx.commit();
+        for (const auto& row : review) {
+            const auto op = row[2].as<std::string>();
+            const auto provider = row[5].as<std::string>();
+            INFO(provider << " refund " << row[0].as<std::string>() << " " << op << " "
+                          << row[4].as<std::string>());
+            ++review_codes[provider + " " + row[4].as<std::string>()];
+            // Refused before executing: an integration fault, never the provider's outcome.
+            CHECK(row[4].as<std::string>() != "request_rejected");
+            store::Resolution r;
+            r.tenant_id = w.tenant.tenant_id;
+            r.payment_id = row[1].as<std::string>();
+            r.kind = OperationKind::refund;
+            r.refund_id = row[0].as<std::string>();
+            r.generation = row[3].as<long long>();
+            r.operator_name = "test-operator";
+            std::optional<std::pair<std::string, bool>> found;
+            if (provider == adyen) {
+                found = adyen_says(op);
+            } else {
+                const auto k = static_cast<std::size_t>(
+                    std::find_if(configs.begin(), configs.end(),
+                                 [&](const auto& c) { return c.name == provider; }) -
+                    configs.begin());
+                providers::RefundOrder order;
+                order.operation_id = op;
+                order.refund_id = r.refund_id;
+                order.payment_id = r.payment_id;
+                order.payment_reference = row[8].as<std::string>();
+                order.amount = Money{row[6].as<long long>(), row[7].as<std::string>()};
+                const auto looked = providers[k]->lookup_refund(order);
+                REQUIRE(looked.status != providers::LookupResult::Status::failed);
+                if (looked.status == providers::LookupResult::Status::found) {
+                    const auto state = looked.payment->state;
+                    REQUIRE((state == providers::Outcome::succeeded ||
+                             state == providers::Outcome::declined));
+                    found = {looked.payment->provider_reference,
+                             state == providers::Outcome::succeeded};
+                }
+            }
+            if (found && found->second) {
+                r.decision = OperatorDecision::succeeded;
+                r.provider_reference = found->first;
+                r.note = "refunded, as the provider shows it";
+            } else if (found) {
+                r.decision = OperatorDecision::failed;
+                r.note = "refused, as the provider shows it";
+            } else {
+                CHECK_FALSE(books["executions"].contains(op));
+                r.decision = OperatorDecision::retry;
+                r.confirmed_no_charge = true;
+                r.note = "the provider holds no refund under its reference";
+                ++again;
+            }
+            CHECK(store::resolve_payment(*w.db, r).status == store::ResolveResult::Status::applied);
+        }
+        return again;
+    };
+
+    // Nights until nothing is left to do, with an operator after the last: each night receives
+    // the notifications sent since the last and finds its refunds' last attempts 4 h older (past
+    // Adyen's notification window).
+    int nights = 0;
+    for (; nights < 20; ++nights) {
+        receive_notifications();
+        exec_sql("UPDATE operations SET last_attempt_at = last_attempt_at - interval '4 hours 1 "
+                 "minute', next_attempt_at = least(next_attempt_at, now()) WHERE tenant_id = '" +
+                 w.tenant.tenant_id + "' AND state IN ('unknown', 'retry_scheduled')");
+        const auto report = engine::run_nightly(*w.db, providers, no);
+        REQUIRE_FALSE(report.failure);
+        if (count_rows("operations", w.tenant.tenant_id,
+                       "state IN ('pending', 'processing', 'retry_scheduled', 'unknown')") == 0 &&
+            resolve_refunds_in_review() == 0) {
+            break;
+        }
+    }
+    CHECK(nights < 20);
+    {
+        std::ostringstream codes;
+        for (const auto& [code, n] : review_codes) {
+            codes << code << ": " << n << "\n";
+        }
+        INFO(codes.str());
+        // Adyen's withheld notifications: accepted refunds waited their window out.
+        CHECK(review_codes[adyen + " notification_missing"] > 0);
+    }
+
+    check_refund_invariants(w, {"EUR", "USD", "JPY"});
+    CHECK(count_rows("payments", w.tenant.tenant_id, "state = 'needs_review'") == 0);
+    for (std::size_t k = 0; k < kinds.size(); ++k) {
+        INFO(kinds[k]);
+        const std::string mine = "provider = '" + configs[k].name + "'";
+        CHECK(count_rows("operations", w.tenant.tenant_id, mine + " AND state = 'succeeded'") > 60);
+        if (kinds[k] == "adyen") {
+            // Settled by its notifications, and by an operator where none came.
+            CHECK(count_rows("provider_events", w.tenant.tenant_id,
+                             "refund_id IS NOT NULL AND event_type = 'REFUND'") > 60);
+            CHECK(count_rows("audit_log", w.tenant.tenant_id,
+                             "action = 'review.resolve' AND subject_id IN (SELECT id::text FROM "
+                             "operations WHERE " +
+                                 mine + ")") > 0);
+        } else {
+            CHECK(count_rows("payment_lookups", w.tenant.tenant_id,
+                             "operation_id IN (SELECT operation_id FROM operations WHERE " + mine +
+                                 ")") > 0);
         }
     }
 }
