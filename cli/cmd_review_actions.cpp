@@ -740,8 +740,7 @@ void print_rechecked(const engine::Reconciler::Rechecked& r) {
                   << "): asked nothing, wrote nothing\n";
         break;
     case S::not_asked:
-        std::cout << "not asked  " << subject_of(p)
-                  << "  (the provider refused our credentials)\n";
+        std::cout << "not asked  " << subject_of(p) << "  (the provider refused our credentials)\n";
         break;
     }
     std::cout << std::flush;
@@ -826,11 +825,10 @@ void print_recheck_summary(const RecheckCliOptions& opts,
     }
     const long long payments = static_cast<long long>(result.payments.size()) - refunds;
     // "3 payment(s)", "2 payment(s) and 1 refund(s)", "1 refund(s)"
-    const std::string counted =
-        refunds == 0    ? std::to_string(payments) + " payment(s)"
-        : payments == 0 ? std::to_string(refunds) + " refund(s)"
-                        : std::to_string(payments) + " payment(s) and " +
-                              std::to_string(refunds) + " refund(s)";
+    const std::string counted = refunds == 0    ? std::to_string(payments) + " payment(s)"
+                                : payments == 0 ? std::to_string(refunds) + " refund(s)"
+                                                : std::to_string(payments) + " payment(s) and " +
+                                                      std::to_string(refunds) + " refund(s)";
     const std::string what = " of " + opts.provider + " in review as " + opts.code;
     if (result.payments.empty()) {
         std::cout << "no payment(s) or refund(s)" << what << "\n";
@@ -843,7 +841,8 @@ void print_recheck_summary(const RecheckCliOptions& opts,
         for (const auto& [to, n] : t.settled) {
             outcomes += (outcomes.empty() ? "" : ", ") + std::to_string(n) + " " + to;
         }
-        std::cout << t.rechecked << " of " << counted << what << " rechecked: " << (outcomes.empty() ? "none settled" : outcomes) << ", "
+        std::cout << t.rechecked << " of " << counted << what
+                  << " rechecked: " << (outcomes.empty() ? "none settled" : outcomes) << ", "
                   << t.still_in_review
                   << " still in review; each recheck is recorded in the audit log on its own\n";
     }

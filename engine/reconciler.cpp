@@ -525,8 +525,8 @@ Reconciler::recheck_in_review(const InReview& selection,
             r.outcome = recheck(item.tenant_id, item.subject_id(), item.generation, item.kind);
             r.status = !r.outcome || r.outcome->fenced_out ? Rechecked::Status::changed
                                                            : Rechecked::Status::rechecked;
-            if (const auto now = store::load_candidate(m_db, item.tenant_id, item.subject_id(),
-                                                       item.kind)) {
+            if (const auto now =
+                    store::load_candidate(m_db, item.tenant_id, item.subject_id(), item.kind)) {
                 r.state = std::string(to_string(now->state));
                 r.generation = now->payment.generation;
             }

@@ -118,13 +118,13 @@ public:
             OperationKind kind = OperationKind::charge);
 
     // `review recheck --provider P --code C`: every payment and refund of `selection.provider` in
-    // review with `selection.code`, longest waiting first, each rechecked as recheck() does -- fenced by
-    // the generation it was selected at, decided and audited on its own -- calling `on_each`
-    // after each. A dry run selects and asks nothing. Once the provider refuses our credentials
-    // the rest are asked nothing (credentials_refused() says so). Throws UsageError if asking the
-    // provider again cannot settle a payment in review with that code (core/review_guidance: it
-    // cannot be asked, or an operator must act first), Refused if the provider is not one of
-    // this reconciler's, DatabaseUnavailable (what was rechecked stays so).
+    // review with `selection.code`, longest waiting first, each rechecked as recheck() does --
+    // fenced by the generation it was selected at, decided and audited on its own -- calling
+    // `on_each` after each. A dry run selects and asks nothing. Once the provider refuses our
+    // credentials the rest are asked nothing (credentials_refused() says so). Throws UsageError if
+    // asking the provider again cannot settle a payment in review with that code
+    // (core/review_guidance: it cannot be asked, or an operator must act first), Refused if the
+    // provider is not one of this reconciler's, DatabaseUnavailable (what was rechecked stays so).
     struct InReview {
         std::string provider;
         ReviewCode code = ReviewCode::lookup_failing;

@@ -263,3 +263,55 @@ TEST_CASE("refund review: review recheck asks the provider's refund lookup again
     CHECK(w.count("payment_lookups", "operation_id = '" + r.column(id, "operation_id") +
                                          "' AND status = 'found'") == 1);
 }
+
+TEST_CASE("refund review: review recheck --provider --code takes the provider's refunds in review "
+          "with the code, each asked with the refund lookup and fenced by its own generation",
+          "[cli][db][refunds][review]") {
+    Operated w;
+    RefundsInReview r(w, 2, fake::Fault::execute_then_fin);
+    w.write_config(); // lookups back on: no_lookup may be asked again
+    const std::vector<std::string> selection{"review",      "recheck", "--provider",
+                                             w.config.name, "--code",  "no_lookup"};
+    auto with = [&](const std::vector<std::string>& more) {
+        std::vector<std::string> args = selection;
+        args.insert(args.end(), more.begin(), more.end());
+        return args;
+    };
+    const std::string generation = r.generation(r.refunds[0]);
+    const Run dry = w.payrecon(with({"--dry-run"}));
+    INFO(dry.all());
+    CHECK(dry.exit_code == 0);
+    for (const auto& id : r.refunds) {
+        CHECK(contains(dry.out, "would recheck  refund " + id));
+    }
+    CHECK(contains(dry.out, "dry run: 2 refund(s) of " + w.config.name +
+                                " in review as no_lookup would be rechecked"));
+    CHECK(r.column(r.refunds[0], "state") == "needs_review");
+    CHECK(r.generation(r.refunds[0]) == generation);
+
+    const Run run = w.payrecon(with({"--json"}));
+    INFO(run.all());
+    CHECK(run.exit_code == 0);
+    const auto j = nlohmann::json::parse(run.out);
+    CHECK(j["selected"] == 2);
+    CHECK(j["settled"]["succeeded"] == 2);
+    REQUIRE(j["payments"].size() == 2);
+    for (const auto& e : j["payments"]) {
+        CHECK(e["kind"] == "refund");
+        CHECK(e["payment_id"] == r.payment_id);
+        CHECK(e["state"] == "succeeded");
+    }
+    for (const auto& id : r.refunds) {
+        INFO(id);
+        CHECK(r.column(id, "state") == "succeeded");
+        CHECK(r.column(id, "provider_reference") == r.provider_refund_of(id));
+        CHECK(r.events(id, "refund.succeeded") == 1);
+        CHECK(r.executions(id) == 1);
+    }
+    CHECK(r.refunded_eur() == 1000);
+    CHECK(w.value("SELECT refund_held_minor::text FROM payments WHERE payment_id = $1::uuid",
+                  r.payment_id) == "1000");
+    // Nothing left with the code: said so.
+    const Run again = w.payrecon(selection);
+    CHECK(contains(again.out, "no payment(s) or refund(s) of " + w.config.name));
+}
