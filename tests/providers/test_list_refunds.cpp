@@ -8,7 +8,10 @@
 #include "net/transport.hpp"
 #include "providers/config.hpp"
 #include "providers/paypal/adapter.hpp"
+#include "providers/paypal/wire.hpp"
 #include "providers/registry.hpp"
+#include "providers/square/wire.hpp"
+#include "providers/stripe/wire.hpp"
 #include "tests/fake_provider/fake_provider.hpp"
 
 #include <algorithm>
@@ -325,4 +328,60 @@ TEST_CASE("list_refunds: the kinds that list their refunds say so, the others an
     for (const std::string kind : {"adyen", "checkout"}) {
         CHECK_FALSE(find_descriptor(kind)->api.list_refunds);
     }
+}
+
+TEST_CASE("list_refunds: a page with one unreadable refund is no page, and PayPal's search keeps "
+          "its T1107 entries only",
+          "[providers][list_refunds]") {
+    const std::string good_stripe =
+        R"({"id":"re_1","object":"refund","amount":700,"currency":"eur","created":1796205600,"metadata":{"operation_id":"pr_a"},"status":"succeeded"})";
+    bool has_more = false;
+    CHECK(stripe::parse_refund_list(
+        R"({"object":"list","has_more":false,"data":[)" + good_stripe + "]}", has_more));
+    CHECK_FALSE(stripe::parse_refund_list(R"({"object":"list","has_more":false,"data":[)" +
+                                              good_stripe + R"(,{"id":"re_2","object":"refund"}]})",
+                                          has_more));
+
+    const std::string good_square =
+        R"({"id":"p_1","status":"COMPLETED","amount_money":{"amount":700,"currency":"EUR"},"reason":"requested_by_customer [pr_a]","created_at":"2026-12-02T10:00:00.000Z"})";
+    const auto square_page = square::parse_envelope(R"({"refunds":[)" + good_square + "]}");
+    REQUIRE(square_page);
+    REQUIRE(square_page->refunds.size() == 1);
+    CHECK(square_page->refunds[0].operation_id == "pr_a");
+    CHECK_FALSE(square::parse_envelope(R"({"refunds":[)" + good_square + R"(,{"id":"p_2"}]})"));
+
+    const auto entry = [](const std::string& code, const std::string& value,
+                          const std::string& status = "S") {
+        return R"({"transaction_info":{"transaction_id":"9X","transaction_event_code":")" + code +
+               R"(","transaction_amount":{"currency_code":"EUR","value":")" + value +
+               R"("},"transaction_status":")" + status +
+               R"(","invoice_id":"pr_a","transaction_initiation_date":"2026-12-02T10:00:00+0000"}})";
+    };
+    const auto page = [](const std::vector<std::string>& entries) {
+        std::string out = R"({"total_pages":1,"transaction_details":[)";
+        for (std::size_t i = 0; i < entries.size(); ++i) {
+            out += (i == 0 ? "" : ",") + entries[i];
+        }
+        return out + "]}";
+    };
+    // A charge, a refund, a fee reversal and a PayPal-initiated reversal: the refund only.
+    const auto refunds = paypal::parse_refund_search_page(
+        page({entry("T0006", "49.99"), entry("T1107", "-7.00"), entry("T1108", "-0.30"),
+              entry("T1106", "-49.99", "V")}));
+    REQUIRE(refunds);
+    REQUIRE(refunds->items.size() == 1);
+    CHECK(refunds->items[0].amount == Money{700, "EUR"});
+    CHECK(refunds->items[0].operation_id == "pr_a");
+    CHECK(refunds->items[0].state == Outcome::succeeded);
+    CHECK(paypal::parse_refund_search_page(page({entry("T1107", "-7.00", "V")}))->items[0].state ==
+          Outcome::declined);
+    // One refund unreadable (no amount it can read), or an entry it cannot place: no page.
+    CHECK_FALSE(paypal::parse_refund_search_page(page({entry("T1107", "-7.0.0")})));
+    CHECK_FALSE(paypal::parse_refund_search_page(
+        page({R"({"transaction_info":{"transaction_id":"9Y"}})"})));
+    // The charges' reading of the same page leaves the refund out.
+    const auto charges =
+        paypal::parse_search_page(page({entry("T0006", "49.99"), entry("T1107", "-7.00")}));
+    REQUIRE(charges);
+    CHECK(charges->items.size() == 1);
 }
