@@ -187,7 +187,7 @@ LookupResult PaypalAdapter::lookup_refund(const RefundOrder& order) {
 }
 
 ListPage PaypalAdapter::fetch_page(system_clock::time_point from, system_clock::time_point to,
-                                   std::int64_t page, std::int64_t& total_pages) {
+                                   std::int64_t page, std::int64_t& total_pages, bool refunds) {
     const std::string query =
         "/v1/reporting/transactions?start_date=" + percent_encode(wire::format_rfc3339(from)) +
         "&end_date=" + percent_encode(wire::format_rfc3339(to)) +
@@ -201,7 +201,7 @@ ListPage PaypalAdapter::fetch_page(system_clock::time_point from, system_clock::
         out.retry_after = read.retry_after;
         return out;
     }
-    auto parsed = parse_search_page(res.body);
+    auto parsed = refunds ? parse_refund_search_page(res.body) : parse_search_page(res.body);
     if (!parsed) {
         out.call.error_class = "unrecognised_response";
         out.call.detail = wire::excerpt(res.body);
@@ -267,6 +267,21 @@ ListPage PaypalAdapter::list(const TimeWindow& window, const std::optional<std::
         out.call.error_class = "list_not_supported";
         return out;
     }
+    return search_window(window, cursor, false);
+}
+
+ListPage PaypalAdapter::list_refunds(const TimeWindow& window,
+                                     const std::optional<std::string>& cursor) {
+    if (!m_caps.list_refunds) {
+        ListPage out;
+        out.call.error_class = "list_not_supported";
+        return out;
+    }
+    return search_window(window, cursor, true);
+}
+
+ListPage PaypalAdapter::search_window(const TimeWindow& window,
+                                      const std::optional<std::string>& cursor, bool refunds) {
     system_clock::time_point from = window.from;
     std::int64_t page = 1;
     if (cursor) {
@@ -283,7 +298,7 @@ ListPage PaypalAdapter::list(const TimeWindow& window, const std::optional<std::
     }
     const system_clock::time_point to = std::min(window.to, from + k_max_search_window);
     std::int64_t total_pages = 0;
-    ListPage out = fetch_page(from, to, page, total_pages);
+    ListPage out = fetch_page(from, to, page, total_pages, refunds);
     if (!out.ok) {
         return out;
     }

@@ -126,6 +126,12 @@ public:
     // cursor is "<start of the 31-day window, unix seconds>/<page>"; one that is not ours is a
     // failed page (error_class "bad_cursor").
     ListPage list(const TimeWindow& window, const std::optional<std::string>& cursor) override;
+    // The same search, windows and cursor as list(), keeping the refunds (T1107 entries, money
+    // out) instead of the charges: invoice_id our refund's operation ID, the amount positive.
+    // Transaction Search's 3 h lag holds for them too: a window ending within 3 h of now may
+    // not show its newest refunds yet.
+    ListPage list_refunds(const TimeWindow& window,
+                          const std::optional<std::string>& cursor) override;
     // GET /v2/payments/captures/{reference} first (an order's ID is refused unsent), then
     // POST /v2/payments/captures/{reference}/refund under the refund's operation ID as
     // PayPal-Request-Id, `Prefer: return=representation`; interpret_refund reads the answer.
@@ -141,10 +147,15 @@ private:
     std::optional<SubmitResult> check_capture(const RefundOrder& order);
 
     // GET /v1/reporting/transactions for [from, to), page `page` of k_page_size; on success
-    // `total_pages` is PayPal's.
+    // `total_pages` is PayPal's. Its items are the page's charges, or with `refunds` its
+    // merchant refunds (parse_refund_search_page).
     ListPage fetch_page(std::chrono::system_clock::time_point from,
                         std::chrono::system_clock::time_point to, std::int64_t page,
-                        std::int64_t& total_pages);
+                        std::int64_t& total_pages, bool refunds = false);
+    // What list() and list_refunds() page: `window` in searches of at most 31 days, the cursor
+    // "<start of the search, unix seconds>/<page>".
+    ListPage search_window(const TimeWindow& window, const std::optional<std::string>& cursor,
+                           bool refunds);
 
     std::string m_name;
     Capabilities m_caps;

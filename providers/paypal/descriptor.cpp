@@ -60,6 +60,7 @@ const ProviderDescriptor& descriptor() {
         .api = {.max_key_length = k_max_key_length,
                 .lookup = true,
                 .list = true,
+                .list_refunds = true,
                 .refund_lookup = true},
         .carry_limits = &carry_limits,
         // The payment object is the capture: its status decides (a COMPLETED order can hold a

@@ -72,8 +72,15 @@ bool money_out(const json& detail) {
     return value && !value->empty() && value->front() == '-';
 }
 
-// A charge's entry; nullopt if it is unreadable.
-std::optional<RemotePayment> transaction_from(const json& detail) {
+// The event code of a merchant's refund of a payment ("T1107: Payment refund, initiated by
+// merchant", PayPal's transaction event codes, group T11nn Reversals): what a refund of a capture
+// is listed as. The group's other codes are not refunds we send (T1106, a reversal PayPal
+// initiated; T1108, a fee reversal; holds, MassPay).
+constexpr std::string_view k_merchant_refund = "T1107";
+
+// A charge's entry, or with `refund` a refund's (its negative amount read as the positive amount
+// refunded, its status by refund_transaction_status_rules); nullopt if it is unreadable.
+std::optional<RemotePayment> transaction_from(const json& detail, bool refund) {
     const json* info = member(detail, "transaction_info");
     if (info == nullptr || !info->is_object()) {
         return std::nullopt;
@@ -83,7 +90,12 @@ std::optional<RemotePayment> transaction_from(const json& detail) {
     if (!id || id->empty() || amount == nullptr) {
         return std::nullopt;
     }
-    const auto money = money_from(amount);
+    auto value = wire::string_member(*amount, "value");
+    const auto currency = wire::string_member(*amount, "currency_code");
+    if (refund && value && !value->empty() && value->front() == '-') {
+        value->erase(0, 1); // money out: the refund's amount is what left the account
+    }
+    const auto money = value && currency ? from_paypal_value(*value, *currency) : std::nullopt;
     if (!money) {
         return std::nullopt;
     }
@@ -91,8 +103,9 @@ std::optional<RemotePayment> transaction_from(const json& detail) {
     p.provider_reference = *id;
     p.amount = *money;
     p.raw_status = wire::string_member(*info, "transaction_status").value_or("");
-    p.state = map_transaction_status(p.raw_status);
-    if (p.raw_status == "V") {
+    p.state =
+        refund ? map_refund_transaction_status(p.raw_status) : map_transaction_status(p.raw_status);
+    if (!refund && p.raw_status == "V") {
         p.amount_refunded_minor = p.amount.minor; // "fully reversed and funds were refunded"
     }
     const auto invoice_id = wire::string_member(*info, "invoice_id");
@@ -319,6 +332,21 @@ Outcome map_capture_status(std::string_view status) {
     return outcome_by_rules(k_capture_status_rules, status);
 }
 
+constexpr StatusRule k_refund_transaction_status_rules[] = {
+    {"S", Outcome::succeeded, "refunded"},
+    {"P", Outcome::pending, "not final yet"},
+    {"D", Outcome::declined, "denied: nothing given back"},
+    {"V", Outcome::declined, "reversed: the refund was taken back, nothing stays refunded"},
+};
+
+std::span<const StatusRule> refund_transaction_status_rules() {
+    return k_refund_transaction_status_rules;
+}
+
+Outcome map_refund_transaction_status(std::string_view code) {
+    return outcome_by_rules(k_refund_transaction_status_rules, code);
+}
+
 Outcome map_transaction_status(std::string_view code) {
     if (code == "S" || code == "V") {
         return Outcome::succeeded;
@@ -401,7 +429,10 @@ std::optional<Order> parse_order(std::string_view body) {
     return o;
 }
 
-std::optional<SearchPage> parse_search_page(std::string_view body) {
+namespace {
+
+// A search page's charges, or with `refunds` its merchant refunds (T1107).
+std::optional<SearchPage> search_page(std::string_view body, bool refunds) {
     const auto parsed = parse_external_json(body);
     if (!parsed || !parsed->is_object()) {
         return std::nullopt;
@@ -422,16 +453,37 @@ std::optional<SearchPage> parse_search_page(std::string_view body) {
         return std::nullopt;
     }
     for (const json& d : *details) {
-        if (money_out(d)) {
+        if (refunds) {
+            const json* info = member(d, "transaction_info");
+            const auto code = info == nullptr
+                                  ? std::optional<std::string>()
+                                  : wire::string_member(*info, "transaction_event_code");
+            if (!code) {
+                return std::nullopt; // an entry we cannot place could be one of our refunds
+            }
+            if (*code != k_merchant_refund) {
+                continue;
+            }
+        } else if (money_out(d)) {
             continue;
         }
-        auto p = transaction_from(d);
+        auto p = transaction_from(d, refunds);
         if (!p) {
             return std::nullopt; // one unreadable entry makes the page untrustworthy
         }
         page.items.push_back(std::move(*p));
     }
     return page;
+}
+
+} // namespace
+
+std::optional<SearchPage> parse_search_page(std::string_view body) {
+    return search_page(body, false);
+}
+
+std::optional<SearchPage> parse_refund_search_page(std::string_view body) {
+    return search_page(body, true);
 }
 
 bool declined_issue(std::string_view issue) {

@@ -121,6 +121,18 @@ struct SearchPage {
 // no transaction_amount with a currency ISO 4217 knows and an exact value): one unreadable entry
 // makes the page untrustworthy. Each item's operation_id is its invoice_id, else its custom_field.
 std::optional<SearchPage> parse_search_page(std::string_view body);
+// The same page's refunds: the entries whose transaction_event_code is T1107 ("Payment refund,
+// initiated by merchant"), each with provider_reference its transaction_id (the refund's ID),
+// operation_id its invoice_id (else custom_field), amount its transaction_amount made positive
+// (PayPal lists money out as negative), the status by map_refund_transaction_status, created_at
+// its transaction_initiation_date. nullopt as parse_search_page, and for an entry without an
+// event code (it could be a refund): one unreadable refund makes the page untrustworthy.
+std::optional<SearchPage> parse_refund_search_page(std::string_view body);
+
+// A refund's transaction_status in Transaction Search as an outcome: S -> succeeded; P ->
+// pending; D (denied), V (reversed: the refund taken back) -> declined; anything else unknown.
+std::span<const StatusRule> refund_transaction_status_rules();
+Outcome map_refund_transaction_status(std::string_view code);
 
 // The 422 issues that mean PayPal tried the payment and the payment source or payer was refused,
 // or that the payment can never be sent as it is (a currency PayPal does not take, an amount over

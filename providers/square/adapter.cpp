@@ -41,12 +41,13 @@ SquareAdapter::post_json(const std::string& path, std::string body,
     return create_outcome(m_client.send(std::move(req)), interpret);
 }
 
-ListPage SquareAdapter::fetch_page(const TimeWindow& window,
+ListPage SquareAdapter::fetch_page(const std::string& path,
+                                   std::vector<RemotePayment> Envelope::*items,
+                                   const TimeWindow& window,
                                    const std::optional<std::string>& cursor) {
-    std::string query =
-        "/v2/payments?begin_time=" + percent_encode(wire::format_rfc3339(window.from)) +
-        "&end_time=" + percent_encode(wire::format_rfc3339(window.to)) +
-        "&sort_order=ASC&limit=100";
+    std::string query = path + "?begin_time=" + percent_encode(wire::format_rfc3339(window.from)) +
+                        "&end_time=" + percent_encode(wire::format_rfc3339(window.to)) +
+                        "&sort_order=ASC&limit=100";
     if (cursor) {
         query += "&cursor=" + percent_encode(*cursor);
     }
@@ -56,15 +57,23 @@ ListPage SquareAdapter::fetch_page(const TimeWindow& window,
     out.call = read.call;
     if (!read.ok) {
         out.retry_after = read.retry_after;
+        if (cursor && read.call.http_status == 400) {
+            // A cursor Square did not give for this query: the cursor is not this list's.
+            const auto env = parse_envelope(res.body);
+            if (env && !env->errors.empty() && env->errors.front().code == "INVALID_CURSOR") {
+                out.call.error_class = "bad_cursor";
+            }
+        }
         return out;
     }
-    const auto page = parse_envelope(res.body);
+    auto page = parse_envelope(res.body);
     if (!page || !page->errors.empty()) {
         out.call.error_class = "unrecognised_response";
+        out.call.detail = wire::excerpt(res.body);
         return out;
     }
     out.ok = true;
-    out.items = page->payments;
+    out.items = std::move((*page).*items);
     out.next_cursor = page->cursor;
     return out;
 }
@@ -91,7 +100,7 @@ LookupResult SquareAdapter::lookup(const PaymentOrder& order) {
                               " pages of payments in the lookup window";
             return out; // failed: never read as absence
         }
-        ListPage page = fetch_page(window, cursor);
+        ListPage page = fetch_page("/v2/payments", &Envelope::payments, window, cursor);
         out.call = page.call;
         if (!page.ok) {
             return out; // failed: never read as absence
@@ -116,7 +125,17 @@ ListPage SquareAdapter::list(const TimeWindow& window, const std::optional<std::
         out.call.error_class = "list_not_supported";
         return out;
     }
-    return fetch_page(window, cursor);
+    return fetch_page("/v2/payments", &Envelope::payments, window, cursor);
+}
+
+ListPage SquareAdapter::list_refunds(const TimeWindow& window,
+                                     const std::optional<std::string>& cursor) {
+    if (!m_caps.list_refunds) {
+        ListPage out;
+        out.call.error_class = "list_not_supported";
+        return out;
+    }
+    return fetch_page("/v2/refunds", &Envelope::refunds, window, cursor);
 }
 
 SubmitResult SquareAdapter::refund(const RefundOrder& order) {

@@ -32,12 +32,15 @@
 //   (GET /v2/refunds/{id}), matching the reason; Square allows 20 refunds per payment, so past
 //   k_max_lookup_refunds the lookup fails. The same key answers the same refund. A refund
 //   refused is 400 REFUND_ERROR (REFUND_AMOUNT_INVALID past what is left): declined. A COMPLETED
-//   refund's funds can still fail to be secured (FAILED later).
+//   refund's funds can still fail to be secured (FAILED later). ListPaymentRefunds (GET
+//   /v2/refunds, by created_at window and cursor, as ListPayments) lists every refund of the
+//   account: the statement's refunds (list_refunds).
 
 #include "providers/adapter_support.hpp"
 #include "providers/config.hpp"
 #include "providers/descriptor.hpp"
 #include "providers/provider.hpp"
+#include "providers/square/wire.hpp"
 
 #include <chrono>
 
@@ -79,6 +82,10 @@ public:
     // Reads the payment's refund_ids and each refund, matching our operation ID in its reason;
     // failed ("too_many_refunds") past k_max_lookup_refunds, and on any read that fails.
     LookupResult lookup_refund(const RefundOrder& order) override;
+    // ListPaymentRefunds (GET /v2/refunds) over `window`, as list() pages payments: oldest first,
+    // 100 a page, Square's cursor; each refund's operation ID from its reason.
+    ListPage list_refunds(const TimeWindow& window,
+                          const std::optional<std::string>& cursor) override;
 
 private:
     // A JSON POST that moves money (the key is in `body`), sent by `deadline`, its answer decided
@@ -87,8 +94,11 @@ private:
                            const std::optional<std::chrono::steady_clock::time_point>& deadline,
                            const std::function<SubmitResult(int, std::string_view)>& interpret);
 
-    // GET /v2/payments for `window`, oldest first, 100 per page, from `cursor`.
-    ListPage fetch_page(const TimeWindow& window, const std::optional<std::string>& cursor);
+    // GET `path` (/v2/payments, /v2/refunds) for `window`, oldest first, 100 per page, from
+    // `cursor`; the page's items are the envelope's `items`. A 400 INVALID_CURSOR for a cursor
+    // is a failed page (bad_cursor).
+    ListPage fetch_page(const std::string& path, std::vector<RemotePayment> Envelope::*items,
+                        const TimeWindow& window, const std::optional<std::string>& cursor);
 
     std::string m_name;
     Capabilities m_caps;

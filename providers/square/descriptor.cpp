@@ -19,6 +19,7 @@ const ProviderDescriptor& descriptor() {
         .api = {.max_key_length = k_max_key_length,
                 .lookup = true,
                 .list = true,
+                .list_refunds = true,
                 .refund_lookup = true},
         .carry_limits = &carry_limits,
         // The document lists the statuses in prose, not as an enum.

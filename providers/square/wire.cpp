@@ -182,6 +182,18 @@ std::optional<Envelope> parse_envelope(std::string_view json_text) {
             out.payments.push_back(std::move(*p));
         }
     }
+    if (j.contains("refunds")) {
+        if (!j["refunds"].is_array()) {
+            return std::nullopt;
+        }
+        for (const auto& item : j["refunds"]) {
+            auto r = refund_from(item);
+            if (!r) {
+                return std::nullopt; // one unreadable refund makes the page untrustworthy
+            }
+            out.refunds.push_back(std::move(*r));
+        }
+    }
     if (j.contains("cursor")) {
         if (!j["cursor"].is_string()) {
             return std::nullopt;

@@ -52,9 +52,10 @@ struct SquareError {
 };
 
 // A CreatePaymentResponse, GetPaymentResponse or ListPaymentsResponse -- errors, the payment
-// (create, get) and its refund_ids, payments and cursor (list) -- or a RefundPaymentResponse or
-// GetPaymentRefundResponse: errors and the refund (parse_refund's reading). nullopt if the body is
-// not a JSON object or an entry in it is unreadable.
+// (create, get) and its refund_ids, payments and cursor (list) -- or a RefundPaymentResponse,
+// GetPaymentRefundResponse or ListPaymentRefundsResponse: errors and the refund, or the refunds
+// and cursor (parse_refund's reading). nullopt if the body is not a JSON object or an entry in it
+// is unreadable: one unreadable payment or refund makes a page untrustworthy.
 struct Envelope {
     std::vector<SquareError> errors;
     std::optional<RemotePayment> payment;
@@ -62,6 +63,7 @@ struct Envelope {
     std::vector<RemotePayment> payments;
     std::optional<std::string> cursor;
     std::optional<RemotePayment> refund;
+    std::vector<RemotePayment> refunds; // ListPaymentRefunds
 };
 std::optional<Envelope> parse_envelope(std::string_view json_text);
 

@@ -72,23 +72,43 @@ LookupResult StripeAdapter::lookup(const PaymentOrder& order) {
     return out;
 }
 
-ListPage StripeAdapter::list(const TimeWindow& window, const std::optional<std::string>& cursor) {
+namespace {
+
+// `path` with Stripe's created window and, past the first page, starting_after: 100 a page,
+// newest first (Stripe lists no other way).
+std::string window_query(std::string_view path, const TimeWindow& window,
+                         const std::optional<std::string>& cursor) {
     using std::chrono::duration_cast;
     using std::chrono::seconds;
     const auto from = duration_cast<seconds>(window.from.time_since_epoch()).count();
     const auto to = duration_cast<seconds>(window.to.time_since_epoch()).count();
-    std::string query = "/v1/payment_intents?limit=100&" +
+    std::string query = std::string(path) + "?limit=100&" +
                         wire::form_encode({{"created[gte]", std::to_string(from)},
                                            {"created[lt]", std::to_string(to)}});
     if (cursor) {
         query += "&" + wire::form_encode({{"starting_after", *cursor}});
     }
+    return query;
+}
+
+// The cursor of the page after `items`: the last one's ID while Stripe says there is more.
+std::optional<std::string> next_cursor(const std::vector<RemotePayment>& items, bool has_more) {
+    if (has_more && !items.empty()) {
+        return items.back().provider_reference;
+    }
+    return std::nullopt;
+}
+
+} // namespace
+
+ListPage StripeAdapter::list(const TimeWindow& window, const std::optional<std::string>& cursor) {
     ListPage out;
     if (!m_caps.list_transactions) {
         out.call.error_class = "list_not_supported";
         return out;
     }
-    const net::HttpResult res = m_client.send(m_client.request("GET", query, false));
+    const net::HttpResult res = m_client.send(
+        m_client.request("GET", window_query("/v1/payment_intents", window, cursor), false));
     const ReadCall read = read_call(res);
     out.call = read.call;
     if (!read.ok) {
@@ -102,9 +122,46 @@ ListPage StripeAdapter::list(const TimeWindow& window, const std::optional<std::
     }
     out.ok = true;
     out.items = page->items;
-    if (page->has_more && !page->items.empty()) {
-        out.next_cursor = page->items.back().provider_reference;
+    out.next_cursor = next_cursor(out.items, page->has_more);
+    return out;
+}
+
+ListPage StripeAdapter::list_refunds(const TimeWindow& window,
+                                     const std::optional<std::string>& cursor) {
+    ListPage out;
+    if (!m_caps.list_refunds) {
+        out.call.error_class = "list_not_supported";
+        return out;
     }
+    if (cursor && cursor->rfind("re_", 0) != 0) {
+        out.call.error_class = "bad_cursor";
+        out.call.detail = "the cursor is not a refund's ID, as this adapter gives";
+        return out;
+    }
+    const net::HttpResult res =
+        m_client.send(m_client.request("GET", window_query("/v1/refunds", window, cursor), false));
+    const ReadCall read = read_call(res);
+    out.call = read.call;
+    if (!read.ok) {
+        out.retry_after = read.retry_after;
+        // A starting_after Stripe does not know: the cursor is not one of this list's.
+        const auto error =
+            cursor && read.call.http_status == 400 ? parse_error(res.body) : std::nullopt;
+        if (error && error->code == "resource_missing") {
+            out.call.error_class = "bad_cursor";
+        }
+        return out;
+    }
+    bool has_more = false;
+    auto refunds = parse_refund_list(res.body, has_more);
+    if (!refunds) {
+        out.call.error_class = "unrecognised_response";
+        out.call.detail = wire::excerpt(res.body);
+        return out;
+    }
+    out.ok = true;
+    out.items = std::move(*refunds);
+    out.next_cursor = next_cursor(out.items, has_more);
     return out;
 }
 

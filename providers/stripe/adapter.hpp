@@ -27,6 +27,7 @@
 //   charge_already_refunded / charge_disputed are final (declined). Search does not cover
 //   refunds: a refund is found by listing the PaymentIntent's (GET /v1/refunds?payment_intent=)
 //   and matching metadata.operation_id. A succeeded refund can still fail later (refund.failed).
+//   Listing: GET /v1/refunds by created window pages every refund of the account (list_refunds).
 
 #include "providers/adapter_support.hpp"
 #include "providers/config.hpp"
@@ -58,6 +59,11 @@ public:
     ListPage list(const TimeWindow& window, const std::optional<std::string>& cursor) override;
     SubmitResult refund(const RefundOrder& order) override;
     LookupResult lookup_refund(const RefundOrder& order) override;
+    // GET /v1/refunds by created window, 100 a page, newest first (as list()): the cursor is the
+    // last refund's re_...; another, or one Stripe does not know (400 resource_missing), is a
+    // failed page (bad_cursor).
+    ListPage list_refunds(const TimeWindow& window,
+                          const std::optional<std::string>& cursor) override;
 
 private:
     // A form POST that moves money, `operation_id` its Idempotency-Key, sent by `deadline`, its

@@ -15,7 +15,11 @@ const ProviderDescriptor& descriptor() {
         .settings = {},
         .parse_settings = nullptr,
         // Idempotency-Key up to 255 characters; Search finds by metadata, List by created window.
-        .api = {.max_key_length = 255, .lookup = true, .list = true, .refund_lookup = true},
+        .api = {.max_key_length = 255,
+                .lookup = true,
+                .list = true,
+                .list_refunds = true,
+                .refund_lookup = true},
         .carry_limits = &carry_limits,
         .statuses = {.contract_pointer =
                          "/components/schemas/payment_intent/properties/status/enum",

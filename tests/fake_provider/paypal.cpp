@@ -647,28 +647,17 @@ Reply PayPalApi::create(const http::Request& request, const Wait& wait) {
         return answer(std::move(reply));
     }
     // A known request ID answers before the body is looked at (PayPal does not compare it).
-    if (request_id != nullptr) {
-        const auto it = known_key_locked(m_requests, *request_id, m_ledger.now_locked(),
-                                         m_options.key_retention);
-        if (it != m_requests.end()) {
-            if (it->second.in_flight) {
-                reply.response = error_locked(
-                    409, "RESOURCE_CONFLICT",
-                    "The server has detected a conflict while processing this request.",
-                    {Issue{409, "PREVIOUS_REQUEST_IN_PROGRESS", "PayPal-Request-Id",
-                           "A previous request with this PayPal-Request-Id is still being "
-                           "processed (fake provider).",
-                           "header"}});
-            } else {
-                // The current state of the order it created.
-                reply.response =
-                    json_response(200, render_order(m_orders[it->second.index], representation));
-                reply.replayed = true;
-                m_ledger.count_replay_locked();
-            }
-            apply_after_execute(reply, error_500());
-            return answer(std::move(reply));
-        }
+    if (request_id != nullptr &&
+        request_answered_locked(
+            m_requests, *request_id, m_options.key_retention,
+            "A previous request with this PayPal-Request-Id is still being processed (fake "
+            "provider).",
+            [&](std::size_t i) {
+                return json_response(200, render_order(m_orders[i], representation));
+            },
+            reply)) {
+        apply_after_execute(reply, error_500());
+        return answer(std::move(reply));
     }
 
     std::variant<OrderRequest, Problem> validated =
@@ -754,6 +743,30 @@ Reply PayPalApi::create(const http::Request& request, const Wait& wait) {
         }
     }
     return reply;
+}
+
+bool PayPalApi::request_answered_locked(std::map<std::string, RequestRecord>& requests,
+                                        const std::string& request_id,
+                                        std::chrono::seconds retention,
+                                        std::string_view in_progress,
+                                        const std::function<http::Response(std::size_t)>& current,
+                                        Reply& reply) {
+    const auto it = known_key_locked(requests, request_id, m_ledger.now_locked(), retention);
+    if (it == requests.end()) {
+        return false;
+    }
+    if (it->second.in_flight) {
+        reply.response =
+            error_locked(409, "RESOURCE_CONFLICT",
+                         "The server has detected a conflict while processing this request.",
+                         {Issue{409, "PREVIOUS_REQUEST_IN_PROGRESS", "PayPal-Request-Id",
+                                std::string(in_progress), "header"}});
+    } else {
+        reply.response = current(it->second.index);
+        reply.replayed = true;
+        m_ledger.count_replay_locked();
+    }
+    return true;
 }
 
 Reply PayPalApi::get_order(const http::Request& request, const std::string& id, const Wait& wait) {
@@ -895,31 +908,65 @@ Reply PayPalApi::search(const http::Request& request, const Wait& wait) {
     // PayPal's lag: a capture is searchable lookup_stale after its creation; the data is
     // refreshed up to now - lookup_stale.
     const Clock::time_point refreshed = m_ledger.now_locked() - faults.lookup_stale;
-    std::vector<const Order*> found;
+    // The captures and the refunds, each one entry: a refund is money out of the account.
+    struct Entry {
+        Clock::time_point created_at;
+        const Order* order;
+        const Refund* refund; // null: the order's capture
+    };
+    std::vector<Entry> found;
+    const auto consider = [&](const Entry& e, const std::string& id, char status,
+                              const std::string& currency) {
+        if (e.created_at < start || e.created_at >= end || e.created_at > refreshed ||
+            (status_filter != nullptr && (*status_filter)[0] != status) ||
+            (id_filter != nullptr && *id_filter != id) ||
+            (currency_filter != nullptr && *currency_filter != currency)) {
+            return;
+        }
+        found.push_back(e);
+    };
     for (const Order& o : m_orders) {
-        if (o.capture == Capture::none || o.created_at < start || o.created_at >= end ||
-            o.created_at > refreshed) {
-            continue;
+        if (o.capture != Capture::none) {
+            consider(Entry{o.created_at, &o, nullptr}, o.capture_id,
+                     o.capture == Capture::completed ? 'S' : 'D', o.currency);
         }
-        const char status = o.capture == Capture::completed ? 'S' : 'D';
-        if ((status_filter != nullptr && (*status_filter)[0] != status) ||
-            (id_filter != nullptr && *id_filter != o.capture_id) ||
-            (currency_filter != nullptr && *currency_filter != o.currency)) {
-            continue;
-        }
-        found.push_back(&o);
     }
-    std::stable_sort(found.begin(), found.end(), [](const Order* a, const Order* b) {
-        return a->created_at < b->created_at; // oldest first
+    for (const Refund& r : m_refunds) {
+        consider(Entry{r.created_at, &m_orders[r.order], &r}, r.id, r.failed ? 'D' : 'S',
+                 r.currency);
+    }
+    std::stable_sort(found.begin(), found.end(), [](const Entry& a, const Entry& b) {
+        return a.created_at < b.created_at; // oldest first
     });
     const auto total = static_cast<std::int64_t>(found.size());
     const std::int64_t pages = (total + page_size - 1) / page_size;
     Json details = Json::array();
     for (std::int64_t i = (page - 1) * page_size; i < total && i < page * page_size; ++i) {
-        const Order& o = *found[static_cast<std::size_t>(i)];
+        const Entry& e = found[static_cast<std::size_t>(i)];
+        const Order& o = *e.order;
         Json info;
         if (o.source == Source::paypal) {
             info["paypal_account_id"] = o.payer_id;
+        }
+        if (e.refund != nullptr) {
+            // A refund: "T1107: Payment refund, initiated by merchant", referring to the capture.
+            const Refund& r = *e.refund;
+            info["transaction_id"] = r.id;
+            info["paypal_reference_id"] = o.capture_id;
+            info["paypal_reference_id_type"] = "TXN";
+            info["transaction_event_code"] = "T1107";
+            info["transaction_initiation_date"] = rfc3339(r.created_at);
+            info["transaction_updated_date"] = rfc3339(r.created_at);
+            info["transaction_amount"] = money(r.currency, "-" + r.value);
+            info["transaction_status"] = r.failed ? "D" : "S";
+            if (r.invoice_id) {
+                info["invoice_id"] = *r.invoice_id;
+            }
+            if (r.custom_id) {
+                info["custom_field"] = *r.custom_id;
+            }
+            details.push_back(Json{{"transaction_info", std::move(info)}});
+            continue;
         }
         info["transaction_id"] = o.capture_id;
         info["paypal_reference_id"] = o.id;
@@ -1035,7 +1082,7 @@ Json PayPalApi::render_order(const Order& o, bool representation) const {
 std::int64_t PayPalApi::refunded_minor(const Order& o) const {
     std::int64_t total = 0;
     for (const std::size_t r : o.refunds) {
-        total += m_refunds[r].minor;
+        total += m_refunds[r].failed ? 0 : m_refunds[r].minor;
     }
     return total;
 }
@@ -1087,7 +1134,7 @@ Json PayPalApi::render_refund(const Refund& r, bool representation) const {
     links.push_back(link(o.base_url + std::string(k_captures) + o.capture_id, "up", "GET"));
     Json j;
     j["id"] = r.id;
-    j["status"] = "COMPLETED";
+    j["status"] = r.failed ? "FAILED" : "COMPLETED";
     if (!representation) {
         j["links"] = std::move(links);
         return j;
@@ -1105,7 +1152,7 @@ Json PayPalApi::render_refund(const Refund& r, bool representation) const {
     // The total refunded from the capture up to this refund.
     std::int64_t total = 0;
     for (const std::size_t i : o.refunds) {
-        total += m_refunds[i].minor;
+        total += m_refunds[i].failed ? 0 : m_refunds[i].minor;
         if (m_refunds[i].id == r.id) {
             break;
         }
@@ -1245,27 +1292,17 @@ Reply PayPalApi::refund(const http::Request& request, const std::string& capture
                           "The value of a field is either too short or too long.", "header"}));
     }
     // A known request ID answers the refund's current state before the body is looked at.
-    if (request_id != nullptr) {
-        const auto it = known_key_locked(m_refund_requests, *request_id, m_ledger.now_locked(),
-                                         m_options.refund_key_retention);
-        if (it != m_refund_requests.end()) {
-            if (it->second.in_flight) {
-                reply.response = error_locked(
-                    409, "RESOURCE_CONFLICT",
-                    "The server has detected a conflict while processing this request.",
-                    {Issue{409, "PREVIOUS_REQUEST_IN_PROGRESS", "PayPal-Request-Id",
-                           "A previous request on this resource is currently in progress. Please "
-                           "wait for sometime and try again.",
-                           "header"}});
-            } else {
-                reply.response =
-                    json_response(200, render_refund(m_refunds[it->second.index], representation));
-                reply.replayed = true;
-                m_ledger.count_replay_locked();
-            }
-            apply_after_execute(reply, error_500());
-            return answer(std::move(reply));
-        }
+    if (request_id != nullptr &&
+        request_answered_locked(
+            m_refund_requests, *request_id, m_options.refund_key_retention,
+            "A previous request on this resource is currently in progress. Please wait for "
+            "sometime and try again.",
+            [&](std::size_t i) {
+                return json_response(200, render_refund(m_refunds[i], representation));
+            },
+            reply)) {
+        apply_after_execute(reply, error_500());
+        return answer(std::move(reply));
     }
     std::variant<RefundRequest, Problem> validated =
         bad("MALFORMED_REQUEST_JSON", "/", "The request JSON is not well formed.");
@@ -1340,7 +1377,7 @@ Reply PayPalApi::refund(const http::Request& request, const std::string& capture
         return refused(std::move(reply), *refusal);
     }
 
-    // Execute: the refund, COMPLETED at once.
+    // Execute: the refund, COMPLETED at once; FAILED under a `decline` fault.
     Refund refund;
     refund.id = m_ledger.random_id_locked("", k_id_length, k_upper_alnum);
     refund.order = order_index;
@@ -1353,8 +1390,11 @@ Reply PayPalApi::refund(const http::Request& request, const std::string& capture
     refund.note_to_payer = std::move(refund_request.note_to_payer);
     refund.operation_id = reply.operation_id;
     refund.created_at = m_ledger.now_locked();
+    refund.failed = reply.fault == Fault::decline;
     m_ledger.count_execution_locked(refund.operation_id);
-    m_ledger.add_refunded_locked(refund.currency, refund.minor);
+    if (!refund.failed) {
+        m_ledger.add_refunded_locked(refund.currency, refund.minor);
+    }
     reply.executed = true;
     const std::size_t index = m_refunds.size();
     m_refunds_by_id.emplace(refund.id, index);

@@ -15,7 +15,8 @@
 //   POST /v2/payments/captures/{id}/refund
 //                               refund_request {amount?, invoice_id?, custom_id?, note_to_payer?}
 //                               under PayPal-Request-Id (required): executes at once -> 201, a
-//                               COMPLETED refund; `refunded` gains it (add_refunded_locked). Never
+//                               COMPLETED refund; `refunded` gains it (add_refunded_locked); a
+//                               `decline` fault makes it FAILED (201, nothing given back). Never
 //                               past what the capture has left: 422 CAPTURE_FULLY_REFUNDED when
 //                               nothing is left, REFUND_AMOUNT_EXCEEDED past it; a DECLINED capture
 //                               422 REFUND_NOT_ALLOWED; another currency 422
@@ -26,8 +27,11 @@
 //                               REFUNDED as refunds add up, supplementary_data.related_ids.order_id
 //   GET  /v2/payments/refunds/{id}   the refund
 //   GET  /v1/reporting/transactions?start_date=&end_date=[&page_size=&page=&fields=...]
-//                               the captures initiated in [start_date, end_date), oldest first,
-//                               each only `lookup_stale` after its creation (PayPal's search lag)
+//                               the captures and refunds initiated in [start_date, end_date),
+//                               oldest first, each only `lookup_stale` after its creation (PayPal's
+//                               search lag): a capture T0006 with its invoice_id, a refund T1107
+//                               (money out: a negative amount; S, or D when FAILED) with the
+//                               refund's invoice_id and custom_field
 // Every API call needs `Authorization: Bearer <an access token this fake issued>`; the tokens
 // expire `token_ttl` of fake time after issue, or at once on expire_tokens(); an expired or unknown
 // one gets 401 invalid_token (what an adapter's refresh-once-on-401 meets).
@@ -45,7 +49,7 @@
 //
 // A refund's request ID is kept `refund_key_retention` (45 days: "The server stores keys for 45
 // days", the Payments v2 document) and answers the refund's current state the same way; its faults
-// and latency are the order creation's. Refunds are not listed by the transaction search.
+// and latency are the order creation's.
 //
 // Executions count per operation ID: purchase_units[0].invoice_id, else its custom_id, else its
 // reference_id, else the PayPal-Request-Id, else "(none)"; a refund's: its invoice_id, else its
@@ -58,6 +62,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -133,6 +138,7 @@ private:
         std::optional<std::string> note_to_payer;
         std::string operation_id;
         std::chrono::system_clock::time_point created_at;
+        bool failed = false; // a `decline` fault: FAILED, nothing given back
     };
 
     struct RequestRecord {
@@ -172,6 +178,15 @@ private:
     nlohmann::ordered_json render_refund(const Refund& refund, bool representation) const;
     // What the order's capture has given back so far, in minor units.
     std::int64_t refunded_minor(const Order& order) const;
+    // A known PayPal-Request-Id in `requests` (kept `retention`): true when it answered `reply` --
+    // 409 PREVIOUS_REQUEST_IN_PROGRESS (`in_progress` its description) while its first request
+    // executes, else `current(index)`, the current state of what it made, counted as a replay --
+    // false when the ID is new (or forgotten). What an order's and a refund's request IDs share.
+    bool request_answered_locked(std::map<std::string, RequestRecord>& requests,
+                                 const std::string& request_id, std::chrono::seconds retention,
+                                 std::string_view in_progress,
+                                 const std::function<http::Response(std::size_t)>& current,
+                                 Reply& reply);
     // The 404 PayPal answers for an ID it does not know.
     http::Response not_found_locked(std::string_view field);
 

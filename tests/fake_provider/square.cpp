@@ -27,7 +27,8 @@ constexpr std::size_t k_max_reference_id = 40;
 constexpr std::size_t k_max_note = 500;
 constexpr std::size_t k_max_customer_id = 191;
 constexpr std::int64_t k_max_limit = 100;
-constexpr std::string_view k_cursor_tag = "sqfake1";
+constexpr std::string_view k_cursor_tag = "sqfake1";         // ListPayments
+constexpr std::string_view k_refund_cursor_tag = "sqfake1r"; // ListPaymentRefunds
 constexpr auto k_default_window = std::chrono::hours(24 * 365);
 constexpr auto k_approval_window = std::chrono::hours(168); // delay_duration PT168H
 
@@ -142,14 +143,14 @@ struct Cursor {
     std::uint64_t after_seq = 0;
 };
 
-std::string encode_cursor(const Cursor& c) {
-    const std::string text = std::string(k_cursor_tag) + ":" + (c.ascending ? "ASC" : "DESC") +
-                             ":" + std::to_string(c.begin_us) + ":" + std::to_string(c.end_us) +
-                             ":" + std::to_string(c.after_us) + ":" + std::to_string(c.after_seq);
+std::string encode_cursor(const Cursor& c, std::string_view tag) {
+    const std::string text = std::string(tag) + ":" + (c.ascending ? "ASC" : "DESC") + ":" +
+                             std::to_string(c.begin_us) + ":" + std::to_string(c.end_us) + ":" +
+                             std::to_string(c.after_us) + ":" + std::to_string(c.after_seq);
     return base64url(text);
 }
 
-std::optional<Cursor> decode_cursor(std::string_view text) {
+std::optional<Cursor> decode_cursor(std::string_view text, std::string_view tag) {
     std::string standard(text);
     for (char& ch : standard) {
         ch = ch == '-' ? '+' : ch == '_' ? '/' : ch;
@@ -171,8 +172,7 @@ std::optional<Cursor> decode_cursor(std::string_view text) {
         }
         rest.remove_prefix(colon + 1);
     }
-    if (parts.size() != 6 || parts[0] != k_cursor_tag ||
-        (parts[1] != "ASC" && parts[1] != "DESC")) {
+    if (parts.size() != 6 || parts[0] != tag || (parts[1] != "ASC" && parts[1] != "DESC")) {
         return std::nullopt;
     }
     const auto begin = parse_int(parts[2]);
@@ -298,6 +298,8 @@ Reply SquareApi::handle(const http::Request& request, const Wait& wait) {
         reply = retrieve_refund(path.substr(refunds_prefix.size()), wait);
     } else if (request.method == "GET" && path == k_payments) {
         reply = list(request, wait);
+    } else if (request.method == "GET" && path == k_refunds) {
+        reply = list_refunds(request, wait);
     } else if (request.method == "GET" && path.size() > prefix.size() &&
                path.find('/', prefix.size()) == std::string::npos) {
         reply = retrieve(path.substr(prefix.size()), wait);
@@ -305,8 +307,8 @@ Reply SquareApi::handle(const http::Request& request, const Wait& wait) {
         reply.response = errors_response(
             404, {Error{"INVALID_REQUEST_ERROR", "NOT_FOUND",
                         "The fake provider serves CreatePayment (POST /v2/payments), GetPayment, "
-                        "ListPayments, RefundPayment (POST /v2/refunds) and GetPaymentRefund "
-                        "only, not " +
+                        "ListPayments, RefundPayment (POST /v2/refunds), GetPaymentRefund and "
+                        "ListPaymentRefunds only, not " +
                             request.method + " " + path + ".",
                         ""}});
     }
@@ -619,10 +621,7 @@ Reply SquareApi::create_refund(const http::Request& request, const Wait& wait) {
     const std::string* key = key_usable ? key_field : nullptr;
     if (key_answered_locked(
             m_refund_keys, key, fingerprint,
-            [this](std::size_t i) {
-                return json_response(200, Json{{"refund", render_refund(m_refunds[i])}});
-            },
-            reply)) {
+            [this](std::size_t i) { return refund_answer(m_refunds[i]); }, reply)) {
         apply_after_execute(reply, error_500);
         return answer(std::move(reply));
     }
@@ -738,7 +737,7 @@ Reply SquareApi::create_refund(const http::Request& request, const Wait& wait) {
                                "amount_money.amount");
         return answer(std::move(reply));
     }
-    // Execute: one refund.
+    // Execute: one refund, REJECTED under a `decline` fault.
     Refund r;
     r.id = p.id + "_" + m_ledger.random_id_locked("", 44);
     r.payment = payment;
@@ -746,14 +745,17 @@ Reply SquareApi::create_refund(const http::Request& request, const Wait& wait) {
     r.reason = std::move(reason);
     r.operation_id = reply.operation_id;
     r.created_at = std::chrono::floor<std::chrono::milliseconds>(m_ledger.now_locked());
+    r.rejected = reply.fault == Fault::decline;
     const std::size_t index = m_refunds.size();
     m_refunds_by_id.emplace(r.id, index);
     m_refunds.push_back(std::move(r));
     p.refunds.push_back(index);
-    p.amount_refunded += amount;
-    m_ledger.add_refunded_locked(p.currency, amount);
+    if (!m_refunds[index].rejected) {
+        p.amount_refunded += amount;
+        m_ledger.add_refunded_locked(p.currency, amount);
+    }
     m_ledger.count_execution_locked(reply.operation_id);
-    reply.response = json_response(200, Json{{"refund", render_refund(m_refunds[index])}});
+    reply.response = refund_answer(m_refunds[index]);
     reply.executed = true;
     apply_after_execute(reply, error_500);
     if (key != nullptr) {
@@ -814,6 +816,114 @@ Reply SquareApi::retrieve(const std::string& id, const Wait& wait) {
     return reply;
 }
 
+namespace {
+
+const std::string* param_of(const http::Fields& query, std::string_view name) {
+    for (const auto& [key, value] : query) {
+        if (key == name) {
+            return &value;
+        }
+    }
+    return nullptr;
+}
+
+} // namespace
+
+std::variant<SquareApi::Listing, http::Response>
+SquareApi::read_listing_locked(const http::Fields& query, std::string_view tag) const {
+    const auto bad = [](std::string code, std::string detail, std::string field) {
+        return errors_response(400, {Error{"INVALID_REQUEST_ERROR", std::move(code),
+                                           std::move(detail), std::move(field)}});
+    };
+    const auto param = [&](std::string_view name) { return param_of(query, name); };
+    std::optional<Clock::time_point> window[2];
+    for (int i = 0; i < 2; ++i) {
+        const char* name = i == 0 ? "begin_time" : "end_time";
+        if (const std::string* text = param(name)) {
+            window[i] = parse_time(*text);
+            if (!window[i]) {
+                return bad("INVALID_TIME",
+                           "`" + std::string(name) + "` must be an RFC 3339 timestamp.", name);
+            }
+        }
+    }
+    std::optional<bool> ascending;
+    if (const std::string* order = param("sort_order")) {
+        if (*order != "ASC" && *order != "DESC") {
+            return bad("INVALID_SORT_ORDER", "The sort order must be `ASC` or `DESC`.",
+                       "sort_order");
+        }
+        ascending = *order == "ASC";
+    }
+    Listing listing;
+    listing.limit = k_max_limit;
+    if (const std::string* text = param("limit")) {
+        const auto n = parse_int(*text);
+        if (!n) {
+            return bad("EXPECTED_INTEGER", "Expected an integer value.", "limit");
+        }
+        if (*n < 1) {
+            return bad("INVALID_VALUE", "`limit` must be at least 1.", "limit");
+        }
+        // Above the maximum: the default, as documented.
+        listing.limit = static_cast<std::size_t>(*n > k_max_limit ? k_max_limit : *n);
+    }
+    if (const std::string* text = param("cursor")) {
+        const auto decoded = decode_cursor(*text, tag);
+        // A cursor pages its original query: a different window or order is another query.
+        if (!decoded || (ascending && *ascending != decoded->ascending) ||
+            (window[0] && micros_of(*window[0]) != decoded->begin_us) ||
+            (window[1] && micros_of(*window[1]) != decoded->end_us)) {
+            return bad("INVALID_CURSOR",
+                       decoded ? "The cursor was returned for another query (begin_time, "
+                                 "end_time or sort_order differ)."
+                               : "The pagination cursor is invalid.",
+                       "cursor");
+        }
+        listing.ascending = decoded->ascending;
+        listing.begin_us = decoded->begin_us;
+        listing.end_us = decoded->end_us;
+        listing.after = std::pair(decoded->after_us, static_cast<std::size_t>(decoded->after_seq));
+    } else {
+        const Clock::time_point end = window[1].value_or(m_ledger.now_locked());
+        listing.ascending = ascending.value_or(false); // DESC by default
+        listing.end_us = micros_of(end);
+        listing.begin_us = micros_of(window[0].value_or(end - k_default_window));
+    }
+    if (listing.end_us < listing.begin_us) {
+        return bad("INVALID_TIME_RANGE", "`end_time` must not be before `begin_time`.", "end_time");
+    }
+    return listing;
+}
+
+std::vector<std::size_t> SquareApi::page_of(std::vector<std::pair<std::int64_t, std::size_t>> found,
+                                            const Listing& listing, std::string_view tag,
+                                            std::optional<std::string>& next) {
+    if (listing.after) {
+        std::erase_if(found, [&](const auto& position) {
+            return listing.ascending ? position <= *listing.after : position >= *listing.after;
+        });
+    }
+    std::sort(found.begin(), found.end(),
+              [&](const auto& a, const auto& b) { return listing.ascending ? a < b : b < a; });
+    const std::size_t count = std::min(found.size(), listing.limit);
+    std::vector<std::size_t> page;
+    for (std::size_t i = 0; i < count; ++i) {
+        page.push_back(found[i].second);
+    }
+    next.reset();
+    if (found.size() > count) {
+        Cursor c;
+        c.ascending = listing.ascending;
+        c.begin_us = listing.begin_us;
+        c.end_us = listing.end_us;
+        c.after_us = found[count - 1].first;
+        c.after_seq = found[count - 1].second;
+        next = encode_cursor(c, tag);
+    }
+    return page;
+}
+
 Reply SquareApi::list(const http::Request& request, const Wait& wait) {
     Reply reply;
     if (!m_account.lookup) {
@@ -839,14 +949,7 @@ Reply SquareApi::list(const http::Request& request, const Wait& wait) {
     if (!query) {
         return bad("BAD_REQUEST", "The query string is not well formed.", "");
     }
-    const auto param = [&](std::string_view name) -> const std::string* {
-        for (const auto& [key, value] : *query) {
-            if (key == name) {
-                return &value;
-            }
-        }
-        return nullptr;
-    };
+    const auto param = [&](std::string_view name) { return param_of(*query, name); };
     static const std::set<std::string_view> k_supported{
         "begin_time", "end_time", "sort_order", "cursor", "location_id",
         "total",      "last_4",   "card_brand", "limit",  "sort_field"};
@@ -865,43 +968,12 @@ Reply SquareApi::list(const http::Request& request, const Wait& wait) {
             return bad("UNKNOWN_QUERY_PARAMETER", "Unknown query parameter: `" + name + "`.", name);
         }
     }
-    std::optional<Clock::time_point> window[2];
-    for (int i = 0; i < 2; ++i) {
-        const char* name = i == 0 ? "begin_time" : "end_time";
-        if (const std::string* text = param(name)) {
-            window[i] = parse_time(*text);
-            if (!window[i]) {
-                return bad("INVALID_TIME",
-                           "`" + std::string(name) + "` must be an RFC 3339 timestamp.", name);
-            }
-        }
-    }
-    std::optional<bool> ascending;
-    if (const std::string* order = param("sort_order")) {
-        if (*order != "ASC" && *order != "DESC") {
-            return bad("INVALID_SORT_ORDER", "The sort order must be `ASC` or `DESC`.",
-                       "sort_order");
-        }
-        ascending = *order == "ASC";
-    }
     if (const std::string* field = param("sort_field");
         field != nullptr && *field != "CREATED_AT") {
         return bad(*field == "UPDATED_AT" || *field == "OFFLINE_CREATED_AT" ? "BAD_REQUEST"
                                                                             : "INVALID_ENUM_VALUE",
                    "`" + *field + "` is not a sort field the fake provider lists by (CREATED_AT).",
                    "sort_field");
-    }
-    std::int64_t limit = k_max_limit;
-    if (const std::string* text = param("limit")) {
-        const auto n = parse_int(*text);
-        if (!n) {
-            return bad("EXPECTED_INTEGER", "Expected an integer value.", "limit");
-        }
-        if (*n < 1) {
-            return bad("INVALID_VALUE", "`limit` must be at least 1.", "limit");
-        }
-        limit =
-            *n > k_max_limit ? k_max_limit : *n; // above the maximum: the default, as documented
     }
     std::optional<std::int64_t> total;
     if (const std::string* text = param("total")) {
@@ -912,80 +984,133 @@ Reply SquareApi::list(const http::Request& request, const Wait& wait) {
     }
 
     const auto lock = m_ledger.lock();
+    auto read = read_listing_locked(*query, k_cursor_tag);
+    if (auto* refused = std::get_if<http::Response>(&read)) {
+        reply.response = std::move(*refused);
+        return reply;
+    }
+    const Listing& listing = std::get<Listing>(read);
     const FaultConfig& faults = m_ledger.faults_locked();
-    const Clock::time_point now = m_ledger.now_locked();
-    Cursor cursor;
-    bool continuing = false;
-    if (const std::string* text = param("cursor")) {
-        const auto decoded = decode_cursor(*text);
-        // A cursor pages its original query: a different window or order is another query.
-        if (!decoded || (ascending && *ascending != decoded->ascending) ||
-            (window[0] && micros_of(*window[0]) != decoded->begin_us) ||
-            (window[1] && micros_of(*window[1]) != decoded->end_us)) {
-            return bad("INVALID_CURSOR",
-                       decoded ? "The cursor was returned for another query (begin_time, "
-                                 "end_time or sort_order differ)."
-                               : "The pagination cursor is invalid.",
-                       "cursor");
-        }
-        cursor = *decoded;
-        continuing = true;
-    } else {
-        const Clock::time_point end = window[1].value_or(now);
-        cursor.ascending = ascending.value_or(false); // DESC by default
-        cursor.end_us = micros_of(end);
-        cursor.begin_us = micros_of(window[0].value_or(end - k_default_window));
-    }
-    if (cursor.end_us < cursor.begin_us) {
-        return bad("INVALID_TIME_RANGE", "`end_time` must not be before `begin_time`.", "end_time");
-    }
     if (faults.lookup_down) {
         reply.response =
             errors_response(503, {Error{"API_ERROR", "SERVICE_UNAVAILABLE",
                                         "Service Unavailable (fake provider: lookup_down).", ""}});
         return reply;
     }
-
+    const Clock::time_point now = m_ledger.now_locked();
     const std::string* location = param("location_id");
     const std::string* last_4 = param("last_4");
     const std::string* brand = param("card_brand");
-    std::vector<std::size_t> found; // indexes into m_payments
+    std::vector<std::pair<std::int64_t, std::size_t>> found;
     for (std::size_t i = 0; i < m_payments.size(); ++i) {
         const Payment& p = m_payments[i];
         const std::int64_t created = micros_of(p.created_at);
-        if (created < cursor.begin_us || created >= cursor.end_us ||
+        if (created < listing.begin_us || created >= listing.end_us ||
             p.created_at + faults.lookup_stale > now ||
             (location != nullptr && *location != p.location_id) || (total && *total != p.amount) ||
             (last_4 != nullptr && *last_4 != "1111") || (brand != nullptr && *brand != "VISA")) {
             continue;
         }
-        if (continuing) {
-            const auto position = std::pair(created, static_cast<std::uint64_t>(i));
-            const auto after = std::pair(cursor.after_us, cursor.after_seq);
-            if (cursor.ascending ? position <= after : position >= after) {
-                continue;
-            }
-        }
-        found.push_back(i);
+        found.emplace_back(created, i);
     }
-    std::sort(found.begin(), found.end(), [&](std::size_t a, std::size_t b) {
-        const auto ka = std::pair(m_payments[a].created_at, a);
-        const auto kb = std::pair(m_payments[b].created_at, b);
-        return cursor.ascending ? ka < kb : kb < ka;
-    });
+    std::optional<std::string> next;
+    const auto page = page_of(std::move(found), listing, k_cursor_tag, next);
     Json body = Json::object();
-    const auto count = std::min(found.size(), static_cast<std::size_t>(limit));
-    if (count > 0) {
+    if (!page.empty()) {
         body["payments"] = Json::array();
-        for (std::size_t i = 0; i < count; ++i) {
-            body["payments"].push_back(render_payment(m_payments[found[i]]));
+        for (const std::size_t i : page) {
+            body["payments"].push_back(render_payment(m_payments[i]));
         }
     }
-    if (found.size() > count) {
-        const std::size_t last = found[count - 1];
-        cursor.after_us = micros_of(m_payments[last].created_at);
-        cursor.after_seq = last;
-        body["cursor"] = encode_cursor(cursor);
+    if (next) {
+        body["cursor"] = *next;
+    }
+    reply.response = json_response(200, body);
+    return reply;
+}
+
+Reply SquareApi::list_refunds(const http::Request& request, const Wait& wait) {
+    Reply reply;
+    if (!m_account.lookup) {
+        reply.response = errors_response(
+            403, {Error{"AUTHENTICATION_ERROR", "INSUFFICIENT_SCOPES",
+                        "The merchant has not given your application sufficient permissions to do "
+                        "this (fake provider: --no-lookup).",
+                        ""}});
+        return reply;
+    }
+    if (!wait(m_ledger.faults().latency)) {
+        reply.action = SocketAction::close_fin;
+        return reply;
+    }
+    const auto bad = [&](std::string code, std::string detail, std::string field) {
+        Reply r;
+        r.response = errors_response(400, {Error{"INVALID_REQUEST_ERROR", std::move(code),
+                                                 std::move(detail), std::move(field)}});
+        return r;
+    };
+    const auto query = http::parse_form(request.query);
+    if (!query) {
+        return bad("BAD_REQUEST", "The query string is not well formed.", "");
+    }
+    static const std::set<std::string_view> k_supported{"begin_time", "end_time",    "sort_order",
+                                                        "cursor",     "location_id", "status",
+                                                        "limit",      "sort_field",  "source_type"};
+    for (const auto& [name, value] : *query) {
+        if (k_supported.count(name) == 0) {
+            return bad("UNKNOWN_QUERY_PARAMETER", "Unknown query parameter: `" + name + "`.", name);
+        }
+    }
+    if (const std::string* field = param_of(*query, "sort_field");
+        field != nullptr && *field != "CREATED_AT") {
+        return bad("INVALID_ENUM_VALUE",
+                   "`" + *field + "` is not a sort field the fake provider lists by (CREATED_AT).",
+                   "sort_field");
+    }
+    const std::string* status = param_of(*query, "status");
+    const std::string* location = param_of(*query, "location_id");
+    const std::string* source_type = param_of(*query, "source_type");
+
+    const auto lock = m_ledger.lock();
+    auto read = read_listing_locked(*query, k_refund_cursor_tag);
+    if (auto* refused = std::get_if<http::Response>(&read)) {
+        reply.response = std::move(*refused);
+        return reply;
+    }
+    const Listing& listing = std::get<Listing>(read);
+    const FaultConfig& faults = m_ledger.faults_locked();
+    if (faults.lookup_down) {
+        reply.response =
+            errors_response(503, {Error{"API_ERROR", "SERVICE_UNAVAILABLE",
+                                        "Service Unavailable (fake provider: lookup_down).", ""}});
+        return reply;
+    }
+    const Clock::time_point now = m_ledger.now_locked();
+    std::vector<std::pair<std::int64_t, std::size_t>> found;
+    for (std::size_t i = 0; i < m_refunds.size(); ++i) {
+        const Refund& r = m_refunds[i];
+        const std::int64_t created = micros_of(r.created_at);
+        // Every payment the fake takes is a card payment.
+        if (created < listing.begin_us || created >= listing.end_us ||
+            r.created_at + faults.lookup_stale > now ||
+            (status != nullptr && *status != (r.rejected ? "REJECTED" : "COMPLETED")) ||
+            (location != nullptr && *location != m_payments[r.payment].location_id) ||
+            (source_type != nullptr && *source_type != "CARD")) {
+            continue;
+        }
+        found.emplace_back(created, i);
+    }
+    std::optional<std::string> next;
+    const auto page = page_of(std::move(found), listing, k_refund_cursor_tag, next);
+    Json body = Json::object();
+    if (!page.empty()) {
+        body["refunds"] = Json::array();
+        for (const std::size_t i : page) {
+            body["refunds"].push_back(render_refund(m_refunds[i]));
+        }
+    }
+    if (next) {
+        body["cursor"] = *next;
     }
     reply.response = json_response(200, body);
     return reply;
@@ -1092,7 +1217,7 @@ Json SquareApi::render_refund(const Refund& r) const {
     const std::string created = rfc3339_ms(r.created_at);
     Json j;
     j["id"] = r.id;
-    j["status"] = "COMPLETED";
+    j["status"] = r.rejected ? "REJECTED" : "COMPLETED";
     j["location_id"] = p.location_id;
     j["unlinked"] = false;
     j["destination_type"] = "CARD";
@@ -1106,6 +1231,18 @@ Json SquareApi::render_refund(const Refund& r) const {
     j["created_at"] = created;
     j["updated_at"] = created;
     return j;
+}
+
+http::Response SquareApi::refund_answer(const Refund& r) const {
+    if (!r.rejected) {
+        return json_response(200, Json{{"refund", render_refund(r)}});
+    }
+    Json body;
+    body["errors"] =
+        Json::array({render_error(Error{"REFUND_ERROR", "REFUND_DECLINED",
+                                        "The refund was declined (fake provider: decline).", ""})});
+    body["refund"] = render_refund(r);
+    return json_response(400, body);
 }
 
 void SquareApi::write_ledger_locked(nlohmann::ordered_json& j, LedgerOptions options) const {

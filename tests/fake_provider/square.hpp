@@ -24,7 +24,15 @@
 //                           and latency as a create; counted as an execution of its idempotency
 //                           key (the refund's operation ID); the payment gains it in refund_ids
 //                           and refunded_money, the ledger in `refunded`
+//                           A `decline` fault makes the refund REJECTED (nothing given back, an
+//                           execution all the same), answered 400 REFUND_ERROR REFUND_DECLINED
+//                           with the refund
 //   GET  /v2/refunds/{id}   {"refund": {...}}; 404 NOT_FOUND; lookup_down 503; --no-lookup 403
+//   GET  /v2/refunds?begin_time=&end_time=&sort_order=&cursor=&limit=&status=&source_type=
+//                           {"refunds": [...], "cursor": "..."}: ListPaymentRefunds, created in
+//                           [begin_time, end_time) (default the last year), paged as
+//                           ListPayments is (its cursors are not this listing's); lookup_stale,
+//                           lookup_down and --no-lookup as ListPayments
 // Every request needs `Authorization: Bearer <the account's API key>` (the same key as Stripe's);
 // otherwise 401 {"errors": [{"category": "AUTHENTICATION_ERROR", "code": "UNAUTHORIZED", ...}]}.
 // Errors are always Square's envelope {"errors": [{"category", "code", "detail", "field"}]}.
@@ -58,6 +66,9 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
 #include <vector>
 
 namespace payrecon::fake {
@@ -121,6 +132,18 @@ private:
         std::optional<std::string> reason;
         std::string operation_id;
         std::chrono::system_clock::time_point created_at; // whole milliseconds
+        bool rejected = false; // a `decline` fault: REJECTED, nothing given back
+    };
+
+    // What a listing (ListPayments, ListPaymentRefunds) reads of its query: the window
+    // [begin_us, end_us) in microseconds, the order, where its cursor left off (the last item's
+    // created_at and index), and the page size.
+    struct Listing {
+        bool ascending = false;
+        std::int64_t begin_us = 0;
+        std::int64_t end_us = 0;
+        std::optional<std::pair<std::int64_t, std::size_t>> after;
+        std::size_t limit = 100;
     };
 
     struct KeyRecord {
@@ -153,6 +176,18 @@ private:
                              Reply& reply);
     Reply retrieve(const std::string& id, const Wait& wait);
     Reply list(const http::Request& request, const Wait& wait);
+    Reply list_refunds(const http::Request& request, const Wait& wait);
+    // The window, order, cursor (made with `tag`: one listing's cursor is no other's) and limit
+    // of a listing's `query`; Square's 400 when one is not readable or the cursor is not this
+    // query's. Under the ledger's lock (a window's end defaults to now).
+    std::variant<Listing, http::Response> read_listing_locked(const http::Fields& query,
+                                                              std::string_view tag) const;
+    // The page of `found` (index and created_at in microseconds of every item in the window that
+    // the listing may show) after the listing's cursor, in its order; `next` the cursor of the
+    // page after it, if any is left.
+    static std::vector<std::size_t> page_of(std::vector<std::pair<std::int64_t, std::size_t>> found,
+                                            const Listing& listing, std::string_view tag,
+                                            std::optional<std::string>& next);
     bool authorized(const http::Request& request) const;
 
     // What a create answers for `p`: 200 {"payment"}, or for a FAILED payment 400 {"errors",
@@ -160,6 +195,9 @@ private:
     http::Response create_answer(const Payment& p) const;
     nlohmann::ordered_json render_payment(const Payment& p) const;
     nlohmann::ordered_json render_refund(const Refund& r) const;
+    // What a refund call answers for `r`: 200 {"refund"}, or for a REJECTED one 400 {"errors":
+    // REFUND_ERROR REFUND_DECLINED, "refund"}. A replay answers the same.
+    http::Response refund_answer(const Refund& r) const;
     static nlohmann::ordered_json render_error(const Error& e);
     static http::Response errors_response(int status, const std::vector<Error>& errors);
 

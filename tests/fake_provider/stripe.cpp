@@ -138,6 +138,38 @@ std::optional<http::Response> unknown_query_param(const http::Fields& query,
     return std::nullopt;
 }
 
+// A list's `created` filter: created[gt], [gte], [lt], [lte], or `created` (one second).
+struct CreatedRange {
+    std::optional<std::int64_t> gt, gte, lt, lte;
+
+    bool holds(std::int64_t created) const {
+        return (!gt || created > *gt) && (!gte || created >= *gte) && (!lt || created < *lt) &&
+               (!lte || created <= *lte);
+    }
+};
+
+// The created filter of `query`, or Stripe's 400 for an integer it cannot read.
+std::variant<CreatedRange, http::Response> parse_created(const http::Fields& query) {
+    CreatedRange range;
+    for (auto [name, bound] :
+         {std::pair{"created[gt]", &range.gt}, std::pair{"created[gte]", &range.gte},
+          std::pair{"created[lt]", &range.lt}, std::pair{"created[lte]", &range.lte},
+          std::pair{"created", &range.gte}}) {
+        if (const std::string* text = field(query, name)) {
+            const auto value = parse_int(*text);
+            if (!value) {
+                return invalid_request("Invalid integer: " + *text, "parameter_invalid_integer",
+                                       name);
+            }
+            *bound = value;
+            if (std::string_view(name) == "created") {
+                range.lte = value;
+            }
+        }
+    }
+    return range;
+}
+
 // `limit`: 1..100, 10 when absent.
 std::variant<std::int64_t, http::Response> parse_limit(const http::Fields& query) {
     const std::string* text = field(query, "limit");
@@ -411,6 +443,7 @@ void StripeApi::reset_locked() {
     m_intents.clear();
     m_keys.clear();
     m_seeded.clear();
+    m_refund_seq = 0;
 }
 
 bool StripeApi::authorized(const http::Request& request) const {
@@ -534,6 +567,7 @@ Reply StripeApi::refund_for(const IntentRefund& other, const http::Request& requ
         refund.created = unix_seconds(m_ledger.now_locked());
         refund.operation_id = reply.operation_id;
         refund.adyen = true;
+        refund.seq = next_refund_seq_locked();
         in.refunds.push_back(refund);
         in.amount_refunded += params.amount;
         m_ledger.add_refunded_locked(in.currency, params.amount);
@@ -843,6 +877,7 @@ Reply StripeApi::create_refund(const http::Request& request, const Wait& wait) {
     refund.amount = take;
     refund.created = unix_seconds(m_ledger.now_locked());
     refund.operation_id = reply.operation_id;
+    refund.seq = next_refund_seq_locked();
     in.refunds.push_back(refund);
     in.amount_refunded += take;
     m_ledger.add_refunded_locked(in.currency, take);
@@ -860,7 +895,9 @@ Reply StripeApi::list_refunds(const http::Fields& query, const Wait& wait) {
         reply.action = SocketAction::close_fin;
         return reply;
     }
-    if (auto rejected = unknown_query_param(query, {"payment_intent", "limit"})) {
+    if (auto rejected = unknown_query_param(query, {"payment_intent", "limit", "created",
+                                                    "created[gt]", "created[gte]", "created[lt]",
+                                                    "created[lte]", "starting_after"})) {
         reply.response = std::move(*rejected);
         return reply;
     }
@@ -869,30 +906,75 @@ Reply StripeApi::list_refunds(const http::Fields& query, const Wait& wait) {
         reply.response = std::move(*rejected);
         return reply;
     }
-    const std::string* intent_id = field(query, "payment_intent");
-    const auto lock = m_ledger.lock();
-    const auto found = intent_id != nullptr ? find_id(*intent_id) : std::nullopt;
-    if (!found) {
-        reply.response =
-            intent_id == nullptr
-                ? invalid_request("The fake lists refunds by payment_intent only.",
-                                  "parameter_missing", "payment_intent")
-                : error(404, "invalid_request_error",
-                        "No such payment_intent: '" + *intent_id + "'", "resource_missing");
+    auto created = parse_created(query);
+    if (auto* rejected = std::get_if<http::Response>(&created)) {
+        reply.response = std::move(*rejected);
         return reply;
     }
-    const Intent& in = m_intents[*found];
+    const CreatedRange& range = std::get<CreatedRange>(created);
+    const std::string* intent_id = field(query, "payment_intent");
+    const std::string* starting_after = field(query, "starting_after");
+    const auto lock = m_ledger.lock();
+    if (m_ledger.faults_locked().lookup_down) {
+        reply.response = error(503, "api_error",
+                               "Listing is temporarily unavailable (fake provider: lookup_down).");
+        return reply;
+    }
+    const auto found = intent_id != nullptr ? find_id(*intent_id) : std::nullopt;
+    if (intent_id != nullptr && !found) {
+        reply.response = error(404, "invalid_request_error",
+                               "No such payment_intent: '" + *intent_id + "'", "resource_missing");
+        return reply;
+    }
+    // Every refund listed, newest first: (created, seq) descending. A listing of one
+    // PaymentIntent reads only its refunds; one of the account reads every PaymentIntent's.
+    struct Listed {
+        std::int64_t created;
+        std::uint64_t seq;
+        const Intent* intent;
+        const Refund* refund;
+    };
+    std::vector<Listed> listed;
+    std::optional<std::pair<std::int64_t, std::uint64_t>> cursor;
+    const auto visit = [&](const Intent& in) {
+        for (const Refund& r : in.refunds) {
+            if (starting_after != nullptr && concat("re_", view(r.id)) == *starting_after) {
+                cursor = std::pair(r.created, r.seq);
+            }
+            if (range.holds(r.created)) {
+                listed.push_back(Listed{r.created, r.seq, &in, &r});
+            }
+        }
+    };
+    if (found) {
+        visit(m_intents[*found]);
+    } else {
+        for (std::size_t i = 0; i < m_intents.size(); ++i) {
+            visit(m_intents[i]);
+        }
+    }
+    if (starting_after != nullptr && !cursor) {
+        reply.response = invalid_request("No such refund: '" + *starting_after + "'",
+                                         "resource_missing", "starting_after");
+        return reply;
+    }
+    std::sort(listed.begin(), listed.end(), [](const Listed& a, const Listed& b) {
+        return std::pair(a.created, a.seq) > std::pair(b.created, b.seq);
+    });
+    auto first = listed.begin();
+    if (cursor) {
+        first = std::find_if(listed.begin(), listed.end(), [&](const Listed& l) {
+            return std::pair(l.created, l.seq) < *cursor;
+        });
+    }
     const auto n = static_cast<std::size_t>(std::get<std::int64_t>(limit));
     Json body = object_with_room(4);
     body["object"] = "list";
     body["data"] = Json::array();
-    for (auto it = in.refunds.rbegin(); it != in.refunds.rend(); ++it) { // newest first
-        if (body["data"].size() == n) {
-            break;
-        }
-        body["data"].push_back(render_refund(in, *it));
+    for (auto it = first; it != listed.end() && body["data"].size() < n; ++it) {
+        body["data"].push_back(render_refund(*it->intent, *it->refund));
     }
-    body["has_more"] = in.refunds.size() > n;
+    body["has_more"] = static_cast<std::size_t>(listed.end() - first) > n;
     body["url"] = "/v1/refunds";
     reply.response = json_response(200, body);
     return reply;
@@ -1250,6 +1332,7 @@ std::vector<std::string> StripeApi::seed_locked(const Refunded& s) {
     refund.id = random_part();
     refund.amount = amount;
     refund.created = s.created.value_or(unix_seconds(m_ledger.now_locked()));
+    refund.seq = next_refund_seq_locked();
     in.refunds.push_back(refund);
     in.amount_refunded += amount;
     m_ledger.add_refunded_locked(in.currency, amount);
@@ -1460,23 +1543,12 @@ Reply StripeApi::list(const http::Fields& query, const Wait& wait) {
         reply.response = std::move(*rejected);
         return reply;
     }
-    std::optional<std::int64_t> gt, gte, lt, lte;
-    for (auto [name, bound] : {std::pair{"created[gt]", &gt}, std::pair{"created[gte]", &gte},
-                               std::pair{"created[lt]", &lt}, std::pair{"created[lte]", &lte},
-                               std::pair{"created", &gte}}) {
-        if (const std::string* text = field(query, name)) {
-            const auto value = parse_int(*text);
-            if (!value) {
-                reply.response =
-                    invalid_request("Invalid integer: " + *text, "parameter_invalid_integer", name);
-                return reply;
-            }
-            *bound = value;
-            if (std::string_view(name) == "created") {
-                lte = value;
-            }
-        }
+    auto parsed_range = parse_created(query);
+    if (auto* rejected = std::get_if<http::Response>(&parsed_range)) {
+        reply.response = std::move(*rejected);
+        return reply;
     }
+    const auto [gt, gte, lt, lte] = std::get<CreatedRange>(parsed_range);
     auto limit = parse_limit(query);
     if (auto* rejected = std::get_if<http::Response>(&limit)) {
         reply.response = std::move(*rejected);

@@ -10,7 +10,8 @@
 //               Stripe creates the PaymentIntent and a failed charge, and the key keeps the 402)
 //               and refunds actually made (POST /v1/refunds: of a succeeded PaymentIntent, never
 //               past what its charge has left -- a refusal executes nothing and saves nothing
-//               under the key; listed by GET /v1/refunds?payment_intent=)
+//               under the key; listed by GET /v1/refunds, by payment_intent= and by created
+//               window, paged by starting_after)
 // The operation ID is `metadata[operation_id]` (Adyen: `reference`), else the Idempotency-Key,
 // else "(none)".
 //
@@ -223,6 +224,7 @@ private:
         std::optional<std::string> failure_reason; // a refund reversed after it succeeded
         bool adyen = false; // made through Adyen's dialect: its reversal is a REFUND_FAILED
         std::string merchant_account; // Adyen's
+        std::uint64_t seq = 0;        // creation order among every refund: the listing's tiebreak
     };
 
     // Kept compact (a bulk seed holds a million): the JSON is rendered on demand (render()).
@@ -267,8 +269,13 @@ private:
     // POST /v1/refunds: a refund of a succeeded PaymentIntent, never past what it charged, under
     // the same keys, faults and latency as a create; counted as an execution of its operation ID.
     Reply create_refund(const http::Request& request, const Wait& wait);
-    // GET /v1/refunds?payment_intent=pi_...: its refunds, newest first.
+    // GET /v1/refunds: the refunds of one PaymentIntent (payment_intent=) or of every one, in a
+    // created window (created[gte], [gt], [lt], [lte]), newest first (within a second the later
+    // refund first), `limit` a page, paged by starting_after (a refund's re_...); lookup_down
+    // 503 as the PaymentIntents' list.
     Reply list_refunds(const http::Fields& query, const Wait& wait);
+    // The next refund's creation order.
+    std::uint64_t next_refund_seq_locked() { return ++m_refund_seq; }
     nlohmann::ordered_json render_refund(const Intent& intent, const Refund& refund) const;
 
     Reply retrieve(const std::string& id, const http::Fields& query, const Wait& wait);
@@ -328,6 +335,7 @@ private:
     // Indexes into m_intents by (created, index) ascending: what list binary-searches. Equal to
     // creation order unless a seed went back in time.
     std::vector<std::size_t> m_order;
+    std::uint64_t m_refund_seq = 0; // the last refund's Refund::seq
     // Random ids: their first 8 bytes are hash enough (and nothing to cache in the node).
     struct IdHash {
         std::size_t operator()(std::string_view id) const noexcept {

@@ -1407,3 +1407,59 @@ TEST_CASE("fake provider: 1000000 bulk intents seed in seconds and list a page i
                                   << ms(listed) << " ms; a search: " << ms(searched)
                                   << " ms (both over HTTP, parse included)");
 }
+
+TEST_CASE("fake provider: GET /v1/refunds lists every refund by created window newest first, "
+          "pages by starting_after, keeps the payment_intent filter",
+          "[fake_provider][refunds]") {
+    Running r;
+    const std::string a = post_charge(r, "key-a", charge_form("op-a", 5000)).json()["id"];
+    const std::string b = post_charge(r, "key-b", charge_form("op-b", 5000)).json()["id"];
+    const long long now = r.ledger()["now"];
+    // Four refunds of two PaymentIntents, two of them in the same second; one an hour before.
+    r.server.seed_refunded(Refunded{{a, ""}, 100, now - 3600});
+    r.server.seed_refunded(Refunded{{a, ""}, 200, now + 10});
+    r.server.seed_refunded(Refunded{{b, ""}, 300, now + 10});
+    r.server.seed_refunded(Refunded{{a, ""}, 400, now + 20});
+    const std::string window = "/v1/refunds?" + http::percent_encode("created[gte]") + "=" +
+                               std::to_string(now) + "&" + http::percent_encode("created[lt]") +
+                               "=" + std::to_string(now + 60);
+    std::vector<long long> amounts;
+    std::set<std::string> ids;
+    std::string cursor;
+    int pages = 0;
+    for (;;) {
+        const HttpResult page =
+            get(r, window + "&limit=2" + (cursor.empty() ? "" : "&starting_after=" + cursor));
+        REQUIRE(page.status == 200);
+        ++pages;
+        const Json body = page.json();
+        CHECK(body["object"] == "list");
+        for (const Json& refund : body["data"]) {
+            CHECK(refund["object"] == "refund");
+            amounts.push_back(refund["amount"]);
+            ids.insert(refund["id"].get<std::string>());
+            cursor = refund["id"];
+        }
+        if (!body["has_more"].get<bool>()) {
+            break;
+        }
+        REQUIRE(pages < 10);
+    }
+    // Newest first; within a second the later refund first; the early one outside the window.
+    CHECK(amounts == std::vector<long long>{400, 300, 200});
+    CHECK(ids.size() == 3);
+    CHECK(pages == 2);
+
+    // One PaymentIntent's, in the same window.
+    const Json of_a = get(r, window + "&payment_intent=" + a).json();
+    REQUIRE(of_a["data"].size() == 2);
+    CHECK(of_a["data"][0]["amount"] == 400);
+    CHECK(of_a["data"][1]["amount"] == 200);
+    CHECK(get(r, "/v1/refunds?payment_intent=" + a).json()["data"].size() == 3);
+
+    const HttpResult unknown = get(r, window + "&starting_after=re_unknown");
+    CHECK(unknown.status == 400);
+    CHECK(unknown.json()["error"]["code"] == "resource_missing");
+    r.server.set_faults(faults_from(R"({"lookup_down": true})"));
+    CHECK(get(r, window).status == 503);
+}

@@ -959,3 +959,42 @@ TEST_CASE("paypal: the command line reads the client secret from the named varia
     CHECK_THROWS_AS(parse({"--paypal-token-ttl-s", "0"}, nullptr), CLI::ValidationError);
     CHECK_THROWS_AS(parse({"--paypal-client-id", ""}, nullptr), std::invalid_argument);
 }
+
+TEST_CASE("paypal: transaction search lists a capture's refunds as money out (T1107, a negative "
+          "amount, the refund's invoice_id), a declined refund FAILED and denied",
+          "[fake_provider][paypal][refunds]") {
+    Running r(paypal_options());
+    const std::string token = fetch_token(r);
+    const auto now = fake_now(r);
+    const std::string capture = captured(r, token, "op-charge");
+    const HttpResult made = post_refund(r, token, capture, "rr-1", refund_request("op-r1"));
+    REQUIRE(made.status == 201);
+    r.server.set_faults(faults_from(R"({"next": ["decline"]})"));
+    const HttpResult failed =
+        post_refund(r, token, capture, "rr-2", refund_request("op-r2", "5.00"));
+    REQUIRE(failed.status == 201);
+    CHECK(failed.json()["status"] == "FAILED");
+    CHECK(r.executions("op-r2") == 1);
+    CHECK(r.ledger()["refunded"] == Json{{"eur", 1000}}); // the FAILED one gave nothing back
+
+    const HttpResult found = search(r, token, now - seconds(60), now + seconds(60));
+    REQUIRE(found.status == 200);
+    const Json details = found.json()["transaction_details"];
+    REQUIRE(details.size() == 3); // the capture, then its two refunds: oldest first
+    CHECK(details[0]["transaction_info"]["transaction_event_code"] == "T0006");
+    const Json& refund = details[1]["transaction_info"];
+    CHECK(refund["transaction_event_code"] == "T1107");
+    CHECK(refund["transaction_id"] == made.json()["id"]);
+    CHECK(refund["paypal_reference_id"] == capture);
+    CHECK(refund["transaction_amount"] == Json{{"currency_code", "EUR"}, {"value", "-10.00"}});
+    CHECK(refund["transaction_status"] == "S");
+    CHECK(refund["invoice_id"] == "op-r1");
+    const Json& denied = details[2]["transaction_info"];
+    CHECK(denied["transaction_amount"]["value"] == "-5.00");
+    CHECK(denied["transaction_status"] == "D");
+    CHECK(denied["invoice_id"] == "op-r2");
+    // The status filter reads the refunds' too.
+    CHECK(search(r, token, now - seconds(60), now + seconds(60), "&transaction_status=D")
+              .json()["transaction_details"]
+              .size() == 1);
+}

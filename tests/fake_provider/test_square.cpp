@@ -749,3 +749,77 @@ TEST_CASE("square: the command line sets the key retention", "[fake_provider][sq
     CHECK(parse({"--square-key-retention-s", "600"}).square.key_retention == seconds(600));
     CHECK_THROWS_AS(parse({"--square-key-retention-s=-1"}), std::invalid_argument);
 }
+
+TEST_CASE("square: ListPaymentRefunds lists the refunds of a window in order by cursor, a "
+          "declined refund REJECTED, its cursors its own",
+          "[fake_provider][square][refunds]") {
+    Running r;
+    const HttpResult created = post_payment(r, payment("op-pay", 5000));
+    REQUIRE(created.status == 200);
+    const std::string payment_id = created.json()["payment"]["id"];
+    const auto refund = [&](const std::string& op, long long amount) {
+        Json j;
+        j["idempotency_key"] = op;
+        j["payment_id"] = payment_id;
+        j["amount_money"] = {{"amount", amount}, {"currency", "EUR"}};
+        j["reason"] = "requested_by_customer [" + op + "]";
+        return call("POST", r.url("/v2/refunds"),
+                    {auth(), "Content-Type: application/json", "Square-Version: 2025-08-20"},
+                    j.dump());
+    };
+    const auto now = fake_now(r);
+    REQUIRE(refund("op-r1", 100).status == 200);
+    REQUIRE(refund("op-r2", 200).status == 200);
+    r.server.set_faults(faults_from(R"({"next": ["decline"]})"));
+    const HttpResult declined = refund("op-r3", 300);
+    CHECK(declined.status == 400);
+    CHECK(first_error(declined.json())["category"] == "REFUND_ERROR");
+    CHECK(first_error(declined.json())["code"] == "REFUND_DECLINED");
+    CHECK(declined.json()["refund"]["status"] == "REJECTED");
+    CHECK(r.executions("op-r3") == 1);
+    CHECK(r.ledger()["refunded"]["eur"] == 300);       // the REJECTED one gave nothing back
+    CHECK(refund("op-r3", 300).body == declined.body); // its key replays the refusal
+
+    const std::string window = "/v2/refunds?begin_time=" + q(rfc3339(now - seconds(60))) +
+                               "&end_time=" + q(rfc3339(now + seconds(60))) + "&sort_order=ASC";
+    std::vector<std::string> statuses;
+    std::vector<long long> amounts;
+    std::string cursor;
+    int pages = 0;
+    for (;;) {
+        const HttpResult page =
+            get(r, window + "&limit=2" + (cursor.empty() ? "" : "&cursor=" + q(cursor)));
+        REQUIRE(page.status == 200);
+        ++pages;
+        const Json body = page.json();
+        for (const Json& item : body["refunds"]) {
+            amounts.push_back(item["amount_money"]["amount"]);
+            statuses.push_back(item["status"]);
+        }
+        if (!body.contains("cursor")) {
+            break;
+        }
+        cursor = body["cursor"];
+        REQUIRE(pages < 10);
+    }
+    CHECK(pages == 2);
+    CHECK(amounts == std::vector<long long>{100, 200, 300}); // ASC: oldest first
+    CHECK(statuses == std::vector<std::string>{"COMPLETED", "COMPLETED", "REJECTED"});
+    CHECK(get(r, window + "&status=REJECTED").json()["refunds"].size() == 1);
+    // Outside the window: nothing.
+    CHECK(get(r, "/v2/refunds?begin_time=" + q(rfc3339(now - std::chrono::hours(2))) +
+                     "&end_time=" + q(rfc3339(now - std::chrono::hours(1))))
+              .body == "{}");
+
+    // A ListPayments cursor is not a ListPaymentRefunds one.
+    REQUIRE(post_payment(r, payment("op-pay-2", 100)).status == 200);
+    const std::string payments_cursor =
+        get(r, "/v2/payments?begin_time=" + q(rfc3339(now - seconds(60))) + "&limit=1")
+            .json()["cursor"];
+    const HttpResult foreign = get(r, "/v2/refunds?cursor=" + q(payments_cursor));
+    CHECK(foreign.status == 400);
+    CHECK(first_error(foreign.json())["code"] == "INVALID_CURSOR");
+
+    r.server.set_faults(faults_from(R"({"lookup_down": true})"));
+    CHECK(get(r, window).status == 503);
+}

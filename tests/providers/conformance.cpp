@@ -411,7 +411,8 @@ Problems check_descriptor(const ProviderDescriptor& d) {
         }
         if (p->capabilities().max_key_length != d.api.max_key_length ||
             p->capabilities().lookup_by_operation_id != d.api.lookup ||
-            p->capabilities().list_transactions != d.api.list) {
+            p->capabilities().list_transactions != d.api.list ||
+            p->capabilities().list_refunds != (d.api.list_refunds && d.api.list)) {
             out.push_back(k + ": its adapter's capabilities are not its descriptor's api");
         }
     } catch (const std::exception& e) {
