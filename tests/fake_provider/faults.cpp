@@ -121,6 +121,11 @@ FaultConfig FaultConfig::from_json(const nlohmann::json& j) {
                 throw std::invalid_argument("lookup_down: must be true or false");
             }
             c.lookup_down = value.get<bool>();
+        } else if (key == "list_rate_limited") {
+            if (!value.is_boolean()) {
+                throw std::invalid_argument("list_rate_limited: must be true or false");
+            }
+            c.list_rate_limited = value.get<bool>();
         } else if (key == "unknown_parameters") {
             if (!value.is_array()) {
                 throw std::invalid_argument(
@@ -156,6 +161,7 @@ nlohmann::json FaultConfig::to_json() const {
     j["refuse_ms"] = refuse.count();
     j["lookup_stale_s"] = lookup_stale.count();
     j["lookup_down"] = lookup_down;
+    j["list_rate_limited"] = list_rate_limited;
     j["unknown_parameters"] = unknown_parameters;
     return j;
 }

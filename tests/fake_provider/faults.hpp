@@ -43,6 +43,10 @@ struct FaultConfig {
     std::chrono::milliseconds refuse{1000};
     std::chrono::seconds lookup_stale{0}; // search misses a PaymentIntent this long after creation
     bool lookup_down = false;             // search and list answer 503
+    // The listings (Stripe's PaymentIntents and refunds, Square's ListPayments and
+    // ListPaymentRefunds, PayPal's Transaction Search) answer 429, the dialect's rate limit
+    // error, with Retry-After: 1: a listing that must wait and ask again.
+    bool list_rate_limited = false;
     // Create parameters this account does not know (as if its API version or feature set lacked
     // them): a POST /v1/payment_intents carrying one (`name` or `name[...]`) gets Stripe's 400
     // invalid_request_error parameter_unknown before anything executes; the key stays free. What

@@ -905,6 +905,12 @@ Reply PayPalApi::search(const http::Request& request, const Wait& wait) {
         reply.response = error_locked(503, "SERVICE_UNAVAILABLE", "Service Unavailable.", {});
         return reply;
     }
+    if (faults.list_rate_limited) {
+        reply.response = error_locked(429, "RATE_LIMIT_REACHED",
+                                      "Too many requests. Blocked due to rate limiting.", {});
+        reply.response.headers.emplace_back("Retry-After", "1");
+        return reply;
+    }
     // PayPal's lag: a capture is searchable lookup_stale after its creation; the data is
     // refreshed up to now - lookup_stale.
     const Clock::time_point refreshed = m_ledger.now_locked() - faults.lookup_stale;

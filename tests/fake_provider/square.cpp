@@ -997,6 +997,13 @@ Reply SquareApi::list(const http::Request& request, const Wait& wait) {
                                         "Service Unavailable (fake provider: lookup_down).", ""}});
         return reply;
     }
+    if (faults.list_rate_limited) {
+        reply.response = errors_response(
+            429, {Error{"RATE_LIMIT_ERROR", "RATE_LIMITED",
+                        "Rate limit exceeded (fake provider: list_rate_limited).", ""}});
+        reply.response.headers.emplace_back("Retry-After", "1");
+        return reply;
+    }
     const Clock::time_point now = m_ledger.now_locked();
     const std::string* location = param("location_id");
     const std::string* last_4 = param("last_4");
@@ -1083,6 +1090,13 @@ Reply SquareApi::list_refunds(const http::Request& request, const Wait& wait) {
         reply.response =
             errors_response(503, {Error{"API_ERROR", "SERVICE_UNAVAILABLE",
                                         "Service Unavailable (fake provider: lookup_down).", ""}});
+        return reply;
+    }
+    if (faults.list_rate_limited) {
+        reply.response = errors_response(
+            429, {Error{"RATE_LIMIT_ERROR", "RATE_LIMITED",
+                        "Rate limit exceeded (fake provider: list_rate_limited).", ""}});
+        reply.response.headers.emplace_back("Retry-After", "1");
         return reply;
     }
     const Clock::time_point now = m_ledger.now_locked();

@@ -138,6 +138,16 @@ std::optional<http::Response> unknown_query_param(const http::Fields& query,
     return std::nullopt;
 }
 
+// Stripe's 429: "Too many requests hit the API too quickly", with the wait (list_rate_limited).
+http::Response rate_limited() {
+    http::Response r = error(429, "invalid_request_error",
+                             "Too many requests hit the API too quickly (fake provider: "
+                             "list_rate_limited).",
+                             "rate_limit");
+    r.headers.emplace_back("Retry-After", "1");
+    return r;
+}
+
 // A list's `created` filter: created[gt], [gte], [lt], [lte], or `created` (one second).
 struct CreatedRange {
     std::optional<std::int64_t> gt, gte, lt, lte;
@@ -920,6 +930,10 @@ Reply StripeApi::list_refunds(const http::Fields& query, const Wait& wait) {
                                "Listing is temporarily unavailable (fake provider: lookup_down).");
         return reply;
     }
+    if (m_ledger.faults_locked().list_rate_limited) {
+        reply.response = rate_limited();
+        return reply;
+    }
     const auto found = intent_id != nullptr ? find_id(*intent_id) : std::nullopt;
     if (intent_id != nullptr && !found) {
         reply.response = error(404, "invalid_request_error",
@@ -1568,6 +1582,10 @@ Reply StripeApi::list(const http::Fields& query, const Wait& wait) {
     if (faults.lookup_down) {
         reply.response = error(503, "api_error",
                                "Listing is temporarily unavailable (fake provider: lookup_down).");
+        return reply;
+    }
+    if (faults.list_rate_limited) {
+        reply.response = rate_limited();
         return reply;
     }
     // Stripe's order: newest first; within one second, the later creation first. m_order holds

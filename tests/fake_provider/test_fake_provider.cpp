@@ -1462,4 +1462,9 @@ TEST_CASE("fake provider: GET /v1/refunds lists every refund by created window n
     CHECK(unknown.json()["error"]["code"] == "resource_missing");
     r.server.set_faults(faults_from(R"({"lookup_down": true})"));
     CHECK(get(r, window).status == 503);
+    r.server.set_faults(faults_from(R"({"list_rate_limited": true})"));
+    const HttpResult limited = get(r, window);
+    CHECK(limited.status == 429);
+    CHECK(limited.header("retry-after") == "1");
+    CHECK(limited.json()["error"]["code"] == "rate_limit");
 }

@@ -997,4 +997,9 @@ TEST_CASE("paypal: transaction search lists a capture's refunds as money out (T1
     CHECK(search(r, token, now - seconds(60), now + seconds(60), "&transaction_status=D")
               .json()["transaction_details"]
               .size() == 1);
+    r.server.set_faults(faults_from(R"({"list_rate_limited": true})"));
+    const HttpResult limited = search(r, token, now - seconds(60), now + seconds(60));
+    CHECK(limited.status == 429);
+    CHECK(limited.header("retry-after") == "1");
+    CHECK(limited.json()["name"] == "RATE_LIMIT_REACHED");
 }

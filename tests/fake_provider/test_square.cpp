@@ -822,4 +822,9 @@ TEST_CASE("square: ListPaymentRefunds lists the refunds of a window in order by 
 
     r.server.set_faults(faults_from(R"({"lookup_down": true})"));
     CHECK(get(r, window).status == 503);
+    r.server.set_faults(faults_from(R"({"list_rate_limited": true})"));
+    const HttpResult limited = get(r, window);
+    CHECK(limited.status == 429);
+    CHECK(limited.header("retry-after") == "1");
+    CHECK(first_error(limited.json())["category"] == "RATE_LIMIT_ERROR");
 }

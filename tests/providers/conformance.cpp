@@ -709,6 +709,9 @@ Problems check_transport_failures(const ProviderDescriptor& d) {
         if (p->list(window(), std::nullopt).ok) {
             out.push_back(k + ": a list page whose call failed is ok");
         }
+        if (p->list_refunds(window(), std::nullopt).ok) {
+            out.push_back(k + ": a page of refunds whose call failed is ok");
+        }
     }
     return out;
 }
@@ -784,6 +787,8 @@ Problems check_secrets(const ProviderDescriptor& d, const Files& f) {
         seen.insert(seen.end(), {l.call.error_class, l.call.detail});
         const auto page = p->list(window(), std::nullopt);
         seen.insert(seen.end(), {page.call.error_class, page.call.detail});
+        const auto refunds = p->list_refunds(window(), std::nullopt);
+        seen.insert(seen.end(), {refunds.call.error_class, refunds.call.detail});
     }
     if (server.requests_received() == 0) {
         out.push_back(k + ": the echoing server saw no request");

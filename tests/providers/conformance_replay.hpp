@@ -125,11 +125,12 @@ inline providers::TimeWindow window() {
 }
 
 // Answers every request to the API with `status` and `body` (and a token request with a token),
-// through a submit, a lookup and a list of kind `d`, and checks what every adapter promises:
-// nothing throws; the call record keeps the status; `succeeded` only from a 2xx, with the
-// provider's reference; `not_sent` from a response only for a 429; `rejected` with the provider's
-// code; a lookup `found` or `not_found` only from a 200, and found only with our operation ID; a
-// list page ok only from a 200. Returns the first broken invariant, nullopt if none is.
+// through a submit, a lookup, a list and a list of refunds of kind `d`, and checks what every
+// adapter promises: nothing throws; the call record keeps the status; `succeeded` only from a 2xx,
+// with the provider's reference; `not_sent` from a response only for a 429; `rejected` with the
+// provider's code; a lookup `found` or `not_found` only from a 200, and found only with our
+// operation ID; a list page (of charges or refunds) ok only from a 200. Returns the first broken
+// invariant, nullopt if none is.
 inline std::optional<std::string> replay(const providers::ProviderDescriptor& d,
                                          const providers::ProviderConfig& c, std::string_view body,
                                          int status) {
@@ -168,6 +169,10 @@ inline std::optional<std::string> replay(const providers::ProviderDescriptor& d,
         const ListPage p = provider->list(window(), std::nullopt);
         if (p.ok && status != 200) {
             return at + "list: a page from a response that is not a 200";
+        }
+        const ListPage r = provider->list_refunds(window(), std::nullopt);
+        if (r.ok && status != 200) {
+            return at + "list_refunds: a page from a response that is not a 200";
         }
     } catch (const std::exception& e) {
         return at + "threw: " + e.what();

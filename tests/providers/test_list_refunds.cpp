@@ -229,8 +229,8 @@ TEST_CASE("list_refunds: a refund that failed at the provider is listed declined
     }
 }
 
-TEST_CASE("list_refunds: many refunds page through complete and each once, a failed page is "
-          "failed and the same cursor goes on after it",
+TEST_CASE("list_refunds: many refunds page through complete and each once, a failed or rate "
+          "limited page is failed and the same cursor goes on after it",
           "[providers][list_refunds]") {
     const std::string kind = GENERATE(from_range(k_kinds));
     INFO(kind);
@@ -257,7 +257,8 @@ TEST_CASE("list_refunds: many refunds page through complete and each once, a fai
     CHECK(seen.size() == made.size()); // each once
     CHECK(std::set<std::string>(seen.begin(), seen.end()) == made);
 
-    // The second page fails while the provider's listing is down; then the same cursor goes on.
+    // The second page fails while the provider's listing is down, and while it is rate limited;
+    // then the same cursor goes on.
     const ListPage first = b.provider->list_refunds(window, std::nullopt);
     REQUIRE(first.ok);
     REQUIRE(first.next_cursor);
@@ -268,6 +269,15 @@ TEST_CASE("list_refunds: many refunds page through complete and each once, a fai
     CHECK_FALSE(failed.ok);
     CHECK(failed.items.empty());
     CHECK(failed.call.http_status == 503);
+    // Rate limited: a failed page that says how long to wait.
+    fake::FaultConfig limited;
+    limited.list_rate_limited = true;
+    b.fake->set_faults(limited);
+    const ListPage wait = b.provider->list_refunds(window, first.next_cursor);
+    CHECK_FALSE(wait.ok);
+    CHECK(wait.items.empty());
+    CHECK(wait.call.http_status == 429);
+    CHECK(wait.retry_after == std::chrono::seconds(1));
     b.fake->set_faults({});
     const ListPage again = b.provider->list_refunds(window, first.next_cursor);
     REQUIRE(again.ok);
