@@ -79,11 +79,13 @@ TEST_CASE("statement: a seeded ledger with one discrepancy of each category: eac
     for (const auto& ref : refs) {
         REQUIRE(w.state_of(ref) == "succeeded");
     }
-    // refs[0] stays matched. The provider's side, seeded into its ledger:
-    w.fake->seed_amount_mismatch({{"", w.op_of(refs[1])}, 2400});                // amount_mismatch
-    w.fake->seed_duplicate_charge({w.op_of(refs[2]), std::nullopt});             // duplicate_remote
-    w.fake->seed_refunded({{"", w.op_of(refs[3])}, std::nullopt, std::nullopt}); // status_mismatch
-    fake::OrphanCharge orphan;                                                   // missing_local
+    // refs[0] stays matched though refunded in the provider's dashboard: the refund, made outside
+    // payrecon, is the provider's listed refunds' finding (refund_missing_local), not the charge's.
+    // The provider's side, seeded into its ledger:
+    w.fake->seed_refunded({{"", w.op_of(refs[0])}, std::nullopt, std::nullopt});
+    w.fake->seed_amount_mismatch({{"", w.op_of(refs[1])}, 2400});    // amount_mismatch
+    w.fake->seed_duplicate_charge({w.op_of(refs[2]), std::nullopt}); // duplicate_remote
+    fake::OrphanCharge orphan;                                       // missing_local
     orphan.amount = 7300;
     orphan.currency = "usd";
     const std::string orphan_id = w.fake->seed_orphan_charge(orphan).front();
@@ -91,6 +93,7 @@ TEST_CASE("statement: a seeded ledger with one discrepancy of each category: eac
     const auto set = [](const std::string& assignment, const std::string& ref) {
         exec_sql("UPDATE payments SET " + assignment + " WHERE merchant_reference = '" + ref + "'");
     };
+    set("state = 'failed'", refs[3]);                             // status_mismatch
     set("currency = 'USD'", refs[4]);                             // currency_mismatch
     set("state = 'unknown', provider_reference = NULL", refs[5]); // unresolved_unknown
     const std::string never_sent = w.payments(1)[0];              // missing_remote
@@ -103,10 +106,10 @@ TEST_CASE("statement: a seeded ledger with one discrepancy of each category: eac
     const std::map<std::string, long long> want = {
         {"matched", 1},         {"amount_mismatch", 1},    {"currency_mismatch", 1},
         {"status_mismatch", 1}, {"unresolved_unknown", 1}, {"duplicate_remote", 1},
-        {"missing_local", 1},   {"missing_remote", 1}};
+        {"missing_local", 1},   {"missing_remote", 1},     {"refund_missing_local", 1}};
     CHECK(counts_of(report) == want);
     CHECK(report.exit_code == 3);
-    CHECK(report.findings.size() == 7); // matched ones are counted, not listed
+    CHECK(report.findings.size() == 8); // matched ones are counted, not listed
     for (const auto& f : report.findings) {
         INFO(f.category << ": " << f.detail);
         CHECK_FALSE(f.detail.empty());
@@ -119,17 +122,22 @@ TEST_CASE("statement: a seeded ledger with one discrepancy of each category: eac
         }
         if (f.category == "status_mismatch") {
             CHECK(f.operation_id == w.op_of(refs[3]));
-            CHECK(f.remote_state == "refunded");
+            CHECK(f.remote_state == "succeeded");
+        }
+        if (f.category == "refund_missing_local") {
+            CHECK(f.remote_amount == 2500);
+            CHECK_FALSE(f.refund_id);
         }
     }
     const std::string run =
         query_value("SELECT run_id::text FROM recon_runs WHERE provider = $1", w.config.name);
-    CHECK(query_value("SELECT count(*) FROM recon_findings WHERE run_id = $1::uuid", run) == "7");
+    CHECK(query_value("SELECT count(*) FROM recon_findings WHERE run_id = $1::uuid", run) == "8");
     CHECK(query_value("SELECT status FROM recon_runs WHERE run_id = $1::uuid", run) == "done");
-    // Raw and normalised: every listed PaymentIntent (6 of ours, the duplicate, the orphan).
+    // Raw and normalised: every listed PaymentIntent (6 of ours, the duplicate, the orphan) and
+    // Refund.
     CHECK(query_value(
               "SELECT count(*) FROM statement_records WHERE run_id = $1::uuid AND raw IS NOT NULL",
-              run) == "8");
+              run) == "9");
     CHECK(query_value("SELECT count(*) FROM statement_records WHERE run_id = $1::uuid AND status = "
                       "'refunded' "
                       "AND amount_refunded = 2500",
@@ -141,7 +149,7 @@ TEST_CASE("statement: a seeded ledger with one discrepancy of each category: eac
     CHECK(query_value("SELECT count(*) FROM recon_findings WHERE run_id = $1::uuid", run) == "0");
     CHECK(query_value("SELECT count(*) FROM recon_findings f JOIN recon_runs r USING (run_id) "
                       "WHERE r.provider = $1",
-                      w.config.name) == "7");
+                      w.config.name) == "8");
     CHECK(query_value("SELECT count(*) FROM recon_runs WHERE provider = $1", w.config.name) == "1");
     CHECK(query_value("SELECT runs FROM recon_runs WHERE provider = $1", w.config.name) == "2");
 }
@@ -354,8 +362,9 @@ TEST_CASE("statement: sides larger than the sort memory spill sorted runs and fi
     w.fake->seed_orphan_charge(orphan);
     exec_sql("UPDATE payments SET currency = 'USD' WHERE merchant_reference = '" + refs[42] + "'");
     const std::map<std::string, long long> want = {
-        {"matched", 296},       {"amount_mismatch", 1}, {"duplicate_remote", 1},
-        {"status_mismatch", 1}, {"missing_local", 1},   {"currency_mismatch", 1}};
+        {"matched", 297},        {"amount_mismatch", 1},
+        {"duplicate_remote", 1}, {"refund_missing_local", 1},
+        {"missing_local", 1},    {"currency_mismatch", 1}};
     const auto stored_findings = [&] {
         return query_value(
             "SELECT string_agg(category || ' ' || coalesce(operation_id, '-') || ' ' || "

@@ -63,9 +63,9 @@ struct Books {
     }
     std::string refund(const std::string& ref, long long amount) {
         RefundService refunds(*w.db, test_keys());
-        const auto r = refunds.create_refund(w.writer.principal, w.payment_id_of(ref),
-                                             unique_name("rk"),
-                                             R"({"amount": )" + std::to_string(amount) + "}", "");
+        const auto r =
+            refunds.create_refund(w.writer.principal, w.payment_id_of(ref), unique_name("rk"),
+                                  R"({"amount": )" + std::to_string(amount) + "}", "");
         REQUIRE(r.status == 202);
         return nlohmann::json::parse(r.body)["id"].get<std::string>();
     }
@@ -96,7 +96,8 @@ TEST_CASE("statement refunds: a refund of each kind of discrepancy is found exac
     }
     exec_sql("UPDATE operations SET amount_minor = 300 WHERE id = '" + smaller + "'");
     exec_sql("UPDATE operations SET state = 'unknown', next_attempt_at = now() + interval '1 day' "
-             "WHERE id = '" + unsettled + "'");
+             "WHERE id = '" +
+             unsettled + "'");
     // refs[3]: we say refunded, the provider never saw it               -> refund_missing_remote
     const std::string never_sent = b.refund(b.refs[3], 200);
     exec_sql("UPDATE operations SET state = 'succeeded', attempt_count = 1, "
@@ -107,8 +108,9 @@ TEST_CASE("statement refunds: a refund of each kind of discrepancy is found exac
     dashboard.operation_id = "dashboard-" + unique_name("r");
     dashboard.refund_id = new_uuid();
     dashboard.payment_id = b.w.payment_id_of(b.refs[3]);
-    dashboard.payment_reference = query_value(
-        "SELECT provider_reference FROM payments WHERE payment_id = $1::uuid", dashboard.payment_id);
+    dashboard.payment_reference =
+        query_value("SELECT provider_reference FROM payments WHERE payment_id = $1::uuid",
+                    dashboard.payment_id);
     dashboard.amount = Money{150, "EUR"};
     REQUIRE(b.provider->refund(dashboard).outcome == providers::Outcome::succeeded);
     if (kind == "paypal") {

@@ -113,6 +113,16 @@ public:
                              const std::optional<std::string>& c) override {
         return m_inner.list(w, c);
     }
+    providers::SubmitResult refund(const providers::RefundOrder& order) override {
+        return m_inner.refund(order);
+    }
+    providers::LookupResult lookup_refund(const providers::RefundOrder& order) override {
+        return m_inner.lookup_refund(order);
+    }
+    providers::ListPage list_refunds(const providers::TimeWindow& w,
+                                     const std::optional<std::string>& c) override {
+        return m_inner.list_refunds(w, c);
+    }
 
 private:
     providers::Provider& m_inner;
