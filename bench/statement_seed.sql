@@ -12,7 +12,7 @@
 --   1, 7  missing_remote      the provider has no record
 --   2     amount_mismatch     the provider charged 1 minor unit more
 --   3     currency_mismatch   the provider charged USD
---   4     status_mismatch     the provider refunded it
+--   4     status_mismatch     ours failed, and the provider charged it
 --   5     unresolved_unknown  ours is still unknown
 --   6     duplicate_remote    the provider holds a second charge
 --   8     missing_local       and the provider holds a charge keyed pr_<md5 of i>z that we never made
@@ -26,7 +26,8 @@ INSERT INTO payments (tenant_id, payment_id, merchant_reference, amount_minor, c
                       first_attempt_at, last_attempt_at, created_by, created_at, updated_at)
 SELECT :'tenant'::uuid, md5(:'provider' || '/' || i)::uuid, 'statement-' || i, 1000 + i % 1000, 'EUR',
        :'provider', 'pm_card_visa', 'pr_' || md5(i::text),
-       CASE WHEN i % 10000 = 5 THEN 'unknown' WHEN i % 100 = 50 THEN 'failed' ELSE 'succeeded' END, 1,
+       CASE WHEN i % 10000 = 5 THEN 'unknown' WHEN i % 10000 = 4 OR i % 100 = 50 THEN 'failed'
+            ELSE 'succeeded' END, 1,
        CASE WHEN i % 10000 = 5 OR i % 100 = 50 THEN NULL ELSE 'pi_' || i END,
        to_timestamp(:from + i % 86400), to_timestamp(:from + i % 86400), :'principal'::uuid,
        to_timestamp(:from + i % 86400), to_timestamp(:from + i % 86400)
@@ -40,8 +41,7 @@ SELECT r.run_id, s.reference, s.key, s.key, s.amount, s.currency, s.status, s.ra
        (SELECT i, 'pi_' || i AS reference, 'pr_' || md5(i::text) AS key,
                1000 + i % 1000 + CASE WHEN i % 10000 = 2 THEN 1 ELSE 0 END AS amount,
                CASE WHEN i % 10000 = 3 THEN 'USD' ELSE 'EUR' END AS currency,
-               CASE WHEN i % 10000 = 4 THEN 'refunded' WHEN i % 100 = 50 THEN 'declined'
-                    ELSE 'succeeded' END AS status,
+               CASE WHEN i % 100 = 50 THEN 'declined' ELSE 'succeeded' END AS status,
                CASE WHEN i % 100 = 50 THEN 'requires_payment_method' ELSE 'succeeded' END AS raw_status
           FROM generate_series(1, :n) AS i
          WHERE i % 10000 NOT IN (1, 7)
