@@ -3,6 +3,7 @@
 // answers a refund past the charge, a refund of a payment as a worker sends it, the fake's
 // refunded total, what the fake holds of each charge, and DESIGN section 12's invariants for
 // refunds.
+#include "services/refunds.hpp"
 #include "tests/execution/world.hpp"
 
 #include <algorithm>
@@ -55,6 +56,16 @@ inline providers::RefundOrder refund_of(OnePayment& p, const std::string& op, lo
     o.amount = Money{amount, "EUR"};
     o.reason = "requested_by_customer";
     return o;
+}
+
+// A refund of `amount` cents of payment `payment_id` accepted through the real refund intake, by
+// the world's writer under a key of its own; its ID.
+inline std::string accept_refund(World& w, const std::string& payment_id, long long amount) {
+    RefundService refunds(*w.db, test_keys());
+    const auto r = refunds.create_refund(w.writer.principal, payment_id, unique_name("rk"),
+                                         R"({"amount": )" + std::to_string(amount) + "}", "");
+    REQUIRE(r.status == 202);
+    return nlohmann::json::parse(r.body)["id"].get<std::string>();
 }
 
 // What the fake refunded in EUR, in every dialect.

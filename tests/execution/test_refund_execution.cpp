@@ -25,12 +25,7 @@ struct Refunds {
 
     // Accepts a refund of `amount` cents; returns its ID.
     std::string refund(long long amount) {
-        RefundService refunds(*p.w.db, test_keys());
-        const std::string key = unique_name("rk");
-        const auto r = refunds.create_refund(p.w.writer.principal, p.w.payment_id_of(p.ref), key,
-                                             R"({"amount": )" + std::to_string(amount) + "}", "");
-        REQUIRE(r.status == 202);
-        return nlohmann::json::parse(r.body)["id"].get<std::string>();
+        return accept_refund(p.w, p.w.payment_id_of(p.ref), amount);
     }
     std::string column(const std::string& refund_id, const std::string& name) {
         return query_value("SELECT coalesce(" + name + "::text, '') FROM operations WHERE id = $1",

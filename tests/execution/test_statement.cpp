@@ -4,6 +4,7 @@
 #include "engine/statement.hpp"
 #include "providers/registry.hpp"
 #include "store/statement_store.hpp"
+#include "tests/execution/statement_support.hpp"
 #include "tests/execution/world.hpp"
 #include "tests/support/scripted_provider.hpp"
 
@@ -19,38 +20,6 @@ using namespace payrecon;
 using namespace payrecon::testing;
 
 namespace {
-
-long long now_s() {
-    return std::chrono::duration_cast<std::chrono::seconds>(
-               std::chrono::system_clock::now().time_since_epoch())
-        .count();
-}
-
-engine::StatementOptions window_around_now() {
-    engine::StatementOptions o;
-    o.window_from = now_s() - 3600;
-    o.window_to = now_s() + 3600;
-    o.margin = std::chrono::seconds(60);
-    o.wait = [](std::chrono::milliseconds) {};
-    return o;
-}
-
-std::map<std::string, long long> counts_of(const reports::Report& r) {
-    std::map<std::string, long long> out;
-    for (const auto& [category, t] : r.totals) {
-        if (t.count > 0) {
-            out[category] = t.count;
-        }
-    }
-    return out;
-}
-
-// Sends every pending payment of the world once.
-void send_all(World& w, providers::Provider& p) {
-    engine::Executor ex(*w.db, {&p}, w.options());
-    while (ex.run_once() > 0) {
-    }
-}
 
 // An orphan charge (one missing_local finding) seeded at the fake provider; its reference.
 std::string seed_orphan(World& w, long long amount) {
@@ -473,15 +442,6 @@ private:
 
 bool contains(const std::string& haystack, const std::string& needle) {
     return haystack.find(needle) != std::string::npos;
-}
-
-std::string fact_of(const reports::Report& r, const std::string& name) {
-    for (const auto& [n, v] : r.facts) {
-        if (n == name) {
-            return v;
-        }
-    }
-    return "";
 }
 
 } // namespace

@@ -6,7 +6,8 @@
 #include "engine/statement.hpp"
 #include "providers/registry.hpp"
 #include "services/refunds.hpp"
-#include "tests/execution/world.hpp"
+#include "tests/execution/refunds.hpp"
+#include "tests/execution/statement_support.hpp"
 
 #include <catch2/catch.hpp>
 #include <map>
@@ -15,31 +16,6 @@ using namespace payrecon;
 using namespace payrecon::testing;
 
 namespace {
-
-long long now_s() {
-    return std::chrono::duration_cast<std::chrono::seconds>(
-               std::chrono::system_clock::now().time_since_epoch())
-        .count();
-}
-
-std::map<std::string, long long> counts_of(const reports::Report& r) {
-    std::map<std::string, long long> out;
-    for (const auto& [category, t] : r.totals) {
-        if (t.count > 0) {
-            out[category] = t.count;
-        }
-    }
-    return out;
-}
-
-std::string fact_of(const reports::Report& r, const std::string& name) {
-    for (const auto& [k, v] : r.facts) {
-        if (k == name) {
-            return v;
-        }
-    }
-    return "";
-}
 
 // The world's payments, sent, and what the test does to their refunds.
 struct Books {
@@ -117,11 +93,7 @@ TEST_CASE("statement refunds: a refund of each kind of discrepancy is found exac
         b.w.fake->advance_clock(std::chrono::hours(4)); // past its transaction search's lag
     }
 
-    engine::StatementOptions window;
-    window.window_from = now_s() - 3600;
-    window.window_to = now_s() + 3600;
-    window.margin = std::chrono::seconds(60);
-    window.wait = [](std::chrono::milliseconds) {};
+    const engine::StatementOptions window = window_around_now();
     const reports::Report report = engine::run_statement(*b.w.db, *b.provider, window);
     INFO(reports::format_utc_seconds(window.window_from));
     REQUIRE_FALSE(report.failure);
