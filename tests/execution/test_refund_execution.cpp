@@ -342,7 +342,11 @@ TEST_CASE("refund execution: a late reversal -- the provider fails a refund it r
           "succeeded: confirmed by the lookup, the refund fails and the amount is refundable "
           "again",
           "[execution][refunds][webhooks]") {
-    Refunds r("stripe"); // Stripe's refund events; the other kinds' come with their webhooks
+    // Stripe's refund.failed, Square's refund.updated with the refund FAILED (Adyen's
+    // REFUND_FAILED: test_adyen_refunds.cpp).
+    const std::string kind = GENERATE(as<std::string>{}, "stripe", "square");
+    INFO(kind);
+    Refunds r(kind);
     const std::string id = r.refund(2500);
     engine::Executor ex(*r.p.w.db, {r.p.provider.get()}, r.p.w.options());
     CHECK(ex.run_once() == 1);
@@ -352,15 +356,25 @@ TEST_CASE("refund execution: a late reversal -- the provider fails a refund it r
 
     r.p.w.fake->seed(fake::RefundReversed{r.op(id), "expired_or_canceled_card"});
     CHECK(r.refunded_eur() == 0);
-    REQUIRE(r.deliver(id, "refund.failed", "failed").status == WebhookVerdict::Status::verified);
+    const std::string raw_failed = kind == "square" ? "FAILED" : "failed";
+    CHECK(r.at_provider(id).raw_status == raw_failed);
+    const std::string event_type = kind == "square" ? "refund.updated" : "refund.failed";
+    const WebhookReceipt reversal =
+        kind == "square" ? r.deliver_kind(id, false) : r.deliver(id, "refund.failed", "failed");
+    REQUIRE(reversal.status == WebhookVerdict::Status::verified);
     const auto outcomes = r.p.reconcile();
     REQUIRE(outcomes.size() == 1);
+    CHECK(outcomes[0].kind == OperationKind::refund);
+    CHECK(outcomes[0].refund_id == id);
     CHECK(outcomes[0].from == PaymentState::succeeded);
     CHECK(outcomes[0].to == PaymentState::failed);
     CHECK(outcomes[0].applied);
     CHECK(r.state(id) == "failed");
     CHECK(r.column(id, "reversed_at") != "");
-    CHECK(r.column(id, "failure_reason").find("refund.failed") != std::string::npos);
+    // The provider's words: the event that told it and the status its lookup read.
+    const std::string reason = r.column(id, "failure_reason");
+    CHECK(reason.find(event_type) != std::string::npos);
+    CHECK(reason.find("confirms: " + raw_failed) != std::string::npos);
     CHECK(r.held() == 0);
     CHECK(r.events(id, "refund.failed") == 1);
     CHECK(r.events_applied(id, "reversal") == 1);
@@ -372,17 +386,34 @@ TEST_CASE("refund execution: a late reversal -- the provider fails a refund it r
                          "'adopt_failed' AND applied") == 1);
     CHECK(count_rows("audit_log", r.p.w.tenant.tenant_id,
                      "action = 'refund.reversed' AND subject_id = '" + id + "'") == 1);
+    CHECK(r.p.w.executions(r.op(id)) == 1);
     // Once: a second run finds nothing; an earlier success reported again is superseded.
     REQUIRE(r.deliver_kind(id, true).new_events == 1);
     CHECK(r.p.reconcile().empty());
     CHECK(r.events_applied(id, "superseded") == 1);
     CHECK(r.events(id, "refund.failed") == 1);
-    // The whole charge may be refunded again, and is, once.
+    CHECK(r.state(id) == "failed");
+    // The whole charge may be refunded again: accepted, held, and sent once.
     const std::string again = r.refund(2500);
-    CHECK(ex.run_once() == 1);
-    CHECK(r.state(again) == "succeeded");
-    CHECK(r.refunded_eur() == 2500);
     CHECK(r.held() == 2500);
+    CHECK(ex.run_once() == 1);
+    CHECK(r.p.w.deliveries(r.op(again)) == 1);
+    if (kind == "square") {
+        // Square allows no refund of a payment after one of its refunds FAILED ("the buyer
+        // should be reimbursed by other means"): refused, a final answer, nothing refunded.
+        CHECK(r.state(again) == "failed");
+        CHECK(r.column(again, "failure_reason").find("PAYMENT_NOT_REFUNDABLE") !=
+              std::string::npos);
+        CHECK(r.p.w.executions(r.op(again)) == 0);
+        CHECK(r.refunded_eur() == 0);
+        CHECK(r.held() == 0);
+        CHECK(r.events(again, "refund.failed") == 1);
+    } else {
+        CHECK(r.state(again) == "succeeded");
+        CHECK(r.p.w.executions(r.op(again)) == 1);
+        CHECK(r.refunded_eur() == 2500);
+        CHECK(r.held() == 2500);
+    }
 }
 
 TEST_CASE("refund execution: a reversal event the provider's lookup contradicts moves nothing, "

@@ -134,7 +134,8 @@ void linger_close(int fd) {
 
 FakeProvider::FakeProvider(FakeProviderOptions options, std::ostream& log)
     : m_options(std::move(options)), m_log(log), m_dialects(make_dialects(m_ledger, m_options)),
-      m_stripe(dialect_of<StripeApi>(m_dialects)), m_paypal(dialect_of<PayPalApi>(m_dialects)) {
+      m_stripe(dialect_of<StripeApi>(m_dialects)), m_paypal(dialect_of<PayPalApi>(m_dialects)),
+      m_square(dialect_of<SquareApi>(m_dialects)) {
     m_ledger.set_faults(m_options.faults);
     m_webhooks.configure(m_options.webhooks);
     m_stripe.set_on_executed([this](const Executed& e) { m_webhooks.notify(e); });
@@ -233,6 +234,21 @@ bool FakeProvider::listening() const {
 std::size_t FakeProvider::connection_threads() const {
     std::lock_guard lock(m_connections_mutex);
     return m_connections.size();
+}
+
+std::vector<std::string> FakeProvider::seed(const Seed& seed) {
+    const auto* reversed = std::get_if<RefundReversed>(&seed);
+    if (reversed == nullptr) {
+        return m_stripe.seed(seed);
+    }
+    try {
+        return m_stripe.seed(seed);
+    } catch (const SeedNotFound&) {
+        // Not a Stripe or Adyen refund: Square keeps its own (its SeedNotFound if not there).
+    }
+    auto ids = m_square.seed_refund_reversed(*reversed);
+    m_stripe.count_seeded(seed_kind(seed), ids.size());
+    return ids;
 }
 
 nlohmann::ordered_json FakeProvider::ledger(LedgerOptions options) const {
@@ -608,7 +624,7 @@ http::Response FakeProvider::admin(const http::Request& request) {
         }
         std::vector<std::string> ids;
         try {
-            ids = m_stripe.seed(seed);
+            ids = this->seed(seed);
         } catch (const SeedNotFound& e) {
             return admin_error(404, e.what());
         } catch (const std::invalid_argument& e) {

@@ -78,8 +78,10 @@ public:
     // The same operations as the admin API, in-process.
     nlohmann::ordered_json ledger(LedgerOptions options = {}) const;
     // Seeds a discrepancy (seed.hpp, README "Seeding"); answers the PaymentIntent ids created or
-    // changed. Throws SeedNotFound or std::invalid_argument, changing nothing.
-    std::vector<std::string> seed(const Seed& seed) { return m_stripe.seed(seed); }
+    // changed -- a reversed refund's ID. Throws SeedNotFound or std::invalid_argument, changing
+    // nothing. Seeds apply to Stripe's PaymentIntents (Adyen's too), but for a RefundReversed of
+    // a refund made through Square's dialect, which keeps its own refunds.
+    std::vector<std::string> seed(const Seed& seed);
     std::vector<std::string> seed_orphan_charge(const OrphanCharge& s) { return seed(s); }
     std::vector<std::string> seed_duplicate_charge(const DuplicateCharge& s) { return seed(s); }
     std::vector<std::string> seed_amount_mismatch(const AmountMismatch& s) { return seed(s); }
@@ -154,6 +156,7 @@ private:
     Dialects m_dialects; // dialects.cpp's list, in its order
     StripeApi& m_stripe; // seeds, the webhooks' source, and the answer to unserved requests
     PayPalApi& m_paypal; // its tokens expire on the admin's word
+    SquareApi& m_square; // its refunds are reversed by a seed
     WebhookSender m_webhooks;
 
     int m_port = 0;

@@ -723,14 +723,20 @@ Reply SquareApi::create_refund(const http::Request& request, const Wait& wait) {
     // What the payment has left is read now, after the wait: another refund may have taken it.
     Payment& p = m_payments[payment];
     const std::int64_t left = p.amount - p.amount_refunded;
-    if (p.status != Status::completed || amount > left) {
+    if (p.status != Status::completed || refunds_blocked(p) || amount > left) {
         if (key != nullptr) {
             m_refund_keys.erase(*key); // nothing executed: Square keeps only successes
         }
+        // RefundPayment: once a refund of the payment is FAILED, "future refunds to this payment
+        // are not allowed and the buyer should be reimbursed by other means".
         reply.response =
             p.status != Status::completed
                 ? refund_error("PAYMENT_NOT_REFUNDABLE",
                                "Only a COMPLETED payment can be refunded.", "payment_id")
+            : refunds_blocked(p)
+                ? refund_error("PAYMENT_NOT_REFUNDABLE",
+                               "A refund of this payment failed: no further refund is allowed.",
+                               "payment_id")
                 : refund_error("REFUND_AMOUNT_INVALID",
                                "The requested refund amount exceeds the amount available to "
                                "refund.",
@@ -1107,7 +1113,7 @@ Reply SquareApi::list_refunds(const http::Request& request, const Wait& wait) {
         // Every payment the fake takes is a card payment.
         if (created < listing.begin_us || created >= listing.end_us ||
             r.created_at + faults.lookup_stale > now ||
-            (status != nullptr && *status != (r.rejected ? "REJECTED" : "COMPLETED")) ||
+            (status != nullptr && *status != refund_status(r)) ||
             (location != nullptr && *location != m_payments[r.payment].location_id) ||
             (source_type != nullptr && *source_type != "CARD")) {
             continue;
@@ -1231,7 +1237,7 @@ Json SquareApi::render_refund(const Refund& r) const {
     const std::string created = rfc3339_ms(r.created_at);
     Json j;
     j["id"] = r.id;
-    j["status"] = r.rejected ? "REJECTED" : "COMPLETED";
+    j["status"] = refund_status(r);
     j["location_id"] = p.location_id;
     j["unlinked"] = false;
     j["destination_type"] = "CARD";
@@ -1243,8 +1249,39 @@ Json SquareApi::render_refund(const Refund& r) const {
         j["reason"] = *r.reason;
     }
     j["created_at"] = created;
-    j["updated_at"] = created;
+    j["updated_at"] = r.failed_at ? rfc3339_ms(*r.failed_at) : created;
     return j;
+}
+
+const char* SquareApi::refund_status(const Refund& r) {
+    return r.rejected ? "REJECTED" : r.failed_at ? "FAILED" : "COMPLETED";
+}
+
+bool SquareApi::refunds_blocked(const Payment& p) const {
+    return std::any_of(p.refunds.begin(), p.refunds.end(),
+                       [this](std::size_t i) { return m_refunds[i].failed_at.has_value(); });
+}
+
+std::vector<std::string> SquareApi::seed_refund_reversed(const RefundReversed& s) {
+    const auto lock = m_ledger.lock();
+    for (Refund& r : m_refunds) {
+        if (s.operation_id.empty() || r.operation_id != s.operation_id) {
+            continue;
+        }
+        if (r.rejected) {
+            throw std::invalid_argument("the refund was rejected: it gave nothing back to reverse");
+        }
+        if (r.failed_at) {
+            throw std::invalid_argument("the refund is reversed already");
+        }
+        r.failed_at = std::chrono::floor<std::chrono::milliseconds>(m_ledger.now_locked());
+        Payment& p = m_payments[r.payment];
+        p.amount_refunded -= r.amount;
+        // Back to `charged`, out of `refunded`.
+        m_ledger.add_refunded_locked(p.currency, -r.amount);
+        return {r.id};
+    }
+    throw SeedNotFound("no refund with operation ID " + s.operation_id);
 }
 
 http::Response SquareApi::refund_answer(const Refund& r) const {

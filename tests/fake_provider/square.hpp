@@ -27,6 +27,9 @@
 //                           A `decline` fault makes the refund REJECTED (nothing given back, an
 //                           execution all the same), answered 400 REFUND_ERROR REFUND_DECLINED
 //                           with the refund
+//                           The refund_reversed seed makes a refund FAILED (its amount given
+//                           back to the merchant); a payment with a FAILED refund is refunded
+//                           no more (400 REFUND_ERROR PAYMENT_NOT_REFUNDABLE)
 //   GET  /v2/refunds/{id}   {"refund": {...}}; 404 NOT_FOUND; lookup_down 503; --no-lookup 403
 //   GET  /v2/refunds?begin_time=&end_time=&sort_order=&cursor=&limit=&status=&source_type=
 //                           {"refunds": [...], "cursor": "..."}: ListPaymentRefunds, created in
@@ -58,6 +61,7 @@
 
 #include "tests/fake_provider/dialect.hpp"
 #include "tests/fake_provider/ledger.hpp"
+#include "tests/fake_provider/seed.hpp"
 
 #include <chrono>
 #include <cstdint>
@@ -102,6 +106,15 @@ public:
     // Forgets every payment and key. Under the ledger's lock.
     void reset_locked() override;
 
+    // The `refund_reversed` seed of a refund made through this dialect (its idempotency key is
+    // `s.operation_id`): the refund becomes FAILED now on the fake clock, the payment's
+    // refunded_money loses its amount and the ledger moves it from `refunded` back to `charged`;
+    // later refunds of the payment are refused, as Square documents for a FAILED refund. Square's
+    // PaymentRefund has no field for a reason, so `s.failure_reason` is not shown. Answers the
+    // refund's ID. Throws SeedNotFound if no refund has that key, std::invalid_argument for a
+    // REJECTED or already FAILED one. Takes the ledger's lock.
+    std::vector<std::string> seed_refund_reversed(const RefundReversed& s);
+
 private:
     enum class Status { completed, approved, failed };
 
@@ -133,6 +146,8 @@ private:
         std::string operation_id;
         std::chrono::system_clock::time_point created_at; // whole milliseconds
         bool rejected = false; // a `decline` fault: REJECTED, nothing given back
+        // A `refund_reversed` seed: FAILED since then, its amount no longer given back.
+        std::optional<std::chrono::system_clock::time_point> failed_at;
     };
 
     // What a listing (ListPayments, ListPaymentRefunds) reads of its query: the window
@@ -193,6 +208,10 @@ private:
     // What a create answers for `p`: 200 {"payment"}, or for a FAILED payment 400 {"errors",
     // "payment"}. A replay answers the same.
     http::Response create_answer(const Payment& p) const;
+    // A refund's status: REJECTED, FAILED (reversed by a seed) or COMPLETED.
+    static const char* refund_status(const Refund& r);
+    // True once one of the payment's refunds is FAILED: Square allows no later refund of it.
+    bool refunds_blocked(const Payment& p) const;
     nlohmann::ordered_json render_payment(const Payment& p) const;
     nlohmann::ordered_json render_refund(const Refund& r) const;
     // What a refund call answers for `r`: 200 {"refund"}, or for a REJECTED one 400 {"errors":

@@ -1265,6 +1265,11 @@ std::vector<std::string> StripeApi::seed(const Seed& seed) {
     return ids;
 }
 
+void StripeApi::count_seeded(std::string_view kind, std::size_t n) {
+    const auto lock = m_ledger.lock();
+    m_seeded[std::string(kind)] += n;
+}
+
 std::vector<std::string> StripeApi::seed_locked(const OrphanCharge& s) {
     check_amount(s.amount);
     Intent in;

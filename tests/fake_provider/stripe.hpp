@@ -197,6 +197,9 @@ public:
     std::vector<std::string> seed_refunded(const Refunded& s) { return seed(s); }
     std::vector<std::string> seed_bulk(const BulkSeed& s) { return seed(s); }
     std::vector<std::string> seed_refund_reversed(const RefundReversed& s) { return seed(s); }
+    // Counts `n` ids of a seed of `kind` another dialect applied (a Square refund's reversal) in
+    // the ledger's "seeded", which this dialect writes. Takes the ledger's lock.
+    void count_seeded(std::string_view kind, std::size_t n);
 
     // Forgets every PaymentIntent, key and seed count. Under the ledger's lock (the ledger resets
     // its own counts, faults and clock).

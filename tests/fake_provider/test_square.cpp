@@ -828,3 +828,87 @@ TEST_CASE("square: ListPaymentRefunds lists the refunds of a window in order by 
     CHECK(limited.header("retry-after") == "1");
     CHECK(first_error(limited.json())["category"] == "RATE_LIMIT_ERROR");
 }
+
+TEST_CASE("square: the refund_reversed seed makes a COMPLETED refund FAILED -- GetPaymentRefund, "
+          "the payment and ListPaymentRefunds show it, refunded_money and the ledger give it "
+          "back, and no later refund of the payment is allowed",
+          "[fake_provider][square][refunds][seed]") {
+    Running r;
+    const HttpResult created = post_payment(r, payment("op-pay", 5000));
+    REQUIRE(created.status == 200);
+    const std::string payment_id = created.json()["payment"]["id"];
+    const auto refund = [&](const std::string& op, long long amount) {
+        Json j;
+        j["idempotency_key"] = op;
+        j["payment_id"] = payment_id;
+        j["amount_money"] = {{"amount", amount}, {"currency", "EUR"}};
+        j["reason"] = "requested_by_customer [" + op + "]";
+        return call("POST", r.url("/v2/refunds"),
+                    {auth(), "Content-Type: application/json", "Square-Version: 2025-08-20"},
+                    j.dump());
+    };
+    const auto now = fake_now(r);
+    const HttpResult kept = refund("op-r1", 1000);
+    const HttpResult made = refund("op-r2", 1500);
+    REQUIRE(kept.status == 200);
+    REQUIRE(made.status == 200);
+    const std::string refund_id = made.json()["refund"]["id"];
+    REQUIRE(r.ledger()["refunded"]["eur"] == 2500);
+    REQUIRE(r.ledger()["charged"]["eur"] == 2500);
+
+    r.server.advance_clock(seconds(3600));
+    // Not a Stripe refund: the seed finds it among Square's, by its idempotency key.
+    CHECK(r.server.seed(RefundReversed{"op-r2", "expired_or_canceled_card"}) ==
+          std::vector<std::string>{refund_id});
+
+    const Json one = get(r, "/v2/refunds/" + refund_id).json()["refund"];
+    CHECK(one["status"] == "FAILED");
+    CHECK(one["amount_money"]["amount"] == 1500);
+    CHECK(one["updated_at"] != one["created_at"]); // it changed when it failed
+    CHECK(get(r, "/v2/refunds/" + kept.json()["refund"]["id"].get<std::string>())
+              .json()["refund"]["status"] == "COMPLETED");
+    const Json paid = get(r, "/v2/payments/" + payment_id).json()["payment"];
+    CHECK(paid["refunded_money"]["amount"] == 1000);
+    CHECK(paid["refund_ids"].size() == 2);
+    const std::string window = "/v2/refunds?begin_time=" + q(rfc3339(now - seconds(60))) +
+                               "&end_time=" + q(rfc3339(now + seconds(60))) + "&sort_order=ASC";
+    std::vector<std::string> statuses;
+    const Json listed = get(r, window).json();
+    for (const Json& item : listed["refunds"]) {
+        statuses.push_back(item["status"]);
+    }
+    CHECK(statuses == std::vector<std::string>{"COMPLETED", "FAILED"});
+    const Json failed_only = get(r, window + "&status=FAILED").json();
+    REQUIRE(failed_only["refunds"].size() == 1);
+    CHECK(failed_only["refunds"][0]["id"] == refund_id);
+    CHECK(get(r, window + "&status=COMPLETED").json()["refunds"].size() == 1);
+    // The ledger: out of `refunded`, back in `charged`; the seed counted, no execution more.
+    const Json ledger = r.ledger();
+    CHECK(ledger["refunded"]["eur"] == 1000);
+    CHECK(ledger["charged"]["eur"] == 4000);
+    CHECK(ledger["seeded"]["refund_reversed"] == 1);
+    CHECK(r.executions("op-r2") == 1);
+
+    // Twice is refused, as a refund no dialect made is not found; neither changes anything.
+    CHECK_THROWS_AS(r.server.seed(RefundReversed{"op-r2", "expired_or_canceled_card"}),
+                    std::invalid_argument);
+    CHECK_THROWS_AS(r.server.seed(RefundReversed{"op-none", "expired_or_canceled_card"}),
+                    SeedNotFound);
+    const HttpResult over_admin =
+        call("POST", r.admin_url("/__admin/seed"), {"Content-Type: application/json"},
+             R"({"kind": "refund_reversed", "operation_id": "op-r1"})");
+    CHECK(over_admin.status == 200);
+    CHECK(over_admin.json()["ids"] ==
+          Json::array({kept.json()["refund"]["id"].get<std::string>()}));
+    CHECK(r.ledger()["refunded"]["eur"] == 0);
+    CHECK(r.ledger()["seeded"]["refund_reversed"] == 2);
+
+    // "Future refunds to this payment are not allowed": refused, nothing executed or kept.
+    const HttpResult later = refund("op-r3", 500);
+    CHECK(later.status == 400);
+    CHECK(first_error(later.json())["category"] == "REFUND_ERROR");
+    CHECK(first_error(later.json())["code"] == "PAYMENT_NOT_REFUNDABLE");
+    CHECK(r.executions("op-r3") == 0);
+    CHECK(r.ledger()["refunded"]["eur"] == 0);
+    CHECK(get(r, "/v2/payments/" + payment_id).json()["payment"]["refund_ids"].size() == 2);
+}
