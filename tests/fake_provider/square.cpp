@@ -930,7 +930,7 @@ std::vector<std::size_t> SquareApi::page_of(std::vector<std::pair<std::int64_t, 
     return page;
 }
 
-Reply SquareApi::list(const http::Request& request, const Wait& wait) {
+std::optional<Reply> SquareApi::refuse_listing(const Wait& wait) const {
     Reply reply;
     if (!m_account.lookup) {
         // What an access token without PAYMENTS_READ is answered.
@@ -945,6 +945,30 @@ Reply SquareApi::list(const http::Request& request, const Wait& wait) {
         reply.action = SocketAction::close_fin;
         return reply;
     }
+    return std::nullopt;
+}
+
+std::optional<http::Response> SquareApi::listing_fault(const FaultConfig& faults) {
+    if (faults.lookup_down) {
+        return errors_response(503,
+                               {Error{"API_ERROR", "SERVICE_UNAVAILABLE",
+                                      "Service Unavailable (fake provider: lookup_down).", ""}});
+    }
+    if (faults.list_rate_limited) {
+        http::Response r = errors_response(
+            429, {Error{"RATE_LIMIT_ERROR", "RATE_LIMITED",
+                        "Rate limit exceeded (fake provider: list_rate_limited).", ""}});
+        r.headers.emplace_back("Retry-After", "1");
+        return r;
+    }
+    return std::nullopt;
+}
+
+Reply SquareApi::list(const http::Request& request, const Wait& wait) {
+    if (auto refused = refuse_listing(wait)) {
+        return std::move(*refused);
+    }
+    Reply reply;
     const auto bad = [&](std::string code, std::string detail, std::string field) {
         Reply r;
         r.response = errors_response(400, {Error{"INVALID_REQUEST_ERROR", std::move(code),
@@ -997,17 +1021,8 @@ Reply SquareApi::list(const http::Request& request, const Wait& wait) {
     }
     const Listing& listing = std::get<Listing>(read);
     const FaultConfig& faults = m_ledger.faults_locked();
-    if (faults.lookup_down) {
-        reply.response =
-            errors_response(503, {Error{"API_ERROR", "SERVICE_UNAVAILABLE",
-                                        "Service Unavailable (fake provider: lookup_down).", ""}});
-        return reply;
-    }
-    if (faults.list_rate_limited) {
-        reply.response = errors_response(
-            429, {Error{"RATE_LIMIT_ERROR", "RATE_LIMITED",
-                        "Rate limit exceeded (fake provider: list_rate_limited).", ""}});
-        reply.response.headers.emplace_back("Retry-After", "1");
+    if (auto fault = listing_fault(faults)) {
+        reply.response = std::move(*fault);
         return reply;
     }
     const Clock::time_point now = m_ledger.now_locked();
@@ -1043,19 +1058,10 @@ Reply SquareApi::list(const http::Request& request, const Wait& wait) {
 }
 
 Reply SquareApi::list_refunds(const http::Request& request, const Wait& wait) {
+    if (auto refused = refuse_listing(wait)) {
+        return std::move(*refused);
+    }
     Reply reply;
-    if (!m_account.lookup) {
-        reply.response = errors_response(
-            403, {Error{"AUTHENTICATION_ERROR", "INSUFFICIENT_SCOPES",
-                        "The merchant has not given your application sufficient permissions to do "
-                        "this (fake provider: --no-lookup).",
-                        ""}});
-        return reply;
-    }
-    if (!wait(m_ledger.faults().latency)) {
-        reply.action = SocketAction::close_fin;
-        return reply;
-    }
     const auto bad = [&](std::string code, std::string detail, std::string field) {
         Reply r;
         r.response = errors_response(400, {Error{"INVALID_REQUEST_ERROR", std::move(code),
@@ -1092,17 +1098,8 @@ Reply SquareApi::list_refunds(const http::Request& request, const Wait& wait) {
     }
     const Listing& listing = std::get<Listing>(read);
     const FaultConfig& faults = m_ledger.faults_locked();
-    if (faults.lookup_down) {
-        reply.response =
-            errors_response(503, {Error{"API_ERROR", "SERVICE_UNAVAILABLE",
-                                        "Service Unavailable (fake provider: lookup_down).", ""}});
-        return reply;
-    }
-    if (faults.list_rate_limited) {
-        reply.response = errors_response(
-            429, {Error{"RATE_LIMIT_ERROR", "RATE_LIMITED",
-                        "Rate limit exceeded (fake provider: list_rate_limited).", ""}});
-        reply.response.headers.emplace_back("Retry-After", "1");
+    if (auto fault = listing_fault(faults)) {
+        reply.response = std::move(*fault);
         return reply;
     }
     const Clock::time_point now = m_ledger.now_locked();

@@ -192,6 +192,12 @@ private:
     Reply retrieve(const std::string& id, const Wait& wait);
     Reply list(const http::Request& request, const Wait& wait);
     Reply list_refunds(const http::Request& request, const Wait& wait);
+    // What a listing answers before it reads anything: 403 to an access token without the read
+    // permission (--no-lookup), or the connection closed by the latency fault; nullopt: go on.
+    std::optional<Reply> refuse_listing(const Wait& wait) const;
+    // A listing's faults: 503 (lookup_down), 429 with Retry-After (list_rate_limited); nullopt:
+    // none.
+    static std::optional<http::Response> listing_fault(const FaultConfig& faults);
     // The window, order, cursor (made with `tag`: one listing's cursor is no other's) and limit
     // of a listing's `query`; Square's 400 when one is not readable or the cursor is not this
     // query's. Under the ledger's lock (a window's end defaults to now).
