@@ -72,6 +72,30 @@ int bound_port(int fd) {
     return ntohs(addr.sin_port);
 }
 
+// The main listener, bound to its port by number even when the kernel chose it: Linux keeps an
+// explicitly bound port through shutdown(), so the refuse fault stops listening (connects get
+// ECONNREFUSED) and listens again on the same socket, and nobody takes the port in between --
+// another test's listener, or a client's connect() on loopback meeting itself. A port the kernel
+// chose is released by shutdown(), and a rebind that finds it taken never listens again (the
+// likeliest cause of a CI run whose connection-refused case waited 20 s for the listener).
+int make_main_listener(int port) {
+    if (port != 0) {
+        return make_listener(port);
+    }
+    for (int attempt = 1;; ++attempt) {
+        const int probe = make_listener(0);
+        const int chosen = bound_port(probe);
+        ::close(probe);
+        try {
+            return make_listener(chosen);
+        } catch (const std::system_error&) {
+            if (attempt == 10) {
+                throw; // taken between the probe and the bind ten times over
+            }
+        }
+    }
+}
+
 timeval to_timeval(std::chrono::milliseconds d) {
     timeval tv{};
     tv.tv_sec = static_cast<time_t>(d.count() / 1000);
@@ -153,7 +177,7 @@ void FakeProvider::start() {
         throw_errno("pipe2");
     }
     try {
-        m_main_fd = make_listener(m_options.port);
+        m_main_fd = make_main_listener(m_options.port);
         m_port = bound_port(m_main_fd);
         m_admin_fd = make_listener(m_options.admin_port);
         m_admin_port = bound_port(m_admin_fd);
@@ -348,7 +372,7 @@ void FakeProvider::apply_refusal() {
             return;
         }
         window = *due;
-        // Stops listening at once (connects get ECONNREFUSED); the acceptor closes the socket.
+        // Stops listening at once (connects get ECONNREFUSED), the port still bound to the socket.
         ::shutdown(m_main_fd, SHUT_RDWR);
         m_refusing = true;
         m_refuse_until = SteadyClock::now() + window;
@@ -362,8 +386,10 @@ void FakeProvider::apply_refusal() {
 }
 
 void FakeProvider::reopen_listener() {
-    // Under m_listener_mutex, from the acceptor.
-    m_main_fd = make_listener(m_port);
+    // Under m_listener_mutex, from the acceptor: the socket shut down still holds the port.
+    if (::listen(m_main_fd, k_backlog) != 0) {
+        throw_errno("listen again on 127.0.0.1:" + std::to_string(m_port));
+    }
     m_refusing = false;
 }
 
@@ -394,10 +420,6 @@ void FakeProvider::accept_loop() {
         {
             std::lock_guard lock(m_listener_mutex);
             if (m_refusing) {
-                if (m_main_fd >= 0) {
-                    ::close(m_main_fd);
-                    m_main_fd = -1;
-                }
                 const auto now = SteadyClock::now();
                 if (now >= m_refuse_until) {
                     try {
@@ -415,7 +437,7 @@ void FakeProvider::accept_loop() {
                                                     m_refuse_until - now));
                 }
             }
-            main_fd = m_main_fd;
+            main_fd = m_refusing ? -1 : m_main_fd;
         }
         if (reopened) {
             rebind_failed_logged = false;
