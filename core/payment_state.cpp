@@ -100,12 +100,17 @@ std::string_view to_string(OperationKind kind) {
         return "charge";
     case OperationKind::refund:
         return "refund";
+    case OperationKind::capture:
+        return "capture";
+    case OperationKind::void_authorization:
+        return "void";
     }
     throw std::logic_error("to_string: OperationKind value out of range");
 }
 
 std::optional<OperationKind> parse_operation_kind(std::string_view name) {
-    for (const OperationKind k : {OperationKind::charge, OperationKind::refund}) {
+    for (const OperationKind k : {OperationKind::charge, OperationKind::refund,
+                                  OperationKind::capture, OperationKind::void_authorization}) {
         if (to_string(k) == name) {
             return k;
         }

@@ -38,7 +38,9 @@ std::string_view to_string(StatusCategory category);
 // What a money movement does (DESIGN section 16). Every kind runs through the one state machine
 // below: the charge is its payment's own operation (the payments row), the others are the
 // payment's operations (the operations table).
-enum class OperationKind { charge, refund };
+// A capture takes (part of) an authorisation -- a charge made with capture "manual" -- and a void
+// releases what is left of it (issue 32).
+enum class OperationKind { charge, refund, capture, void_authorization };
 std::string_view to_string(OperationKind kind);
 // Returns nullopt if `name` is not one of the names to_string() gives.
 std::optional<OperationKind> parse_operation_kind(std::string_view name);

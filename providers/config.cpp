@@ -456,6 +456,10 @@ Capabilities configured_capabilities(const ProviderConfig& config, const ApiCapa
     caps.notification_wait = config.notification_wait.value_or(api.notification_wait);
     caps.list_transactions = api.list && config.overrides.list.value_or(true);
     caps.list_refunds = api.list_refunds && caps.list_transactions;
+    caps.manual_capture = api.manual_capture;
+    caps.multiple_captures = api.multiple_captures;
+    caps.authorization_validity = api.authorization_validity;
+    caps.capture_lookup = api.capture_lookup && config.overrides.lookup.value_or(true);
     caps.worst_case_call = worst_case_call(config);
     return caps;
 }

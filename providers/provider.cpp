@@ -70,6 +70,30 @@ LookupResult Provider::lookup_refund(const RefundOrder& /*order*/) {
     return out;
 }
 
+SubmitResult Provider::capture(const AuthorizationOrder& /*order*/) {
+    return rejected_request(0, "captures_not_supported",
+                            "payrecon does not send captures to provider kind '" +
+                                std::string(kind()) +
+                                "' yet: capture it at the provider and record it, or wait for "
+                                "its adapter",
+                            "");
+}
+
+SubmitResult Provider::void_authorization(const AuthorizationOrder& /*order*/) {
+    return rejected_request(0, "voids_not_supported",
+                            "payrecon does not send voids to provider kind '" +
+                                std::string(kind()) +
+                                "' yet: void it at the provider and record it, or wait for its "
+                                "adapter",
+                            "");
+}
+
+LookupResult Provider::lookup_capture(const AuthorizationOrder& /*order*/) {
+    LookupResult out;
+    out.call.error_class = "lookup_not_supported";
+    return out;
+}
+
 ListPage Provider::list_refunds(const TimeWindow& /*window*/,
                                 const std::optional<std::string>& /*cursor*/) {
     ListPage out;

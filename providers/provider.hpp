@@ -5,6 +5,7 @@
 // and record what it said.
 
 #include "core/money.hpp"
+#include "core/payment_state.hpp"
 
 #include <chrono>
 #include <map>
@@ -62,6 +63,15 @@ struct Capabilities {
     // refunds one by one against the provider's (DESIGN section 16).
     bool list_refunds = false;
 
+    // Authorisations (issue 32): can a payment be authorised only (PaymentOrder::manual_capture)
+    // and captured or voided later? Can one authorisation be captured in several parts (a
+    // capture with final = false)? How long does an authorisation last by the provider's rules
+    // (0: unknown)? Can a capture or a void be found again (lookup_capture, lookup_void)?
+    bool manual_capture = false;
+    bool multiple_captures = false;
+    std::chrono::seconds authorization_validity{0};
+    bool capture_lookup = false;
+
     // The longest one submit() can take (connect timeout + total timeout of its one call): a
     // claim's lease must still cover this, plus a margin, immediately before the call.
     std::chrono::milliseconds worst_case_call{0};
@@ -75,6 +85,10 @@ struct ApiCapabilities {
     bool list = false;              // it can list its transactions in a time window
     bool list_refunds = false;      // it can list its refunds in a time window
     bool refund_lookup = false;     // it can find a refund by its operation ID
+    bool manual_capture = false;    // it can authorise only, then capture or void
+    bool multiple_captures = false; // several captures of one authorisation (final = false)
+    std::chrono::seconds authorization_validity{0}; // an authorisation's life (0: unknown)
+    bool capture_lookup = false; // a capture or a void can be found again by its operation ID
     // The default of Capabilities::notification_wait: how long its notification of an accepted
     // operation may take (the configuration's notification_wait_s overrides it).
     std::chrono::seconds notification_wait{0};
@@ -92,6 +106,10 @@ struct PaymentOrder {
     std::map<std::string, std::string> metadata;
     // When payrecon accepted the payment; adapters that look up by time window need it (Square).
     std::optional<std::chrono::system_clock::time_point> created_at;
+    // Authorise only (the payment's capture "manual", issue 32): the provider holds the amount
+    // and captures nothing until capture(). A submit or lookup then answers succeeded for an
+    // authorisation the provider holds (Stripe's requires_capture), whatever it captured since.
+    bool manual_capture = false;
     // The end of the claim's lease on the local monotonic clock: submit() must not send after it,
     // and its call must not run past it (net::HttpRequest::deadline). Unset: no deadline.
     std::optional<std::chrono::steady_clock::time_point> deadline;
@@ -108,6 +126,32 @@ struct RefundOrder {
     std::optional<std::string> merchant_reference; // the refund's, when the merchant gave one
     Money amount;                                  // in the payment's currency
     std::optional<std::string> reason;             // duplicate, fraudulent, requested_by_customer
+    std::map<std::string, std::string> metadata;
+    std::optional<std::chrono::system_clock::time_point> created_at;
+    // As PaymentOrder::deadline: the claim's lease end on the monotonic clock.
+    std::optional<std::chrono::steady_clock::time_point> deadline;
+};
+
+// A capture or a void of an authorisation (issue 32, DESIGN section 16) as payrecon sends it.
+// `operation_id` -- the capture's or void's own -- is the idempotency key where the provider takes
+// one (Square's complete and cancel take none: a lost answer is settled by reading the payment,
+// never by sending blindly); the provider finds the authorisation by `payment_reference`, its own
+// reference of the charge (Stripe's pi_..., Adyen's pspReference, PayPal's authorization ID).
+struct AuthorizationOrder {
+    OperationKind kind = OperationKind::capture; // capture or void_authorization
+    std::string operation_id;
+    std::string operation_row_id; // the capture's or the void's ID
+    std::string payment_id;
+    std::string payment_operation_id; // the charge's (the authorisation's) operation ID
+    std::string payment_reference;
+    std::optional<std::string> merchant_reference; // the capture's, when the merchant gave one
+    // A capture: the amount to capture, in the payment's currency. A void: the amount authorised.
+    Money amount;
+    // A capture: the last one of the authorisation (the provider releases what is left). Only a
+    // provider with Capabilities::multiple_captures takes false.
+    bool final = true;
+    long long authorized_minor = 0;      // what the charge authorised
+    long long captured_before_minor = 0; // what earlier captures of it took (succeeded)
     std::map<std::string, std::string> metadata;
     std::optional<std::chrono::system_clock::time_point> created_at;
     // As PaymentOrder::deadline: the claim's lease end on the monotonic clock.
@@ -156,7 +200,12 @@ struct RemotePayment {
     std::string raw_status;                  // the provider's own word, for operators
     std::chrono::system_clock::time_point created_at{};
     long long amount_refunded_minor = 0; // refunded so far, ISO 4217 minor units
-    std::string raw;                     // the provider's record as it sent it (JSON), if kept
+    // An authorisation (issue 32): captured so far (minor units), and whether it still awaits a
+    // capture (authorised, nothing captured, not voided or expired: Stripe's requires_capture).
+    // A voided or expired authorisation is declined with its raw_status.
+    long long amount_captured_minor = 0;
+    bool awaiting_capture = false;
+    std::string raw; // the provider's record as it sent it (JSON), if kept
 };
 
 struct LookupResult {
@@ -220,6 +269,23 @@ public:
     // if capabilities().list_refunds; the default answers a failed page (list_not_supported).
     virtual ListPage list_refunds(const TimeWindow& window,
                                   const std::optional<std::string>& cursor);
+
+    // Captures (part of) the authorisation `order.payment_reference` with `order.operation_id` as
+    // the key; its outcome as submit()'s (succeeded: captured; declined: the provider refused --
+    // voided, expired, more than is left; pending: not final yet, the outcome comes by
+    // notification or lookup). A kind that cannot capture sends nothing and answers rejected
+    // (captures_not_supported).
+    virtual SubmitResult capture(const AuthorizationOrder& order);
+    // Voids (cancels) the authorisation: succeeded: released; declined: it cannot be (captured
+    // already). A kind that cannot answers rejected (voids_not_supported) without a call.
+    virtual SubmitResult void_authorization(const AuthorizationOrder& order);
+    // Finds the capture or the void `order` asked for (order.kind says which) by reading what the
+    // provider holds: found with `payment` (provider_reference the capture's own ID where the
+    // provider gives one, else the authorisation's; amount what it captured; state succeeded,
+    // declined or pending); not_found when the provider holds the authorisation untouched by it
+    // (confirmed absent: the same key may be sent again inside its window); failed where the
+    // kind cannot look (capture_lookup false) or no trustworthy answer came.
+    virtual LookupResult lookup_capture(const AuthorizationOrder& order);
 };
 
 } // namespace payrecon::providers
