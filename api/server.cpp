@@ -4,6 +4,7 @@
 #include "core/errors.hpp"
 #include "core/problem.hpp"
 #include "services/auth.hpp"
+#include "services/captures.hpp"
 #include "services/events.hpp"
 #include "services/intake.hpp"
 #include "services/payments.hpp"
@@ -156,25 +157,35 @@ std::optional<std::string> webhook_provider(const std::string& path) {
 }
 
 constexpr std::string_view k_refund_prefix = "/v1/refunds/";
-constexpr std::string_view k_refunds_suffix = "/refunds";
+constexpr std::string_view k_capture_prefix = "/v1/captures/";
+constexpr std::string_view k_void_prefix = "/v1/voids/";
 
-// "/v1/payments/{id}/refunds": the {id}, or nullopt.
-std::optional<std::string> refunds_of_payment_path(const std::string& path) {
-    if (!path.starts_with(k_payment_prefix) || !path.ends_with(k_refunds_suffix) ||
-        path.size() <= k_payment_prefix.size() + k_refunds_suffix.size()) {
+// "/v1/payments/{id}<suffix>" ("/refunds", "/captures", "/void"): the {id}, or nullopt.
+std::optional<std::string> payment_subpath(const std::string& path, std::string_view suffix) {
+    if (!path.starts_with(k_payment_prefix) || !path.ends_with(suffix) ||
+        path.size() <= k_payment_prefix.size() + suffix.size()) {
         return std::nullopt;
     }
-    std::string id = path.substr(k_payment_prefix.size(),
-                                 path.size() - k_payment_prefix.size() - k_refunds_suffix.size());
+    std::string id =
+        path.substr(k_payment_prefix.size(), path.size() - k_payment_prefix.size() - suffix.size());
     if (id.find('/') != std::string::npos) {
         return std::nullopt;
     }
     return id;
 }
 
+std::optional<std::string> refunds_of_payment_path(const std::string& path) {
+    return payment_subpath(path, "/refunds");
+}
+
+// "<prefix>{id}" with nothing after the ID.
+bool is_resource_path(const std::string& path, std::string_view prefix) {
+    return path.size() > prefix.size() && path.starts_with(prefix) &&
+           path.find('/', prefix.size()) == std::string::npos;
+}
+
 bool is_refund_path(const std::string& path) {
-    return path.size() > k_refund_prefix.size() && path.starts_with(k_refund_prefix) &&
-           path.find('/', k_refund_prefix.size()) == std::string::npos;
+    return is_resource_path(path, k_refund_prefix);
 }
 
 bool is_payment_path(const std::string& path) {
@@ -247,6 +258,18 @@ const std::vector<Server::Route>& Server::routes() {
          [](const std::string& p) { return refunds_of_payment_path(p).has_value(); }, Runs::worker,
          &Server::create_refund},
         {"GET", "GET /v1/refunds/{id}", is_refund_path, Runs::worker, &Server::get_refund},
+        {"POST", "POST /v1/payments/{id}/captures",
+         [](const std::string& p) { return payment_subpath(p, "/captures").has_value(); },
+         Runs::worker, &Server::create_capture},
+        {"POST", "POST /v1/payments/{id}/void",
+         [](const std::string& p) { return payment_subpath(p, "/void").has_value(); }, Runs::worker,
+         &Server::create_void},
+        {"GET", "GET /v1/captures/{id}",
+         [](const std::string& p) { return is_resource_path(p, k_capture_prefix); }, Runs::worker,
+         &Server::get_capture},
+        {"GET", "GET /v1/voids/{id}",
+         [](const std::string& p) { return is_resource_path(p, k_void_prefix); }, Runs::worker,
+         &Server::get_void},
         {"GET", "GET /v1/payments", [](const std::string& p) { return p == k_payments; },
          Runs::worker, &Server::list_payments},
         {"GET", "GET /v1/events", [](const std::string& p) { return p == "/v1/events"; },
@@ -686,6 +709,58 @@ void Server::get_refund(const HttpRequest& req, HttpResponse& res, Context& ctx)
     }
     res.status = 200;
     set_content(res, *body, "application/json");
+}
+
+void Server::create_capture(const HttpRequest& req, HttpResponse& res, Context& ctx) {
+    const auto principal = writer(req, res, ctx);
+    if (!principal) {
+        return;
+    }
+    const auto payment_id = payment_subpath(path_of(req.target), "/captures");
+    CaptureService captures(connection(ctx), m_keys, m_options.intake);
+    send_intake(captures.create_capture(*principal, payment_id.value_or(""),
+                                        header_value(req, "Idempotency-Key"), req.body,
+                                        header_value(req, "Payrecon-Version")),
+                res, ctx);
+}
+
+void Server::create_void(const HttpRequest& req, HttpResponse& res, Context& ctx) {
+    const auto principal = writer(req, res, ctx);
+    if (!principal) {
+        return;
+    }
+    const auto payment_id = payment_subpath(path_of(req.target), "/void");
+    CaptureService captures(connection(ctx), m_keys, m_options.intake);
+    send_intake(captures.create_void(*principal, payment_id.value_or(""),
+                                     header_value(req, "Idempotency-Key"), req.body,
+                                     header_value(req, "Payrecon-Version")),
+                res, ctx);
+}
+
+void Server::get_operation(const HttpRequest& req, HttpResponse& res, Context& ctx,
+                           OperationKind kind, std::string_view prefix) {
+    const auto principal = reader(req, res, ctx);
+    if (!principal) {
+        return;
+    }
+    const std::string id = path_of(req.target).substr(prefix.size());
+    // Another tenant's and a malformed ID are both simply not found: nothing leaks.
+    const auto body = capture_resource(connection(ctx), kind, principal->tenant_id, id);
+    if (!body) {
+        send_problem(res, 404, "not_found", "Not found",
+                     "No " + std::string(to_string(kind)) + " with this ID.");
+        return;
+    }
+    res.status = 200;
+    set_content(res, *body, "application/json");
+}
+
+void Server::get_capture(const HttpRequest& req, HttpResponse& res, Context& ctx) {
+    get_operation(req, res, ctx, OperationKind::capture, k_capture_prefix);
+}
+
+void Server::get_void(const HttpRequest& req, HttpResponse& res, Context& ctx) {
+    get_operation(req, res, ctx, OperationKind::void_authorization, k_void_prefix);
 }
 
 std::optional<Principal> Server::reader(const HttpRequest& req, HttpResponse& res, Context& ctx) {

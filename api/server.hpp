@@ -8,6 +8,7 @@
 #include "api/http_server.hpp"
 #include "api/metrics.hpp"
 #include "core/fingerprint.hpp"
+#include "core/payment_state.hpp"
 #include "core/webhook.hpp"
 #include "services/auth.hpp"
 #include "services/intake.hpp"
@@ -86,6 +87,12 @@ private:
     void create_payment(const HttpRequest& req, HttpResponse& res, Context& ctx);
     void create_refund(const HttpRequest& req, HttpResponse& res, Context& ctx);
     void get_refund(const HttpRequest& req, HttpResponse& res, Context& ctx);
+    void create_capture(const HttpRequest& req, HttpResponse& res, Context& ctx);
+    void create_void(const HttpRequest& req, HttpResponse& res, Context& ctx);
+    void get_capture(const HttpRequest& req, HttpResponse& res, Context& ctx);
+    void get_void(const HttpRequest& req, HttpResponse& res, Context& ctx);
+    void get_operation(const HttpRequest& req, HttpResponse& res, Context& ctx, OperationKind kind,
+                       std::string_view prefix);
     // The principal of a read request's bearer key (the tenant recorded in `ctx`), or nullopt
     // with the refusal written to `res`.
     std::optional<Principal> reader(const HttpRequest& req, HttpResponse& res, Context& ctx);

@@ -158,7 +158,9 @@ std::string intake_script() {
                     "\"currency\":\"EUR\",\"merchant_reference\":\"pgb\",\"provider\":\"stripe\","
                     "\"created_at\":\"'"},
                {18, "'\"}'"},
-               {19, "md5('k' || :n::text) || md5(:n::text)"}}) +
+               {19, "md5('k' || :n::text) || md5(:n::text)"},
+               {20, "'automatic'"},
+               {21, "NULL"}}) +
          ";\n";
     return s;
 }

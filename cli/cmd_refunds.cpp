@@ -65,7 +65,7 @@ struct ListOptions {
 };
 
 void run_list(AppState& state, const ListOptions& opts) {
-    store::RefundFilter filter;
+    store::OperationFilter filter;
     if (opts.state) {
         filter.state = std::string(to_string(state_or_usage_error(*opts.state)));
     }
@@ -78,7 +78,7 @@ void run_list(AppState& state, const ListOptions& opts) {
     filter.limit = opts.limit;
     OpenDatabase opened = open_database(state.global);
     filter.tenant_id = tenant_id_or_refuse(*opened.db, opts.tenant);
-    std::vector<store::RefundRow> rows = list_refunds(*opened.db, filter);
+    std::vector<store::OperationRow> rows = list_operations(*opened.db, filter);
     const bool more = rows.size() > static_cast<std::size_t>(opts.limit);
     if (more) {
         rows.pop_back();
@@ -98,7 +98,7 @@ void run_list(AppState& state, const ListOptions& opts) {
     Table t(
         {"REFUND ID", "PAYMENT ID", "STATE", "AMOUNT", "PROVIDER", "REASON", "CREATED", "UPDATED"});
     for (const auto& r : rows) {
-        t.add_row({r.refund_id, r.payment_id, r.state, describe_money(r.amount_minor, r.currency),
+        t.add_row({r.id, r.payment_id, r.state, describe_money(r.amount_minor, r.currency),
                    r.provider, r.reason.value_or("-"), r.created_at, r.updated_at});
     }
     t.print(std::cout);
@@ -109,7 +109,7 @@ void run_list(AppState& state, const ListOptions& opts) {
 
 void run_show(AppState& state, const std::string& id, bool json) {
     OpenDatabase opened = open_database(state.global);
-    const store::RefundRow r = refund_or_refuse(*opened.db, id);
+    const store::OperationRow r = refund_or_refuse(*opened.db, id);
     if (json) {
         print_json(to_json(r));
         return;
@@ -118,10 +118,10 @@ void run_show(AppState& state, const std::string& id, bool json) {
     std::cout << "\nEvery refund of its payment: payrecon refunds list --payment " << r.payment_id
               << "\nIts payment: payrecon payments show " << r.payment_id << "\n";
     if (r.state == to_string(PaymentState::needs_review)) {
-        std::cout << "It waits for a decision: " << review_show_command(r.refund_id) << "\n";
+        std::cout << "It waits for a decision: " << review_show_command(r.id) << "\n";
     } else if (r.state == to_string(PaymentState::unknown)) {
-        std::cout << "Its outcome is unknown; ask the provider now: "
-                  << recheck_command(r.refund_id) << "\n";
+        std::cout << "Its outcome is unknown; ask the provider now: " << recheck_command(r.id)
+                  << "\n";
     }
 }
 

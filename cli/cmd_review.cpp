@@ -112,7 +112,7 @@ void setup_review_list(CLI::App& review, AppState& state) {
             Table t({"REFUND ID", "PAYMENT ID", "PROVIDER", "AMOUNT", "CODE", "IN REVIEW SINCE",
                      "GEN", "REASON"});
             for (const auto& r : queue.refunds) {
-                t.add_row({r.refund_id, r.payment_id, r.provider,
+                t.add_row({r.id, r.payment_id, r.provider,
                            describe_money(r.amount_minor, r.currency), r.review_code.value_or("-"),
                            r.updated_at, std::to_string(r.generation),
                            r.review_reason.value_or("-")});
@@ -121,7 +121,7 @@ void setup_review_list(CLI::App& review, AppState& state) {
             if (queue.refunds_more) {
                 print_more_note(std::cout, queue.refunds.size());
             }
-            std::cout << "`" << review_show_command(queue.refunds.front().refund_id)
+            std::cout << "`" << review_show_command(queue.refunds.front().id)
                       << "` shows the first refund with the complete commands that decide it\n";
         };
         if (page.rows.empty()) {
@@ -176,14 +176,14 @@ void print_case(const ReviewCase& shown, const std::optional<std::string>& code,
 }
 
 // `review show` of a refund: its fields, why it waits, and the commands that decide it.
-void show_refund(store::Db& db, const store::RefundRow& r, bool json) {
+void show_refund(store::Db& db, const store::OperationRow& r, bool json) {
     const ReviewCase shown = review_case(db, r);
     std::vector<std::string> commands;
     for (const auto& c : shown.decisions) {
         commands.push_back(printable(command_line(c)));
     }
     if (shown.in_review && shown.recheck) {
-        commands.push_back(recheck_command(r.refund_id));
+        commands.push_back(recheck_command(r.id));
     }
     if (json) {
         print_json({{"refund", to_json(r)},

@@ -919,7 +919,7 @@ void run_recheck(AppState& state, const RecheckCliOptions& opts) {
     OpenDatabase opened = open_database(state.global);
     // A payment's ID, or a refund's: rechecked alike, the refund with its refund lookup.
     store::PaymentRef ref;
-    std::optional<store::RefundRow> refund;
+    std::optional<store::OperationRow> refund;
     if (const auto found = find_payment_ref(*opened.db, opts.id)) {
         ref = *found;
     } else if ((refund = find_refund(*opened.db, opts.id))) {
@@ -928,7 +928,7 @@ void run_recheck(AppState& state, const RecheckCliOptions& opts) {
         throw Refused("no payment or refund has the ID " + opts.id,
                       "find it with: payrecon review list");
     }
-    const std::string subject = refund ? refund->refund_id : ref.payment_id;
+    const std::string subject = refund ? refund->id : ref.payment_id;
     const std::string what = refund ? "refund" : "payment";
     engine::ReconcilerOptions ro;
     ro.actor = "recheck:" + operator_name(state.global);

@@ -369,7 +369,7 @@ PaymentState state_or_usage_error(const std::string& name) {
     throw UsageError("--state: '" + name + "' is not a payment state", "use one of: " + names);
 }
 
-nlohmann::json to_json(const store::RefundRow& r) {
+nlohmann::json to_json(const store::OperationRow& r) {
     nlohmann::json j = nlohmann::json::parse(refund_resource_json(r));
     j["tenant_id"] = r.tenant_id;
     j["operation_id"] = r.operation_id;
@@ -380,9 +380,9 @@ nlohmann::json to_json(const store::RefundRow& r) {
     return j;
 }
 
-void print_refund(std::ostream& out, const store::RefundRow& r) {
+void print_refund(std::ostream& out, const store::OperationRow& r) {
     Table t({"FIELD", "VALUE"});
-    t.add_row({"refund", r.refund_id});
+    t.add_row({"refund", r.id});
     t.add_row({"payment", r.payment_id});
     t.add_row({"tenant", r.tenant_id});
     t.add_row({"state", r.state});

@@ -47,8 +47,8 @@ void print_record(std::ostream& out, const store::PaymentRecord& r);
 
 // A refund as JSON (the API's resource with the operator's fields: tenant, operation ID, attempts,
 // generation, review), and as a table of its fields.
-nlohmann::json to_json(const store::RefundRow& r);
-void print_refund(std::ostream& out, const store::RefundRow& r);
+nlohmann::json to_json(const store::OperationRow& r);
+void print_refund(std::ostream& out, const store::OperationRow& r);
 
 // The audit rows as a table: time, tenant, actor, action, subject, detail.
 void print_audit_table(std::ostream& out, const std::vector<store::AuditRecord>& rows);

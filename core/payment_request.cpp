@@ -23,9 +23,9 @@ constexpr std::size_t k_max_metadata_entries = 50;
 constexpr std::size_t k_max_metadata_key_length = 40;
 constexpr std::size_t k_max_metadata_value_length = 500;
 
-constexpr std::array<std::string_view, 8> k_known_fields = {
-    "amount",         "currency", "merchant_reference", "provider",
-    "payment_method", "customer", "description",        "metadata"};
+constexpr std::array<std::string_view, 9> k_known_fields = {
+    "amount",   "currency",    "merchant_reference", "provider", "payment_method",
+    "customer", "description", "metadata",           "capture"};
 
 // Tracing and correlation IDs: the same request may carry different ones on each retry.
 constexpr std::array<std::string_view, 5> k_transport_fields = {
@@ -390,6 +390,15 @@ PaymentRequest parse_fields(const json& body, std::string_view api_version) {
     if (const json* metadata = find_field(body, "metadata"); metadata && !metadata->is_null()) {
         request.metadata = parse_metadata(*metadata);
     }
+    if (const json* capture = find_field(body, "capture"); capture && !capture->is_null()) {
+        const std::string& text = require_string(*capture, "capture");
+        if (text != "manual" && text != "automatic") {
+            reject_invalid("capture", "unknown_capture",
+                           "capture must be \"automatic\" (the default: charged at once) or "
+                           "\"manual\" (authorised only, captured or voided later)");
+        }
+        request.manual_capture = text == "manual";
+    }
     return request;
 }
 
@@ -497,6 +506,69 @@ RefundRequest parse_refund_fields(const json& body, std::string_view api_version
     return request;
 }
 
+constexpr std::array<std::string_view, 4> k_capture_fields = {"amount", "final",
+                                                              "merchant_reference", "metadata"};
+constexpr std::array<std::string_view, 2> k_void_fields = {"merchant_reference", "metadata"};
+
+// The fields a capture and a void share, after the unknown ones were refused.
+template <typename Request>
+void parse_reference_and_metadata(const json& body, Request& request) {
+    if (const json* reference = find_field(body, "merchant_reference");
+        reference && !reference->is_null()) {
+        request.merchant_reference =
+            checked_text(*reference, "merchant_reference", 1, k_max_text_length, Controls::none);
+    }
+    if (const json* metadata = find_field(body, "metadata"); metadata && !metadata->is_null()) {
+        request.metadata = parse_metadata(*metadata);
+    }
+}
+
+template <std::size_t N>
+void refuse_unknown_fields(const json& body, const std::array<std::string_view, N>& known,
+                           std::string_view what_it_takes) {
+    for (auto it = body.begin(); it != body.end(); ++it) {
+        const std::string& name = it.key();
+        if (contains(known, name)) {
+            continue;
+        }
+        if (contains(k_transport_fields, name)) {
+            require_string(it.value(), name);
+            continue;
+        }
+        reject_invalid(name, "unknown_field",
+                       "unknown field \"" + name + "\" (" + std::string(what_it_takes) + ")");
+    }
+}
+
+CaptureRequest parse_capture_fields(const json& body, std::string_view api_version) {
+    refuse_unknown_fields(body, k_capture_fields,
+                          "a capture takes amount, final, merchant_reference and metadata; its "
+                          "payment is the one in the path");
+    CaptureRequest request;
+    request.api_version = std::string(api_version);
+    if (const json* amount = find_field(body, "amount"); amount && !amount->is_null()) {
+        request.amount_minor = parse_amount(*amount);
+    }
+    if (const json* final = find_field(body, "final"); final && !final->is_null()) {
+        if (!final->is_boolean()) {
+            reject_invalid("final", "not_boolean", "final must be true or false");
+        }
+        request.final = final->get<bool>();
+    }
+    parse_reference_and_metadata(body, request);
+    return request;
+}
+
+VoidRequest parse_void_fields(const json& body, std::string_view api_version) {
+    refuse_unknown_fields(body, k_void_fields,
+                          "a void takes merchant_reference and metadata; its payment is the one "
+                          "in the path");
+    VoidRequest request;
+    request.api_version = std::string(api_version);
+    parse_reference_and_metadata(body, request);
+    return request;
+}
+
 } // namespace
 
 tl::expected<PaymentRequest, ValidationError> parse_payment_request(std::string_view body,
@@ -546,6 +618,11 @@ std::string canonical_bytes(const PaymentRequest& request) {
     canonical["customer"] = request.customer ? json(*request.customer) : json(nullptr);
     canonical["description"] = request.description ? json(*request.description) : json(nullptr);
     canonical["metadata"] = std::move(metadata);
+    if (request.manual_capture) {
+        // Only when manual: a request without it keeps the bytes (and so the fingerprint) it
+        // had before captures existed, so that its stored key still matches it.
+        canonical["capture"] = "manual";
+    }
     return canonical.dump();
 }
 
@@ -567,6 +644,80 @@ std::string canonical_bytes(const RefundRequest& request) {
     canonical["merchant_reference"] =
         request.merchant_reference ? json(*request.merchant_reference) : json(nullptr);
     canonical["metadata"] = std::move(metadata);
+    return canonical.dump();
+}
+
+} // namespace payrecon
+
+namespace payrecon {
+namespace {
+
+json canonical_metadata(const std::map<std::string, std::string>& entries) {
+    json metadata = json::object();
+    for (const auto& [key, value] : entries) {
+        metadata[key] = value;
+    }
+    return metadata;
+}
+
+json optional_text(const std::optional<std::string>& text) {
+    return text ? json(*text) : json(nullptr);
+}
+
+} // namespace
+
+tl::expected<CaptureRequest, ValidationError> parse_capture_request(std::string_view payment_id,
+                                                                    std::string_view body,
+                                                                    std::string_view api_version) {
+    auto document = parse_document(body, api_version);
+    if (!document) {
+        return tl::make_unexpected(std::move(document.error()));
+    }
+    try {
+        CaptureRequest request = parse_capture_fields(*document, api_version);
+        request.payment_id = std::string(payment_id);
+        return request;
+    } catch (const Rejected& rejected) {
+        return tl::make_unexpected(rejected.error());
+    }
+}
+
+std::string canonical_bytes(const CaptureRequest& request) {
+    json canonical = json::object();
+    canonical["operation"] = "create_capture";
+    canonical["api_version"] = request.api_version;
+    canonical["payment_id"] = request.payment_id;
+    canonical["amount"] = request.amount_minor ? json(*request.amount_minor) : json(nullptr);
+    canonical["final"] = request.final;
+    canonical["merchant_reference"] = optional_text(request.merchant_reference);
+    canonical["metadata"] = canonical_metadata(request.metadata);
+    return canonical.dump();
+}
+
+tl::expected<VoidRequest, ValidationError> parse_void_request(std::string_view payment_id,
+                                                              std::string_view body,
+                                                              std::string_view api_version) {
+    // A void needs no field: an empty body is an empty object.
+    auto document = parse_document(body.empty() ? std::string_view("{}") : body, api_version);
+    if (!document) {
+        return tl::make_unexpected(std::move(document.error()));
+    }
+    try {
+        VoidRequest request = parse_void_fields(*document, api_version);
+        request.payment_id = std::string(payment_id);
+        return request;
+    } catch (const Rejected& rejected) {
+        return tl::make_unexpected(rejected.error());
+    }
+}
+
+std::string canonical_bytes(const VoidRequest& request) {
+    json canonical = json::object();
+    canonical["operation"] = "create_void";
+    canonical["api_version"] = request.api_version;
+    canonical["payment_id"] = request.payment_id;
+    canonical["merchant_reference"] = optional_text(request.merchant_reference);
+    canonical["metadata"] = canonical_metadata(request.metadata);
     return canonical.dump();
 }
 

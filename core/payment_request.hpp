@@ -30,6 +30,9 @@ struct PaymentRequest {
     std::optional<std::string> description; // up to 1000 bytes when present
     std::map<std::string, std::string>
         metadata; // up to 50 entries; key 1..40 bytes, value up to 500
+    // "capture": "manual" authorises only; captures and a void follow (issue 32). Absent, null and
+    // "automatic" mean the same: the charge captures at once.
+    bool manual_capture = false;
 
     friend bool operator==(const PaymentRequest&, const PaymentRequest&) = default;
 };
@@ -74,5 +77,40 @@ tl::expected<RefundRequest, ValidationError> parse_refund_request(std::string_vi
 // The bytes a refund's fingerprint is taken over: its payment included, so that one key reused
 // for another payment's refund is a different request.
 std::string canonical_bytes(const RefundRequest& request);
+
+// The canonical "capture" request (POST /v1/payments/{id}/captures, issue 32): `amount` (default
+// what is left of the authorisation), `final` (default true: the provider releases the rest),
+// `merchant_reference`, `metadata`; the same strict rules as the others.
+struct CaptureRequest {
+    std::string api_version;
+    std::string payment_id;
+    std::optional<std::int64_t> amount_minor;
+    bool final = true;
+    std::optional<std::string> merchant_reference;
+    std::map<std::string, std::string> metadata;
+
+    friend bool operator==(const CaptureRequest&, const CaptureRequest&) = default;
+};
+
+tl::expected<CaptureRequest, ValidationError> parse_capture_request(std::string_view payment_id,
+                                                                    std::string_view body,
+                                                                    std::string_view api_version);
+std::string canonical_bytes(const CaptureRequest& request);
+
+// The canonical "void" request (POST /v1/payments/{id}/void): `merchant_reference` and `metadata`
+// only; an empty body is a void with neither.
+struct VoidRequest {
+    std::string api_version;
+    std::string payment_id;
+    std::optional<std::string> merchant_reference;
+    std::map<std::string, std::string> metadata;
+
+    friend bool operator==(const VoidRequest&, const VoidRequest&) = default;
+};
+
+tl::expected<VoidRequest, ValidationError> parse_void_request(std::string_view payment_id,
+                                                              std::string_view body,
+                                                              std::string_view api_version);
+std::string canonical_bytes(const VoidRequest& request);
 
 } // namespace payrecon

@@ -30,6 +30,7 @@ bool role_allows(Role role, Permission permission) {
     switch (permission) {
     case Permission::create_payment:
     case Permission::create_refund:
+    case Permission::capture_payment:
         return role == Role::admin || role == Role::writer;
     case Permission::read_payment:
         return true;

@@ -20,7 +20,7 @@ std::string_view to_string(Role role);
 // Returns nullopt for a name to_string() does not give.
 std::optional<Role> parse_role(std::string_view name);
 
-enum class Permission { create_payment, create_refund, read_payment };
+enum class Permission { create_payment, create_refund, capture_payment, read_payment };
 bool role_allows(Role role, Permission permission);
 
 struct Principal {

@@ -5,6 +5,7 @@
 
 #include "core/carry_limits.hpp"
 
+#include <chrono>
 #include <map>
 #include <string>
 
@@ -15,6 +16,11 @@ struct KnownProvider {
     std::string name;   // what payments name: "stripe", "stripe-eu"
     std::string kind;   // its adapter: stripe, adyen, square
     CarryLimits limits; // what its adapter can carry of a payment
+    // Authorisations (issue 32): whether it can authorise only (capture "manual"), capture one
+    // authorisation in several parts, and how long it keeps one (0: not known).
+    bool manual_capture = false;
+    bool multiple_captures = false;
+    std::chrono::seconds authorization_validity{0};
 };
 
 // The providers of the deployment's provider configuration. A payment naming any other provider

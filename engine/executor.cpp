@@ -54,6 +54,99 @@ providers::RefundOrder refund_order_for(const store::ClaimedPayment& refund) {
     return order;
 }
 
+providers::AuthorizationOrder authorization_order_for(const store::ClaimedPayment& operation) {
+    providers::AuthorizationOrder order;
+    order.kind = operation.kind;
+    order.operation_id = operation.operation_id;
+    order.operation_row_id = operation.operation_row_id;
+    order.payment_id = operation.payment_id;
+    order.payment_operation_id = operation.payment_operation_id;
+    order.payment_reference = operation.charge_reference.value_or("");
+    if (!operation.merchant_reference.empty()) {
+        order.merchant_reference = operation.merchant_reference;
+    }
+    order.amount = Money{operation.amount_minor, operation.currency};
+    order.final = operation.final.value_or(true);
+    order.authorized_minor = operation.authorized_minor;
+    order.captured_before_minor = operation.captured_before_minor;
+    order.metadata = operation.metadata;
+    order.created_at = operation.created_at;
+    return order;
+}
+
+providers::SubmitResult
+send_operation(providers::Provider& provider, const store::ClaimedPayment& claim,
+               std::optional<std::chrono::steady_clock::time_point> deadline) {
+    switch (claim.kind) {
+    case OperationKind::charge: {
+        providers::PaymentOrder order = order_for(claim);
+        order.deadline = deadline;
+        return provider.submit(order);
+    }
+    case OperationKind::refund: {
+        providers::RefundOrder order = refund_order_for(claim);
+        order.deadline = deadline;
+        return provider.refund(order);
+    }
+    case OperationKind::capture: {
+        providers::AuthorizationOrder order = authorization_order_for(claim);
+        order.deadline = deadline;
+        return provider.capture(order);
+    }
+    case OperationKind::void_authorization: {
+        providers::AuthorizationOrder order = authorization_order_for(claim);
+        order.deadline = deadline;
+        return provider.void_authorization(order);
+    }
+    }
+    throw std::logic_error("send_operation: an operation kind out of range");
+}
+
+providers::LookupResult look_up_operation(providers::Provider& provider,
+                                          const store::ClaimedPayment& claim) {
+    switch (claim.kind) {
+    case OperationKind::charge:
+        return provider.lookup(order_for(claim));
+    case OperationKind::refund:
+        return provider.lookup_refund(refund_order_for(claim));
+    case OperationKind::capture:
+    case OperationKind::void_authorization:
+        return provider.lookup_capture(authorization_order_for(claim));
+    }
+    throw std::logic_error("look_up_operation: an operation kind out of range");
+}
+
+bool can_look_up(const providers::Capabilities& caps, OperationKind kind) {
+    switch (kind) {
+    case OperationKind::charge:
+        return caps.lookup_by_operation_id;
+    case OperationKind::refund:
+        return caps.refund_lookup;
+    case OperationKind::capture:
+    case OperationKind::void_authorization:
+        return caps.capture_lookup;
+    }
+    return false;
+}
+
+std::chrono::seconds lookup_staleness(const providers::Capabilities& caps, OperationKind kind) {
+    switch (kind) {
+    case OperationKind::charge:
+        return caps.lookup_staleness;
+    case OperationKind::refund:
+        return caps.refund_lookup_staleness;
+    case OperationKind::capture:
+    case OperationKind::void_authorization:
+        // An authorisation is read where it is kept, current: only the configured settle delay.
+        return caps.refund_lookup_staleness;
+    }
+    return caps.lookup_staleness;
+}
+
+std::string_view subject_noun(OperationKind kind) {
+    return kind == OperationKind::charge ? "payment" : to_string(kind);
+}
+
 store::Settlement decide_settlement(providers::Outcome outcome, int attempt_no,
                                     const Backoff& backoff, double jitter01,
                                     const std::optional<providers::Rejection>& rejection) {
@@ -263,7 +356,7 @@ Executor::fence_and_call(const store::ClaimedPayment& claim,
     if (mine == held.end()) {
         not_called = "not sent: just before the call the claim was no longer this worker's "
                      "(lease expired, or another generation owns the " +
-                     std::string(claim.kind == OperationKind::charge ? "payment" : "refund") + ")";
+                     std::string(subject_noun(claim.kind)) + ")";
         return std::nullopt;
     }
     const auto deadline = asked + mine->second - m_options.call_margin;
@@ -273,16 +366,7 @@ Executor::fence_and_call(const store::ClaimedPayment& claim,
                      "worker was paused or slow after its fence)";
         return std::nullopt;
     }
-    providers::SubmitResult result;
-    if (claim.kind == OperationKind::refund) {
-        providers::RefundOrder order = refund_order_for(claim);
-        order.deadline = deadline;
-        result = provider.refund(order);
-    } else {
-        providers::PaymentOrder order = order_for(claim);
-        order.deadline = deadline;
-        result = provider.submit(order);
-    }
+    providers::SubmitResult result = send_operation(provider, claim, deadline);
     crash_point("executor.after_submit");
     return result;
 }
@@ -329,8 +413,7 @@ void Executor::execute(const std::vector<store::ClaimedPayment>& batch, std::siz
         refusal.code = result.rejection->code;
         refusal.message = result.rejection->message;
         refusal.payment_id = claim.payment_id;
-        refusal.call =
-            claim.kind == OperationKind::charge ? "sending a payment" : "sending a refund";
+        refusal.call = "sending a " + std::string(subject_noun(claim.kind));
     }
     pass->answered(result.outcome != providers::Outcome::not_sent,
                    credentials_refused ? result.rejection->http_status : 0, refusal);
@@ -346,11 +429,12 @@ void Executor::execute(const std::vector<store::ClaimedPayment>& batch, std::siz
     store::Settlement settlement = decide_settlement(result.outcome, claim.attempt_no,
                                                      m_options.backoff, jitter(), result.rejection);
     if (claim.kind != OperationKind::charge && settlement.to == PaymentState::failed) {
-        // A refund's failure is kept with it (operations.failure_reason) and said in its event.
+        // An operation's failure is kept with it (operations.failure_reason) and said in its
+        // event.
         settlement.reason =
-            "the provider declined the refund" + (result.call.error_class.empty()
-                                                      ? std::string()
-                                                      : " (" + result.call.error_class + ")");
+            "the provider declined the " + std::string(subject_noun(claim.kind)) +
+            (result.call.error_class.empty() ? std::string()
+                                             : " (" + result.call.error_class + ")");
     }
     ++m_counts.attempted;
     const bool settled = store::settle_attempt(m_db, claim, attempt, settlement);

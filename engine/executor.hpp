@@ -46,6 +46,24 @@ providers::PaymentOrder order_for(const store::ClaimedPayment& payment);
 // The same for a claimed refund (kind refund): the refund's operation ID, amount and reason, and
 // the charge's provider reference.
 providers::RefundOrder refund_order_for(const store::ClaimedPayment& refund);
+// The same for a claimed capture or void (issue 32): its operation ID, amount and final, the
+// charge's provider reference and operation ID, what it authorised and what was captured before.
+providers::AuthorizationOrder authorization_order_for(const store::ClaimedPayment& operation);
+
+// The one place a claimed operation's kind picks its provider call: submit for a charge (authorise
+// only when manual), refund, capture, void_authorization; `deadline` is the claim's lease end.
+providers::SubmitResult
+send_operation(providers::Provider& provider, const store::ClaimedPayment& claim,
+               std::optional<std::chrono::steady_clock::time_point> deadline);
+// And its lookup: lookup, lookup_refund, or lookup_capture for a capture or a void.
+providers::LookupResult look_up_operation(providers::Provider& provider,
+                                          const store::ClaimedPayment& claim);
+// Whether the provider can find an operation of `kind` again, and after how long "not found"
+// means something.
+bool can_look_up(const providers::Capabilities& caps, OperationKind kind);
+std::chrono::seconds lookup_staleness(const providers::Capabilities& caps, OperationKind kind);
+// "payment", "refund", "capture", "void": what a claim of `kind` is called in messages.
+std::string_view subject_noun(OperationKind kind);
 
 // An attempt that ended not_sent or unknown, for a log line.
 struct UnfinishedAttempt {

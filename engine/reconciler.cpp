@@ -111,10 +111,6 @@ store::ReconcileWrite write_for(const ReconcileDecision& d, PaymentState from,
 
 } // namespace
 
-bool can_look_up(const providers::Capabilities& caps, OperationKind kind) {
-    return kind == OperationKind::charge ? caps.lookup_by_operation_id : caps.refund_lookup;
-}
-
 ReconcileInput reconcile_input(const store::ReconcileCandidate& c,
                                const providers::Capabilities& caps,
                                std::chrono::seconds settle_delay,
@@ -189,22 +185,19 @@ ReconcileOutcome Reconciler::handle(const store::ReconcileCandidate& c, bool ope
     const providers::Capabilities& caps = provider->capabilities();
     // The claim waited out the settle delay; an operator's recheck asks at once, and a "not found"
     // inside the delay then proves nothing (the policy keeps it).
-    const bool refund = c.payment.kind == OperationKind::refund;
     const bool can_lookup = can_look_up(caps, c.payment.kind);
     std::optional<providers::LookupResult> lookup;
-    const std::chrono::seconds staleness =
-        refund ? caps.refund_lookup_staleness : caps.lookup_staleness;
+    const std::chrono::seconds staleness = lookup_staleness(caps, c.payment.kind);
     if (can_lookup && (operator_recheck || c.since_last_attempt >= staleness)) {
         std::optional<CredentialGate::Pass> pass = m_gate->enter(provider->name());
         if (!pass) {
             throw std::logic_error("reconciling a payment of a provider that refused our "
                                    "credentials in this run");
         }
-        lookup = refund ? provider->lookup_refund(refund_order_for(c.payment))
-                        : provider->lookup(order_for(c.payment));
+        lookup = look_up_operation(*provider, c.payment);
         CredentialRefusal refusal;
         refusal.payment_id = c.payment.payment_id;
-        refusal.call = refund ? "looking a refund up" : "looking a payment up";
+        refusal.call = "looking a " + std::string(subject_noun(c.payment.kind)) + " up";
         refusal.message = lookup->call.detail;
         pass->answered(lookup->status != providers::LookupResult::Status::failed ||
                            lookup->call.http_status != 0,
@@ -257,7 +250,8 @@ Reconciler::run(const std::function<void(const ReconcileOutcome&)>& on_outcome) 
             out.push_back(
                 {p->name(),
                  caps.lookup_by_operation_id ? caps.lookup_staleness : std::chrono::seconds(0),
-                 caps.refund_lookup ? caps.refund_lookup_staleness : std::chrono::seconds(0)});
+                 caps.refund_lookup || caps.capture_lookup ? caps.refund_lookup_staleness
+                                                           : std::chrono::seconds(0)});
         }
         return out;
     };
@@ -562,9 +556,7 @@ std::optional<ReferenceCheck> Reconciler::check_reference(const std::string& ten
         out.detail = "provider " + provider->name() + " cannot be asked about a " + what;
         return out;
     }
-    const providers::LookupResult lookup =
-        refund ? provider->lookup_refund(refund_order_for(c->payment))
-               : provider->lookup(order_for(c->payment));
+    const providers::LookupResult lookup = look_up_operation(*provider, c->payment);
     switch (lookup.status) {
     case providers::LookupResult::Status::failed:
         out.verdict = ReferenceCheck::Verdict::lookup_failed;

@@ -6,6 +6,7 @@
 #include "core/reconcile_policy.hpp"
 #include "core/resolution_evidence.hpp"
 #include "engine/credential_gate.hpp"
+#include "engine/executor.hpp"
 #include "providers/provider.hpp"
 #include "store/reconcile_store.hpp"
 
@@ -68,9 +69,6 @@ struct ReconcileOutcome {
                from != PaymentState::needs_review;
     }
 };
-
-// Whether the provider can find an operation of `kind` by its operation ID.
-bool can_look_up(const providers::Capabilities& caps, OperationKind kind);
 
 // Maps what the provider answered to the policy's input for `candidate`.
 ReconcileInput reconcile_input(const store::ReconcileCandidate& candidate,

@@ -403,9 +403,7 @@ std::size_t look_up_counterparts(store::Db& db, providers::Provider& provider,
         if (refund && !provider.capabilities().refund_lookup) {
             continue; // not askable: it stays refund_missing_remote
         }
-        const providers::LookupResult looked =
-            refund ? provider.lookup_refund(refund_order_for(payment))
-                   : provider.lookup(order_for(payment));
+        const providers::LookupResult looked = look_up_operation(provider, payment);
         if (looked.status == providers::LookupResult::Status::failed) {
             ++failed;
             const int status = looked.call.http_status;

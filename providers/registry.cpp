@@ -107,7 +107,12 @@ const CarryLimits& carry_limits_of(std::string_view kind) {
 ProviderCatalog provider_catalog(const Config& config) {
     ProviderCatalog catalog;
     for (const auto& [name, p] : config.providers) {
-        catalog.providers.emplace(name, KnownProvider{name, p.kind, carry_limits_of(p.kind)});
+        const ApiCapabilities& api = descriptor_of(p.kind).api;
+        KnownProvider known{name, p.kind, carry_limits_of(p.kind)};
+        known.manual_capture = api.manual_capture;
+        known.multiple_captures = api.multiple_captures;
+        known.authorization_validity = api.authorization_validity;
+        catalog.providers.emplace(name, std::move(known));
     }
     return catalog;
 }

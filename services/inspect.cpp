@@ -101,14 +101,14 @@ ReviewQueue review_queue(store::Db& db, store::PaymentFilter filter) {
     filter.order = store::PaymentOrder::updated_at;
     ReviewQueue queue;
     queue.page = store::list_payments(db, filter);
-    store::RefundFilter refunds;
+    store::OperationFilter refunds;
     refunds.tenant_id = filter.tenant_id;
     refunds.state = std::string(to_string(PaymentState::needs_review));
     refunds.provider = filter.provider;
     refunds.older_than = filter.older_than;
     refunds.by_updated_at = true;
     refunds.limit = filter.limit;
-    queue.refunds = store::list_refunds(db, refunds);
+    queue.refunds = store::list_operations(db, refunds);
     if (queue.refunds.size() > static_cast<std::size_t>(filter.limit)) {
         queue.refunds.resize(static_cast<std::size_t>(filter.limit));
         queue.refunds_more = true;
@@ -156,22 +156,22 @@ ReviewCase review_case(store::Db& db, const store::PaymentRecord& record) {
                           p.payment_id, p.generation, p.currency, guidance_of(p.review_code));
 }
 
-ReviewCase review_case(store::Db& db, const store::RefundRow& refund) {
+ReviewCase review_case(store::Db& db, const store::OperationRow& refund) {
     if (refund.state != to_string(PaymentState::needs_review)) {
         return {};
     }
     // A refund's amount is its own: no decision records another (the suggestions' charged amount
     // is a charge's).
-    ReviewAdvice advice = review_advice(db, {refund.tenant_id, refund.payment_id},
-                                        refund.review_code, refund.refund_id);
+    ReviewAdvice advice =
+        review_advice(db, {refund.tenant_id, refund.payment_id}, refund.review_code, refund.id);
     for (auto& s : advice.suggestions) {
         s.charged_minor.reset();
     }
-    return in_review_case(std::move(advice), refund.refund_id, refund.generation, refund.currency,
+    return in_review_case(std::move(advice), refund.id, refund.generation, refund.currency,
                           guidance_of(refund.review_code));
 }
 
-std::optional<store::RefundRow> find_refund(store::Db& db, const std::string& id) {
+std::optional<store::OperationRow> find_refund(store::Db& db, const std::string& id) {
     return store::find_refund_any_tenant(db, id);
 }
 

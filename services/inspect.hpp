@@ -8,7 +8,7 @@
 #include "core/review_guidance.hpp"
 #include "services/resolution.hpp"
 #include "store/inspect_store.hpp"
-#include "store/refund_store.hpp"
+#include "store/operation_store.hpp"
 
 #include <cstddef>
 #include <optional>
@@ -43,7 +43,7 @@ store::PaymentPage payments_page(store::Db& db, const store::PaymentFilter& filt
 // The refunds in review come with it, by the same filter (their own limit), in `refunds`.
 struct ReviewQueue {
     store::PaymentPage page;
-    std::vector<store::RefundRow> refunds;
+    std::vector<store::OperationRow> refunds;
     bool refunds_more = false;
     long long contradictions = 0;
 };
@@ -62,11 +62,11 @@ struct ReviewCase {
 };
 ReviewCase review_case(store::Db& db, const store::PaymentRecord& record);
 // The same for a refund: its decisions name the refund's ID and generation.
-ReviewCase review_case(store::Db& db, const store::RefundRow& refund);
+ReviewCase review_case(store::Db& db, const store::OperationRow& refund);
 
 // The refund `id` names (its ID or operation ID), of any tenant; nullopt if none has it. Throws
 // DatabaseUnavailable.
-std::optional<store::RefundRow> find_refund(store::Db& db, const std::string& id);
+std::optional<store::OperationRow> find_refund(store::Db& db, const std::string& id);
 
 // What an operator can do with a payment now that is not a review decision: go to its decisions
 // (in review), ask the provider now (unknown), cancel it (never sent: pending or

@@ -63,6 +63,17 @@ std::optional<ValidationError> provider_refusal(const PaymentRequest& request,
         return std::nullopt;
     }
     const auto known = catalog->providers.find(request.provider);
+    if (known != catalog->providers.end() && request.manual_capture &&
+        !known->second.manual_capture) {
+        ValidationError e;
+        e.kind = ValidationKind::invalid;
+        e.field = "capture";
+        e.code = "manual_capture_not_supported";
+        e.message = "provider '" + request.provider + "' (kind " + known->second.kind +
+                    ") cannot authorise now and capture later through payrecon yet: send this "
+                    "payment with capture \"automatic\", or to a provider that can";
+        return e;
+    }
     if (known != catalog->providers.end()) {
         const auto problem =
             carry_problem(known->second.limits, request.merchant_reference, request.metadata);
@@ -370,6 +381,12 @@ IntakeResponse IntakeService::create_payment(const Principal& principal,
     payment.request = &*request;
     const std::string key_input = key_digest_input(idempotency_key);
     payment.idempotency_key_hash = m_keys.fingerprint(key_input);
+    if (request->manual_capture && m_settings.providers) {
+        if (const auto known = m_settings.providers->providers.find(request->provider);
+            known != m_settings.providers->providers.end()) {
+            payment.authorization_validity = known->second.authorization_validity;
+        }
+    }
     bool key_expired = false;
 
     auto make_bodies = [&](const std::string& created_at) {

@@ -9,8 +9,11 @@
 #include "core/validation.hpp"
 #include "services/intake.hpp"
 #include "store/intake_store.hpp"
+#include "store/operation_store.hpp"
 
 #include <chrono>
+#include <functional>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -67,6 +70,30 @@ struct Answering {
 IntakeResponse answer_of(const store::IntakeWrite& write, const std::string& canonical,
                          const FingerprintKeys& keys, const Principal& principal,
                          const Answering& answering);
+
+// A problem body with members of its own beside the standard ones.
+std::string problem_with(int status, std::string_view type, std::string_view title,
+                         std::string_view detail, std::optional<std::string_view> field,
+                         const nlohmann::ordered_json& extra);
+
+// The path's payment ID in lower case, or nullopt when it is not a UUID (then the payment is
+// simply not found: nothing leaks).
+std::optional<std::string> path_payment_id(std::string_view payment_id);
+
+// 404: the tenant has no such payment (another tenant's, or a malformed ID, alike).
+IntakeResponse payment_not_found();
+
+// An operation's intake (a refund, a capture, a void) once its request parsed: the key claimed for
+// `operation` bound to `canonical`, the payment locked, `decide` (the kind's decisions, made on
+// what the lock read), the operation written with what it holds, and the answer of what the store
+// wrote, worded for `answering`.
+IntakeResponse take_operation(
+    store::Db& db, const FingerprintKeys& keys, const IntakeSettings& settings,
+    const Principal& principal, std::string_view operation, std::string_view idempotency_key,
+    const std::string& canonical, store::NewOperation& written, Answering answering,
+    const std::function<store::OperationDecision(
+        const std::string& created_at, const std::optional<store::OperablePayment>& payment)>&
+        decide);
 
 } // namespace intake_protocol
 } // namespace payrecon

@@ -3,6 +3,7 @@
 #include "core/encoding.hpp"
 #include "core/errors.hpp"
 #include "core/nearest.hpp"
+#include "services/captures.hpp"
 #include "services/intake.hpp"
 #include "services/refunds.hpp"
 #include "store/inspect_store.hpp"
@@ -87,6 +88,32 @@ std::optional<std::string> payment_resource(store::Db& db, const std::string& te
         refunds.push_back(nlohmann::ordered_json::parse(refund_resource_json(r)));
     }
     body["refunds"] = std::move(refunds);
+    if (payment->manual_capture) {
+        // An authorisation (issue 32): what a merchant calls it, what it holds and what it took.
+        const CaptureAmounts captured = capture_amounts(*payment);
+        body["status"] = payment_status(*payment);
+        body["capture"] = "manual";
+        body["authorization_expires_at"] =
+            payment->authorization_expires_at
+                ? nlohmann::ordered_json(*payment->authorization_expires_at)
+                : nullptr;
+        body["amount_authorized"] = captured.authorized;
+        body["amount_captured"] = captured.captured;
+        body["amount_capture_pending"] = captured.pending;
+        body["amount_capturable"] = captured.capturable;
+        body["voided_at"] =
+            payment->voided_at ? nlohmann::ordered_json(*payment->voided_at) : nullptr;
+        nlohmann::ordered_json captures = nlohmann::ordered_json::array();
+        for (const auto& c : payment->captures) {
+            captures.push_back(nlohmann::ordered_json::parse(capture_resource_json(c)));
+        }
+        body["captures"] = std::move(captures);
+        nlohmann::ordered_json voids = nlohmann::ordered_json::array();
+        for (const auto& v : payment->voids) {
+            voids.push_back(nlohmann::ordered_json::parse(capture_resource_json(v)));
+        }
+        body["voids"] = std::move(voids);
+    }
     return body.dump();
 }
 

@@ -20,19 +20,8 @@ namespace {
 
 constexpr std::string_view k_operation = "create_refund";
 
-// A problem body with members of its own beside the standard ones.
-std::string problem_with(int status, std::string_view type, std::string_view title,
-                         std::string_view detail, std::optional<std::string_view> field,
-                         const nlohmann::ordered_json& extra) {
-    auto j = nlohmann::ordered_json::parse(problem_json(status, type, title, detail, field));
-    for (auto it = extra.begin(); it != extra.end(); ++it) {
-        j[it.key()] = it.value();
-    }
-    return j.dump();
-}
-
 // Why a payment in `state` cannot be refunded now, and what to do.
-std::string not_refundable_detail(const store::RefundablePayment& p) {
+std::string not_refundable_detail(const store::OperablePayment& p) {
     const auto state = parse_payment_state(p.state);
     const std::string id = p.payment_id;
     if (!state) {
@@ -61,32 +50,37 @@ std::string not_refundable_detail(const store::RefundablePayment& p) {
     return "Payment " + id + " cannot be refunded now.";
 }
 
-IntakeResponse refusal(int status, std::string body, std::string outcome) {
-    IntakeResponse r;
-    r.status = status;
-    r.body = std::move(body);
-    r.outcome = std::move(outcome);
-    return r;
-}
-
 // The decision once the key is new and the payment locked: a refusal, or the refund's amount and
 // its 202.
-store::RefundDecision decide(const RefundRequest& request, const std::string& refund_id,
-                             const std::string& created_at,
-                             const std::optional<store::RefundablePayment>& payment) {
-    store::RefundDecision d;
+store::OperationDecision decide(const RefundRequest& request, const std::string& refund_id,
+                                const std::string& created_at,
+                                const std::optional<store::OperablePayment>& payment) {
+    store::OperationDecision d;
     if (!payment) {
         d.refused_status = 404;
         d.refused_body = problem_json(404, "not_found", "Not found", "No payment with this ID.");
         return d;
     }
-    const store::RefundablePayment& p = *payment;
+    const store::OperablePayment& p = *payment;
     if (p.state != to_string(PaymentState::succeeded)) {
         d.refused_status = 409;
         d.refused_body =
             problem_with(409, "payment_not_refundable", "The payment cannot be refunded now",
                          not_refundable_detail(p), std::nullopt,
                          {{"payment_id", p.payment_id}, {"payment_status", p.state}});
+        return d;
+    }
+    if (p.manual_capture && p.captured_minor == 0) {
+        d.refused_status = 409;
+        d.refused_body = problem_with(
+            409, "payment_not_refundable", "The payment cannot be refunded now",
+            "Payment " + p.payment_id +
+                " is authorised only: nothing of it has been captured, so there is nothing to "
+                "refund. Void the authorisation (POST /v1/payments/" +
+                p.payment_id + "/void) to release it, or retry this request (same key) once a " +
+                "capture has succeeded.",
+            std::nullopt,
+            {{"payment_id", p.payment_id}, {"payment_status", "authorized"}, {"captured", 0}});
         return d;
     }
     const long long refundable = p.refundable();
@@ -97,7 +91,8 @@ store::RefundDecision decide(const RefundRequest& request, const std::string& re
             request.amount_minor ? describe_money(amount, p.currency) : "the rest";
         d.refused_body = problem_with(
             409, "refund_exceeds_payment", "The refund exceeds what the payment has left",
-            "A refund of " + asked + " does not fit payment " + p.payment_id + ": it charged " +
+            "A refund of " + asked + " does not fit payment " + p.payment_id +
+                (p.manual_capture ? ": it captured " : ": it charged ") +
                 describe_money(p.charged(), p.currency) + ", of which " +
                 describe_money(p.refund_held_minor, p.currency) +
                 " is refunded or being refunded; " + describe_money(refundable, p.currency) +
@@ -108,8 +103,8 @@ store::RefundDecision decide(const RefundRequest& request, const std::string& re
         return d;
     }
     d.amount_minor = amount;
-    store::RefundRow shown;
-    shown.refund_id = refund_id;
+    store::OperationRow shown;
+    shown.id = refund_id;
     shown.payment_id = p.payment_id;
     shown.state = std::string(to_string(PaymentState::pending));
     shown.amount_minor = amount;
@@ -121,14 +116,13 @@ store::RefundDecision decide(const RefundRequest& request, const std::string& re
     shown.created_at = created_at;
     shown.updated_at = created_at;
     d.accepted = refund_resource_json(shown);
-    d.duplicate_reference = [](const store::ExistingRefund& holder) {
-        return problem_with(
-            409, "duplicate_merchant_reference", "Duplicate merchant reference",
-            "This merchant_reference is taken by refund " + holder.refund_id +
-                " (GET /v1/refunds/" + holder.refund_id + ") of payment " + holder.payment_id +
-                "; it was not created again.",
-            std::string_view("merchant_reference"),
-            {{"refund_id", holder.refund_id}, {"refund", "/v1/refunds/" + holder.refund_id}});
+    d.duplicate_reference = [](const store::ExistingOperation& holder) {
+        return problem_with(409, "duplicate_merchant_reference", "Duplicate merchant reference",
+                            "This merchant_reference is taken by refund " + holder.id +
+                                " (GET /v1/refunds/" + holder.id + ") of payment " +
+                                holder.payment_id + "; it was not created again.",
+                            std::string_view("merchant_reference"),
+                            {{"refund_id", holder.id}, {"refund", "/v1/refunds/" + holder.id}});
     };
     return d;
 }
@@ -147,60 +141,38 @@ IntakeResponse RefundService::create_refund(const Principal& principal, std::str
         return std::move(*refused);
     }
     // Another tenant's payment and a malformed ID are both simply not found: nothing leaks.
-    if (!is_uuid_text(payment_id)) {
-        return refusal(404, problem_json(404, "not_found", "Not found", "No payment with this ID."),
-                       "not_found");
+    const auto id = path_payment_id(payment_id);
+    if (!id) {
+        return payment_not_found();
     }
-    std::string id(payment_id);
-    for (char& c : id) {
-        c = (c >= 'A' && c <= 'F') ? static_cast<char>(c - 'A' + 'a') : c;
-    }
-    const auto request = parse_refund_request(id, body, api_version);
+    const auto request = parse_refund_request(*id, body, api_version);
     if (!request) {
         return validation_problem(request.error());
     }
-    const std::string canonical = canonical_bytes(*request);
-
-    const store::IntakeClaim claim =
-        claim_of(principal, k_operation, idempotency_key, canonical, m_keys, m_settings.retention);
-
-    store::NewRefund refund;
-    refund.refund_id = new_uuid();
-    refund.operation_id = new_operation_id();
-    refund.request = &*request;
-    refund.idempotency_key_hash = m_keys.fingerprint(key_digest_input(idempotency_key));
+    store::NewOperation refund;
+    refund.kind = OperationKind::refund;
+    refund.payment_id = request->payment_id;
+    refund.reason = request->reason;
+    refund.merchant_reference = request->merchant_reference;
+    refund.metadata = request->metadata;
     if (audit) {
         refund.audit_actor = audit->actor;
         refund.audit_note = audit->note;
     }
-
-    std::string refused_outcome = "refused";
-    store::IntakeWrite write;
-    try {
-        write = store::write_refund_intake(
-            m_db, claim, refund,
-            [&](const std::string& created_at,
-                const std::optional<store::RefundablePayment>& payment) {
-                store::RefundDecision d = decide(*request, refund.refund_id, created_at, payment);
-                if (d.refused_status) {
-                    refused_outcome = *d.refused_status == 404 ? "not_found" : "refused";
-                }
-                return d;
-            });
-    } catch (const DatabaseUnavailable& e) {
-        return unavailable(e);
-    }
     Answering answering;
     answering.resource = "refund";
     answering.location_prefix = "/v1/refunds/";
-    answering.poll_interval = m_settings.poll_interval;
-    answering.refused_outcome = refused_outcome;
-    return answer_of(write, canonical, m_keys, principal, answering);
+    return take_operation(
+        m_db, m_keys, m_settings, principal, k_operation, idempotency_key,
+        canonical_bytes(*request), refund, answering,
+        [&](const std::string& created_at, const std::optional<store::OperablePayment>& payment) {
+            return decide(*request, refund.id, created_at, payment);
+        });
 }
 
-std::string refund_resource_json(const store::RefundRow& r) {
+std::string refund_resource_json(const store::OperationRow& r) {
     nlohmann::ordered_json j;
-    j["id"] = r.refund_id;
+    j["id"] = r.id;
     j["object"] = "refund";
     j["payment_id"] = r.payment_id;
     j["status"] = r.state;
@@ -246,8 +218,10 @@ RefundAmounts refund_amounts(const store::PaymentDetail& payment) {
         }
     }
     if (payment.state == to_string(PaymentState::succeeded)) {
-        out.refundable =
-            payment.charged_amount_minor.value_or(payment.amount_minor) - payment.refund_held_minor;
+        const long long base = payment.manual_capture
+                                   ? payment.captured_minor
+                                   : payment.charged_amount_minor.value_or(payment.amount_minor);
+        out.refundable = base - payment.refund_held_minor;
     }
     return out;
 }
@@ -296,7 +270,7 @@ std::string refund_note(std::string_view typed) {
     return note;
 }
 
-store::RefundRow refund_or_refuse(store::Db& db, const std::string& id) {
+store::OperationRow refund_or_refuse(store::Db& db, const std::string& id) {
     const auto refund = store::find_refund_any_tenant(db, id);
     if (!refund) {
         throw Refused("no refund has the ID or operation ID '" + printable(id) + "'",

@@ -6,8 +6,8 @@
 #include "core/fingerprint.hpp"
 #include "core/principal.hpp"
 #include "services/intake.hpp"
+#include "store/operation_store.hpp"
 #include "store/payment_store.hpp"
-#include "store/refund_store.hpp"
 
 #include <optional>
 #include <string>
@@ -51,7 +51,7 @@ private:
 // A refund as the API shows it: {id, object "refund", payment_id, status, status_category,
 // amount, currency, reason, merchant_reference, metadata, provider, provider_reference,
 // failure_reason, created_at, updated_at}.
-std::string refund_resource_json(const store::RefundRow& refund);
+std::string refund_resource_json(const store::OperationRow& refund);
 
 // GET /v1/refunds/{id}: nullopt if `refund_id` is not a UUID or the tenant has no such refund
 // (another tenant's is "none" too). Throws DatabaseUnavailable.
@@ -83,6 +83,6 @@ std::string operator_refund_body(store::Db& db, const Principal& principal,
 std::string refund_note(std::string_view typed);
 
 // A refund of any tenant by its ID or operation ID, for operators; Refused if none.
-store::RefundRow refund_or_refuse(store::Db& db, const std::string& id);
+store::OperationRow refund_or_refuse(store::Db& db, const std::string& id);
 
 } // namespace payrecon

@@ -2,8 +2,8 @@
 
 #include "core/money.hpp"
 #include "core/review_guidance.hpp"
+#include "store/operation_store.hpp"
 #include "store/reconcile_store.hpp"
-#include "store/refund_store.hpp"
 
 namespace payrecon {
 namespace {
@@ -102,7 +102,7 @@ ResolveOutcome resolve(store::Db& db, const ResolveRequest& request,
         out.ref = *ref;
     } else if (const auto refund = store::find_refund_any_tenant(db, request.id)) {
         out.ref = store::PaymentRef{refund->tenant_id, refund->payment_id};
-        out.refund_id = refund->refund_id;
+        out.refund_id = refund->id;
     } else {
         return with_status(std::move(out), Status::not_found);
     }

@@ -155,11 +155,9 @@ const std::string k_settle_operation_sql = std::string(k_finish_attempt) + R"sql
            review_code = $8::text, lookup_count = 0, lookup_failures = 0, updated_at = now()
      WHERE tenant_id = $1::uuid AND id = $2::uuid AND generation = $3 AND state = 'processing'
  RETURNING *
-), released AS (
-    UPDATE payments p SET refund_held_minor = p.refund_held_minor - s.amount_minor
-      FROM settled s
-     WHERE s.state = 'failed' AND p.tenant_id = s.tenant_id AND p.payment_id = s.payment_id
-), event AS ()sql" + refund_event_insert("settled") +
+), effect AS ()sql" + operation_effect_update("settled") +
+                                           R"sql(
+), event AS ()sql" + operation_event_insert("settled") +
                                            R"sql(
 )
 SELECT count(*) FROM settled)sql";
@@ -199,7 +197,7 @@ WITH stale AS (
       FROM stale_operations s
      WHERE o.tenant_id = s.tenant_id AND o.id = s.id
  RETURNING o.*
-), operation_event AS ()sql" + refund_event_insert("expired_operations") +
+), operation_event AS ()sql" + operation_event_insert("expired_operations") +
                                  R"sql(
 ), operation_audit AS (
     INSERT INTO audit_log (tenant_id, actor, action, subject_type, subject_id, detail)
@@ -252,7 +250,7 @@ ClaimedPayment payment_from_row(const pqxx::row& row, int first) {
 }
 
 ClaimedPayment claim_from_row(const pqxx::row& row) {
-    ClaimedPayment c = payment_from_row(row, 4);
+    ClaimedPayment c = payment_from_row(row, 9);
     const auto kind = parse_operation_kind(row[0].as<std::string>());
     if (!kind) {
         throw std::logic_error("an operation of a kind this build does not know: " +
@@ -268,6 +266,13 @@ ClaimedPayment claim_from_row(const pqxx::row& row) {
     if (!row[3].is_null()) {
         c.refund_reason = row[3].as<std::string>();
     }
+    c.manual_capture = row[4].as<bool>();
+    if (!row[5].is_null()) {
+        c.final = row[5].as<bool>();
+    }
+    c.payment_operation_id = row[6].as<std::string>();
+    c.authorized_minor = row[7].as<long long>();
+    c.captured_before_minor = row[8].as<long long>();
     return c;
 }
 

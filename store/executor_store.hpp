@@ -24,6 +24,14 @@ struct ClaimedPayment {
     std::string operation_row_id;                // a refund's ID; empty for the charge
     std::optional<std::string> charge_reference; // a refund: the charge's provider reference
     std::optional<std::string> refund_reason;    // a refund: why, when the merchant said
+    // Authorisations (issue 32): whether the payment was made with capture "manual" (its charge
+    // authorises only); a capture's `final`; the charge's operation ID; what it authorised and
+    // what its captures that succeeded took before this claim.
+    bool manual_capture = false;
+    std::optional<bool> final;
+    std::string payment_operation_id;
+    long long authorized_minor = 0;
+    long long captured_before_minor = 0;
     // The row the claim holds, fences and settles: the payment's ID for the charge, else the
     // operation's.
     const std::string& subject_id() const {

@@ -29,9 +29,11 @@ const std::string k_create_payment_sql = R"sql(
 WITH p AS (
     INSERT INTO payments (tenant_id, payment_id, merchant_reference, amount_minor, currency, provider,
                           payment_method, customer, description, metadata, operation_id, state,
-                          created_by, idempotency_key_hash)
+                          created_by, idempotency_key_hash, capture_method,
+                          authorization_expires_at)
     VALUES ($1::uuid, $5::uuid, $6, $7, $8, $9, $10, $11, $12, $13::jsonb, $14, 'pending', $2::uuid,
-            decode($16, 'hex'))
+            decode($16, 'hex'), $17::text,
+            now() + make_interval(secs => $18::bigint))
     ON CONFLICT (tenant_id, merchant_reference) DO NOTHING
     RETURNING *
 ), o AS ()sql" + payment_event_insert("p", {}, "'payment.created'") +
@@ -74,9 +76,11 @@ WITH c AS (
 ), p AS (
     INSERT INTO payments (tenant_id, payment_id, merchant_reference, amount_minor, currency, provider,
                           payment_method, customer, description, metadata, operation_id, state,
-                          created_by, idempotency_key_hash)
+                          created_by, idempotency_key_hash, capture_method,
+                          authorization_expires_at)
     SELECT $1::uuid, c.resource_id, $8::text, $9::bigint, $10::text, $11::text, $12::text, $13::text,
-           $14::text, $15::jsonb, $16::text, 'pending', $2::uuid, decode($19, 'hex')
+           $14::text, $15::jsonb, $16::text, 'pending', $2::uuid, decode($19, 'hex'), $20::text,
+           now() + make_interval(secs => $21::bigint)
       FROM c
     ON CONFLICT (tenant_id, merchant_reference) DO NOTHING
     RETURNING *
@@ -157,6 +161,21 @@ void store_intake_conflict(Db::Impl& impl, pqxx::transaction_base& tx, const Int
 
 namespace {
 
+const char* capture_method(const PaymentRequest& request) {
+    return request.manual_capture ? "manual" : "automatic";
+}
+
+// An authorisation's validity in seconds (its expiry is counted from acceptance: the earliest the
+// provider may let it lapse); none for a charge captured at once, or a provider whose rule is not
+// known.
+std::optional<long long> authorization_validity(const NewPayment& payment) {
+    if (!payment.request->manual_capture || !payment.authorization_validity ||
+        payment.authorization_validity->count() <= 0) {
+        return std::nullopt;
+    }
+    return static_cast<long long>(payment.authorization_validity->count());
+}
+
 // Two creation times of the same length that differ in their first character: the 202 made with
 // each tells where the time stands in it.
 constexpr std::string_view k_time_a = "0000-00-00T00:00:00.000Z";
@@ -202,6 +221,7 @@ write_intake_once(Db& db, const IntakeClaim& claim, const NewPayment& payment,
     const std::string metadata_text = metadata.dump();
     const char* key_hash =
         payment.idempotency_key_hash.empty() ? nullptr : payment.idempotency_key_hash.c_str();
+    const std::optional<long long> validity = authorization_validity(payment);
     for (int attempt = 0;; ++attempt) {
         try {
             return translate_errors(impl, [&]() -> std::optional<IntakeWrite> {
@@ -216,7 +236,8 @@ write_intake_once(Db& db, const IntakeClaim& claim, const NewPayment& payment,
                         static_cast<long long>(claim.retention.count()), payment.payment_id,
                         req.merchant_reference, req.amount_minor, req.currency, req.provider,
                         req.payment_method, or_null(req.customer), or_null(req.description),
-                        metadata_text, payment.operation_id, split->before, split->after, key_hash);
+                        metadata_text, payment.operation_id, split->before, split->after, key_hash,
+                        capture_method(req), validity);
                 } catch (const pqxx::broken_connection& e) {
                     // Sent or not, committed or not: nobody can say.
                     throw pqxx::in_doubt_error(e.what());
@@ -325,7 +346,8 @@ IntakeWrite write_intake(Db& db, const IntakeClaim& claim, const NewPayment& pay
                     claim.idempotency_key, payment.payment_id, req.merchant_reference,
                     req.amount_minor, req.currency, req.provider, req.payment_method,
                     or_null(req.customer), or_null(req.description), metadata.dump(),
-                    payment.operation_id, bodies.accepted, key_hash);
+                    payment.operation_id, bodies.accepted, key_hash, capture_method(req),
+                    authorization_validity(payment));
                 if (r[0].as<bool>()) {
                     out.kind = IntakeWrite::Kind::created;
                     out.status = 202;

@@ -30,6 +30,8 @@ struct NewPayment {
     const PaymentRequest* request = nullptr;
     std::string
         idempotency_key_hash; // hex keyed digest of the Idempotency-Key, kept with the payment
+    // A manual capture's: how long the provider keeps the authorisation (none: not known).
+    std::optional<std::chrono::seconds> authorization_validity;
 };
 
 // The payment that holds a merchant reference already.

@@ -5,9 +5,11 @@
 
 namespace payrecon::store {
 
-// A payment's refunds, oldest first, in `tx`'s snapshot (store/refund_store.cpp).
-std::vector<RefundRow> refunds_of_payment(pqxx::transaction_base& tx, const std::string& tenant_id,
-                                          const std::string& payment_id);
+// A payment's operations of every kind, oldest first, in `tx`'s snapshot
+// (store/operation_store.cpp).
+std::vector<OperationRow> operations_of_payment(pqxx::transaction_base& tx,
+                                                const std::string& tenant_id,
+                                                const std::string& payment_id);
 
 namespace {
 
@@ -17,8 +19,14 @@ constexpr const char* k_find_payment = "find_payment";
 constexpr const char* k_find_payment_sql =
     "SELECT payment_id::text, state, amount_minor, currency, merchant_reference, "
     "provider, " PAYRECON_ISO("created_at") ", " PAYRECON_ISO(
-        "updated_at") ", provider_reference, charged_amount_minor, refund_held_minor "
-                      "FROM payments WHERE tenant_id = $1::uuid AND payment_id = $2::uuid";
+        "updated_at") ", provider_reference, charged_amount_minor, refund_held_minor, "
+                      "capture_method = 'manual', capture_held_minor, captured_minor, "
+                      "final_capture_held, void_held, " PAYRECON_ISO("voided_at") ", " PAYRECON_ISO("authorization_expires_at") ", " PAYRECON_ISO(
+                          "authorization_expired_at") ", "
+                                                      "authorization_expired_at IS NOT NULL OR "
+                                                      "authorization_expires_at <= now() "
+                                                      "FROM payments WHERE tenant_id = $1::uuid "
+                                                      "AND payment_id = $2::uuid";
 
 constexpr const char* k_find_attempts = "find_attempts";
 constexpr const char* k_find_attempts_sql =
@@ -66,7 +74,34 @@ std::optional<PaymentDetail> find_payment(Db& db, const std::string& tenant_id,
             p.charged_amount_minor = row[9].as<long long>();
         }
         p.refund_held_minor = row[10].as<long long>();
-        p.refunds = refunds_of_payment(tx, tenant_id, payment_id);
+        p.manual_capture = row[11].as<bool>();
+        p.capture_held_minor = row[12].as<long long>();
+        p.captured_minor = row[13].as<long long>();
+        p.final_capture_held = row[14].as<bool>();
+        p.void_held = row[15].as<bool>();
+        auto opt = [&](int i) {
+            return row[i].is_null() ? std::nullopt
+                                    : std::optional<std::string>(row[i].as<std::string>());
+        };
+        p.voided_at = opt(16);
+        p.authorization_expires_at = opt(17);
+        p.authorization_expired_at = opt(18);
+        p.authorization_lapsed = !row[19].is_null() && row[19].as<bool>();
+        for (auto& o : operations_of_payment(tx, tenant_id, payment_id)) {
+            switch (o.kind) {
+            case OperationKind::refund:
+                p.refunds.push_back(std::move(o));
+                break;
+            case OperationKind::capture:
+                p.captures.push_back(std::move(o));
+                break;
+            case OperationKind::void_authorization:
+                p.voids.push_back(std::move(o));
+                break;
+            case OperationKind::charge:
+                break;
+            }
+        }
         for (const auto& a : tx.exec_prepared(k_find_attempts, tenant_id, payment_id)) {
             AttemptSummary s;
             s.attempt_no = a[0].as<int>();

@@ -1,7 +1,7 @@
 #pragma once
 // Reading payments back: the status resource of the HTTP API and the CLI.
 
-#include "store/refund_store.hpp"
+#include "store/operation_store.hpp"
 
 #include <optional>
 #include <string>
@@ -31,8 +31,22 @@ struct PaymentDetail {
     std::optional<std::string> provider_reference;
     std::vector<AttemptSummary> attempts;
     std::optional<long long> charged_amount_minor; // what an operator recorded it charged
-    long long refund_held_minor = 0; // refunds succeeded, in flight, unknown or in review
-    std::vector<RefundRow> refunds;  // oldest first
+    long long refund_held_minor = 0;   // refunds succeeded, in flight, unknown or in review
+    std::vector<OperationRow> refunds; // oldest first
+    // An authorisation's (capture "manual", issue 32): what its captures hold and took, whether a
+    // final capture or a void is held, when it was voided, when it expires (the earliest the
+    // provider may let it lapse) or was found expired; its captures and voids, oldest first.
+    bool manual_capture = false;
+    long long capture_held_minor = 0;
+    long long captured_minor = 0;
+    bool final_capture_held = false;
+    bool void_held = false;
+    std::optional<std::string> voided_at;
+    std::optional<std::string> authorization_expires_at;
+    std::optional<std::string> authorization_expired_at;
+    bool authorization_lapsed = false; // expired by now, by its expiry time or as found
+    std::vector<OperationRow> captures;
+    std::vector<OperationRow> voids;
 };
 
 // The payment `payment_id` of `tenant_id`, with its attempts in order and its refunds; nullopt if

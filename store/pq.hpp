@@ -160,16 +160,20 @@ ClaimedPayment payment_from_row(const pqxx::row& row, int first = 0);
 // operations `o` joined to their payments `p`.
 inline constexpr const char* k_charge_claim_columns =
     "'charge' AS kind, p.payment_id::text AS subject_id, NULL::text AS charge_reference, "
-    "NULL::text AS refund_reason, p.tenant_id::text, p.payment_id::text, p.generation, "
+    "NULL::text AS refund_reason, p.capture_method = 'manual' AS manual_capture, "
+    "NULL::boolean AS final, p.operation_id AS payment_operation_id, "
+    "p.amount_minor AS authorized_minor, p.captured_minor, "
+    "p.tenant_id::text, p.payment_id::text, p.generation, "
     "p.attempt_count, p.operation_id, p.merchant_reference, p.amount_minor, p.currency, "
     "p.provider, p.payment_method, p.customer, p.description, p.metadata::text, "
     "(extract(epoch FROM p.created_at) * 1000000)::bigint AS created_at_us";
 inline constexpr const char* k_operation_claim_columns =
-    "o.kind, o.id::text, p.provider_reference, o.reason, o.tenant_id::text, o.payment_id::text, "
+    "o.kind, o.id::text, p.provider_reference, o.reason, p.capture_method = 'manual', o.final, "
+    "p.operation_id, p.amount_minor, p.captured_minor, o.tenant_id::text, o.payment_id::text, "
     "o.generation, o.attempt_count, o.operation_id, coalesce(o.merchant_reference, ''), "
     "o.amount_minor, o.currency, o.provider, p.payment_method, p.customer, p.description, "
     "o.metadata::text, (extract(epoch FROM o.created_at) * 1000000)::bigint";
-inline constexpr int k_claim_column_count = 4 + k_payment_column_count;
+inline constexpr int k_claim_column_count = 9 + k_payment_column_count;
 // Reads those columns from column 0. Throws std::logic_error on a kind this build does not know.
 ClaimedPayment claim_from_row(const pqxx::row& row);
 

@@ -166,12 +166,10 @@ WITH u AS (
            updated_at = CASE WHEN state = $4::text THEN updated_at ELSE now() END
      WHERE tenant_id = $1::uuid AND id = $2::uuid AND generation = $3 AND state = $11
  RETURNING *
-), released AS (
-    UPDATE payments p SET refund_held_minor = p.refund_held_minor - u.amount_minor
-      FROM u
-     WHERE u.state = 'failed' AND p.tenant_id = u.tenant_id AND p.payment_id = u.payment_id
+), effect AS ()sql" + operation_effect_update("u") +
+                                          R"sql(
 ), event AS (
-    )sql" + refund_event_insert("u", "r.state <> $11") +
+    )sql" + operation_event_insert("u", "r.state <> $11") +
                                           R"sql(
 ), audit AS (
     INSERT INTO audit_log (tenant_id, actor, action, subject_type, subject_id, detail)
@@ -280,12 +278,10 @@ WITH u AS (
            provider_reference = coalesce($6, provider_reference), updated_at = now()
      WHERE tenant_id = $1::uuid AND id = $2::uuid AND generation = $3
  RETURNING *
-), released AS (
-    UPDATE payments p SET refund_held_minor = p.refund_held_minor - u.amount_minor
-      FROM u
-     WHERE u.state = 'failed' AND p.tenant_id = u.tenant_id AND p.payment_id = u.payment_id
+), effect AS ()sql" + operation_effect_update("u") +
+                                         R"sql(
 ), event AS (
-    )sql" + refund_event_insert("u") +
+    )sql" + operation_event_insert("u") +
                                          R"sql(
 ), audit AS (
     INSERT INTO audit_log (tenant_id, actor, action, subject_type, subject_id, detail)

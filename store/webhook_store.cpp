@@ -118,12 +118,10 @@ WITH u AS (
            provider_reference = coalesce($7, provider_reference), updated_at = now()
      WHERE tenant_id = $1::uuid AND id = $2::uuid AND generation = $3 AND state = 'unknown'
  RETURNING *
-), released AS (
-    UPDATE payments p SET refund_held_minor = p.refund_held_minor - u.amount_minor
-      FROM u
-     WHERE u.state = 'failed' AND p.tenant_id = u.tenant_id AND p.payment_id = u.payment_id
+), effect AS ()sql" + operation_effect_update("u") +
+                                                R"sql(
 ), event AS (
-    )sql" + refund_event_insert("u") + R"sql(
+    )sql" + operation_event_insert("u") + R"sql(
 ), audit AS (
     INSERT INTO audit_log (tenant_id, actor, action, subject_type, subject_id, detail)
     SELECT u.tenant_id, $8, u.kind || '.reconciled', u.kind, u.id::text,
@@ -167,12 +165,10 @@ WITH u AS (
            reversed_at = now(), updated_at = now()
      WHERE tenant_id = $1::uuid AND id = $2::uuid AND generation = $3 AND state = 'succeeded'
  RETURNING *
-), released AS (
-    UPDATE payments p SET refund_held_minor = p.refund_held_minor - u.amount_minor
-      FROM u
-     WHERE p.tenant_id = u.tenant_id AND p.payment_id = u.payment_id
+), effect AS ()sql" + operation_effect_update("u") +
+                                         R"sql(
 ), event AS (
-    )sql" + refund_event_insert("u") + R"sql(
+    )sql" + operation_event_insert("u") + R"sql(
 ), audit AS (
     INSERT INTO audit_log (tenant_id, actor, action, subject_type, subject_id, detail)
     SELECT u.tenant_id, $5, u.kind || '.reversed', u.kind, u.id::text,

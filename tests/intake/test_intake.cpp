@@ -917,7 +917,7 @@ TEST_CASE("intake: a response over 64 KiB is never stored", "[intake][db]") {
     store::IntakeClaim claim{s.tenant.tenant_id,   s.writer.principal.principal_id,
                              "create_payment",     "k-big",
                              std::string(64, 'a'), std::chrono::hours(24)};
-    store::NewPayment payment{new_uuid(), new_operation_id(), &*request, ""};
+    store::NewPayment payment{new_uuid(), new_operation_id(), &*request, "", std::nullopt};
     CHECK_THROWS_AS(
         store::write_intake(*s.db, claim, payment,
                             [](const std::string&) {

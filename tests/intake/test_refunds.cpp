@@ -4,7 +4,7 @@
 #include "services/intake.hpp"
 #include "services/payments.hpp"
 #include "services/refunds.hpp"
-#include "store/refund_store.hpp"
+#include "store/operation_store.hpp"
 #include "tests/support/test_db.hpp"
 
 #include <catch2/catch.hpp>
