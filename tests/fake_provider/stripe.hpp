@@ -4,8 +4,9 @@
 // what seeds change (seed.hpp). No sockets here: `handle` turns a parsed request into a reply
 // and a socket action (answer, FIN, RST, hang, half a body), and the server carries the action out.
 // In the ledger:
-//   deliveries  every POST /v1/payment_intents (and Adyen's /v71/payments) read in full, whatever
-//               it was answered
+//   deliveries  every POST /v1/payment_intents (and Adyen's /v71/payments), /v1/refunds and
+//               /v1/payment_intents/{id}/capture and /cancel read in full, whatever it was
+//               answered (capture_deliveries and cancel_deliveries count the last two apart)
 //   executions  per operation ID, PaymentIntents actually created (a decline is an execution too:
 //               Stripe creates the PaymentIntent and a failed charge, and the key keeps the 402)
 //               and refunds actually made (POST /v1/refunds: of a succeeded PaymentIntent, never

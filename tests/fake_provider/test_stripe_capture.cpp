@@ -327,7 +327,14 @@ TEST_CASE("stripe fake: capturing more than is capturable, or again after a capt
     CHECK(unknown.status == 404);
     CHECK(unknown.json()["error"]["code"] == "resource_missing");
 
+    // Without the API key: 401, answered before anything is counted.
+    const HttpResult anonymous =
+        call("POST", r.url("/v1/payment_intents/" + pi["id"].get<std::string>() + "/capture"),
+             {"Idempotency-Key: cap-anon"}, "");
+    CHECK(anonymous.status == 401);
+
     CHECK(counts(r, pi)["captures"] == 1);
+    CHECK(counts(r, pi)["capture_deliveries"] == 4);
     CHECK(charged_eur(r) == 2000);
     CHECK(r.ledger()["capture_deliveries"] == 5);
 }
