@@ -450,6 +450,15 @@ TEST_CASE("stripe fake: a capture under execute_then_hang executes once, and its
     const Json l = r.ledger();
     CHECK(l["faults_applied"]["execute_then_hang"] == 1);
     CHECK(l["charged"]["eur"] == 1200);
+    CHECK(l["deliveries_by_operation"]["cap-hang"] == 2);
+    CHECK(l["deliveries"] == 3); // the authorisation and both capture POSTs
+
+    // A reset forgets the authorisations and their counts with everything else.
+    REQUIRE(call("POST", r.admin_url("/__admin/reset")).status == 200);
+    const Json fresh = r.ledger();
+    CHECK(fresh["authorizations"].empty());
+    CHECK(fresh["captures"] == 0);
+    CHECK(fresh["capture_deliveries"] == 0);
 }
 
 TEST_CASE("stripe fake: the fault queue applies to capture and cancel POSTs as to any POST",
