@@ -5,9 +5,11 @@
 // due), the fake clock, the random source of ids, and the ledger's counts. So one fault config
 // applies to whichever dialect's create comes next, and one ledger says what the "provider"
 // executed, in whatever dialect it was asked:
-//   deliveries              every create POST read in full, whatever it was answered
+//   deliveries              every create POST read in full, whatever it was answered (and the
+//                           refund, capture and cancel POSTs of the dialects that have them)
 //   deliveries_by_operation the same per operation ID (each dialect says where it finds it)
-//   executions              per operation ID, payments actually created (declines included)
+//   executions              per operation ID, payments actually created (declines included),
+//                           refunds, captures and cancels actually made
 //   replays                 answers given from an idempotency key instead of executing
 //   charged                 per currency (lower case), what the provider kept
 //   refunded                per currency (lower case), what it gave back (refunds made, seeded)

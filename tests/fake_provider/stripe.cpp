@@ -34,6 +34,8 @@ constexpr std::string_view k_page_prefix = "fakepage_";
 constexpr std::string_view k_list_url = "/v1/payment_intents";
 constexpr std::string_view k_search_url = "/v1/payment_intents/search";
 constexpr std::string_view k_refunds_url = "/v1/refunds";
+// Stripe cancels an uncaptured PaymentIntent this long after its creation ("7 by default").
+constexpr std::chrono::seconds k_authorization_validity{7 * 86400};
 
 // Every top-level parameter of POST /v1/payment_intents in the 2020-08-27 spec. Others get 400.
 const std::set<std::string_view> k_create_params{
@@ -318,10 +320,13 @@ validate_create(const http::Fields& form, const std::vector<std::string>& unknow
                                "in one call).",
                                "parameter_invalid", "confirm");
     }
-    if (capture_method != nullptr && *capture_method != "automatic") {
-        return invalid_request("The fake provider supports only capture_method=automatic.",
-                               "parameter_invalid", "capture_method");
+    if (capture_method != nullptr && *capture_method != "automatic" &&
+        *capture_method != "manual") {
+        return invalid_request(
+            "The fake provider supports only capture_method=automatic and manual.",
+            "parameter_invalid", "capture_method");
     }
+    p.manual_capture = capture_method != nullptr && *capture_method == "manual";
     if (p.payment_method.empty()) {
         return invalid_request("Missing required param: payment_method.", "parameter_missing",
                                "payment_method");
@@ -437,6 +442,25 @@ std::optional<Decline> decline_of(IntentOutcome outcome) {
     return std::nullopt;
 }
 
+// `POST /v1/payment_intents/{id}/capture` or `/cancel`: the id and whether it is the cancel.
+std::optional<std::pair<std::string_view, bool>> intent_action(const http::Request& request,
+                                                               std::string_view prefix) {
+    const std::string_view path = request.path;
+    if (request.method != "POST" || path.substr(0, prefix.size()) != prefix) {
+        return std::nullopt;
+    }
+    const std::string_view rest = path.substr(prefix.size());
+    const std::size_t slash = rest.find('/');
+    if (slash == 0 || slash == std::string_view::npos) {
+        return std::nullopt;
+    }
+    const std::string_view action = rest.substr(slash + 1);
+    if (action != "capture" && action != "cancel") {
+        return std::nullopt;
+    }
+    return std::pair(rest.substr(0, slash), action == "cancel");
+}
+
 } // namespace
 
 StripeApi::StripeApi(Ledger& ledger, const Account& account, StripeOptions options)
@@ -453,6 +477,11 @@ void StripeApi::reset_locked() {
     m_intents.clear();
     m_keys.clear();
     m_seeded.clear();
+    m_authorizations.clear();
+    m_capture_deliveries = 0;
+    m_cancel_deliveries = 0;
+    m_captures = 0;
+    m_cancels = 0;
     m_refund_seq = 0;
 }
 
@@ -496,12 +525,14 @@ Reply StripeApi::handle(const http::Request& request, const Wait& wait) {
                    path.size() > prefix.size() &&
                    path.find('/', prefix.size()) == std::string::npos) {
             reply = retrieve(path.substr(prefix.size()), *query, wait);
+        } else if (const auto action = intent_action(request, prefix)) {
+            reply = capture_or_cancel(request, action->first, action->second, wait);
         } else {
             reply.response = error(404, "invalid_request_error",
                                    "Unrecognized request URL (" + request.method + ": " + path +
                                        "). The fake provider serves PaymentIntents create, "
-                                       "retrieve, list and search, and refunds' create and "
-                                       "list, only.");
+                                       "retrieve, list, search, capture and cancel, and refunds' "
+                                       "create and list, only.");
         }
     }
     stamp(reply);
@@ -563,7 +594,7 @@ Reply StripeApi::refund_for(const IntentRefund& other, const http::Request& requ
     }
     // What the charge has left is read now, after the wait: another refund may have taken it.
     Intent& in = m_intents[*found];
-    const std::int64_t left = in.succeeded() ? in.amount - in.amount_refunded : 0;
+    const std::int64_t left = in.paid() ? in.net() : 0;
     Executed executed;
     executed.operation_id = reply.operation_id;
     executed.amount = params.amount;
@@ -718,19 +749,29 @@ Reply StripeApi::create(const http::Request& request, const Wait& wait, const In
     intent.customer = params.customer;
     intent.description = params.description;
     intent.metadata = params.metadata;
+    intent.manual = params.manual_capture;
     const bool declined = decline_of(intent.outcome).has_value();
-    const Intent& added = m_intents[add_intent(std::move(intent))];
+    const std::size_t index = add_intent(std::move(intent));
+    const Intent& added = m_intents[index];
+    if (added.manual) {
+        m_authorizations.insert(index);
+    }
 
     Executed executed;
     executed.provider_id = "pi_" + std::string(added.id.data(), added.id.size());
     executed.operation_id = added.operation_id;
     executed.amount = added.amount;
     executed.currency = added.currency;
-    executed.charged = added.outcome == Outcome::succeeded;
+    executed.charged = added.paid();
+    if (added.manual && added.succeeded()) {
+        executed.stripe_event = "payment_intent.amount_capturable_updated";
+        executed.stripe_status = "requires_capture";
+        executed.amount_capturable = added.amount;
+    }
     if (other != nullptr) {
         reply.response = other->answer(request, executed);
     } else {
-        Json pi = render(added);
+        Json pi = render(added, m_ledger.now_locked());
         if (declined) {
             Json err = pi["last_payment_error"];
             err["payment_intent"] = std::move(pi);
@@ -863,14 +904,22 @@ Reply StripeApi::create_refund(const http::Request& request, const Wait& wait) {
     }
     // What the charge has left is read now, after the wait: another refund may have taken it.
     Intent& in = m_intents[*found];
-    const std::int64_t left = in.succeeded() ? in.amount - in.amount_refunded : 0;
+    const std::int64_t left = in.paid() ? in.net() : 0;
     const std::int64_t take = asked != 0 ? asked : left;
-    if (!in.succeeded() || left == 0 || take > left) {
+    if (!in.paid() || left == 0 || take > left) {
         if (key != nullptr) {
             m_keys.erase(*key); // nothing executed: Stripe saves no result for it
         }
+        // An authorisation has nothing to refund until it is captured (only a cancel releases
+        // it); Stripe's documents do not word this answer: the fake's, in the unpaid one's code.
+        const bool uncaptured = in.manual && in.succeeded() && !in.captured;
         reply.response =
-            !in.succeeded()
+            uncaptured ? invalid_request(
+                             "This PaymentIntent's charge is not captured, so there is nothing "
+                             "to refund: cancel the PaymentIntent to release the "
+                             "authorization.",
+                             "charge_not_refundable", "payment_intent")
+            : !in.paid()
                 ? invalid_request("This PaymentIntent does not have a successful charge to refund.",
                                   "charge_not_refundable", "payment_intent")
             : left == 0 ? invalid_request("Charge " + concat("ch_", view(in.charge_id)) +
@@ -896,6 +945,199 @@ Reply StripeApi::create_refund(const http::Request& request, const Wait& wait) {
     reply.executed = true;
     after(reply);
     save_key_locked(key, reply);
+    return reply;
+}
+
+Reply StripeApi::capture_or_cancel(const http::Request& request, std::string_view id, bool cancel,
+                                   const Wait& wait) {
+    Reply reply;
+    const std::string* content_type = request.header("content-type");
+    const bool is_form =
+        content_type != nullptr && content_type->rfind("application/x-www-form-urlencoded", 0) == 0;
+    // A capture of everything or a cancel without a reason has no parameters: no body at all is
+    // an empty form.
+    const auto form = is_form                ? http::parse_form(request.body)
+                      : request.body.empty() ? std::optional(http::Fields{})
+                                             : std::nullopt;
+    const std::string* key = m_account.idempotency ? request.header("idempotency-key") : nullptr;
+    reply.operation_id = operation_of(form, request);
+    const std::string_view what = cancel ? "cancel" : "capture";
+
+    std::unique_lock lock = m_ledger.lock();
+    m_ledger.count_delivery_locked(reply.operation_id);
+    ++(cancel ? m_cancel_deliveries : m_capture_deliveries);
+    const auto found = find_id(id);
+    if (found) {
+        Intent& in = m_intents[*found];
+        ++(cancel ? in.cancel_deliveries : in.capture_deliveries);
+        m_authorizations.insert(*found);
+    }
+    const auto latency = m_ledger.faults_locked().latency;
+    auto answer = [&](Reply r) { return answer_after(lock, wait, latency, std::move(r)); };
+    auto after = [](Reply& r) { apply_after_execute(r, api_error_500("after execution")); };
+    if (fault_before_execute_locked(m_ledger, reply, [] {
+            return api_error_500("before execution: nothing was executed");
+        })) {
+        return answer(std::move(reply));
+    }
+    if (!form) {
+        reply.response =
+            invalid_request("Requests to /v1/payment_intents/{intent}/" + std::string(what) +
+                            " must be application/x-www-form-urlencoded.");
+        return answer(std::move(reply));
+    }
+    // Validation: a refusal here saves nothing under the key. The capture's parameters are the
+    // API reference's (metadata, final_capture and the descriptors beyond the 2020-08-27 spec).
+    std::optional<std::int64_t> amount_to_capture;
+    std::map<std::string, std::string> metadata;
+    Cancellation reason = Cancellation::unspecified;
+    const auto refuse = [&](http::Response response) {
+        reply.response = std::move(response);
+        return answer(std::move(reply));
+    };
+    for (const auto& [name, value] : *form) {
+        const std::string base = name.substr(0, name.find('['));
+        if (base == "expand") {
+            continue;
+        }
+        if (!cancel && base == "metadata") {
+            if (auto bad = add_metadata(name, value, metadata)) {
+                return refuse(std::move(*bad));
+            }
+        } else if (!cancel && name == "amount_to_capture") {
+            const auto parsed = parse_int(value);
+            if (!parsed || *parsed < 1) {
+                return refuse(invalid_request("Invalid positive integer: " + value,
+                                              "parameter_invalid_integer", "amount_to_capture"));
+            }
+            amount_to_capture = parsed;
+        } else if (!cancel && name == "final_capture") {
+            if (value != "true") {
+                return refuse(invalid_request("final_capture=false needs multicapture, which this "
+                                              "account does not have: one capture is final.",
+                                              "parameter_invalid", "final_capture"));
+            }
+        } else if (!cancel && (name == "application_fee_amount" || name == "statement_descriptor" ||
+                               name == "statement_descriptor_suffix")) {
+            continue; // accepted and ignored, as create's
+        } else if (cancel && name == "cancellation_reason") {
+            if (value == "abandoned") {
+                reason = Cancellation::abandoned;
+            } else if (value == "duplicate") {
+                reason = Cancellation::duplicate;
+            } else if (value == "fraudulent") {
+                reason = Cancellation::fraudulent;
+            } else if (value == "requested_by_customer") {
+                reason = Cancellation::requested_by_customer;
+            } else {
+                return refuse(invalid_request("Invalid cancellation_reason: " + value,
+                                              "parameter_invalid", "cancellation_reason"));
+            }
+        } else {
+            return refuse(
+                invalid_request("Received unknown parameter: " + name, "parameter_unknown", name));
+        }
+    }
+    if (!found) {
+        return refuse(error(404, "invalid_request_error",
+                            "No such payment_intent: '" + std::string(id) + "'", "resource_missing",
+                            "intent"));
+    }
+    // What a replay must match: the form and the path (a key is Stripe's for one endpoint).
+    http::Fields sorted = *form;
+    sorted.emplace_back("(path)", request.path);
+    std::sort(sorted.begin(), sorted.end());
+    if (key_answered_locked(key, sorted, reply)) {
+        after(reply);
+        return answer(std::move(reply));
+    }
+    if (!wait_in_flight(lock, wait, latency, m_keys, key)) {
+        reply.action = SocketAction::close_fin;
+        return reply;
+    }
+    // The PaymentIntent's state is read now, after the wait: a racing capture or cancel, or the
+    // clock moved past the authorisation's 7 days, is seen.
+    Intent& in = m_intents[*found];
+    const auto now = m_ledger.now_locked();
+    const State state = in.at(now);
+    const bool allowed = cancel ? state.status == "requires_capture" ||
+                                      state.status == "requires_payment_method" ||
+                                      state.status == "requires_action"
+                                : state.status == "requires_capture";
+    const std::int64_t take = amount_to_capture.value_or(state.amount_capturable);
+    if (!allowed || (!cancel && take > state.amount_capturable)) {
+        if (key != nullptr) {
+            m_keys.erase(*key); // nothing executed: Stripe saves no result for it
+        }
+        if (allowed) {
+            return refuse(
+                invalid_request("The amount to capture (" + std::to_string(take) +
+                                    ") is greater than the PaymentIntent's amount_capturable (" +
+                                    std::to_string(state.amount_capturable) + ").",
+                                "amount_too_large", "amount_to_capture"));
+        }
+        Json err = error_object(
+            "invalid_request_error",
+            cancel ? "You cannot cancel this PaymentIntent because it has a status of " +
+                         std::string(state.status) +
+                         ". Only a PaymentIntent with one of the following statuses may be "
+                         "canceled: requires_payment_method, requires_capture, "
+                         "requires_confirmation, requires_action, processing."
+                   : "This PaymentIntent could not be captured because it has a status of " +
+                         std::string(state.status) +
+                         ". Only a PaymentIntent with one of the following statuses may be "
+                         "captured: requires_capture.",
+            "payment_intent_unexpected_state");
+        err["payment_intent"] = render(in, now);
+        Json body;
+        body["error"] = std::move(err);
+        return refuse(json_response(400, body));
+    }
+    // Execute: the capture takes `take` and releases the rest; the cancel releases everything.
+    // A `decline` fault drawn here changes nothing, as for a refund: Stripe documents no declined
+    // capture of a live authorisation.
+    Executed executed;
+    executed.provider_id = concat("pi_", view(in.id));
+    const auto op = in.metadata.find("operation_id");
+    executed.operation_id = op != in.metadata.end() ? op->second : in.operation_id;
+    executed.request_key = key != nullptr ? *key : reply.operation_id;
+    executed.amount = in.amount;
+    executed.currency = in.currency;
+    if (cancel) {
+        in.cancellation = reason;
+        in.canceled_at = unix_seconds(now);
+        ++in.cancels;
+        ++m_cancels;
+        executed.stripe_event = "payment_intent.canceled";
+        executed.stripe_status = "canceled";
+    } else {
+        for (const auto& [k, v] : metadata) {
+            if (v.empty()) {
+                in.metadata.erase(k); // Stripe: an empty value unsets the key
+            } else {
+                in.metadata[k] = v;
+            }
+        }
+        in.captured = true;
+        in.amount_captured = take;
+        ++in.captures;
+        ++m_captures;
+        m_ledger.add_charged_locked(in.currency, take);
+        executed.charged = true;
+        executed.stripe_event = "payment_intent.succeeded";
+        executed.stripe_status = "succeeded";
+        executed.amount_received = take;
+    }
+    m_ledger.count_execution_locked(reply.operation_id);
+    reply.response = json_response(200, render(in, now));
+    reply.executed = true;
+    after(reply);
+    save_key_locked(key, reply);
+    const auto on_executed = m_on_executed;
+    lock.unlock();
+    if (on_executed) {
+        on_executed(executed);
+    }
     return reply;
 }
 
@@ -1073,11 +1315,55 @@ StripeApi::IdPart StripeApi::random_part() {
     return part;
 }
 
-Json StripeApi::render(const Intent& in) const {
+StripeApi::State StripeApi::Intent::at(Clock::time_point now) const {
+    State s;
+    const bool held = manual && succeeded() && !captured;
+    const bool expired =
+        held && cancellation == Cancellation::none && now >= created_at + k_authorization_validity;
+    if (cancellation != Cancellation::none || expired) {
+        s.status = "canceled";
+        s.canceled_at = expired ? unix_seconds(created_at + k_authorization_validity) : canceled_at;
+        switch (expired ? Cancellation::none : cancellation) {
+        case Cancellation::none:
+            s.cancellation_reason = "automatic";
+            break;
+        case Cancellation::unspecified:
+            break;
+        case Cancellation::abandoned:
+            s.cancellation_reason = "abandoned";
+            break;
+        case Cancellation::duplicate:
+            s.cancellation_reason = "duplicate";
+            break;
+        case Cancellation::fraudulent:
+            s.cancellation_reason = "fraudulent";
+            break;
+        case Cancellation::requested_by_customer:
+            s.cancellation_reason = "requested_by_customer";
+            break;
+        }
+    } else if (held) {
+        s.status = "requires_capture";
+        s.amount_capturable = amount;
+    } else if (succeeded()) {
+        s.status = "succeeded";
+    } else if (outcome == Outcome::requires_action) {
+        s.status = "requires_action";
+    } else {
+        s.status = "requires_payment_method";
+    }
+    s.amount_received = received();
+    s.captured = paid();
+    return s;
+}
+
+Json StripeApi::render(const Intent& in, Clock::time_point now) const {
     const std::string id = concat("pi_", view(in.id));
-    const bool charged = in.succeeded();
+    const State state = in.at(now);
+    const bool charged = state.captured;
+    const bool approved = in.succeeded(); // an authorisation's charge too
     const bool has_charge = in.has_charge();
-    const bool requires_action = in.outcome == Outcome::requires_action;
+    const bool requires_action = state.status == "requires_action";
     const auto decline = decline_of(in.outcome);
     const std::string charge_id = has_charge ? concat("ch_", view(in.charge_id)) : std::string();
     const Json customer = in.customer ? Json(*in.customer) : Json(nullptr);
@@ -1116,7 +1402,7 @@ Json StripeApi::render(const Intent& in) const {
         charge["id"] = charge_id;
         charge["object"] = "charge";
         charge["amount"] = in.amount;
-        charge["amount_captured"] = charged ? in.amount : 0;
+        charge["amount_captured"] = state.amount_received;
         charge["amount_refunded"] = in.amount_refunded;
         charge["captured"] = charged;
         charge["created"] = in.created;
@@ -1129,16 +1415,17 @@ Json StripeApi::render(const Intent& in) const {
         charge["livemode"] = false;
         charge["metadata"] = metadata;
         charge["outcome"] =
-            Json{{"network_status", charged ? "approved_by_network" : "declined_by_network"},
+            Json{{"network_status", approved ? "approved_by_network" : "declined_by_network"},
                  {"reason", decline ? Json(decline->decline_code) : Json(nullptr)},
-                 {"type", charged ? "authorized" : "issuer_declined"}};
-        charge["paid"] = charged;
+                 {"type", approved ? "authorized" : "issuer_declined"}};
+        // Stripe: paid "if the charge succeeded, or was successfully authorized for later capture".
+        charge["paid"] = approved;
         charge["payment_intent"] = id;
         charge["payment_method"] = in.payment_method;
         // Stripe: true only once fully refunded; a partial refund shows in amount_refunded.
-        charge["refunded"] = charged && in.amount_refunded >= in.amount;
+        charge["refunded"] = charged && in.amount_refunded >= state.amount_received;
         charge["refunds"] = std::move(refunds);
-        charge["status"] = charged ? "succeeded" : "failed";
+        charge["status"] = approved ? "succeeded" : "failed";
         charges["data"].push_back(std::move(charge));
     }
     charges["has_more"] = false;
@@ -1149,13 +1436,14 @@ Json StripeApi::render(const Intent& in) const {
     pi["id"] = id;
     pi["object"] = "payment_intent";
     pi["amount"] = in.amount;
-    pi["amount_capturable"] = 0;
-    pi["amount_received"] = charged ? in.amount : 0;
+    pi["amount_capturable"] = state.amount_capturable;
+    pi["amount_received"] = state.amount_received;
     pi["application"] = nullptr;
     pi["application_fee_amount"] = nullptr;
-    pi["canceled_at"] = nullptr;
-    pi["cancellation_reason"] = nullptr;
-    pi["capture_method"] = "automatic";
+    pi["canceled_at"] = state.canceled_at != 0 ? Json(state.canceled_at) : Json(nullptr);
+    pi["cancellation_reason"] =
+        state.cancellation_reason ? Json(*state.cancellation_reason) : Json(nullptr);
+    pi["capture_method"] = in.manual ? "manual" : "automatic";
     pi["charges"] = std::move(charges);
     pi["client_secret"] = concat(id, "_secret_", view(in.secret));
     pi["confirmation_method"] = "automatic";
@@ -1182,8 +1470,7 @@ Json StripeApi::render(const Intent& in) const {
     pi["shipping"] = nullptr;
     pi["statement_descriptor"] = nullptr;
     pi["statement_descriptor_suffix"] = nullptr;
-    pi["status"] =
-        charged ? "succeeded" : (requires_action ? "requires_action" : "requires_payment_method");
+    pi["status"] = state.status;
     pi["transfer_data"] = nullptr;
     pi["transfer_group"] = nullptr;
     return pi;
@@ -1210,7 +1497,7 @@ std::size_t StripeApi::add_intent(Intent intent) {
         m_order.insert(at, index);
     }
     m_ledger.count_execution_locked(in.operation_id);
-    if (in.succeeded()) {
+    if (in.paid()) {
         m_ledger.add_charged_locked(in.currency, in.net());
     }
     return index;
@@ -1327,7 +1614,7 @@ std::vector<std::string> StripeApi::seed_locked(const AmountMismatch& s) {
     }
     const std::int64_t before = in.net();
     in.amount = s.amount;
-    if (in.succeeded()) {
+    if (in.paid()) {
         m_ledger.add_charged_locked(in.currency, in.net() - before);
     }
     return {concat("pi_", view(in.id))};
@@ -1335,10 +1622,10 @@ std::vector<std::string> StripeApi::seed_locked(const AmountMismatch& s) {
 
 std::vector<std::string> StripeApi::seed_locked(const Refunded& s) {
     Intent& in = m_intents[find_ref(s.intent)];
-    if (!in.succeeded()) {
+    if (!in.paid()) {
         throw std::invalid_argument("the PaymentIntent has no succeeded charge to refund");
     }
-    const std::int64_t left = in.amount - in.amount_refunded;
+    const std::int64_t left = in.net();
     const std::int64_t amount = s.amount.value_or(left);
     if (left == 0) {
         throw std::invalid_argument("the charge is already fully refunded");
@@ -1459,7 +1746,7 @@ Reply StripeApi::retrieve(const std::string& id, const http::Fields& query, cons
     }
     const auto lock = m_ledger.lock();
     if (const auto i = find_id(id)) {
-        reply.response = json_response(200, render(m_intents[*i]));
+        reply.response = json_response(200, render(m_intents[*i], m_ledger.now_locked()));
         return reply;
     }
     reply.response = error(404, "invalid_request_error", "No such payment_intent: '" + id + "'",
@@ -1539,7 +1826,7 @@ Reply StripeApi::search(const http::Fields& query, const Wait& wait) {
     body["object"] = "search_result";
     body["data"] = Json::array();
     for (std::size_t i = offset; i < found.size() && i < offset + per_page; ++i) {
-        body["data"].push_back(render(*found[i]));
+        body["data"].push_back(render(*found[i], now));
     }
     const bool more = offset + per_page < found.size();
     body["has_more"] = more;
@@ -1665,8 +1952,9 @@ Reply StripeApi::list(const http::Fields& query, const Wait& wait) {
     Json body;
     body["object"] = "list";
     body["data"] = Json::array();
+    const auto now = m_ledger.now_locked();
     for (const std::size_t i : page) {
-        body["data"].push_back(render(m_intents[i]));
+        body["data"].push_back(render(m_intents[i], now));
     }
     body["has_more"] = more;
     body["url"] = k_list_url;
@@ -1680,11 +1968,34 @@ void StripeApi::write_ledger_locked(nlohmann::ordered_json& j, LedgerOptions opt
         j["seeded"][kind] = n;
     }
     j["payment_intent_count"] = m_intents.size();
+    const auto now = m_ledger.now_locked();
     if (options.payment_intents) {
         j["payment_intents"] = Json::array();
         for (const std::size_t i : m_order) {
-            j["payment_intents"].push_back(render(m_intents[i]));
+            j["payment_intents"].push_back(render(m_intents[i], now));
         }
+    }
+    j["capture_deliveries"] = m_capture_deliveries;
+    j["cancel_deliveries"] = m_cancel_deliveries;
+    j["captures"] = m_captures;
+    j["cancels"] = m_cancels;
+    j["authorizations"] = Json::array();
+    for (const std::size_t i : m_authorizations) {
+        const Intent& in = m_intents[i];
+        const State state = in.at(now);
+        Json a = object_with_room(11);
+        a["id"] = concat("pi_", view(in.id));
+        a["operation_id"] = in.operation_id;
+        a["capture_method"] = in.manual ? "manual" : "automatic";
+        a["status"] = state.status;
+        a["amount"] = in.amount;
+        a["amount_capturable"] = state.amount_capturable;
+        a["amount_captured"] = state.amount_received;
+        a["captures"] = in.captures;
+        a["cancels"] = in.cancels;
+        a["capture_deliveries"] = in.capture_deliveries;
+        a["cancel_deliveries"] = in.cancel_deliveries;
+        j["authorizations"].push_back(std::move(a));
     }
 }
 

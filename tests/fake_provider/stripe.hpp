@@ -4,16 +4,25 @@
 // what seeds change (seed.hpp). No sockets here: `handle` turns a parsed request into a reply
 // and a socket action (answer, FIN, RST, hang, half a body), and the server carries the action out.
 // In the ledger:
-//   deliveries  every POST /v1/payment_intents (and Adyen's /v71/payments) read in full, whatever
-//               it was answered
+//   deliveries  every POST /v1/payment_intents (and Adyen's /v71/payments), /v1/refunds and
+//               /v1/payment_intents/{id}/capture and /cancel read in full, whatever it was
+//               answered (capture_deliveries and cancel_deliveries count the last two apart)
 //   executions  per operation ID, PaymentIntents actually created (a decline is an execution too:
 //               Stripe creates the PaymentIntent and a failed charge, and the key keeps the 402)
 //               and refunds actually made (POST /v1/refunds: of a succeeded PaymentIntent, never
 //               past what its charge has left -- a refusal executes nothing and saves nothing
 //               under the key; listed by GET /v1/refunds, by payment_intent= and by created
-//               window, paged by starting_after)
+//               window, paged by starting_after), captures and cancels actually made (POST
+//               /v1/payment_intents/{id}/capture and /cancel: a capture of a requires_capture
+//               PaymentIntent created with capture_method=manual, a cancel of a cancelable one --
+//               a refusal executes nothing and saves nothing under the key)
 // The operation ID is `metadata[operation_id]` (Adyen: `reference`), else the Idempotency-Key,
 // else "(none)".
+//
+// An authorisation (capture_method=manual) holds its amount until a capture takes all or part of
+// it (the rest is released: one capture is final), a cancel releases it, or Stripe cancels it 7
+// days after its creation (`cancellation_reason: automatic`): on the fake clock, read whenever the
+// PaymentIntent is rendered or captured, so no timer runs and a clock advance is seen at once.
 //
 // Idempotency follows Stripe's v1 contract: a result is saved only once execution began (a 200,
 // a 402, or a 500 after execution); validation errors, 401, 409 and a 500 before execution save
@@ -40,6 +49,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -81,6 +91,17 @@ struct Executed {
     std::string event_code;
     std::string original_reference;
     std::optional<std::string> reason;
+    // Stripe only, when not a create's payment_intent.succeeded / payment_failed: the event's type
+    // (an authorisation's payment_intent.amount_capturable_updated, a capture's
+    // payment_intent.succeeded, a cancel's payment_intent.canceled), the PaymentIntent's status
+    // and its amount_capturable and amount_received then.
+    std::string stripe_event;
+    std::string stripe_status;
+    std::int64_t amount_capturable = 0;
+    std::int64_t amount_received = 0;
+    // The request's Idempotency-Key the event names, when not the operation ID (a capture's or a
+    // cancel's: the event's metadata stays the PaymentIntent's).
+    std::string request_key;
 };
 
 // What another dialect's refund asks for (Adyen's), in Stripe's terms.
@@ -98,6 +119,7 @@ struct CreateParams {
     std::optional<std::string> customer;
     std::optional<std::string> description;
     bool off_session = false;
+    bool manual_capture = false; // Stripe's capture_method=manual: authorise only
     std::map<std::string, std::string> metadata;
 };
 
@@ -231,6 +253,26 @@ private:
     };
 
     // Kept compact (a bulk seed holds a million): the JSON is rendered on demand (render()).
+    // Why a PaymentIntent was canceled: the cancel's cancellation_reason, or Stripe's own.
+    enum class Cancellation : std::uint8_t {
+        none,        // not canceled
+        unspecified, // canceled without a reason: cancellation_reason null
+        abandoned,
+        duplicate,
+        fraudulent,
+        requested_by_customer,
+    };
+    // What a PaymentIntent is at some time: its status and amounts, the authorisation's expiry
+    // applied (Intent::at).
+    struct State {
+        std::string_view status;
+        std::int64_t amount_capturable = 0;
+        std::int64_t amount_received = 0;
+        bool captured = false; // its charge is captured (money taken, not merely authorised)
+        std::optional<std::string_view> cancellation_reason; // nullopt: null
+        std::int64_t canceled_at = 0;                        // unix seconds; 0: null
+    };
+
     struct Intent {
         IdPart id{};
         IdPart charge_id{}; // meaningful when has_charge()
@@ -247,11 +289,31 @@ private:
         std::optional<std::string> description;
         std::map<std::string, std::string> metadata;
         std::vector<Refund> refunds; // oldest first
+        // capture_method=manual: succeeded only authorises; amount_captured is what the capture
+        // took (captured), the rest released.
+        bool manual = false;
+        bool captured = false;
+        Cancellation cancellation = Cancellation::none;
+        std::int64_t amount_captured = 0;
+        std::int64_t canceled_at = 0; // unix seconds, when cancellation is set
+        // Made and asked: captures and cancels executed, their POSTs read (ledger JSON).
+        std::uint32_t captures = 0;
+        std::uint32_t cancels = 0;
+        std::uint32_t capture_deliveries = 0;
+        std::uint32_t cancel_deliveries = 0;
 
         bool has_charge() const;
+        // The card was approved (an authorisation included).
         bool succeeded() const { return outcome == Outcome::succeeded; }
+        // Money was taken: approved and, for an authorisation, captured.
+        bool paid() const { return succeeded() && (!manual || captured); }
+        // What was taken: the amount, or what the capture took.
+        std::int64_t received() const { return !paid() ? 0 : manual ? amount_captured : amount; }
         // What this PaymentIntent adds to `charged`: received less refunded.
-        std::int64_t net() const { return succeeded() ? amount - amount_refunded : 0; }
+        std::int64_t net() const { return received() - amount_refunded; }
+        // Its status and amounts at `now`: an authorisation untouched for 7 days is canceled
+        // (automatic) from then on.
+        State at(std::chrono::system_clock::time_point now) const;
     };
 
     struct KeyRecord {
@@ -269,6 +331,13 @@ private:
     // The answer of an executed create, saved under its key (if any).
     void save_key_locked(const std::string* key, const Reply& reply);
 
+    // POST /v1/payment_intents/{id}/capture and /cancel (`cancel` false: the capture): under the
+    // same keys (the path is part of what a replay must match), faults and latency as a create;
+    // judged after the latency. A capture takes `amount_to_capture` (default: all) of a
+    // requires_capture PaymentIntent and releases the rest; a cancel cancels a cancelable one.
+    // Each made counts as an execution of its operation ID and in the PaymentIntent's counts.
+    Reply capture_or_cancel(const http::Request& request, std::string_view id, bool cancel,
+                            const Wait& wait);
     // POST /v1/refunds: a refund of a succeeded PaymentIntent, never past what it charged, under
     // the same keys, faults and latency as a create; counted as an execution of its operation ID.
     Reply create_refund(const http::Request& request, const Wait& wait);
@@ -287,7 +356,9 @@ private:
 
     // Under the ledger's lock.
     IdPart random_part();
-    nlohmann::ordered_json render(const Intent& intent) const;
+    // The PaymentIntent as Stripe shows it at `now` (an authorisation expires on the fake clock).
+    nlohmann::ordered_json render(const Intent& intent,
+                                  std::chrono::system_clock::time_point now) const;
     // Adds an intent (index, order, executions, charged); returns its index in m_intents.
     std::size_t add_intent(Intent intent);
     // (created, index) order: oldest first, and within a second creation order.
@@ -350,6 +421,14 @@ private:
     std::unordered_map<std::string_view, std::size_t, IdHash> m_by_id; // the 24 after "pi_"
     std::map<std::string, KeyRecord> m_keys;
     std::map<std::string, std::uint64_t> m_seeded; // seeds applied, by kind
+    // Indexes of the PaymentIntents created with capture_method=manual or named by a capture or
+    // cancel POST: the ledger's `authorizations`, in creation order.
+    std::set<std::size_t> m_authorizations;
+    // Capture and cancel POSTs read in full (an unknown PaymentIntent's included), and those made.
+    std::uint64_t m_capture_deliveries = 0;
+    std::uint64_t m_cancel_deliveries = 0;
+    std::uint64_t m_captures = 0;
+    std::uint64_t m_cancels = 0;
     // The notification a seed under way owes (an Adyen refund's REFUND_FAILED), sent after it.
     std::optional<Executed> m_adyen_reversal;
 };

@@ -66,8 +66,13 @@ std::vector<WebhookSender::Post> WebhookSender::build(const Executed& e, const W
             {"id", e.provider_id}, {"object", "payment_intent"},
             {"amount", e.amount},  {"currency", e.currency},
             {"status", status},    {"metadata", {{"operation_id", e.operation_id}}}};
-        body["request"] = {{"id", "req_fake" + std::to_string(m_next_event)},
-                           {"idempotency_key", e.operation_id}};
+        if (!e.stripe_event.empty()) {
+            body["data"]["object"]["amount_capturable"] = e.amount_capturable;
+            body["data"]["object"]["amount_received"] = e.amount_received;
+        }
+        body["request"] = {
+            {"id", "req_fake" + std::to_string(m_next_event)},
+            {"idempotency_key", e.request_key.empty() ? e.operation_id : e.request_key}};
         Post p;
         p.body = body.dump();
         const std::string t = std::to_string(now);
@@ -109,9 +114,13 @@ std::vector<WebhookSender::Post> WebhookSender::build(const Executed& e, const W
         out.push_back(std::move(p));
         return out;
     }
-    out.push_back(e.charged
-                      ? stripe_post("payment_intent.succeeded", "succeeded")
+    if (!e.stripe_event.empty()) {
+        out.push_back(stripe_post(e.stripe_event, e.stripe_status));
+    } else {
+        out.push_back(
+            e.charged ? stripe_post("payment_intent.succeeded", "succeeded")
                       : stripe_post("payment_intent.payment_failed", "requires_payment_method"));
+    }
     if (out_of_order) {
         // What came first at Stripe, delivered last: it must not move the payment backwards.
         out.push_back(stripe_post("payment_intent.processing", "processing"));
