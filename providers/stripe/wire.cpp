@@ -735,7 +735,9 @@ LookupResult capture_lookup_answer(const AuthorizationOrder& order, std::string_
         return out;
     }
     RemotePayment p = a->intent;
-    p.operation_id = a->capture_operation_id;
+    // Ours where the PaymentIntent echoes it: a capture writes its operation ID there, a void
+    // cannot (cancel takes no metadata).
+    p.operation_id = order.kind == OperationKind::capture ? a->capture_operation_id : std::nullopt;
     const auto found = [&out, &p](Outcome state) {
         p.state = state;
         out.status = LookupResult::Status::found;

@@ -190,7 +190,8 @@ SubmitResult interpret_void(const AuthorizationOrder& order, int http_status,
 // the table): for a capture, succeeded with more received than captured_before_minor -> found
 // succeeded, the amount what this capture took, unless the metadata names another capture (found
 // declined: Stripe captures a PaymentIntent once); canceled -> found declined; processing -> found
-// pending; requires_capture and the states before an authorisation -> not_found. For a void:
+// pending; requires_capture and the states before an authorisation -> not_found; the payment's
+// operation_id is the capture's from the metadata, where there is one. For a void (never echoed):
 // canceled -> found succeeded; succeeded -> found declined; processing -> found pending; any other
 // known status -> not_found. Failed (the error class says why) for a body that is not that
 // PaymentIntent in the order's currency, or a status word the tables do not know.

@@ -721,8 +721,34 @@ Problems check_fixtures(const ProviderDescriptor& d, const Files& f) {
                               (r.next_cursor ? " and a cursor" : "") +
                               ", not what expected.json says");
             }
+        } else if (call == "capture" || call == "void") {
+            // A kind that authorises: the capture or void of authorization_order().
+            const auto a = authorization_order(
+                call == "capture" ? OperationKind::capture : OperationKind::void_authorization);
+            const auto r = call == "capture" ? p->capture(a) : p->void_authorization(a);
+            if (std::string(to_string(r.outcome)) != e.value("outcome", "")) {
+                out.push_back(at + call + " came to " + std::string(to_string(r.outcome)) +
+                              ", expected.json says " + e.value("outcome", "(nothing)"));
+            }
+            if (e.contains("reference") && r.provider_reference != e["reference"]) {
+                out.push_back(at + "not the provider reference " + e["reference"].dump());
+            }
+        } else if (call == "lookup_capture") {
+            const auto r = p->lookup_capture(authorization_order(
+                e.value("kind", "capture") == "void" ? OperationKind::void_authorization
+                                                     : OperationKind::capture));
+            const std::string status = r.status == providers::LookupResult::Status::found ? "found"
+                                       : r.status == providers::LookupResult::Status::not_found
+                                           ? "not_found"
+                                           : "failed";
+            if (status != e.value("lookup", "")) {
+                out.push_back(at + "lookup_capture came to " + status + ", expected.json says " +
+                              e.value("lookup", "(nothing)"));
+            }
         } else {
-            out.push_back(at + "expected.json names no call (submit, lookup or list)");
+            out.push_back(at +
+                          "expected.json names no call (submit, lookup, list, capture, void or "
+                          "lookup_capture)");
         }
     }
     return out;

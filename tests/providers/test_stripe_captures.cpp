@@ -194,6 +194,52 @@ TEST_CASE("stripe captures: the capture, the void and the manual create carry on
     CHECK(form_fields(*create_body(sample_order("pm_card_visa"))).count("capture_method") == 0);
 }
 
+TEST_CASE(
+    "stripe captures: the recorded answers are PaymentIntents and errors as Stripe's document "
+    "describes them",
+    "[providers][stripe][captures][contract]") {
+    const auto& schema =
+        spec().at("components").at("schemas").at("payment_intent").at("properties");
+    const auto check_fields = [&schema](const std::string& name, const nlohmann::json& intent) {
+        for (const auto& [key, value] : intent.items()) {
+            INFO(name << ": " << key);
+            CHECK(schema.contains(key));
+        }
+    };
+    for (const std::string name : {"capture_succeeded.json", "cancel_canceled.json",
+                                   "payment_intent_requires_capture.json"}) {
+        check_fields(name, nlohmann::json::parse(fixture("stripe", name)));
+    }
+    const auto error =
+        nlohmann::json::parse(fixture("stripe", "capture_unexpected_state_canceled.json"));
+    check_fields("capture_unexpected_state_canceled.json", error.at("error").at("payment_intent"));
+
+    // Read through the adapter as recorded (the conformance suite replays them too).
+    const auto parsed = parse_authorisation(fixture("stripe", "capture_succeeded.json"));
+    REQUIRE(parsed);
+    CHECK(parsed->capture_operation_id == k_capture_op);
+    CHECK(parsed->intent.amount_captured_minor == 4999);
+    CHECK_FALSE(parsed->intent.awaiting_capture);
+    CHECK(interpret_capture(capture_order(), 200, fixture("stripe", "capture_succeeded.json"))
+              .outcome == Outcome::succeeded);
+    const auto expired = interpret_capture(
+        capture_order(), 400, fixture("stripe", "capture_unexpected_state_canceled.json"));
+    CHECK(expired.outcome == Outcome::declined);
+    CHECK(interpret_void(void_order(), 400,
+                         fixture("stripe", "capture_unexpected_state_canceled.json"))
+              .outcome == Outcome::unknown);
+    const auto held =
+        parse_authorisation(fixture("stripe", "payment_intent_requires_capture.json"));
+    REQUIRE(held);
+    CHECK(held->intent.awaiting_capture);
+    CHECK(held->cancellation_reason.empty());
+    CHECK(capture_lookup_answer(capture_order(),
+                                fixture("stripe", "payment_intent_requires_capture.json"))
+              .status == Status::not_found);
+    CHECK(interpret_void(void_order(), 200, fixture("stripe", "cancel_canceled.json")).outcome ==
+          Outcome::succeeded);
+}
+
 TEST_CASE("stripe captures: the descriptor offers one capture per authorisation, found again by "
           "reading the PaymentIntent",
           "[providers][stripe][captures]") {
@@ -544,6 +590,9 @@ TEST_CASE("stripe captures: the lookup reads the PaymentIntent and tells each ki
         if (row.status == Status::found) {
             REQUIRE(r.payment);
             CHECK(r.payment->state == row.state);
+            // Only a capture writes its operation ID on the PaymentIntent.
+            CHECK(r.payment->operation_id.has_value() ==
+                  (row.kind == c && row.body.find("capture_operation_id") != std::string::npos));
             CHECK(r.payment->provider_reference == k_intent);
             CHECK(r.payment->amount == Money{row.amount, "EUR"});
         } else {
