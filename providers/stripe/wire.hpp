@@ -174,15 +174,18 @@ std::span<const StatusRule> void_status_rules();
 // operation ID, and when succeeded having received what earlier captures took plus this one's
 // amount; 400 payment_intent_unexpected_state reads the PaymentIntent the error carries -- canceled
 // or never authorised: declined (final); succeeded, processing, still requires_capture or not
-// carried: unknown (it may be our own capture, executed once already, its key expired: the
-// lookup decides); charge_expired_for_capture, amount_too_large, amount_too_small: declined; the
-// rest as interpret_create's table (rejected, not_sent, unknown), without card errors.
+// carried, and charge_already_captured: unknown (it may be our own capture, executed once
+// already, its key expired: the lookup decides); charge_expired_for_capture,
+// capture_charge_authorization_expired, capture_unauthorized_payment, amount_too_large,
+// amount_too_small: declined; the rest as interpret_create's table (rejected, not_sent, unknown),
+// without card errors.
 SubmitResult interpret_capture(const AuthorizationOrder& order, int http_status,
                                std::string_view body);
 // The outcome of a void (cancel) call: a 2xx must be the PaymentIntent order.payment_reference;
-// 400 payment_intent_unexpected_state with the PaymentIntent succeeded: declined (captured
-// already); with it canceled already, or anything else: unknown (our own void executed once
-// already, or the authorisation expired: the lookup decides); the rest as interpret_capture.
+// 400 payment_intent_unexpected_state with the PaymentIntent succeeded, and
+// charge_already_captured: declined (captured already); with it canceled already, or anything
+// else: unknown (our own void executed once already, or the authorisation expired: the lookup
+// decides); the rest as interpret_capture's, without its final codes.
 SubmitResult interpret_void(const AuthorizationOrder& order, int http_status,
                             std::string_view body);
 
