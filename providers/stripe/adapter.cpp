@@ -26,8 +26,10 @@ StripeAdapter::post_form(const std::string& path, const std::string& body,
 }
 
 SubmitResult StripeAdapter::submit(const PaymentOrder& order) {
-    if (const auto problem =
-            carry_problem(carry_limits(), order.merchant_reference, order.metadata)) {
+    if (auto problem = carry_problem(carry_limits(), order.merchant_reference, order.metadata)) {
+        return not_carried(*problem);
+    }
+    if (auto problem = authorisation_carry_problem(order)) {
         return not_carried(*problem);
     }
     const auto body = create_body(order);
@@ -66,6 +68,8 @@ LookupResult StripeAdapter::lookup(const PaymentOrder& order) {
     for (const auto& p : page->items) {
         if (p.operation_id == order.operation_id) {
             matches.push_back(p);
+            // An authorisation held is what an order that only authorises asked for.
+            matches.back().state = map_status_for(p.raw_status, order.manual_capture);
         }
     }
     answer_from_matches(out, std::move(matches));
@@ -207,6 +211,78 @@ LookupResult StripeAdapter::lookup_refund(const RefundOrder& order) {
         }
     }
     answer_from_matches(out, std::move(matches));
+    return out;
+}
+
+namespace {
+
+std::string intent_path(const AuthorizationOrder& order, std::string_view action) {
+    std::string path = "/v1/payment_intents/" + percent_encode(order.payment_reference);
+    if (!action.empty()) {
+        path += "/" + std::string(action);
+    }
+    return path;
+}
+
+} // namespace
+
+SubmitResult StripeAdapter::capture(const AuthorizationOrder& order) {
+    if (!order.final) {
+        return rejected_request(0, "multiple_captures_not_supported",
+                                "a capture that leaves the authorisation open (final = false) "
+                                "needs Stripe's multicapture, which payrecon does not use: capture "
+                                "once, the whole amount wanted",
+                                "");
+    }
+    if (order.payment_reference.empty()) {
+        return not_expressible("no_payment_reference",
+                               "the payment has no Stripe PaymentIntent to capture");
+    }
+    const auto body = capture_body(order);
+    if (!body) {
+        return not_expressible("amount_not_expressible",
+                               "the amount cannot be expressed in Stripe's units for " +
+                                   order.amount.currency);
+    }
+    return post_form(
+        intent_path(order, "capture"), *body, order.operation_id, order.deadline,
+        [&order](int status, std::string_view b) { return interpret_capture(order, status, b); });
+}
+
+SubmitResult StripeAdapter::void_authorization(const AuthorizationOrder& order) {
+    if (order.payment_reference.empty()) {
+        return not_expressible("no_payment_reference",
+                               "the payment has no Stripe PaymentIntent to cancel");
+    }
+    // No cancellation_reason: payrecon is not told why the merchant releases the hold, and the
+    // reason left empty tells our cancel from Stripe's own on expiry (`automatic`).
+    return post_form(
+        intent_path(order, "cancel"), "", order.operation_id, order.deadline,
+        [&order](int status, std::string_view b) { return interpret_void(order, status, b); });
+}
+
+LookupResult StripeAdapter::lookup_capture(const AuthorizationOrder& order) {
+    LookupResult out;
+    if (!m_caps.capture_lookup || order.payment_reference.empty()) {
+        out.call.error_class =
+            m_caps.capture_lookup ? "no_payment_reference" : "lookup_not_supported";
+        return out;
+    }
+    const net::HttpResult res =
+        m_client.send(m_client.request("GET", intent_path(order, ""), false));
+    const ReadCall read = read_call(res);
+    if (!read.ok) {
+        out.call = read.call;
+        return out; // failed: never read as absence
+    }
+    out = capture_lookup_answer(order, res.body);
+    const std::string error_class = out.call.error_class;
+    const std::string detail = out.call.detail;
+    out.call = read.call;
+    out.call.error_class = error_class;
+    if (!detail.empty()) {
+        out.call.detail = detail;
+    }
     return out;
 }
 

@@ -28,6 +28,21 @@
 //   refunds: a refund is found by listing the PaymentIntent's (GET /v1/refunds?payment_intent=)
 //   and matching metadata.operation_id. A succeeded refund can still fail later (refund.failed).
 //   Listing: GET /v1/refunds by created window pages every refund of the account (list_refunds).
+// - Authorise, then capture or void (README.md, "Captures and voids"): an order that only
+//   authorises is created with capture_method=manual, and its requires_capture is succeeded (the
+//   amount held). A capture has no object of its own: it turns the PaymentIntent succeeded, so
+//   the pi_... is its reference and the PaymentIntent, read by ID (current, unlike Search), is
+//   where it is found again; the capture writes its operation ID into the PaymentIntent's metadata
+//   (capture_operation_id), which tells another payrecon capture apart (one made in the Dashboard
+//   writes none: it is read by the amount received). So a payment that only authorises carries 47
+//   caller entries, none named capture_operation_id (authorisation_carry_problem, checked before
+//   the call: the intake checks the 48 of carry_limits()).
+//   One capture per authorisation: multicapture is an opt-in feature of some accounts and card
+//   networks, not offered here. Stripe cancels an uncaptured PaymentIntent after 7 days by
+//   default -- earlier for some cards: Visa merchant-initiated (our off-session) authorisations
+//   last 4 days 18 hours. A retry after the key's 24 hours of a capture or void that executed gets
+//   400 payment_intent_unexpected_state: never read as declined when the PaymentIntent shows the
+//   operation may be ours (captured, canceled) -- unknown, for the lookup to decide.
 
 #include "providers/adapter_support.hpp"
 #include "providers/config.hpp"
@@ -59,6 +74,14 @@ public:
     ListPage list(const TimeWindow& window, const std::optional<std::string>& cursor) override;
     SubmitResult refund(const RefundOrder& order) override;
     LookupResult lookup_refund(const RefundOrder& order) override;
+    // POST /v1/payment_intents/{payment_reference}/capture (amount_to_capture, our operation ID in
+    // metadata[capture_operation_id]) and /cancel (no parameters), under the order's own operation
+    // ID as the Idempotency-Key; a capture with final = false is rejected without a call
+    // (multicapture is not offered). lookup_capture reads the PaymentIntent (GET, current: no
+    // Search lag).
+    SubmitResult capture(const AuthorizationOrder& order) override;
+    SubmitResult void_authorization(const AuthorizationOrder& order) override;
+    LookupResult lookup_capture(const AuthorizationOrder& order) override;
     // GET /v1/refunds by created window, 100 a page, newest first (as list()): the cursor is the
     // last refund's re_...; another, or one Stripe does not know (400 resource_missing), is a
     // failed page (bad_cursor).

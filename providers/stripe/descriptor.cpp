@@ -15,11 +15,19 @@ const ProviderDescriptor& descriptor() {
         .settings = {},
         .parse_settings = nullptr,
         // Idempotency-Key up to 255 characters; Search finds by metadata, List by created window.
+        // Authorise with capture_method=manual, capture once (multicapture is an opt-in feature
+        // payrecon does not use), found again by reading the PaymentIntent. Stripe cancels an
+        // uncaptured PaymentIntent after 7 days by default; some cards' authorisations end sooner
+        // (Visa merchant-initiated: 4 days 18 hours -- README.md).
         .api = {.max_key_length = 255,
                 .lookup = true,
                 .list = true,
                 .list_refunds = true,
-                .refund_lookup = true},
+                .refund_lookup = true,
+                .manual_capture = true,
+                .multiple_captures = false,
+                .authorization_validity = std::chrono::days(7),
+                .capture_lookup = true},
         .carry_limits = &carry_limits,
         .statuses = {.contract_pointer =
                          "/components/schemas/payment_intent/properties/status/enum",

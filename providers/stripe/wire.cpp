@@ -3,6 +3,7 @@
 #include "core/external_json.hpp"
 #include "providers/wire_util.hpp"
 
+#include <algorithm>
 #include <functional>
 #include <nlohmann/json.hpp>
 
@@ -42,9 +43,37 @@ const CarryLimits& carry_limits() {
     return k_limits;
 }
 
+std::optional<CarryProblem> authorisation_carry_problem(const PaymentOrder& order) {
+    if (!order.manual_capture) {
+        return std::nullopt;
+    }
+    const MetadataLimits& m = carry_limits().metadata;
+    if (order.metadata.count(k_capture_operation_key) != 0) {
+        return CarryProblem{std::string("metadata.") + k_capture_operation_key,
+                            std::string("metadata key '") + k_capture_operation_key +
+                                "' is payrecon's own at Stripe on a payment that only authorises "
+                                "(its capture writes its operation ID there, so that the capture "
+                                "can be found); use another key."};
+    }
+    const std::size_t room = m.max_entries - m.own_keys.size() - 1;
+    if (order.metadata.size() > room) {
+        return CarryProblem{"metadata",
+                            "metadata has " + std::to_string(order.metadata.size()) +
+                                " entries; Stripe carries at most " + std::to_string(room) +
+                                " of yours on a payment that only authorises: its limit is " +
+                                std::to_string(m.max_entries) +
+                                " entries per PaymentIntent, and payrecon adds operation_id and "
+                                "merchant_reference when it is made and capture_operation_id when "
+                                "it is captured. Send at most " +
+                                std::to_string(room) + " entries; none is ever dropped."};
+    }
+    return std::nullopt;
+}
+
 std::optional<std::string> create_body(const PaymentOrder& order) {
     const auto amount = to_stripe_amount(order.amount);
-    if (!amount || carry_problem(carry_limits(), order.merchant_reference, order.metadata)) {
+    if (!amount || carry_problem(carry_limits(), order.merchant_reference, order.metadata) ||
+        authorisation_carry_problem(order)) {
         return std::nullopt;
     }
     std::vector<std::pair<std::string, std::string>> f = {
@@ -54,6 +83,9 @@ std::optional<std::string> create_body(const PaymentOrder& order) {
         {"confirm", "true"},
         {"off_session", "true"},
     };
+    if (order.manual_capture) {
+        f.emplace_back("capture_method", "manual");
+    }
     if (order.customer) {
         f.emplace_back("customer", *order.customer);
     }
@@ -80,8 +112,9 @@ constexpr StatusRule k_status_rules[] = {
      "we create with confirm=true: an unconfirmed PaymentIntent is not what we "
      "asked for, and proves neither a charge nor its absence"},
     {"requires_capture", Outcome::unknown,
-     "authorised, not captured: we never ask for manual capture, so the money "
-     "has not moved as we asked"},
+     "authorised, not captured: a payment that only authorises (capture_method=manual) reads it "
+     "as succeeded, the amount held (map_status_for); any other asked to capture at once, so "
+     "the money has not moved as it asked"},
 };
 
 std::span<const StatusRule> status_rules() {
@@ -90,6 +123,13 @@ std::span<const StatusRule> status_rules() {
 
 Outcome map_status(std::string_view status) {
     return outcome_by_rules(k_status_rules, status);
+}
+
+Outcome map_status_for(std::string_view status, bool manual_capture) {
+    if (manual_capture && status == "requires_capture") {
+        return Outcome::succeeded;
+    }
+    return map_status(status);
 }
 
 namespace {
@@ -143,6 +183,13 @@ std::optional<RemotePayment> payment_from(const json& j) {
             p.amount_refunded_minor = r->minor;
         }
     }
+    if (j.contains("amount_received") && j["amount_received"].is_number_integer()) {
+        if (const auto r = from_stripe_amount(j["amount_received"].get<long long>(),
+                                              j["currency"].get<std::string>())) {
+            p.amount_captured_minor = r->minor;
+        }
+    }
+    p.awaiting_capture = p.raw_status == "requires_capture";
     p.raw = j.dump();
     return p;
 }
@@ -250,10 +297,16 @@ namespace {
 // 2xx holds, read by `recognise` and required to echo our request (`echoes`); the errors alike
 // for every object, but card errors (`card_errors`: only a charge has them) and the codes that
 // are final for the request as it is (`final_code`).
-SubmitResult interpret_call(int http_status, std::string_view body,
-                            std::optional<RemotePayment> (*recognise)(std::string_view),
-                            const std::function<bool(const RemotePayment&)>& echoes,
-                            bool card_errors, bool (*final_code)(std::string_view)) {
+// `unexpected_state`, where given, decides a 400 invalid_request_error before the codes are read
+// (a capture's and a void's payment_intent_unexpected_state); nullopt leaves it to them.
+using StateReading = std::function<std::optional<SubmitResult>(const StripeError&)>;
+
+SubmitResult
+interpret_call(int http_status, std::string_view body,
+               const std::function<std::optional<RemotePayment>(std::string_view)>& recognise,
+               const std::function<bool(const RemotePayment&)>& echoes, bool card_errors,
+               bool (*final_code)(std::string_view),
+               const StateReading& unexpected_state = nullptr) {
     SubmitResult r;
     r.call.http_status = http_status;
     r.call.detail = wire::excerpt(body);
@@ -305,6 +358,13 @@ SubmitResult interpret_call(int http_status, std::string_view body,
         return r;
     }
     if ((http_status == 400 || http_status == 404) && error->type == "invalid_request_error") {
+        if (unexpected_state && http_status == 400) {
+            if (auto decided = unexpected_state(*error)) {
+                decided->call.http_status = http_status;
+                decided->call.detail = r.call.detail;
+                return *decided;
+            }
+        }
         if (final_code(error->code)) {
             r.outcome = Outcome::declined; // no fix of the integration changes this answer
             r.call.error_class = "invalid_request:" + error->code;
@@ -321,7 +381,14 @@ SubmitResult interpret_call(int http_status, std::string_view body,
 
 SubmitResult interpret_create(const PaymentOrder& order, int http_status, std::string_view body) {
     return interpret_call(
-        http_status, body, parse_payment_intent,
+        http_status, body,
+        [&order](std::string_view b) {
+            auto p = parse_payment_intent(b);
+            if (p) {
+                p->state = map_status_for(p->raw_status, order.manual_capture);
+            }
+            return p;
+        },
         [&order](const RemotePayment& p) {
             return p.amount == order.amount && p.operation_id == order.operation_id;
         },
@@ -483,6 +550,230 @@ std::optional<std::vector<RemotePayment>> parse_refund_list(std::string_view jso
         }
         out.push_back(std::move(*r));
     }
+    return out;
+}
+
+// Captures and voids (POST /v1/payment_intents/{id}/capture and /cancel).
+
+std::optional<std::string> capture_body(const AuthorizationOrder& order) {
+    const auto amount = to_stripe_amount(order.amount);
+    if (!amount || order.payment_reference.empty()) {
+        return std::nullopt;
+    }
+    return wire::form_encode(
+        {{"amount_to_capture", std::to_string(*amount)},
+         {std::string("metadata[") + k_capture_operation_key + "]", order.operation_id}});
+}
+
+std::optional<Authorisation> parse_authorisation(std::string_view json_text) {
+    const auto parsed = parse_external_json(json_text);
+    if (!parsed) {
+        return std::nullopt;
+    }
+    const json& j = *parsed;
+    auto intent = payment_from(j);
+    if (!intent) {
+        return std::nullopt;
+    }
+    Authorisation a;
+    a.intent = std::move(*intent);
+    if (j.contains("metadata") && j["metadata"].is_object()) {
+        a.capture_operation_id = wire::string_member(j["metadata"], k_capture_operation_key);
+    }
+    a.cancellation_reason = string_field(j, "cancellation_reason");
+    return a;
+}
+
+namespace {
+
+constexpr StatusRule k_capture_status_rules[] = {
+    {"succeeded", Outcome::succeeded, "captured"},
+    {"processing", Outcome::pending, "the capture is still processing"},
+    {"canceled", Outcome::declined,
+     "voided, or the authorisation expired (cancellation_reason automatic): it never captures"},
+};
+
+constexpr StatusRule k_void_status_rules[] = {
+    {"canceled", Outcome::succeeded, "released: no charge will be made"},
+    {"succeeded", Outcome::declined, "captured: a captured PaymentIntent cannot be canceled"},
+};
+
+// The statuses in which a PaymentIntent holds no authorisation yet: nothing was captured or
+// voided, and nothing can be captured.
+bool before_authorisation(std::string_view status) {
+    return status == "requires_payment_method" || status == "requires_confirmation" ||
+           status == "requires_action";
+}
+
+bool final_capture_request(std::string_view code) {
+    // The authorisation is gone or was never made, or the amount is outside what Stripe takes:
+    // no fix of the integration captures it (docs.stripe.com/error-codes).
+    return code == "charge_expired_for_capture" || code == "capture_charge_authorization_expired" ||
+           code == "capture_unauthorized_payment" || final_invalid_request(code);
+}
+
+bool final_void_request(std::string_view code) {
+    return code == "charge_already_captured"; // a captured charge is never released
+}
+
+// The PaymentIntent a capture's or a void's 2xx must be: the one the order names, in its currency.
+bool same_authorisation(const AuthorizationOrder& order, const RemotePayment& p) {
+    return p.provider_reference == order.payment_reference &&
+           p.amount.currency == order.amount.currency;
+}
+
+SubmitResult unexpected_state_result(Outcome outcome, const std::string& status) {
+    SubmitResult r;
+    r.outcome = outcome;
+    r.call.error_class =
+        "invalid_request:payment_intent_unexpected_state" + (status.empty() ? "" : ":" + status);
+    return r;
+}
+
+} // namespace
+
+std::span<const StatusRule> capture_status_rules() {
+    return k_capture_status_rules;
+}
+
+std::span<const StatusRule> void_status_rules() {
+    return k_void_status_rules;
+}
+
+SubmitResult interpret_capture(const AuthorizationOrder& order, int http_status,
+                               std::string_view body) {
+    return interpret_call(
+        http_status, body,
+        [](std::string_view b) -> std::optional<RemotePayment> {
+            auto a = parse_authorisation(b);
+            if (!a) {
+                return std::nullopt;
+            }
+            a->intent.operation_id = a->capture_operation_id; // the capture's, where it wrote it
+            a->intent.state = outcome_by_rules(k_capture_status_rules, a->intent.raw_status);
+            return std::move(a->intent);
+        },
+        [&order](const RemotePayment& p) {
+            // Another capture's operation ID, or a success that did not take what we asked, is
+            // not the answer to this request.
+            return same_authorisation(order, p) &&
+                   (!p.operation_id || *p.operation_id == order.operation_id) &&
+                   (p.state != Outcome::succeeded ||
+                    p.amount_captured_minor == order.captured_before_minor + order.amount.minor);
+        },
+        false, final_capture_request,
+        [&order](const StripeError& e) -> std::optional<SubmitResult> {
+            if (e.code == "charge_already_captured") {
+                // Captured already -- perhaps by this very capture, its first answer lost and its
+                // key expired: the lookup decides, never a blind decline.
+                SubmitResult r;
+                r.call.error_class = "invalid_request:" + e.code;
+                return r;
+            }
+            if (e.code != "payment_intent_unexpected_state") {
+                return std::nullopt;
+            }
+            if (!e.payment_intent ||
+                e.payment_intent->provider_reference != order.payment_reference) {
+                return unexpected_state_result(Outcome::unknown, "");
+            }
+            const std::string& status = e.payment_intent->raw_status;
+            if (status == "canceled" || before_authorisation(status)) {
+                // Voided or expired, or never authorised: nothing to capture, now or later.
+                return unexpected_state_result(Outcome::declined, status);
+            }
+            // succeeded: captured, maybe by us (executed once, the answer lost, the key expired);
+            // processing or requires_capture: a capture in flight. The lookup decides.
+            return unexpected_state_result(Outcome::unknown, status);
+        });
+}
+
+SubmitResult interpret_void(const AuthorizationOrder& order, int http_status,
+                            std::string_view body) {
+    return interpret_call(
+        http_status, body,
+        [](std::string_view b) -> std::optional<RemotePayment> {
+            auto p = parse_payment_intent(b);
+            if (p) {
+                p->state = outcome_by_rules(k_void_status_rules, p->raw_status);
+            }
+            return p;
+        },
+        [&order](const RemotePayment& p) { return same_authorisation(order, p); }, false,
+        final_void_request,
+        [&order](const StripeError& e) -> std::optional<SubmitResult> {
+            if (e.code != "payment_intent_unexpected_state") {
+                return std::nullopt;
+            }
+            if (!e.payment_intent ||
+                e.payment_intent->provider_reference != order.payment_reference) {
+                return unexpected_state_result(Outcome::unknown, "");
+            }
+            const std::string& status = e.payment_intent->raw_status;
+            if (status == "succeeded") {
+                return unexpected_state_result(Outcome::declined, status); // captured already
+            }
+            // canceled: released already -- by this very void (executed once, its answer lost, its
+            // key expired), by an operator, or by its expiry. The lookup reads it and decides.
+            return unexpected_state_result(Outcome::unknown, status);
+        });
+}
+
+LookupResult capture_lookup_answer(const AuthorizationOrder& order, std::string_view body) {
+    LookupResult out;
+    out.call.http_status = 200;
+    const auto a = parse_authorisation(body);
+    if (!a || !same_authorisation(order, a->intent)) {
+        out.call.error_class = "unrecognised_response";
+        out.call.detail = wire::excerpt(body);
+        return out;
+    }
+    const std::string& status = a->intent.raw_status;
+    if (std::none_of(std::begin(k_status_rules), std::end(k_status_rules),
+                     [&status](const StatusRule& rule) { return rule.word == status; })) {
+        out.call.error_class = "unexpected_status_" + status; // a word no table knows
+        return out;
+    }
+    RemotePayment p = a->intent;
+    // Ours where the PaymentIntent echoes it: a capture writes its operation ID there, a void
+    // cannot (cancel takes no metadata).
+    p.operation_id = order.kind == OperationKind::capture ? a->capture_operation_id : std::nullopt;
+    const auto found = [&out, &p](Outcome state) {
+        p.state = state;
+        out.status = LookupResult::Status::found;
+        out.payment = p;
+        return out;
+    };
+    if (status == "processing") {
+        return found(Outcome::pending);
+    }
+    if (order.kind == OperationKind::void_authorization) {
+        if (status == "canceled") {
+            return found(Outcome::succeeded); // released (by its expiry, too: nothing is held)
+        }
+        if (status == "succeeded") {
+            return found(Outcome::declined); // captured instead
+        }
+        out.status = LookupResult::Status::not_found; // not canceled: our void did not happen
+        return out;
+    }
+    if (status == "canceled") {
+        return found(Outcome::declined); // voided or expired: it will never capture
+    }
+    if (status == "succeeded") {
+        if (a->capture_operation_id && *a->capture_operation_id != order.operation_id) {
+            // Another capture took it, and Stripe captures a PaymentIntent once.
+            return found(Outcome::declined);
+        }
+        const long long taken = a->intent.amount_captured_minor - order.captured_before_minor;
+        if (taken <= 0) {
+            return found(Outcome::declined); // nothing was left for this capture
+        }
+        p.amount = Money{taken, a->intent.amount.currency};
+        return found(Outcome::succeeded);
+    }
+    // requires_capture, or not authorised yet: no capture happened.
+    out.status = LookupResult::Status::not_found;
     return out;
 }
 

@@ -17,6 +17,11 @@
 
 namespace payrecon::providers::stripe {
 
+// The metadata key under which a capture writes its operation ID on the PaymentIntent (the
+// capture's `metadata` is merged into the PaymentIntent's): for a payment that only authorises,
+// payrecon's own (authorisation_carry_problem), so no caller's entry can pose as it.
+inline constexpr const char* k_capture_operation_key = "capture_operation_id";
+
 // Stripe's minor-unit exponent for `currency` where it differs from ISO 4217 (ISK: 2 at Stripe,
 // 0 in ISO; MGA: 0 at Stripe, 2 in ISO), else the ISO exponent. nullopt for an unknown currency.
 std::optional<int> stripe_exponent(std::string_view currency);
@@ -32,10 +37,18 @@ std::optional<Money> from_stripe_amount(long long amount, std::string_view curre
 // merchant_reference), keys up to 40 and values up to 500 characters.
 const CarryLimits& carry_limits();
 
+// What a payment that only authorises (manual_capture) cannot carry beyond carry_limits(): its
+// capture adds a third key of ours to the PaymentIntent (capture_operation_id), so a caller's
+// entry of that name would be overwritten and a 48th would leave no room for it. nullopt for an
+// order that captures at once. The intake checks carry_limits() only: this is the adapter's
+// check before the call.
+std::optional<CarryProblem> authorisation_carry_problem(const PaymentOrder& order);
+
 // The body of POST /v1/payment_intents: create and confirm off-session, with every caller metadata
-// entry and our operation ID and merchant reference in metadata. nullopt if the amount is not
-// expressible or carry_problem(carry_limits(), ...) finds something Stripe cannot carry: nothing is
-// ever left out.
+// entry and our operation ID and merchant reference in metadata; with `capture_method=manual` for
+// an order that only authorises (PaymentOrder::manual_capture). nullopt if the amount is not
+// expressible or carry_problem(carry_limits(), ...) or authorisation_carry_problem() finds
+// something Stripe cannot carry: nothing is ever left out.
 std::optional<std::string> create_body(const PaymentOrder& order);
 
 // A PaymentIntent's status mapped to an outcome: succeeded -> succeeded; processing,
@@ -45,7 +58,14 @@ std::optional<std::string> create_body(const PaymentOrder& order);
 std::span<const StatusRule> status_rules();
 Outcome map_status(std::string_view status);
 
+// The outcome of a PaymentIntent for the order that made it: map_status(), but for an order that
+// only authorises (manual_capture) requires_capture is what it asked for -- the amount held,
+// succeeded -- and so is a later capture's succeeded.
+Outcome map_status_for(std::string_view status, bool manual_capture);
+
 // Parses a PaymentIntent object. nullopt if it is not one (missing id/amount/currency/status).
+// amount_captured_minor is its `amount_received` (ISO minor units); awaiting_capture is its status
+// requires_capture, whatever the order asked.
 std::optional<RemotePayment> parse_payment_intent(std::string_view json_text);
 
 // A Stripe event (webhook body, already verified): its id, type and the PaymentIntent it carries
@@ -62,7 +82,8 @@ struct StripeError {
     std::string code;
     std::string decline_code;
     std::string message;
-    std::optional<RemotePayment> payment_intent; // a card_error carries the PaymentIntent
+    // A card_error carries the PaymentIntent, and so does payment_intent_unexpected_state.
+    std::optional<RemotePayment> payment_intent;
 };
 std::optional<StripeError> parse_error(std::string_view json_text);
 
@@ -117,5 +138,66 @@ SubmitResult interpret_refund(const RefundOrder& order, int http_status, std::st
 // if the body is not one, or one item is not a Refund.
 std::optional<std::vector<RemotePayment>> parse_refund_list(std::string_view json_text,
                                                             bool& has_more);
+
+// Captures and voids (issue 32, DESIGN section 16): POST /v1/payment_intents/{id}/capture and
+// /cancel, and the PaymentIntent read back (GET /v1/payment_intents/{id}) to find them again. A
+// capture has no ID of its own at Stripe: it moves the PaymentIntent from requires_capture to
+// succeeded, so the PaymentIntent is both what is captured and where the capture is seen.
+
+// The body of POST /v1/payment_intents/{id}/capture: `amount_to_capture` (the order's amount in
+// Stripe's units) and our operation ID in metadata[capture_operation_id]. The capture's own
+// metadata is not sent: it would be merged into the charge's and overwrite its entries of the same
+// names. nullopt if the amount is not expressible or the order names no PaymentIntent.
+std::optional<std::string> capture_body(const AuthorizationOrder& order);
+
+// What a capture's and a void's answers and lookups read of a PaymentIntent: the PaymentIntent
+// (parse_payment_intent's reading), the capture's operation ID from its metadata, and why it was
+// canceled (empty if it was not, or Stripe did not say: `automatic` when the authorisation
+// expired).
+struct Authorisation {
+    RemotePayment intent;
+    std::optional<std::string> capture_operation_id;
+    std::string cancellation_reason;
+};
+std::optional<Authorisation> parse_authorisation(std::string_view json_text);
+
+// A PaymentIntent's status as the answer to a capture: succeeded -> succeeded (captured);
+// processing -> pending; canceled -> declined (it will never capture); anything else unknown --
+// still requires_capture after a 2xx is not what we asked.
+std::span<const StatusRule> capture_status_rules();
+// As the answer to a void (cancel): canceled -> succeeded (released); succeeded -> declined
+// (captured); anything else unknown.
+std::span<const StatusRule> void_status_rules();
+
+// The outcome of a capture call (README.md, "Captures and voids"): a 2xx must be the
+// PaymentIntent order.payment_reference in the order's currency, carrying no other capture's
+// operation ID, and when succeeded having received what earlier captures took plus this one's
+// amount; 400 payment_intent_unexpected_state reads the PaymentIntent the error carries -- canceled
+// or never authorised: declined (final); succeeded, processing, still requires_capture or not
+// carried, and charge_already_captured: unknown (it may be our own capture, executed once
+// already, its key expired: the lookup decides); charge_expired_for_capture,
+// capture_charge_authorization_expired, capture_unauthorized_payment, amount_too_large,
+// amount_too_small: declined; the rest as interpret_create's table (rejected, not_sent, unknown),
+// without card errors.
+SubmitResult interpret_capture(const AuthorizationOrder& order, int http_status,
+                               std::string_view body);
+// The outcome of a void (cancel) call: a 2xx must be the PaymentIntent order.payment_reference;
+// 400 payment_intent_unexpected_state with the PaymentIntent succeeded, and
+// charge_already_captured: declined (captured already); with it canceled already, or anything
+// else: unknown (our own void executed once already, or the authorisation expired: the lookup
+// decides); the rest as interpret_capture's, without its final codes.
+SubmitResult interpret_void(const AuthorizationOrder& order, int http_status,
+                            std::string_view body);
+
+// lookup_capture's answer from the body of a 200 to GET /v1/payment_intents/{id} (README.md has
+// the table): for a capture, succeeded with more received than captured_before_minor -> found
+// succeeded, the amount what this capture took, unless the metadata names another capture (found
+// declined: Stripe captures a PaymentIntent once); canceled -> found declined; processing -> found
+// pending; requires_capture and the states before an authorisation -> not_found; the payment's
+// operation_id is the capture's from the metadata, where there is one. For a void (never echoed):
+// canceled -> found succeeded; succeeded -> found declined; processing -> found pending; any other
+// known status -> not_found. Failed (the error class says why) for a body that is not that
+// PaymentIntent in the order's currency, or a status word the tables do not know.
+LookupResult capture_lookup_answer(const AuthorizationOrder& order, std::string_view body);
 
 } // namespace payrecon::providers::stripe

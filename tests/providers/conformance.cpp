@@ -535,6 +535,58 @@ Problems check_requests(const ProviderDescriptor& d, const Files& f) {
     reads("lookup", d.api.lookup, [](providers::Provider& provider) {
         return provider.lookup(order()).status != providers::LookupResult::Status::failed;
     });
+    reads("capture lookup", d.api.manual_capture && d.api.capture_lookup,
+          [](providers::Provider& provider) {
+              return provider.lookup_capture(authorization_order()).status !=
+                     providers::LookupResult::Status::failed;
+          });
+
+    // Capture and void, twice each (answered 503): mutating POSTs on contract paths, the same key
+    // both times where the kind sends one -- the capture's own operation ID, never its charge's. A
+    // kind that cannot authorise sends nothing and answers rejected.
+    for (const auto kind : {OperationKind::capture, OperationKind::void_authorization}) {
+        Recorder r{c, {answer(503, ""), answer(503, "")}};
+        const auto provider = d.create(c, r.fn());
+        auto a = authorization_order(kind);
+        a.deadline = std::chrono::steady_clock::now() + std::chrono::hours(1);
+        const auto call = [&] {
+            return kind == OperationKind::capture ? provider->capture(a)
+                                                  : provider->void_authorization(a);
+        };
+        const auto first = call();
+        call();
+        const std::string name(to_string(kind));
+        if (!d.api.manual_capture) {
+            if (!r.sent.empty() || first.outcome != Outcome::rejected) {
+                out.push_back(k + ": a " + name +
+                              " of a kind that cannot authorise was sent, or not rejected");
+            }
+            continue;
+        }
+        if (r.sent.size() != 2) {
+            out.push_back(k + ": two " + name + "s sent " + std::to_string(r.sent.size()) +
+                          " API requests, not 2");
+        }
+        for (std::size_t i = 0; i < r.sent.size(); ++i) {
+            const HttpRequest& req = r.sent[i];
+            const std::string what = name + " (attempt " + std::to_string(i + 1) + ")";
+            if (req.method != "POST" || !req.mutating) {
+                out.push_back(k + ": " + what + " is not a mutating POST");
+            }
+            const std::string key = idempotency_key(req);
+            if (!key.empty() && key != a.operation_id) {
+                out.push_back(k + ": " + what + " carries a key that is not its operation ID");
+            }
+            if (key != idempotency_key(r.sent.front())) {
+                out.push_back(k + ": " + what + " carries another key than the first attempt");
+            }
+            if (req.deadline != a.deadline) {
+                out.push_back(k + ": " + what + " does not carry the order's deadline");
+            }
+            check_credentials(req, what);
+            check_request_against(k, what, *contract, k_base, req, out);
+        }
+    }
     reads("list", d.api.list,
           [](providers::Provider& provider) { return provider.list(window(), std::nullopt).ok; });
     return out;
@@ -669,8 +721,34 @@ Problems check_fixtures(const ProviderDescriptor& d, const Files& f) {
                               (r.next_cursor ? " and a cursor" : "") +
                               ", not what expected.json says");
             }
+        } else if (call == "capture" || call == "void") {
+            // A kind that authorises: the capture or void of authorization_order().
+            const auto a = authorization_order(
+                call == "capture" ? OperationKind::capture : OperationKind::void_authorization);
+            const auto r = call == "capture" ? p->capture(a) : p->void_authorization(a);
+            if (std::string(to_string(r.outcome)) != e.value("outcome", "")) {
+                out.push_back(at + call + " came to " + std::string(to_string(r.outcome)) +
+                              ", expected.json says " + e.value("outcome", "(nothing)"));
+            }
+            if (e.contains("reference") && r.provider_reference != e["reference"]) {
+                out.push_back(at + "not the provider reference " + e["reference"].dump());
+            }
+        } else if (call == "lookup_capture") {
+            const auto r = p->lookup_capture(authorization_order(
+                e.value("kind", "capture") == "void" ? OperationKind::void_authorization
+                                                     : OperationKind::capture));
+            const std::string status = r.status == providers::LookupResult::Status::found ? "found"
+                                       : r.status == providers::LookupResult::Status::not_found
+                                           ? "not_found"
+                                           : "failed";
+            if (status != e.value("lookup", "")) {
+                out.push_back(at + "lookup_capture came to " + status + ", expected.json says " +
+                              e.value("lookup", "(nothing)"));
+            }
         } else {
-            out.push_back(at + "expected.json names no call (submit, lookup or list)");
+            out.push_back(at +
+                          "expected.json names no call (submit, lookup, list, capture, void or "
+                          "lookup_capture)");
         }
     }
     return out;
@@ -711,6 +789,23 @@ Problems check_transport_failures(const ProviderDescriptor& d) {
         }
         if (p->list_refunds(window(), std::nullopt).ok) {
             out.push_back(k + ": a page of refunds whose call failed is ok");
+        }
+        if (!d.api.manual_capture) {
+            continue;
+        }
+        for (const auto kind : {OperationKind::capture, OperationKind::void_authorization}) {
+            const auto a = authorization_order(kind);
+            const auto m =
+                kind == OperationKind::capture ? p->capture(a) : p->void_authorization(a);
+            if (m.outcome != outcome) {
+                out.push_back(k + ": a " + std::string(to_string(kind)) + "'s transport " +
+                              std::string(to_string(outcome)) + " (curl " +
+                              std::to_string(result.curl_code) + ") came to " +
+                              std::string(to_string(m.outcome)));
+            }
+            if (p->lookup_capture(a).status != providers::LookupResult::Status::failed) {
+                out.push_back(k + ": a capture lookup whose call failed is an answer");
+            }
         }
     }
     return out;
@@ -789,6 +884,16 @@ Problems check_secrets(const ProviderDescriptor& d, const Files& f) {
         seen.insert(seen.end(), {page.call.error_class, page.call.detail});
         const auto refunds = p->list_refunds(window(), std::nullopt);
         seen.insert(seen.end(), {refunds.call.error_class, refunds.call.detail});
+        if (d.api.manual_capture) {
+            const auto a = authorization_order();
+            for (const auto& m : {p->capture(a), p->void_authorization(a)}) {
+                seen.insert(seen.end(),
+                            {m.call.error_class, m.call.detail, m.provider_reference.value_or(""),
+                             m.rejection ? m.rejection->code + " " + m.rejection->message : ""});
+            }
+            const auto found = p->lookup_capture(a);
+            seen.insert(seen.end(), {found.call.error_class, found.call.detail});
+        }
     }
     if (server.requests_received() == 0) {
         out.push_back(k + ": the echoing server saw no request");

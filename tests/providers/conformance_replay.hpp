@@ -119,16 +119,35 @@ inline providers::PaymentOrder order() {
     return o;
 }
 
+// The capture (or, with `kind` void_authorization, the void) every replay and request check asks
+// of a kind that authorises (ApiCapabilities::manual_capture): all of the order's amount, under
+// its own operation ID, of the charge the provider knows as "pi_3MtwBwLkdIwHu7ix28a3tqPa".
+inline providers::AuthorizationOrder
+authorization_order(OperationKind kind = OperationKind::capture) {
+    providers::AuthorizationOrder o;
+    o.kind = kind;
+    o.operation_id = kind == OperationKind::capture ? "pr_01a24d5e6f7a7b8c9d0e1f2a3b4c5d6e"
+                                                    : "pr_01a24d5f00007b8c9d0e1f2a3b4c5d6f";
+    o.operation_row_id = "01a24d5e-6f7a-7b8c-9d0e-1f2a3b4c5d6e";
+    o.payment_id = "3aabbe24-9c9c-40ea-819f-7766897ccdda";
+    o.payment_operation_id = "pr_0123456789abcdef0123456789abcdef";
+    o.payment_reference = "pi_3MtwBwLkdIwHu7ix28a3tqPa";
+    o.amount = Money{4999, "EUR"};
+    o.authorized_minor = 4999;
+    return o;
+}
+
 inline providers::TimeWindow window() {
     const auto from = std::chrono::system_clock::time_point(std::chrono::seconds(1796169600));
     return {from, from + std::chrono::hours(24)};
 }
 
 // Answers every request to the API with `status` and `body` (and a token request with a token),
-// through a submit, a lookup, a list and a list of refunds of kind `d`, and checks what every
-// adapter promises: nothing throws; the call record keeps the status; `succeeded` only from a 2xx,
-// with the provider's reference; `not_sent` from a response only for a 429; `rejected` with the
-// provider's code; a lookup `found` or `not_found` only from a 200, and found only with our
+// through a submit, a lookup, a list and a list of refunds of kind `d` -- and, for a kind that
+// authorises, a capture, a void and their lookups -- and checks what every adapter promises:
+// nothing throws; the call record keeps the status; `succeeded` only from a 2xx, with the
+// provider's reference; `not_sent` from a response only for a 429; `rejected` with the provider's
+// code; a lookup `found` or `not_found` only from a 200, and a payment found only with our
 // operation ID; a list page (of charges or refunds) ok only from a 200. Returns the first broken
 // invariant, nullopt if none is.
 inline std::optional<std::string> replay(const providers::ProviderDescriptor& d,
@@ -173,6 +192,37 @@ inline std::optional<std::string> replay(const providers::ProviderDescriptor& d,
         const ListPage r = provider->list_refunds(window(), std::nullopt);
         if (r.ok && status != 200) {
             return at + "list_refunds: a page from a response that is not a 200";
+        }
+        if (d.api.manual_capture) {
+            for (const auto kind : {OperationKind::capture, OperationKind::void_authorization}) {
+                const AuthorizationOrder a = authorization_order(kind);
+                const std::string what(to_string(kind));
+                const SubmitResult m = kind == OperationKind::capture
+                                           ? provider->capture(a)
+                                           : provider->void_authorization(a);
+                if (m.call.http_status != status) {
+                    return at + what + ": the call record lost the HTTP status";
+                }
+                if (m.outcome == Outcome::succeeded &&
+                    (status < 200 || status > 299 || !m.provider_reference ||
+                     m.provider_reference->empty())) {
+                    return at + what + ": succeeded without a 2xx and the provider's reference";
+                }
+                if (m.outcome == Outcome::not_sent && status != 429) {
+                    return at + what + ": not_sent from a response that is not a 429";
+                }
+                if (m.outcome == Outcome::rejected && (!m.rejection || m.rejection->code.empty())) {
+                    return at + what + ": rejected without the provider's code";
+                }
+                const LookupResult found = provider->lookup_capture(a);
+                if (found.status != LookupResult::Status::failed &&
+                    (status != 200 || !d.api.capture_lookup)) {
+                    return at + what + " lookup: an answer from a response that is not a 200";
+                }
+                if (found.status == LookupResult::Status::found && !found.payment) {
+                    return at + what + " lookup: found nothing";
+                }
+            }
         }
     } catch (const std::exception& e) {
         return at + "threw: " + e.what();
