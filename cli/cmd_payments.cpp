@@ -12,6 +12,7 @@
 #include "core/problem.hpp"
 #include "core/settings.hpp"
 #include "services/auth.hpp"
+#include "services/captures.hpp"
 #include "services/inspect.hpp"
 #include "services/intake.hpp"
 #include "services/payments.hpp"
@@ -20,6 +21,7 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
 
@@ -115,14 +117,99 @@ void run_show(AppState& state, const std::string& id, bool json) {
     }
 }
 
+struct CaptureOptions {
+    std::string payment;
+    std::optional<std::string> amount;
+    bool not_final = false;
+    std::optional<std::string> merchant_reference;
+    std::string key;
+    std::string note;
+    bool json = false;
+};
+
+// payrecon payments capture|void: an operator's capture or void under the intake protocol,
+// authenticated by PAYRECON_API_KEY and audited with the note.
+void run_capture(AppState& state, const CaptureOptions& opts, bool is_void) {
+    const Secret api_key = api_key_from_environment();
+    // Asked before the database is opened: nothing moves without its reason.
+    const std::string note = capture_note(opts.note);
+    const std::string actor = operator_name(state.global);
+    OpenDatabase opened = open_database(state.global);
+    const FingerprintKeys keys = fingerprint_keys(state.global, opened.embedded);
+    IntakeResponse response;
+    const auto principal = authenticate(*opened.db, api_key);
+    if (!principal) {
+        response = refusal_for(principal.error());
+    } else {
+        IntakeSettings settings;
+        settings.retention = idempotency_retention();
+        settings.providers = intake_provider_catalog(state.global);
+        CaptureService captures(*opened.db, keys, settings);
+        if (is_void) {
+            nlohmann::json body = nlohmann::json::object();
+            if (opts.merchant_reference) {
+                body["merchant_reference"] = *opts.merchant_reference;
+            }
+            response = captures.create_void(*principal, opts.payment, opts.key, body.dump(), "",
+                                            CaptureAudit{actor, note});
+        } else {
+            const std::string body =
+                operator_capture_body(*opened.db, *principal, opts.payment, opts.amount,
+                                      !opts.not_final, opts.merchant_reference);
+            response = captures.create_capture(*principal, opts.payment, opts.key, body, "",
+                                               CaptureAudit{actor, note});
+        }
+    }
+    state.exit_code = print_intake(response, opts.json);
+}
+
+void setup_capture(CLI::App& payments, AppState& state) {
+    auto opts = std::make_shared<CaptureOptions>();
+    CLI::App* c = payments.add_subcommand(
+        "capture", "capture an authorisation (a payment made with capture manual) exactly once "
+                   "per idempotency key, as POST /v1/payments/{id}/captures does, never more than "
+                   "it authorised; the credential comes from PAYRECON_API_KEY, the note goes to "
+                   "the audit log");
+    c->add_option("--payment", opts->payment, "the payment's ID")->required();
+    c->add_option("--amount", opts->amount,
+                  "in major units of the payment's currency, e.g. 5.00 (default: all that is "
+                  "still capturable)");
+    c->add_flag("--not-final", opts->not_final,
+                "more captures may follow (only where the provider captures in parts); by "
+                "default the capture is final and the provider releases the rest");
+    c->add_option("--merchant-reference", opts->merchant_reference,
+                  "your reference for the capture, unique among the tenant's captures");
+    c->add_option("--idempotency-key", opts->key, "the key; reuse it, unchanged, on every retry")
+        ->required();
+    c->add_option("--note", opts->note, "why it is captured now (kept in the audit log)")
+        ->required();
+    c->add_flag("--json", opts->json, "print {status, replayed, location, body} as JSON");
+    c->callback([&state, opts] { run_capture(state, *opts, false); });
+
+    auto v = std::make_shared<CaptureOptions>();
+    CLI::App* vc = payments.add_subcommand(
+        "void", "void an authorisation: the provider releases what no capture took, exactly once "
+                "per idempotency key, as POST /v1/payments/{id}/void does; never after a final "
+                "capture");
+    vc->add_option("--payment", v->payment, "the payment's ID")->required();
+    vc->add_option("--merchant-reference", v->merchant_reference,
+                   "your reference for the void, unique among the tenant's voids");
+    vc->add_option("--idempotency-key", v->key, "the key; reuse it, unchanged, on every retry")
+        ->required();
+    vc->add_option("--note", v->note, "why it is voided (kept in the audit log)")->required();
+    vc->add_flag("--json", v->json, "print {status, replayed, location, body} as JSON");
+    vc->callback([&state, v] { run_capture(state, *v, true); });
+}
+
 } // namespace
 
 void setup_payments(CLI::App& app, AppState& state) {
     CLI::App* payments = app.add_subcommand(
         "payments", "payments: create one as the API does, list them across tenants, show one, "
-                    "cancel one that was never sent");
+                    "cancel one that was never sent, capture or void an authorisation");
     payments->require_subcommand(1);
     setup_payment_actions(*payments, state);
+    setup_capture(*payments, state);
 
     struct CreateOptions {
         std::string key;

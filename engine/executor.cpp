@@ -35,6 +35,7 @@ providers::PaymentOrder order_for(const store::ClaimedPayment& payment) {
     order.description = payment.description;
     order.metadata = payment.metadata;
     order.created_at = payment.created_at;
+    order.manual_capture = payment.manual_capture;
     return order;
 }
 

@@ -1,0 +1,268 @@
+// Captures and voids on the executor and the reconciler (issue 32, DESIGN sections 6, 7, 12 and
+// 16): a payment made with capture "manual" is authorised by the executor (nothing charged), and
+// its captures and its void -- accepted by the real intake -- are claimed, fenced and sent by the
+// same executor under their own operation IDs; a lost answer is settled by reading the
+// authorisation before any re-send. Counted from the fake's ledger (what it captured, executions
+// and deliveries per operation ID), the operations and attempts tables, what the payment row
+// holds and the outbox. Each case runs for every kind whose adapter authorises only.
+#include "providers/registry.hpp"
+#include "services/captures.hpp"
+#include "services/payments.hpp"
+#include "services/refunds.hpp"
+#include "tests/execution/world.hpp"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+using namespace payrecon;
+using namespace payrecon::testing;
+
+namespace {
+
+// The kinds whose adapters authorise only and capture later (their descriptors say so).
+std::vector<std::string> manual_kinds() {
+    std::vector<std::string> out;
+    for (const std::string kind : {"stripe", "checkout", "paypal", "adyen", "square"}) {
+        if (providers::descriptor_of(kind).api.manual_capture) {
+            out.push_back(kind);
+        }
+    }
+    return out;
+}
+
+// One payment of `kind` made with capture "manual" and authorised by the executor.
+struct Authorisation {
+    World w;
+    std::unique_ptr<providers::Provider> provider;
+    std::string ref = unique_name("auth");
+    std::string payment_id;
+
+    explicit Authorisation(const std::string& kind, long long amount = 10000) : w(kind, {}) {
+        w.config.settle_delay = std::chrono::seconds(0);
+        provider = providers::create_provider(w.config);
+        IntakeService intake(*w.db, test_keys());
+        const std::string body =
+            R"({"amount": )" + std::to_string(amount) +
+            R"(, "currency": "EUR", "merchant_reference": ")" + ref + R"(", "provider": ")" +
+            w.config.name + R"(", "payment_method": ")" + w.method + R"(", "capture": "manual"})";
+        const auto r = intake.create_payment(w.writer.principal, "k-" + ref, body, "");
+        REQUIRE(r.status == 202);
+        payment_id = nlohmann::json::parse(r.body)["id"].get<std::string>();
+        REQUIRE(send() == 1);
+    }
+
+    int send() {
+        engine::Executor ex(*w.db, {provider.get()}, w.options());
+        return ex.run_once();
+    }
+    std::vector<engine::ReconcileOutcome> reconcile() {
+        engine::ReconcilerOptions o;
+        o.actor = "test-reconciler";
+        engine::Reconciler r(*w.db, {provider.get()}, o);
+        return r.run();
+    }
+    std::string capture(const std::string& body) {
+        CaptureService captures(*w.db, test_keys());
+        const auto r =
+            captures.create_capture(w.writer.principal, payment_id, unique_name("ck"), body, "");
+        REQUIRE(r.status == 202);
+        return nlohmann::json::parse(r.body)["id"].get<std::string>();
+    }
+    std::string void_it() {
+        CaptureService captures(*w.db, test_keys());
+        const auto r =
+            captures.create_void(w.writer.principal, payment_id, unique_name("vk"), "", "");
+        REQUIRE(r.status == 202);
+        return nlohmann::json::parse(r.body)["id"].get<std::string>();
+    }
+    std::string payment(const std::string& column) {
+        return query_value("SELECT coalesce(" + column +
+                               "::text, '') FROM payments WHERE payment_id = $1::uuid",
+                           payment_id);
+    }
+    std::string operation(const std::string& id, const std::string& column) {
+        return query_value(
+            "SELECT coalesce(" + column + "::text, '') FROM operations WHERE id = $1", id);
+    }
+    std::string op(const std::string& id) { return operation(id, "operation_id"); }
+    long long events(const std::string& type) {
+        return count_rows("outbox", w.tenant.tenant_id,
+                          "aggregate_id = '" + payment_id + "' AND event_type = '" + type + "'");
+    }
+    // What the fake charged in EUR: captures only, never an authorisation.
+    long long charged_eur() {
+        const auto l = w.fake->ledger();
+        return l.contains("charged") && l["charged"].contains("eur")
+                   ? l["charged"]["eur"].get<long long>()
+                   : 0;
+    }
+    long long executions(const std::string& operation_id) {
+        const auto l = w.fake->ledger();
+        return l["executions"].value(operation_id, 0LL);
+    }
+    long long deliveries(const std::string& operation_id) { return w.deliveries(operation_id); }
+    nlohmann::json resource() {
+        const auto body = payment_resource(*w.db, w.tenant.tenant_id, payment_id);
+        REQUIRE(body);
+        return nlohmann::json::parse(*body);
+    }
+    void next_fault(fake::Fault f) {
+        auto faults = w.fake->faults();
+        faults.next = {f};
+        w.fake->set_faults(faults);
+    }
+};
+
+} // namespace
+
+TEST_CASE("captures: the executor authorises only, then captures once under the capture's own "
+          "operation ID",
+          "[execution][db][captures]") {
+    for (const std::string& kind : manual_kinds()) {
+        INFO(kind);
+        Authorisation a(kind);
+        CHECK(a.payment("state") == "succeeded");
+        CHECK(a.resource()["status"] == "authorized");
+        CHECK(a.events("payment.authorized") == 1);
+        CHECK(a.events("payment.succeeded") == 0);
+        CHECK(a.charged_eur() == 0); // an authorisation charges nothing
+
+        const std::string c = a.capture(R"({"amount": 6000})");
+        CHECK(a.send() == 1);
+        CHECK(a.operation(c, "state") == "succeeded");
+        CHECK(a.executions(a.op(c)) == 1);
+        CHECK(a.deliveries(a.op(c)) == 1);
+        CHECK(a.charged_eur() == 6000);
+        CHECK(a.payment("captured_minor") == "6000");
+        CHECK(a.payment("capture_held_minor") == "6000");
+        CHECK(a.events("payment.captured") == 1);
+        const auto shown = a.resource();
+        CHECK(shown["status"] == "captured");
+        CHECK(shown["amount_captured"] == 6000);
+        CHECK(shown["amount_refundable"] == 6000);
+        CHECK(shown["amount_capturable"] == 0);
+        // Attempts are recorded per operation: the capture's own, one.
+        CHECK(count_rows("payment_attempts", a.w.tenant.tenant_id,
+                         "operation_id = '" + a.op(c) + "' AND outcome = 'succeeded'") == 1);
+        // What was captured can be refunded, and no more.
+        RefundService refunds(*a.w.db, test_keys());
+        CHECK(refunds
+                  .create_refund(a.w.writer.principal, a.payment_id, "r-over",
+                                 R"({"amount": 6001})", "")
+                  .status == 409);
+        CHECK(refunds.create_refund(a.w.writer.principal, a.payment_id, "r-all", "{}", "").status ==
+              202);
+        CHECK(a.send() == 1);
+        CHECK(a.payment("refund_held_minor") == "6000");
+    }
+}
+
+TEST_CASE("captures: a void releases the authorisation at the provider, nothing charged",
+          "[execution][db][captures]") {
+    for (const std::string& kind : manual_kinds()) {
+        INFO(kind);
+        Authorisation a(kind);
+        const std::string v = a.void_it();
+        CHECK(a.send() == 1);
+        CHECK(a.operation(v, "state") == "succeeded");
+        CHECK(a.executions(a.op(v)) == 1);
+        CHECK_FALSE(a.payment("voided_at").empty());
+        CHECK(a.events("payment.voided") == 1);
+        CHECK(a.resource()["status"] == "voided");
+        CHECK(a.charged_eur() == 0);
+    }
+}
+
+TEST_CASE("captures: executed, then the answer lost -- unknown, found captured by the lookup, "
+          "succeeded once, never sent again",
+          "[execution][db][captures][fault]") {
+    for (const std::string& kind : manual_kinds()) {
+        for (const fake::Fault fault :
+             {fake::Fault::execute_then_hang, fake::Fault::execute_then_rst,
+              fake::Fault::http_500_after_execute}) {
+            INFO(kind << " " << fake::to_string(fault));
+            Authorisation a(kind);
+            const std::string c = a.capture(R"({"amount": 2500})");
+            a.next_fault(fault);
+            CHECK(a.send() == 1);
+            CHECK(a.operation(c, "state") == "unknown");
+            CHECK(a.send() == 0); // an unknown capture is never sent again by a worker
+            const auto out = a.reconcile();
+            REQUIRE(out.size() == 1);
+            CHECK(out[0].to == PaymentState::succeeded);
+            CHECK(a.operation(c, "state") == "succeeded");
+            CHECK(a.executions(a.op(c)) == 1);
+            CHECK(a.deliveries(a.op(c)) == 1);
+            CHECK(a.charged_eur() == 2500);
+            CHECK(a.payment("captured_minor") == "2500");
+            CHECK(a.events("payment.captured") == 1);
+        }
+    }
+}
+
+TEST_CASE("captures: dropped before executing -- unknown, the authorisation still untouched, sent "
+          "again with the same key, captured once",
+          "[execution][db][captures][fault]") {
+    for (const std::string& kind : manual_kinds()) {
+        INFO(kind);
+        Authorisation a(kind);
+        const std::string c = a.capture(R"({"amount": 4000})");
+        a.next_fault(fake::Fault::drop_before_execute);
+        CHECK(a.send() == 1);
+        CHECK(a.operation(c, "state") == "unknown");
+        CHECK(a.executions(a.op(c)) == 0);
+        const auto out = a.reconcile();
+        REQUIRE(out.size() == 1);
+        CHECK(a.operation(c, "state") == "retry_scheduled");
+        CHECK(a.send() == 1);
+        CHECK(a.operation(c, "state") == "succeeded");
+        CHECK(a.executions(a.op(c)) == 1);
+        CHECK(a.deliveries(a.op(c)) == 2);
+        CHECK(a.charged_eur() == 4000);
+        CHECK(count_rows("payment_attempts", a.w.tenant.tenant_id,
+                         "operation_id <> '" + a.op(c) + "' AND operation_id <> '" +
+                             a.payment("operation_id") + "'") == 0);
+    }
+}
+
+TEST_CASE("captures: a void whose answer was lost is found voided by the lookup, once",
+          "[execution][db][captures][fault]") {
+    for (const std::string& kind : manual_kinds()) {
+        INFO(kind);
+        Authorisation a(kind);
+        const std::string v = a.void_it();
+        a.next_fault(fake::Fault::execute_then_hang);
+        CHECK(a.send() == 1);
+        CHECK(a.operation(v, "state") == "unknown");
+        const auto out = a.reconcile();
+        REQUIRE(out.size() == 1);
+        CHECK(a.operation(v, "state") == "succeeded");
+        CHECK(a.executions(a.op(v)) == 1);
+        CHECK(a.deliveries(a.op(v)) == 1);
+        CHECK_FALSE(a.payment("voided_at").empty());
+        CHECK(a.events("payment.voided") == 1);
+    }
+}
+
+TEST_CASE("captures: the provider refuses a capture of an authorisation it let lapse -- failed, "
+          "and what it held is given back",
+          "[execution][db][captures]") {
+    for (const std::string& kind : manual_kinds()) {
+        INFO(kind);
+        Authorisation a(kind);
+        const std::string c = a.capture(R"({"amount": 3000})");
+        // The provider's clock passes its validity; ours was not told (an expiry it counts
+        // longer than the provider did).
+        a.w.fake->advance_clock(a.provider->capabilities().authorization_validity +
+                                std::chrono::hours(1));
+        CHECK(a.send() == 1);
+        CHECK(a.operation(c, "state") == "failed");
+        CHECK_FALSE(a.operation(c, "failure_reason").empty());
+        CHECK(a.executions(a.op(c)) == 0);
+        CHECK(a.charged_eur() == 0);
+        CHECK(a.payment("capture_held_minor") == "0");
+        CHECK(a.payment("final_capture_held") == "false");
+        CHECK(a.payment("captured_minor") == "0");
+        CHECK(a.events("capture.failed") == 1);
+    }
+}
