@@ -94,7 +94,8 @@ Json actions(const Running& r, const std::string& id) {
 
 // The ledger's entry for payment `id` in `checkout_authorizations`.
 Json counts(const Running& r, const std::string& id) {
-    for (const Json& a : r.ledger()["checkout_authorizations"]) {
+    const Json ledger = r.ledger();
+    for (const Json& a : ledger["checkout_authorizations"]) {
         if (a["id"] == id) {
             return a;
         }
@@ -154,7 +155,8 @@ TEST_CASE("checkout fake: capture false authorises only, and every read shows th
     CHECK(c["voids"] == 0);
     // A payment captured at once is no authorisation of the ledger's.
     const std::string paid = authorise(r, "op-paid", 1000, true);
-    for (const Json& a : r.ledger()["checkout_authorizations"]) {
+    const Json ledger = r.ledger();
+    for (const Json& a : ledger["checkout_authorizations"]) {
         CHECK(a["id"] != paid);
     }
 }
