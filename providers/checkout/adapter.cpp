@@ -92,6 +92,10 @@ LookupResult CheckoutAdapter::lookup(const PaymentOrder& order) {
             // reference, or none) is not counted, and it is not proof of anything either.
             if (p.operation_id == order.operation_id) {
                 matches.push_back(p);
+                if (order.manual_capture && !p.raw_status.empty()) {
+                    // An authorisation held is what an order that only authorises asked for.
+                    matches.back().state = map_status_for(p.raw_status, true);
+                }
             }
         }
         skip += static_cast<long long>(page->data.size());
@@ -151,6 +155,73 @@ LookupResult CheckoutAdapter::lookup_refund(const RefundOrder& order) {
         }
     }
     answer_from_matches(out, std::move(matches));
+    return out;
+}
+
+SubmitResult CheckoutAdapter::capture(const AuthorizationOrder& order) {
+    if (auto problem =
+            carry_problem(carry_limits(), order.merchant_reference.value_or(""), order.metadata)) {
+        return not_carried(*problem);
+    }
+    if (order.payment_reference.empty()) {
+        return not_expressible("no_payment_reference",
+                               "the payment has no Checkout.com payment ID to capture");
+    }
+    const auto body = capture_body(order);
+    if (!body) {
+        return not_expressible("not_expressible",
+                               "the amount (" + order.amount.currency +
+                                   ") or the operation ID cannot be expressed in Checkout.com's "
+                                   "capture request");
+    }
+    return post_json("/payments/" + percent_encode(order.payment_reference) + "/captures", *body,
+                     order.operation_id, order.deadline, [&order](int status, std::string_view b) {
+                         return interpret_authorization_action(order, status, b);
+                     });
+}
+
+SubmitResult CheckoutAdapter::void_authorization(const AuthorizationOrder& order) {
+    if (auto problem =
+            carry_problem(carry_limits(), order.merchant_reference.value_or(""), order.metadata)) {
+        return not_carried(*problem);
+    }
+    if (order.payment_reference.empty()) {
+        return not_expressible("no_payment_reference",
+                               "the payment has no Checkout.com payment ID to void");
+    }
+    const auto body = void_body(order);
+    if (!body) {
+        return not_expressible("not_expressible", "the operation ID cannot be expressed in "
+                                                  "Checkout.com's void request");
+    }
+    return post_json("/payments/" + percent_encode(order.payment_reference) + "/voids", *body,
+                     order.operation_id, order.deadline, [&order](int status, std::string_view b) {
+                         return interpret_authorization_action(order, status, b);
+                     });
+}
+
+LookupResult CheckoutAdapter::lookup_capture(const AuthorizationOrder& order) {
+    LookupResult out;
+    if (!m_caps.capture_lookup || order.payment_reference.empty()) {
+        out.call.error_class =
+            m_caps.capture_lookup ? "no_payment_reference" : "lookup_not_supported";
+        return out;
+    }
+    const net::HttpResult res = m_client.send(m_client.request(
+        "GET", "/payments/" + percent_encode(order.payment_reference) + "/actions", false));
+    const ReadCall read = read_call(res);
+    if (!read.ok) {
+        out.call = read.call;
+        return out; // failed: never read as absence
+    }
+    out = capture_lookup_answer(order, res.body);
+    const std::string error_class = out.call.error_class;
+    const std::string detail = out.call.detail;
+    out.call = read.call;
+    out.call.error_class = error_class;
+    if (!detail.empty()) {
+        out.call.detail = detail;
+    }
     return out;
 }
 

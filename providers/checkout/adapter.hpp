@@ -28,6 +28,16 @@
 //   not allowed" (declined); 404 the payment not found and 422 an invalid request (rejected). A
 //   refund is found in GET /payments/{id}/actions: the Refund action whose `reference` is our
 //   operation ID (`approved` decides; absent: pending).
+// - Authorise, then capture or void (README.md, "Captures and voids"): an order that only
+//   authorises is created with `capture: false`, and its Authorized is succeeded (the amount
+//   held). POST /payments/{id}/captures {amount, capture_type Final/NonFinal, reference} and
+//   /voids {reference}, each under its own operation ID as Cko-Idempotency-Key, are answered 202
+//   {action_id}: accepted, processed asynchronously, so pending until the payment's actions show
+//   the Capture or Void action with our reference approved (or not). Several partial captures of
+//   one authorisation (NonFinal; Final voids what is left) for Amex, Discover, Mastercard and
+//   Visa; at most 150 partial actions (captures and refunds) a payment. Checkout.com voids an
+//   authorisation not captured within 7 days. As for refunds, only a 2xx is kept under the key:
+//   after any other answer a capture or void is unknown and never re-sent without a lookup.
 
 #include "providers/adapter_support.hpp"
 #include "providers/config.hpp"
@@ -82,6 +92,13 @@ public:
     // GET /payments?reference=<operation ID>, paged by `skip`; failed past k_max_lookup_pages and
     // on any page that fails.
     LookupResult lookup(const PaymentOrder& order) override;
+    // POST /payments/{payment_reference}/captures and /voids under the operation's own ID as
+    // Cko-Idempotency-Key, by the order's deadline.
+    SubmitResult capture(const AuthorizationOrder& order) override;
+    SubmitResult void_authorization(const AuthorizationOrder& order) override;
+    // GET /payments/{payment_reference}/actions: the Capture (or Void) action carrying our
+    // reference, the oldest one if the key executed more than once.
+    LookupResult lookup_capture(const AuthorizationOrder& order) override;
     // Always not ok (`list_not_supported`).
     ListPage list(const TimeWindow& window, const std::optional<std::string>& cursor) override;
 

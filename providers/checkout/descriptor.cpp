@@ -55,11 +55,17 @@ const ProviderDescriptor& descriptor() {
         .settings = {{"processing_channel_id", "pc_q4dbxom5jbgudnjzjpz7j2z6uq"}},
         .parse_settings = &parse_settings,
         // Cko-Idempotency-Key (our operation ID, also `reference`: at most 50 characters); lookup
-        // by reference; no listing by time window.
+        // by reference; no listing by time window. Authorise with `capture: false`, capture in
+        // several parts (NonFinal: Amex, Discover, Mastercard, Visa), found again in the payment's
+        // actions; an authorisation not captured within 7 days is voided.
         .api = {.max_key_length = k_max_key_length,
                 .lookup = true,
                 .list = false,
-                .refund_lookup = true},
+                .refund_lookup = true,
+                .manual_capture = true,
+                .multiple_captures = true,
+                .authorization_validity = std::chrono::days(7),
+                .capture_lookup = true},
         .carry_limits = &carry_limits,
         .statuses = {.contract_pointer =
                          "/components/schemas/PaymentDetails/properties/status/enum",

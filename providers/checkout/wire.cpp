@@ -4,6 +4,7 @@
 #include "providers/wire_util.hpp"
 
 #include <array>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <utility>
 
@@ -71,7 +72,62 @@ std::optional<Payment> payment_from(const json& j) {
     if (!p.created_on) {
         p.created_on = wire::string_member(j, "processed_on");
     }
+    if (j.contains("balances") && p.amount) {
+        const json& b = j["balances"];
+        if (!b.is_object()) {
+            return std::nullopt;
+        }
+        if (b.contains("total_captured")) {
+            if (!b["total_captured"].is_number_integer()) {
+                return std::nullopt;
+            }
+            const auto captured =
+                from_checkout_amount(b["total_captured"].get<std::int64_t>(), p.amount->currency);
+            if (!captured) {
+                return std::nullopt;
+            }
+            p.total_captured = captured->minor;
+        }
+    }
     return p;
+}
+
+// A capture's or a void's `metadata`: every caller entry, our operation ID, and the operation's
+// merchant reference when given (as a refund's).
+json action_metadata(const AuthorizationOrder& order) {
+    json metadata = json::object();
+    for (const auto& [k, v] : order.metadata) {
+        metadata[k] = v;
+    }
+    metadata["operation_id"] = order.operation_id;
+    if (order.merchant_reference) {
+        metadata["merchant_reference"] = *order.merchant_reference;
+    }
+    return metadata;
+}
+
+bool action_sendable(const AuthorizationOrder& order) {
+    return !order.payment_reference.empty() && !order.operation_id.empty() &&
+           order.operation_id.size() <= k_max_reference &&
+           !carry_problem(carry_limits(), order.merchant_reference.value_or(""), order.metadata);
+}
+
+// A 422 `request_invalid` as rejected (its first error code), or nullopt for any other 422.
+std::optional<SubmitResult> rejected_invalid(int http_status, std::string_view body,
+                                             std::string_view what) {
+    const auto e = parse_error(body);
+    if (!e || e->error_type != "request_invalid") {
+        return std::nullopt;
+    }
+    std::string codes;
+    for (const auto& c : e->error_codes) {
+        codes += (codes.empty() ? "" : ", ") + c;
+    }
+    return rejected_request(http_status,
+                            e->error_codes.empty() ? e->error_type : e->error_codes.front(),
+                            "Checkout.com refused the " + std::string(what) +
+                                " as invalid: " + (codes.empty() ? e->error_type : codes),
+                            wire::excerpt(body));
 }
 
 } // namespace
@@ -142,7 +198,7 @@ std::optional<std::string> create_body(const PaymentOrder& order,
         {"currency", wire::upper(order.amount.currency)},
         {"reference", order.operation_id},
         {"processing_channel_id", std::string(processing_channel_id)},
-        {"capture", true},
+        {"capture", !order.manual_capture},
         {"payment_type", "Recurring"},
         {"merchant_initiated", true},
         {"metadata", std::move(metadata)},
@@ -190,6 +246,20 @@ Outcome map_status(std::string_view status) {
     return outcome_by_rules(k_status_rules, status);
 }
 
+Outcome map_status_for(std::string_view status, bool manual_capture) {
+    if (manual_capture) {
+        // Held, then captured in part or whole since: the authorisation the order asked for.
+        if (status == "Authorized" || status == "Captured" || status == "Partially Captured" ||
+            status == "Paid") {
+            return Outcome::succeeded;
+        }
+        if (status == "Voided") {
+            return Outcome::declined; // released before anything was captured
+        }
+    }
+    return map_status(status);
+}
+
 std::optional<Payment> parse_payment(std::string_view json_text) {
     const auto parsed = parse_external_json(json_text);
     if (!parsed) {
@@ -215,6 +285,8 @@ std::optional<RemotePayment> to_remote(const Payment& payment, std::string raw) 
             r.created_at = *t;
         }
     }
+    r.amount_captured_minor = payment.total_captured.value_or(0);
+    r.awaiting_capture = r.raw_status == "Authorized" && r.amount_captured_minor == 0;
     r.raw = std::move(raw);
     return r;
 }
@@ -295,7 +367,7 @@ SubmitResult interpret_create(const PaymentOrder& order, int http_status, std::s
         }
         r.provider_reference = p->id;
         if (p->status) {
-            r.outcome = map_status(*p->status);
+            r.outcome = map_status_for(*p->status, order.manual_capture);
         } else {
             r.outcome =
                 p->approved == std::optional<bool>(false) ? Outcome::declined : Outcome::unknown;
@@ -422,8 +494,8 @@ SubmitResult interpret_refund(const RefundOrder& order, int http_status, std::st
     return r; // the refund may have executed: the reconciler looks it up before any re-send
 }
 
-std::optional<std::vector<RemotePayment>> parse_refund_actions(std::string_view json_text,
-                                                               std::string_view currency) {
+std::optional<std::vector<RemotePayment>>
+parse_actions(std::string_view json_text, std::string_view currency, std::string_view type) {
     const auto parsed = parse_external_json(json_text);
     if (!parsed || !parsed->is_array()) {
         return std::nullopt;
@@ -431,11 +503,11 @@ std::optional<std::vector<RemotePayment>> parse_refund_actions(std::string_view 
     std::vector<RemotePayment> out;
     for (const json& a : *parsed) {
         const auto id = a.is_object() ? wire::string_member(a, "id") : std::nullopt;
-        const auto type = a.is_object() ? wire::string_member(a, "type") : std::nullopt;
-        if (!id || !type || !a.contains("amount") || !a["amount"].is_number_integer()) {
+        const auto kind = a.is_object() ? wire::string_member(a, "type") : std::nullopt;
+        if (!id || !kind || !a.contains("amount") || !a["amount"].is_number_integer()) {
             return std::nullopt; // one unreadable action makes the list untrustworthy
         }
-        if (*type != "Refund") {
+        if (*kind != type) {
             continue;
         }
         const auto money = from_checkout_amount(a["amount"].get<std::int64_t>(), currency);
@@ -458,6 +530,121 @@ std::optional<std::vector<RemotePayment>> parse_refund_actions(std::string_view 
         r.raw = a.dump();
         out.push_back(std::move(r));
     }
+    return out;
+}
+
+std::optional<std::vector<RemotePayment>> parse_refund_actions(std::string_view json_text,
+                                                               std::string_view currency) {
+    return parse_actions(json_text, currency, "Refund");
+}
+
+// Captures and voids (POST /payments/{id}/captures, /voids).
+
+std::optional<std::string> capture_body(const AuthorizationOrder& order) {
+    const auto amount = to_checkout_amount(order.amount);
+    if (!amount || !action_sendable(order)) {
+        return std::nullopt;
+    }
+    return json{{"amount", *amount},
+                {"capture_type", order.final ? "Final" : "NonFinal"},
+                {"reference", order.operation_id},
+                {"metadata", action_metadata(order)}}
+        .dump();
+}
+
+std::optional<std::string> void_body(const AuthorizationOrder& order) {
+    if (!action_sendable(order)) {
+        return std::nullopt;
+    }
+    return json{{"reference", order.operation_id}, {"metadata", action_metadata(order)}}.dump();
+}
+
+SubmitResult interpret_authorization_action(const AuthorizationOrder& order, int http_status,
+                                            std::string_view body) {
+    const bool capture = order.kind == OperationKind::capture;
+    const std::string_view what = capture ? "capture" : "void";
+    SubmitResult r;
+    r.call.http_status = http_status;
+    r.call.detail = wire::excerpt(body);
+    if (http_status == 202) {
+        const auto parsed = parse_external_json(body);
+        const auto action = parsed && parsed->is_object()
+                                ? wire::string_member(*parsed, "action_id")
+                                : std::nullopt;
+        const auto reference = parsed && parsed->is_object()
+                                   ? wire::string_member(*parsed, "reference")
+                                   : std::nullopt;
+        if (!action || action->empty() || reference != order.operation_id) {
+            r.call.error_class = "unrecognised_response";
+            return r; // unknown: an acceptance we cannot match to our request proves nothing
+        }
+        // Accepted; card captures and voids are processed asynchronously: the action's `approved`
+        // says how it ended (lookup_capture, or the payment_captured / payment_voided webhook).
+        r.outcome = Outcome::pending;
+        r.provider_reference = *action;
+        return r;
+    }
+    if (http_status == 401) {
+        return rejected_request(http_status, "unauthorized",
+                                "Checkout.com refused the secret key (401 Unauthorized)",
+                                wire::excerpt(body));
+    }
+    if (http_status == 403) {
+        // "Capture not allowed", "Void not allowed": the document's only meaning of a 403 here
+        // (the authorisation voided or expired, captured already, less left than asked).
+        r.outcome = Outcome::declined;
+        r.call.error_class = capture ? "capture_not_allowed" : "void_not_allowed";
+        return r;
+    }
+    if (http_status == 404) {
+        return rejected_request(http_status, "payment_not_found",
+                                "Checkout.com does not know the payment (404) whose authorisation "
+                                "the " +
+                                    std::string(what) + " names",
+                                wire::excerpt(body));
+    }
+    if (http_status == 422) {
+        if (auto rejected = rejected_invalid(http_status, body, what)) {
+            return *rejected;
+        }
+        r.call.error_class = "unrecognised_response";
+        return r;
+    }
+    r.call.error_class = http_status == 409   ? "idempotency_conflict"
+                         : http_status == 429 ? "too_many_requests"
+                                              : "http_" + std::to_string(http_status);
+    return r; // it may have executed: the reconciler looks it up before any re-send
+}
+
+LookupResult capture_lookup_answer(const AuthorizationOrder& order, std::string_view body) {
+    LookupResult out;
+    const auto currency = order.amount.currency;
+    const auto authorizations = parse_actions(body, currency, "Authorization");
+    const auto actions =
+        parse_actions(body, currency, order.kind == OperationKind::capture ? "Capture" : "Void");
+    if (!authorizations || !actions) {
+        out.call.error_class = "unrecognised_response";
+        return out;
+    }
+    if (authorizations->empty()) {
+        out.call.error_class = "no_authorization";
+        out.call.detail = "the payment's actions hold no Authorization";
+        return out; // failed: not the authorisation the order names, so no proof of absence
+    }
+    std::vector<RemotePayment> matches;
+    for (auto it = actions->rbegin(); it != actions->rend(); ++it) { // oldest first
+        if (it->operation_id == order.operation_id) {
+            matches.push_back(*it);
+        }
+    }
+    if (matches.empty()) {
+        out.status = LookupResult::Status::not_found; // the authorisation untouched by it
+        return out;
+    }
+    out.status = LookupResult::Status::found;
+    out.payment = std::move(matches.front());
+    out.duplicates.assign(std::make_move_iterator(matches.begin() + 1),
+                          std::make_move_iterator(matches.end()));
     return out;
 }
 

@@ -41,7 +41,8 @@ const CarryLimits& carry_limits();
 
 // The JSON body of POST /payments: `source` {type "id", id: the stored payment instrument},
 // `amount` and `currency` (upper case), `reference` = our operation ID (at most 50 characters),
-// `processing_channel_id`, `capture` true, `payment_type` "Unscheduled" and `merchant_initiated`
+// `processing_channel_id`, `capture` true (false for an order that only authorises,
+// PaymentOrder::manual_capture), `payment_type` "Unscheduled" and `merchant_initiated`
 // true (a stored credential charged without the customer), `description`, `customer` {id} when
 // present, and `metadata` with every caller entry plus ours. nullopt if the amount is not
 // expressible, the reference too long, or carry_problem(carry_limits(), ...) finds something.
@@ -55,6 +56,12 @@ std::optional<std::string> create_body(const PaymentOrder& order,
 std::span<const StatusRule> status_rules();
 Outcome map_status(std::string_view status);
 
+// The outcome of a payment's status for the order that made it: map_status(), but for an order
+// that only authorises (manual_capture, `capture: false`) Authorized is what it asked for, and so
+// are Captured, Partially Captured and Paid since -- succeeded; Voided is the authorisation
+// released, declined.
+Outcome map_status_for(std::string_view status, bool manual_capture);
+
 // The parts of a payment (a create's 201/202 body, or an item of the payment list) that decide an
 // outcome. nullopt if it is not one: no `id` string, or an `amount`/`currency` that is present but
 // unreadable.
@@ -67,11 +74,14 @@ struct Payment {
     std::optional<std::string> response_code;    // "10000" approved, "20051" insufficient funds...
     std::optional<std::string> response_summary; // "Approved", "Insufficient Funds"...
     std::optional<std::string> created_on;       // requested_on or processed_on, RFC 3339
+    std::optional<long long> total_captured;     // balances.total_captured, ISO minor units
 };
 std::optional<Payment> parse_payment(std::string_view json_text);
 
 // A payment as RemotePayment (state from its status; a payment with `approved: false` and no
-// status is declined). nullopt without an amount and currency.
+// status is declined). amount_captured_minor is its balances.total_captured (0 without);
+// awaiting_capture is its status Authorized with nothing captured, whatever the order asked (for
+// an automatic capture a passing state). nullopt without an amount and currency.
 std::optional<RemotePayment> to_remote(const Payment& payment, std::string raw);
 
 // `GET /payments?reference=` answers {"limit", "skip", "total_count", "data": [payment...]}, newest
@@ -125,5 +135,44 @@ SubmitResult interpret_refund(const RefundOrder& order, int http_status, std::st
 // is unreadable.
 std::optional<std::vector<RemotePayment>> parse_refund_actions(std::string_view json_text,
                                                                std::string_view currency);
+
+// Captures and voids (issue 32, DESIGN section 16): POST /payments/{id}/captures and /voids, each
+// answered 202 {action_id, reference} and processed asynchronously; GET /payments/{id}/actions to
+// find them again (the Capture or Void action whose `reference` is our operation ID).
+
+// The JSON body of POST /payments/{id}/captures: `amount` (the order's, in Checkout.com's units),
+// `capture_type` Final or NonFinal (AuthorizationOrder::final: Final voids what is left),
+// `reference` our operation ID and `metadata` (every caller entry, our operation ID, the
+// capture's merchant reference when given). nullopt if the payment has no reference, the amount
+// is not expressible, the operation ID is too long or carry_problem finds something.
+std::optional<std::string> capture_body(const AuthorizationOrder& order);
+// The JSON body of POST /payments/{id}/voids: `reference` and `metadata` as a capture's (a void
+// releases all that is left: VoidRequest has no amount). nullopt as capture_body's.
+std::optional<std::string> void_body(const AuthorizationOrder& order);
+
+// The outcome of a capture or a void call (order.kind says which; README.md has the table). 202
+// naming our reference with an action_id -> pending (processed asynchronously: the lookup finds
+// the action approved or not), the action_id the provider reference; 403 ("Capture not allowed",
+// "Void not allowed": voided, expired, captured, more than is left) -> declined; 401, 404 (payment
+// not found) and 422 request_invalid -> rejected (nothing executed); 409, 429, 5xx and anything
+// else unknown. Only a 2xx is kept under the key: no answer is read as not_sent.
+SubmitResult interpret_authorization_action(const AuthorizationOrder& order, int http_status,
+                                            std::string_view body);
+
+// The actions of GET /payments/{id}/actions (an array of PaymentAction, newest first) of `type`
+// (Refund, Capture, Void, Authorization...) as RemotePayments: provider_reference the action's
+// id, operation_id its `reference`, the amount in `currency`; `approved` true -> succeeded, false
+// -> declined, absent -> pending. nullopt if the body is not such an array or one action is
+// unreadable.
+std::optional<std::vector<RemotePayment>>
+parse_actions(std::string_view json_text, std::string_view currency, std::string_view type);
+
+// lookup_capture's answer from the body of a 200 to GET /payments/{id}/actions: the Capture (for a
+// void, Void) actions whose `reference` is our operation ID, oldest first -- found (the action:
+// approved succeeded, not approved declined, undecided pending) with any later one a duplicate
+// (the key executed again after a non-2xx); none: not_found, the authorisation untouched by it.
+// Failed (the error class says why) for a body that is not a list of actions, or a list without
+// an Authorization: not the authorisation the order names.
+LookupResult capture_lookup_answer(const AuthorizationOrder& order, std::string_view body);
 
 } // namespace payrecon::providers::checkout

@@ -26,6 +26,8 @@ constexpr std::size_t k_max_customer_text = 255;
 constexpr std::int64_t k_default_limit = 10;
 constexpr std::int64_t k_max_limit = 100;
 constexpr std::int64_t k_max_skip = 1'000'000;
+// "If you do not capture it within seven days, the payment is voided" (capture-a-payment).
+constexpr std::chrono::hours k_authorization_validity{7 * 24};
 
 http::Response empty_response(int status) {
     http::Response r;
@@ -252,6 +254,13 @@ void CheckoutApi::reset_locked() {
     m_by_id.clear();
     m_keys.clear();
     m_refund_keys.clear();
+    m_capture_keys.clear();
+    m_void_keys.clear();
+    m_action_seq = 0;
+    m_capture_deliveries = 0;
+    m_void_deliveries = 0;
+    m_captures = 0;
+    m_voids = 0;
 }
 
 Reply CheckoutApi::handle(const http::Request& request, const Wait& wait) {
@@ -262,6 +271,10 @@ Reply CheckoutApi::handle(const http::Request& request, const Wait& wait) {
         reply = create(request, wait);
     } else if (request.method == "POST" && !payment_id(path, "/refunds").empty()) {
         reply = refund(payment_id(path, "/refunds"), request, wait);
+    } else if (request.method == "POST" && !payment_id(path, "/captures").empty()) {
+        reply = capture_or_void(payment_id(path, "/captures"), true, request, wait);
+    } else if (request.method == "POST" && !payment_id(path, "/voids").empty()) {
+        reply = capture_or_void(payment_id(path, "/voids"), false, request, wait);
     } else if (!authorized(request)) {
         reply.response = empty_response(401);
     } else if (request.method == "GET" && path == k_payments) {
@@ -380,6 +393,7 @@ Reply CheckoutApi::create(const http::Request& request, const Wait& wait) {
     } else {
         p.status = params.capture ? Status::captured : Status::authorized;
     }
+    p.manual = !params.capture;
     m_ledger.count_execution_locked(p.operation_id);
     if (p.status == Status::captured) {
         m_ledger.add_charged_locked(p.currency, p.amount);
@@ -524,9 +538,11 @@ Reply CheckoutApi::refund(const std::string& id, const http::Request& request, c
         return reply;
     }
     Payment& p = m_payments[index];
-    const std::int64_t left = p.amount - p.amount_refunded;
+    // Only what was captured is refunded: all of a payment captured at once, of an authorisation
+    // what its captures took.
+    const std::int64_t left = standing(p, m_ledger.now_locked()).captured - p.amount_refunded;
     const std::int64_t refunded = amount.value_or(left);
-    if (p.status != Status::captured || refunded < 1 || refunded > left) {
+    if (refunded < 1 || refunded > left) {
         // "Refund not allowed" (403, no body): nothing executed, nothing kept under the key.
         reply.response = empty_response(403);
         settle_key_locked(m_refund_keys, key, reply);
@@ -539,6 +555,7 @@ Reply CheckoutApi::refund(const std::string& id, const http::Request& request, c
     r.reference = std::move(reference);
     r.metadata = std::move(metadata);
     r.processed_on = m_ledger.now_locked();
+    r.seq = ++m_action_seq;
     p.amount_refunded += refunded;
     m_ledger.add_refunded_locked(p.currency, refunded);
     m_ledger.count_execution_locked(reply.operation_id);
@@ -554,6 +571,183 @@ Reply CheckoutApi::refund(const std::string& id, const http::Request& request, c
     apply_after_execute(reply, error_500);
     settle_key_locked(m_refund_keys, key, reply);
     return reply;
+}
+
+Reply CheckoutApi::capture_or_void(const std::string& id, bool capture,
+                                   const http::Request& request, const Wait& wait) {
+    Reply reply;
+    const Json body = Json::parse(request.body, nullptr, false); // discarded if not JSON
+    const std::string* key_header = request.header("cko-idempotency-key");
+    if (key_header != nullptr && key_header->empty()) {
+        key_header = nullptr;
+    }
+    const std::string* key = m_account.idempotency ? key_header : nullptr;
+    if (body.is_object() && body.contains("reference") && body["reference"].is_string() &&
+        !body["reference"].get_ref<const std::string&>().empty()) {
+        reply.operation_id = body["reference"].get<std::string>();
+    } else {
+        reply.operation_id = key_header != nullptr ? *key_header : std::string(k_no_operation);
+    }
+    auto& keys = capture ? m_capture_keys : m_void_keys;
+
+    std::unique_lock lock = m_ledger.lock();
+    m_ledger.count_delivery_locked(reply.operation_id);
+    const auto latency = m_ledger.faults_locked().latency;
+    auto answer = [&](Reply r) { return answer_after(lock, wait, latency, std::move(r)); };
+    const http::Response error_500 = empty_response(500);
+
+    if (!authorized(request)) {
+        reply.response = empty_response(401);
+        return answer(std::move(reply));
+    }
+    // Read in full with the key accepted: counted whatever comes of it.
+    ++(capture ? m_capture_deliveries : m_void_deliveries);
+    if (const auto named = m_by_id.find(id); named != m_by_id.end()) {
+        Payment& p = m_payments[named->second];
+        p.named_by_operation = true;
+        ++(capture ? p.capture_deliveries : p.void_deliveries);
+    }
+    if (fault_before_execute_locked(m_ledger, reply, [&] { return error_500; })) {
+        return answer(std::move(reply));
+    }
+    if (key_answered_locked(keys, key, reply)) {
+        apply_after_execute(reply, error_500);
+        return answer(std::move(reply));
+    }
+
+    // CaptureRequest: amount (integer, minimum 0; absent: what is left), capture_type (Final,
+    // NonFinal), reference (<= 50), metadata (one level). VoidRequest: reference and metadata.
+    std::vector<std::string> codes;
+    std::optional<std::int64_t> amount;
+    bool final = true;
+    std::string reference;
+    Json metadata;
+    if (!body.is_object()) {
+        codes.emplace_back(body.is_discarded() ? "request_body_malformed" : "request_body_invalid");
+    } else {
+        if (const auto it = body.find("amount"); capture && it != body.end()) {
+            if (it->is_number_integer() && it->get<std::int64_t>() >= 0 &&
+                it->get<std::int64_t>() <= k_max_amount) {
+                amount = it->get<std::int64_t>();
+            } else {
+                codes.emplace_back("amount_invalid");
+            }
+        }
+        if (const auto it = body.find("capture_type"); capture && it != body.end()) {
+            if (*it == "Final" || *it == "NonFinal") {
+                final = *it == "Final";
+            } else {
+                codes.emplace_back("capture_type_invalid");
+            }
+        }
+        if (const auto it = body.find("reference"); it != body.end()) {
+            if (!string_at_most(*it, k_max_reference)) {
+                codes.emplace_back("reference_invalid");
+            } else {
+                reference = it->get<std::string>();
+            }
+        }
+        if (const auto it = body.find("metadata"); it != body.end()) {
+            if (!it->is_object() || std::any_of(it->begin(), it->end(), [](const Json& v) {
+                    return v.is_object() || v.is_array();
+                })) {
+                codes.emplace_back("metadata_invalid");
+            } else {
+                metadata = *it;
+            }
+        }
+    }
+    if (!codes.empty()) {
+        reply.response = validation_error(codes);
+        return answer(std::move(reply));
+    }
+    const auto found = m_by_id.find(id);
+    if (found == m_by_id.end()) {
+        reply.response = empty_response(404);
+        return answer(std::move(reply));
+    }
+    const std::size_t index = found->second;
+    if (key != nullptr) {
+        KeyRecord record;
+        record.first_seen = m_ledger.now_locked();
+        keys.emplace(*key, std::move(record));
+    }
+    if (!wait_in_flight(lock, wait, latency, keys, key)) {
+        reply.action = SocketAction::close_fin;
+        return reply;
+    }
+    // What is left to capture is read now, after the wait: a racing capture or void is seen.
+    if (index >= m_payments.size()) { // reset() ran meanwhile
+        reply.response = empty_response(404);
+        return reply;
+    }
+    Payment& p = m_payments[index];
+    const auto now = m_ledger.now_locked();
+    const std::int64_t left = standing(p, now).capturable;
+    const std::int64_t taken = capture ? amount.value_or(left) : left;
+    if (left < 1 || taken < 1 || taken > left) {
+        // "Capture not allowed" / "Void not allowed" (403, no body): nothing executed, nothing
+        // kept under the key.
+        reply.response = empty_response(403);
+        settle_key_locked(keys, key, reply);
+        return reply;
+    }
+    // Execute: one Capture or Void action.
+    Payment::Operation op;
+    op.capture = capture;
+    op.final = final;
+    op.action.action_id = m_ledger.random_id_locked("act_", 26, k_base32);
+    op.action.amount = taken;
+    op.action.reference = std::move(reference);
+    op.action.metadata = std::move(metadata);
+    op.action.processed_on = now;
+    op.action.seq = ++m_action_seq;
+    if (capture) {
+        p.amount_captured += taken;
+        p.closed = final;
+        m_ledger.add_charged_locked(p.currency, taken);
+        ++m_captures;
+    } else {
+        p.closed = true;
+        ++m_voids;
+    }
+    m_ledger.count_execution_locked(reply.operation_id);
+    Json accepted;
+    accepted["action_id"] = op.action.action_id;
+    if (!op.action.reference.empty()) {
+        accepted["reference"] = op.action.reference;
+    }
+    accepted["_links"]["payment"]["href"] = p.base_url + std::string(k_payments) + "/" + p.id;
+    p.operations.push_back(std::move(op));
+    reply.response = json_response(202, accepted);
+    reply.executed = true;
+    apply_after_execute(reply, error_500);
+    settle_key_locked(keys, key, reply);
+    return reply;
+}
+
+CheckoutApi::Standing CheckoutApi::standing(const Payment& p,
+                                            std::chrono::system_clock::time_point now) {
+    Standing s;
+    const bool declined = p.status == Status::declined;
+    const bool verified = p.status == Status::card_verified;
+    if (p.status != Status::authorized) {
+        s.status = status_text(declined, false, verified);
+        s.captured = p.status == Status::captured ? p.amount : 0;
+    } else {
+        s.captured = p.amount_captured;
+        s.expired = !p.closed && now >= p.created_at + k_authorization_validity;
+        const bool open = !p.closed && !s.expired;
+        s.capturable = open ? p.amount - p.amount_captured : 0;
+        s.voided = open ? 0 : p.amount - p.amount_captured;
+        s.status = s.captured == 0         ? (open ? "Authorized" : "Voided")
+                   : s.captured < p.amount ? "Partially Captured"
+                                           : "Captured";
+    }
+    if (p.amount_refunded > 0) {
+        s.status = p.amount_refunded < s.captured ? "Partially Refunded" : "Refunded";
+    }
+    return s;
 }
 
 Reply CheckoutApi::actions(const std::string& id, const Wait& wait) {
@@ -572,9 +766,10 @@ Reply CheckoutApi::actions(const std::string& id, const Wait& wait) {
         return reply;
     }
     const auto it = m_by_id.find(id);
-    reply.response = it == m_by_id.end()
-                         ? empty_response(404)
-                         : json_response(200, render_actions(m_payments[it->second]));
+    reply.response =
+        it == m_by_id.end()
+            ? empty_response(404)
+            : json_response(200, render_actions(m_payments[it->second], m_ledger.now_locked()));
     return reply;
 }
 
@@ -586,9 +781,10 @@ Reply CheckoutApi::retrieve(const std::string& id, const Wait& wait) {
     }
     const auto lock = m_ledger.lock();
     const auto it = m_by_id.find(id);
-    reply.response = it == m_by_id.end()
-                         ? empty_response(404)
-                         : json_response(200, render_details(m_payments[it->second]));
+    reply.response =
+        it == m_by_id.end()
+            ? empty_response(404)
+            : json_response(200, render_details(m_payments[it->second], m_ledger.now_locked()));
     return reply;
 }
 
@@ -662,7 +858,7 @@ Reply CheckoutApi::lookup(const http::Request& request, const Wait& wait) {
     const auto first = static_cast<std::size_t>(skip);
     for (std::size_t i = first; i < found.size() && i < first + static_cast<std::size_t>(limit);
          ++i) {
-        body["data"].push_back(render_details(*found[i]));
+        body["data"].push_back(render_details(*found[i], now));
     }
     reply.response = json_response(200, body);
     return reply;
@@ -721,10 +917,9 @@ Json CheckoutApi::render_response(const Payment& p) {
     return j;
 }
 
-Json CheckoutApi::render_details(const Payment& p) {
+Json CheckoutApi::render_details(const Payment& p, std::chrono::system_clock::time_point now) {
     const bool declined = p.status == Status::declined;
-    const bool captured = p.status == Status::captured;
-    const bool authorized = p.status == Status::authorized;
+    const Standing st = standing(p, now);
     const std::string self = p.base_url + std::string(k_payments) + "/" + p.id;
     Json j;
     j["id"] = p.id;
@@ -740,19 +935,15 @@ Json CheckoutApi::render_details(const Payment& p) {
         j["description"] = *p.description;
     }
     j["approved"] = !declined;
-    j["status"] =
-        p.amount_refunded == 0
-            ? std::string(status_text(declined, authorized, p.status == Status::card_verified))
-        : p.amount_refunded < p.amount ? "Partially Refunded"
-                                       : "Refunded";
-    const std::int64_t held = captured || authorized ? p.amount : 0;
-    j["balances"] = Json{{"total_authorized", held},
-                         {"total_voided", 0},
-                         {"available_to_void", authorized ? p.amount : 0},
-                         {"total_captured", captured ? p.amount : 0},
-                         {"available_to_capture", authorized ? p.amount : 0},
+    j["status"] = st.status;
+    const bool held = p.status == Status::captured || p.status == Status::authorized;
+    j["balances"] = Json{{"total_authorized", held ? p.amount : 0},
+                         {"total_voided", st.voided},
+                         {"available_to_void", st.capturable},
+                         {"total_captured", st.captured},
+                         {"available_to_capture", st.capturable},
                          {"total_refunded", p.amount_refunded},
-                         {"available_to_refund", captured ? p.amount - p.amount_refunded : 0}};
+                         {"available_to_refund", st.captured - p.amount_refunded}};
     j["risk"] = Json{{"flagged", false}};
     if (p.customer.is_object()) {
         j["customer"] = p.customer;
@@ -768,28 +959,69 @@ Json CheckoutApi::render_details(const Payment& p) {
     }
     j["_links"]["self"]["href"] = self;
     j["_links"]["actions"]["href"] = self + "/actions";
+    if (st.capturable > 0) {
+        j["_links"]["capture"]["href"] = self + "/captures";
+        j["_links"]["void"]["href"] = self + "/voids";
+    }
+    if (st.captured - p.amount_refunded > 0) {
+        j["_links"]["refund"]["href"] = self + "/refunds";
+    }
     return j;
 }
 
-Json CheckoutApi::render_actions(const Payment& p) {
+Json CheckoutApi::render_actions(const Payment& p, std::chrono::system_clock::time_point now) {
     const bool declined = p.status == Status::declined;
-    Json out = Json::array();
-    for (auto it = p.refunds.rbegin(); it != p.refunds.rend(); ++it) { // newest first
+    // Refunds, captures and voids in the order they were made (seq), newest first.
+    struct Made {
+        std::chrono::system_clock::time_point on;
+        std::uint64_t seq;
+        Json action;
+    };
+    std::vector<Made> made;
+    const auto action_json = [](const Payment::Refund& r, std::string_view type) {
         Json a;
-        a["id"] = it->action_id;
-        a["type"] = "Refund";
-        a["processed_on"] = rfc3339(it->processed_on);
-        a["amount"] = it->amount;
+        a["id"] = r.action_id;
+        a["type"] = type;
+        a["processed_on"] = rfc3339(r.processed_on);
+        a["amount"] = r.amount;
         a["approved"] = true;
         a["response_code"] = "10000";
         a["response_summary"] = "Approved";
-        if (!it->reference.empty()) {
-            a["reference"] = it->reference;
+        if (!r.reference.empty()) {
+            a["reference"] = r.reference;
         }
-        if (it->metadata.is_object()) {
-            a["metadata"] = it->metadata;
+        if (r.metadata.is_object()) {
+            a["metadata"] = r.metadata;
         }
-        out.push_back(std::move(a));
+        return a;
+    };
+    for (const auto& r : p.refunds) {
+        made.push_back({r.processed_on, r.seq, action_json(r, "Refund")});
+    }
+    for (const auto& op : p.operations) {
+        made.push_back({op.action.processed_on, op.action.seq,
+                        action_json(op.action, op.capture ? "Capture" : "Void")});
+    }
+    const Standing st = standing(p, now);
+    if (st.expired) {
+        // The provider's own void of what was left, when the authorisation lapsed (after every
+        // capture; a refund made since comes later, even in the same second: seq 0).
+        Json a;
+        a["id"] = "act_" + p.action_id.substr(4, 20) + "expire";
+        a["type"] = "Void";
+        a["processed_on"] = rfc3339(p.created_at + k_authorization_validity);
+        a["amount"] = st.voided;
+        a["approved"] = true;
+        a["response_code"] = "10000";
+        a["response_summary"] = "Approved";
+        made.push_back({p.created_at + k_authorization_validity, 0, std::move(a)});
+    }
+    std::sort(made.begin(), made.end(), [](const Made& a, const Made& b) {
+        return a.on != b.on ? a.on > b.on : a.seq > b.seq;
+    });
+    Json out = Json::array();
+    for (auto& m : made) {
+        out.push_back(std::move(m.action));
     }
     if (!p.capture_action_id.empty()) {
         Json a;
@@ -821,6 +1053,7 @@ Json CheckoutApi::render_actions(const Payment& p) {
 }
 
 void CheckoutApi::write_ledger_locked(nlohmann::ordered_json& j, LedgerOptions options) const {
+    const auto now = m_ledger.now_locked();
     j["checkout_payment_count"] = m_payments.size();
     std::size_t refunds = 0;
     for (const Payment& p : m_payments) {
@@ -830,8 +1063,38 @@ void CheckoutApi::write_ledger_locked(nlohmann::ordered_json& j, LedgerOptions o
     if (options.payment_intents) {
         j["checkout_payments"] = Json::array();
         for (const Payment& p : m_payments) {
-            j["checkout_payments"].push_back(render_details(p));
+            j["checkout_payments"].push_back(render_details(p, now));
         }
+    }
+    j["checkout_capture_deliveries"] = m_capture_deliveries;
+    j["checkout_void_deliveries"] = m_void_deliveries;
+    j["checkout_captures"] = m_captures;
+    j["checkout_voids"] = m_voids;
+    j["checkout_authorizations"] = Json::array();
+    for (const Payment& p : m_payments) {
+        if (!p.manual && !p.named_by_operation) {
+            continue;
+        }
+        const Standing st = standing(p, now);
+        std::size_t captures = 0;
+        for (const auto& op : p.operations) {
+            captures += op.capture ? 1 : 0;
+        }
+        Json a;
+        a["id"] = p.id;
+        a["operation_id"] = p.operation_id;
+        a["capture"] = !p.manual; // as the create asked
+        a["status"] = st.status;
+        a["amount"] = p.amount;
+        a["available_to_capture"] = st.capturable;
+        a["amount_captured"] = st.captured;
+        a["amount_voided"] = st.voided;
+        a["expired"] = st.expired;
+        a["captures"] = captures;
+        a["voids"] = p.operations.size() - captures;
+        a["capture_deliveries"] = p.capture_deliveries;
+        a["void_deliveries"] = p.void_deliveries;
+        j["checkout_authorizations"].push_back(std::move(a));
     }
 }
 
