@@ -223,17 +223,11 @@ IntakeResponse CaptureService::create_capture(const Principal& principal,
                                               std::string_view idempotency_key,
                                               std::string_view body, std::string_view api_version,
                                               const std::optional<CaptureAudit>& audit) {
-    if (auto refused_early = refuse_before_reading(principal, idempotency_key,
-                                                   Permission::capture_payment, "captures")) {
-        return std::move(*refused_early);
-    }
-    const auto id = path_payment_id(payment_id);
-    if (!id) {
-        return payment_not_found();
-    }
-    const auto request = parse_capture_request(*id, body, api_version);
+    const auto request = read_operation_request<CaptureRequest>(
+        principal, idempotency_key, Permission::capture_payment, "captures", payment_id, body,
+        api_version, parse_capture_request);
     if (!request) {
-        return validation_problem(request.error());
+        return request.error();
     }
     store::NewOperation capture;
     capture.kind = OperationKind::capture;
@@ -241,16 +235,12 @@ IntakeResponse CaptureService::create_capture(const Principal& principal,
     capture.final = request->final;
     capture.merchant_reference = request->merchant_reference;
     capture.metadata = request->metadata;
-    if (audit) {
-        capture.audit_actor = audit->actor;
-        capture.audit_note = audit->note;
-    }
     Answering answering;
     answering.resource = "capture";
     answering.location_prefix = "/v1/captures/";
     return take_operation(
         m_db, m_keys, m_settings, principal, k_capture_operation, idempotency_key,
-        canonical_bytes(*request), capture, answering,
+        canonical_bytes(*request), capture, audit, answering,
         [&](const std::string& created_at, const std::optional<store::OperablePayment>& payment) {
             return decide_capture(*request, capture.id, created_at, payment,
                                   known_provider(m_settings, payment));
@@ -261,33 +251,23 @@ IntakeResponse CaptureService::create_void(const Principal& principal, std::stri
                                            std::string_view idempotency_key, std::string_view body,
                                            std::string_view api_version,
                                            const std::optional<CaptureAudit>& audit) {
-    if (auto refused_early = refuse_before_reading(principal, idempotency_key,
-                                                   Permission::capture_payment, "voids")) {
-        return std::move(*refused_early);
-    }
-    const auto id = path_payment_id(payment_id);
-    if (!id) {
-        return payment_not_found();
-    }
-    const auto request = parse_void_request(*id, body, api_version);
+    const auto request = read_operation_request<VoidRequest>(
+        principal, idempotency_key, Permission::capture_payment, "voids", payment_id, body,
+        api_version, parse_void_request);
     if (!request) {
-        return validation_problem(request.error());
+        return request.error();
     }
     store::NewOperation void_op;
     void_op.kind = OperationKind::void_authorization;
     void_op.payment_id = request->payment_id;
     void_op.merchant_reference = request->merchant_reference;
     void_op.metadata = request->metadata;
-    if (audit) {
-        void_op.audit_actor = audit->actor;
-        void_op.audit_note = audit->note;
-    }
     Answering answering;
     answering.resource = "void";
     answering.location_prefix = "/v1/voids/";
     return take_operation(
         m_db, m_keys, m_settings, principal, k_void_operation, idempotency_key,
-        canonical_bytes(*request), void_op, answering,
+        canonical_bytes(*request), void_op, audit, answering,
         [&](const std::string& created_at, const std::optional<store::OperablePayment>& payment) {
             return decide_void(*request, void_op.id, created_at, payment);
         });

@@ -22,12 +22,8 @@ namespace store {
 class Db;
 }
 
-// An operator's capture or void (payrecon payments capture|void): who, and why, kept in the audit
-// log with it.
-struct CaptureAudit {
-    std::string actor;
-    std::string note;
-};
+// An operator's capture or void (payrecon payments capture|void): who, and why.
+using CaptureAudit = OperatorAudit;
 
 class CaptureService {
 public:

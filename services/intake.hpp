@@ -32,6 +32,13 @@ struct IntakeSettings {
     std::optional<ProviderCatalog> providers;
 };
 
+// An operator's operation (payrecon refunds create, payments capture|void): who, and why, kept in
+// the audit log with it.
+struct OperatorAudit {
+    std::string actor;
+    std::string note;
+};
+
 struct IntakeResponse {
     int status = 500;
     std::string body;      // JSON; application/problem+json when status >= 400

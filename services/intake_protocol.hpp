@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tl/expected.hpp>
 
 namespace payrecon {
 
@@ -83,17 +84,43 @@ std::optional<std::string> path_payment_id(std::string_view payment_id);
 // 404: the tenant has no such payment (another tenant's, or a malformed ID, alike).
 IntakeResponse payment_not_found();
 
+// What every operation's intake does before its kind decides: the refusals before the body is
+// read (a role without `permission`, a bad key), the path's payment ID (404 if it is not one),
+// the request parsed by `parse` (400, 422). The request, or the answer that ends the intake.
+template <typename Request>
+tl::expected<Request, IntakeResponse>
+read_operation_request(const Principal& principal, std::string_view idempotency_key,
+                       Permission permission, std::string_view what, std::string_view payment_id,
+                       std::string_view body, std::string_view api_version,
+                       tl::expected<Request, ValidationError> (*parse)(std::string_view,
+                                                                       std::string_view,
+                                                                       std::string_view)) {
+    if (auto refused = refuse_before_reading(principal, idempotency_key, permission, what)) {
+        return tl::make_unexpected(std::move(*refused));
+    }
+    const auto id = path_payment_id(payment_id);
+    if (!id) {
+        return tl::make_unexpected(payment_not_found());
+    }
+    auto request = parse(*id, body, api_version);
+    if (!request) {
+        return tl::make_unexpected(validation_problem(request.error()));
+    }
+    return std::move(*request);
+}
+
 // An operation's intake (a refund, a capture, a void) once its request parsed: the key claimed for
 // `operation` bound to `canonical`, the payment locked, `decide` (the kind's decisions, made on
 // what the lock read), the operation written with what it holds, and the answer of what the store
 // wrote, worded for `answering`.
-IntakeResponse take_operation(
-    store::Db& db, const FingerprintKeys& keys, const IntakeSettings& settings,
-    const Principal& principal, std::string_view operation, std::string_view idempotency_key,
-    const std::string& canonical, store::NewOperation& written, Answering answering,
-    const std::function<store::OperationDecision(
-        const std::string& created_at, const std::optional<store::OperablePayment>& payment)>&
-        decide);
+IntakeResponse take_operation(store::Db& db, const FingerprintKeys& keys,
+                              const IntakeSettings& settings, const Principal& principal,
+                              std::string_view operation, std::string_view idempotency_key,
+                              const std::string& canonical, store::NewOperation& written,
+                              const std::optional<OperatorAudit>& audit, Answering answering,
+                              const std::function<store::OperationDecision(
+                                  const std::string& created_at,
+                                  const std::optional<store::OperablePayment>& payment)>& decide);
 
 } // namespace intake_protocol
 } // namespace payrecon

@@ -41,11 +41,16 @@ IntakeResponse
 take_operation(store::Db& db, const FingerprintKeys& keys, const IntakeSettings& settings,
                const Principal& principal, std::string_view operation,
                std::string_view idempotency_key, const std::string& canonical,
-               store::NewOperation& written, Answering answering,
+               store::NewOperation& written, const std::optional<OperatorAudit>& audit,
+               Answering answering,
                const std::function<store::OperationDecision(
                    const std::string&, const std::optional<store::OperablePayment>&)>& decide) {
     const store::IntakeClaim claim =
         claim_of(principal, operation, idempotency_key, canonical, keys, settings.retention);
+    if (audit) {
+        written.audit_actor = audit->actor;
+        written.audit_note = audit->note;
+    }
     written.id = new_uuid();
     written.operation_id = new_operation_id();
     written.idempotency_key_hash = keys.fingerprint(key_digest_input(idempotency_key));

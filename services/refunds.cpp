@@ -136,18 +136,12 @@ IntakeResponse RefundService::create_refund(const Principal& principal, std::str
                                             std::string_view idempotency_key, std::string_view body,
                                             std::string_view api_version,
                                             const std::optional<RefundAudit>& audit) {
-    if (auto refused = refuse_before_reading(principal, idempotency_key, Permission::create_refund,
-                                             "refunds")) {
-        return std::move(*refused);
-    }
     // Another tenant's payment and a malformed ID are both simply not found: nothing leaks.
-    const auto id = path_payment_id(payment_id);
-    if (!id) {
-        return payment_not_found();
-    }
-    const auto request = parse_refund_request(*id, body, api_version);
+    const auto request = read_operation_request<RefundRequest>(
+        principal, idempotency_key, Permission::create_refund, "refunds", payment_id, body,
+        api_version, parse_refund_request);
     if (!request) {
-        return validation_problem(request.error());
+        return request.error();
     }
     store::NewOperation refund;
     refund.kind = OperationKind::refund;
@@ -155,16 +149,12 @@ IntakeResponse RefundService::create_refund(const Principal& principal, std::str
     refund.reason = request->reason;
     refund.merchant_reference = request->merchant_reference;
     refund.metadata = request->metadata;
-    if (audit) {
-        refund.audit_actor = audit->actor;
-        refund.audit_note = audit->note;
-    }
     Answering answering;
     answering.resource = "refund";
     answering.location_prefix = "/v1/refunds/";
     return take_operation(
         m_db, m_keys, m_settings, principal, k_operation, idempotency_key,
-        canonical_bytes(*request), refund, answering,
+        canonical_bytes(*request), refund, audit, answering,
         [&](const std::string& created_at, const std::optional<store::OperablePayment>& payment) {
             return decide(*request, refund.id, created_at, payment);
         });

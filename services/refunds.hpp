@@ -20,10 +20,7 @@ class Db;
 }
 
 // An operator's refund (payrecon refunds create): who, and why, kept in the audit log with it.
-struct RefundAudit {
-    std::string actor;
-    std::string note;
-};
+using RefundAudit = OperatorAudit;
 
 class RefundService {
 public:

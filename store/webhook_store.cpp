@@ -75,7 +75,21 @@ constexpr const char* k_settled_events = "webhook_settled_events";
 constexpr const char* k_settled_events_sql = R"sql(
 UPDATE provider_events e
    SET applied_at = now(),
-       applied_result = CASE WHEN e.outcome = p.state
+       applied_result = CASE WHEN p.capture_method = 'manual' AND p.state = 'succeeded' THEN
+                                 -- An authorisation (issue 32): its capture's news is a success
+                                 -- of what captures hold (or of what was authorised), and a
+                                 -- cancellation is its void's or its expiry's.
+                                 CASE WHEN e.outcome = 'succeeded'
+                                       AND upper(e.currency) = upper(p.currency)
+                                       AND (e.amount_minor = p.amount_minor
+                                            OR e.amount_minor <= p.capture_held_minor)
+                                      THEN 'consistent'
+                                      WHEN e.outcome = 'failed'
+                                       AND (p.void_held OR p.voided_at IS NOT NULL
+                                            OR p.authorization_expired_at IS NOT NULL
+                                            OR p.authorization_expires_at <= now())
+                                      THEN 'consistent' ELSE 'contradicts' END
+                             WHEN e.outcome = p.state
                               AND e.amount_minor = coalesce(p.charged_amount_minor, p.amount_minor)
                               AND upper(e.currency) = upper(p.currency)
                              THEN 'consistent' ELSE 'contradicts' END

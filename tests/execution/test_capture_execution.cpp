@@ -10,6 +10,7 @@
 #include "services/payments.hpp"
 #include "services/refunds.hpp"
 #include "tests/execution/world.hpp"
+#include "tests/support/stripe_webhooks.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -283,5 +284,56 @@ TEST_CASE("captures: the provider refuses a capture of an authorisation it let l
         CHECK(a.payment("final_capture_held") == "false");
         CHECK(a.payment("captured_minor") == "0");
         CHECK(a.events("capture.failed") == 1);
+    }
+}
+
+TEST_CASE("captures: Stripe's news of a capture and of a void is consistent with the "
+          "authorisation, a cancellation nobody asked for contradicts it",
+          "[execution][db][captures][webhooks]") {
+    Authorisation a("stripe");
+    const std::string pi = a.payment("provider_reference");
+    const auto intent = [&](const std::string& status, long long received) {
+        return nlohmann::json{{"id", pi},
+                              {"object", "payment_intent"},
+                              {"amount", 10000},
+                              {"amount_received", received},
+                              {"currency", "eur"},
+                              {"status", status},
+                              {"capture_method", "manual"},
+                              {"metadata", {{"operation_id", a.payment("operation_id")}}}};
+    };
+    const auto applied = [&](const std::string& result) {
+        return count_rows("provider_events", a.w.tenant.tenant_id,
+                          "payment_id = '" + a.payment_id + "' AND applied_result = '" + result +
+                              "'");
+    };
+    SECTION("a partial capture's payment_intent.succeeded, then a void's payment_intent.canceled") {
+        const std::string c = a.capture(R"({"amount": 6000})");
+        CHECK(a.send() == 1);
+        REQUIRE(deliver_stripe(*a.w.db, a.w.config.name,
+                               stripe_event("payment_intent.succeeded", intent("succeeded", 6000)))
+                    .new_events == 1);
+        a.reconcile();
+        CHECK(applied("consistent") == 1);
+        CHECK(applied("contradicts") == 0);
+        CHECK(a.operation(c, "state") == "succeeded");
+    }
+    SECTION("a void's payment_intent.canceled") {
+        a.void_it();
+        CHECK(a.send() == 1);
+        REQUIRE(deliver_stripe(*a.w.db, a.w.config.name,
+                               stripe_event("payment_intent.canceled", intent("canceled", 0)))
+                    .new_events == 1);
+        a.reconcile();
+        CHECK(applied("consistent") == 1);
+        CHECK(applied("contradicts") == 0);
+    }
+    SECTION("a cancellation of an authorisation payrecon neither voided nor saw expire") {
+        REQUIRE(deliver_stripe(*a.w.db, a.w.config.name,
+                               stripe_event("payment_intent.canceled", intent("canceled", 0)))
+                    .new_events == 1);
+        a.reconcile();
+        CHECK(applied("contradicts") == 1);
+        CHECK(a.payment("state") == "succeeded"); // a final state moves for no notification
     }
 }

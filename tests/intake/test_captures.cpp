@@ -292,7 +292,7 @@ TEST_CASE("captures: refusals name the reason and leave the key free", "[capture
     }
 }
 
-TEST_CASE("captures: a void releases the authorisation; nothing is captured after it",
+TEST_CASE("captures: a void releases the authorisation -- nothing is captured after it",
           "[captures][db]") {
     Scope s;
     const std::string p = authorisation(s, 5000);
