@@ -71,6 +71,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <variant>
 
 namespace payrecon::providers::paypal {
 
@@ -132,19 +133,50 @@ public:
     // not show its newest refunds yet.
     ListPage list_refunds(const TimeWindow& window,
                           const std::optional<std::string>& cursor) override;
-    // GET /v2/payments/captures/{reference} first (an order's ID is refused unsent), then
-    // POST /v2/payments/captures/{reference}/refund under the refund's operation ID as
+    // GET /v2/payments/captures/{reference} first (an order's ID is refused unsent; an
+    // authorization's ID is followed to its one capture: refund_target), then
+    // POST /v2/payments/captures/{capture}/refund under the refund's operation ID as
     // PayPal-Request-Id, `Prefer: return=representation`; interpret_refund reads the answer.
     SubmitResult refund(const RefundOrder& order) override;
-    // GET /v2/payments/captures/{reference} for its order's ID, then GET /v2/checkout/orders/{id}:
+    // GET /v2/payments/captures/{reference} (or, on a 404, /v2/payments/authorizations/{reference})
+    // for its order's ID, then GET /v2/checkout/orders/{id}:
     // the refund among the order's refunds whose invoice_id (else custom_id) is our operation ID.
     LookupResult lookup_refund(const RefundOrder& order) override;
 
+    // POST /v2/payments/authorizations/{payment_reference}/capture (capture_body: amount,
+    // final_capture, invoice_id) and /void (no body), under the order's own operation ID as
+    // PayPal-Request-Id, `Prefer: return=representation`; interpret_capture and interpret_void read
+    // the answers.
+    SubmitResult capture(const AuthorizationOrder& order) override;
+    SubmitResult void_authorization(const AuthorizationOrder& order) override;
+    // GET /v2/payments/authorizations/{payment_reference} (current: no search lag), then, for a
+    // capture, GET /v2/checkout/orders/{its order}: capture_lookup_answer decides.
+    LookupResult lookup_capture(const AuthorizationOrder& order) override;
+
 private:
-    // Whether the payment's reference is a capture PayPal knows (GET /v2/payments/captures/{id}):
-    // nullopt if it is; else what refund() answers without sending the refund -- rejected
-    // (not_a_capture) on a 404, rejected on 401/403, not_sent when no answer could be read.
-    std::optional<SubmitResult> check_capture(const RefundOrder& order);
+    // An authorization and its order, read: `ok` false with `call` saying why when either read
+    // failed; `not_found` when PayPal answered 404 for the authorization.
+    struct AuthorizationRead {
+        bool ok = false;
+        bool not_found = false;
+        std::string authorization_body;
+        std::optional<std::string> order_body;
+        CallRecord call;
+    };
+    // GET /v2/payments/authorizations/{id}, and with `with_order` the order it names.
+    AuthorizationRead read_authorization(
+        const std::string& id, bool with_order,
+        std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt);
+    // A payment that only authorises, found by Transaction Search: its authorization read by ID
+    // for the current status (CREATED: held, succeeded) and its order for what was captured. false
+    // if the read failed (`call` says why); an entry PayPal knows no authorization for (404) is
+    // left as the search has it.
+    bool read_held(RemotePayment& p, CallRecord& call);
+    // The capture a refund of `order` goes to: its reference when that is a capture; for a payment
+    // that only authorised (the reference an authorization ID), the one capture of the
+    // authorization's order that took money. The capture's ID, or what refund() answers without
+    // sending (rejected, not_sent).
+    std::variant<std::string, SubmitResult> refund_target(const RefundOrder& order);
 
     // GET /v1/reporting/transactions for [from, to), page `page` of k_page_size; on success
     // `total_pages` is PayPal's. Its items are the page's charges, or with `refunds` its
