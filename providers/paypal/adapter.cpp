@@ -284,7 +284,7 @@ bool PaypalAdapter::read_held(RemotePayment& p, CallRecord& call) {
     p.state = map_authorization_status(a->status);
     p.awaiting_capture = a->status == "CREATED";
     p.raw = held.authorization_body;
-    if (a->status == "PARTIALLY_CAPTURED" || a->status == "CAPTURED") {
+    if (a->status != "CREATED" && a->status != "PENDING" && a->status != "DENIED") {
         // What was captured: the order's captures that took money.
         const AuthorizationRead with_order = read_authorization(p.provider_reference, true);
         call = with_order.call;
@@ -298,6 +298,10 @@ bool PaypalAdapter::read_held(RemotePayment& p, CallRecord& call) {
             return false;
         }
         p.amount_captured_minor = *captured;
+        if (*captured > 0) {
+            // Voided or expired after a capture: it was authorised, and what was captured stays.
+            p.state = Outcome::succeeded;
+        }
     }
     return true;
 }

@@ -168,7 +168,9 @@ private:
         const std::string& id, bool with_order,
         std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt);
     // A payment that only authorises, found by Transaction Search: its authorization read by ID
-    // for the current status (CREATED: held, succeeded) and its order for what was captured. false
+    // for the current status (CREATED: held, succeeded) and, unless nothing can have been
+    // captured, its order for what was (a voided or expired one that captured something stays
+    // succeeded). false
     // if the read failed (`call` says why); an entry PayPal knows no authorization for (404) is
     // left as the search has it.
     bool read_held(RemotePayment& p, CallRecord& call);

@@ -2,17 +2,23 @@
 // AUTHORIZE, its authorization captured (POST /v2/payments/authorizations/{id}/capture, in parts)
 // and voided (/void), their outcome tables, the authorization and its order read back to find
 // them again, and a refund of such a payment followed to its capture -- through an injected send
-// function that records every request and replays PayPal's answers. The Payments v2 document is
+// function that records every request and replays PayPal's answers, and over loopback against the
+// fake provider's PayPal dialect. The Payments v2 document is
 // not among the kept ones: the requests are checked against the fields README.md quotes.
+#include "core/fingerprint.hpp"
+#include "net/transport.hpp"
 #include "providers/paypal/adapter.hpp"
 #include "providers/paypal/wire.hpp"
+#include "tests/fake_provider/fake_provider.hpp"
 #include "tests/providers/adapter_testing.hpp"
 
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 #include <string>
 
 using namespace payrecon;
@@ -566,6 +572,13 @@ TEST_CASE("paypal captures: the lookup of a payment that only authorises reads i
                                  "PARTIALLY_CAPTURED")),
         response(200, page(k_authorization)),
         response(200, authorization_json("VOIDED")),
+        response(200, authorization_json("VOIDED")),
+        response(200, order_json(json::array(), "VOIDED")),
+        response(200, page(k_authorization)),
+        response(200, authorization_json("EXPIRED")),
+        response(200, authorization_json("EXPIRED")),
+        response(200, order_json(json::array({capture_json("COMPLETED", k_capture_op, "20.00")}),
+                                 "EXPIRED")),
         response(200, page(k_authorization)),
         response(503, "")};
     PaypalAdapter a(config(), seam.fn(), [] { return k_accepted + 4h; });
@@ -585,7 +598,13 @@ TEST_CASE("paypal captures: the lookup of a payment that only authorises reads i
 
     const auto voided = a.lookup(manual_order());
     REQUIRE(voided.status == Status::found);
-    CHECK(voided.payment->state == Outcome::declined);
+    CHECK(voided.payment->state == Outcome::declined); // nothing held, nothing captured
+    // Expired after a capture: it was authorised, and the capture stays.
+    const auto expired = a.lookup(manual_order());
+    REQUIRE(expired.status == Status::found);
+    CHECK(expired.payment->state == Outcome::succeeded);
+    CHECK(expired.payment->raw_status == "EXPIRED");
+    CHECK(expired.payment->amount_captured_minor == 2000);
     CHECK(a.lookup(manual_order()).status == Status::failed); // the authorization unread
     CHECK(seam.replies.empty());
 }
@@ -632,4 +651,157 @@ TEST_CASE("paypal captures: a refund of a payment that only authorised goes to i
     CHECK(found.payment->provider_reference == "1JU08902781691411");
     REQUIRE(seam.sent.size() == 10);
     CHECK(seam.sent[9].url == k_base + "/v2/checkout/orders/" + k_order);
+}
+
+namespace {
+
+// The fake provider on loopback and a PayPal adapter over the real transport speaking to it.
+struct OnFake {
+    std::ostringstream log;
+    fake::FakeProviderOptions options;
+    std::unique_ptr<fake::FakeProvider> fake;
+    std::unique_ptr<Provider> provider;
+
+    OnFake() {
+        options.account.api_key = Secret("sk_test_fake_" + to_hex(random_bytes(8)));
+        options.paypal.client_secret = Secret("paypal-secret-" + to_hex(random_bytes(8)));
+        fake = std::make_unique<fake::FakeProvider>(options, log);
+        fake->start();
+        ProviderConfig c;
+        c.name = "paypal-" + to_hex(random_bytes(4));
+        c.kind = "paypal";
+        c.base_url = "http://127.0.0.1:" + std::to_string(fake->port());
+        c.credentials = OAuth2ClientCredentials{
+            "PAYPAL_CLIENT_ID", "PAYPAL_CLIENT_SECRET", c.base_url + "/v1/oauth2/token",
+            Secret(options.paypal.client_id), options.paypal.client_secret};
+        c.settings = paypal::settings(std::chrono::hours(6));
+        c.connect_timeout = 500ms;
+        c.timeout = 2000ms;
+        net::TransportOptions o;
+        o.timeouts.connect = c.connect_timeout;
+        o.timeouts.total = c.timeout;
+        auto transport = std::make_shared<net::Transport>(o);
+        provider = paypal::descriptor().create(
+            c, [transport](const net::HttpRequest& r) { return transport->send(r); });
+    }
+
+    json ledger() const { return json::parse(fake->ledger().dump()); }
+    std::int64_t executions(const std::string& op) const {
+        const json l = ledger();
+        return l["executions"].contains(op) ? l["executions"][op].get<std::int64_t>() : 0;
+    }
+    std::int64_t charged() const {
+        const json l = ledger();
+        return l["charged"].contains("eur") ? l["charged"]["eur"].get<std::int64_t>() : 0;
+    }
+
+    // A payment of `amount` cents that only authorises, as the executor sends it.
+    PaymentOrder authorise(long long amount) {
+        PaymentOrder o;
+        o.operation_id = "pr_" + to_hex(random_bytes(12));
+        o.payment_id = to_hex(random_bytes(16));
+        o.amount = Money{amount, "EUR"};
+        o.payment_method = "vault_8ab3c2d1";
+        o.manual_capture = true;
+        o.created_at = std::chrono::system_clock::now();
+        return o;
+    }
+
+    AuthorizationOrder operation(const std::string& reference, OperationKind kind, long long amount,
+                                 bool final) const {
+        AuthorizationOrder a;
+        a.kind = kind;
+        a.operation_id = "pr_" + to_hex(random_bytes(12));
+        a.operation_row_id = to_hex(random_bytes(16));
+        a.payment_reference = reference;
+        a.amount = Money{amount, "EUR"};
+        a.final = final;
+        return a;
+    }
+};
+
+} // namespace
+
+TEST_CASE("paypal captures: the adapter against the fake provider's PayPal dialect -- authorise, "
+          "capture in parts, a lost capture found without a second execution, void, refund",
+          "[providers][paypal][captures][loopback]") {
+    OnFake f;
+    const PaymentOrder charge = f.authorise(4999);
+    const SubmitResult held = f.provider->submit(charge);
+    REQUIRE(held.outcome == Outcome::succeeded);
+    REQUIRE(held.provider_reference);
+    const std::string authorization = *held.provider_reference;
+    CHECK(f.executions(charge.operation_id) == 1);
+    CHECK(f.charged() == 0); // held, not charged
+    const auto found = f.provider->lookup(charge);
+    REQUIRE(found.status == Status::found);
+    CHECK(found.payment->provider_reference == authorization);
+    CHECK(found.payment->awaiting_capture);
+
+    // A first capture, not final, and its replay under the same key.
+    const auto first = f.operation(authorization, OperationKind::capture, 2000, false);
+    const SubmitResult captured = f.provider->capture(first);
+    REQUIRE(captured.outcome == Outcome::succeeded);
+    CHECK(f.provider->capture(first).provider_reference == captured.provider_reference);
+    CHECK(f.executions(first.operation_id) == 1);
+    CHECK(f.charged() == 2000);
+    const auto first_found = f.provider->lookup_capture(first);
+    REQUIRE(first_found.status == Status::found);
+    CHECK(first_found.payment->provider_reference == *captured.provider_reference);
+    CHECK(first_found.payment->amount == Money{2000, "EUR"});
+
+    // A capture whose answer is lost: unknown, then found by the lookup, executed once.
+    const auto lost = f.operation(authorization, OperationKind::capture, 1000, false);
+    CHECK(f.provider->lookup_capture(lost).status == Status::not_found);
+    fake::FaultConfig faults;
+    faults.next = {fake::Fault::execute_then_rst};
+    f.fake->set_faults(faults);
+    CHECK(f.provider->capture(lost).outcome == Outcome::unknown);
+    const auto lost_found = f.provider->lookup_capture(lost);
+    REQUIRE(lost_found.status == Status::found);
+    CHECK(lost_found.payment->state == Outcome::succeeded);
+    CHECK(f.executions(lost.operation_id) == 1);
+
+    // More than is left is declined; the charge's lookup sees what was captured.
+    const auto too_much = f.operation(authorization, OperationKind::capture, 2000, true);
+    const SubmitResult refused = f.provider->capture(too_much);
+    CHECK(refused.outcome == Outcome::declined);
+    CHECK(refused.call.error_class == "capture_declined:MAX_CAPTURE_AMOUNT_EXCEEDED");
+    CHECK(f.provider->lookup(charge).payment->amount_captured_minor == 3000);
+
+    // Two captures took money: a refund through the authorization cannot tell which it meant.
+    RefundOrder r = sample_refund_order(authorization);
+    r.operation_id = "pr_" + to_hex(random_bytes(12));
+    r.merchant_reference.reset();
+    CHECK(f.provider->refund(r).call.error_class == "request_rejected:refund_needs_one_capture");
+
+    // The void releases the rest; a capture after it is declined; the void is found again.
+    const auto release = f.operation(authorization, OperationKind::void_authorization, 4999, true);
+    CHECK(f.provider->void_authorization(release).outcome == Outcome::succeeded);
+    const auto release_found = f.provider->lookup_capture(release);
+    REQUIRE(release_found.status == Status::found);
+    CHECK(release_found.payment->state == Outcome::succeeded);
+    const auto late = f.operation(authorization, OperationKind::capture, 100, true);
+    CHECK(f.provider->capture(late).call.error_class == "capture_declined:AUTHORIZATION_VOIDED");
+    CHECK(f.charged() == 3000);
+    CHECK(f.provider->lookup(charge).payment->state == Outcome::succeeded); // captured 30.00
+
+    // One final capture of another authorisation: refunded through the authorization.
+    const PaymentOrder other = f.authorise(1500);
+    const std::string other_reference = *f.provider->submit(other).provider_reference;
+    CHECK(f.provider->capture(f.operation(other_reference, OperationKind::capture, 1500, true))
+              .outcome == Outcome::succeeded);
+    RefundOrder back = sample_refund_order(other_reference);
+    back.operation_id = "pr_" + to_hex(random_bytes(12));
+    back.merchant_reference.reset();
+    back.amount = Money{500, "EUR"};
+    CHECK(f.provider->refund(back).outcome == Outcome::succeeded);
+    const auto back_found = f.provider->lookup_refund(back);
+    REQUIRE(back_found.status == Status::found);
+    CHECK(back_found.payment->amount == Money{500, "EUR"});
+    CHECK(f.executions(back.operation_id) == 1);
+    const json ledger = f.ledger();
+    CHECK(ledger["paypal_captures"] == 3);
+    CHECK(ledger["paypal_voids"] == 1);
+    CHECK(ledger["refunded"]["eur"] == 500);
 }
