@@ -1,6 +1,7 @@
 #pragma once
-// PayPal, through Orders v2 (create with a vaulted payment source, captured at once), Payments v2
-// (refunds of the capture) and Transaction Search v1 (lookup and listing).
+// PayPal, through Orders v2 (create with a vaulted payment source, captured at once or only
+// authorised), Payments v2 (refunds of the capture; capture and void of an authorization) and
+// Transaction Search v1 (lookup and listing).
 //
 // Quirks that matter for charging once:
 // - Credentials: OAuth2 client credentials only. The access token comes from
@@ -61,6 +62,14 @@
 //   purchase_units[].payments.refunds with its invoice_id: lookup_refund reads those two, read-only
 //   and current: a refund's lookup staleness is the configured settle delay, not raised to the
 //   search's 3 h as the charges' is.
+// - Authorise, then capture or void (README.md, "Captures and voids"): a payment that only
+//   authorises is created with intent AUTHORIZE, and its reference is the authorization's ID
+//   (PayPal's Payments v2 resource; the order has no capture to name). It is captured in parts
+//   (final_capture), voided, and read by ID -- current, unlike Transaction Search -- with its
+//   order for the captures; each capture and void under its own operation ID as
+//   PayPal-Request-Id, a capture's also its invoice_id (how the order's captures are told apart).
+//   An authorization is valid 29 days; the 3-day honor period is when funds are surest, not when
+//   it lapses.
 
 #include "providers/adapter_support.hpp"
 #include "providers/config.hpp"
