@@ -130,6 +130,14 @@ std::variant<std::string, SubmitResult> PaypalAdapter::refund_target(const Refun
                     "never captured?); nothing was sent",
                 read.call.detail);
         }
+        if (held.call.http_status == 401 || held.call.http_status == 403) {
+            return rejected_request(held.call.http_status,
+                                    held.call.http_status == 401 ? "AUTHENTICATION_FAILURE"
+                                                                 : "NOT_AUTHORIZED",
+                                    "PayPal refused our credentials reading the authorization " +
+                                        order.payment_reference + "; nothing was sent",
+                                    held.call.detail);
+        }
         read.ok = false;
         read.call = held.call;
     }

@@ -651,6 +651,22 @@ TEST_CASE("paypal captures: a refund of a payment that only authorised goes to i
     CHECK(found.payment->provider_reference == "1JU08902781691411");
     REQUIRE(seam.sent.size() == 10);
     CHECK(seam.sent[9].url == k_base + "/v2/checkout/orders/" + k_order);
+
+    // The authorization unreadable: our credentials refused, or no answer -- never sent.
+    seam.replies = {response(404, error_json(404, "INVALID_RESOURCE_ID")),
+                    response(403, error_json(403, "PERMISSION_DENIED")),
+                    response(404, error_json(404, "INVALID_RESOURCE_ID")), response(503, "")};
+    const auto forbidden = a.refund(r);
+    CHECK(forbidden.outcome == Outcome::rejected);
+    REQUIRE(forbidden.rejection);
+    CHECK(forbidden.rejection->http_status == 403);
+    const auto unanswered = a.refund(r);
+    CHECK(unanswered.outcome == Outcome::not_sent);
+    CHECK(unanswered.call.error_class == "capture_check:http_503");
+    REQUIRE(seam.sent.size() == 14);
+    for (std::size_t i = 10; i < 14; ++i) {
+        CHECK(seam.sent[i].method == "GET");
+    }
 }
 
 namespace {
