@@ -85,25 +85,61 @@ SubmitResult PaypalAdapter::submit(const PaymentOrder& order) {
     });
 }
 
-std::optional<SubmitResult> PaypalAdapter::check_capture(const RefundOrder& order) {
+std::variant<std::string, SubmitResult> PaypalAdapter::refund_target(const RefundOrder& order) {
     net::HttpRequest req = m_client.request(
         "GET", "/v2/payments/captures/" + percent_encode(order.payment_reference), false);
     req.deadline = order.deadline;
     const net::HttpResult res = m_client.send(std::move(req));
-    const ReadCall read = read_call(res);
+    ReadCall read = read_call(res);
     if (read.ok) {
         const auto capture = parse_capture(res.body);
         if (capture && capture->id == order.payment_reference) {
-            return std::nullopt; // a capture: the refund can be sent
+            return order.payment_reference; // a capture: the refund can be sent
         }
     }
     if (read.call.http_status == 404) {
-        return rejected_request(
-            404, "not_a_capture",
-            "PayPal knows no capture " + order.payment_reference +
-                ": the payment's reference is not a capture ID (an order ID, from an order "
-                "that was never captured?); nothing was sent",
-            read.call.detail);
+        // Not a capture: the authorization of a payment that only authorised, whose capture is
+        // refunded, or an order's ID.
+        const AuthorizationRead held =
+            read_authorization(order.payment_reference, true, order.deadline);
+        if (held.ok) {
+            std::vector<std::string> took;
+            if (const auto o = parse_order(*held.order_body)) {
+                for (const Capture& c : o->captures) {
+                    if (map_capture_status(c.status) == Outcome::succeeded && !c.id.empty()) {
+                        took.push_back(c.id);
+                    }
+                }
+            }
+            if (took.size() == 1) {
+                return took.front();
+            }
+            return rejected_request(
+                404, "refund_needs_one_capture",
+                "the authorization " + order.payment_reference + " has " +
+                    std::to_string(took.size()) +
+                    " captures that took money, not one: refund the capture meant in PayPal "
+                    "and resolve the refund there; nothing was sent",
+                "");
+        }
+        if (held.not_found) {
+            return rejected_request(
+                404, "not_a_capture",
+                "PayPal knows no capture or authorization " + order.payment_reference +
+                    ": the payment's reference is neither (an order ID, from an order that was "
+                    "never captured?); nothing was sent",
+                read.call.detail);
+        }
+        if (held.call.http_status == 401 || held.call.http_status == 403) {
+            return rejected_request(held.call.http_status,
+                                    held.call.http_status == 401 ? "AUTHENTICATION_FAILURE"
+                                                                 : "NOT_AUTHORIZED",
+                                    "PayPal refused our credentials reading the authorization " +
+                                        order.payment_reference + "; nothing was sent",
+                                    held.call.detail);
+        }
+        read.ok = false;
+        read.call = held.call;
     }
     if (read.call.http_status == 401 || read.call.http_status == 403) {
         return interpret_refund(order, read.call.http_status, res.body); // rejected
@@ -126,14 +162,16 @@ SubmitResult PaypalAdapter::refund(const RefundOrder& order) {
                                   "PayPal's refund request")) {
         return *refused;
     }
-    // The reference is the capture's ID unless the charge never had a capture (then the order's):
-    // the two look alike, so PayPal is asked first, and an order's ID is refused unsent.
-    if (auto refused = check_capture(order)) {
+    // The reference is the capture's ID, the authorization's (a payment that only authorised), or
+    // the order's when the charge never had a capture: they look alike, so PayPal is asked first,
+    // and an order's ID is refused unsent.
+    auto target = refund_target(order);
+    if (auto* refused = std::get_if<SubmitResult>(&target)) {
         return *refused;
     }
     net::HttpRequest req = m_client.request(
-        "POST", "/v2/payments/captures/" + percent_encode(order.payment_reference) + "/refund",
-        true);
+        "POST",
+        "/v2/payments/captures/" + percent_encode(std::get<std::string>(target)) + "/refund", true);
     req.headers.emplace_back("Content-Type", "application/json");
     req.headers.emplace_back("PayPal-Request-Id", order.operation_id);
     req.headers.emplace_back("Prefer", "return=representation");
@@ -149,31 +187,43 @@ LookupResult PaypalAdapter::lookup_refund(const RefundOrder& order) {
         return *refused;
     }
     LookupResult out;
-    // The capture names its order; the order lists the capture's refunds with their invoice IDs.
+    // The capture names its order -- or, for a payment that only authorised, the authorization
+    // does; the order lists every refund of its captures with their invoice IDs.
     const net::HttpResult capture_res = m_client.send(m_client.request(
         "GET", "/v2/payments/captures/" + percent_encode(order.payment_reference), false));
     const ReadCall capture_read = read_call(capture_res);
     out.call = capture_read.call;
-    if (!capture_read.ok) {
-        return out; // failed: never read as absence
+    std::optional<std::string> order_body;
+    if (capture_read.call.http_status == 404) {
+        AuthorizationRead held = read_authorization(order.payment_reference, true);
+        out.call = held.call;
+        if (!held.ok) {
+            return out; // failed: never read as absence
+        }
+        order_body = std::move(held.order_body);
+    } else {
+        if (!capture_read.ok) {
+            return out; // failed: never read as absence
+        }
+        const auto capture = parse_capture(capture_res.body);
+        if (!capture || capture->id != order.payment_reference || !capture->order_id) {
+            out.call.error_class = "unrecognised_response";
+            out.call.detail = "the capture does not name its order";
+            return out;
+        }
+        const net::HttpResult order_res = m_client.send(m_client.request(
+            "GET", "/v2/checkout/orders/" + percent_encode(*capture->order_id), false));
+        const ReadCall order_read = read_call(order_res);
+        out.call = order_read.call;
+        if (!order_read.ok) {
+            return out;
+        }
+        order_body = order_res.body;
     }
-    const auto capture = parse_capture(capture_res.body);
-    if (!capture || capture->id != order.payment_reference || !capture->order_id) {
-        out.call.error_class = "unrecognised_response";
-        out.call.detail = "the capture does not name its order";
-        return out;
-    }
-    const net::HttpResult order_res = m_client.send(m_client.request(
-        "GET", "/v2/checkout/orders/" + percent_encode(*capture->order_id), false));
-    const ReadCall order_read = read_call(order_res);
-    out.call = order_read.call;
-    if (!order_read.ok) {
-        return out;
-    }
-    auto refunds = parse_order_refunds(order_res.body);
+    auto refunds = parse_order_refunds(*order_body);
     if (!refunds) {
         out.call.error_class = "unrecognised_response";
-        out.call.detail = wire::excerpt(order_res.body);
+        out.call.detail = wire::excerpt(*order_body);
         return out;
     }
     std::vector<RemotePayment> matches;
@@ -184,6 +234,84 @@ LookupResult PaypalAdapter::lookup_refund(const RefundOrder& order) {
     }
     answer_from_matches(out, std::move(matches));
     return out;
+}
+
+PaypalAdapter::AuthorizationRead
+PaypalAdapter::read_authorization(const std::string& id, bool with_order,
+                                  std::optional<std::chrono::steady_clock::time_point> deadline) {
+    AuthorizationRead out;
+    net::HttpRequest req =
+        m_client.request("GET", "/v2/payments/authorizations/" + percent_encode(id), false);
+    req.deadline = deadline;
+    const net::HttpResult res = m_client.send(std::move(req));
+    const ReadCall read = read_call(res);
+    out.call = read.call;
+    if (!read.ok) {
+        out.not_found = read.call.http_status == 404 && parse_error(res.body).has_value();
+        return out;
+    }
+    const auto a = parse_authorization(res.body);
+    if (!a || a->id != id) {
+        out.call.error_class = "unrecognised_response";
+        out.call.detail = "not the authorization " + id;
+        return out;
+    }
+    out.authorization_body = res.body;
+    if (with_order) {
+        if (!a->order_id) {
+            out.call.error_class = "unrecognised_response";
+            out.call.detail = "the authorization does not name its order";
+            return out;
+        }
+        net::HttpRequest order_req =
+            m_client.request("GET", "/v2/checkout/orders/" + percent_encode(*a->order_id), false);
+        order_req.deadline = deadline;
+        const net::HttpResult order_res = m_client.send(std::move(order_req));
+        const ReadCall order_read = read_call(order_res);
+        out.call = order_read.call;
+        if (!order_read.ok) {
+            return out;
+        }
+        out.order_body = order_res.body;
+    }
+    out.ok = true;
+    return out;
+}
+
+bool PaypalAdapter::read_held(RemotePayment& p, CallRecord& call) {
+    const AuthorizationRead held = read_authorization(p.provider_reference, false);
+    if (held.not_found) {
+        return true; // not an authorization: the search's reading stands
+    }
+    call = held.call;
+    if (!held.ok) {
+        return false;
+    }
+    const auto a = parse_authorization(held.authorization_body);
+    p.raw_status = a->status;
+    p.state = map_authorization_status(a->status);
+    p.awaiting_capture = a->status == "CREATED";
+    p.raw = held.authorization_body;
+    if (a->status != "CREATED" && a->status != "PENDING" && a->status != "DENIED") {
+        // What was captured: the order's captures that took money.
+        const AuthorizationRead with_order = read_authorization(p.provider_reference, true);
+        call = with_order.call;
+        const auto captured =
+            with_order.ok ? captured_minor(*with_order.order_body) : std::optional<long long>();
+        if (!captured) {
+            if (with_order.ok) {
+                call.error_class = "unrecognised_response";
+                call.detail = "the authorization's order has a capture without its amount";
+            }
+            return false;
+        }
+        p.amount_captured_minor = *captured;
+        if (*captured > 0) {
+            // Voided or expired after a capture: it was authorised, and what was captured stays.
+            p.state = Outcome::succeeded;
+        }
+    }
+    return true;
 }
 
 ListPage PaypalAdapter::fetch_page(system_clock::time_point from, system_clock::time_point to,
@@ -253,8 +381,18 @@ LookupResult PaypalAdapter::lookup(const PaymentOrder& order) {
                 matches.push_back(std::move(item));
             }
         }
+
         if (page >= total_pages) {
             break;
+        }
+    }
+    // Transaction Search does not say whether an authorization is still held, was voided or
+    // expired: a payment that only authorises is read by its authorization's ID.
+    if (order.manual_capture) {
+        for (auto& m : matches) {
+            if (!read_held(m, out.call)) {
+                return out; // failed: never read as absence
+            }
         }
     }
     answer_from_matches(out, std::move(matches));
@@ -306,6 +444,79 @@ ListPage PaypalAdapter::search_window(const TimeWindow& window,
         out.next_cursor = cursor_of(from, page + 1);
     } else if (to < window.to) {
         out.next_cursor = cursor_of(to, 1);
+    }
+    return out;
+}
+
+namespace {
+
+std::string authorization_path(const AuthorizationOrder& order, std::string_view action) {
+    return "/v2/payments/authorizations/" + percent_encode(order.payment_reference) + "/" +
+           std::string(action);
+}
+
+} // namespace
+
+SubmitResult PaypalAdapter::capture(const AuthorizationOrder& order) {
+    if (order.payment_reference.empty()) {
+        return not_expressible("no_payment_reference",
+                               "the payment has no PayPal authorization to capture");
+    }
+    const auto body = capture_body(order);
+    if (!body) {
+        return not_expressible("not_expressible", "the amount (" + order.amount.currency +
+                                                      ") or the operation ID cannot be expressed "
+                                                      "in PayPal's capture request");
+    }
+    net::HttpRequest req = m_client.request("POST", authorization_path(order, "capture"), true);
+    req.headers.emplace_back("Content-Type", "application/json");
+    req.headers.emplace_back("PayPal-Request-Id", order.operation_id);
+    req.headers.emplace_back("Prefer", "return=representation");
+    req.body = *body;
+    req.deadline = order.deadline;
+    return create_outcome(m_client.send(std::move(req)), [&order](int status, std::string_view b) {
+        return interpret_capture(order, status, b);
+    });
+}
+
+SubmitResult PaypalAdapter::void_authorization(const AuthorizationOrder& order) {
+    if (order.payment_reference.empty()) {
+        return not_expressible("no_payment_reference",
+                               "the payment has no PayPal authorization to void");
+    }
+    if (order.operation_id.empty() || order.operation_id.size() > k_max_key_length) {
+        return not_expressible("not_expressible",
+                               "the operation ID cannot be PayPal's PayPal-Request-Id");
+    }
+    net::HttpRequest req = m_client.request("POST", authorization_path(order, "void"), true);
+    req.headers.emplace_back("PayPal-Request-Id", order.operation_id);
+    req.headers.emplace_back("Prefer", "return=representation");
+    req.deadline = order.deadline;
+    return create_outcome(m_client.send(std::move(req)), [&order](int status, std::string_view b) {
+        return interpret_void(order, status, b);
+    });
+}
+
+LookupResult PaypalAdapter::lookup_capture(const AuthorizationOrder& order) {
+    LookupResult out;
+    if (!m_caps.capture_lookup || order.payment_reference.empty()) {
+        out.call.error_class =
+            m_caps.capture_lookup ? "no_payment_reference" : "lookup_not_supported";
+        return out;
+    }
+    const AuthorizationRead held =
+        read_authorization(order.payment_reference, order.kind == OperationKind::capture);
+    if (!held.ok) {
+        out.call = held.call;
+        return out; // failed: never read as absence
+    }
+    out = capture_lookup_answer(order, held.authorization_body, held.order_body);
+    const std::string error_class = out.call.error_class;
+    const std::string detail = out.call.detail;
+    out.call = held.call;
+    out.call.error_class = error_class;
+    if (!detail.empty()) {
+        out.call.detail = detail;
     }
     return out;
 }

@@ -1,6 +1,7 @@
 #pragma once
-// PayPal, through Orders v2 (create with a vaulted payment source, captured at once), Payments v2
-// (refunds of the capture) and Transaction Search v1 (lookup and listing).
+// PayPal, through Orders v2 (create with a vaulted payment source, captured at once or only
+// authorised), Payments v2 (refunds of the capture; capture and void of an authorization) and
+// Transaction Search v1 (lookup and listing).
 //
 // Quirks that matter for charging once:
 // - Credentials: OAuth2 client credentials only. The access token comes from
@@ -61,6 +62,14 @@
 //   purchase_units[].payments.refunds with its invoice_id: lookup_refund reads those two, read-only
 //   and current: a refund's lookup staleness is the configured settle delay, not raised to the
 //   search's 3 h as the charges' is.
+// - Authorise, then capture or void (README.md, "Captures and voids"): a payment that only
+//   authorises is created with intent AUTHORIZE, and its reference is the authorization's ID
+//   (PayPal's Payments v2 resource; the order has no capture to name). It is captured in parts
+//   (final_capture), voided, and read by ID -- current, unlike Transaction Search -- with its
+//   order for the captures; each capture and void under its own operation ID as
+//   PayPal-Request-Id, a capture's also its invoice_id (how the order's captures are told apart).
+//   An authorization is valid 29 days; the 3-day honor period is when funds are surest, not when
+//   it lapses.
 
 #include "providers/adapter_support.hpp"
 #include "providers/config.hpp"
@@ -71,6 +80,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <variant>
 
 namespace payrecon::providers::paypal {
 
@@ -132,19 +142,52 @@ public:
     // not show its newest refunds yet.
     ListPage list_refunds(const TimeWindow& window,
                           const std::optional<std::string>& cursor) override;
-    // GET /v2/payments/captures/{reference} first (an order's ID is refused unsent), then
-    // POST /v2/payments/captures/{reference}/refund under the refund's operation ID as
+    // GET /v2/payments/captures/{reference} first (an order's ID is refused unsent; an
+    // authorization's ID is followed to its one capture: refund_target), then
+    // POST /v2/payments/captures/{capture}/refund under the refund's operation ID as
     // PayPal-Request-Id, `Prefer: return=representation`; interpret_refund reads the answer.
     SubmitResult refund(const RefundOrder& order) override;
-    // GET /v2/payments/captures/{reference} for its order's ID, then GET /v2/checkout/orders/{id}:
+    // GET /v2/payments/captures/{reference} (or, on a 404, /v2/payments/authorizations/{reference})
+    // for its order's ID, then GET /v2/checkout/orders/{id}:
     // the refund among the order's refunds whose invoice_id (else custom_id) is our operation ID.
     LookupResult lookup_refund(const RefundOrder& order) override;
 
+    // POST /v2/payments/authorizations/{payment_reference}/capture (capture_body: amount,
+    // final_capture, invoice_id) and /void (no body), under the order's own operation ID as
+    // PayPal-Request-Id, `Prefer: return=representation`; interpret_capture and interpret_void read
+    // the answers.
+    SubmitResult capture(const AuthorizationOrder& order) override;
+    SubmitResult void_authorization(const AuthorizationOrder& order) override;
+    // GET /v2/payments/authorizations/{payment_reference} (current: no search lag), then, for a
+    // capture, GET /v2/checkout/orders/{its order}: capture_lookup_answer decides.
+    LookupResult lookup_capture(const AuthorizationOrder& order) override;
+
 private:
-    // Whether the payment's reference is a capture PayPal knows (GET /v2/payments/captures/{id}):
-    // nullopt if it is; else what refund() answers without sending the refund -- rejected
-    // (not_a_capture) on a 404, rejected on 401/403, not_sent when no answer could be read.
-    std::optional<SubmitResult> check_capture(const RefundOrder& order);
+    // An authorization and its order, read: `ok` false with `call` saying why when either read
+    // failed; `not_found` when PayPal answered 404 for the authorization.
+    struct AuthorizationRead {
+        bool ok = false;
+        bool not_found = false;
+        std::string authorization_body;
+        std::optional<std::string> order_body;
+        CallRecord call;
+    };
+    // GET /v2/payments/authorizations/{id}, and with `with_order` the order it names.
+    AuthorizationRead read_authorization(
+        const std::string& id, bool with_order,
+        std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt);
+    // A payment that only authorises, found by Transaction Search: its authorization read by ID
+    // for the current status (CREATED: held, succeeded) and, unless nothing can have been
+    // captured, its order for what was (a voided or expired one that captured something stays
+    // succeeded). false
+    // if the read failed (`call` says why); an entry PayPal knows no authorization for (404) is
+    // left as the search has it.
+    bool read_held(RemotePayment& p, CallRecord& call);
+    // The capture a refund of `order` goes to: its reference when that is a capture; for a payment
+    // that only authorised (the reference an authorization ID), the one capture of the
+    // authorization's order that took money. The capture's ID, or what refund() answers without
+    // sending (rejected, not_sent).
+    std::variant<std::string, SubmitResult> refund_target(const RefundOrder& order);
 
     // GET /v1/reporting/transactions for [from, to), page `page` of k_page_size; on success
     // `total_pages` is PayPal's. Its items are the page's charges, or with `refunds` its

@@ -48,7 +48,7 @@ const ProviderDescriptor& descriptor() {
     static const ProviderDescriptor k_descriptor{
         .kind = "paypal",
         .display_name = "PayPal",
-        .reference_name = "capture ID (or order ID)",
+        .reference_name = "capture ID (authorization ID if it only authorised; or order ID)",
         // The transaction's page for an account on PayPal's live site; a sandbox account's is on
         // www.sandbox.paypal.com: set dashboard_url for one.
         .dashboard_url = "https://www.paypal.com/activity/payment/{reference}",
@@ -56,12 +56,19 @@ const ProviderDescriptor& descriptor() {
         .settings = {},
         .parse_settings = &parse_settings,
         // PayPal-Request-Id up to 108 characters; lookup and listing through Transaction Search;
-        // a refund found among its capture's order's refunds.
+        // a refund found among its capture's order's refunds. Authorise (intent AUTHORIZE), then
+        // capture in parts (final_capture) or void; an authorization is read by its ID. It is
+        // valid 29 days -- the honor period's 3 days are when funds are surest, not when it lapses
+        // (README.md, "Captures and voids").
         .api = {.max_key_length = k_max_key_length,
                 .lookup = true,
                 .list = true,
                 .list_refunds = true,
-                .refund_lookup = true},
+                .refund_lookup = true,
+                .manual_capture = true,
+                .multiple_captures = true,
+                .authorization_validity = std::chrono::days(29),
+                .capture_lookup = true},
         .carry_limits = &carry_limits,
         // The payment object is the capture: its status decides (a COMPLETED order can hold a
         // DECLINED capture).

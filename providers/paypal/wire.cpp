@@ -306,7 +306,7 @@ std::optional<std::string> create_body(const PaymentOrder& order) {
         unit["description"] = *order.description;
     }
     const json body = {
-        {"intent", "CAPTURE"},
+        {"intent", order.manual_capture ? "AUTHORIZE" : "CAPTURE"},
         {"purchase_units", json::array({unit})},
         {"payment_source", {{"card", {{"vault_id", order.payment_method}}}}},
     };
@@ -413,19 +413,23 @@ std::optional<Order> parse_order(std::string_view body) {
     o.invoice_id = wire::string_member(unit, "invoice_id");
     o.custom_id = wire::string_member(unit, "custom_id");
     const json* payments = member(unit, "payments");
-    const json* captures = payments == nullptr ? nullptr : member(*payments, "captures");
-    if (captures == nullptr || !captures->is_array()) {
-        return o;
-    }
-    for (const json& c : *captures) {
-        Capture capture;
-        capture.id = wire::string_member(c, "id").value_or("");
-        capture.status = wire::string_member(c, "status").value_or("");
-        capture.amount = money_from(member(c, "amount"));
-        capture.invoice_id = wire::string_member(c, "invoice_id");
-        capture.custom_id = wire::string_member(c, "custom_id");
-        o.captures.push_back(std::move(capture));
-    }
+    const auto read = [payments](const char* name, std::vector<Capture>& into) {
+        const json* list = payments == nullptr ? nullptr : member(*payments, name);
+        if (list == nullptr || !list->is_array()) {
+            return;
+        }
+        for (const json& c : *list) {
+            Capture capture;
+            capture.id = wire::string_member(c, "id").value_or("");
+            capture.status = wire::string_member(c, "status").value_or("");
+            capture.amount = money_from(member(c, "amount"));
+            capture.invoice_id = wire::string_member(c, "invoice_id");
+            capture.custom_id = wire::string_member(c, "custom_id");
+            into.push_back(std::move(capture));
+        }
+    };
+    read("captures", o.captures);
+    read("authorizations", o.authorizations);
     return o;
 }
 
@@ -518,7 +522,12 @@ SubmitResult interpret_create(const PaymentOrder& order, int http_status, std::s
         const auto same_amount = [&order](const std::optional<Money>& m) {
             return !m || *m == order.amount;
         };
-        const Capture* capture = o && o->captures.size() == 1 ? &o->captures.front() : nullptr;
+        // An order that only authorises is read by its one authorization (captured since, on a
+        // replay, or not), one that captures at once by its one capture.
+        const std::vector<Capture>* payments = !o                     ? nullptr
+                                               : order.manual_capture ? &o->authorizations
+                                                                      : &o->captures;
+        const Capture* capture = payments && payments->size() == 1 ? &payments->front() : nullptr;
         // The echo: one purchase unit, our invoice ID on it or its capture and nobody else's, our
         // amount and currency on the capture (else on the unit) and no other.
         const bool echoes = o && o->purchase_units == 1 &&
@@ -527,18 +536,20 @@ SubmitResult interpret_create(const PaymentOrder& order, int http_status, std::s
                             (capture ? capture->amount && same_amount(capture->amount) &&
                                            ours(capture->invoice_id) && ours(capture->custom_id)
                                      : o->amount.has_value());
-        if (!echoes || o->captures.size() > 1 || (capture && capture->id.empty()) ||
-            o->id.empty()) {
+        if (!echoes || payments->size() > 1 || (capture && capture->id.empty()) || o->id.empty() ||
+            (order.manual_capture && !o->captures.empty() && !capture)) {
             r.call.error_class = "unrecognised_response";
             return r; // unknown: a success we cannot match to our request proves nothing
         }
         if (capture) {
             r.provider_reference = capture->id;
-            r.outcome = map_capture_status(capture->status);
-            r.call.error_class = r.outcome == Outcome::unknown
-                                     ? "unexpected_status_" + capture->status
-                                 : r.outcome == Outcome::declined ? "capture_" + capture->status
-                                                                  : "";
+            r.outcome = order.manual_capture ? map_authorization_status(capture->status)
+                                             : map_capture_status(capture->status);
+            r.call.error_class =
+                r.outcome == Outcome::unknown ? "unexpected_status_" + capture->status
+                : r.outcome == Outcome::declined
+                    ? (order.manual_capture ? "authorization_" : "capture_") + capture->status
+                    : "";
             return r;
         }
         r.provider_reference = o->id;
@@ -715,27 +726,18 @@ SubmitResult interpret_refund(const RefundOrder& order, int http_status, std::st
                          });
 }
 
-std::optional<CaptureDetails> parse_capture(std::string_view body) {
-    const auto parsed = parse_external_json(body);
-    if (!parsed || !parsed->is_object()) {
-        return std::nullopt;
-    }
-    const json& j = *parsed;
-    const auto id = wire::string_member(j, "id");
-    if (!id) {
-        return std::nullopt;
-    }
-    CaptureDetails c;
-    c.id = *id;
-    c.status = wire::string_member(j, "status").value_or("");
+namespace {
+
+// The order a Payments v2 object belongs to: supplementary_data.related_ids.order_id, else the
+// last segment of its `up` link when that points at /v2/checkout/orders/.
+std::optional<std::string> related_order(const json& j) {
     const json* supplementary = member(j, "supplementary_data");
     const json* related =
         supplementary == nullptr ? nullptr : member(*supplementary, "related_ids");
     if (related != nullptr) {
         if (auto order_id = wire::string_member(*related, "order_id");
             order_id && !order_id->empty()) {
-            c.order_id = std::move(*order_id);
-            return c;
+            return order_id;
         }
     }
     if (const json* links = member(j, "links"); links != nullptr && links->is_array()) {
@@ -752,10 +754,29 @@ std::optional<CaptureDetails> parse_capture(std::string_view body) {
             }
             std::string rest = href->substr(at + k_orders_path.size());
             if (!rest.empty() && rest.find_first_of("/?#") == std::string::npos) {
-                c.order_id = std::move(rest);
+                return rest;
             }
         }
     }
+    return std::nullopt;
+}
+
+} // namespace
+
+std::optional<CaptureDetails> parse_capture(std::string_view body) {
+    const auto parsed = parse_external_json(body);
+    if (!parsed || !parsed->is_object()) {
+        return std::nullopt;
+    }
+    const json& j = *parsed;
+    const auto id = wire::string_member(j, "id");
+    if (!id) {
+        return std::nullopt;
+    }
+    CaptureDetails c;
+    c.id = *id;
+    c.status = wire::string_member(j, "status").value_or("");
+    c.order_id = related_order(j);
     return c;
 }
 
@@ -790,6 +811,313 @@ std::optional<std::vector<RemotePayment>> parse_order_refunds(std::string_view b
         }
     }
     return out;
+}
+
+namespace {
+
+constexpr StatusRule k_authorization_status_rules[] = {
+    {"CREATED", Outcome::succeeded, "authorised: the amount is held, nothing captured yet"},
+    {"PARTIALLY_CAPTURED", Outcome::succeeded,
+     "authorised, captured in part since (the captures are other operations)"},
+    {"CAPTURED", Outcome::succeeded,
+     "authorised, captured since (the captures are other operations)"},
+    {"PENDING", Outcome::pending, "not authorised yet (status_details.reason says why)"},
+    {"DENIED", Outcome::declined, "the authorisation was denied: nothing held"},
+    {"VOIDED", Outcome::declined, "voided: nothing held"},
+    {"EXPIRED", Outcome::declined, "expired (29 days): nothing held"},
+    {"PARTIALLY_CREATED", Outcome::unknown,
+     "less than the amount asked was authorised: not what payrecon asked, an operator decides"},
+};
+
+// The authorization statuses under which it can still be captured, or voided.
+bool capturable(std::string_view status) {
+    return status == "CREATED" || status == "PARTIALLY_CAPTURED";
+}
+
+} // namespace
+
+std::span<const StatusRule> authorization_status_rules() {
+    return k_authorization_status_rules;
+}
+
+Outcome map_authorization_status(std::string_view status) {
+    return outcome_by_rules(k_authorization_status_rules, status);
+}
+
+std::optional<AuthorizationDetails> parse_authorization(std::string_view body) {
+    const auto parsed = parse_external_json(body);
+    if (!parsed || !parsed->is_object()) {
+        return std::nullopt;
+    }
+    const json& j = *parsed;
+    const auto id = wire::string_member(j, "id");
+    const auto status = wire::string_member(j, "status");
+    if (!id || !status) {
+        return std::nullopt;
+    }
+    AuthorizationDetails a;
+    a.id = *id;
+    a.status = *status;
+    a.amount = money_from(member(j, "amount"));
+    a.order_id = related_order(j);
+    a.invoice_id = wire::string_member(j, "invoice_id");
+    a.custom_id = wire::string_member(j, "custom_id");
+    return a;
+}
+
+std::optional<std::string> capture_body(const AuthorizationOrder& order) {
+    const auto value = to_paypal_value(order.amount);
+    const std::string& op = order.operation_id;
+    if (!value || op.empty() || op.size() > k_max_key_length || op.size() > k_max_invoice_id ||
+        order.payment_reference.empty()) {
+        return std::nullopt;
+    }
+    const json body = {
+        {"amount", {{"value", *value}, {"currency_code", wire::upper(order.amount.currency)}}},
+        {"final_capture", order.final},
+        {"invoice_id", op},
+    };
+    return body.dump();
+}
+
+bool capture_declined_issue(std::string_view issue) {
+    static constexpr std::string_view k_declined[] = {
+        "AUTHORIZATION_VOIDED",
+        "AUTHORIZATION_EXPIRED",
+        "MAX_CAPTURE_AMOUNT_EXCEEDED",
+        "MAX_CAPTURE_COUNT_EXCEEDED",
+    };
+    return declined_issue(issue) ||
+           std::find(std::begin(k_declined), std::end(k_declined), issue) != std::end(k_declined);
+}
+
+namespace {
+
+// What a capture and a void answer alike outside a 2xx (README.md's tables): `special` first,
+// then 404 rejected (no such authorization: nothing executed), 409 and the rest as
+// error_outcome.
+SubmitResult authorization_error(
+    SubmitResult r, int http_status, std::string_view body,
+    const std::function<std::optional<SubmitResult>(int, const PaypalError&, const std::string&)>&
+        special) {
+    return error_outcome(std::move(r), http_status, body,
+                         [&](int status, const PaypalError& err,
+                             const std::string& issue) -> std::optional<SubmitResult> {
+                             if (auto decided = special(status, err, issue)) {
+                                 return decided;
+                             }
+                             if (status == 404) {
+                                 return rejected_request(
+                                     status, issue.empty() ? err.name : issue,
+                                     "PayPal knows no such authorization (404 " + err.name + ")",
+                                     wire::excerpt(body));
+                             }
+                             return std::nullopt;
+                         });
+}
+
+SubmitResult unknown_for(std::string error_class) {
+    SubmitResult out;
+    out.call.error_class = std::move(error_class);
+    return out;
+}
+
+SubmitResult declined_for(std::string error_class) {
+    SubmitResult out;
+    out.outcome = Outcome::declined;
+    out.call.error_class = std::move(error_class);
+    return out;
+}
+
+} // namespace
+
+SubmitResult interpret_capture(const AuthorizationOrder& order, int http_status,
+                               std::string_view body) {
+    SubmitResult r;
+    r.call.http_status = http_status;
+    r.call.detail = wire::excerpt(body);
+    if (http_status >= 200 && http_status < 300) {
+        const auto parsed = parse_external_json(body);
+        const json* j = parsed && parsed->is_object() ? &*parsed : nullptr;
+        const auto id = j ? wire::string_member(*j, "id") : std::nullopt;
+        const auto status = j ? wire::string_member(*j, "status") : std::nullopt;
+        const auto invoice_id = j ? wire::string_member(*j, "invoice_id") : std::nullopt;
+        const auto amount = j ? money_from(member(*j, "amount")) : std::nullopt;
+        if (!id || id->empty() || !status || invoice_id != order.operation_id || !amount ||
+            !(*amount == order.amount)) {
+            r.call.error_class = "unrecognised_response";
+            return r; // unknown: a success we cannot match to our request proves nothing
+        }
+        r.provider_reference = *id;
+        r.outcome = map_capture_status(*status);
+        r.call.error_class = r.outcome == Outcome::unknown    ? "unexpected_status_" + *status
+                             : r.outcome == Outcome::declined ? "capture_" + *status
+                                                              : "";
+        return r;
+    }
+    return authorization_error(std::move(r), http_status, body,
+                               [](int status, const PaypalError& err,
+                                  const std::string& issue) -> std::optional<SubmitResult> {
+                                   if (status != 422) {
+                                       return std::nullopt;
+                                   }
+                                   if (has_issue(err, "AUTHORIZATION_ALREADY_CAPTURED") ||
+                                       has_issue(err, "PREVIOUSLY_CAPTURED")) {
+                                       // Closed by a capture: perhaps this very one, executed once,
+                                       // its answer lost and its request ID forgotten. The lookup
+                                       // reads the order's captures.
+                                       return unknown_for("already_captured");
+                                   }
+                                   if (has_issue(err, "DUPLICATE_INVOICE_ID")) {
+                                       return unknown_for(
+                                           "DUPLICATE_INVOICE_ID"); // a capture with our invoice ID
+                                   }
+                                   if (capture_declined_issue(issue)) {
+                                       return declined_for("capture_declined:" + issue);
+                                   }
+                                   return std::nullopt;
+                               });
+}
+
+SubmitResult interpret_void(const AuthorizationOrder& order, int http_status,
+                            std::string_view body) {
+    SubmitResult r;
+    r.call.http_status = http_status;
+    r.call.detail = wire::excerpt(body);
+    if (http_status == 204) {
+        // return=minimal: "No Content", the void done.
+        r.outcome = Outcome::succeeded;
+        r.provider_reference = order.payment_reference;
+        return r;
+    }
+    if (http_status >= 200 && http_status < 300) {
+        const auto a = parse_authorization(body);
+        if (!a || a->id != order.payment_reference) {
+            r.call.error_class = "unrecognised_response";
+            return r;
+        }
+        r.provider_reference = a->id;
+        if (a->status == "VOIDED") {
+            r.outcome = Outcome::succeeded;
+        } else {
+            r.call.error_class = "unexpected_status_" + a->status;
+        }
+        return r;
+    }
+    return authorization_error(
+        std::move(r), http_status, body,
+        [](int status, const PaypalError& err,
+           const std::string& issue) -> std::optional<SubmitResult> {
+            if (status != 422) {
+                return std::nullopt;
+            }
+            if (issue == "PREVIOUSLY_CAPTURED" || issue == "AUTHORIZATION_ALREADY_CAPTURED") {
+                return declined_for("void_declined:" + issue); // captured: nothing to release
+            }
+            if (has_issue(err, "PREVIOUSLY_VOIDED") || has_issue(err, "AUTHORIZATION_VOIDED") ||
+                has_issue(err, "AUTHORIZATION_EXPIRED")) {
+                // Released already: perhaps by this very void. The lookup reads the authorization.
+                return unknown_for("already_released:" + issue);
+            }
+            return std::nullopt;
+        });
+}
+
+LookupResult capture_lookup_answer(const AuthorizationOrder& order,
+                                   std::string_view authorization_body,
+                                   const std::optional<std::string>& order_body) {
+    LookupResult out;
+    const auto a = parse_authorization(authorization_body);
+    if (!a || a->id != order.payment_reference ||
+        (a->amount && wire::upper(a->amount->currency) != wire::upper(order.amount.currency))) {
+        out.call.error_class = "unrecognised_response";
+        out.call.detail = "not the authorization " + order.payment_reference;
+        return out;
+    }
+    const Outcome held = map_authorization_status(a->status);
+    if (held == Outcome::unknown) {
+        out.call.error_class = "unexpected_status_" + a->status;
+        return out;
+    }
+    RemotePayment authorization;
+    authorization.provider_reference = a->id;
+    authorization.operation_id = order.operation_id;
+    authorization.amount = a->amount.value_or(order.amount);
+    authorization.raw_status = a->status;
+    authorization.raw = std::string(authorization_body);
+    const auto found = [&out](RemotePayment p) {
+        out.status = LookupResult::Status::found;
+        out.payment = std::move(p);
+    };
+    if (order.kind == OperationKind::void_authorization) {
+        if (a->status == "VOIDED" || a->status == "EXPIRED") {
+            authorization.state = Outcome::succeeded; // released, whoever released it
+            found(std::move(authorization));
+        } else if (a->status == "CAPTURED" || a->status == "DENIED") {
+            authorization.state = Outcome::declined;
+            found(std::move(authorization));
+        } else {
+            out.status = LookupResult::Status::not_found;
+        }
+        return out;
+    }
+    const auto o = order_body ? parse_order(*order_body) : std::nullopt;
+    if (!o || (a->order_id && o->id != *a->order_id)) {
+        out.call.error_class = "unrecognised_response";
+        out.call.detail = "not the authorization's order";
+        return out;
+    }
+    std::vector<RemotePayment> matches;
+    for (const Capture& c : o->captures) {
+        if (c.invoice_id != order.operation_id) {
+            continue;
+        }
+        if (c.id.empty() || !c.amount) {
+            out.call.error_class = "unrecognised_response";
+            out.call.detail = "a capture with our invoice_id without its ID or amount";
+            return out;
+        }
+        RemotePayment p;
+        p.provider_reference = c.id;
+        p.operation_id = order.operation_id;
+        p.amount = *c.amount;
+        p.raw_status = c.status;
+        p.state = map_capture_status(c.status);
+        matches.push_back(std::move(p));
+    }
+    if (!matches.empty()) {
+        // More than one capture with our invoice ID: a finding, never resolved silently.
+        out.status = LookupResult::Status::found;
+        out.payment = std::move(matches.front());
+        out.duplicates.assign(std::make_move_iterator(matches.begin() + 1),
+                              std::make_move_iterator(matches.end()));
+        return out;
+    }
+    if (capturable(a->status) || a->status == "PENDING") {
+        out.status = LookupResult::Status::not_found;
+        return out;
+    }
+    authorization.state = Outcome::declined; // closed without this capture
+    found(std::move(authorization));
+    return out;
+}
+
+std::optional<long long> captured_minor(std::string_view order_body) {
+    const auto o = parse_order(order_body);
+    if (!o) {
+        return std::nullopt;
+    }
+    long long sum = 0;
+    for (const Capture& c : o->captures) {
+        if (map_capture_status(c.status) != Outcome::succeeded) {
+            continue;
+        }
+        if (!c.amount) {
+            return std::nullopt;
+        }
+        sum += c.amount->minor;
+    }
+    return sum;
 }
 
 } // namespace payrecon::providers::paypal

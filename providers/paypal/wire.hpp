@@ -53,7 +53,8 @@ std::optional<Money> from_paypal_value(std::string_view value, std::string_view 
 // What PayPal carries of a payment: no metadata at all (order_request has no metadata field).
 const CarryLimits& carry_limits();
 
-// The JSON body of POST /v2/checkout/orders: intent CAPTURE, one purchase unit with reference_id
+// The JSON body of POST /v2/checkout/orders: intent CAPTURE (AUTHORIZE for an order that only
+// authorises, PaymentOrder::manual_capture), one purchase unit with reference_id
 // (our payment ID, else the operation ID), invoice_id and custom_id (the operation ID), description
 // when there is one, amount; payment_source.card.vault_id the payment method. nullopt if the
 // amount is not expressible in PayPal's units, the operation ID is empty or longer than 108 (the
@@ -85,7 +86,8 @@ struct PaypalError {
 // absent; details entries that are not objects with a string issue are skipped).
 std::optional<PaypalError> parse_error(std::string_view body);
 
-// One capture of purchase_units[0].payments.captures.
+// One capture of purchase_units[0].payments.captures (or one authorization of its
+// payments.authorizations: the same fields).
 struct Capture {
     std::string id;
     std::string status;
@@ -104,6 +106,7 @@ struct Order {
     std::optional<std::string> invoice_id;
     std::optional<std::string> custom_id;
     std::vector<Capture> captures;
+    std::vector<Capture> authorizations; // payments.authorizations: an order with intent AUTHORIZE
 };
 // nullopt if `body` is not an order: a JSON object with string id and status. A member of the
 // wrong type counts as absent; an amount that is not exact in PayPal's units is absent too.
@@ -148,7 +151,9 @@ bool declined_issue(std::string_view issue);
 // DUPLICATE_INVOICE_ID -> unknown (a transaction with our invoice ID exists: it may be our first
 // attempt); 400, 403, 415, another 422 (with PayPal's envelope) and 401 -> rejected with the issue
 // (else the name) and description; 429 -> not_sent; 5xx, 404, 409 and anything unrecognised ->
-// unknown.
+// unknown. For an order that only authorises (manual_capture) the echo is the same with its one
+// authorization in place of the capture, the outcome the authorization's
+// (map_authorization_status), the reference the authorization's ID.
 SubmitResult interpret_create(const PaymentOrder& order, int http_status, std::string_view body);
 
 // Refunds (POST /v2/payments/captures/{capture_id}/refund, Payments v2.4; DESIGN section 16).
@@ -199,5 +204,84 @@ std::optional<CaptureDetails> parse_capture(std::string_view body);
 // created_at its create_time. nullopt if `body` is not an order, or one refund is unreadable (no
 // ID, no exact amount): one unreadable refund makes the list untrustworthy.
 std::optional<std::vector<RemotePayment>> parse_order_refunds(std::string_view body);
+
+// Authorisations (issue 32, DESIGN section 16): an order created with intent AUTHORIZE holds its
+// authorization in purchase_units[0].payments.authorizations; the authorization is captured
+// (POST /v2/payments/authorizations/{id}/capture), voided (.../void) and read
+// (GET /v2/payments/authorizations/{id}) through Payments v2. README.md, "Captures and voids".
+
+// An authorization's status as the outcome of the charge that only authorises: CREATED (held),
+// PARTIALLY_CAPTURED, CAPTURED -> succeeded (it was authorised; captures are other operations);
+// PENDING -> pending; DENIED -> declined; VOIDED, EXPIRED -> declined (nothing held: a voided or
+// expired authorisation, as the interface reads it); anything else (PARTIALLY_CREATED: less than
+// asked was authorised) unknown.
+std::span<const StatusRule> authorization_status_rules();
+Outcome map_authorization_status(std::string_view status);
+
+// What GET /v2/payments/authorizations/{id} (authorization-2) says: its ID, status, amount, the
+// order it belongs to (supplementary_data.related_ids.order_id, else its `up` link to
+// /v2/checkout/orders/), invoice_id, custom_id.
+struct AuthorizationDetails {
+    std::string id;
+    std::string status;
+    std::optional<Money> amount;
+    std::optional<std::string> order_id;
+    std::optional<std::string> invoice_id;
+    std::optional<std::string> custom_id;
+};
+// nullopt if `body` is not a JSON object with a string id and status.
+std::optional<AuthorizationDetails> parse_authorization(std::string_view body);
+
+// The body of POST /v2/payments/authorizations/{id}/capture (capture_request): `amount` in
+// PayPal's units, `final_capture` the order's `final`, `invoice_id` the capture's own operation ID
+// (capture_request has no custom_id: the capture keeps its purchase unit's). nullopt if the amount
+// is not expressible, or the operation ID is empty or longer than 108 (the key) or 127
+// (invoice_id).
+std::optional<std::string> capture_body(const AuthorizationOrder& order);
+
+// The 422 issues of a capture that mean the authorization cannot be captured, or not for this
+// amount: AUTHORIZATION_VOIDED, AUTHORIZATION_EXPIRED, MAX_CAPTURE_AMOUNT_EXCEEDED,
+// MAX_CAPTURE_COUNT_EXCEEDED, and the payer's or the instrument's (declined_issue): declined.
+// AUTHORIZATION_ALREADY_CAPTURED and PREVIOUSLY_CAPTURED are not among them: the capture that
+// closed it may be this one (unknown, for the lookup).
+bool capture_declined_issue(std::string_view issue);
+
+// The outcome of a capture call (README.md has the table). A 2xx counts only as a capture with an
+// ID echoing our amount and our operation ID (its invoice_id; a custom_id is the charge's, not
+// compared); its status decides (map_capture_status), the reference the capture's ID. 422 with a
+// capture_declined_issue -> declined "capture_declined:<ISSUE>"; 422
+// AUTHORIZATION_ALREADY_CAPTURED, PREVIOUSLY_CAPTURED, DUPLICATE_INVOICE_ID -> unknown; 404 (no
+// such authorization) -> rejected; 409 (PREVIOUS_REQUEST_IN_PROGRESS), 5xx, anything unrecognised
+// -> unknown; the rest as interpret_create's (400, 401, 403, other 422 rejected, 429 not_sent).
+SubmitResult interpret_capture(const AuthorizationOrder& order, int http_status,
+                               std::string_view body);
+
+// The outcome of a void call: 204 (return=minimal) -> succeeded, the reference the authorization's
+// ID; a 2xx authorization order.payment_reference VOIDED -> succeeded, another status unknown; 422
+// PREVIOUSLY_CAPTURED, AUTHORIZATION_ALREADY_CAPTURED -> declined
+// ("void_declined:<ISSUE>": captured, nothing to release); 422 PREVIOUSLY_VOIDED,
+// AUTHORIZATION_VOIDED, AUTHORIZATION_EXPIRED -> unknown (released already, perhaps by this very
+// void: the lookup decides); the rest as interpret_capture.
+SubmitResult interpret_void(const AuthorizationOrder& order, int http_status,
+                            std::string_view body);
+
+// lookup_capture's answer from the authorization (GET /v2/payments/authorizations/{id}, a 200)
+// and, for a capture, its order (GET /v2/checkout/orders/{order_id}, a 200; nullopt for a void).
+// A capture: the order's captures whose invoice_id is our operation ID -> found (the first; the
+// others duplicates), its status, amount and ID; none, and the authorization CREATED,
+// PARTIALLY_CAPTURED or PENDING -> not_found (the same key may be sent again); none, and it is
+// CAPTURED, VOIDED, EXPIRED or DENIED -> found declined (the authorization's ID and status). A
+// void: VOIDED, EXPIRED -> found succeeded (released, whoever released it); CAPTURED, DENIED ->
+// found declined; CREATED, PARTIALLY_CAPTURED, PENDING -> not_found. Failed (the error class says
+// why) for another authorization, another currency, an order that is not one, or a status word
+// the tables do not know.
+LookupResult capture_lookup_answer(const AuthorizationOrder& order,
+                                   std::string_view authorization_body,
+                                   const std::optional<std::string>& order_body);
+
+// An order's captures that took money (COMPLETED, PARTIALLY_REFUNDED, REFUNDED; the order as
+// GET /v2/checkout/orders/{id} answers it), summed in minor units; nullopt if it is not an order,
+// or a capture that took money has no exact amount.
+std::optional<long long> captured_minor(std::string_view order_body);
 
 } // namespace payrecon::providers::paypal

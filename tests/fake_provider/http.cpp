@@ -101,6 +101,8 @@ std::string_view reason_phrase(int status) {
         return "OK";
     case 201:
         return "Created";
+    case 204:
+        return "No Content";
     case 400:
         return "Bad Request";
     case 401:

@@ -21,6 +21,7 @@ constexpr std::string_view k_orders = "/v2/checkout/orders";
 constexpr std::string_view k_transactions = "/v1/reporting/transactions";
 constexpr std::string_view k_captures = "/v2/payments/captures/";
 constexpr std::string_view k_refunds = "/v2/payments/refunds/";
+constexpr std::string_view k_authorizations = "/v2/payments/authorizations/";
 constexpr std::size_t k_max_note = 255; // refund_request.note_to_payer
 constexpr std::string_view k_upper_alnum = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ";
 constexpr std::string_view k_hex = "0123456789abcdef";
@@ -109,6 +110,7 @@ struct OrderRequest {
     std::optional<std::string> description;
     bool has_source = false;
     bool paypal_wallet = false;
+    bool authorize = false; // intent AUTHORIZE
     std::string vault_id;
 };
 
@@ -239,7 +241,7 @@ std::optional<Problem> optional_text(const Json& object, const char* name, std::
 }
 
 // order_request (the spec's components/schemas/order_request) for what the fake executes: intent
-// CAPTURE, one purchase unit, and a vaulted payment source or none.
+// CAPTURE or AUTHORIZE, one purchase unit, and a vaulted payment source or none.
 std::variant<OrderRequest, Problem> validate_order(const Json& body) {
     OrderRequest r;
     if (!body.is_object()) {
@@ -253,11 +255,7 @@ std::variant<OrderRequest, Problem> validate_order(const Json& body) {
         (body["intent"] != "CAPTURE" && body["intent"] != "AUTHORIZE")) {
         return bad("INVALID_PARAMETER_VALUE", "/intent", "A parameter value is not valid.");
     }
-    if (body["intent"] != "CAPTURE") {
-        return bad("NOT_SUPPORTED", "/intent",
-                   "This field is not currently supported (the fake provider executes intent "
-                   "CAPTURE only).");
-    }
+    r.authorize = body["intent"] == "AUTHORIZE";
     if (!body.contains("purchase_units")) {
         return bad("MISSING_REQUIRED_PARAMETER", "/purchase_units",
                    "A required field / parameter is missing.");
@@ -411,6 +409,13 @@ void PayPalApi::reset_locked() {
     m_requests.clear();
     m_refunds.clear();
     m_by_capture.clear();
+    m_by_authorization.clear();
+    m_auth_captures.clear();
+    m_capture_requests.clear();
+    m_capture_deliveries = 0;
+    m_void_deliveries = 0;
+    m_captures = 0;
+    m_voids = 0;
     m_refunds_by_id.clear();
     m_refund_requests.clear();
     m_tokens.clear();
@@ -450,6 +455,21 @@ Reply PayPalApi::handle(const http::Request& request, const Wait& wait) {
                path.find('/', k_captures.size()) == path.size() - 7) {
         reply = refund(request, path.substr(k_captures.size(), path.size() - 7 - k_captures.size()),
                        wait);
+    } else if (request.method == "POST" && path.size() > k_authorizations.size() &&
+               path.compare(0, k_authorizations.size(), k_authorizations) == 0 &&
+               path.find('/', k_authorizations.size()) != std::string::npos &&
+               path.find('/', path.find('/', k_authorizations.size()) + 1) == std::string::npos &&
+               (path.substr(path.rfind('/')) == "/capture" ||
+                path.substr(path.rfind('/')) == "/void") &&
+               path.rfind('/') > k_authorizations.size()) {
+        const std::size_t slash = path.rfind('/');
+        reply = capture_or_void(
+            request, path.substr(k_authorizations.size(), slash - k_authorizations.size()),
+            path.substr(slash) == "/void", wait);
+    } else if (request.method == "GET" && path.size() > k_authorizations.size() &&
+               path.compare(0, k_authorizations.size(), k_authorizations) == 0 &&
+               path.find('/', k_authorizations.size()) == std::string::npos) {
+        reply = get_payment(request, path, wait);
     } else if (request.method == "GET" &&
                ((path.size() > k_captures.size() &&
                  path.compare(0, k_captures.size(), k_captures) == 0 &&
@@ -710,7 +730,19 @@ Reply PayPalApi::create(const http::Request& request, const Wait& wait) {
     order.created_at = m_ledger.now_locked();
     const std::string* host = request.header("host");
     order.base_url = "http://" + (host != nullptr && !host->empty() ? *host : "127.0.0.1");
-    if (order_request.has_source) {
+    order.authorize = order_request.authorize;
+    if (order_request.has_source && order_request.authorize) {
+        // Authorise only: the amount held, nothing charged until a capture.
+        order.source = order_request.paypal_wallet ? Source::paypal : Source::card;
+        order.vault_id = std::move(order_request.vault_id);
+        if (order_request.paypal_wallet) {
+            order.payer_id = m_ledger.random_id_locked("", 13, k_upper_alnum);
+        }
+        order.authorization_id = m_ledger.random_id_locked("", k_id_length, k_upper_alnum);
+        order.denied = reply.fault == Fault::decline || order.vault_id == k_declined_vault_id;
+        m_ledger.count_execution_locked(order.operation_id);
+        reply.executed = true;
+    } else if (order_request.has_source) {
         order.source = order_request.paypal_wallet ? Source::paypal : Source::card;
         order.vault_id = std::move(order_request.vault_id);
         if (order_request.paypal_wallet) {
@@ -731,6 +763,9 @@ Reply PayPalApi::create(const http::Request& request, const Wait& wait) {
     m_by_id.emplace(order.id, index);
     if (!order.capture_id.empty()) {
         m_by_capture.emplace(order.capture_id, index);
+    }
+    if (!order.authorization_id.empty()) {
+        m_by_authorization.emplace(order.authorization_id, index);
     }
     m_orders.push_back(std::move(order));
     apply_after_execute(reply, error_500());
@@ -918,7 +953,19 @@ Reply PayPalApi::search(const http::Request& request, const Wait& wait) {
     struct Entry {
         Clock::time_point created_at;
         const Order* order;
-        const Refund* refund; // null: the order's capture
+        const Refund* refund; // null: the order's capture, authorization or its capture
+        bool authorization = false;
+        std::optional<std::size_t> auth_capture; // one of the authorization's captures
+    };
+    const Clock::time_point now = m_ledger.now_locked();
+    // An authorization's transaction status: pending while it can be captured, S once captured
+    // in full, V voided or expired, D denied.
+    const auto held_status = [&](const Order& o) {
+        const std::string status = authorization_status(o, now);
+        return status == "CREATED" || status == "PARTIALLY_CAPTURED" ? 'P'
+               : status == "CAPTURED"                                ? 'S'
+               : status == "DENIED"                                  ? 'D'
+                                                                     : 'V';
     };
     std::vector<Entry> found;
     const auto consider = [&](const Entry& e, const std::string& id, char status,
@@ -933,13 +980,21 @@ Reply PayPalApi::search(const http::Request& request, const Wait& wait) {
     };
     for (const Order& o : m_orders) {
         if (o.capture != Capture::none) {
-            consider(Entry{o.created_at, &o, nullptr}, o.capture_id,
+            consider(Entry{o.created_at, &o, nullptr, false, std::nullopt}, o.capture_id,
                      o.capture == Capture::completed ? 'S' : 'D', o.currency);
+        }
+        if (!o.authorization_id.empty()) {
+            consider(Entry{o.created_at, &o, nullptr, true, std::nullopt}, o.authorization_id,
+                     held_status(o), o.currency);
+        }
+        for (std::size_t c = 0; c < o.captures.size(); ++c) {
+            consider(Entry{o.captures[c].created_at, &o, nullptr, false, c}, o.captures[c].id,
+                     o.captures[c].declined ? 'D' : 'S', o.currency);
         }
     }
     for (const Refund& r : m_refunds) {
-        consider(Entry{r.created_at, &m_orders[r.order], &r}, r.id, r.failed ? 'D' : 'S',
-                 r.currency);
+        consider(Entry{r.created_at, &m_orders[r.order], &r, false, std::nullopt}, r.id,
+                 r.failed ? 'D' : 'S', r.currency);
     }
     std::stable_sort(found.begin(), found.end(), [](const Entry& a, const Entry& b) {
         return a.created_at < b.created_at; // oldest first
@@ -958,7 +1013,8 @@ Reply PayPalApi::search(const http::Request& request, const Wait& wait) {
             // A refund: "T1107: Payment refund, initiated by merchant", referring to the capture.
             const Refund& r = *e.refund;
             info["transaction_id"] = r.id;
-            info["paypal_reference_id"] = o.capture_id;
+            info["paypal_reference_id"] =
+                r.auth_capture ? o.captures[*r.auth_capture].id : o.capture_id;
             info["paypal_reference_id_type"] = "TXN";
             info["transaction_event_code"] = "T1107";
             info["transaction_initiation_date"] = rfc3339(r.created_at);
@@ -970,6 +1026,45 @@ Reply PayPalApi::search(const http::Request& request, const Wait& wait) {
             }
             if (r.custom_id) {
                 info["custom_field"] = *r.custom_id;
+            }
+            details.push_back(Json{{"transaction_info", std::move(info)}});
+            continue;
+        }
+        if (e.authorization) {
+            // The authorization: "T13nn Authorizations", the held amount under the charge's IDs.
+            info["transaction_id"] = o.authorization_id;
+            info["paypal_reference_id"] = o.id;
+            info["paypal_reference_id_type"] = "ODR";
+            info["transaction_event_code"] = "T1301";
+            info["transaction_initiation_date"] = rfc3339(o.created_at);
+            info["transaction_updated_date"] = rfc3339(o.created_at);
+            info["transaction_amount"] = money(o.currency, o.value);
+            info["transaction_status"] = std::string(1, held_status(o));
+            if (o.invoice_id) {
+                info["invoice_id"] = *o.invoice_id;
+            }
+            if (o.custom_id) {
+                info["custom_field"] = *o.custom_id;
+            }
+            details.push_back(Json{{"transaction_info", std::move(info)}});
+            continue;
+        }
+        if (e.auth_capture) {
+            // A capture of the authorization, under its own invoice_id (capture_request's).
+            const AuthCapture& c = o.captures[*e.auth_capture];
+            info["transaction_id"] = c.id;
+            info["paypal_reference_id"] = o.authorization_id;
+            info["paypal_reference_id_type"] = "TXN";
+            info["transaction_event_code"] = "T0006";
+            info["transaction_initiation_date"] = rfc3339(c.created_at);
+            info["transaction_updated_date"] = rfc3339(c.created_at);
+            info["transaction_amount"] = money(o.currency, c.value);
+            info["transaction_status"] = c.declined ? "D" : "S";
+            if (c.invoice_id) {
+                info["invoice_id"] = *c.invoice_id;
+            }
+            if (o.custom_id) {
+                info["custom_field"] = *o.custom_id;
             }
             details.push_back(Json{{"transaction_info", std::move(info)}});
             continue;
@@ -1033,7 +1128,7 @@ Json PayPalApi::render_order(const Order& o, bool representation) const {
     Json j;
     j["id"] = o.id;
     if (representation) {
-        j["intent"] = "CAPTURE";
+        j["intent"] = o.authorize ? "AUTHORIZE" : "CAPTURE";
     }
     j["status"] = created_only ? "CREATED" : "COMPLETED";
     if (!representation) {
@@ -1069,8 +1164,19 @@ Json PayPalApi::render_order(const Order& o, bool representation) const {
     if (o.invoice_id) {
         unit["invoice_id"] = *o.invoice_id;
     }
-    if (o.capture != Capture::none) {
-        unit["payments"]["captures"] = Json::array({render_capture(o, false)});
+    if (!o.authorization_id.empty()) {
+        unit["payments"]["authorizations"] = Json::array({render_authorization(o, false)});
+        if (!o.captures.empty()) {
+            unit["payments"]["captures"] = Json::array();
+            for (std::size_t c = 0; c < o.captures.size(); ++c) {
+                unit["payments"]["captures"].push_back(render_auth_capture(o, c, false));
+            }
+        }
+    }
+    if (o.capture != Capture::none || !o.captures.empty()) {
+        if (o.capture != Capture::none) {
+            unit["payments"]["captures"] = Json::array({render_capture(o, false)});
+        }
         if (!o.refunds.empty()) {
             unit["payments"]["refunds"] = Json::array();
             for (const std::size_t r : o.refunds) {
@@ -1085,12 +1191,115 @@ Json PayPalApi::render_order(const Order& o, bool representation) const {
     return j;
 }
 
-std::int64_t PayPalApi::refunded_minor(const Order& o) const {
+std::int64_t PayPalApi::refunded_minor(const Order& o,
+                                       std::optional<std::size_t> auth_capture) const {
     std::int64_t total = 0;
     for (const std::size_t r : o.refunds) {
-        total += m_refunds[r].failed ? 0 : m_refunds[r].minor;
+        if (m_refunds[r].auth_capture == auth_capture) {
+            total += m_refunds[r].failed ? 0 : m_refunds[r].minor;
+        }
     }
     return total;
+}
+
+std::int64_t PayPalApi::captured_minor(const Order& o) {
+    std::int64_t total = 0;
+    for (const AuthCapture& c : o.captures) {
+        total += c.declined ? 0 : c.minor;
+    }
+    return total;
+}
+
+std::string PayPalApi::authorization_status(const Order& o, Clock::time_point now) const {
+    if (o.denied) {
+        return "DENIED";
+    }
+    if (o.voided) {
+        return "VOIDED";
+    }
+    const std::int64_t captured = captured_minor(o);
+    if (o.closed || captured >= o.minor) {
+        return "CAPTURED";
+    }
+    if (now >= o.created_at + m_options.authorization_validity) {
+        return "EXPIRED";
+    }
+    return captured == 0 ? "CREATED" : "PARTIALLY_CAPTURED";
+}
+
+Json PayPalApi::render_authorization(const Order& o, bool standalone) const {
+    const std::string self = o.base_url + std::string(k_authorizations) + o.authorization_id;
+    const std::string status = authorization_status(o, m_ledger.now_locked());
+    Json a;
+    a["id"] = o.authorization_id;
+    a["status"] = status;
+    if (status == "PENDING") {
+        a["status_details"]["reason"] = "PENDING_REVIEW";
+    }
+    a["amount"] = money(o.currency, o.value);
+    if (o.invoice_id) {
+        a["invoice_id"] = *o.invoice_id;
+    }
+    if (o.custom_id) {
+        a["custom_id"] = *o.custom_id;
+    }
+    a["seller_protection"] = Json{{"status", "NOT_ELIGIBLE"}};
+    a["expiration_time"] = rfc3339(o.created_at + m_options.authorization_validity);
+    if (standalone) {
+        a["supplementary_data"]["related_ids"]["order_id"] = o.id;
+        a["payee"] = Json{{"merchant_id", k_account_number}};
+    }
+    Json links = Json::array();
+    links.push_back(link(self, "self", "GET"));
+    if (status == "CREATED" || status == "PARTIALLY_CAPTURED") {
+        links.push_back(link(self + "/capture", "capture", "POST"));
+        links.push_back(link(self + "/void", "void", "POST"));
+    }
+    links.push_back(link(o.base_url + std::string(k_orders) + "/" + o.id, "up", "GET"));
+    a["links"] = std::move(links);
+    a["create_time"] = rfc3339(o.created_at);
+    a["update_time"] = rfc3339(o.created_at);
+    return a;
+}
+
+Json PayPalApi::render_auth_capture(const Order& o, std::size_t index, bool standalone) const {
+    const AuthCapture& c = o.captures[index];
+    const std::int64_t refunded = refunded_minor(o, index);
+    const std::string capture_url = o.base_url + std::string(k_captures) + c.id;
+    Json capture;
+    capture["id"] = c.id;
+    capture["status"] = c.declined            ? "DECLINED"
+                        : refunded == 0       ? "COMPLETED"
+                        : refunded >= c.minor ? "REFUNDED"
+                                              : "PARTIALLY_REFUNDED";
+    capture["amount"] = money(o.currency, c.value);
+    capture["final_capture"] = c.final;
+    capture["seller_protection"] = Json{{"status", "NOT_ELIGIBLE"}};
+    if (c.invoice_id) {
+        capture["invoice_id"] = *c.invoice_id;
+    }
+    if (o.custom_id) {
+        capture["custom_id"] = *o.custom_id; // the purchase unit's: capture_request has none
+    }
+    if (c.note_to_payer) {
+        capture["note_to_payer"] = *c.note_to_payer;
+    }
+    if (standalone) {
+        capture["supplementary_data"]["related_ids"]["order_id"] = o.id;
+        capture["supplementary_data"]["related_ids"]["authorization_id"] = o.authorization_id;
+        capture["payee"] = Json{{"merchant_id", k_account_number}};
+    }
+    Json capture_links = Json::array();
+    capture_links.push_back(link(capture_url, "self", "GET"));
+    if (!c.declined && refunded < c.minor) {
+        capture_links.push_back(link(capture_url + "/refund", "refund", "POST"));
+    }
+    capture_links.push_back(
+        link(o.base_url + std::string(k_authorizations) + o.authorization_id, "up", "GET"));
+    capture["links"] = std::move(capture_links);
+    capture["create_time"] = rfc3339(c.created_at);
+    capture["update_time"] = rfc3339(c.created_at);
+    return capture;
 }
 
 Json PayPalApi::render_capture(const Order& o, bool standalone) const {
@@ -1137,7 +1346,8 @@ Json PayPalApi::render_refund(const Refund& r, bool representation) const {
     const std::string self = o.base_url + std::string(k_refunds) + r.id;
     Json links = Json::array();
     links.push_back(link(self, "self", "GET"));
-    links.push_back(link(o.base_url + std::string(k_captures) + o.capture_id, "up", "GET"));
+    const std::string& capture_id = r.auth_capture ? o.captures[*r.auth_capture].id : o.capture_id;
+    links.push_back(link(o.base_url + std::string(k_captures) + capture_id, "up", "GET"));
     Json j;
     j["id"] = r.id;
     j["status"] = r.failed ? "FAILED" : "COMPLETED";
@@ -1158,6 +1368,9 @@ Json PayPalApi::render_refund(const Refund& r, bool representation) const {
     // The total refunded from the capture up to this refund.
     std::int64_t total = 0;
     for (const std::size_t i : o.refunds) {
+        if (m_refunds[i].auth_capture != r.auth_capture) {
+            continue; // another capture's
+        }
         total += m_refunds[i].failed ? 0 : m_refunds[i].minor;
         if (m_refunds[i].id == r.id) {
             break;
@@ -1196,7 +1409,20 @@ Reply PayPalApi::get_payment(const http::Request& request, const std::string& pa
         reply.response = std::move(*refused);
         return reply;
     }
+    if (path.compare(0, k_authorizations.size(), k_authorizations) == 0) {
+        const auto it = m_by_authorization.find(path.substr(k_authorizations.size()));
+        reply.response = it == m_by_authorization.end()
+                             ? not_found_locked("authorization_id")
+                             : json_response(200, render_authorization(m_orders[it->second], true));
+        return reply;
+    }
     if (path.compare(0, k_captures.size(), k_captures) == 0) {
+        if (const auto held = m_auth_captures.find(path.substr(k_captures.size()));
+            held != m_auth_captures.end()) {
+            reply.response = json_response(
+                200, render_auth_capture(m_orders[held->second.first], held->second.second, true));
+            return reply;
+        }
         const auto it = m_by_capture.find(path.substr(k_captures.size()));
         reply.response = it == m_by_capture.end()
                              ? not_found_locked("capture_id")
@@ -1341,18 +1567,30 @@ Reply PayPalApi::refund(const http::Request& request, const std::string& capture
             m_refund_requests.erase(*request_id);
         }
     };
-    const auto capture = m_by_capture.find(capture_id);
-    if (capture == m_by_capture.end()) {
+    // The order's own capture, or one of its authorization's.
+    std::optional<std::size_t> order_found;
+    std::optional<std::size_t> auth_capture;
+    if (const auto held = m_auth_captures.find(capture_id); held != m_auth_captures.end()) {
+        order_found = held->second.first;
+        auth_capture = held->second.second;
+    } else if (const auto capture = m_by_capture.find(capture_id); capture != m_by_capture.end()) {
+        order_found = capture->second;
+    }
+    if (!order_found) {
         forget();
         reply.response = not_found_locked("capture_id");
         apply_after_execute(reply, error_500());
         return reply;
     }
-    const std::size_t order_index = capture->second;
+    const std::size_t order_index = *order_found;
     Order& order = m_orders[order_index];
-    const std::int64_t left = order.minor - refunded_minor(order);
+    const bool capture_completed = auth_capture ? !order.captures[*auth_capture].declined
+                                                : order.capture == Capture::completed;
+    const std::int64_t capture_minor =
+        auth_capture ? order.captures[*auth_capture].minor : order.minor;
+    const std::int64_t left = capture_minor - refunded_minor(order, auth_capture);
     const auto refusal = [&]() -> std::optional<Issue> {
-        if (order.capture != Capture::completed) {
+        if (!capture_completed) {
             return Issue{422, "REFUND_NOT_ALLOWED", "", "Capture cannot be refunded.", "body"};
         }
         if (refund_request.amount &&
@@ -1371,7 +1609,8 @@ Reply PayPalApi::refund(const http::Request& request, const std::string& capture
                          "body"};
         }
         for (const std::size_t r : order.refunds) {
-            if (refund_request.invoice_id && m_refunds[r].invoice_id == refund_request.invoice_id) {
+            if (m_refunds[r].auth_capture == auth_capture && refund_request.invoice_id &&
+                m_refunds[r].invoice_id == refund_request.invoice_id) {
                 return Issue{422, "DUPLICATE_INVOICE_ID", "/invoice_id",
                              "Invoice ID was previously used to refund a capture.", "body"};
             }
@@ -1387,6 +1626,7 @@ Reply PayPalApi::refund(const http::Request& request, const std::string& capture
     Refund refund;
     refund.id = m_ledger.random_id_locked("", k_id_length, k_upper_alnum);
     refund.order = order_index;
+    refund.auth_capture = auth_capture;
     refund.currency = order.currency;
     refund.minor = refund_request.amount ? refund_request.amount->minor : left;
     refund.value = refund_request.amount ? refund_request.amount->value
@@ -1418,6 +1658,298 @@ Reply PayPalApi::refund(const http::Request& request, const std::string& capture
     return reply;
 }
 
+namespace {
+
+// capture_request (the Payments v2 document's components/schemas/capture_request).
+struct CaptureRequest {
+    std::optional<Amount> amount; // absent: what the authorization has left
+    bool final = false;           // final_capture, "default": false
+    std::optional<std::string> invoice_id;
+    std::optional<std::string> note_to_payer;
+    std::optional<std::string> soft_descriptor;
+};
+
+constexpr std::size_t k_max_soft_descriptor = 22;
+
+std::variant<CaptureRequest, Problem> validate_capture(const Json& body) {
+    if (!body.is_object()) {
+        return bad("MALFORMED_REQUEST_JSON", "/", "The request JSON is not well formed.");
+    }
+    CaptureRequest r;
+    for (auto it = body.begin(); it != body.end(); ++it) {
+        const std::string& name = it.key();
+        if (name != "amount" && name != "final_capture" && name != "invoice_id" &&
+            name != "note_to_payer" && name != "soft_descriptor" && name != "payment_instruction") {
+            return bad("UNKNOWN_FIELD", "/" + name,
+                       "A field that is not part of capture_request was sent.");
+        }
+    }
+    if (body.contains("amount")) {
+        auto amount = parse_amount(body["amount"], "/amount");
+        if (auto* problem = std::get_if<Problem>(&amount)) {
+            return *problem;
+        }
+        r.amount = std::get<Amount>(std::move(amount));
+    }
+    if (body.contains("final_capture")) {
+        if (!body["final_capture"].is_boolean()) {
+            return bad("INVALID_PARAMETER_SYNTAX", "/final_capture",
+                       "The value of a field does not conform to the expected format.");
+        }
+        r.final = body["final_capture"].get<bool>();
+    }
+    for (const auto& [name, max, out] :
+         {std::tuple<const char*, std::size_t, std::optional<std::string>*>{
+              "invoice_id", k_max_text, &r.invoice_id},
+          {"note_to_payer", k_max_note, &r.note_to_payer},
+          {"soft_descriptor", k_max_soft_descriptor, &r.soft_descriptor}}) {
+        if (auto problem = optional_text(body, name, max, "", *out)) {
+            return *problem;
+        }
+    }
+    return r;
+}
+
+// What `representation` leaves of a rendered object when the caller asked for return=minimal:
+// id, status and links.
+Json minimal(const Json& full) {
+    Json j;
+    j["id"] = full["id"];
+    j["status"] = full["status"];
+    j["links"] = full["links"];
+    return j;
+}
+
+} // namespace
+
+Reply PayPalApi::capture_or_void(const http::Request& request, const std::string& authorization_id,
+                                 bool void_it, const Wait& wait) {
+    Reply reply;
+    // A void has no body; a capture of everything may have none either.
+    const Json body =
+        request.body.empty() ? Json::object() : Json::parse(request.body, nullptr, false);
+    const std::string* request_id_header = request.header("paypal-request-id");
+    const std::string* request_id = m_account.idempotency ? request_id_header : nullptr;
+    const bool representation = wants_representation(request);
+    if (!void_it && body.is_object() && body.contains("invoice_id") &&
+        body["invoice_id"].is_string() &&
+        !body["invoice_id"].get_ref<const std::string&>().empty()) {
+        reply.operation_id = body["invoice_id"].get<std::string>();
+    }
+    if (reply.operation_id.empty()) {
+        reply.operation_id = request_id_header != nullptr && !request_id_header->empty()
+                                 ? *request_id_header
+                                 : std::string(k_no_operation);
+    }
+
+    std::unique_lock lock = m_ledger.lock();
+    m_ledger.count_delivery_locked(reply.operation_id);
+    ++(void_it ? m_void_deliveries : m_capture_deliveries);
+    if (const auto known = m_by_authorization.find(authorization_id);
+        known != m_by_authorization.end()) {
+        Order& o = m_orders[known->second];
+        ++(void_it ? o.void_deliveries : o.capture_deliveries);
+    }
+    const auto latency = m_ledger.faults_locked().latency;
+    auto answer = [&](Reply r) { return answer_after(lock, wait, latency, std::move(r)); };
+    const auto error_500 = [this] {
+        return error_locked(500, "INTERNAL_SERVER_ERROR", "An internal server error occurred.", {});
+    };
+    const auto refused = [&](Reply r, const Issue& issue) {
+        r.response = issue_locked(issue);
+        apply_after_execute(r, error_500());
+        return r;
+    };
+    // The answer to a capture or a void made: the capture, or the authorization (204 without the
+    // representation).
+    const auto made = [&](int status, std::size_t order, std::size_t capture, bool was_void) {
+        const Order& o = m_orders[order];
+        if (was_void) {
+            return representation
+                       ? json_response(status == 201 ? 200 : status, render_authorization(o, true))
+                       : http::Response{204, {}, ""};
+        }
+        const Json c = render_auth_capture(o, capture, true);
+        return json_response(status, representation ? c : minimal(c));
+    };
+
+    if (auto no_token = token_refusal_locked(request)) {
+        reply.response = std::move(*no_token);
+        return answer(std::move(reply));
+    }
+    if (fault_before_execute_locked(m_ledger, reply, error_500)) {
+        return answer(std::move(reply));
+    }
+    if (request_id != nullptr && request_id->empty()) {
+        request_id = nullptr;
+    }
+    if (request_id != nullptr && request_id->size() > k_max_request_id) {
+        return answer(
+            refused(std::move(reply),
+                    Issue{400, "INVALID_STRING_LENGTH", "PayPal-Request-Id",
+                          "The value of a field is either too short or too long.", "header"}));
+    }
+    // A known request ID answers the current state of what it made, before the body is read.
+    if (request_id != nullptr &&
+        request_answered_locked(
+            m_capture_requests, *request_id, m_options.refund_key_retention,
+            "A previous request on this resource is currently in progress. Please wait for "
+            "sometime and try again.",
+            [&](std::size_t i) {
+                const RequestRecord& record = m_capture_requests.at(*request_id);
+                return made(200, i, record.capture, record.void_request);
+            },
+            reply)) {
+        apply_after_execute(reply, error_500());
+        return answer(std::move(reply));
+    }
+    CaptureRequest capture_request;
+    if (!void_it) {
+        std::variant<CaptureRequest, Problem> validated =
+            bad("MALFORMED_REQUEST_JSON", "/", "The request JSON is not well formed.");
+        if (!body.is_discarded()) {
+            validated = validate_capture(body);
+        }
+        if (auto* problem = std::get_if<Problem>(&validated)) {
+            return answer(refused(std::move(reply), Issue{problem->status, problem->issue,
+                                                          problem->field, problem->description}));
+        }
+        capture_request = std::get<CaptureRequest>(std::move(validated));
+    }
+    if (m_account.idempotency && request_id == nullptr) {
+        return answer(
+            refused(std::move(reply), Issue{400, "MISSING_REQUIRED_PARAMETER", "PayPal-Request-Id",
+                                            "A required field / parameter is missing.", "header"}));
+    }
+    if (request_id != nullptr) {
+        RequestRecord record;
+        record.first_seen = m_ledger.now_locked();
+        record.void_request = void_it;
+        m_capture_requests.emplace(*request_id, record);
+    }
+    // The request ID is in flight for as long as the latency lasts; the authorization is read
+    // after it, so that captures in flight together never pass what it has left.
+    if (!wait_in_flight(lock, wait, latency, m_capture_requests, request_id)) {
+        reply.action = SocketAction::close_fin;
+        return reply;
+    }
+    const auto forget = [&] { // a refused request leaves nothing under its request ID
+        if (request_id != nullptr) {
+            m_capture_requests.erase(*request_id);
+        }
+    };
+    const auto found = m_by_authorization.find(authorization_id);
+    if (found == m_by_authorization.end()) {
+        forget();
+        reply.response = not_found_locked("authorization_id");
+        apply_after_execute(reply, error_500());
+        return reply;
+    }
+    const std::size_t order_index = found->second;
+    Order& order = m_orders[order_index];
+    const auto now = m_ledger.now_locked();
+    const std::string status = authorization_status(order, now);
+    const std::int64_t left = order.minor - captured_minor(order);
+    const auto refusal = [&]() -> std::optional<Issue> {
+        if (status == "DENIED") {
+            return Issue{422, "AUTHORIZATION_DENIED", "",
+                         "A denied authorization cannot be captured or voided.", "body"};
+        }
+        if (status == "VOIDED") {
+            return void_it ? Issue{422, "PREVIOUSLY_VOIDED", "",
+                                   "Authorization has been previously voided and hence cannot be "
+                                   "voided again.",
+                                   "body"}
+                           : Issue{422, "AUTHORIZATION_VOIDED", "",
+                                   "A voided authorization cannot be captured or reauthorized.",
+                                   "body"};
+        }
+        if (status == "EXPIRED") {
+            return Issue{422, "AUTHORIZATION_EXPIRED", "",
+                         "An expired authorization cannot be captured.", "body"};
+        }
+        if (status == "CAPTURED") {
+            return void_it ? Issue{422, "PREVIOUSLY_CAPTURED", "",
+                                   "Authorization has been previously captured and hence cannot "
+                                   "be voided.",
+                                   "body"}
+                           : Issue{422, "AUTHORIZATION_ALREADY_CAPTURED", "",
+                                   "Authorization has been previously captured and hence cannot "
+                                   "be captured again.",
+                                   "body"};
+        }
+        if (void_it) {
+            return std::nullopt;
+        }
+        if (capture_request.amount &&
+            to_upper_ascii(capture_request.amount->currency) != to_upper_ascii(order.currency)) {
+            return Issue{422, "AUTH_CAPTURE_CURRENCY_MISMATCH", "/amount/currency_code",
+                         "Currency of capture must be the same as currency of authorization.",
+                         "body"};
+        }
+        if (capture_request.amount && capture_request.amount->minor > left) {
+            return Issue{422, "MAX_CAPTURE_AMOUNT_EXCEEDED", "/amount/value",
+                         "Capture amount exceeds allowable limit.", "body"};
+        }
+        for (const AuthCapture& c : order.captures) {
+            if (capture_request.invoice_id && c.invoice_id == capture_request.invoice_id) {
+                return Issue{422, "DUPLICATE_INVOICE_ID", "/invoice_id",
+                             "Requested invoice number has been previously captured. Possible "
+                             "duplicate transaction.",
+                             "body"};
+            }
+        }
+        return std::nullopt;
+    }();
+    if (refusal) {
+        forget();
+        return refused(std::move(reply), *refusal);
+    }
+
+    // Execute.
+    std::size_t capture_index = 0;
+    if (void_it) {
+        order.voided = true;
+        ++order.voids;
+        ++m_voids;
+    } else {
+        AuthCapture c;
+        c.id = m_ledger.random_id_locked("", k_id_length, k_upper_alnum);
+        c.minor = capture_request.amount ? capture_request.amount->minor : left;
+        c.value = capture_request.amount ? capture_request.amount->value
+                                         : major_units(left, order.currency).value_or(order.value);
+        c.declined = reply.fault == Fault::decline;
+        c.final = capture_request.final;
+        c.invoice_id = std::move(capture_request.invoice_id);
+        c.note_to_payer = std::move(capture_request.note_to_payer);
+        c.operation_id = reply.operation_id;
+        c.created_at = now;
+        if (c.final && !c.declined) {
+            order.closed = true; // the rest released
+        }
+        if (!c.declined) {
+            m_ledger.add_charged_locked(order.currency, c.minor);
+        }
+        capture_index = order.captures.size();
+        m_auth_captures.emplace(c.id, std::pair(order_index, capture_index));
+        order.captures.push_back(std::move(c));
+        ++m_captures;
+    }
+    m_ledger.count_execution_locked(reply.operation_id);
+    reply.executed = true;
+    reply.response = made(201, order_index, capture_index, void_it);
+    apply_after_execute(reply, error_500());
+    if (request_id != nullptr) {
+        const auto it = m_capture_requests.find(*request_id);
+        if (it != m_capture_requests.end()) { // gone only if reset() ran meanwhile
+            it->second.in_flight = false;
+            it->second.index = order_index;
+            it->second.capture = capture_index;
+        }
+    }
+    return reply;
+}
+
 void PayPalApi::write_ledger_locked(nlohmann::ordered_json& j, LedgerOptions options) const {
     j["paypal_tokens_issued"] = m_tokens_issued;
     j["paypal_order_count"] = m_orders.size();
@@ -1427,6 +1959,29 @@ void PayPalApi::write_ledger_locked(nlohmann::ordered_json& j, LedgerOptions opt
         for (const Order& o : m_orders) {
             j["paypal_orders"].push_back(render_order(o, true));
         }
+    }
+    j["paypal_capture_deliveries"] = m_capture_deliveries;
+    j["paypal_void_deliveries"] = m_void_deliveries;
+    j["paypal_captures"] = m_captures;
+    j["paypal_voids"] = m_voids;
+    j["paypal_authorizations"] = Json::array();
+    const auto now = m_ledger.now_locked();
+    for (const Order& o : m_orders) {
+        if (o.authorization_id.empty()) {
+            continue;
+        }
+        Json a;
+        a["id"] = o.authorization_id;
+        a["order_id"] = o.id;
+        a["operation_id"] = o.operation_id;
+        a["status"] = authorization_status(o, now);
+        a["amount"] = o.minor;
+        a["amount_captured"] = captured_minor(o);
+        a["captures"] = o.captures.size();
+        a["voids"] = o.voids;
+        a["capture_deliveries"] = o.capture_deliveries;
+        a["void_deliveries"] = o.void_deliveries;
+        j["paypal_authorizations"].push_back(std::move(a));
     }
 }
 

@@ -431,9 +431,10 @@ TEST_CASE("paypal: invalid orders get PayPal's 400 or 422 envelope, execute noth
     Json raw_card = order("op-1");
     raw_card["payment_source"]["card"] = {{"number", "4111111111111111"}, {"expiry", "2030-12"}};
     CHECK(issue_of(post_order(r, token, "req-1", raw_card)) == "NOT_SUPPORTED");
-    Json authorize = order("op-1");
-    authorize["intent"] = "AUTHORIZE";
-    CHECK(issue_of(post_order(r, token, "req-1", authorize)) == "NOT_SUPPORTED");
+    Json sale = order("op-1");
+    sale["intent"] =
+        "SALE"; // not one of checkout_payment_intent's (AUTHORIZE is: test_paypal_capture.cpp)
+    CHECK(issue_of(post_order(r, token, "req-1", sale)) == "INVALID_PARAMETER_VALUE");
     Json two_units = order("op-1");
     two_units["purchase_units"].push_back(two_units["purchase_units"][0]);
     CHECK(issue_of(post_order(r, token, "req-1", two_units)) == "NOT_SUPPORTED");

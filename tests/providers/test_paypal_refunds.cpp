@@ -268,8 +268,11 @@ TEST_CASE(
     "a capture check without an answer sends nothing either",
     "[providers][paypal][refunds]") {
     Seam seam;
+    // The order's ID: no capture, and no authorization either.
     seam.replies = {response(404, error_json(404, "INVALID_RESOURCE_ID")),
-                    failure(SendClass::unknown, 28), response(503, ""),
+                    response(404, error_json(404, "INVALID_RESOURCE_ID")),
+                    failure(SendClass::unknown, 28),
+                    response(503, ""),
                     response(200, capture_json("SOMEOTHERCAPTURE1")),
                     response(403, error_json(403, "PERMISSION_DENIED"))};
     PaypalAdapter a(config(), seam.fn());
@@ -288,7 +291,9 @@ TEST_CASE(
         CHECK(r.call.error_class.rfind("capture_check:", 0) == 0);
     }
     CHECK(a.refund(refund_order()).outcome == Outcome::rejected); // our credentials refused
-    REQUIRE(seam.sent.size() == 5);
+    REQUIRE(seam.sent.size() == 6);
+    CHECK(seam.sent[0].url == k_base + "/v2/payments/captures/" + k_order);
+    CHECK(seam.sent[1].url == k_base + "/v2/payments/authorizations/" + k_order);
     for (const HttpRequest& req : seam.sent) {
         CHECK(req.method == "GET"); // no refund was posted
     }
@@ -299,7 +304,7 @@ TEST_CASE(
     RefundOrder metadata = refund_order();
     metadata.metadata = {{"ticket", "T-9"}};
     CHECK(a.refund(metadata).call.error_class == "not_carried");
-    CHECK(seam.sent.size() == 5);
+    CHECK(seam.sent.size() == 6);
 }
 
 TEST_CASE("paypal refunds: the lookup reads the capture's order and finds our refund by its "
