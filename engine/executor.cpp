@@ -80,6 +80,18 @@ send_operation(providers::Provider& provider, const store::ClaimedPayment& claim
                std::optional<std::chrono::steady_clock::time_point> deadline) {
     switch (claim.kind) {
     case OperationKind::charge: {
+        if (claim.manual_capture && !provider.capabilities().manual_capture) {
+            // Sent as it is, an authorisation would be charged at once: nothing is sent, and the
+            // payment waits for an operator (request_rejected) instead of charging the customer.
+            return providers::rejected_request(
+                0, "manual_capture_not_supported",
+                "payment " + claim.payment_id +
+                    " asks to be authorised only (capture manual), "
+                    "which payrecon cannot do with provider kind '" +
+                    std::string(provider.kind()) +
+                    "' yet: nothing was sent; cancel it, or send it to a provider that can",
+                "");
+        }
         providers::PaymentOrder order = order_for(claim);
         order.deadline = deadline;
         return provider.submit(order);

@@ -337,3 +337,35 @@ TEST_CASE("captures: Stripe's news of a capture and of a void is consistent with
         CHECK(a.payment("state") == "succeeded"); // a final state moves for no notification
     }
 }
+
+TEST_CASE("captures: an authorisation asked of a provider that cannot authorise only is never "
+          "sent -- charged at once it would take the money -- and waits for an operator",
+          "[execution][db][captures]") {
+    for (const std::string kind : {"stripe", "checkout", "paypal", "adyen", "square"}) {
+        if (providers::descriptor_of(kind).api.manual_capture) {
+            continue;
+        }
+        INFO(kind);
+        // Accepted without a provider configuration (nothing checked it at intake).
+        World w(kind, {});
+        w.config.settle_delay = std::chrono::seconds(0);
+        const auto provider = providers::create_provider(w.config);
+        IntakeService intake(*w.db, test_keys());
+        const std::string ref = unique_name("auth");
+        REQUIRE(intake
+                    .create_payment(
+                        w.writer.principal, "k-" + ref,
+                        R"({"amount": 2500, "currency": "EUR", "merchant_reference": ")" + ref +
+                            R"(", "provider": ")" + w.config.name + R"(", "payment_method": ")" +
+                            w.method + R"(", "capture": "manual"})",
+                        "")
+                    .status == 202);
+        engine::Executor ex(*w.db, {provider.get()}, w.options());
+        CHECK(ex.run_once() == 1);
+        CHECK(w.state_of(ref) == "needs_review");
+        CHECK(query_value("SELECT review_code FROM payments WHERE merchant_reference = $1", ref) ==
+              "request_rejected");
+        CHECK(w.deliveries(w.op_of(ref)) == 0);
+        CHECK(w.fake->ledger()["deliveries"] == 0);
+    }
+}

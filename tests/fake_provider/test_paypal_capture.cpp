@@ -292,7 +292,7 @@ TEST_CASE("paypal capture: a capture without an amount takes what is left, and o
     CHECK(r.ledger()["charged"]["eur"] == 4999);
 }
 
-TEST_CASE("paypal capture: a void releases the authorization, 204 or the authorization; captures "
+TEST_CASE("paypal capture: a void releases the authorization, 204 or the authorization -- captures "
           "and voids after it are refused",
           "[fake_provider][paypal][capture]") {
     Running r(paypal_options());
@@ -334,7 +334,7 @@ TEST_CASE("paypal capture: a void releases the authorization, 204 or the authori
 }
 
 TEST_CASE("paypal capture: a known PayPal-Request-Id answers the capture's current state, 200, "
-          "nothing executed again; the same ID in flight gets 409",
+          "nothing executed again -- the same ID in flight gets 409",
           "[fake_provider][paypal][capture][idempotency]") {
     Running r(paypal_options());
     const std::string token = fetch_token(r);
