@@ -1975,3 +1975,82 @@ TEST_CASE("api: a refund over HTTP -- 202 with its Location, replayed byte for b
     http.disconnect();
     check_exited_cleanly(server.terminate());
 }
+
+TEST_CASE("api: captures and voids over HTTP -- an authorisation captured in part with its "
+          "Location, replayed byte for byte, refused past what was authorised and after the void, "
+          "shown on its payment and to its tenant only",
+          "[api][db][captures]") {
+    Scope a;
+    Scope b;
+    SecretFile secret;
+    ServeProcess server(secret);
+    HttpClient http;
+    auto body = nlohmann::json::parse(payment_body("authorise-me", 10000));
+    body["capture"] = "manual";
+    const auto created = http.send(server.port(), create_request(a.key(), "pay-1", body.dump()));
+    REQUIRE(created.status == 202);
+    const std::string payment_id = created.json()["id"];
+    auto on_payment = [&](const std::string& key, const std::string& idem, const std::string& what,
+                          const std::string& body_text) {
+        Request req = create_request(key, idem, body_text);
+        req.path = "/v1/payments/" + payment_id + what;
+        return req;
+    };
+    // Not authorised yet: refused, the key left free.
+    const auto early =
+        http.send(server.port(), on_payment(a.key(), "cap-1", "/captures", R"({"amount": 3000,
+                                            "final": false})"));
+    CHECK(early.status == 409);
+    CHECK(early.problem_type() == "payment_not_capturable");
+    exec_sql("UPDATE payments SET state = 'succeeded' WHERE payment_id = '" + payment_id + "'");
+    const auto authorised =
+        http.send(server.port(), get_request("/v1/payments/" + payment_id, a.key()));
+    REQUIRE(authorised.status == 200);
+    CHECK(authorised.json()["status"] == "authorized");
+    CHECK(authorised.json()["amount_capturable"] == 10000);
+
+    const auto c = http.send(server.port(), on_payment(a.key(), "cap-1", "/captures",
+                                                       R"({"amount": 3000, "final": false})"));
+    REQUIRE(c.status == 202);
+    const std::string capture_id = c.json()["id"];
+    CHECK(c.header("Location") == "/v1/captures/" + capture_id);
+    const auto again = http.send(server.port(), on_payment(a.key(), "cap-1", "/captures",
+                                                           R"({"final": false, "amount": 3000})"));
+    CHECK(again.status == 202);
+    CHECK(again.replayed());
+    CHECK(again.body == c.body);
+    const auto over =
+        http.send(server.port(), on_payment(a.key(), "cap-2", "/captures", R"({"amount": 7001})"));
+    CHECK(over.status == 409);
+    CHECK(over.problem_type() == "capture_exceeds_authorization");
+    CHECK(over.json()["capturable"] == 7000);
+
+    const auto shown = http.send(server.port(), get_request("/v1/captures/" + capture_id, a.key()));
+    REQUIRE(shown.status == 200);
+    CHECK(shown.json()["object"] == "capture");
+    CHECK(shown.json()["amount"] == 3000);
+    CHECK(http.send(server.port(), get_request("/v1/captures/" + capture_id, b.key())).status ==
+          404);
+    CHECK(http.send(server.port(), on_payment(b.key(), "cap-3", "/captures", "{}")).status == 404);
+
+    // An empty body voids what is left; nothing is captured after it.
+    const auto v = http.send(server.port(), on_payment(a.key(), "void-1", "/void", ""));
+    REQUIRE(v.status == 202);
+    const std::string void_id = v.json()["id"];
+    CHECK(v.header("Location") == "/v1/voids/" + void_id);
+    CHECK(http.send(server.port(), get_request("/v1/voids/" + void_id, a.key())).status == 200);
+    const auto late =
+        http.send(server.port(), on_payment(a.key(), "cap-4", "/captures", R"({"amount": 100})"));
+    CHECK(late.status == 409);
+    CHECK(late.problem_type() == "payment_not_capturable");
+    const auto pay = http.send(server.port(), get_request("/v1/payments/" + payment_id, a.key()));
+    REQUIRE(pay.status == 200);
+    CHECK(pay.json()["amount_capture_pending"] == 3000);
+    CHECK(pay.json()["captures"].size() == 1);
+    CHECK(pay.json()["voids"].size() == 1);
+    CHECK(count_rows("operations", a.tenant.tenant_id, "kind = 'capture'") == 1);
+    CHECK(count_rows("operations", a.tenant.tenant_id, "kind = 'void'") == 1);
+    CHECK(count_rows("operations", b.tenant.tenant_id) == 0);
+    http.disconnect();
+    check_exited_cleanly(server.terminate());
+}
