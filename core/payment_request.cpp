@@ -584,20 +584,33 @@ tl::expected<PaymentRequest, ValidationError> parse_payment_request(std::string_
     }
 }
 
-tl::expected<RefundRequest, ValidationError> parse_refund_request(std::string_view payment_id,
-                                                                  std::string_view body,
-                                                                  std::string_view api_version) {
+namespace {
+
+// An operation's request on the payment in its path: the document's rules, then its kind's fields.
+template <typename Request>
+tl::expected<Request, ValidationError>
+parse_operation_request(std::string_view payment_id, std::string_view body,
+                        std::string_view api_version,
+                        Request (*parse_fields_of)(const json&, std::string_view)) {
     auto document = parse_document(body, api_version);
     if (!document) {
         return tl::make_unexpected(std::move(document.error()));
     }
     try {
-        RefundRequest request = parse_refund_fields(*document, api_version);
+        Request request = parse_fields_of(*document, api_version);
         request.payment_id = std::string(payment_id);
         return request;
     } catch (const Rejected& rejected) {
         return tl::make_unexpected(rejected.error());
     }
+}
+
+} // namespace
+
+tl::expected<RefundRequest, ValidationError> parse_refund_request(std::string_view payment_id,
+                                                                  std::string_view body,
+                                                                  std::string_view api_version) {
+    return parse_operation_request(payment_id, body, api_version, parse_refund_fields);
 }
 
 std::string canonical_bytes(const PaymentRequest& request) {
@@ -669,17 +682,7 @@ json optional_text(const std::optional<std::string>& text) {
 tl::expected<CaptureRequest, ValidationError> parse_capture_request(std::string_view payment_id,
                                                                     std::string_view body,
                                                                     std::string_view api_version) {
-    auto document = parse_document(body, api_version);
-    if (!document) {
-        return tl::make_unexpected(std::move(document.error()));
-    }
-    try {
-        CaptureRequest request = parse_capture_fields(*document, api_version);
-        request.payment_id = std::string(payment_id);
-        return request;
-    } catch (const Rejected& rejected) {
-        return tl::make_unexpected(rejected.error());
-    }
+    return parse_operation_request(payment_id, body, api_version, parse_capture_fields);
 }
 
 std::string canonical_bytes(const CaptureRequest& request) {
@@ -698,17 +701,8 @@ tl::expected<VoidRequest, ValidationError> parse_void_request(std::string_view p
                                                               std::string_view body,
                                                               std::string_view api_version) {
     // A void needs no field: an empty body is an empty object.
-    auto document = parse_document(body.empty() ? std::string_view("{}") : body, api_version);
-    if (!document) {
-        return tl::make_unexpected(std::move(document.error()));
-    }
-    try {
-        VoidRequest request = parse_void_fields(*document, api_version);
-        request.payment_id = std::string(payment_id);
-        return request;
-    } catch (const Rejected& rejected) {
-        return tl::make_unexpected(rejected.error());
-    }
+    return parse_operation_request(payment_id, body.empty() ? std::string_view("{}") : body,
+                                   api_version, parse_void_fields);
 }
 
 std::string canonical_bytes(const VoidRequest& request) {
