@@ -163,6 +163,7 @@ std::unique_ptr<CLI::App> build_app(AppState& state) {
     setup_principal(*app, state);
     setup_payments(*app, state);
     setup_refunds(*app, state);
+    setup_captures(*app, state);
     setup_review(*app, state);
     setup_audit(*app, state);
     setup_events(*app, state);

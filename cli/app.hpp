@@ -36,6 +36,8 @@ void setup_principal(CLI::App& app, AppState& state);
 void setup_purge(CLI::App& app, AppState& state);
 void setup_payments(CLI::App& app, AppState& state);
 void setup_refunds(CLI::App& app, AppState& state);
+// payrecon captures list|show, voids list|show (cmd_refunds.cpp: one view of every operation).
+void setup_captures(CLI::App& app, AppState& state);
 void setup_serve(CLI::App& app, AppState& state);
 void setup_worker(CLI::App& app, AppState& state);
 void setup_reconcile(CLI::App& app, AppState& state);

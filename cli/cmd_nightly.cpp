@@ -42,6 +42,7 @@ struct NightlyCliOptions {
     std::string statement_date; // UTC day; default yesterday
     std::string margin = "1h";
     std::string stuck_after = "1h";
+    std::string authorization_horizon = "2d";
     PolicyCliOptions policy;
     ReportOutputOptions report;
 };
@@ -168,6 +169,23 @@ nlohmann::ordered_json summary_json(const engine::NightlyReport& r,
         orphaned += q.payments;
     }
     j["not_configured"] = orphaned;
+    for (const auto& [name, all] :
+         {std::pair{"authorizations_expired", &r.authorizations.expired},
+          std::pair{"authorizations_expiring", &r.authorizations.expiring}}) {
+        j[name] = nlohmann::ordered_json::array();
+        for (const auto& a : *all) {
+            j[name].push_back({{"payment_id", a.payment_id},
+                               {"tenant_id", a.tenant_id},
+                               {"provider", a.provider},
+                               {"merchant_reference", a.merchant_reference},
+                               {"amount", a.amount_minor},
+                               {"captured", a.captured_minor},
+                               {"uncaptured", a.amount_minor - a.capture_held_minor},
+                               {"currency", a.currency},
+                               {"expires_at", a.expires_at},
+                               {"told", a.told}});
+        }
+    }
     j["attention"] = r.attention(report_files);
     return j;
 }
@@ -251,12 +269,12 @@ void print_work(std::ostream& out, const engine::NightlyReport& r,
         out << "  provider " << c.provider << " REFUSED our credentials (HTTP " << c.http_status
             << ") " << c.call << ": called no more in this run\n";
     }
-    const auto refunds = std::count_if(r.reconciled.begin(), r.reconciled.end(), [](const auto& o) {
-        return o.kind == OperationKind::refund;
-    });
+    const auto operations =
+        std::count_if(r.reconciled.begin(), r.reconciled.end(),
+                      [](const auto& o) { return o.kind != OperationKind::charge; });
     out << "  unknown payments reconciled: " << r.reconciled.size();
-    if (refunds > 0) {
-        out << " (" << refunds << " of them refunds)";
+    if (operations > 0) {
+        out << " (" << operations << " of them refunds, captures or voids)";
     }
     if (summary.lookups_failed > 0) {
         out << " (" << summary.lookups_failed
@@ -291,7 +309,7 @@ void print_review(std::ostream& out, const engine::NightlyReport& r,
     }
     out << "  review queue: " << r.in_review() - r.refunds_in_review() << " payment(s)";
     if (r.refunds_in_review() > 0) {
-        out << " and " << r.refunds_in_review() << " refund(s)";
+        out << " and " << r.refunds_in_review() << " refund(s), capture(s) or void(s)";
     }
     out << ", " << new_review.size() << " new in this run\n";
     for (const auto& [code, t] : review_by_code) {
@@ -306,9 +324,11 @@ void print_review(std::ostream& out, const engine::NightlyReport& r,
                     << " more (payrecon review list)\n";
                 break;
             }
-            // A refund by its own ID: what review show and resolve take.
+            // A refund, capture or void by its own ID: what review show and resolve take.
             out << "    "
-                << (o->kind == OperationKind::refund ? "refund " + o->refund_id : o->payment_id)
+                << (o->kind == OperationKind::charge
+                        ? o->payment_id
+                        : std::string(subject_noun(o->kind)) + " " + o->refund_id)
                 << "  " << o->provider << "  " << describe_money(o->amount_minor, o->currency)
                 << "  " << (o->decision.review ? std::string(to_string(*o->decision.review)) : "")
                 << ": " << o->decision.reason << "\n";
@@ -424,6 +444,33 @@ void print_statement(std::ostream& out, const reports::Report& st, int list_find
     }
 }
 
+// The authorisation watch: those that expired uncaptured in this run and those expiring within
+// the horizon, the first `limit` of each listed.
+void print_authorizations(std::ostream& out, const engine::NightlyReport& r, int limit) {
+    const auto list = [&](const std::vector<store::WatchedAuthorization>& all,
+                          const std::string& what) {
+        if (all.empty()) {
+            return;
+        }
+        out << "  authorisations " << what << ": " << all.size() << "\n";
+        int shown = 0;
+        for (const auto& a : all) {
+            if (shown++ == limit) {
+                out << "    ... and " << all.size() - static_cast<std::size_t>(limit)
+                    << " more (nightly --output report.html lists them all)\n";
+                break;
+            }
+            out << "    " << a.payment_id << "  " << a.provider << "  "
+                << describe_money(a.amount_minor - a.capture_held_minor, a.currency)
+                << " uncaptured of " << describe_money(a.amount_minor, a.currency) << ", expires "
+                << a.expires_at << "  " << printable(a.merchant_reference) << "\n";
+        }
+    };
+    list(r.authorizations.expired, "EXPIRED uncaptured in this run");
+    list(r.authorizations.expiring,
+         "expiring within " + std::to_string(r.authorization_horizon.count() / 3600) + " h");
+}
+
 void print_summary(std::ostream& out, const engine::NightlyReport& r, int list_review,
                    int list_findings, const std::vector<std::string>& report_files) {
     if (r.not_run) {
@@ -434,6 +481,7 @@ void print_summary(std::ostream& out, const engine::NightlyReport& r, int list_r
     print_work(out, r, summary);
     print_review(out, r, summary, list_review);
     print_open(out, r);
+    print_authorizations(out, r, list_review);
     for (const auto& st : r.statements) {
         print_statement(out, st, list_findings, report_files);
     }
@@ -466,6 +514,8 @@ void run_nightly_cmd(AppState& state, const NightlyCliOptions& opts) {
     no.reconcile.policy = to_policy(opts.policy);
     no.send_due = !opts.no_send;
     no.stuck_after = parse_duration(opts.stuck_after, "--stuck-after");
+    no.authorization_horizon =
+        parse_duration(opts.authorization_horizon, "--authorization-horizon");
     for (const auto& [name, p] : config.providers) {
         no.configured.push_back(name);
         no.amount_tolerance_minor[name] = p.amount_tolerance_minor;
@@ -547,6 +597,10 @@ void setup_nightly(CLI::App& app, AppState& state) {
         ->capture_default_str();
     n->add_option("--stuck-after", opts->stuck_after,
                   "a pending or retry_scheduled payment waiting longer than this needs attention")
+        ->capture_default_str();
+    n->add_option("--authorization-horizon", opts->authorization_horizon,
+                  "list the authorisations (capture \"manual\") that expire within this with "
+                  "something left to capture")
         ->capture_default_str();
     add_policy_options(*n, opts->policy);
     add_report_options(*n, opts->report);

@@ -1,6 +1,7 @@
 // payrecon refunds create: a refund under the intake protocol from the command line, authenticated
-// by PAYRECON_API_KEY (never an argument) and audited with the operator's note. refunds list|show:
-// the operator's view across tenants.
+// by PAYRECON_API_KEY (never an argument) and audited with the operator's note. refunds|captures|
+// voids list|show: the operator's view of each kind of operation across tenants (captures and
+// voids are made by payrecon payments capture|void).
 #include "cli/app.hpp"
 #include "cli/context.hpp"
 #include "cli/intake_view.hpp"
@@ -15,6 +16,8 @@
 #include "services/auth.hpp"
 #include "services/refunds.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -57,6 +60,7 @@ void run_create(AppState& state, const CreateOptions& opts) {
 }
 
 struct ListOptions {
+    OperationKind kind = OperationKind::refund;
     std::optional<std::string> payment;
     std::optional<std::string> state;
     std::optional<std::string> tenant;
@@ -66,6 +70,8 @@ struct ListOptions {
 
 void run_list(AppState& state, const ListOptions& opts) {
     store::OperationFilter filter;
+    filter.kind = opts.kind;
+    const std::string noun(subject_noun(opts.kind));
     if (opts.state) {
         filter.state = std::string(to_string(state_or_usage_error(*opts.state)));
     }
@@ -92,14 +98,31 @@ void run_list(AppState& state, const ListOptions& opts) {
         return;
     }
     if (rows.empty()) {
-        std::cout << "no refunds match\n";
+        std::cout << "no " << noun << "s match\n";
         return;
     }
-    Table t(
-        {"REFUND ID", "PAYMENT ID", "STATE", "AMOUNT", "PROVIDER", "REASON", "CREATED", "UPDATED"});
+    // A refund's reason; a capture's finality; a void has neither.
+    const bool refund = opts.kind == OperationKind::refund;
+    const bool capture = opts.kind == OperationKind::capture;
+    std::string title = noun + " ID";
+    std::transform(title.begin(), title.end(), title.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+    std::vector<std::string> head{title, "PAYMENT ID", "STATE", "AMOUNT", "PROVIDER"};
+    if (refund || capture) {
+        head.emplace_back(refund ? "REASON" : "FINAL");
+    }
+    head.insert(head.end(), {"CREATED", "UPDATED"});
+    Table t(head);
     for (const auto& r : rows) {
-        t.add_row({r.id, r.payment_id, r.state, describe_money(r.amount_minor, r.currency),
-                   r.provider, r.reason.value_or("-"), r.created_at, r.updated_at});
+        std::vector<std::string> row{r.id, r.payment_id, r.state,
+                                     describe_money(r.amount_minor, r.currency), r.provider};
+        if (refund) {
+            row.push_back(r.reason.value_or("-"));
+        } else if (capture) {
+            row.emplace_back(r.final.value_or(true) ? "yes" : "no");
+        }
+        row.insert(row.end(), {r.created_at, r.updated_at});
+        t.add_row(row);
     }
     t.print(std::cout);
     if (more) {
@@ -107,22 +130,48 @@ void run_list(AppState& state, const ListOptions& opts) {
     }
 }
 
-void run_show(AppState& state, const std::string& id, bool json) {
+void run_show(AppState& state, OperationKind kind, const std::string& id, bool json) {
     OpenDatabase opened = open_database(state.global);
-    const store::OperationRow r = refund_or_refuse(*opened.db, id);
+    const store::OperationRow r = operation_or_refuse(*opened.db, kind, id);
     if (json) {
         print_json(to_json(r));
         return;
     }
-    print_refund(std::cout, r);
-    std::cout << "\nEvery refund of its payment: payrecon refunds list --payment " << r.payment_id
-              << "\nIts payment: payrecon payments show " << r.payment_id << "\n";
+    print_operation(std::cout, r);
+    const std::string noun(subject_noun(kind));
+    std::cout << "\nEvery " << noun << " of its payment: payrecon " << noun << "s list --payment "
+              << r.payment_id << "\nIts payment: payrecon payments show " << r.payment_id << "\n";
     if (r.state == to_string(PaymentState::needs_review)) {
         std::cout << "It waits for a decision: " << review_show_command(r.id) << "\n";
     } else if (r.state == to_string(PaymentState::unknown)) {
         std::cout << "Its outcome is unknown; ask the provider now: " << recheck_command(r.id)
                   << "\n";
     }
+}
+
+// `<noun>s list` and `<noun>s show` for operations of `kind`.
+void add_list_and_show(CLI::App& parent, AppState& state, OperationKind kind) {
+    const std::string noun(subject_noun(kind));
+    auto list = std::make_shared<ListOptions>();
+    list->kind = kind;
+    CLI::App* l = parent.add_subcommand("list", "list " + noun + "s across tenants, oldest first");
+    l->add_option("--payment", list->payment, "only this payment's " + noun + "s (its ID)");
+    l->add_option("--state", list->state, "only " + noun + "s in this state");
+    l->add_option("--tenant", list->tenant, "only this tenant's " + noun + "s (name or ID)");
+    l->add_option("--limit", list->limit, "at most this many (default 100)")
+        ->check(CLI::Range(1, 1000000));
+    l->add_flag("--json", list->json, "print a JSON array (amount in minor units)");
+    l->callback([&state, list] { run_list(state, *list); });
+
+    struct ShowOptions {
+        std::string id;
+        bool json = false;
+    };
+    auto show = std::make_shared<ShowOptions>();
+    CLI::App* s = parent.add_subcommand("show", "one " + noun);
+    s->add_option("id", show->id, noun + " ID or operation ID (pr_...)")->required();
+    s->add_flag("--json", show->json, "print the " + noun + " as JSON");
+    s->callback([&state, kind, show] { run_show(state, kind, show->id, show->json); });
 }
 
 } // namespace
@@ -152,25 +201,20 @@ void setup_refunds(CLI::App& app, AppState& state) {
     c->add_flag("--json", opts->json, "print {status, replayed, location, body} as JSON");
     c->callback([&state, opts] { run_create(state, *opts); });
 
-    auto list = std::make_shared<ListOptions>();
-    CLI::App* l = refunds->add_subcommand("list", "list refunds across tenants, oldest first");
-    l->add_option("--payment", list->payment, "only this payment's refunds (its ID)");
-    l->add_option("--state", list->state, "only refunds in this state");
-    l->add_option("--tenant", list->tenant, "only this tenant's refunds (name or ID)");
-    l->add_option("--limit", list->limit, "at most this many (default 100)")
-        ->check(CLI::Range(1, 1000000));
-    l->add_flag("--json", list->json, "print a JSON array (amount in minor units)");
-    l->callback([&state, list] { run_list(state, *list); });
+    add_list_and_show(*refunds, state, OperationKind::refund);
+}
 
-    struct ShowOptions {
-        std::string id;
-        bool json = false;
-    };
-    auto show = std::make_shared<ShowOptions>();
-    CLI::App* s = refunds->add_subcommand("show", "one refund");
-    s->add_option("id", show->id, "refund ID or operation ID (pr_...)")->required();
-    s->add_flag("--json", show->json, "print the refund as JSON");
-    s->callback([&state, show] { run_show(state, show->id, show->json); });
+void setup_captures(CLI::App& app, AppState& state) {
+    CLI::App* captures = app.add_subcommand(
+        "captures", "captures of authorised payments (made by payrecon payments capture): list "
+                    "them across tenants, show one");
+    captures->require_subcommand(1);
+    add_list_and_show(*captures, state, OperationKind::capture);
+    CLI::App* voids = app.add_subcommand(
+        "voids", "voids of authorised payments (made by payrecon payments void): list them "
+                 "across tenants, show one");
+    voids->require_subcommand(1);
+    add_list_and_show(*voids, state, OperationKind::void_authorization);
 }
 
 } // namespace payrecon::cli

@@ -75,20 +75,20 @@ void setup_review_list(CLI::App& review, AppState& state) {
         filter.tenant_id = tenant_id_or_refuse(*opened.db, opts->tenant);
         const ReviewQueue queue = review_queue(*opened.db, filter);
         const store::PaymentPage& page = queue.page;
-        if (page.rows.empty() && queue.refunds.empty() && opts->provider) {
+        if (page.rows.empty() && queue.operations.empty() && opts->provider) {
             // A mistyped provider lists nothing too: say so rather than "none in review".
             refuse_unknown_provider(*opened.db, intake_provider_catalog(state.global),
                                     *opts->provider);
         }
         if (opts->json) {
-            // The payments, then the refunds (each with "kind": "refund").
+            // The payments, then the refunds, captures and voids (each with its "kind").
             nlohmann::json all = nlohmann::json::array();
             for (const auto& p : page.rows) {
                 all.push_back(to_json(p));
             }
-            for (const auto& r : queue.refunds) {
+            for (const auto& r : queue.operations) {
                 nlohmann::json j = to_json(r);
-                j["kind"] = "refund";
+                j["kind"] = to_string(r.kind);
                 all.push_back(std::move(j));
             }
             print_json(all);
@@ -103,31 +103,35 @@ void setup_review_list(CLI::App& review, AppState& state) {
                              "list --contradicting\n";
             }
         };
-        // Refunds wait in the same queue, decided by the same commands under their own IDs.
-        const auto refunds_table = [&] {
-            if (queue.refunds.empty()) {
+        // Refunds, captures and voids wait in the same queue, decided by the same commands under
+        // their own IDs.
+        const auto operations_table = [&] {
+            if (queue.operations.empty()) {
                 return;
             }
-            std::cout << (page.rows.empty() ? "" : "\n") << "Refunds in review:\n";
-            Table t({"REFUND ID", "PAYMENT ID", "PROVIDER", "AMOUNT", "CODE", "IN REVIEW SINCE",
+            std::cout << (page.rows.empty() ? "" : "\n")
+                      << "Refunds, captures and voids in review:\n";
+            Table t({"KIND", "ID", "PAYMENT ID", "PROVIDER", "AMOUNT", "CODE", "IN REVIEW SINCE",
                      "GEN", "REASON"});
-            for (const auto& r : queue.refunds) {
-                t.add_row({r.id, r.payment_id, r.provider,
+            for (const auto& r : queue.operations) {
+                t.add_row({std::string(to_string(r.kind)), r.id, r.payment_id, r.provider,
                            describe_money(r.amount_minor, r.currency), r.review_code.value_or("-"),
                            r.updated_at, std::to_string(r.generation),
                            r.review_reason.value_or("-")});
             }
             t.print(std::cout);
-            if (queue.refunds_more) {
-                print_more_note(std::cout, queue.refunds.size());
+            if (queue.operations_more) {
+                print_more_note(std::cout, queue.operations.size());
             }
-            std::cout << "`" << review_show_command(queue.refunds.front().id)
-                      << "` shows the first refund with the complete commands that decide it\n";
+            std::cout << "`" << review_show_command(queue.operations.front().id)
+                      << "` shows the first " << subject_noun(queue.operations.front().kind)
+                      << " with the complete commands that decide it\n";
         };
         if (page.rows.empty()) {
-            std::cout << (queue.refunds.empty() ? "no payments or refunds in review\n"
-                                                : "no payments in review\n");
-            refunds_table();
+            std::cout << (queue.operations.empty()
+                              ? "no payments, refunds, captures or voids in review\n"
+                              : "no payments in review\n");
+            operations_table();
             contradiction_note();
             return;
         }
@@ -145,7 +149,7 @@ void setup_review_list(CLI::App& review, AppState& state) {
         std::cout << "`" << review_show_command(page.rows.front().payment_id)
                   << "` shows the first with its attempts, lookups and the complete commands that "
                      "decide it\n";
-        refunds_table();
+        operations_table();
         contradiction_note();
     });
 }
@@ -176,7 +180,8 @@ void print_case(const ReviewCase& shown, const std::optional<std::string>& code,
 }
 
 // `review show` of a refund: its fields, why it waits, and the commands that decide it.
-void show_refund(store::Db& db, const store::OperationRow& r, bool json) {
+void show_operation(store::Db& db, const store::OperationRow& r, bool json) {
+    const std::string noun(subject_noun(r.kind));
     const ReviewCase shown = review_case(db, r);
     std::vector<std::string> commands;
     for (const auto& c : shown.decisions) {
@@ -186,7 +191,7 @@ void show_refund(store::Db& db, const store::OperationRow& r, bool json) {
         commands.push_back(recheck_command(r.id));
     }
     if (json) {
-        print_json({{"refund", to_json(r)},
+        print_json({{noun, to_json(r)},
                     {"in_review", shown.in_review},
                     {"commands", commands},
                     {"guidance", shown.guidance ? nlohmann::json{{"means", shown.guidance->means},
@@ -195,20 +200,32 @@ void show_refund(store::Db& db, const store::OperationRow& r, bool json) {
                                                 : nlohmann::json()}});
         return;
     }
-    print_refund(std::cout, r);
+    print_operation(std::cout, r);
     std::cout << "\n";
     if (!shown.in_review) {
-        std::cout << "Not in review: the refund is " << r.state
+        std::cout << "Not in review: the " << noun << " is " << r.state
                   << "; there is nothing to decide.\n";
         return;
     }
-    print_case(shown, r.review_code, r.review_reason, r.generation, "refund");
-    std::cout << "Check the refund at the provider (" << r.provider << ", operation ID "
+    print_case(shown, r.review_code, r.review_reason, r.generation, noun);
+    const auto [did, freed] = [&]() -> std::pair<std::string, std::string> {
+        switch (r.kind) {
+        case OperationKind::capture:
+            return {"captured", "the amount is capturable again"};
+        case OperationKind::void_authorization:
+            return {"released the authorisation", "the authorisation stands"};
+        case OperationKind::refund:
+        case OperationKind::charge:
+            break;
+        }
+        return {"refunded", "the amount is refundable again"};
+    }();
+    std::cout << "Check the " << noun << " at the provider (" << r.provider << ", operation ID "
               << r.operation_id << ", of the charge on payment " << r.payment_id
-              << "), then one of (replace \"...\" with what you checked; --as succeeded: it "
-                 "refunded, under --provider-reference; failed: it did not, and the amount is "
-                 "refundable again; retry --confirm-no-charge: it holds no refund under the "
-                 "operation ID, send it again):\n";
+              << "), then one of (replace \"...\" with what you checked; --as succeeded: it " << did
+              << ", under --provider-reference; failed: it did not, and " << freed
+              << "; retry --confirm-no-charge: it holds no " << noun
+              << " under the operation ID, send it again):\n";
     for (const auto& c : commands) {
         std::cout << "  " << c << "\n";
     }
@@ -223,16 +240,17 @@ void setup_review_show(CLI::App& review, AppState& state) {
     CLI::App* s = review.add_subcommand(
         "show", "one payment in review: everything recorded about it, why it waits, and the "
                 "commands that decide it");
-    s->add_option("id", opts->id, "payment ID, refund ID, or either's operation ID (pr_...)")
+    s->add_option("id", opts->id,
+                  "payment ID, refund, capture or void ID, or an operation ID (pr_...)")
         ->required();
     s->add_flag("--json", opts->json,
-                "print JSON: {payment, attempts, lookups, audit, in_review, commands} (a refund: "
-                "{refund, in_review, commands, guidance})");
+                "print JSON: {payment, attempts, lookups, audit, in_review, commands} (a refund, "
+                "capture or void: {refund|capture|void, in_review, commands, guidance})");
     s->callback([&state, opts] {
         OpenDatabase opened = open_database(state.global);
         if (!find_payment_ref(*opened.db, opts->id)) {
-            if (const auto refund = find_refund(*opened.db, opts->id)) {
-                show_refund(*opened.db, *refund, opts->json);
+            if (const auto operation = find_any_operation(*opened.db, opts->id)) {
+                show_operation(*opened.db, *operation, opts->json);
                 return;
             }
         }

@@ -104,17 +104,21 @@ std::string flag_of(ResolutionProblem::Part part) {
     return "";
 }
 
-// What a decision is about, for the operator's eyes: "payment <id>", or "refund <id>".
-std::string subject_of(const ResolveOutcome& out) {
-    return out.refund_id ? "refund " + *out.refund_id : "payment " + out.ref.payment_id;
+// What a decision is about, for the operator's eyes: "payment <id>", "refund <id>", "capture
+// <id>", "void <id>".
+std::string noun_of(const ResolveOutcome& out) {
+    return std::string(subject_noun(out.kind));
 }
 // The ID the commands that decide it take.
 const std::string& subject_id(const ResolveOutcome& out) {
     return out.refund_id ? *out.refund_id : out.ref.payment_id;
 }
-// Where an operator reads everything about it.
+std::string subject_of(const ResolveOutcome& out) {
+    return noun_of(out) + " " + subject_id(out);
+}
+// Where an operator reads everything about it: payrecon payments|refunds|captures|voids show.
 std::string show_command(const ResolveOutcome& out) {
-    return (out.refund_id ? "payrecon refunds show " : "payrecon payments show ") + subject_id(out);
+    return "payrecon " + noun_of(out) + "s show " + subject_id(out);
 }
 
 // "8.80 EUR": an amount from anywhere, printable.
@@ -183,8 +187,8 @@ Refused contradicted(const ResolveRequest& request, const ResolveOutcome& out) {
                            " at the provider, not in " + out.currency + where + nothing,
                        "settle it at the provider first (a refund), then: " + failed);
     case V::other_reference:
-        return Refused("the provider's " + std::string(out.refund_id ? "refund" : "charge") +
-                           " for this " + (out.refund_id ? "refund" : "payment") + " is " +
+        return Refused("the provider's " + (out.refund_id ? noun_of(out) : "charge") +
+                           " for this " + noun_of(out) + " is " +
                            printable(seen.reference.value_or("")) + where + ", not " + reference +
                            nothing,
                        "resolve with the provider's reference: " +
@@ -326,11 +330,11 @@ Refused provider_refused(const ResolveRequest& request, const ResolveOutcome& ou
     case S::reference_taken:
         if (out.refund_id) {
             throw Refused("the provider reference " + printable(*request.provider_reference) +
-                              " already belongs to refund " + out.holder +
-                              "; one refund at the provider settles one of ours, and nothing was "
-                              "written",
-                          "compare both: payrecon refunds show " + out.holder +
-                              "; give this refund's own reference");
+                              " already belongs to " + noun_of(out) + " " + out.holder + "; one " +
+                              noun_of(out) +
+                              " at the provider settles one of ours, and nothing was written",
+                          "compare both: payrecon " + noun_of(out) + "s show " + out.holder +
+                              "; give this " + noun_of(out) + "'s own reference");
         }
         throw Refused("the provider reference " + printable(*request.provider_reference) +
                           " already belongs to payment " + out.holder +
@@ -338,11 +342,13 @@ Refused provider_refused(const ResolveRequest& request, const ResolveOutcome& ou
                       "compare both: payrecon payments show " + out.holder +
                           "; give this payment's own reference");
     case S::not_for_refund:
-        throw UsageError("--amount records what a charge took; a refund is decided for its own "
-                         "amount (" +
+        throw UsageError("--amount records what a charge took; a " + noun_of(out) +
+                             " is decided for its own amount (" +
                              money(out.amount_minor, out.currency) + ")",
-                         "if the provider refunded another amount, resolve the refund as failed "
-                         "and create one for what it refunded");
+                         std::string("if the provider ") +
+                             (out.kind == OperationKind::refund ? "refunded" : "captured") +
+                             " another amount, resolve the " + noun_of(out) +
+                             " as failed and create one for what it did");
     case S::maybe_sent:
         throw Refused("payment " + out.ref.payment_id +
                           " has an attempt that may have reached the provider; "
@@ -353,12 +359,15 @@ Refused provider_refused(const ResolveRequest& request, const ResolveOutcome& ou
     case S::charge_seen: {
         const SeenRecord& seen = *out.evidence.record;
         if (out.refund_id) {
+            const bool refund = out.kind == OperationKind::refund;
             throw Refused(
-                "the provider holds a refund for refund " + *out.refund_id + ": " +
-                    printable(seen.reference.value_or("(no reference)")) + " refunded (seen in " +
-                    printable(seen.seen_in) +
-                    "); sending it again would refund the customer twice, and nothing "
-                    "was written",
+                "the provider holds a " + noun_of(out) + " for " + subject_of(out) + ": " +
+                    printable(seen.reference.value_or("(no reference)")) +
+                    (refund ? " refunded" : " done") + " (seen in " + printable(seen.seen_in) +
+                    "); sending it again would " +
+                    (refund ? std::string("refund the customer twice")
+                            : "do it twice at the provider") +
+                    ", and nothing was written",
                 "resolve it as succeeded with that reference: " +
                     command_for(request, out, OperatorDecision::succeeded, seen.reference));
         }
@@ -398,21 +407,19 @@ AskProvider ask_provider(AppState& state, store::Db& db) {
         std::unique_ptr<engine::Reconciler> reconciler;
     };
     auto asking = std::make_shared<Asking>();
-    return [&state, &db,
-            asking](const store::PaymentRef& ref, const std::optional<std::string>& refund_id,
-                    const std::string& reference, std::optional<long long> charged_minor) {
+    return [&state, &db, asking](const store::PaymentRef& ref, OperationKind kind,
+                                 const std::string& subject, const std::string& reference,
+                                 std::optional<long long> charged_minor) {
         if (!asking->reconciler) {
             const providers::Config config = load_provider_config(state.global);
             asking->set = make_providers(choose_providers(config, {}));
             asking->reconciler = std::make_unique<engine::Reconciler>(db, asking->set.pointers,
                                                                       engine::ReconcilerOptions{});
         }
-        const auto check = asking->reconciler->check_reference(
-            ref.tenant_id, refund_id.value_or(ref.payment_id), reference, charged_minor,
-            refund_id ? OperationKind::refund : OperationKind::charge);
+        const auto check = asking->reconciler->check_reference(ref.tenant_id, subject, reference,
+                                                               charged_minor, kind);
         if (!check) {
-            throw Refused((refund_id ? "refund " + *refund_id : "payment " + ref.payment_id) +
-                              " is gone",
+            throw Refused(std::string(subject_noun(kind)) + " " + subject + " is gone",
                           "find it with: payrecon review list");
         }
         return *check;
@@ -468,7 +475,7 @@ void decide(AppState& state, ResolveRequest request, bool json, const std::strin
                             {"dry_run", dry_run},
                             {"reference_checked", checked_json(out.checked)}};
         if (out.refund_id) {
-            j["refund_id"] = *out.refund_id;
+            j[noun_of(out) + "_id"] = *out.refund_id;
         }
         print_json(j);
         return;
@@ -482,7 +489,9 @@ void decide(AppState& state, ResolveRequest request, bool json, const std::strin
                   << "), " << (cancel ? "canceled" : "decided") << " by "
                   << printable(request.operator_name) << "; recorded in the audit log\n";
         if (out.refund_id && out.state == to_string(PaymentState::failed)) {
-            std::cout << "its amount is refundable again on payment " << out.ref.payment_id << "\n";
+            std::cout << "its amount is "
+                      << (out.kind == OperationKind::refund ? "refundable" : "free")
+                      << " again on payment " << out.ref.payment_id << "\n";
         }
     }
     if (const std::string checked = checked_text(out); !checked.empty()) {
@@ -717,7 +726,8 @@ ReviewCode selected_code(const RecheckCliOptions& opts) {
 
 // "refund 0193..." or the payment's ID.
 std::string subject_of(const store::ReviewItem& p) {
-    return p.kind == OperationKind::refund ? "refund " + p.refund_id : p.payment_id;
+    return p.kind == OperationKind::charge ? p.payment_id
+                                           : std::string(subject_noun(p.kind)) + " " + p.refund_id;
 }
 
 // One payment or refund of a recheck of many, as it is handled.
@@ -800,8 +810,8 @@ void print_recheck_json(const RecheckCliOptions& opts,
         nlohmann::ordered_json e;
         e["kind"] = to_string(r.payment.kind);
         e["payment_id"] = r.payment.payment_id;
-        if (r.payment.kind == OperationKind::refund) {
-            e["refund_id"] = r.payment.refund_id;
+        if (r.payment.kind != OperationKind::charge) {
+            e[std::string(subject_noun(r.payment.kind)) + "_id"] = r.payment.refund_id;
         }
         e["tenant_id"] = r.payment.tenant_id;
         e["status"] = rechecked_status(r.status);
@@ -819,16 +829,20 @@ void print_recheck_json(const RecheckCliOptions& opts,
 void print_recheck_summary(const RecheckCliOptions& opts,
                            const engine::Reconciler::InReviewResult& result,
                            const RecheckTally& t) {
-    long long refunds = 0;
+    // "3 payment(s)", "2 payment(s) and 1 refund(s)", "1 refund(s)", in the kinds' order.
+    std::map<OperationKind, long long> by_kind;
     for (const auto& r : result.payments) {
-        refunds += r.payment.kind == OperationKind::refund ? 1 : 0;
+        ++by_kind[r.payment.kind];
     }
-    const long long payments = static_cast<long long>(result.payments.size()) - refunds;
-    // "3 payment(s)", "2 payment(s) and 1 refund(s)", "1 refund(s)"
-    const std::string counted = refunds == 0    ? std::to_string(payments) + " payment(s)"
-                                : payments == 0 ? std::to_string(refunds) + " refund(s)"
-                                                : std::to_string(payments) + " payment(s) and " +
-                                                      std::to_string(refunds) + " refund(s)";
+    std::string counted;
+    std::size_t told = 0;
+    for (const auto& [kind, n] : by_kind) {
+        ++told;
+        counted += (counted.empty()          ? ""
+                    : told == by_kind.size() ? " and "
+                                             : ", ") +
+                   std::to_string(n) + " " + std::string(subject_noun(kind)) + "(s)";
+    }
     const std::string what = " of " + opts.provider + " in review as " + opts.code;
     if (result.payments.empty()) {
         std::cout << "no payment(s) or refund(s)" << what << "\n";
@@ -917,32 +931,33 @@ void run_recheck(AppState& state, const RecheckCliOptions& opts) {
     const providers::Config config = load_provider_config(state.global);
     ProviderSet set = make_providers(choose_providers(config, {}));
     OpenDatabase opened = open_database(state.global);
-    // A payment's ID, or a refund's: rechecked alike, the refund with its refund lookup.
+    // A payment's ID, or a refund's, capture's or void's: rechecked alike, each with its kind's
+    // lookup.
     store::PaymentRef ref;
-    std::optional<store::OperationRow> refund;
+    std::optional<store::OperationRow> operation;
     if (const auto found = find_payment_ref(*opened.db, opts.id)) {
         ref = *found;
-    } else if ((refund = find_refund(*opened.db, opts.id))) {
-        ref = {refund->tenant_id, refund->payment_id};
+    } else if ((operation = find_any_operation(*opened.db, opts.id))) {
+        ref = {operation->tenant_id, operation->payment_id};
     } else {
-        throw Refused("no payment or refund has the ID " + opts.id,
+        throw Refused("no payment, refund, capture or void has the ID " + opts.id,
                       "find it with: payrecon review list");
     }
-    const std::string subject = refund ? refund->id : ref.payment_id;
-    const std::string what = refund ? "refund" : "payment";
+    const OperationKind kind = operation ? operation->kind : OperationKind::charge;
+    const std::string subject = operation ? operation->id : ref.payment_id;
+    const std::string what(subject_noun(kind));
     engine::ReconcilerOptions ro;
     ro.actor = "recheck:" + operator_name(state.global);
     engine::Reconciler reconciler(*opened.db, set.pointers, ro);
-    const auto outcome = reconciler.recheck(ref.tenant_id, subject, std::nullopt,
-                                            refund ? OperationKind::refund : OperationKind::charge);
+    const auto outcome = reconciler.recheck(ref.tenant_id, subject, std::nullopt, kind);
     if (!outcome) {
         throw Refused("no " + what + " has the ID " + opts.id,
                       "find it with: payrecon review list");
     }
     // The generation after the recheck: what the next resolve of it must give.
     long long generation = 0;
-    if (refund) {
-        const auto now = find_refund(*opened.db, subject);
+    if (operation) {
+        const auto now = find_any_operation(*opened.db, subject);
         generation = now ? now->generation : 0;
     } else {
         const auto now = payment_record(*opened.db, ref);

@@ -4,6 +4,7 @@
 #include "cli/table.hpp"
 #include "core/errors.hpp"
 #include "core/money.hpp"
+#include "services/captures.hpp"
 #include "services/refunds.hpp"
 
 namespace payrecon::cli {
@@ -370,7 +371,8 @@ PaymentState state_or_usage_error(const std::string& name) {
 }
 
 nlohmann::json to_json(const store::OperationRow& r) {
-    nlohmann::json j = nlohmann::json::parse(refund_resource_json(r));
+    nlohmann::json j = nlohmann::json::parse(
+        r.kind == OperationKind::refund ? refund_resource_json(r) : capture_resource_json(r));
     j["tenant_id"] = r.tenant_id;
     j["operation_id"] = r.operation_id;
     j["attempt_count"] = r.attempt_count;
@@ -380,9 +382,9 @@ nlohmann::json to_json(const store::OperationRow& r) {
     return j;
 }
 
-void print_refund(std::ostream& out, const store::OperationRow& r) {
+void print_operation(std::ostream& out, const store::OperationRow& r) {
     Table t({"FIELD", "VALUE"});
-    t.add_row({"refund", r.id});
+    t.add_row({std::string(subject_noun(r.kind)), r.id});
     t.add_row({"payment", r.payment_id});
     t.add_row({"tenant", r.tenant_id});
     t.add_row({"state", r.state});
@@ -390,7 +392,13 @@ void print_refund(std::ostream& out, const store::OperationRow& r) {
     t.add_row({"provider", r.provider});
     t.add_row({"operation ID", r.operation_id});
     t.add_row({"provider reference", r.provider_reference.value_or("-")});
-    t.add_row({"reason", r.reason.value_or("-")});
+    if (r.kind == OperationKind::refund) {
+        t.add_row({"reason", r.reason.value_or("-")});
+    }
+    if (r.final) {
+        t.add_row({"final", *r.final ? "yes (what is left of the authorisation is released)"
+                                     : "no (more may be captured)"});
+    }
     t.add_row({"merchant reference", r.merchant_reference.value_or("-")});
     t.add_row({"failure reason", r.failure_reason.value_or("-")});
     if (r.reversed_at) {

@@ -45,10 +45,10 @@ nlohmann::json to_json(const store::PaymentRecord& r);
 // The payment's fields, then its attempts, lookups and audit trail, each a section.
 void print_record(std::ostream& out, const store::PaymentRecord& r);
 
-// A refund as JSON (the API's resource with the operator's fields: tenant, operation ID, attempts,
-// generation, review), and as a table of its fields.
+// A refund, capture or void as JSON (the API's resource with the operator's fields: tenant,
+// operation ID, attempts, generation, review), and as a table of its fields.
 nlohmann::json to_json(const store::OperationRow& r);
-void print_refund(std::ostream& out, const store::OperationRow& r);
+void print_operation(std::ostream& out, const store::OperationRow& r);
 
 // The audit rows as a table: time, tenant, actor, action, subject, detail.
 void print_audit_table(std::ostream& out, const std::vector<store::AuditRecord>& rows);

@@ -131,13 +131,27 @@ std::optional<Transition> find_transition(PaymentState from, PaymentState to) {
     return std::nullopt;
 }
 
+std::string_view subject_noun(OperationKind kind) {
+    return kind == OperationKind::charge ? "payment" : to_string(kind);
+}
+
 std::optional<Transition> find_reversal(OperationKind kind) {
-    if (kind != OperationKind::refund) {
-        return std::nullopt;
+    switch (kind) {
+    case OperationKind::refund:
+        return Transition{succeeded, failed,
+                          "the provider reversed a refund it had reported succeeded; the money "
+                          "stays with the merchant and may be refunded again"};
+    case OperationKind::capture:
+        // Adyen's CAPTURE_FAILED after CAPTURE (DESIGN section 16): the scheme refused it late.
+        return Transition{succeeded, failed,
+                          "the provider reversed a capture it had reported succeeded; nothing was "
+                          "taken, and what it held may be captured again while the authorisation "
+                          "lasts"};
+    case OperationKind::charge:
+    case OperationKind::void_authorization:
+        break;
     }
-    return Transition{succeeded, failed,
-                      "the provider reversed a refund it had reported succeeded; the money stays "
-                      "with the merchant and may be refunded again"};
+    return std::nullopt;
 }
 
 void require_reversal(OperationKind kind) {

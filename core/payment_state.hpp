@@ -44,6 +44,9 @@ enum class OperationKind { charge, refund, capture, void_authorization };
 std::string_view to_string(OperationKind kind);
 // Returns nullopt if `name` is not one of the names to_string() gives.
 std::optional<OperationKind> parse_operation_kind(std::string_view name);
+// "payment", "refund", "capture", "void": what the subject of `kind` is called in messages (a
+// charge is decided on its payment).
+std::string_view subject_noun(OperationKind kind);
 
 struct Transition {
     PaymentState from;
@@ -62,8 +65,9 @@ void require_transition(PaymentState from, PaymentState to);
 
 // The one way out of a final state (DESIGN section 16): a late reversal, succeeded -> failed, of
 // an operation the provider reported done and undid later (Stripe's refund.failed, Adyen's
-// REFUND_FAILED). Refunds only: a charge taken back is a dispute, never a state change. Returns
-// nullopt for a kind that cannot be reversed.
+// REFUND_FAILED, CAPTURE_FAILED). Refunds and captures only: a charge taken back is a dispute,
+// never a state change, and a void released what it released. Returns nullopt for a kind that
+// cannot be reversed.
 std::optional<Transition> find_reversal(OperationKind kind);
 // Throws std::logic_error if `kind` cannot be reversed.
 void require_reversal(OperationKind kind);

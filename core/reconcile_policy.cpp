@@ -238,8 +238,13 @@ ReconcileDecision decide_from_event(long long amount_minor, std::string_view cur
                                     const WebhookEvent& event) {
     ReconcileDecision d;
     const std::string named = "webhook event " + event.event_key + " (" + event.event_type + ")";
-    const bool same = event.amount_minor && event.currency && *event.amount_minor == amount_minor &&
-                      same_currency(*event.currency, currency);
+    // A void releases the whole authorisation: its news need not repeat an amount, but one it
+    // names must be the authorisation's.
+    const bool amount_optional =
+        event.kind == OperationKind::void_authorization && !event.amount_minor;
+    const bool same = amount_optional || (event.amount_minor && event.currency &&
+                                          *event.amount_minor == amount_minor &&
+                                          same_currency(*event.currency, currency));
     if (!same) {
         d.action = ReconcileAction::review;
         d.review = ReviewCode::remote_mismatch;
@@ -250,13 +255,26 @@ ReconcileDecision decide_from_event(long long amount_minor, std::string_view cur
                    "; ours is " + describe_money(amount_minor, currency);
         return d;
     }
+    const auto [done, not_done] = [&]() -> std::pair<std::string, std::string> {
+        switch (event.kind) {
+        case OperationKind::refund:
+            return {"refunded", "did not refund"};
+        case OperationKind::capture:
+            return {"captured", "did not capture"};
+        case OperationKind::void_authorization:
+            return {"released the authorisation of", "did not void the authorisation"};
+        case OperationKind::charge:
+            break;
+        }
+        return {"charged", "did not charge"};
+    }();
     if (event.outcome == EvidenceOutcome::succeeded) {
         d.action = ReconcileAction::adopt_succeeded;
         d.provider_reference = event.provider_reference;
-        d.reason = named + ": the provider charged " + describe_money(amount_minor, currency);
+        d.reason = named + ": the provider " + done + " " + describe_money(amount_minor, currency);
     } else {
         d.action = ReconcileAction::adopt_failed;
-        d.reason = named + ": the provider did not charge";
+        d.reason = named + ": the provider " + not_done;
     }
     return d;
 }

@@ -156,10 +156,6 @@ std::chrono::seconds lookup_staleness(const providers::Capabilities& caps, Opera
     return caps.lookup_staleness;
 }
 
-std::string_view subject_noun(OperationKind kind) {
-    return kind == OperationKind::charge ? "payment" : to_string(kind);
-}
-
 store::Settlement decide_settlement(providers::Outcome outcome, int attempt_no,
                                     const Backoff& backoff, double jitter01,
                                     const std::optional<providers::Rejection>& rejection) {

@@ -62,8 +62,6 @@ providers::LookupResult look_up_operation(providers::Provider& provider,
 // means something.
 bool can_look_up(const providers::Capabilities& caps, OperationKind kind);
 std::chrono::seconds lookup_staleness(const providers::Capabilities& caps, OperationKind kind);
-// "payment", "refund", "capture", "void": what a claim of `kind` is called in messages.
-std::string_view subject_noun(OperationKind kind);
 
 // An attempt that ended not_sent or unknown, for a log line.
 struct UnfinishedAttempt {

@@ -153,17 +153,45 @@ NightlyReport::attention(const std::vector<std::string>& report_files) const {
                       " lists them; the latest: " + review_show_command(g.latest_payment_id) + ")");
     }
     for (const ReconcileOutcome* o : r.reversed()) {
-        out.push_back("refund " + o->refund_id + " of payment " + o->payment_id + " (" +
+        const std::string noun(subject_noun(o->kind));
+        out.push_back(noun + " " + o->refund_id + " of payment " + o->payment_id + " (" +
                       describe_money(o->amount_minor, o->currency) + ", " + o->provider +
-                      ") was REVERSED by the provider after it had succeeded: the money stays "
-                      "with the merchant and is refundable again; tell the customer, or refund "
-                      "again (payrecon refunds show " +
-                      o->refund_id + ")");
+                      ") was REVERSED by the provider after it had succeeded: " +
+                      (o->kind == OperationKind::capture
+                           ? "nothing was taken; capture again while the authorisation lasts, "
+                             "or tell the customer"
+                           : "the money stays with the merchant and is refundable again; tell "
+                             "the customer, or refund again") +
+                      " (payrecon " + noun + "s show " + o->refund_id + ")");
+    }
+    if (!r.authorizations.expired.empty()) {
+        std::map<std::string, long long> lost; // currency -> minor units never captured
+        for (const auto& a : r.authorizations.expired) {
+            lost[a.currency] += a.amount_minor - a.capture_held_minor;
+        }
+        std::string amounts;
+        for (const auto& [currency, minor] : lost) {
+            amounts += (amounts.empty() ? "" : ", ") + describe_money(minor, currency);
+        }
+        out.push_back(std::to_string(r.authorizations.expired.size()) +
+                      " authorisation(s) EXPIRED uncaptured in this run (" + amounts +
+                      " never captured; the provider releases it to the customer): listed "
+                      "above as authorization_expired; nothing more can be captured of them");
+    }
+    if (!r.authorizations.expiring.empty()) {
+        out.push_back(std::to_string(r.authorizations.expiring.size()) +
+                      " authorisation(s) expire within " +
+                      std::to_string(r.authorization_horizon.count() / 3600) +
+                      " h with something left to capture (listed above as "
+                      "authorization_expiring): payrecon payments capture <id> ..., or payments "
+                      "void <id> ... if the order will not ship");
     }
     if (r.in_review() > 0) {
         const long long refunds = r.refunds_in_review();
         out.push_back(std::to_string(r.in_review() - refunds) + " payment(s)" +
-                      (refunds > 0 ? " and " + std::to_string(refunds) + " refund(s)" : "") +
+                      (refunds > 0
+                           ? " and " + std::to_string(refunds) + " refund(s), capture(s) or void(s)"
+                           : "") +
                       " in review: payrecon review list");
     }
     for (const auto& [provider, n] : r.contradicting_events) {
@@ -403,7 +431,11 @@ reports::Report nightly_report(const NightlyReport& r) {
         {"requests the provider rejected (in review)", std::to_string(r.rejected_requests())},
         {"provider events contradicting a settled payment", std::to_string(r.contradictions())},
         {"dead event deliveries", std::to_string(r.dead_deliveries())},
-        {"disabled webhook endpoints", std::to_string(r.disabled_endpoints())}};
+        {"disabled webhook endpoints", std::to_string(r.disabled_endpoints())},
+        {"authorisations expired uncaptured in this run",
+         std::to_string(r.authorizations.expired.size())},
+        {"authorisations expiring within the horizon",
+         std::to_string(r.authorizations.expiring.size())}};
     for (const auto& e : r.configuration_errors()) {
         out.facts.emplace_back("configuration error", e);
     }
@@ -430,6 +462,29 @@ reports::Report nightly_report(const NightlyReport& r) {
         const auto d = r.dashboard_urls.find(o.provider);
         out.add(report_finding(o, d == r.dashboard_urls.end() ? "" : d->second));
         reconciled_at[o.payment_id] = out.findings.size() - 1;
+    }
+    for (const auto* watched : {&r.authorizations.expired, &r.authorizations.expiring}) {
+        const bool expired = watched == &r.authorizations.expired;
+        for (const auto& a : *watched) {
+            reports::Finding f;
+            f.category = expired ? "authorization_expired" : "authorization_expiring";
+            f.needs_attention = true;
+            f.provider = a.provider;
+            f.payment_id = a.payment_id;
+            f.merchant_reference = a.merchant_reference;
+            f.local_amount = a.amount_minor - a.capture_held_minor;
+            f.local_currency = a.currency;
+            f.local_state = "authorized, " + describe_money(a.captured_minor, a.currency) +
+                            " captured of " + describe_money(a.amount_minor, a.currency);
+            f.detail = expired ? "the authorisation lapsed at " + a.expires_at +
+                                     " by the provider's rules with this amount never captured; "
+                                     "nothing more can be captured of it"
+                               : "the authorisation lapses at " + a.expires_at +
+                                     ": capture what ships before then (payrecon payments "
+                                     "capture " +
+                                     a.payment_id + " ...), or void it";
+            out.add(std::move(f));
+        }
     }
     const std::string unresolved(to_string(FindingCategory::unresolved_unknown));
     for (const auto& [provider, why] : r.statements_not_run) {
@@ -583,6 +638,7 @@ NightlyReport run_nightly(store::Db& db, const std::vector<providers::Provider*>
     }
     report.configured = options.configured;
     report.stuck_after = options.stuck_after;
+    report.authorization_horizon = options.authorization_horizon;
     const std::function<void(const std::string&)> step = [&](const std::string& phase) {
         if (progress) {
             progress(phase, report);
@@ -632,6 +688,12 @@ NightlyReport run_nightly(store::Db& db, const std::vector<providers::Provider*>
             report.sent = executor.counts();
         }
         report.credentials_refused = credentials.refusals();
+        if (!ro.dry_run) {
+            phase = "watching authorisations";
+            step(phase);
+            report.authorizations = store::watch_authorizations(
+                db, report.providers, options.authorization_horizon, options.actor);
+        }
         if (options.statement_to > options.statement_from && !ro.dry_run) {
             diff_statements(db, providers, options, credentials, report, phase, step);
         }

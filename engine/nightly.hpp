@@ -9,6 +9,7 @@
 #include "engine/reconciler.hpp"
 #include "engine/statement.hpp"
 #include "reports/report.hpp"
+#include "store/authorization_store.hpp"
 #include "store/delivery_store.hpp"
 #include "store/reconcile_store.hpp"
 #include "store/webhook_store.hpp"
@@ -42,6 +43,10 @@ struct NightlyOptions {
     // A pending or retry_scheduled payment waiting longer than this needs an operator: no worker
     // is sending it.
     std::chrono::seconds stuck_after{3600};
+    // Authorisations (capture "manual") that expire within this are listed, each told once by
+    // payment.authorization_expiring; those whose expiry has come are marked expired
+    // (store::watch_authorizations). Two days: a daily run tells each at least a day ahead.
+    std::chrono::seconds authorization_horizon{2 * 24 * 3600};
     // Set (by a signal, say) to stop after the step in hand: the payment being reconciled or sent
     // is finished and recorded, then the run ends with interrupted set and counts what it left.
     const std::atomic<bool>* stop = nullptr;
@@ -55,7 +60,10 @@ struct NightlyReport {
     int leases_expired = 0;
     std::vector<ReconcileOutcome> reconciled;
     Executor::Counts sent;
-    std::vector<store::QueueCount> open; // after the run
+    // The authorisation watch of this run: expired in it, and expiring within the horizon.
+    store::AuthorizationWatch authorizations;
+    std::chrono::seconds authorization_horizon{0}; // as in the options
+    std::vector<store::QueueCount> open;           // after the run
     // Payments in review because their provider refused our request (request_rejected), per
     // provider and the provider's code, after the run: an integration fault, always attention.
     std::vector<store::RejectedInReview> rejected;
@@ -87,10 +95,10 @@ struct NightlyReport {
     std::vector<store::QueueCount> orphaned() const;
     // Pending and retry_scheduled payments of configured providers waiting past stuck_after.
     std::vector<store::QueueCount> stuck() const;
-    long long in_review() const; // payments and refunds
-    long long refunds_in_review() const;
-    // Refunds the provider reversed after they had succeeded, in this run (ReconcileOutcome::
-    // reversed): always attention, the customer was told the money was on its way back.
+    long long in_review() const;         // payments and their operations (refunds, captures, voids)
+    long long refunds_in_review() const; // the operations among them
+    // Refunds and captures the provider reversed after they had succeeded, in this run
+    // (ReconcileOutcome::reversed): always attention, the customer was told otherwise.
     std::vector<const ReconcileOutcome*> reversed() const;
     long long still_unknown() const;
     long long lookups_failed() const; // status queries of this run that got no trustworthy answer
@@ -106,8 +114,9 @@ struct NightlyReport {
     long long dead_deliveries() const;   // events no endpoint try delivered (replay them)
     long long disabled_endpoints() const;
     // Why the run needs an operator, one sentence each with the command that starts the work;
-    // empty when nothing does: requests the provider rejected, the review queue, provider events
-    // contradicting a settled payment, dead event deliveries and disabled webhook endpoints,
+    // empty when nothing does: requests the provider rejected, reversals, authorisations that
+    // expired uncaptured in this run or expire within the horizon, the review queue, provider
+    // events contradicting a settled payment, dead event deliveries and disabled webhook endpoints,
     // payments waiting too long or that nobody can send or reconcile, status queries that failed
     // in this run or before it for payments still unknown, statement findings. `report_files`:
     // the reports this run writes (--output), which the reasons point to.

@@ -315,11 +315,11 @@ std::vector<ReconcileOutcome> Reconciler::apply_evidence() {
 }
 
 std::vector<ReconcileOutcome> Reconciler::apply_reversals(const std::vector<std::string>& names) {
-    // A verified event says a refund that succeeded has failed since (DESIGN section 16). A final
-    // state is not moved by a notification alone: where the provider can find the refund, it is
-    // asked first, and the reversal is written only if it says failed too (if it says succeeded,
-    // the event contradicts it and waits for an operator); where it cannot (Adyen), its
-    // documented reversal notification is the provider's own record.
+    // A verified event says a refund or capture that succeeded has failed since (DESIGN section
+    // 16). A final state is not moved by a notification alone: where the provider can find the
+    // operation, it is asked first, and the reversal is written only if it says failed too (if it
+    // says succeeded, the event contradicts it and waits for an operator); where it cannot
+    // (Adyen), its documented reversal notification is the provider's own record.
     std::vector<ReconcileOutcome> out;
     for (const store::EvidenceCandidate& c :
          store::reversal_candidates(m_db, names, m_options.limit)) {
@@ -327,6 +327,7 @@ std::vector<ReconcileOutcome> Reconciler::apply_reversals(const std::vector<std:
         if (provider == nullptr || m_gate->refused(c.provider)) {
             continue;
         }
+        const std::string noun(subject_noun(c.kind));
         ReconcileOutcome o;
         o.tenant_id = c.tenant_id;
         o.payment_id = c.payment_id;
@@ -340,23 +341,33 @@ std::vector<ReconcileOutcome> Reconciler::apply_reversals(const std::vector<std:
         o.from = PaymentState::succeeded;
         o.to = PaymentState::succeeded;
         o.lookup = LookupStatus::not_asked;
-        std::string reason = "the provider reversed the refund (" + c.event.event_type +
+        std::string reason = "the provider reversed the " + noun + " (" + c.event.event_type +
                              ", event " + c.event.event_key + ")";
-        if (provider->capabilities().refund_lookup) {
-            providers::RefundOrder order;
-            order.operation_id = c.operation_id;
-            order.refund_id = c.refund_id;
-            order.payment_id = c.payment_id;
-            order.payment_reference = c.charge_reference.value_or("");
-            order.amount = Money{c.amount_minor, c.currency};
+        const auto reverse = [&] {
+            const store::Reversal done = store::reverse_operation(m_db, c, m_options.actor, reason);
+            if (done == store::Reversal::refunded) {
+                o.decision.action = ReconcileAction::review;
+                o.decision.reason = "the event says the capture failed, but refunds of the "
+                                    "payment already hold what it captured: the capture stays "
+                                    "succeeded, the event waits for an operator";
+                return true;
+            }
+            return done == store::Reversal::reversed;
+        };
+        if (can_look_up(provider->capabilities(), c.kind)) {
+            const std::optional<store::ReconcileCandidate> loaded =
+                store::load_candidate(m_db, c.tenant_id, c.refund_id, c.kind);
+            if (!loaded || loaded->state != PaymentState::succeeded) {
+                continue; // it changed since it was listed: the next run sees it as it is
+            }
             std::optional<CredentialGate::Pass> pass = m_gate->enter(provider->name());
             if (!pass) {
                 continue;
             }
-            const providers::LookupResult found = provider->lookup_refund(order);
+            const providers::LookupResult found = look_up_operation(*provider, loaded->payment);
             CredentialRefusal refusal;
             refusal.payment_id = c.payment_id;
-            refusal.call = "looking a refund up";
+            refusal.call = "looking a " + noun + " up";
             refusal.message = found.call.detail;
             pass->answered(found.status != providers::LookupResult::Status::failed ||
                                found.call.http_status != 0,
@@ -373,8 +384,8 @@ std::vector<ReconcileOutcome> Reconciler::apply_reversals(const std::vector<std:
                 o.lookup_detail = found.call.error_class;
                 o.decision.action = ReconcileAction::check_later;
                 o.decision.check_in = std::chrono::seconds(60);
-                o.decision.reason = "a reversal event waits: the provider's lookup of the refund "
-                                    "did not answer; asked again next run";
+                o.decision.reason = "a reversal event waits: the provider's lookup of the " + noun +
+                                    " did not answer; asked again next run";
                 record(false);
                 out.push_back(std::move(o));
                 continue;
@@ -383,27 +394,29 @@ std::vector<ReconcileOutcome> Reconciler::apply_reversals(const std::vector<std:
             if (found.payment->state != providers::Outcome::declined) {
                 store::mark_provider_event(m_db, c.event_id, "contradicts");
                 o.decision.action = ReconcileAction::review;
-                o.decision.reason = "the event says the refund failed but the provider's lookup "
-                                    "says " +
-                                    found.payment->raw_status +
-                                    ": the refund stays succeeded, the event waits for an operator";
+                o.decision.reason = "the event says the " + noun +
+                                    " failed but the provider's lookup says " +
+                                    found.payment->raw_status + ": the " + noun +
+                                    " stays succeeded, the event waits for an operator";
                 o.applied = true;
-                record(false); // the refund did not move
+                record(false); // the operation did not move
                 out.push_back(std::move(o));
                 continue;
             }
             reason += "; the provider's lookup confirms: " + found.payment->raw_status;
             o.decision.action = ReconcileAction::adopt_failed;
             o.decision.reason = reason;
-            o.applied = store::reverse_refund(m_db, c, m_options.actor, reason);
-            record(o.applied);
+            o.applied = reverse();
+            record(o.applied && o.decision.action == ReconcileAction::adopt_failed);
         } else {
             o.decision.action = ReconcileAction::adopt_failed;
             o.decision.reason = reason;
-            o.applied = store::reverse_refund(m_db, c, m_options.actor, reason);
+            o.applied = reverse();
         }
         o.fenced_out = !o.applied;
-        o.to = o.applied ? PaymentState::failed : PaymentState::succeeded;
+        o.to = o.applied && o.decision.action == ReconcileAction::adopt_failed
+                   ? PaymentState::failed
+                   : PaymentState::succeeded;
         out.push_back(std::move(o));
     }
     return out;
@@ -444,7 +457,7 @@ std::optional<ReconcileOutcome> Reconciler::recheck(const std::string& tenant_id
                                                     std::optional<long long> expected_generation,
                                                     OperationKind kind) {
     const auto c = store::load_candidate(m_db, tenant_id, subject_id, kind);
-    const std::string what = kind == OperationKind::refund ? "refund " : "payment ";
+    const std::string what = std::string(subject_noun(kind)) + " ";
     if (!c) {
         return std::nullopt;
     }
@@ -467,9 +480,8 @@ std::optional<ReconcileOutcome> Reconciler::recheck(const std::string& tenant_id
     if (c->state != PaymentState::unknown && c->state != PaymentState::needs_review) {
         throw Refused(
             what + subject_id + " is " + std::string(to_string(c->state)) +
-                ": only unknown payments and refunds and those in review are rechecked",
-            (kind == OperationKind::refund ? "payrecon refunds show " : "payrecon payments show ") +
-                subject_id);
+                ": only unknown payments and operations and those in review are rechecked",
+            "payrecon " + std::string(subject_noun(kind)) + "s show " + subject_id);
     }
     if (provider_named(c->payment.provider) == nullptr) {
         throw Refused(what + subject_id + " belongs to provider '" + c->payment.provider +
@@ -543,8 +555,14 @@ std::optional<ReferenceCheck> Reconciler::check_reference(const std::string& ten
     if (!c) {
         return std::nullopt;
     }
-    const bool refund = kind == OperationKind::refund;
-    const std::string what = refund ? "refund" : "payment";
+    // A refund, capture or void is checked at its own amount; a charge at what an operator says
+    // it charged, where one does.
+    const bool refund = kind != OperationKind::charge;
+    const std::string what(subject_noun(kind));
+    const std::string verb = kind == OperationKind::refund               ? "refund"
+                             : kind == OperationKind::capture            ? "capture"
+                             : kind == OperationKind::void_authorization ? "void"
+                                                                         : "charge";
     providers::Provider* provider = provider_named(c->payment.provider);
     if (provider == nullptr) {
         throw Refused(what + " " + subject_id + " belongs to provider '" + c->payment.provider +
@@ -593,8 +611,10 @@ std::optional<ReferenceCheck> Reconciler::check_reference(const std::string& ten
     }
     const long long expected =
         refund ? c->payment.amount_minor : charged_minor.value_or(c->payment.amount_minor);
-    if (match->amount.minor != expected ||
-        !same_currency(match->amount.currency, c->payment.currency)) {
+    // A void releases the authorisation: what the provider says of its amount decides nothing.
+    if (kind != OperationKind::void_authorization &&
+        (match->amount.minor != expected ||
+         !same_currency(match->amount.currency, c->payment.currency))) {
         out.verdict = ReferenceCheck::Verdict::mismatch;
         out.remote_amount_minor = match->amount.minor;
         out.remote_currency = match->amount.currency;
@@ -606,12 +626,12 @@ std::optional<ReferenceCheck> Reconciler::check_reference(const std::string& ten
     }
     if (remote_state_of(*match) != RemoteState::succeeded) {
         out.verdict = ReferenceCheck::Verdict::not_charged;
-        out.detail = reference + " is " + match->raw_status + " at the provider: it did not " +
-                     (refund ? "refund" : "charge");
+        out.detail =
+            reference + " is " + match->raw_status + " at the provider: it did not " + verb;
         return out;
     }
     out.verdict = ReferenceCheck::Verdict::confirmed;
-    out.detail = reference + (refund ? " refunded " : " charged ") +
+    out.detail = reference + " " + verb + (verb.back() == 'e' ? "d " : "ed ") +
                  describe_money(match->amount.minor, match->amount.currency) + " at the provider";
     return out;
 }

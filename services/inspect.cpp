@@ -101,17 +101,18 @@ ReviewQueue review_queue(store::Db& db, store::PaymentFilter filter) {
     filter.order = store::PaymentOrder::updated_at;
     ReviewQueue queue;
     queue.page = store::list_payments(db, filter);
-    store::OperationFilter refunds;
-    refunds.tenant_id = filter.tenant_id;
-    refunds.state = std::string(to_string(PaymentState::needs_review));
-    refunds.provider = filter.provider;
-    refunds.older_than = filter.older_than;
-    refunds.by_updated_at = true;
-    refunds.limit = filter.limit;
-    queue.refunds = store::list_operations(db, refunds);
-    if (queue.refunds.size() > static_cast<std::size_t>(filter.limit)) {
-        queue.refunds.resize(static_cast<std::size_t>(filter.limit));
-        queue.refunds_more = true;
+    store::OperationFilter operations;
+    operations.kind = std::nullopt;
+    operations.tenant_id = filter.tenant_id;
+    operations.state = std::string(to_string(PaymentState::needs_review));
+    operations.provider = filter.provider;
+    operations.older_than = filter.older_than;
+    operations.by_updated_at = true;
+    operations.limit = filter.limit;
+    queue.operations = store::list_operations(db, operations);
+    if (queue.operations.size() > static_cast<std::size_t>(filter.limit)) {
+        queue.operations.resize(static_cast<std::size_t>(filter.limit));
+        queue.operations_more = true;
     }
     for (const auto& [provider, n] : store::contradicting_event_counts(db, {}, filter.tenant_id)) {
         queue.contradictions += !filter.provider || *filter.provider == provider ? n : 0;
@@ -171,8 +172,8 @@ ReviewCase review_case(store::Db& db, const store::OperationRow& refund) {
                           guidance_of(refund.review_code));
 }
 
-std::optional<store::OperationRow> find_refund(store::Db& db, const std::string& id) {
-    return store::find_refund_any_tenant(db, id);
+std::optional<store::OperationRow> find_any_operation(store::Db& db, const std::string& id) {
+    return store::find_operation_any_tenant(db, std::nullopt, id);
 }
 
 NextStep next_step(const store::PaymentRow& payment) {

@@ -43,8 +43,8 @@ store::PaymentPage payments_page(store::Db& db, const store::PaymentFilter& filt
 // The refunds in review come with it, by the same filter (their own limit), in `refunds`.
 struct ReviewQueue {
     store::PaymentPage page;
-    std::vector<store::OperationRow> refunds;
-    bool refunds_more = false;
+    std::vector<store::OperationRow> operations; // refunds, captures and voids in review
+    bool operations_more = false;
     long long contradictions = 0;
 };
 ReviewQueue review_queue(store::Db& db, store::PaymentFilter filter);
@@ -61,12 +61,12 @@ struct ReviewCase {
     const ReviewGuidance* guidance = nullptr;
 };
 ReviewCase review_case(store::Db& db, const store::PaymentRecord& record);
-// The same for a refund: its decisions name the refund's ID and generation.
+// The same for a refund, capture or void: its decisions name its own ID and generation.
 ReviewCase review_case(store::Db& db, const store::OperationRow& refund);
 
-// The refund `id` names (its ID or operation ID), of any tenant; nullopt if none has it. Throws
-// DatabaseUnavailable.
-std::optional<store::OperationRow> find_refund(store::Db& db, const std::string& id);
+// The refund, capture or void `id` names (its ID or operation ID), of any tenant; nullopt if none
+// has it. Throws DatabaseUnavailable.
+std::optional<store::OperationRow> find_any_operation(store::Db& db, const std::string& id);
 
 // What an operator can do with a payment now that is not a review decision: go to its decisions
 // (in review), ask the provider now (unknown), cancel it (never sent: pending or

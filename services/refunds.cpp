@@ -260,13 +260,14 @@ std::string refund_note(std::string_view typed) {
     return note;
 }
 
-store::OperationRow refund_or_refuse(store::Db& db, const std::string& id) {
-    const auto refund = store::find_refund_any_tenant(db, id);
-    if (!refund) {
-        throw Refused("no refund has the ID or operation ID '" + printable(id) + "'",
-                      "`payrecon refunds list` shows them");
+store::OperationRow operation_or_refuse(store::Db& db, OperationKind kind, const std::string& id) {
+    const auto found = store::find_operation_any_tenant(db, kind, id);
+    if (!found) {
+        const std::string noun(subject_noun(kind));
+        throw Refused("no " + noun + " has the ID or operation ID '" + printable(id) + "'",
+                      "`payrecon " + noun + "s list` shows them");
     }
-    return *refund;
+    return *found;
 }
 
 } // namespace payrecon

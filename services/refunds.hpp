@@ -79,7 +79,8 @@ std::string operator_refund_body(store::Db& db, const Principal& principal,
 // than k_max_note_length.
 std::string refund_note(std::string_view typed);
 
-// A refund of any tenant by its ID or operation ID, for operators; Refused if none.
-store::OperationRow refund_or_refuse(store::Db& db, const std::string& id);
+// A refund (capture, void: `kind`) of any tenant by its ID or operation ID, for operators;
+// Refused if none.
+store::OperationRow operation_or_refuse(store::Db& db, OperationKind kind, const std::string& id);
 
 } // namespace payrecon

@@ -56,7 +56,8 @@ std::optional<Status> check_reference(const ResolveRequest& request,
     case ReferenceGate::ask_provider:
         break;
     }
-    out.provider = ask_provider(out.ref, out.refund_id, reference, charged);
+    out.provider = ask_provider(out.ref, out.kind, out.refund_id.value_or(out.ref.payment_id),
+                                reference, charged);
     out.provider_asked = true;
     switch (out.provider.verdict) {
     case ReferenceCheck::Verdict::confirmed:
@@ -100,9 +101,11 @@ ResolveOutcome resolve(store::Db& db, const ResolveRequest& request,
     }
     if (const auto ref = store::resolve_payment_ref(db, request.id)) {
         out.ref = *ref;
-    } else if (const auto refund = store::find_refund_any_tenant(db, request.id)) {
-        out.ref = store::PaymentRef{refund->tenant_id, refund->payment_id};
-        out.refund_id = refund->id;
+    } else if (const auto operation =
+                   store::find_operation_any_tenant(db, std::nullopt, request.id)) {
+        out.ref = store::PaymentRef{operation->tenant_id, operation->payment_id};
+        out.kind = operation->kind;
+        out.refund_id = operation->id;
     } else {
         return with_status(std::move(out), Status::not_found);
     }
@@ -158,7 +161,7 @@ ResolveOutcome resolve(store::Db& db, const ResolveRequest& request,
     r.tenant_id = out.ref.tenant_id;
     r.payment_id = out.ref.payment_id;
     if (out.refund_id) {
-        r.kind = OperationKind::refund;
+        r.kind = out.kind;
         r.refund_id = *out.refund_id;
     }
     r.generation = request.generation;

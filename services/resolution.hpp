@@ -23,18 +23,20 @@ class Db;
 namespace payrecon {
 
 // Asks the payment's provider now what it holds for the payment's operation ID against
-// `reference`, at `charged_minor` where given (else the payment's amount) -- or, with `refund_id`,
-// for that refund's operation ID at the refund's amount. The caller supplies it, holding the
-// providers (this layer reaches no network).
+// `reference`, at `charged_minor` where given (else the payment's amount) -- or, for an operation
+// of another `kind` (a refund, capture or void: `subject_id` its row ID, else the payment's), for
+// that operation's ID at its amount. The caller supplies it, holding the providers (this layer
+// reaches no network).
 using AskProvider = std::function<ReferenceCheck(
-    const store::PaymentRef& payment, const std::optional<std::string>& refund_id,
+    const store::PaymentRef& payment, OperationKind kind, const std::string& subject_id,
     const std::string& reference, std::optional<long long> charged_minor)>;
 
 struct ResolveRequest {
-    // A payment ID or operation ID, or a refund's ID or operation ID: a refund is decided by the
-    // same rules (succeeded: the provider refunded it under the reference; failed: it did not,
-    // and its amount is refundable again; retry: the provider holds no refund under its operation
-    // ID, send it again), the reference checked against its own evidence and refund lookup.
+    // A payment ID or operation ID, or a refund's, capture's or void's ID or operation ID: those
+    // are decided by the same rules (succeeded: the provider refunded, captured or voided it under
+    // the reference; failed: it did not, and what it held is free again; retry: the provider
+    // holds nothing under its operation ID, send it again), the reference checked against its
+    // own evidence and its kind's lookup.
     std::string id;
     OperatorDecision decision = OperatorDecision::failed;
     long long generation = -1; // as the operator was shown it
@@ -73,14 +75,17 @@ struct ResolveOutcome {
         provider_refused, // the provider, asked just now, does not confirm it: `provider`
         charge_seen,      // a retry of a payment the provider was seen to hold a charge for:
                           // `evidence.record` is that charge's record (of a refund: the refund's)
-        not_for_refund,   // `charged_amount` given for a refund: an operator records what a
-                          // charge took, not a refund
+        not_for_refund,   // `charged_amount` given for a refund, capture or void: an operator
+                          // records what a charge took, nothing else
     };
     Status status = Status::not_found;
-    store::PaymentRef ref;                // once found (of a refund: its payment)
-    std::optional<std::string> refund_id; // the refund decided, when the ID named one
-    std::string state;                    // the payment's now (after the write, when applied)
-    long long generation = 0;             // the payment's now
+    store::PaymentRef ref; // once found (of a refund, capture or void: its payment)
+    // What the ID named: the charge (the payment), or a refund, capture or void of it, whose own
+    // row ID `refund_id` then is.
+    OperationKind kind = OperationKind::charge;
+    std::optional<std::string> refund_id;
+    std::string state;        // the payment's now (after the write, when applied)
+    long long generation = 0; // the payment's now
     long long amount_minor = 0;
     std::string currency;
     std::optional<ResolutionProblem> problem; // invalid
@@ -110,7 +115,7 @@ struct ReviewAdvice {
     std::vector<ResolutionSuggestion> suggestions;
     std::vector<SeenRecord> seen;
 };
-// With `refund_id`: that refund of the payment, by its own evidence.
+// With `refund_id`: that refund, capture or void of the payment, by its own evidence.
 ReviewAdvice review_advice(store::Db& db, const store::PaymentRef& ref,
                            const std::optional<std::string>& review_code,
                            const std::optional<std::string>& refund_id = std::nullopt);

@@ -336,16 +336,18 @@ std::optional<OperationRow> find_operation(Db& db, OperationKind kind, const std
     });
 }
 
-std::optional<OperationRow> find_operation_any_tenant(Db& db, OperationKind kind,
+std::optional<OperationRow> find_operation_any_tenant(Db& db, std::optional<OperationKind> kind,
                                                       const std::string& id_or_operation_id) {
+    const std::optional<std::string> kind_name =
+        kind ? std::optional<std::string>(to_string(*kind)) : std::nullopt;
     Db::Impl& impl = db.impl();
     return translate_errors(impl, [&]() -> std::optional<OperationRow> {
         pqxx::read_transaction tx(impl.connection());
         const pqxx::result r =
             tx.exec_params("SELECT " + k_operation_columns +
-                               " FROM operations o WHERE o.kind = $2 AND (o.operation_id = $1"
-                               " OR (o.id::text = lower($1)))",
-                           id_or_operation_id, std::string(to_string(kind)));
+                               " FROM operations o WHERE ($2::text IS NULL OR o.kind = $2) AND"
+                               " (o.operation_id = $1 OR (o.id::text = lower($1)))",
+                           id_or_operation_id, or_null(kind_name));
         if (r.empty()) {
             return std::nullopt;
         }
@@ -361,7 +363,7 @@ std::vector<OperationRow> list_operations(Db& db, const OperationFilter& filter)
         pqxx::read_transaction tx(impl.connection());
         const pqxx::result r =
             tx.exec_params("SELECT " + k_operation_columns +
-                               " FROM operations o WHERE o.kind = $8"
+                               " FROM operations o WHERE ($8::text IS NULL OR o.kind = $8)"
                                " AND ($1::uuid IS NULL OR o.tenant_id = $1::uuid)"
                                " AND ($2::uuid IS NULL OR o.payment_id = $2::uuid)"
                                " AND ($3::text IS NULL OR o.state = $3::text)"
@@ -373,7 +375,7 @@ std::vector<OperationRow> list_operations(Db& db, const OperationFilter& filter)
                            or_null(filter.tenant_id), or_null(filter.payment_id),
                            or_null(filter.state), filter.limit + 1, or_null(filter.provider),
                            filter.older_than ? older_than.c_str() : nullptr, filter.by_updated_at,
-                           std::string(to_string(filter.kind)));
+                           filter.kind ? std::string(to_string(*filter.kind)).c_str() : nullptr);
         std::vector<OperationRow> out;
         for (const auto& row : r) {
             out.push_back(operation_from_row(row));

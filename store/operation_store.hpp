@@ -143,8 +143,9 @@ inline std::optional<OperationRow> find_refund(Db& db, const std::string& tenant
     return find_operation(db, OperationKind::refund, tenant_id, refund_id);
 }
 
-// An operation of `kind` of any tenant by its ID or operation ID, for operators; nullopt if none.
-std::optional<OperationRow> find_operation_any_tenant(Db& db, OperationKind kind,
+// An operation of `kind` (nullopt: of any kind) of any tenant by its ID or operation ID, for
+// operators; nullopt if none.
+std::optional<OperationRow> find_operation_any_tenant(Db& db, std::optional<OperationKind> kind,
                                                       const std::string& id_or_operation_id);
 inline std::optional<OperationRow> find_refund_any_tenant(Db& db,
                                                           const std::string& id_or_operation_id) {
@@ -152,7 +153,7 @@ inline std::optional<OperationRow> find_refund_any_tenant(Db& db,
 }
 
 struct OperationFilter {
-    OperationKind kind = OperationKind::refund;
+    std::optional<OperationKind> kind = OperationKind::refund; // nullopt: every kind
     std::optional<std::string> tenant_id;
     std::optional<std::string> payment_id;
     std::optional<std::string> state;

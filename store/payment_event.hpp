@@ -5,7 +5,8 @@
 //
 // Payload: payment_id, tenant_id, operation_id, state, amount (minor units), currency,
 // merchant_reference, provider, provider_reference, generation, reason, review_code, created_at,
-// updated_at (RFC 3339 UTC, milliseconds). Absent values are JSON null.
+// updated_at (RFC 3339 UTC, milliseconds); an authorisation's (capture "manual") also capture,
+// amount_captured and authorization_expires_at. Absent values are JSON null.
 
 #include <string>
 #include <string_view>
@@ -55,6 +56,7 @@ inline std::string payment_event_insert(std::string_view rows, std::string_view 
                )sql" + std::string(k_event_created_updated) +
                                 ") || CASE WHEN r.capture_method = 'manual' THEN "
                                 "jsonb_build_object('capture', 'manual', "
+                                "'amount_captured', r.captured_minor, "
                                 "'authorization_expires_at', to_char(r.authorization_expires_at "
                                 "AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')) "
                                 "ELSE '{}'::jsonb END";
@@ -91,12 +93,14 @@ inline std::string operation_event_insert(std::string_view rows, std::string_vie
 }
 
 // What an operation that just settled does to its payment, as one UPDATE over `rows` (a CTE of
-// operations rows as they are now, from a non-final state): a refund, capture or void that failed
+// operations rows as they are now, from a non-final state, or just reversed from succeeded):
+// a refund, capture or void that failed
 // gives back what it held (the refund's amount refundable again, the capture's capturable, a
 // final capture's or a void's hold released); a capture that succeeded adds to what was captured
-// (and so to what may be refunded); a void that succeeded marks the authorisation voided. The
-// one place these effects are written: the executor's settlement, the reconciler's and a
-// webhook's decision, an operator's resolution and a late reversal all use it.
+// (and so to what may be refunded), and a reversed one takes it off again; a void that succeeded
+// marks the authorisation voided. The one place these effects are written: the executor's
+// settlement, the reconciler's and a webhook's decision, an operator's resolution and a late
+// reversal all use it.
 inline std::string operation_effect_update(std::string_view rows) {
     std::string sql = R"sql(
     UPDATE payments p
@@ -106,6 +110,8 @@ inline std::string operation_effect_update(std::string_view rows) {
                - CASE WHEN u.kind = 'capture' AND u.state = 'failed' THEN u.amount_minor ELSE 0 END,
            captured_minor = p.captured_minor
                + CASE WHEN u.kind = 'capture' AND u.state = 'succeeded' THEN u.amount_minor
+                      -- a late reversal takes back what its success added
+                      WHEN u.kind = 'capture' AND u.reversed_at IS NOT NULL THEN -u.amount_minor
                       ELSE 0 END,
            final_capture_held = p.final_capture_held
                AND NOT (u.kind = 'capture' AND u.final AND u.state = 'failed'),

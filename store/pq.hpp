@@ -169,7 +169,9 @@ inline constexpr const char* k_charge_claim_columns =
     "(extract(epoch FROM p.created_at) * 1000000)::bigint AS created_at_us";
 inline constexpr const char* k_operation_claim_columns =
     "o.kind, o.id::text, p.provider_reference, o.reason, p.capture_method = 'manual', o.final, "
-    "p.operation_id, p.amount_minor, p.captured_minor, o.tenant_id::text, o.payment_id::text, "
+    // What captures before this one took: a capture that succeeded is in captured_minor itself.
+    "p.operation_id, p.amount_minor, p.captured_minor - CASE WHEN o.kind = 'capture' AND "
+    "o.state = 'succeeded' THEN o.amount_minor ELSE 0 END, o.tenant_id::text, o.payment_id::text, "
     "o.generation, o.attempt_count, o.operation_id, coalesce(o.merchant_reference, ''), "
     "o.amount_minor, o.currency, o.provider, p.payment_method, p.customer, p.description, "
     "o.metadata::text, (extract(epoch FROM o.created_at) * 1000000)::bigint";

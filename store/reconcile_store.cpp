@@ -257,7 +257,7 @@ SELECT count(*) FROM payment_attempts a
 constexpr const char* k_refund_reference_holder = "resolve_refund_reference_holder";
 constexpr const char* k_refund_reference_holder_sql = R"sql(
 WITH lock AS (
-    SELECT pg_advisory_xact_lock(hashtextextended(me.provider || ' refund ' || $3, 0)),
+    SELECT pg_advisory_xact_lock(hashtextextended(me.provider || ' ' || me.kind || ' ' || $3, 0)),
            me.provider, me.kind
       FROM operations me WHERE me.tenant_id = $1::uuid AND me.id = $2::uuid
 )
@@ -346,8 +346,8 @@ SELECT p.tenant_id::text, p.payment_id::text, p.generation, p.amount_minor, p.cu
    AND ($2::uuid IS NULL OR p.tenant_id = $2::uuid)
  ORDER BY p.updated_at, p.payment_id)sql";
 
-// A provider's payments and refunds in review with one review code, longest waiting first: what a
-// bulk recheck selects (the review queue's order).
+// A provider's payments and operations (refunds, captures, voids) in review with one review code,
+// longest waiting first: what a bulk recheck selects (the review queue's order).
 constexpr const char* k_review_items = "review_items";
 const std::string k_review_items_sql =
     R"sql(
@@ -362,11 +362,11 @@ SELECT kind, tenant_id, payment_id, refund_id, generation, amount_minor, currenc
          WHERE p.state = 'needs_review' AND p.provider = $1 AND p.review_code = $2
            AND ($3::uuid IS NULL OR p.tenant_id = $3::uuid)
         UNION ALL
-        SELECT 'refund', o.tenant_id::text, o.payment_id::text, o.id::text, o.generation,
+        SELECT o.kind, o.tenant_id::text, o.payment_id::text, o.id::text, o.generation,
                o.amount_minor::bigint, o.currency::text, coalesce(o.review_reason, ''),
                o.updated_at, o.id
           FROM operations o
-         WHERE o.state = 'needs_review' AND o.kind = 'refund' AND o.provider = $1
+         WHERE o.state = 'needs_review' AND o.provider = $1
            AND o.review_code = $2 AND ($3::uuid IS NULL OR o.tenant_id = $3::uuid)) AS in_review
  ORDER BY updated_at, subject
  LIMIT $4)sql";
@@ -485,21 +485,25 @@ std::vector<ReconcileCandidate> peek_unknown(Db& db, int limit,
 std::optional<ReconcileCandidate> load_candidate(Db& db, const std::string& tenant_id,
                                                  const std::string& subject_id,
                                                  OperationKind kind) {
-    const bool refund = kind == OperationKind::refund;
+    const bool operation = kind != OperationKind::charge;
     Db::Impl& impl = db.impl();
     return translate_errors(impl, [&]() -> std::optional<ReconcileCandidate> {
-        if (refund) {
+        if (operation) {
             impl.prepare(k_load_refund, k_load_refund_sql);
         } else {
             impl.prepare(k_load, k_load_sql);
         }
         pqxx::read_transaction tx(impl.connection());
         const pqxx::result r =
-            tx.exec_prepared(refund ? k_load_refund : k_load, tenant_id, subject_id);
+            tx.exec_prepared(operation ? k_load_refund : k_load, tenant_id, subject_id);
         if (r.empty()) {
             return std::nullopt;
         }
-        return candidate_from_row(r[0]);
+        ReconcileCandidate c = candidate_from_row(r[0]);
+        if (c.payment.kind != kind) { // another kind's ID: not the one asked for
+            return std::nullopt;
+        }
+        return c;
     });
 }
 
@@ -571,7 +575,8 @@ ResolveResult resolve_payment(Db& db, const Resolution& resolution) {
                               resolution.charged_amount_minor.has_value(), false})) {
         throw UsageError(describe(*problem));
     }
-    const bool refund = resolution.kind == OperationKind::refund;
+    // A refund, capture or void is decided on its own row (`operations`), a charge on the payment.
+    const bool refund = resolution.kind != OperationKind::charge;
     if (resolution.charged_amount_minor &&
         (refund || resolution.decision != OperatorDecision::succeeded ||
          *resolution.charged_amount_minor < 0)) {
@@ -579,7 +584,7 @@ ResolveResult resolve_payment(Db& db, const Resolution& resolution) {
                          "not negative");
     }
     if (refund && resolution.refund_id.empty()) {
-        throw std::logic_error("resolve_payment: a refund's resolution names the refund");
+        throw std::logic_error("resolve_payment: an operation's resolution names its row");
     }
     // The row decided: the payment's own, or its refund's.
     const std::string& subject = refund ? resolution.refund_id : resolution.payment_id;
@@ -716,8 +721,7 @@ ReviewItems review_items(Db& db, const std::string& provider, const std::string&
                 break;
             }
             ReviewItem i;
-            i.kind = row[0].as<std::string>() == "refund" ? OperationKind::refund
-                                                          : OperationKind::charge;
+            i.kind = parse_operation_kind(row[0].as<std::string>()).value();
             i.tenant_id = row[1].as<std::string>();
             i.payment_id = row[2].as<std::string>();
             if (!row[3].is_null()) {

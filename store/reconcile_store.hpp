@@ -104,8 +104,9 @@ void record_lookup(Db& db, const std::string& tenant_id, const std::string& paym
 struct Resolution {
     std::string tenant_id;
     std::string payment_id;
-    // Kind refund: the decision is about the payment's refund `refund_id` (the operations row),
-    // under the same rules; a refund decided failed gives its amount back to the payment.
+    // Kind refund, capture or void: the decision is about that operation `refund_id` (the
+    // operations row), under the same rules; one decided failed gives back what it held
+    // (store/payment_event.hpp's operation_effect_update).
     OperationKind kind = OperationKind::charge;
     std::string refund_id;
     long long generation = 0; // as the operator was shown it
@@ -141,15 +142,16 @@ struct ResolveResult {
 // in one transaction. Otherwise changes nothing and says why. A dry run changes nothing either way.
 ResolveResult resolve_payment(Db& db, const Resolution& resolution);
 
-// A payment or refund in review as a bulk recheck selects it: by provider and review code.
+// A payment, refund, capture or void in review as a bulk recheck selects it: by provider and
+// review code.
 struct ReviewItem {
     OperationKind kind = OperationKind::charge;
     std::string tenant_id;
-    std::string payment_id; // a refund's: the payment it refunds
-    std::string refund_id;  // a refund's own ID; empty for a payment
-    // What is rechecked: the payment, or the refund.
+    std::string payment_id; // a refund's, capture's or void's: the payment it acts on
+    std::string refund_id;  // the refund's, capture's or void's own ID; empty for a payment
+    // What is rechecked: the payment, or the operation.
     const std::string& subject_id() const {
-        return kind == OperationKind::refund ? refund_id : payment_id;
+        return kind == OperationKind::charge ? payment_id : refund_id;
     }
     long long generation = 0; // as selected: each recheck is fenced by it
     long long amount_minor = 0;

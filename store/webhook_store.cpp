@@ -99,21 +99,23 @@ UPDATE provider_events e
    AND p.tenant_id = e.tenant_id AND p.payment_id = e.payment_id
    AND p.state IN ('succeeded', 'failed') AND p.provider = ANY($1::text[]))sql";
 
-// The same for refunds: an unknown refund and its first unapplied terminal event (the refund's
-// columns as the payment's above, then the refund's ID and its charge's reference).
+// The same for the other operations (refunds, captures, voids): an unknown operation and its
+// first unapplied terminal event (the operation's columns as the payment's above, then its row ID,
+// its charge's reference and its kind). provider_events.refund_id is any operation's row.
 constexpr const char* k_refund_evidence = "webhook_refund_evidence_candidates";
 const std::string k_refund_evidence_sql = R"sql(
 SELECT o.tenant_id::text, o.payment_id::text, o.generation, o.operation_id,
        coalesce(o.merchant_reference, ''), o.provider, o.amount_minor, o.currency,
        e.event_id, e.event_key, e.event_type, e.outcome, e.provider_reference, e.amount_minor,
        e.currency, floor(date_part('epoch', e.occurred_at))::bigint, o.id::text,
-       p.provider_reference
+       p.provider_reference, o.kind
   FROM provider_events e
   JOIN operations o ON o.tenant_id = e.tenant_id AND o.id = e.refund_id
   JOIN payments p ON p.tenant_id = o.tenant_id AND p.payment_id = o.payment_id
  WHERE e.payment_id IS NOT NULL AND e.refund_id IS NOT NULL AND e.applied_at IS NULL
    AND e.outcome IN ('succeeded', 'failed')
-   AND o.state = $3 AND e.outcome = ANY($4::text[]) AND o.provider = ANY($1::text[])
+   AND o.state = $3 AND e.outcome = ANY($4::text[]) AND o.kind = ANY($5::text[])
+   AND o.provider = ANY($1::text[])
  ORDER BY e.received_at, e.event_id
  LIMIT $2)sql";
 const std::string k_refund_evidence_locked_sql =
@@ -158,8 +160,11 @@ constexpr const char* k_settled_refund_events = "webhook_settled_refund_events";
 constexpr const char* k_settled_refund_events_sql = R"sql(
 UPDATE provider_events e
    SET applied_at = now(),
-       applied_result = CASE WHEN e.outcome = o.state AND e.amount_minor = o.amount_minor
-                              AND upper(e.currency) = upper(o.currency) THEN 'consistent'
+       applied_result = CASE WHEN e.outcome = o.state
+                              AND ((e.amount_minor = o.amount_minor
+                                    AND upper(e.currency) = upper(o.currency))
+                                   OR (o.kind = 'void' AND e.amount_minor IS NULL))
+                             THEN 'consistent'
                              WHEN e.outcome = 'succeeded' AND o.reversed_at IS NOT NULL
                               AND e.amount_minor = o.amount_minor
                               AND upper(e.currency) = upper(o.currency) THEN 'superseded'
@@ -168,17 +173,31 @@ UPDATE provider_events e
  WHERE e.applied_at IS NULL AND e.refund_id IS NOT NULL AND e.outcome IN ('succeeded', 'failed')
    AND o.tenant_id = e.tenant_id AND o.id = e.refund_id
    AND o.state IN ('succeeded', 'failed') AND o.provider = ANY($1::text[])
-   AND NOT (e.outcome = 'failed' AND o.state = 'succeeded'))sql";
+   AND NOT (e.outcome = 'failed' AND o.state = 'succeeded' AND o.kind = ANY($2::text[])))sql";
 
-// A late reversal ($2 the refund, $3 its generation, $4 the reason, $5 the actor, $6 the event).
+// A late reversal ($2 the operation, $3 its generation, $4 the reason, $5 the actor, $6 the
+// event). A capture whose amount refunds already hold is not reversed (what was refunded would
+// exceed what was captured): the event is marked `contradicts` for an operator instead.
 constexpr const char* k_reverse_refund = "webhook_reverse_refund";
 const std::string k_reverse_refund_sql = R"sql(
-WITH u AS (
+WITH current AS (
+    SELECT o.id, o.kind,
+           o.kind = 'capture' AND p.refund_held_minor > p.captured_minor - o.amount_minor
+               AS refunded
+      FROM operations o
+      JOIN payments p ON p.tenant_id = o.tenant_id AND p.payment_id = o.payment_id
+     WHERE o.tenant_id = $1::uuid AND o.id = $2::uuid AND o.generation = $3
+       AND o.state = 'succeeded'
+), u AS (
     UPDATE operations
        SET state = 'failed', generation = generation + 1, failure_reason = left($4, 1000),
            reversed_at = now(), updated_at = now()
      WHERE tenant_id = $1::uuid AND id = $2::uuid AND generation = $3 AND state = 'succeeded'
+       AND NOT (SELECT refunded FROM current)
  RETURNING *
+), blocked AS (
+    UPDATE provider_events SET applied_at = now(), applied_result = 'contradicts'
+     WHERE event_id = $6 AND (SELECT refunded FROM current)
 ), effect AS ()sql" + operation_effect_update("u") +
                                          R"sql(
 ), event AS (
@@ -195,7 +214,20 @@ WITH u AS (
     UPDATE provider_events SET applied_at = now(), applied_result = 'reversal'
      WHERE event_id = $6 AND EXISTS (SELECT 1 FROM u)
 )
-SELECT count(*) FROM u)sql";
+SELECT (SELECT count(*) FROM u), coalesce((SELECT refunded FROM current), false))sql";
+
+// The operations beyond the charge, and those of them whose success a provider may take back
+// later (core's find_reversal), as text arrays for the queries above.
+std::string operation_kinds(bool reversible_only) {
+    std::vector<std::string> out;
+    for (const OperationKind kind :
+         {OperationKind::refund, OperationKind::capture, OperationKind::void_authorization}) {
+        if (!reversible_only || find_reversal(kind)) {
+            out.emplace_back(to_string(kind));
+        }
+    }
+    return text_array(out);
+}
 
 PaymentState state_for(const ReconcileDecision& d) {
     switch (d.action) {
@@ -241,9 +273,9 @@ EvidenceCandidate evidence_from_row(const pqxx::row& r) {
     if (!r[15].is_null()) {
         c.event.occurred_at = r[15].as<long long>();
     }
-    if (r.size() > 16) { // a refund's row
-        c.kind = OperationKind::refund;
-        c.event.kind = OperationKind::refund;
+    if (r.size() > 16) { // an operation's row (a refund, a capture, a void)
+        c.kind = parse_operation_kind(r[18].as<std::string>()).value();
+        c.event.kind = c.kind;
         c.refund_id = r[16].as<std::string>();
         if (!r[17].is_null()) {
             c.charge_reference = r[17].as<std::string>();
@@ -439,7 +471,7 @@ apply_webhook_evidence(Db& db, const std::string& actor, const std::vector<std::
         pqxx::work tx(impl.connection());
         const std::string names = text_array(providers);
         tx.exec_prepared0(k_settled_events, names);
-        tx.exec_prepared0(k_settled_refund_events, names);
+        tx.exec_prepared0(k_settled_refund_events, names, operation_kinds(true));
         std::vector<AppliedEvidence> out;
         std::set<std::string> decided; // a payment's later events wait for the next pass
         for (const auto& row : tx.exec_prepared(k_evidence, names, limit)) {
@@ -461,9 +493,10 @@ apply_webhook_evidence(Db& db, const std::string& actor, const std::vector<std::
             }
         }
         const int left = limit - static_cast<int>(out.size());
-        for (const auto& row : left <= 0 ? pqxx::result()
-                                         : tx.exec_prepared(k_refund_evidence, names, left,
-                                                            "unknown", "{succeeded,failed}")) {
+        for (const auto& row :
+             left <= 0 ? pqxx::result()
+                       : tx.exec_prepared(k_refund_evidence, names, left, "unknown",
+                                          "{succeeded,failed}", operation_kinds(false))) {
             EvidenceCandidate c = evidence_from_row(row);
             if (!decided.insert(c.refund_id).second) {
                 continue;
@@ -497,15 +530,15 @@ reversal_candidates(Db& db, const std::vector<std::string>& providers, int limit
         std::vector<EvidenceCandidate> out;
         // The plain select (no row lock): the provider is asked before anything is written.
         for (const auto& row : tx.exec_params(k_refund_evidence_sql, text_array(providers), limit,
-                                              "succeeded", "{failed}")) {
+                                              "succeeded", "{failed}", operation_kinds(true))) {
             out.push_back(evidence_from_row(row));
         }
         return out;
     });
 }
 
-bool reverse_refund(Db& db, const EvidenceCandidate& candidate, const std::string& actor,
-                    const std::string& reason) {
+Reversal reverse_operation(Db& db, const EvidenceCandidate& candidate, const std::string& actor,
+                           const std::string& reason) {
     require_reversal(candidate.kind);
     Db::Impl& impl = db.impl();
     return translate_errors(impl, [&] {
@@ -515,7 +548,10 @@ bool reverse_refund(Db& db, const EvidenceCandidate& candidate, const std::strin
             tx.exec_prepared1(k_reverse_refund, candidate.tenant_id, candidate.refund_id,
                               candidate.generation, reason, actor, candidate.event_id);
         tx.commit();
-        return r[0].as<long long>() == 1;
+        if (r[0].as<long long>() == 1) {
+            return Reversal::reversed;
+        }
+        return r[1].as<bool>() ? Reversal::refunded : Reversal::changed;
     });
 }
 

@@ -31,12 +31,14 @@ std::vector<StoredEvent> store_provider_events(Db& db, const std::string& provid
                                                const std::vector<WebhookEvent>& events,
                                                std::string_view body);
 
-// An `unknown` payment or refund and the first unapplied terminal event (succeeded or failed)
-// about it; or (reversal_candidates) a succeeded refund and a failed event about it.
+// An `unknown` payment or operation (refund, capture, void) and the first unapplied terminal
+// event (succeeded or failed) about it; or (reversal_candidates) a succeeded refund or capture
+// and a failed event about it.
 struct EvidenceCandidate {
     OperationKind kind = OperationKind::charge;
-    std::string refund_id;                       // with a refund
-    std::optional<std::string> charge_reference; // with a refund: its charge's provider reference
+    std::string
+        refund_id; // with an operation beyond the charge: its row ID (refund, capture, void)
+    std::optional<std::string> charge_reference; // with one: its charge's provider reference
     std::string tenant_id;
     std::string payment_id;
     long long generation = 0;
@@ -62,28 +64,34 @@ struct AppliedEvidence {
 // `decide` about each, and writes its decision fenced by the generation just read: the payment's
 // new state (succeeded, failed or needs_review), its reference, an audit row naming the event, the
 // outbox event, and the event marked applied with the decision. Then the same for `unknown`
-// refunds (a refund that becomes failed gives its amount back to its payment). First, the
-// terminal events of payments and refunds that settled without them are marked `consistent` or
-// `contradicts` (`superseded`: a success reported before the refund was reversed); a failed event
-// of a succeeded refund is left for reversal_candidates. Pending and `other` events, and events of
-// payments in any other state, are left as they are. Throws DatabaseUnavailable.
+// refunds, captures and voids (store/payment_event.hpp's operation_effect_update: what one that
+// settles does to its payment). First, the terminal events of payments and operations that
+// settled without them are marked `consistent` or `contradicts` (`superseded`: a success reported
+// before the operation was reversed; a void's news need not carry an amount); a failed event of a
+// succeeded refund or capture is left for reversal_candidates. Pending and `other` events, and
+// events of payments in any other state, are left as they are. Throws DatabaseUnavailable.
 std::vector<AppliedEvidence>
 apply_webhook_evidence(Db& db, const std::string& actor, const std::vector<std::string>& providers,
                        int limit,
                        const std::function<ReconcileDecision(const EvidenceCandidate&)>& decide);
 
-// Succeeded refunds of `providers` with an unapplied failed event (a possible late reversal),
-// oldest event first, at most `limit`; nothing is locked (the caller asks the provider first).
+// Succeeded refunds and captures of `providers` with an unapplied failed event (a possible late
+// reversal), oldest event first, at most `limit`; nothing is locked (the caller asks the provider
+// first).
 std::vector<EvidenceCandidate>
 reversal_candidates(Db& db, const std::vector<std::string>& providers, int limit);
 
-// Reverses the refund of `candidate` (core's find_reversal: succeeded -> failed) if it is still
-// succeeded at its generation: generation + 1, `reason` as its failure reason, reversed_at, its
-// amount given back to its payment, the refund.failed event, an audit row (refund.reversed)
-// naming the event by `actor`, and the event marked applied `reversal` -- one transaction.
-// Returns false (nothing written) if the refund changed meanwhile.
-bool reverse_refund(Db& db, const EvidenceCandidate& candidate, const std::string& actor,
-                    const std::string& reason);
+// Reverses the refund or capture of `candidate` (core's find_reversal: succeeded -> failed) if it
+// is still succeeded at its generation: generation + 1, `reason` as its failure reason,
+// reversed_at, its effect on its payment undone (a refund's amount refundable again, a capture's
+// taken off what was captured and capturable again), the <kind>.failed event, an audit row
+// (<kind>.reversed) naming the event by `actor`, and the event marked applied `reversal` -- one
+// transaction. A capture whose amount refunds already hold is not reversed (the refunds would
+// exceed what was captured): its event is marked `contradicts` for an operator (`refunded`).
+// `changed`: nothing written, the operation changed meanwhile.
+enum class Reversal { reversed, refunded, changed };
+Reversal reverse_operation(Db& db, const EvidenceCandidate& candidate, const std::string& actor,
+                           const std::string& reason);
 
 // Marks stored event `event_id` applied with `result` (contradicts: the provider's lookup says
 // otherwise; it waits in the review queue for an operator's acknowledgement).

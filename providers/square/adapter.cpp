@@ -107,6 +107,8 @@ LookupResult SquareAdapter::lookup(const PaymentOrder& order) {
         }
         for (auto& p : page.items) {
             if (p.operation_id == order.operation_id) {
+                // An authorisation held is what an order that only authorises asked for.
+                p.state = map_status_for(p.raw_status, order.manual_capture);
                 matches.push_back(std::move(p));
             }
         }
@@ -196,6 +198,123 @@ LookupResult SquareAdapter::lookup_refund(const RefundOrder& order) {
         }
     }
     answer_from_matches(out, std::move(matches));
+    return out;
+}
+
+// Captures and voids.
+
+namespace {
+
+std::string payment_path(const AuthorizationOrder& order, std::string_view action) {
+    std::string path = "/v2/payments/" + percent_encode(order.payment_reference);
+    if (!action.empty()) {
+        path += "/" + std::string(action);
+    }
+    return path;
+}
+
+} // namespace
+
+SubmitResult SquareAdapter::send_authorisation_call(
+    const AuthorizationOrder& order, std::string method, const std::string& path, std::string body,
+    const std::function<SubmitResult(int, std::string_view)>& interpret) {
+    net::HttpRequest req = m_client.request(std::move(method), path, true);
+    if (!body.empty()) { // CancelPayment takes no body at all
+        req.headers.emplace_back("Content-Type", "application/json");
+    }
+    req.body = std::move(body);
+    req.deadline = order.deadline;
+    SubmitResult r = create_outcome(m_client.send(std::move(req)), interpret);
+    if (r.outcome != Outcome::rejected || !r.rejection || r.rejection->http_status != 400) {
+        return r;
+    }
+    // Refused, nothing executed by this request: the payment's status says why -- voided or
+    // lapsed (declined), or captured or released already, perhaps by this very operation whose
+    // first answer was lost (unknown: the lookup decides). Read, never sent again here.
+    const net::HttpResult res =
+        m_client.send(m_client.request("GET", payment_path(order, ""), false));
+    const ReadCall read = read_call(res);
+    if (read.ok) {
+        if (auto by_status = refusal_by_status(order, r, res.body)) {
+            return *by_status;
+        }
+    }
+    // Unread: what the refusal meant is not known yet, and the reconciler's lookup will read it.
+    r.outcome = Outcome::unknown;
+    r.call.error_class = "refused_unread:" + r.rejection->code;
+    r.rejection.reset();
+    return r;
+}
+
+SubmitResult SquareAdapter::capture(const AuthorizationOrder& order) {
+    if (!order.final) {
+        return rejected_request(0, "multiple_captures_not_supported",
+                                "Square completes a payment once: a capture that leaves the "
+                                "authorisation open (final = false) cannot be made",
+                                "");
+    }
+    if (order.payment_reference.empty()) {
+        return not_expressible("no_payment_reference", "the payment has no Square payment ID");
+    }
+    const auto update = update_body(order);
+    if (!update) {
+        return not_expressible("not_expressible",
+                               "the amount (" + order.amount.currency +
+                                   ") or the operation ID cannot be expressed in Square's "
+                                   "UpdatePayment and CompletePayment");
+    }
+    std::optional<std::string> version_token;
+    if (order.amount.minor < order.authorized_minor - order.captured_before_minor) {
+        // Square completes the whole amount_money: a smaller capture lowers it first, under a key
+        // of the capture's (a re-send sets the same amount again), and completes that version.
+        UpdateAnswer lowered;
+        const SubmitResult set =
+            send_authorisation_call(order, "PUT", payment_path(order, ""), *update,
+                                    [&order, &lowered](int status, std::string_view b) {
+                                        lowered = interpret_update(order, status, b);
+                                        return lowered.result;
+                                    });
+        if (set.outcome != Outcome::succeeded) {
+            return set; // not_sent, unknown, rejected or declined: nothing completed
+        }
+        version_token = lowered.version_token;
+    }
+    return send_authorisation_call(
+        order, "POST", payment_path(order, "complete"), complete_body(version_token),
+        [&order](int status, std::string_view b) { return interpret_complete(order, status, b); });
+}
+
+SubmitResult SquareAdapter::void_authorization(const AuthorizationOrder& order) {
+    if (order.payment_reference.empty()) {
+        return not_expressible("no_payment_reference", "the payment has no Square payment ID");
+    }
+    return send_authorisation_call(
+        order, "POST", payment_path(order, "cancel"), "",
+        [&order](int status, std::string_view b) { return interpret_cancel(order, status, b); });
+}
+
+LookupResult SquareAdapter::lookup_capture(const AuthorizationOrder& order) {
+    LookupResult out;
+    if (!m_caps.capture_lookup || order.payment_reference.empty()) {
+        out.call.error_class =
+            m_caps.capture_lookup ? "no_payment_reference" : "lookup_not_supported";
+        return out;
+    }
+    const net::HttpResult res =
+        m_client.send(m_client.request("GET", payment_path(order, ""), false));
+    const ReadCall read = read_call(res);
+    if (!read.ok) {
+        out.call = read.call;
+        return out; // failed: never read as absence
+    }
+    out = capture_lookup_answer(order, res.body);
+    const std::string error_class = out.call.error_class;
+    const std::string detail = out.call.detail;
+    out.call = read.call;
+    out.call.error_class = error_class;
+    if (!detail.empty()) {
+        out.call.detail = detail;
+    }
     return out;
 }
 

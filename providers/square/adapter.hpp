@@ -8,8 +8,12 @@
 //   declined. What a request racing an in-flight first one gets is undocumented, and so is how
 //   long keys are kept: the retention comes from the config (`key_retention_h`).
 // - We create and complete in one call (`autocomplete: true`), so APPROVED (authorised, not
-//   captured) should not happen; it is read as pending. Our operation ID also goes in
-//   `reference_id` (at most 40 characters; ours are 35) so the charge can be found again.
+//   captured) is read as pending -- except for an order that only authorises (manual_capture):
+//   `autocomplete: false`, `delay_action: CANCEL` and `delay_duration: P7D` sent explicitly (an
+//   authorisation nobody captures is released, never completed; 7 days is Square's documented
+//   card-not-present threshold), its APPROVED read as succeeded with awaiting_capture. Our
+//   operation ID also goes in `reference_id` (at most 40 characters; ours are 35) so the charge
+//   can be found again.
 // - Lookup: there is no search by reference_id. We list payments created in
 //   [created_at - 5 min, created_at + 24 h) and match reference_id, paging through every page
 //   (at most 50, else failed). That needs PaymentOrder::created_at; without it the lookup fails.
@@ -35,6 +39,18 @@
 //   refund's funds can still fail to be secured (FAILED later). ListPaymentRefunds (GET
 //   /v2/refunds, by created_at window and cursor, as ListPayments) lists every refund of the
 //   account: the statement's refunds (list_refunds).
+// - Captures and voids: POST /v2/payments/{id}/complete and /cancel take NO idempotency key. A
+//   lost answer is unknown; lookup_capture reads the payment (GET /v2/payments/{id}): COMPLETED
+//   the capture happened, CANCELED the void (or the lapse), APPROVED neither -- confirmed absent,
+//   and only that read lets the reconciler send the call again. Square completes a payment once
+//   and whole (multiple_captures false): a smaller final capture first lowers amount_money with
+//   UpdatePayment (PUT /v2/payments/{id}, keyed `<operation ID>-amount`; Square documents that
+//   an APPROVED payment's amount_money can be updated, down where the payment's capabilities
+//   name EDIT_AMOUNT_DOWN), then completes exactly that version (`version_token`: a payment
+//   changed since is refused VERSION_MISMATCH, never captured at another amount). A 400 refusal
+//   of either call is classified by reading the payment (refusal_by_status): CANCELED declined
+//   for a capture, COMPLETED declined for a void, the other way round unknown (the lookup
+//   decides), APPROVED rejected.
 
 #include "providers/adapter_support.hpp"
 #include "providers/config.hpp"
@@ -86,8 +102,24 @@ public:
     // 100 a page, Square's cursor; each refund's operation ID from its reason.
     ListPage list_refunds(const TimeWindow& window,
                           const std::optional<std::string>& cursor) override;
+    // A capture: final only (Square completes a payment once); below what is left authorised,
+    // UpdatePayment lowers amount_money first (keyed update_key), then CompletePayment with the
+    // version it answered; the whole amount: CompletePayment alone. No key on the complete.
+    SubmitResult capture(const AuthorizationOrder& order) override;
+    // CancelPayment: no body, no key.
+    SubmitResult void_authorization(const AuthorizationOrder& order) override;
+    // Reads the payment (GET /v2/payments/{id}): capture_lookup_answer.
+    LookupResult lookup_capture(const AuthorizationOrder& order) override;
 
 private:
+    // One call of a capture or a void (`method` `path` with the JSON `body`, by the order's
+    // deadline, decided by `interpret`); a 400 refusal is then classified by reading the payment
+    // (refusal_by_status), unknown if it cannot be read. Never sends the call twice.
+    SubmitResult
+    send_authorisation_call(const AuthorizationOrder& order, std::string method,
+                            const std::string& path, std::string body,
+                            const std::function<SubmitResult(int, std::string_view)>& interpret);
+
     // A JSON POST that moves money (the key is in `body`), sent by `deadline`, its answer decided
     // by `interpret`.
     SubmitResult post_json(const std::string& path, std::string body,

@@ -15,12 +15,17 @@ const ProviderDescriptor& descriptor() {
         .settings = {},
         .parse_settings = nullptr,
         // idempotency_key up to 45 characters; lookup by listing a window; listing; a refund
-        // found among its payment's refund_ids.
+        // found among its payment's refund_ids; authorisations (autocomplete false) completed
+        // once and whole, or canceled, 7 days (card not present), found by reading the payment.
         .api = {.max_key_length = k_max_key_length,
                 .lookup = true,
                 .list = true,
                 .list_refunds = true,
-                .refund_lookup = true},
+                .refund_lookup = true,
+                .manual_capture = true,
+                .multiple_captures = false,
+                .authorization_validity = std::chrono::hours(7 * 24),
+                .capture_lookup = true},
         .carry_limits = &carry_limits,
         // The document lists the statuses in prose, not as an enum.
         .statuses = {.contract_pointer =

@@ -3,6 +3,7 @@
 #include "core/external_json.hpp"
 #include "providers/wire_util.hpp"
 
+#include <algorithm>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <utility>
@@ -39,6 +40,10 @@ std::optional<RemotePayment> payment_from(const json& j) {
     p.amount = *money;
     p.raw_status = j["status"].get<std::string>();
     p.state = map_status(p.raw_status);
+    // An authorisation: held while APPROVED; COMPLETED captured its amount_money (Square
+    // completes the whole of it, as an UpdatePayment may have lowered it).
+    p.awaiting_capture = p.raw_status == "APPROVED";
+    p.amount_captured_minor = p.raw_status == "COMPLETED" ? money->minor : 0;
     if (is_string(j, "reference_id")) {
         p.operation_id = j["reference_id"].get<std::string>();
     }
@@ -85,8 +90,13 @@ std::optional<std::string> create_body(const PaymentOrder& order) {
         {"source_id", order.payment_method},
         {"amount_money", {{"amount", money->minor}, {"currency", money->currency}}},
         {"reference_id", order.operation_id},
-        {"autocomplete", true},
+        {"autocomplete", !order.manual_capture},
     };
+    if (order.manual_capture) {
+        // Explicit, not Square's defaults: an authorisation nobody captures is released.
+        body["delay_action"] = "CANCEL";
+        body["delay_duration"] = k_delay_duration;
+    }
     if (order.customer) {
         body["customer_id"] = *order.customer;
     }
@@ -98,7 +108,9 @@ std::optional<std::string> create_body(const PaymentOrder& order) {
 
 constexpr StatusRule k_status_rules[] = {
     {"COMPLETED", Outcome::succeeded, "charged"},
-    {"APPROVED", Outcome::pending, "authorised, not captured: should not happen with autocomplete"},
+    {"APPROVED", Outcome::pending,
+     "authorised, not captured: a payment that only authorises (autocomplete false) reads it as "
+     "succeeded, the amount held (map_status_for); any other asked to complete at once"},
     {"PENDING", Outcome::pending, "not final yet"},
     {"FAILED", Outcome::declined, "attempted and failed"},
     {"CANCELED", Outcome::declined, "canceled: it will never charge"},
@@ -110,6 +122,13 @@ std::span<const StatusRule> status_rules() {
 
 Outcome map_status(std::string_view status) {
     return outcome_by_rules(k_status_rules, status);
+}
+
+Outcome map_status_for(std::string_view status, bool manual_capture) {
+    if (manual_capture && status == "APPROVED") {
+        return Outcome::succeeded;
+    }
+    return map_status(status);
 }
 
 std::optional<RemotePayment> parse_payment(std::string_view json_text) {
@@ -151,6 +170,7 @@ std::optional<Envelope> parse_envelope(std::string_view json_text) {
         if (!out.payment) {
             return std::nullopt;
         }
+        out.version_token = wire::string_member(j["payment"], "version_token");
         if (j["payment"].contains("refund_ids")) {
             const json& ids = j["payment"]["refund_ids"];
             if (!ids.is_array()) {
@@ -211,11 +231,13 @@ namespace {
 // 2xx holds (`object`: the envelope's payment or refund), required to echo our request (`echoes`);
 // the errors alike for both, but the declines: the error categories that refuse the money movement
 // itself (`declines`), and the codes that are final for the request as it is (`final_code`).
+// `state_of` reads a 2xx's object as the outcome (its mapped status unless given).
 SubmitResult interpret_call(int http_status, std::string_view body,
                             std::optional<RemotePayment> Envelope::*object,
                             const std::function<bool(const RemotePayment&)>& echoes,
                             const std::function<bool(const SquareError&)>& declines,
-                            bool (*final_code)(std::string_view)) {
+                            bool (*final_code)(std::string_view),
+                            const std::function<Outcome(const RemotePayment&)>& state_of = {}) {
     SubmitResult r;
     r.call.http_status = http_status;
     r.call.detail = wire::excerpt(body);
@@ -227,7 +249,7 @@ SubmitResult interpret_call(int http_status, std::string_view body,
         }
         const RemotePayment& p = *((*env).*object);
         r.provider_reference = p.provider_reference;
-        r.outcome = p.state;
+        r.outcome = state_of ? state_of(p) : p.state;
         r.call.error_class =
             r.outcome == Outcome::unknown ? "unexpected_status_" + p.raw_status : "";
         return r;
@@ -296,7 +318,10 @@ SubmitResult interpret_create(const PaymentOrder& order, int http_status, std::s
             return p.amount == order.amount && p.operation_id == order.operation_id;
         },
         [](const SquareError& e) { return e.category == "PAYMENT_METHOD_ERROR"; },
-        final_invalid_request);
+        final_invalid_request,
+        [&order](const RemotePayment& p) {
+            return map_status_for(p.raw_status, order.manual_capture);
+        });
 }
 
 bool final_invalid_request(std::string_view code) {
@@ -413,6 +438,174 @@ SubmitResult interpret_refund(const RefundOrder& order, int http_status, std::st
             return e.category == "REFUND_ERROR" || e.category == "PAYMENT_METHOD_ERROR";
         },
         final_refund_request);
+}
+
+// Captures and voids (POST /v2/payments/{id}/complete and /cancel, PUT /v2/payments/{id}).
+
+std::optional<std::string> update_key(const AuthorizationOrder& order) {
+    std::string key = order.operation_id + "-amount";
+    if (order.operation_id.empty() || key.size() > k_max_idempotency_key) {
+        return std::nullopt;
+    }
+    return key;
+}
+
+std::optional<std::string> update_body(const AuthorizationOrder& order) {
+    const auto money = to_square_money(order.amount);
+    const auto key = update_key(order);
+    if (!money || !key || order.payment_reference.empty()) {
+        return std::nullopt;
+    }
+    return json{
+        {"idempotency_key", *key},
+        {"payment", {{"amount_money", {{"amount", money->minor}, {"currency", money->currency}}}}}}
+        .dump();
+}
+
+std::string complete_body(const std::optional<std::string>& version_token) {
+    json body = json::object();
+    if (version_token) {
+        body["version_token"] = *version_token;
+    }
+    return body.dump();
+}
+
+namespace {
+
+// The payment an authorisation call's 2xx must be: the one the order names, in its currency.
+bool same_authorisation(const AuthorizationOrder& order, const RemotePayment& p) {
+    return p.provider_reference == order.payment_reference &&
+           p.amount.currency == order.amount.currency;
+}
+
+bool never_declined(const SquareError&) {
+    // CompletePayment, CancelPayment and UpdatePayment refuse with INVALID_REQUEST_ERROR
+    // (classified by reading the payment), not with a card's decline.
+    return false;
+}
+
+bool no_final_code(std::string_view) {
+    return false;
+}
+
+} // namespace
+
+UpdateAnswer interpret_update(const AuthorizationOrder& order, int http_status,
+                              std::string_view body) {
+    UpdateAnswer out;
+    out.result = interpret_call(
+        http_status, body, &Envelope::payment,
+        [&order](const RemotePayment& p) {
+            return same_authorisation(order, p) && p.amount == order.amount;
+        },
+        never_declined, no_final_code,
+        [](const RemotePayment& p) {
+            // Set, and still to be completed; anything else was not what UpdatePayment does.
+            return p.raw_status == "APPROVED" ? Outcome::succeeded : Outcome::unknown;
+        });
+    if (out.result.outcome == Outcome::succeeded) {
+        if (const auto env = parse_envelope(body)) {
+            out.version_token = env->version_token;
+        }
+    }
+    return out;
+}
+
+SubmitResult interpret_complete(const AuthorizationOrder& order, int http_status,
+                                std::string_view body) {
+    return interpret_call(
+        http_status, body, &Envelope::payment,
+        [&order](const RemotePayment& p) {
+            // A COMPLETED payment must have taken what we asked: Square completes the whole
+            // amount_money, which an UpdatePayment set to this capture's.
+            return same_authorisation(order, p) &&
+                   (p.raw_status != "COMPLETED" || p.amount == order.amount);
+        },
+        never_declined, no_final_code,
+        [](const RemotePayment& p) {
+            return p.raw_status == "COMPLETED" ? Outcome::succeeded : Outcome::unknown;
+        });
+}
+
+SubmitResult interpret_cancel(const AuthorizationOrder& order, int http_status,
+                              std::string_view body) {
+    return interpret_call(
+        http_status, body, &Envelope::payment,
+        [&order](const RemotePayment& p) { return same_authorisation(order, p); }, never_declined,
+        no_final_code,
+        [](const RemotePayment& p) {
+            return p.raw_status == "CANCELED" ? Outcome::succeeded : Outcome::unknown;
+        });
+}
+
+std::optional<SubmitResult> refusal_by_status(const AuthorizationOrder& order,
+                                              const SubmitResult& refused,
+                                              std::string_view payment_body) {
+    const auto env = parse_envelope(payment_body);
+    if (!env || !env->payment || !env->errors.empty() ||
+        !same_authorisation(order, *env->payment)) {
+        return std::nullopt;
+    }
+    const std::string& status = env->payment->raw_status;
+    const bool capture = order.kind == OperationKind::capture;
+    SubmitResult r = refused;
+    const std::string code = refused.rejection ? refused.rejection->code : std::string();
+    const auto as = [&](Outcome outcome) {
+        r.outcome = outcome;
+        r.rejection.reset();
+        r.call.error_class = "invalid_request:" + code + ":" + status;
+        return r;
+    };
+    if (status == "APPROVED") {
+        return r; // held and untouched, and refused all the same: the request itself
+    }
+    if (status == "FAILED" || status == (capture ? "CANCELED" : "COMPLETED")) {
+        return as(Outcome::declined); // voided, lapsed or never authorised; or captured already
+    }
+    // Captured (a capture) or released (a void) already -- perhaps by this very call, its first
+    // answer lost: the lookup decides. PENDING and any other word likewise.
+    return as(Outcome::unknown);
+}
+
+LookupResult capture_lookup_answer(const AuthorizationOrder& order, std::string_view body) {
+    LookupResult out;
+    out.call.http_status = 200;
+    const auto env = parse_envelope(body);
+    if (!env || !env->payment || !env->errors.empty() ||
+        !same_authorisation(order, *env->payment)) {
+        out.call.error_class = "unrecognised_response";
+        out.call.detail = wire::excerpt(body);
+        return out;
+    }
+    RemotePayment p = *env->payment;
+    const std::string status = p.raw_status;
+    if (std::none_of(std::begin(k_status_rules), std::end(k_status_rules),
+                     [&status](const StatusRule& rule) { return rule.word == status; })) {
+        out.call.error_class = "unexpected_status_" + status; // a word no table knows
+        return out;
+    }
+    const auto found = [&out, &p](Outcome state) {
+        p.state = state;
+        out.status = LookupResult::Status::found;
+        out.payment = p;
+        return out;
+    };
+    if (status == "APPROVED") {
+        out.status = LookupResult::Status::not_found; // held, untouched: neither call happened
+        return out;
+    }
+    if (status == "PENDING") {
+        return found(Outcome::pending);
+    }
+    const bool capture = order.kind == OperationKind::capture;
+    if (status == "COMPLETED") {
+        // Square completes a payment once, whole: what it captured is its amount_money.
+        return found(capture ? Outcome::succeeded : Outcome::declined);
+    }
+    if (status == "CANCELED") {
+        return found(capture ? Outcome::declined : Outcome::succeeded);
+    }
+    return found(Outcome::declined); // FAILED: nothing held, nothing to capture or release
 }
 
 } // namespace payrecon::providers::square

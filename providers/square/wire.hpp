@@ -28,16 +28,25 @@ const CarryLimits& carry_limits();
 
 // The JSON body of POST /v2/payments: idempotency_key and reference_id are our operation ID,
 // source_id the payment method token, amount_money, customer_id and note when present, and
-// autocomplete true. nullopt if the amount is not expressible, the operation ID is longer than
-// reference_id allows (40), or the payment has metadata (it would be left out).
+// autocomplete true -- or, for an order that only authorises (manual_capture), autocomplete false
+// with delay_action CANCEL and delay_duration k_delay_duration, so that an authorisation left
+// alone is released, never captured. nullopt if the amount is not expressible, the operation ID is
+// longer than reference_id allows (40), or the payment has metadata (it would be left out).
 std::optional<std::string> create_body(const PaymentOrder& order);
 
 // A Payment's status mapped to an outcome: COMPLETED -> succeeded; APPROVED (authorised, not
-// captured: should not happen with autocomplete), PENDING -> pending; FAILED, CANCELED -> declined;
-// anything else -> unknown.
+// captured: what an order that only authorises asks for, else not what we asked), PENDING ->
+// pending; FAILED, CANCELED -> declined; anything else -> unknown.
 // Its status words, each mapped on purpose (providers/status_rules.hpp); map_status() reads them.
 std::span<const StatusRule> status_rules();
 Outcome map_status(std::string_view status);
+// As map_status, but APPROVED is succeeded for an order that only authorises (manual_capture):
+// the amount is held, as it asked. CANCELED stays declined (voided or lapsed: nothing captured).
+Outcome map_status_for(std::string_view status, bool manual_capture);
+
+// An authorisation's delay_duration (RFC 3339): Square's documented default and longest for a
+// card-not-present payment, "P7D". ApiCapabilities::authorization_validity is the same 7 days.
+inline constexpr const char* k_delay_duration = "P7D";
 
 // Parses a Payment object (not the envelope). nullopt if it is not one (missing id, amount_money,
 // status).
@@ -59,7 +68,8 @@ struct SquareError {
 struct Envelope {
     std::vector<SquareError> errors;
     std::optional<RemotePayment> payment;
-    std::vector<std::string> refund_ids; // the payment's
+    std::optional<std::string> version_token; // the payment's (optimistic concurrency)
+    std::vector<std::string> refund_ids;      // the payment's
     std::vector<RemotePayment> payments;
     std::optional<std::string> cursor;
     std::optional<RemotePayment> refund;
@@ -80,6 +90,7 @@ bool final_invalid_request(std::string_view code);
 // another 400 INVALID_REQUEST_ERROR (a missing, unknown or invalid parameter: Square executed
 // nothing) -> rejected with Square's code and detail, except final_invalid_request codes ->
 // declined; 5xx, other 4xx (a 404, a 409 CONFLICT) and anything unparseable -> unknown.
+// A manual_capture order's APPROVED payment is succeeded (map_status_for).
 SubmitResult interpret_create(const PaymentOrder& order, int http_status, std::string_view body);
 
 // Refunds (POST /v2/refunds, DESIGN section 16).
@@ -117,5 +128,57 @@ bool final_refund_request(std::string_view code);
 // REFUND_ERROR (or PAYMENT_METHOD_ERROR: the card refused the refund) is declined -- a refund it
 // carries must echo us and be REJECTED or FAILED --, and final_refund_request codes are declined.
 SubmitResult interpret_refund(const RefundOrder& order, int http_status, std::string_view body);
+
+// Captures and voids (issue 32, README.md "Captures and voids"). CompletePayment and
+// CancelPayment take no idempotency key: a lost answer is settled by reading the payment.
+
+// The key of the UpdatePayment that lowers an authorisation to a partial capture's amount: the
+// capture's operation ID and "-amount", so that a re-send of the capture sets the same amount
+// under the same key. nullopt past the 45 characters a key may have.
+std::optional<std::string> update_key(const AuthorizationOrder& order);
+// PUT /v2/payments/{id}: {"idempotency_key": update_key, "payment": {"amount_money": the
+// capture's amount}}. nullopt if the amount or the key cannot be expressed.
+std::optional<std::string> update_body(const AuthorizationOrder& order);
+// POST /v2/payments/{id}/complete: {} or {"version_token": ...} (the payment as UpdatePayment left
+// it: a complete of any other version is refused, VERSION_MISMATCH, never captures another amount).
+std::string complete_body(const std::optional<std::string>& version_token);
+
+// The answer to UpdatePayment: succeeded when a 2xx carries our payment, APPROVED, at the
+// capture's amount (`version_token` then its version); the errors as interpret_create reads them
+// (429 not_sent, 401/403 and 400 INVALID_REQUEST_ERROR rejected, IDEMPOTENCY_KEY_REUSED, 5xx and
+// anything else unknown). A 400 is classified by the adapter by reading the payment
+// (refusal_by_status).
+struct UpdateAnswer {
+    SubmitResult result;
+    std::optional<std::string> version_token;
+};
+UpdateAnswer interpret_update(const AuthorizationOrder& order, int http_status,
+                              std::string_view body);
+// The answer to CompletePayment (a capture) or CancelPayment (a void): a 2xx must carry the
+// payment the order names, in its currency -- COMPLETED (at the capture's amount) succeeds a
+// capture, CANCELED a void; any other status in a 2xx is unknown. The errors as interpret_update.
+SubmitResult interpret_complete(const AuthorizationOrder& order, int http_status,
+                                std::string_view body);
+SubmitResult interpret_cancel(const AuthorizationOrder& order, int http_status,
+                              std::string_view body);
+
+// What a 400 refusal of a capture's or a void's call (`refused`: rejected, Square executed
+// nothing) means, from the payment's status read right after it (`payment_body`, GetPayment's
+// 200): a capture of a CANCELED (voided, or lapsed by its delay_duration) or FAILED payment is
+// declined; of a COMPLETED one unknown (captured, perhaps by this very capture: the lookup
+// decides); a void of a COMPLETED or FAILED payment is declined, of a CANCELED one unknown (the
+// lookup decides); an APPROVED payment refused all the same stays rejected (an integration
+// fault: Square's code kept). nullopt if the body is not the order's payment.
+std::optional<SubmitResult> refusal_by_status(const AuthorizationOrder& order,
+                                              const SubmitResult& refused,
+                                              std::string_view payment_body);
+
+// lookup_capture's reading of GetPayment's 200 (`body`) for `order`: a capture is found succeeded
+// when the payment is COMPLETED (amount what it captured), declined when CANCELED or FAILED; a
+// void found succeeded when CANCELED, declined when COMPLETED or FAILED; PENDING found pending;
+// APPROVED not_found (untouched: the reconciler may send it again -- this read is what makes a
+// re-send of an unkeyed call safe). Failed (unrecognised_response, unexpected_status_...) for a
+// body that is not the order's payment or a status no table knows.
+LookupResult capture_lookup_answer(const AuthorizationOrder& order, std::string_view body);
 
 } // namespace payrecon::providers::square

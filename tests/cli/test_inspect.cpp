@@ -320,7 +320,7 @@ TEST_CASE("inspect: review list shows only needs_review payments with their code
     CHECK_FALSE(contains(out, pending.payment_id));
     CHECK_FALSE(contains(out, unknown.payment_id));
     CHECK(run_cli({"review", "list", "--tenant", name, "--provider", "adyen"}) ==
-          "no payments or refunds in review\n");
+          "no payments, refunds, captures or voids in review\n");
 }
 
 TEST_CASE("inspect: review show ends with the generation and the commands that decide the payment",
@@ -501,7 +501,7 @@ TEST_CASE("inspect: the binary exits 7 for an unknown payment, 2 for bad argumen
         CHECK(list.output == "no payments match\n");
         const auto review = run_binary(env, "review list --tenant " + empty.name);
         CHECK(review.exit_code == 0);
-        CHECK(review.output == "no payments or refunds in review\n");
+        CHECK(review.output == "no payments, refunds, captures or voids in review\n");
         const auto json = run_binary(env, "review list --json --tenant " + empty.name);
         CHECK(json.exit_code == 0);
         CHECK(nlohmann::json::parse(json.output) == nlohmann::json::array());

@@ -134,7 +134,7 @@ TEST_CASE("refund review: a refund in review is listed and shown with the comple
     const Run listed = w.payrecon({"review", "list", "--tenant", w.tenant.tenant_id});
     INFO(listed.all());
     CHECK(listed.exit_code == 0);
-    CHECK(contains(listed.out, "Refunds in review"));
+    CHECK(contains(listed.out, "Refunds, captures and voids in review"));
     CHECK(contains(listed.out, id));
     CHECK(contains(listed.out, "no_lookup"));
     const Run listed_json =

@@ -101,6 +101,17 @@ struct Authorisation {
             "SELECT coalesce(" + column + "::text, '') FROM operations WHERE id = $1", id);
     }
     std::string op(const std::string& id) { return operation(id, "operation_id"); }
+    // What the fake's ledger counts operation `id`'s deliveries and executions under: its
+    // operation ID, which the call carries as its key -- but Square's CompletePayment and
+    // CancelPayment carry no key and no reference of ours, and the fake counts them by the
+    // payment they name.
+    std::string counted(const std::string& id) {
+        if (w.config.kind != "square") {
+            return op(id);
+        }
+        return (operation(id, "kind") == "capture" ? "complete:" : "cancel:") +
+               payment("provider_reference");
+    }
     long long events(const std::string& type) {
         return count_rows("outbox", w.tenant.tenant_id,
                           "aggregate_id = '" + payment_id + "' AND event_type = '" + type + "'");
@@ -131,11 +142,11 @@ struct Authorisation {
         }
         CHECK(count_rows("payment_attempts", w.tenant.tenant_id,
                          "operation_id = '" + op(id) + "' AND outcome = 'pending'") >= 1);
-        const auto sent = deliveries(op(id));
+        const auto sent = deliveries(counted(id));
         const auto out = reconcile();
         REQUIRE(out.size() == 1);
         CHECK(out[0].to == PaymentState::succeeded);
-        CHECK(deliveries(op(id)) == sent);
+        CHECK(deliveries(counted(id)) == sent);
     }
     void next_fault(fake::Fault f) {
         auto faults = w.fake->faults();
@@ -162,8 +173,8 @@ TEST_CASE("captures: the executor authorises only, then captures once under the 
         CHECK(a.send() == 1);
         a.settle_accepted(c);
         CHECK(a.operation(c, "state") == "succeeded");
-        CHECK(a.executions(a.op(c)) == 1);
-        CHECK(a.deliveries(a.op(c)) == 1);
+        CHECK(a.executions(a.counted(c)) == 1);
+        CHECK(a.deliveries(a.counted(c)) == 1);
         CHECK(a.charged_eur() == 6000);
         CHECK(a.payment("captured_minor") == "6000");
         CHECK(a.payment("capture_held_minor") == "6000");
@@ -199,7 +210,7 @@ TEST_CASE("captures: a void releases the authorisation at the provider, nothing 
         CHECK(a.send() == 1);
         a.settle_accepted(v);
         CHECK(a.operation(v, "state") == "succeeded");
-        CHECK(a.executions(a.op(v)) == 1);
+        CHECK(a.executions(a.counted(v)) == 1);
         CHECK_FALSE(a.payment("voided_at").empty());
         CHECK(a.events("payment.voided") == 1);
         CHECK(a.resource()["status"] == "voided");
@@ -225,8 +236,8 @@ TEST_CASE("captures: executed, then the answer lost -- unknown, found captured b
             REQUIRE(out.size() == 1);
             CHECK(out[0].to == PaymentState::succeeded);
             CHECK(a.operation(c, "state") == "succeeded");
-            CHECK(a.executions(a.op(c)) == 1);
-            CHECK(a.deliveries(a.op(c)) == 1);
+            CHECK(a.executions(a.counted(c)) == 1);
+            CHECK(a.deliveries(a.counted(c)) == 1);
             CHECK(a.charged_eur() == 2500);
             CHECK(a.payment("captured_minor") == "2500");
             CHECK(a.events("payment.captured") == 1);
@@ -244,15 +255,15 @@ TEST_CASE("captures: dropped before executing -- unknown, the authorisation stil
         a.next_fault(fake::Fault::drop_before_execute);
         CHECK(a.send() == 1);
         CHECK(a.operation(c, "state") == "unknown");
-        CHECK(a.executions(a.op(c)) == 0);
+        CHECK(a.executions(a.counted(c)) == 0);
         const auto out = a.reconcile();
         REQUIRE(out.size() == 1);
         CHECK(a.operation(c, "state") == "retry_scheduled");
         CHECK(a.send() == 1);
         a.settle_accepted(c);
         CHECK(a.operation(c, "state") == "succeeded");
-        CHECK(a.executions(a.op(c)) == 1);
-        CHECK(a.deliveries(a.op(c)) == 2);
+        CHECK(a.executions(a.counted(c)) == 1);
+        CHECK(a.deliveries(a.counted(c)) == 2);
         CHECK(a.charged_eur() == 4000);
         CHECK(count_rows("payment_attempts", a.w.tenant.tenant_id,
                          "operation_id <> '" + a.op(c) + "' AND operation_id <> '" +
@@ -272,10 +283,78 @@ TEST_CASE("captures: a void whose answer was lost is found voided by the lookup,
         const auto out = a.reconcile();
         REQUIRE(out.size() == 1);
         CHECK(a.operation(v, "state") == "succeeded");
-        CHECK(a.executions(a.op(v)) == 1);
-        CHECK(a.deliveries(a.op(v)) == 1);
+        CHECK(a.executions(a.counted(v)) == 1);
+        CHECK(a.deliveries(a.counted(v)) == 1);
         CHECK_FALSE(a.payment("voided_at").empty());
         CHECK(a.events("payment.voided") == 1);
+    }
+}
+
+TEST_CASE("captures: Square's unkeyed complete is never re-sent without reading the payment first "
+          "-- found completed, no re-send -- absent, exactly one",
+          "[execution][db][captures][fault][square]") {
+    // CompletePayment takes no idempotency key: a second complete of an APPROVED payment would
+    // capture it, so only a read of the payment (GET /v2/payments/{id}) may let one go again.
+    const auto reads = [](Authorisation& a) {
+        return a.w.fake->ledger()["square_payment_reads"].value(a.payment("provider_reference"),
+                                                                0LL);
+    };
+    SECTION("executed, the answer lost: the read finds it COMPLETED, nothing sent again") {
+        Authorisation a("square");
+        const std::string c = a.capture(R"({"amount": 10000})");
+        a.next_fault(fake::Fault::execute_then_rst);
+        CHECK(a.send() == 1);
+        CHECK(a.operation(c, "state") == "unknown");
+        CHECK(a.executions(a.counted(c)) == 1);
+        CHECK(reads(a) == 0); // the capture itself read nothing: its answer was lost, not refused
+        CHECK(a.send() == 0);
+        CHECK(a.deliveries(a.counted(c)) == 1);
+        const auto out = a.reconcile();
+        REQUIRE(out.size() == 1);
+        CHECK(out[0].to == PaymentState::succeeded);
+        CHECK(reads(a) == 1);
+        CHECK(a.send() == 0);
+        CHECK(a.deliveries(a.counted(c)) == 1);
+        CHECK(a.executions(a.counted(c)) == 1);
+        CHECK(a.charged_eur() == 10000);
+        CHECK(a.payment("captured_minor") == "10000");
+    }
+    SECTION("dropped before executing: the read finds it APPROVED, then exactly one re-send") {
+        Authorisation a("square");
+        const std::string c = a.capture(R"({"amount": 10000})");
+        a.next_fault(fake::Fault::drop_before_execute);
+        CHECK(a.send() == 1);
+        CHECK(a.operation(c, "state") == "unknown");
+        CHECK(a.deliveries(a.counted(c)) == 1);
+        CHECK(a.executions(a.counted(c)) == 0);
+        CHECK(reads(a) == 0);
+        CHECK(a.send() == 0); // unknown: no worker sends it before the read
+        CHECK(a.deliveries(a.counted(c)) == 1);
+        const auto out = a.reconcile();
+        REQUIRE(out.size() == 1);
+        CHECK(a.operation(c, "state") == "retry_scheduled");
+        CHECK(reads(a) == 1);
+        CHECK(a.deliveries(a.counted(c)) == 1); // the read came first, and sent nothing
+        CHECK(a.send() == 1);
+        CHECK(a.operation(c, "state") == "succeeded");
+        CHECK(a.deliveries(a.counted(c)) == 2);
+        CHECK(a.executions(a.counted(c)) == 1);
+        CHECK(a.send() == 0);
+        CHECK(a.charged_eur() == 10000);
+    }
+    SECTION("a void's answer lost: read CANCELED, nothing sent again") {
+        Authorisation a("square");
+        const std::string v = a.void_it();
+        a.next_fault(fake::Fault::http_500_after_execute);
+        CHECK(a.send() == 1);
+        CHECK(a.operation(v, "state") == "unknown");
+        const auto out = a.reconcile();
+        REQUIRE(out.size() == 1);
+        CHECK(a.operation(v, "state") == "succeeded");
+        CHECK(reads(a) == 1);
+        CHECK(a.deliveries(a.counted(v)) == 1);
+        CHECK(a.executions(a.counted(v)) == 1);
+        CHECK(a.charged_eur() == 0);
     }
 }
 
@@ -293,7 +372,7 @@ TEST_CASE("captures: the provider refuses a capture of an authorisation it let l
         CHECK(a.send() == 1);
         CHECK(a.operation(c, "state") == "failed");
         CHECK_FALSE(a.operation(c, "failure_reason").empty());
-        CHECK(a.executions(a.op(c)) == 0);
+        CHECK(a.executions(a.counted(c)) == 0);
         CHECK(a.charged_eur() == 0);
         CHECK(a.payment("capture_held_minor") == "0");
         CHECK(a.payment("final_capture_held") == "false");

@@ -201,7 +201,57 @@ struct CreateRequest {
     std::optional<std::string> location_id;
     std::optional<std::string> reference_id;
     std::optional<std::string> note;
+    std::optional<std::string> delay_text;
+    std::chrono::seconds delay{k_approval_window};
 };
+
+// An RFC 3339 (ISO 8601) duration as Square takes delay_duration: P[nD][T[nH][nM][nS]], whole
+// numbers. nullopt for anything else.
+std::optional<std::chrono::seconds> parse_duration(std::string_view text) {
+    if (text.size() < 3 || text[0] != 'P') {
+        return std::nullopt;
+    }
+    std::int64_t total = 0;
+    bool in_time = false;
+    bool any = false;
+    std::size_t at = 1;
+    while (at < text.size()) {
+        if (text[at] == 'T') {
+            if (in_time) {
+                return std::nullopt;
+            }
+            in_time = true;
+            ++at;
+            continue;
+        }
+        const std::size_t start = at;
+        while (at < text.size() && text[at] >= '0' && text[at] <= '9') {
+            ++at;
+        }
+        if (at == start || at == text.size() || at - start > 9) {
+            return std::nullopt;
+        }
+        const auto n = parse_int(text.substr(start, at - start));
+        const char unit = text[at++];
+        const std::int64_t scale = !in_time && unit == 'D'  ? 86400
+                                   : in_time && unit == 'H' ? 3600
+                                   : in_time && unit == 'M' ? 60
+                                   : in_time && unit == 'S' ? 1
+                                                            : 0;
+        if (!n || scale == 0) {
+            return std::nullopt;
+        }
+        total += *n * scale;
+        any = true;
+    }
+    if (!any || text.back() == 'T') {
+        return std::nullopt;
+    }
+    return std::chrono::seconds(total);
+}
+
+// Card-not-present's default and longest delay_duration (CreatePaymentRequest.delay_duration).
+constexpr std::chrono::seconds k_max_delay{7 * 86400};
 
 } // namespace
 
@@ -242,6 +292,9 @@ void SquareApi::reset_locked() {
     m_refunds.clear();
     m_refunds_by_id.clear();
     m_refund_keys.clear();
+    m_update_keys.clear();
+    m_updates = 0;
+    m_reads.clear();
 }
 
 Json SquareApi::render_error(const Error& e) {
@@ -303,14 +356,23 @@ Reply SquareApi::handle(const http::Request& request, const Wait& wait) {
     } else if (request.method == "GET" && path.size() > prefix.size() &&
                path.find('/', prefix.size()) == std::string::npos) {
         reply = retrieve(path.substr(prefix.size()), wait);
+    } else if (request.method == "PUT" && path.size() > prefix.size() &&
+               path.find('/', prefix.size()) == std::string::npos) {
+        reply = update_payment(request, path.substr(prefix.size()), wait);
+    } else if (const std::size_t slash = path.find('/', prefix.size());
+               request.method == "POST" && slash != std::string::npos && slash > prefix.size() &&
+               (path.substr(slash) == "/complete" || path.substr(slash) == "/cancel")) {
+        reply = close_payment(request, path.substr(prefix.size(), slash - prefix.size()),
+                              path.substr(slash) == "/complete", wait);
     } else {
         reply.response = errors_response(
-            404, {Error{"INVALID_REQUEST_ERROR", "NOT_FOUND",
-                        "The fake provider serves CreatePayment (POST /v2/payments), GetPayment, "
-                        "ListPayments, RefundPayment (POST /v2/refunds), GetPaymentRefund and "
-                        "ListPaymentRefunds only, not " +
-                            request.method + " " + path + ".",
-                        ""}});
+            404,
+            {Error{"INVALID_REQUEST_ERROR", "NOT_FOUND",
+                   "The fake provider serves CreatePayment (POST /v2/payments), GetPayment, "
+                   "ListPayments, CompletePayment, CancelPayment, UpdatePayment, RefundPayment "
+                   "(POST /v2/refunds), GetPaymentRefund and ListPaymentRefunds only, not " +
+                       request.method + " " + path + ".",
+                   ""}});
     }
     return reply;
 }
@@ -476,6 +538,36 @@ Reply SquareApi::create(const http::Request& request, const Wait& wait) {
             params.autocomplete = it->get<bool>();
         }
     }
+    if (auto text = string_at(body, "delay_duration", "delay_duration", false, 64)) {
+        const auto delay = parse_duration(*text);
+        if (!delay) {
+            invalid("INVALID_VALUE", "`delay_duration` is not an RFC 3339 duration.",
+                    "delay_duration");
+        } else if (*delay < std::chrono::minutes(1) || *delay > k_max_delay) {
+            invalid("BAD_REQUEST",
+                    "`delay_duration` must be at least one minute and at most P7D (card not "
+                    "present).",
+                    "delay_duration");
+        } else if (params.autocomplete) {
+            invalid("BAD_REQUEST", "`delay_duration` can only be set when autocomplete is false.",
+                    "delay_duration");
+        } else {
+            params.delay_text = std::move(*text);
+            params.delay = *delay;
+        }
+    }
+    if (auto action = string_at(body, "delay_action", "delay_action", false, 16)) {
+        if (*action == "COMPLETE") {
+            invalid("BAD_REQUEST",
+                    "`delay_action` COMPLETE is not supported by the fake provider (it cancels an "
+                    "authorisation left alone).",
+                    "delay_action");
+        } else if (*action != "CANCEL") {
+            invalid("INVALID_ENUM_VALUE",
+                    "`" + *action + "` is not a valid enum value for `delay_action`.",
+                    "delay_action");
+        }
+    }
     params.customer_id = string_at(body, "customer_id", "customer_id", false, k_max_customer_id);
     params.location_id = string_at(body, "location_id", "location_id", false, 50);
     params.reference_id =
@@ -506,6 +598,11 @@ Reply SquareApi::create(const http::Request& request, const Wait& wait) {
     p.order_id = m_ledger.random_id_locked("", k_id_length);
     p.source_id = std::move(params.source_id);
     p.amount = params.amount;
+    p.approved_amount = params.amount;
+    if (params.delay_text) {
+        p.delay_text = std::move(*params.delay_text);
+        p.delay = params.delay;
+    }
     p.currency = std::move(params.currency);
     p.reference_id = std::move(params.reference_id);
     p.customer_id = std::move(params.customer_id);
@@ -818,7 +915,242 @@ Reply SquareApi::retrieve(const std::string& id, const Wait& wait) {
                                                      "Could not find payment with id: " + id, ""}});
         return reply;
     }
+    ++m_reads[id];
     reply.response = json_response(200, Json{{"payment", render_payment(m_payments[it->second])}});
+    return reply;
+}
+
+SquareApi::Status SquareApi::status_locked(const Payment& p) const {
+    if (p.status == Status::approved && m_ledger.now_locked() >= p.created_at + p.delay) {
+        return Status::canceled; // delay_action CANCEL: Square voided it
+    }
+    return p.status;
+}
+
+namespace {
+
+const char* status_word(bool completed, bool approved, bool canceled) {
+    return completed ? "COMPLETED" : approved ? "APPROVED" : canceled ? "CANCELED" : "FAILED";
+}
+
+} // namespace
+
+Reply SquareApi::close_payment(const http::Request& request, const std::string& id, bool complete,
+                               const Wait& wait) {
+    Reply reply;
+    // No key, no reference of the caller's: counted by what the path names.
+    reply.operation_id = std::string(complete ? "complete:" : "cancel:") + id;
+    std::unique_lock lock = m_ledger.lock();
+    m_ledger.count_delivery_locked(reply.operation_id);
+    const auto latency = m_ledger.faults_locked().latency;
+    auto answer = [&](Reply r) { return answer_after(lock, wait, latency, std::move(r)); };
+    const http::Response error_500 = errors_response(
+        500, {Error{"API_ERROR", "INTERNAL_SERVER_ERROR",
+                    "An internal error has occurred, and the API was unable to service your "
+                    "request.",
+                    ""}});
+    if (!authorized(request)) {
+        reply.response = unauthorized(request);
+        return answer(std::move(reply));
+    }
+    if (fault_before_execute_locked(m_ledger, reply, [&] { return error_500; })) {
+        return answer(std::move(reply));
+    }
+    // CompletePaymentRequest: version_token only; CancelPayment takes no body.
+    std::optional<std::string> version_token;
+    if (complete || !request.body.empty()) {
+        const Json body = Json::parse(request.body.empty() ? "{}" : request.body, nullptr, false);
+        std::vector<Error> errors;
+        if (!body.is_object()) {
+            errors.push_back(Error{"INVALID_REQUEST_ERROR", "EXPECTED_JSON_BODY",
+                                   "The request body is not a JSON object.", ""});
+        } else {
+            for (auto it = body.begin(); it != body.end(); ++it) {
+                if (!complete || it.key() != "version_token") {
+                    errors.push_back(Error{"INVALID_REQUEST_ERROR", "UNKNOWN_BODY_PARAMETER",
+                                           "Unknown body parameter: `" + it.key() + "`.",
+                                           it.key()});
+                } else if (!it->is_null() && !it->is_string()) {
+                    errors.push_back(Error{"INVALID_REQUEST_ERROR", "EXPECTED_STRING",
+                                           "Expected a string value.", "version_token"});
+                } else if (it->is_string()) {
+                    version_token = it->get<std::string>();
+                }
+            }
+        }
+        if (!errors.empty()) {
+            reply.response = errors_response(400, errors);
+            return answer(std::move(reply));
+        }
+    }
+    // The call takes its latency before Square acts; what the payment is is read after it.
+    lock.unlock();
+    const bool go_on = wait(latency);
+    lock.lock();
+    if (!go_on) {
+        reply.action = SocketAction::close_fin;
+        return reply;
+    }
+    const auto found = m_by_id.find(id);
+    if (found == m_by_id.end()) {
+        reply.response = errors_response(404, {Error{"INVALID_REQUEST_ERROR", "NOT_FOUND",
+                                                     "Could not find payment with id: " + id, ""}});
+        return reply;
+    }
+    Payment& p = m_payments[found->second];
+    const Status now_status = status_locked(p);
+    if (version_token && *version_token != p.version_token) {
+        reply.response =
+            errors_response(400, {Error{"INVALID_REQUEST_ERROR", "VERSION_MISMATCH",
+                                        "The payment was updated since the version_token given.",
+                                        "version_token"}});
+        return reply;
+    }
+    if (now_status != Status::approved) {
+        reply.response =
+            errors_response(400, {Error{"INVALID_REQUEST_ERROR", "BAD_REQUEST",
+                                        std::string("Payment ") + p.id + " is " +
+                                            status_word(now_status == Status::completed, false,
+                                                        now_status == Status::canceled) +
+                                            ": only an APPROVED payment can be " +
+                                            (complete ? "completed." : "canceled."),
+                                        ""}});
+        return reply;
+    }
+    // Execute: the capture or the void.
+    p.status = complete ? Status::completed : Status::canceled;
+    p.closed_at = std::chrono::floor<std::chrono::milliseconds>(m_ledger.now_locked());
+    p.version_token = m_ledger.random_id_locked("", 45);
+    m_ledger.count_execution_locked(reply.operation_id);
+    if (complete) {
+        m_ledger.add_charged_locked(p.currency, p.amount);
+    }
+    reply.response = json_response(200, Json{{"payment", render_payment(p)}});
+    reply.executed = true;
+    apply_after_execute(reply, error_500);
+    return reply;
+}
+
+Reply SquareApi::update_payment(const http::Request& request, const std::string& id,
+                                const Wait& wait) {
+    Reply reply;
+    if (!authorized(request)) {
+        reply.response = unauthorized(request);
+        return reply;
+    }
+    if (!wait(m_ledger.faults().latency)) {
+        reply.action = SocketAction::close_fin;
+        return reply;
+    }
+    const Json body = Json::parse(request.body, nullptr, false);
+    std::vector<Error> errors;
+    const auto invalid = [&](std::string code, std::string detail, std::string field) {
+        errors.push_back(
+            Error{"INVALID_REQUEST_ERROR", std::move(code), std::move(detail), std::move(field)});
+    };
+    std::string key;
+    std::optional<std::int64_t> amount;
+    std::string currency;
+    std::optional<std::string> version_token;
+    if (!body.is_object()) {
+        invalid("EXPECTED_JSON_BODY", "The request body is not a JSON object.", "");
+    } else {
+        for (auto it = body.begin(); it != body.end(); ++it) {
+            if (it.key() != "idempotency_key" && it.key() != "payment") {
+                invalid("UNKNOWN_BODY_PARAMETER", "Unknown body parameter: `" + it.key() + "`.",
+                        it.key());
+            }
+        }
+        const auto k = body.find("idempotency_key");
+        if (k == body.end() || !k->is_string() || k->get_ref<const std::string&>().empty()) {
+            invalid("MISSING_REQUIRED_PARAMETER", "Missing required parameter.", "idempotency_key");
+        } else if (k->get_ref<const std::string&>().size() > k_max_idempotency_key) {
+            invalid("VALUE_TOO_LONG", "Field must not be greater than 45 length.",
+                    "idempotency_key");
+        } else {
+            key = k->get<std::string>();
+        }
+        const auto pay = body.find("payment");
+        if (pay != body.end() && pay->is_object()) {
+            for (auto it = pay->begin(); it != pay->end(); ++it) {
+                if (it.key() == "version_token" && it->is_string()) {
+                    version_token = it->get<std::string>();
+                } else if (it.key() == "amount_money" && it->is_object() &&
+                           it->contains("amount") && (*it)["amount"].is_number_integer() &&
+                           it->contains("currency") && (*it)["currency"].is_string()) {
+                    amount = (*it)["amount"].get<std::int64_t>();
+                    currency = (*it)["currency"].get<std::string>();
+                } else {
+                    invalid("BAD_REQUEST",
+                            "`payment." + it.key() +
+                                "` is not supported by the fake provider (it updates "
+                                "amount_money only).",
+                            "payment." + it.key());
+                }
+            }
+        } else if (pay != body.end()) {
+            invalid("EXPECTED_OBJECT", "Expected an object.", "payment");
+        }
+    }
+    const auto lock = m_ledger.lock();
+    if (!errors.empty()) {
+        reply.response = errors_response(400, errors);
+        return reply;
+    }
+    const std::string fingerprint = nlohmann::json::parse(request.body, nullptr, false).dump();
+    if (const auto known = m_update_keys.find(key); known != m_update_keys.end()) {
+        if (known->second.first != fingerprint) {
+            reply.response = errors_response(
+                400, {Error{"INVALID_REQUEST_ERROR", "IDEMPOTENCY_KEY_REUSED",
+                            "The idempotency key can only be retried with the same request data.",
+                            "idempotency_key"}});
+        } else {
+            reply.response = known->second.second;
+            reply.replayed = true;
+            m_ledger.count_replay_locked();
+        }
+        return reply;
+    }
+    const auto found = m_by_id.find(id);
+    if (found == m_by_id.end()) {
+        reply.response = errors_response(404, {Error{"INVALID_REQUEST_ERROR", "NOT_FOUND",
+                                                     "Could not find payment with id: " + id, ""}});
+        return reply;
+    }
+    Payment& p = m_payments[found->second];
+    const auto bad = [&](std::string code, std::string detail, std::string field) {
+        reply.response = errors_response(400, {Error{"INVALID_REQUEST_ERROR", std::move(code),
+                                                     std::move(detail), std::move(field)}});
+        return reply;
+    };
+    if (status_locked(p) != Status::approved) {
+        return bad("BAD_REQUEST", "Only an APPROVED payment can be updated.", "");
+    }
+    if (version_token && *version_token != p.version_token) {
+        return bad("VERSION_MISMATCH", "The payment was updated since the version_token given.",
+                   "payment.version_token");
+    }
+    if (amount) {
+        if (currency != p.currency) {
+            return bad("CURRENCY_MISMATCH", "amount_money must be in the payment's currency.",
+                       "payment.amount_money.currency");
+        }
+        if (*amount < 1) {
+            return bad("VALUE_TOO_LOW", "`amount_money.amount` must be greater than 0.",
+                       "payment.amount_money.amount");
+        }
+        if (*amount > p.approved_amount) {
+            return bad("BAD_REQUEST",
+                       "amount_money cannot be increased in value. EDIT_AMOUNT_UP capability is "
+                       "not available.",
+                       "amount_money");
+        }
+        p.amount = *amount;
+    }
+    p.version_token = m_ledger.random_id_locked("", 45);
+    ++m_updates;
+    reply.response = json_response(200, Json{{"payment", render_payment(p)}});
+    m_update_keys.emplace(key, std::make_pair(fingerprint, reply.response));
     return reply;
 }
 
@@ -1147,21 +1479,31 @@ http::Response SquareApi::create_answer(const Payment& p) const {
 }
 
 Json SquareApi::render_payment(const Payment& p) const {
-    const bool completed = p.status == Status::completed;
-    const bool approved = p.status == Status::approved;
-    const bool failed = p.status == Status::failed;
+    const Status status = status_locked(p);
+    const bool completed = status == Status::completed;
+    const bool approved = status == Status::approved;
+    const bool failed = status == Status::failed;
+    const bool canceled = status == Status::canceled;
+    // When it was completed or canceled: by a call, or by Square at the end of its delay.
+    const std::optional<Clock::time_point> closed =
+        p.closed_at ? p.closed_at
+        : canceled  ? std::optional<Clock::time_point>(p.created_at + p.delay)
+                    : std::nullopt;
     const std::string created = rfc3339_ms(p.created_at);
     Json j;
     j["id"] = p.id;
     j["created_at"] = created;
-    j["updated_at"] = created;
+    j["updated_at"] = closed ? rfc3339_ms(*closed) : created;
     j["amount_money"] = money(p.amount, p.currency);
     j["total_money"] = money(p.amount, p.currency);
-    j["approved_money"] = money(failed ? 0 : p.amount, p.currency);
-    j["status"] = completed ? "COMPLETED" : approved ? "APPROVED" : "FAILED";
-    j["delay_duration"] = "PT168H";
+    j["approved_money"] = money(failed ? 0 : p.approved_amount, p.currency);
+    j["status"] = status_word(completed, approved, canceled);
+    j["delay_duration"] = p.delay_text;
     j["delay_action"] = "CANCEL";
-    j["delayed_until"] = rfc3339_ms(p.created_at + k_approval_window);
+    j["delayed_until"] = rfc3339_ms(p.created_at + p.delay);
+    if (approved) {
+        j["capabilities"] = Json::array({"EDIT_AMOUNT_DOWN"});
+    }
     j["source_type"] = "CARD";
 
     Json card;
@@ -1174,7 +1516,10 @@ Json SquareApi::render_payment(const Payment& p) const {
     card["prepaid_type"] = "NOT_PREPAID";
     card["bin"] = "411111";
     Json details;
-    details["status"] = completed ? "CAPTURED" : approved ? "AUTHORIZED" : "FAILED";
+    details["status"] = completed  ? "CAPTURED"
+                        : approved ? "AUTHORIZED"
+                        : canceled ? "VOIDED"
+                                   : "FAILED";
     details["card"] = std::move(card);
     details["entry_method"] = p.source_id.rfind("cnon:", 0) == 0 ? "KEYED" : "ON_FILE";
     details["cvv_status"] = p.decline_code == "CVV_FAILURE" ? "CVV_REJECTED" : "CVV_ACCEPTED";
@@ -1189,7 +1534,10 @@ Json SquareApi::render_payment(const Payment& p) const {
         timeline["authorized_at"] = created;
     }
     if (completed) {
-        timeline["captured_at"] = created;
+        timeline["captured_at"] = closed ? rfc3339_ms(*closed) : created;
+    }
+    if (canceled && closed) {
+        timeline["voided_at"] = rfc3339_ms(*closed);
     }
     details["card_payment_timeline"] = std::move(timeline);
     if (failed) {
@@ -1296,6 +1644,11 @@ http::Response SquareApi::refund_answer(const Refund& r) const {
 void SquareApi::write_ledger_locked(nlohmann::ordered_json& j, LedgerOptions options) const {
     j["square_payment_count"] = m_payments.size();
     j["square_refund_count"] = m_refunds.size();
+    j["square_updates"] = m_updates;
+    j["square_payment_reads"] = Json::object();
+    for (const auto& [id, n] : m_reads) {
+        j["square_payment_reads"][id] = n;
+    }
     if (options.payment_intents) {
         j["square_payments"] = Json::array();
         for (const Payment& p : m_payments) {

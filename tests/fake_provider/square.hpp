@@ -36,6 +36,33 @@
 //                           [begin_time, end_time) (default the last year), paged as
 //                           ListPayments is (its cursors are not this listing's); lookup_stale,
 //                           lookup_down and --no-lookup as ListPayments
+// Authorisations (issue 32): a create with `autocomplete: false` is APPROVED (nothing charged)
+// until completed or canceled. `delay_duration` (RFC 3339 duration, PnDTnHnMnS; at least a minute,
+// at most Square's card-not-present default P7D; only with autocomplete false) and `delay_action`
+// (CANCEL; COMPLETE is refused by the fake) say when Square acts on its own: once the fake clock
+// passes created_at + delay_duration (default PT168H) an APPROVED payment reads CANCELED.
+//   POST /v2/payments/{id}/complete  CompletePaymentRequest {version_token?} -> 200 {"payment":
+//                           {... "status": "COMPLETED"}}: `charged` gains amount_money
+//   POST /v2/payments/{id}/cancel    no body -> 200 {"payment": {... "status": "CANCELED"}}
+//                           Neither takes an idempotency key: each is counted in deliveries and
+//                           executions under "complete:<payment ID>" / "cancel:<payment ID>" (the
+//                           fake cannot know the caller's operation ID), and draws the create's
+//                           faults (drop or 500 before executing, FIN/RST/hang/half/500 after).
+//                           A payment not APPROVED (COMPLETED, CANCELED -- voided or lapsed --,
+//                           FAILED) is 400 INVALID_REQUEST_ERROR BAD_REQUEST naming its status
+//                           (Square's document lists no code for it; its forums show BAD_REQUEST),
+//                           executing nothing; a version_token that is not the payment's current
+//                           one is 400 INVALID_REQUEST_ERROR VERSION_MISMATCH; an unknown payment
+//                           404 NOT_FOUND
+//   PUT  /v2/payments/{id}  UpdatePaymentRequest {idempotency_key, payment: {amount_money,
+//                           version_token?}} -> 200 {"payment"} with the new amount_money and a
+//                           new version_token: an APPROVED payment only, never above what was
+//                           approved (BAD_REQUEST "EDIT_AMOUNT_UP capability is not available");
+//                           the key's first answer replayed for the same body, another body 400
+//                           IDEMPOTENCY_KEY_REUSED. Draws no fault (it moves no money): the
+//                           faults stay for the complete that follows it. Counted in
+//                           square_updates
+// GET /v2/payments/{id} is counted per payment in the ledger's square_payment_reads.
 // Every request needs `Authorization: Bearer <the account's API key>` (the same key as Stripe's);
 // otherwise 401 {"errors": [{"category": "AUTHENTICATION_ERROR", "code": "UNAUTHORIZED", ...}]}.
 // Errors are always Square's envelope {"errors": [{"category", "code", "detail", "field"}]}.
@@ -116,7 +143,7 @@ public:
     std::vector<std::string> seed_refund_reversed(const RefundReversed& s);
 
 private:
-    enum class Status { completed, approved, failed };
+    enum class Status { completed, approved, failed, canceled };
 
     struct Payment {
         std::string id;       // 29 characters of base 62, as Square's are
@@ -136,6 +163,12 @@ private:
         std::chrono::system_clock::time_point created_at; // whole milliseconds
         std::vector<std::size_t> refunds;                 // indexes in m_refunds, oldest first
         std::int64_t amount_refunded = 0;
+        // An authorisation: what was approved (UpdatePayment never goes above it), its
+        // delay_duration as sent (and in seconds), and when it was completed or canceled.
+        std::int64_t approved_amount = 0;
+        std::string delay_text = "PT168H";
+        std::chrono::seconds delay{168 * 3600};
+        std::optional<std::chrono::system_clock::time_point> closed_at;
     };
 
     struct Refund {
@@ -190,6 +223,13 @@ private:
                              const std::function<http::Response(std::size_t)>& answer_of,
                              Reply& reply);
     Reply retrieve(const std::string& id, const Wait& wait);
+    // CompletePayment (`complete`) or CancelPayment: an APPROVED payment's capture or void.
+    Reply close_payment(const http::Request& request, const std::string& id, bool complete,
+                        const Wait& wait);
+    Reply update_payment(const http::Request& request, const std::string& id, const Wait& wait);
+    // The status `p` reads now: APPROVED past its delay_duration on the fake clock is CANCELED
+    // (delay_action CANCEL). Under the ledger's lock.
+    Status status_locked(const Payment& p) const;
     Reply list(const http::Request& request, const Wait& wait);
     Reply list_refunds(const http::Request& request, const Wait& wait);
     // What a listing answers before it reads anything: 403 to an access token without the read
@@ -236,6 +276,10 @@ private:
     std::vector<Refund> m_refunds; // creation order
     std::map<std::string, std::size_t> m_refunds_by_id;
     std::map<std::string, KeyRecord> m_refund_keys;
+    // UpdatePayment's keys: the body's fingerprint and the first answer, replayed.
+    std::map<std::string, std::pair<std::string, http::Response>> m_update_keys;
+    std::uint64_t m_updates = 0;
+    std::map<std::string, std::uint64_t> m_reads; // GET /v2/payments/{id} per payment ID
 };
 
 } // namespace payrecon::fake

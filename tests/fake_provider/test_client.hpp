@@ -137,6 +137,10 @@ inline HttpResult call(const std::string& method, const std::string& url,
         curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, static_cast<long>(body.size()));
     } else if (method != "GET") {
         curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method.c_str());
+        if (!body.empty()) { // a PUT's body (Square's UpdatePayment)
+            curl_easy_setopt(h, CURLOPT_POSTFIELDS, body.c_str());
+            curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, static_cast<long>(body.size()));
+        }
     }
     result.code = curl_easy_perform(h);
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &result.status);
