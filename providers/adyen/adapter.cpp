@@ -75,6 +75,53 @@ LookupResult AdyenAdapter::lookup_refund(const RefundOrder& /*order*/) {
     return out;
 }
 
+SubmitResult AdyenAdapter::capture(const AuthorizationOrder& order) {
+    return modify(order, "/captures", capture_body(order, m_settings.merchant_account));
+}
+
+SubmitResult AdyenAdapter::void_authorization(const AuthorizationOrder& order) {
+    return modify(order, "/cancels", cancel_body(order, m_settings.merchant_account));
+}
+
+SubmitResult AdyenAdapter::modify(const AuthorizationOrder& order, std::string_view action,
+                                  const std::optional<std::string>& body) {
+    const bool capture = order.kind == OperationKind::capture;
+    if (order.payment_reference.empty()) {
+        return not_expressible("no_payment_reference",
+                               std::string("the payment has no Adyen pspReference to ") +
+                                   (capture ? "capture" : "cancel"));
+    }
+    if (!body) {
+        return not_expressible("not_expressible",
+                               capture ? "the amount (" + order.amount.currency +
+                                             ") or the operation ID cannot be expressed in "
+                                             "Adyen's capture request"
+                                       : std::string("the operation ID cannot be expressed in "
+                                                     "Adyen's cancel request"));
+    }
+    if (m_caps.honours_idempotency_keys && order.operation_id.size() > k_max_key_length) {
+        return not_expressible(
+            "operation_id_too_long",
+            "the operation ID is longer than Adyen's 64-character Idempotency-Key");
+    }
+    return post_json("/payments/" + percent_encode(order.payment_reference) + std::string(action),
+                     *body, order.operation_id, order.deadline,
+                     [&order](int status, std::string_view b) {
+                         return interpret_authorization_action(order, status, b);
+                     });
+}
+
+LookupResult AdyenAdapter::lookup_capture(const AuthorizationOrder& order) {
+    LookupResult out; // failed: never read as absence
+    out.call.error_class = "lookup_not_supported";
+    out.call.detail = order.kind == OperationKind::capture
+                          ? "Adyen's Checkout API cannot find a capture by our reference: its "
+                            "CAPTURE notification tells the outcome"
+                          : "Adyen's Checkout API cannot find a cancel by our reference: its "
+                            "CANCELLATION notification tells the outcome";
+    return out;
+}
+
 LookupResult AdyenAdapter::lookup(const PaymentOrder& /*order*/) {
     LookupResult out; // failed: never read as absence
     out.call.error_class = "lookup_not_supported";

@@ -41,6 +41,17 @@
 //   goes to review (notification_missing). One whose answer was lost (unknown: nothing was
 //   promised) is settled by its notification if the reconciler has it, else goes to review
 //   (no_lookup), as an Adyen payment does.
+// - Authorise, then capture or cancel (README.md, "Captures and voids"): an order that only
+//   authorises is sent with additionalData {manualCapture: "true"}, and its Authorised is succeeded
+//   (the amount held). POST /payments/{pspReference}/captures {merchantAccount, amount, reference}
+//   and /cancels {merchantAccount, reference}, each under its own operation ID as Idempotency-Key
+//   and as `reference`, are answered 201 `status` "received": pending, the outcome only by the
+//   CAPTURE (success true or false; CAPTURE_FAILED later reverses a capture that succeeded) or
+//   CANCELLATION notification, whose merchantReference is the operation ID. One capture a payment:
+//   Adyen cancels what a partial capture leaves unless the account has multiple partial captures
+//   (enabled by Adyen's support), so the descriptor offers none. An authorisation lives 7 days by
+//   the card schemes' rules that payrecon counts (Adyen itself lets it lapse after 28). No lookup:
+//   a received capture or cancel waits for its notification as a refund does.
 
 #include "providers/adapter_support.hpp"
 #include "providers/config.hpp"
@@ -59,6 +70,8 @@ inline constexpr const char* k_api_version = "v71";
 inline constexpr std::size_t k_max_key_length = 64;
 // How long an accepted refund waits for its REFUND notification by default (README.md says why).
 inline constexpr std::chrono::seconds k_notification_wait{4 * 3600};
+// An authorisation's life as payrecon counts it (README.md, "Captures and voids", says why 7 days).
+inline constexpr std::chrono::seconds k_authorization_validity{7 * 86400};
 
 // Kind "adyen": an API key (api_key_env) sent as X-API-Key; keys up to 64 characters; no lookup
 // and no listing; resultCode words; and two settings of its own, parsed here (descriptor.cpp):
@@ -106,7 +119,20 @@ public:
     // Always failed (`lookup_not_supported`): Adyen cannot find a refund by our reference.
     LookupResult lookup_refund(const RefundOrder& order) override;
 
+    // POST /v71/payments/{pspReference}/captures and /cancels under the operation's own
+    // Idempotency-Key: pending when Adyen received it (wire.hpp interpret_authorization_action).
+    SubmitResult capture(const AuthorizationOrder& order) override;
+    SubmitResult void_authorization(const AuthorizationOrder& order) override;
+    // Always failed (`lookup_not_supported`): Adyen cannot find a capture or a cancel by our
+    // reference; its CAPTURE or CANCELLATION notification tells the outcome.
+    LookupResult lookup_capture(const AuthorizationOrder& order) override;
+
 private:
+    // A capture or a cancel (`action` "/captures" or "/cancels") with `body` (nullopt: not
+    // expressible), checked as every modification before it is sent.
+    SubmitResult modify(const AuthorizationOrder& order, std::string_view action,
+                        const std::optional<std::string>& body);
+
     // POSTs `body` as JSON to /v71`path` under `operation_id` as the Idempotency-Key: the one
     // request that moves money, for the payment and the refund.
     SubmitResult post_json(const std::string& path, const std::string& body,

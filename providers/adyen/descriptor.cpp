@@ -69,10 +69,17 @@ const ProviderDescriptor& descriptor() {
         .parse_settings = &parse_settings,
         // Idempotency-Key up to 64 characters; the Checkout API cannot look up nor list, nor find
         // a refund: an accepted refund waits for its REFUND notification (README.md, "Refunds").
+        // It authorises only (manualCapture), captures once (multiple partial captures are an
+        // account setting of Adyen's support), and finds no capture or cancel either: they wait
+        // for their CAPTURE and CANCELLATION notifications (README.md, "Captures and voids").
         .api = {.max_key_length = k_max_key_length,
                 .lookup = false,
                 .list = false,
                 .refund_lookup = false,
+                .manual_capture = true,
+                .multiple_captures = false,
+                .authorization_validity = k_authorization_validity,
+                .capture_lookup = false,
                 .notification_wait = k_notification_wait},
         .carry_limits = &carry_limits,
         .statuses = {.contract_pointer =

@@ -7,13 +7,18 @@
 // and a request is taken only if every item verifies. No timestamp is signed: redeliveries are
 // told apart by the event's identity, pspReference:eventCode:success.
 //
-// AUTHORISATION with success "true" is a charge (payrecon asks for automatic capture), "false" a
-// refusal; the merchantReference is our operation ID (the adapter sends it as `reference`).
-// REFUND, REFUND_FAILED and REFUNDED_REVERSED are about a refund (WebhookEvent::kind refund): its
-// merchantReference is the refund's operation ID, its pspReference the refund's own and its
-// originalReference the payment's. REFUND success "true" refunded, "false" refused; REFUND_FAILED
-// and REFUNDED_REVERSED (success "true") say a refund that succeeded has failed since: a late
-// reversal (DESIGN section 16). Every other eventCode is kept as `other`.
+// AUTHORISATION with success "true" is a charge (or the authorisation a payment that captures
+// manually asked for), "false" a refusal; the merchantReference is our operation ID (the adapter
+// sends it as `reference`). REFUND, REFUND_FAILED and REFUNDED_REVERSED are about a refund
+// (WebhookEvent::kind refund): its merchantReference is the refund's operation ID, its pspReference
+// the refund's own and its originalReference the payment's. REFUND success "true" refunded, "false"
+// refused; REFUND_FAILED and REFUNDED_REVERSED (success "true") say a refund that succeeded has
+// failed since: a late reversal (DESIGN section 16). CAPTURE and CAPTURE_FAILED are about a capture
+// (kind capture), and CANCELLATION about a void (kind void_authorization), read alike:
+// merchantReference the operation's ID, success "true" done and "false" refused; CAPTURE_FAILED
+// (success "true") a capture that succeeded failed since. EXPIRE (success "true") is the charge's
+// authorisation lapsed uncaptured: failed, as a cancellation of it. Every other eventCode (among
+// them AUTHORISATION_ADJUSTMENT) is kept as `other`.
 
 #include "core/encoding.hpp"
 #include "core/external_json.hpp"
@@ -131,19 +136,29 @@ private:
             e.amount_minor = money->minor;
             e.currency = money->currency;
         }
-        if (code == "AUTHORISATION" || code == "REFUND") {
+        if (code == "AUTHORISATION" || code == "REFUND" || code == "CAPTURE" ||
+            code == "CANCELLATION") {
             e.outcome = success == "true"    ? EvidenceOutcome::succeeded
                         : success == "false" ? EvidenceOutcome::failed
                                              : EvidenceOutcome::other;
-        } else if (code == "REFUND_FAILED" || code == "REFUNDED_REVERSED") {
-            // Sent after a REFUND success "true": the scheme rejected the refund, or the funds
+        } else if (code == "REFUND_FAILED" || code == "REFUNDED_REVERSED" ||
+                   code == "CAPTURE_FAILED") {
+            // Sent after a REFUND (CAPTURE) success "true": the scheme rejected it, or the funds
             // came back. Always success "true" (the failure happened); anything else says nothing.
             e.outcome = success == "true" ? EvidenceOutcome::failed : EvidenceOutcome::other;
+        } else if (code == "EXPIRE") {
+            // The authorisation's uncaptured amount lapsed: the charge's authorisation is
+            // released, as a void would have released it (merchantReference: the payment's).
+            e.outcome = success == "true" ? EvidenceOutcome::failed : EvidenceOutcome::other;
         }
+        // A modification's merchantReference is its own operation ID (our `reference`), its
+        // pspReference its own; originalReference is the payment's.
         if (code == "REFUND" || code == "REFUND_FAILED" || code == "REFUNDED_REVERSED") {
-            // About the refund: its merchantReference is the refund's operation ID (our
-            // `reference`), its pspReference the refund's own; originalReference is the payment's.
             e.kind = OperationKind::refund;
+        } else if (code == "CAPTURE" || code == "CAPTURE_FAILED") {
+            e.kind = OperationKind::capture;
+        } else if (code == "CANCELLATION") {
+            e.kind = OperationKind::void_authorization;
         }
         return e;
     }

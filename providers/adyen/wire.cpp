@@ -64,6 +64,10 @@ std::optional<std::string> payment_body(const PaymentOrder& order,
     if (order.customer) {
         body["shopperReference"] = *order.customer;
     }
+    if (order.manual_capture) {
+        // AdditionalDataCommon.manualCapture: authorise only, whatever the account's capture delay.
+        body["additionalData"] = {{"manualCapture", "true"}};
+    }
     return body.dump();
 }
 
@@ -150,9 +154,10 @@ std::optional<ServiceError> parse_service_error(std::string_view json_text) {
 
 namespace {
 
-// What a non-2xx answer to a call that moves money means, for a payment and a refund alike
-// (interpret_payment says it); a refund's 422 whose code refund_not_possible() names is declined.
-SubmitResult interpret_error(int http_status, std::string_view body, bool refund) {
+// What a non-2xx answer to a call that moves money means, for a payment and a modification alike
+// (interpret_payment says it); the 422 of a modification with an amount (`amounted`: "refund",
+// "capture"; empty for a payment and a cancel) whose code refund_not_possible() names is declined.
+SubmitResult interpret_error(int http_status, std::string_view body, std::string_view amounted) {
     SubmitResult r;
     r.call.http_status = http_status;
     r.call.detail = wire::excerpt(body);
@@ -180,9 +185,9 @@ SubmitResult interpret_error(int http_status, std::string_view body, bool refund
         r.call.error_class = "idempotency_in_flight";
         return r; // the first request with this key may be charging: the reconciler decides
     }
-    if (refund && http_status == 422 && refund_not_possible(error->error_code)) {
-        r.outcome = Outcome::declined; // Adyen refunded nothing; the same request cannot succeed
-        r.call.error_class = "refund_not_possible:" + error->error_code;
+    if (!amounted.empty() && http_status == 422 && refund_not_possible(error->error_code)) {
+        r.outcome = Outcome::declined; // Adyen moved nothing; the same request cannot succeed
+        r.call.error_class = std::string(amounted) + "_not_possible:" + error->error_code;
         return r;
     }
     if (http_status >= 400 && http_status < 500 && http_status != 409 &&
@@ -202,7 +207,7 @@ SubmitResult interpret_error(int http_status, std::string_view body, bool refund
 
 SubmitResult interpret_payment(const PaymentOrder& order, int http_status, std::string_view body) {
     if (http_status < 200 || http_status >= 300) {
-        return interpret_error(http_status, body, false);
+        return interpret_error(http_status, body, {});
     }
     SubmitResult r;
     r.call.http_status = http_status;
@@ -257,10 +262,14 @@ bool refund_not_possible(std::string_view error_code) {
     return error_code == "137";
 }
 
-SubmitResult interpret_refund(const RefundOrder& order, int http_status, std::string_view body) {
-    if (http_status < 200 || http_status >= 300) {
-        return interpret_error(http_status, body, true);
-    }
+namespace {
+
+// A modification's 201 (a refund's, a capture's, a cancel's): `status` "received" naming our
+// `reference`, the payment and, where one was asked, our amount -> pending with the
+// modification's own pspReference; anything we cannot match -> unknown.
+SubmitResult interpret_received(std::string_view operation_id, std::string_view payment_reference,
+                                const std::optional<Money>& amount, int http_status,
+                                std::string_view body) {
     SubmitResult r;
     r.call.http_status = http_status;
     r.call.detail = wire::excerpt(body);
@@ -270,26 +279,74 @@ SubmitResult interpret_refund(const RefundOrder& order, int http_status, std::st
     const auto status = j != nullptr ? string_member(*j, "status") : std::nullopt;
     const auto reference = j != nullptr ? string_member(*j, "reference") : std::nullopt;
     const auto payment = j != nullptr ? string_member(*j, "paymentPspReference") : std::nullopt;
-    // The amount, when given, must be ours: an Amount that is not one is no match either.
+    // The amount, when given, must be ours: an Amount that is not one is no match either (a
+    // cancel asks for none, and its answer has none).
     bool same_amount = true;
     if (j != nullptr && j->contains("amount") && !(*j)["amount"].is_null()) {
         const json& a = (*j)["amount"];
         const bool readable = a.is_object() && a.contains("value") &&
                               a["value"].is_number_integer() && a.contains("currency") &&
                               a["currency"].is_string();
-        same_amount = readable && from_adyen_amount(a["value"].get<std::int64_t>(),
-                                                    a["currency"].get<std::string>()) ==
-                                      std::optional<Money>(order.amount);
+        same_amount = amount && readable &&
+                      from_adyen_amount(a["value"].get<std::int64_t>(),
+                                        a["currency"].get<std::string>()) == amount;
     }
     if (http_status != 201 || !psp || psp->empty() || status != "received" ||
-        (reference && *reference != order.operation_id) ||
-        (payment && *payment != order.payment_reference) || !same_amount) {
+        (reference && *reference != operation_id) || (payment && *payment != payment_reference) ||
+        !same_amount) {
         r.call.error_class = "unrecognised_response";
         return r; // unknown: an acceptance we cannot match to our request proves nothing
     }
-    r.outcome = Outcome::pending; // received: the REFUND notification tells the outcome
+    r.outcome = Outcome::pending; // received: the modification's notification tells the outcome
     r.provider_reference = *psp;
     return r;
+}
+
+} // namespace
+
+SubmitResult interpret_refund(const RefundOrder& order, int http_status, std::string_view body) {
+    if (http_status < 200 || http_status >= 300) {
+        return interpret_error(http_status, body, "refund");
+    }
+    return interpret_received(order.operation_id, order.payment_reference, order.amount,
+                              http_status, body);
+}
+
+// Captures and cancels (POST /payments/{paymentPspReference}/captures and /cancels).
+
+std::optional<std::string> capture_body(const AuthorizationOrder& order,
+                                        std::string_view merchant_account) {
+    const auto value = to_adyen_amount(order.amount);
+    if (!value || order.operation_id.size() > k_max_modification_reference) {
+        return std::nullopt;
+    }
+    return json{{"merchantAccount", std::string(merchant_account)},
+                {"amount", {{"currency", wire::upper(order.amount.currency)}, {"value", *value}}},
+                {"reference", order.operation_id}}
+        .dump();
+}
+
+std::optional<std::string> cancel_body(const AuthorizationOrder& order,
+                                       std::string_view merchant_account) {
+    if (order.operation_id.size() > k_max_modification_reference) {
+        return std::nullopt;
+    }
+    return json{{"merchantAccount", std::string(merchant_account)},
+                {"reference", order.operation_id}}
+        .dump();
+}
+
+SubmitResult interpret_authorization_action(const AuthorizationOrder& order, int http_status,
+                                            std::string_view body) {
+    const bool capture = order.kind == OperationKind::capture;
+    if (http_status < 200 || http_status >= 300) {
+        // A capture's 422 137 (more than the authorisation has left) refuses the capture as
+        // asked, as it refuses a refund; a cancel asks for no amount.
+        return interpret_error(http_status, body, capture ? "capture" : "");
+    }
+    return interpret_received(order.operation_id, order.payment_reference,
+                              capture ? std::optional<Money>(order.amount) : std::nullopt,
+                              http_status, body);
 }
 
 } // namespace payrecon::providers::adyen

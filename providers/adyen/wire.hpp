@@ -42,9 +42,10 @@ const CarryLimits& carry_limits();
 // recurringProcessingModel UnscheduledCardOnFile), `returnUrl` (required by the schema even when
 // no shopper is redirected: the provider configuration's return_url), `reference` = our operation
 // ID, every caller
-// metadata entry and our operation ID and merchant reference in `metadata`. nullopt if the amount
-// is not expressible in Adyen's units or carry_problem(carry_limits(), ...) finds something Adyen
-// cannot carry: nothing is ever left out.
+// metadata entry and our operation ID and merchant reference in `metadata`; for an order that
+// only authorises (PaymentOrder::manual_capture) `additionalData` {manualCapture: "true"}. nullopt
+// if the amount is not expressible in Adyen's units or carry_problem(carry_limits(), ...) finds
+// something Adyen cannot carry: nothing is ever left out.
 std::optional<std::string> payment_body(const PaymentOrder& order,
                                         std::string_view merchant_account,
                                         std::string_view return_url);
@@ -104,8 +105,9 @@ SubmitResult interpret_payment(const PaymentOrder& order, int http_status, std::
 std::optional<std::string> refund_body(const RefundOrder& order, std::string_view merchant_account);
 
 // Adyen's errorCodes that refuse the refund itself as asked -- the payment cannot be refunded by
-// this amount -- rather than our request's form: such a refund is declined (nothing refunded, and
-// sending it again cannot help). Our reading of Adyen's error-code list, see README.md.
+// this amount -- rather than our request's form: such a refund (or capture) is declined (nothing
+// refunded, and sending it again cannot help). Our reading of Adyen's error-code list, see
+// README.md.
 bool refund_not_possible(std::string_view error_code);
 
 // The outcome of a refund call. Adyen always answers 201 `status` "received" naming our reference
@@ -115,5 +117,32 @@ bool refund_not_possible(std::string_view error_code);
 // as a payment's (interpret_payment), but a 422 whose errorCode refund_not_possible() says so is
 // declined.
 SubmitResult interpret_refund(const RefundOrder& order, int http_status, std::string_view body);
+
+// Captures and cancels (issue 32, DESIGN section 16): POST /payments/{paymentPspReference}/captures
+// and /cancels, each answered 201 `status` "received"; the outcome comes only by the CAPTURE (later
+// perhaps CAPTURE_FAILED) or CANCELLATION notification. No lookup of either.
+
+// The longest `reference` a modification takes ("Maximum length: 80 characters"): our operation ID.
+inline constexpr std::size_t k_max_modification_reference = 80;
+
+// The JSON body of a capture: `merchantAccount`, `amount` in Adyen's units, `reference` = the
+// capture's operation ID (echoed as the CAPTURE notification's merchantReference). Nothing says
+// final or not: without multiple partial captures (enabled per account by Adyen's support) a
+// capture is the last one and Adyen cancels what it leaves. nullopt if the amount is not
+// expressible in Adyen's units or the operation ID is longer than a reference.
+std::optional<std::string> capture_body(const AuthorizationOrder& order,
+                                        std::string_view merchant_account);
+// The JSON body of a cancel: `merchantAccount` and `reference` = the void's operation ID (a cancel
+// releases the whole authorisation: PaymentCancelRequest has no amount). nullopt as capture_body's.
+std::optional<std::string> cancel_body(const AuthorizationOrder& order,
+                                       std::string_view merchant_account);
+
+// The outcome of a capture or a cancel call (order.kind says which; README.md has the table): 201
+// `received` naming our reference, the payment and (a capture) our amount -> pending, the provider
+// reference the modification's own pspReference; a 201 we cannot match (an amount on a cancel's
+// included) -> unknown. Errors as a payment's (interpret_payment), but a capture's 422 whose
+// errorCode refund_not_possible() names (137, more than is left) is declined.
+SubmitResult interpret_authorization_action(const AuthorizationOrder& order, int http_status,
+                                            std::string_view body);
 
 } // namespace payrecon::providers::adyen

@@ -12,16 +12,23 @@ using Json = nlohmann::ordered_json;
 
 constexpr std::string_view k_payments = "/v71/payments";
 constexpr std::string_view k_refunds = "/refunds";
+constexpr std::string_view k_captures = "/captures";
+constexpr std::string_view k_cancels = "/cancels";
 
-// The pspReference a refund's path names: /v71/payments/{it}/refunds; empty if it is not one.
-std::string refunded_payment(const std::string& path) {
+// The pspReference a modification's path names: /v71/payments/{it}`action`; empty if it is not
+// one.
+std::string modified_payment(const std::string& path, std::string_view action) {
     const std::string prefix = std::string(k_payments) + "/";
-    if (path.size() <= prefix.size() + k_refunds.size() || path.rfind(prefix, 0) != 0 ||
-        path.compare(path.size() - k_refunds.size(), k_refunds.size(), k_refunds) != 0) {
+    if (path.size() <= prefix.size() + action.size() || path.rfind(prefix, 0) != 0 ||
+        path.compare(path.size() - action.size(), action.size(), action) != 0) {
         return {};
     }
-    std::string psp = path.substr(prefix.size(), path.size() - prefix.size() - k_refunds.size());
+    std::string psp = path.substr(prefix.size(), path.size() - prefix.size() - action.size());
     return psp.find('/') == std::string::npos ? psp : std::string();
+}
+
+std::string refunded_payment(const std::string& path) {
+    return modified_payment(path, k_refunds);
 }
 
 std::string reference_of(const http::Request& request) {
@@ -79,6 +86,11 @@ std::variant<CreateParams, http::Response> validate_adyen_create(const Json& j) 
         p.customer = *shopper;
     }
     p.off_session = true;
+    // AdditionalDataCommon.manualCapture "true": authorise only.
+    const Json additional = j.value("additionalData", Json());
+    if (const std::string* manual = text(additional, "manualCapture")) {
+        p.manual_capture = *manual == "true";
+    }
     if (j.contains("metadata") && j["metadata"].is_object()) {
         for (const auto& [k, v] : j["metadata"].items()) {
             if (v.is_string()) {
@@ -115,12 +127,20 @@ AdyenApi::AdyenApi(StripeApi& intents) : m_intents(intents) {}
 
 bool AdyenApi::serves(const http::Request& request) const {
     return request.method == "POST" &&
-           (request.path == k_payments || !refunded_payment(request.path).empty());
+           (request.path == k_payments || !refunded_payment(request.path).empty() ||
+            !modified_payment(request.path, k_captures).empty() ||
+            !modified_payment(request.path, k_cancels).empty());
 }
 
 Reply AdyenApi::handle(const http::Request& request, const Wait& wait) {
-    if (request.path != k_payments) {
+    if (!refunded_payment(request.path).empty()) {
         return m_intents.refund_for(m_refunds, request, wait);
+    }
+    if (!modified_payment(request.path, k_captures).empty()) {
+        return m_intents.modify_for(m_captures, request, false, wait);
+    }
+    if (!modified_payment(request.path, k_cancels).empty()) {
+        return m_intents.modify_for(m_cancels, request, true, wait);
     }
     return m_intents.create_for(*this, request, wait);
 }
@@ -161,6 +181,8 @@ http::Response AdyenApi::answer(const http::Request& request, Executed& executed
     executed.adyen = true;
     executed.merchant_account =
         Json::parse(request.body, nullptr, false).value("merchantAccount", "");
+    // An authorisation held for a manual capture is Authorised too (nothing charged yet).
+    executed.charged = executed.charged || executed.stripe_status == "requires_capture";
     Json body;
     body["pspReference"] = psp;
     body["resultCode"] = executed.charged ? "Authorised" : "Refused";
@@ -235,6 +257,79 @@ http::Response AdyenRefunds::answer(const http::Request& request, Executed& exec
     body["pspReference"] = executed.provider_id;
     body["status"] = "received";
     body["amount"] = {{"currency", upper(executed.currency)}, {"value", executed.amount}};
+    return json_response(201, body);
+}
+
+std::string AdyenModifications::operation_id(const http::Request& request) const {
+    return reference_of(request);
+}
+
+std::optional<http::Response> AdyenModifications::refusal(const http::Request& request,
+                                                          const Account& account) const {
+    return refusal_of(request, account);
+}
+
+std::variant<ModificationParams, http::Response>
+AdyenModifications::read_locked(const http::Request& request) const {
+    const Json j = Json::parse(request.body, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) {
+        return adyen_error(400, "702", "validation", "Malformed JSON");
+    }
+    ModificationParams p;
+    if (!m_cancel) {
+        const Json amount = j.value("amount", Json());
+        if (!amount.is_object() || !amount.contains("value") ||
+            !amount["value"].is_number_integer() || !amount.contains("currency") ||
+            !amount["currency"].is_string() || amount["currency"].get<std::string>().size() != 3) {
+            return adyen_error(422, "100", "validation",
+                               "Required object 'amount' is not provided.");
+        }
+        p.amount = amount["value"].get<std::int64_t>();
+        p.currency = amount["currency"].get<std::string>();
+        std::transform(p.currency.begin(), p.currency.end(), p.currency.begin(),
+                       [](char c) { return static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c); });
+    }
+    if (!j.contains("merchantAccount") || !j["merchantAccount"].is_string()) {
+        return adyen_error(422, "100", "validation",
+                           "Required field 'merchantAccount' is not provided.");
+    }
+    const auto it =
+        m_payments.find(modified_payment(request.path, m_cancel ? k_cancels : k_captures));
+    if (it == m_payments.end()) {
+        return adyen_error(422, "167", "validation",
+                           "Original pspReference required for this operation");
+    }
+    p.intent_id = it->second;
+    return p;
+}
+
+http::Fields AdyenModifications::replay_params(const http::Request& request) const {
+    return http::Fields{{"path", request.path}, {"body", request.body}};
+}
+
+http::Response AdyenModifications::answer(const http::Request& request, Executed& executed) const {
+    const Json j = Json::parse(request.body, nullptr, false);
+    const std::string payment = modified_payment(request.path, m_cancel ? k_cancels : k_captures);
+    executed.provider_id = adyen_reference(executed.provider_id);
+    executed.adyen = true;
+    executed.event_code = m_cancel ? "CANCELLATION" : "CAPTURE";
+    executed.original_reference = payment;
+    executed.merchant_account = j.value("merchantAccount", "");
+    if (!executed.charged) {
+        executed.reason =
+            m_cancel ? "Payment cannot be cancelled" : "Insufficient balance on payment";
+    }
+    Json body;
+    body["merchantAccount"] = executed.merchant_account;
+    body["paymentPspReference"] = payment;
+    if (j.contains("reference") && j["reference"].is_string()) {
+        body["reference"] = j["reference"];
+    }
+    body["pspReference"] = executed.provider_id;
+    body["status"] = "received";
+    if (!m_cancel) {
+        body["amount"] = {{"currency", upper(executed.currency)}, {"value", executed.amount}};
+    }
     return json_response(201, body);
 }
 

@@ -20,6 +20,18 @@
 // what the payment has left, in another currency, or under the decline fault: nothing refunded).
 // A payment it does not know is a 422 ("167"); a body without amount or merchantAccount a 422
 // ("100"). The Stripe seed refund_reversed of such a refund sends its REFUND_FAILED.
+//
+// Authorise, then capture or cancel: a create with `additionalData.manualCapture` "true" only
+// authorises (a capture_method=manual PaymentIntent; Authorised, nothing charged; Stripe's 7 days
+// of validity on the fake clock). `POST /v71/payments/{pspReference}/captures` (JSON:
+// `merchantAccount`, `amount`, `reference`) and `/cancels` (`merchantAccount`, `reference`) run on
+// the same PaymentIntents through IntentModification: the same keys, faults and latency. Each is
+// answered 201 `status` "received" with its own pspReference; the outcome goes by the CAPTURE or
+// CANCELLATION notification: success "true" when the authorisation was held and (a capture) the
+// amount within it -- one capture, the rest released, as Adyen without multiple partial captures
+// --, the capture added to `charged` and counted as an execution; "false" otherwise (captured or
+// canceled already, expired, more than it holds, another currency, the decline fault: nothing
+// changes). The seed capture_reversed of such a capture sends its CAPTURE_FAILED.
 
 #include "tests/fake_provider/dialect.hpp"
 #include "tests/fake_provider/stripe.hpp"
@@ -51,13 +63,33 @@ private:
     const std::map<std::string, std::string>& m_payments;
 };
 
+// Adyen's capture (`cancel` false) or cancel read for Stripe's PaymentIntents, and its answer (see
+// above). `payments` as AdyenRefunds'.
+class AdyenModifications final : public IntentModification {
+public:
+    AdyenModifications(const std::map<std::string, std::string>& payments, bool cancel)
+        : m_payments(payments), m_cancel(cancel) {}
+
+    std::string operation_id(const http::Request& request) const override;
+    std::optional<http::Response> refusal(const http::Request& request,
+                                          const Account& account) const override;
+    std::variant<ModificationParams, http::Response>
+    read_locked(const http::Request& request) const override;
+    http::Fields replay_params(const http::Request& request) const override;
+    http::Response answer(const http::Request& request, Executed& executed) const override;
+
+private:
+    const std::map<std::string, std::string>& m_payments;
+    bool m_cancel;
+};
+
 class AdyenApi final : public Dialect, private IntentCreate {
 public:
     // `intents`: where its payments execute, the fake provider's Stripe dialect; it outlives this.
     explicit AdyenApi(StripeApi& intents);
 
-    // POST /v71/payments and POST /v71/payments/{pspReference}/refunds. Other methods on the path
-    // are Stripe's to answer, as every request no dialect serves.
+    // POST /v71/payments and POST /v71/payments/{pspReference}/refunds, /captures and /cancels.
+    // Other methods on the path are Stripe's to answer, as every request no dialect serves.
     bool serves(const http::Request& request) const override;
     Reply handle(const http::Request& request, const Wait& wait) override;
 
@@ -77,6 +109,8 @@ private:
     // Each payment's pspReference -> its PaymentIntent ("pi_..."); under the ledger's lock.
     mutable std::map<std::string, std::string> m_payments;
     AdyenRefunds m_refunds{m_payments};
+    AdyenModifications m_captures{m_payments, false};
+    AdyenModifications m_cancels{m_payments, true};
 };
 
 } // namespace payrecon::fake

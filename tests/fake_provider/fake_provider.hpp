@@ -88,6 +88,7 @@ public:
     std::vector<std::string> seed_refunded(const Refunded& s) { return seed(s); }
     std::vector<std::string> seed_bulk(const BulkSeed& s) { return seed(s); }
     std::vector<std::string> seed_refund_reversed(const RefundReversed& s) { return seed(s); }
+    std::vector<std::string> seed_capture_reversed(const CaptureReversed& s) { return seed(s); }
     std::vector<std::string> seed_bulk(std::size_t n, std::int64_t start_time,
                                        std::chrono::milliseconds spacing, std::string currency,
                                        std::int64_t amount, std::string operation_id_prefix) {

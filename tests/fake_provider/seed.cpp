@@ -142,15 +142,22 @@ Seed seed_from_json(const Json& j) {
         s.failure_reason = optional_string(j, "failure_reason").value_or(s.failure_reason);
         return s;
     }
+    if (kind == "capture_reversed") {
+        only_fields(j, {"operation_id", "failure_reason"});
+        CaptureReversed s;
+        s.operation_id = string(j, "operation_id");
+        s.failure_reason = optional_string(j, "failure_reason").value_or(s.failure_reason);
+        return s;
+    }
     bad("kind", "unknown seed kind '" + kind +
                     "' (orphan_charge, duplicate_charge, amount_mismatch, refunded, bulk, "
-                    "refund_reversed)");
+                    "refund_reversed, capture_reversed)");
 }
 
 std::string_view seed_kind(const Seed& seed) {
     static constexpr std::string_view k_names[] = {
         "orphan_charge", "duplicate_charge", "amount_mismatch", "refunded",
-        "bulk",          "refund_reversed"};
+        "bulk",          "refund_reversed",  "capture_reversed"};
     return k_names[seed.index()];
 }
 

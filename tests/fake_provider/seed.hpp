@@ -67,6 +67,12 @@ struct RefundReversed {
     std::string operation_id;
     std::string failure_reason = "expired_or_canceled_card";
 };
+// A late reversal of a capture made through Adyen's dialect (Adyen's CAPTURE_FAILED after a CAPTURE
+// success): the capture under `operation_id` failed at the scheme; what it took leaves `charged`.
+struct CaptureReversed {
+    std::string operation_id;
+    std::string failure_reason = "Capture rejected by the scheme";
+};
 // n succeeded PaymentIntents for benchmarks, created at start_time + i * spacing (whole seconds
 // shown, so several may share a second), metadata[operation_id] = operation_id_prefix + i
 // (i = 0..n-1; no metadata when the prefix is empty: then they count under "(none)").
@@ -79,12 +85,13 @@ struct BulkSeed {
     std::string operation_id_prefix = "bulk-";
 };
 
-using Seed =
-    std::variant<OrphanCharge, DuplicateCharge, AmountMismatch, Refunded, BulkSeed, RefundReversed>;
+using Seed = std::variant<OrphanCharge, DuplicateCharge, AmountMismatch, Refunded, BulkSeed,
+                          RefundReversed, CaptureReversed>;
 
 // The admin JSON: {"kind": "orphan_charge" | "duplicate_charge" | "amount_mismatch" | "refunded" |
-// "bulk" | "refund_reversed", ...fields as above, `spacing_ms` for bulk}. Throws
-// std::invalid_argument naming the field on an unknown kind or field, a missing or mistyped field.
+// "bulk" | "refund_reversed" | "capture_reversed", ...fields as above, `spacing_ms` for bulk}.
+// Throws std::invalid_argument naming the field on an unknown kind or field, a missing or mistyped
+// field.
 Seed seed_from_json(const nlohmann::json& j);
 std::string_view seed_kind(const Seed& seed);
 

@@ -631,6 +631,106 @@ Reply StripeApi::refund_for(const IntentRefund& other, const http::Request& requ
     return reply;
 }
 
+Reply StripeApi::modify_for(const IntentModification& other, const http::Request& request,
+                            bool cancel, const Wait& wait) {
+    Reply reply;
+    const std::string* key = m_account.idempotency ? request.header("idempotency-key") : nullptr;
+    reply.operation_id = other.operation_id(request);
+    if (reply.operation_id.empty()) {
+        reply.operation_id = operation_of(std::nullopt, request);
+    }
+    std::unique_lock lock = m_ledger.lock();
+    m_ledger.count_delivery_locked(reply.operation_id);
+    ++(cancel ? m_cancel_deliveries : m_capture_deliveries);
+    const auto latency = m_ledger.faults_locked().latency;
+    auto answer = [&](Reply r) {
+        Reply out = answer_after(lock, wait, latency, std::move(r));
+        stamp(out);
+        return out;
+    };
+    auto after = [](Reply& r) { apply_after_execute(r, api_error_500("after execution")); };
+    if (auto refused = other.refusal(request, m_account)) {
+        reply.response = std::move(*refused);
+        return answer(std::move(reply));
+    }
+    if (fault_before_execute_locked(m_ledger, reply, [] {
+            return api_error_500("before execution: nothing was executed");
+        })) {
+        return answer(std::move(reply));
+    }
+    auto validated = other.read_locked(request);
+    if (auto* rejected = std::get_if<http::Response>(&validated)) {
+        reply.response = std::move(*rejected);
+        return answer(std::move(reply));
+    }
+    const ModificationParams params = std::get<ModificationParams>(std::move(validated));
+    const auto found = find_id(params.intent_id);
+    if (!found) {
+        throw std::logic_error("a dialect's capture names a PaymentIntent the fake does not have");
+    }
+    {
+        Intent& in = m_intents[*found];
+        ++(cancel ? in.cancel_deliveries : in.capture_deliveries);
+        m_authorizations.insert(*found);
+    }
+    http::Fields sorted = other.replay_params(request);
+    std::sort(sorted.begin(), sorted.end());
+    if (key_answered_locked(key, sorted, reply)) {
+        after(reply);
+        return answer(std::move(reply));
+    }
+    if (!wait_in_flight(lock, wait, latency, m_keys, key)) {
+        reply.action = SocketAction::close_fin;
+        return reply;
+    }
+    // The authorisation is read now, after the wait: a racing capture or cancel, or the clock
+    // moved past its validity, is seen.
+    Intent& in = m_intents[*found];
+    const auto now = m_ledger.now_locked();
+    const State state = in.at(now);
+    const bool held = state.status == "requires_capture";
+    Executed executed;
+    executed.operation_id = reply.operation_id;
+    executed.currency = in.currency;
+    executed.amount = cancel ? in.amount : params.amount;
+    executed.charged = reply.fault != Fault::decline && held &&
+                       (cancel || (params.currency == in.currency && params.amount >= 1 &&
+                                   params.amount <= state.amount_capturable));
+    const IdPart id = random_part();
+    if (executed.charged && cancel) {
+        in.cancellation = Cancellation::unspecified;
+        in.canceled_at = unix_seconds(now);
+        ++in.cancels;
+        ++m_cancels;
+    } else if (executed.charged) {
+        in.captured = true;
+        in.amount_captured = params.amount;
+        in.capture_operation_id = reply.operation_id;
+        in.capture_id = id;
+        ++in.captures;
+        ++m_captures;
+        m_ledger.add_charged_locked(in.currency, params.amount);
+    }
+    if (executed.charged) {
+        m_ledger.count_execution_locked(reply.operation_id);
+    }
+    executed.provider_id = concat("pi_", view(id));
+    reply.response = other.answer(request, executed);
+    if (executed.charged && !cancel) {
+        in.capture_account = executed.merchant_account;
+    }
+    reply.executed = true;
+    after(reply);
+    save_key_locked(key, reply);
+    const auto on_executed = m_on_executed;
+    lock.unlock();
+    stamp(reply);
+    if (on_executed) {
+        on_executed(executed);
+    }
+    return reply;
+}
+
 void StripeApi::stamp(Reply& reply) {
     if (reply.action == SocketAction::respond || reply.action == SocketAction::partial_then_fin) {
         const auto lock = m_ledger.lock();
@@ -1542,7 +1642,8 @@ std::vector<std::string> StripeApi::seed(const Seed& seed) {
     std::unique_lock lock = m_ledger.lock();
     auto ids = std::visit([this](const auto& s) { return seed_locked(s); }, seed);
     m_seeded[std::string(seed_kind(seed))] += ids.size();
-    // A reversed Adyen refund is told as Adyen tells it: a REFUND_FAILED notification.
+    // A reversed Adyen refund or capture is told as Adyen tells it: a REFUND_FAILED or
+    // CAPTURE_FAILED notification.
     std::optional<Executed> reversal = std::exchange(m_adyen_reversal, std::nullopt);
     const auto on_executed = m_on_executed;
     lock.unlock();
@@ -1677,6 +1778,37 @@ std::vector<std::string> StripeApi::seed_locked(const RefundReversed& s) {
         }
     }
     throw SeedNotFound("no refund with operation ID " + s.operation_id);
+}
+
+std::vector<std::string> StripeApi::seed_locked(const CaptureReversed& s) {
+    for (std::size_t i = 0; i < m_intents.size(); ++i) {
+        Intent& in = m_intents[i];
+        if (s.operation_id.empty() || in.capture_operation_id != s.operation_id) {
+            continue;
+        }
+        if (in.capture_reversed) {
+            throw std::invalid_argument("the capture is reversed already");
+        }
+        in.capture_reversed = true;
+        // Out of `charged`: the scheme took nothing.
+        m_ledger.add_charged_locked(in.currency, -in.amount_captured);
+        Executed e;
+        e.adyen = true;
+        e.event_code = "CAPTURE_FAILED";
+        e.provider_id = adyen_reference(concat("pi_", view(in.capture_id)));
+        e.original_reference = adyen_reference(concat("pi_", view(in.id)));
+        e.operation_id = in.capture_operation_id;
+        e.amount = in.amount_captured;
+        e.currency = in.currency;
+        e.charged = true; // success "true": the failure happened
+        e.merchant_account = in.capture_account;
+        e.reason = s.failure_reason;
+        in.amount_captured = 0;
+        m_adyen_reversal = std::move(e);
+        return {concat("pi_", view(in.id))};
+    }
+    throw SeedNotFound("no capture made through Adyen's dialect with operation ID " +
+                       s.operation_id);
 }
 
 std::vector<std::string> StripeApi::seed_locked(const BulkSeed& s) {

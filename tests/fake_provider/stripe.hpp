@@ -180,6 +180,46 @@ protected:
     IntentRefund& operator=(const IntentRefund&) = default;
 };
 
+// What another dialect's capture or cancel asks for (Adyen's), in Stripe's terms.
+struct ModificationParams {
+    std::string intent_id;   // "pi_..." of the PaymentIntent captured or canceled
+    std::int64_t amount = 0; // a capture's; a cancel takes none
+    std::string currency;    // lower case; a capture's
+};
+
+// How another dialect's capture or cancel reads its request and words its answer when it modifies
+// Stripe's PaymentIntents (Adyen's: adyen.hpp). StripeApi runs the rest as for its own captures and
+// cancels: the deliveries, the Idempotency-Key (one set for every dialect), the faults, the
+// capture or cancel in the ledger (an execution of its operation ID), the webhooks. Unlike
+// Stripe's, such a request is received whatever the authorisation allows: one it cannot make
+// (captured or canceled already, expired, more than it holds, in another currency, the decline
+// fault) is answered as received, changes nothing and counts no execution; its notification says
+// it failed.
+class IntentModification {
+public:
+    virtual ~IntentModification() = default;
+    // The operation ID the request names; empty if it names none (the key then stands for it).
+    virtual std::string operation_id(const http::Request& request) const = 0;
+    // nullopt if the request carries the account's key; else the 401 to answer.
+    virtual std::optional<http::Response> refusal(const http::Request& request,
+                                                  const Account& account) const = 0;
+    // The modification's parameters (under the ledger's lock), or the 4xx to answer (nothing
+    // executes; the key stays free).
+    virtual std::variant<ModificationParams, http::Response>
+    read_locked(const http::Request& request) const = 0;
+    // What a later request under the same key must match to be replayed.
+    virtual http::Fields replay_params(const http::Request& request) const = 0;
+    // The answer to a modification received, saved under the key; rewords `executed` (its
+    // provider_id the modification's "pi_..."-shaped id, `charged` whether it was made) for the
+    // webhooks.
+    virtual http::Response answer(const http::Request& request, Executed& executed) const = 0;
+
+protected:
+    IntentModification() = default;
+    IntentModification(const IntentModification&) = default;
+    IntentModification& operator=(const IntentModification&) = default;
+};
+
 class StripeApi final : public Dialect {
 public:
     using Wait = fake::Wait;
@@ -200,6 +240,11 @@ public:
     Reply create_for(const IntentCreate& dialect, const http::Request& request, const Wait& wait);
     // `dialect`'s refund, of these PaymentIntents (IntentRefund says how it differs from Stripe's).
     Reply refund_for(const IntentRefund& dialect, const http::Request& request, const Wait& wait);
+    // `dialect`'s capture (`cancel` false) or cancel of these PaymentIntents (IntentModification
+    // says how it differs from Stripe's): one capture takes all or part of a requires_capture
+    // authorisation and releases the rest, as Stripe's does.
+    Reply modify_for(const IntentModification& dialect, const http::Request& request, bool cancel,
+                     const Wait& wait);
 
     // Called (outside the lock) after each execution: what the webhooks tell.
     void set_on_executed(std::function<void(const Executed&)> callback);
@@ -219,6 +264,7 @@ public:
     std::vector<std::string> seed_refunded(const Refunded& s) { return seed(s); }
     std::vector<std::string> seed_bulk(const BulkSeed& s) { return seed(s); }
     std::vector<std::string> seed_refund_reversed(const RefundReversed& s) { return seed(s); }
+    std::vector<std::string> seed_capture_reversed(const CaptureReversed& s) { return seed(s); }
     // Counts `n` ids of a seed of `kind` another dialect applied (a Square refund's reversal) in
     // the ledger's "seeded", which this dialect writes. Takes the ledger's lock.
     void count_seeded(std::string_view kind, std::size_t n);
@@ -301,6 +347,12 @@ private:
         std::uint32_t cancels = 0;
         std::uint32_t capture_deliveries = 0;
         std::uint32_t cancel_deliveries = 0;
+        // A capture made through another dialect (Adyen's): its operation ID and id, the account
+        // that made it, and whether the scheme failed it since (capture_reversed).
+        std::string capture_operation_id;
+        IdPart capture_id{};
+        std::string capture_account;
+        bool capture_reversed = false;
 
         bool has_charge() const;
         // The card was approved (an authorisation included).
@@ -374,6 +426,7 @@ private:
     std::vector<std::string> seed_locked(const Refunded& s);
     std::vector<std::string> seed_locked(const BulkSeed& s);
     std::vector<std::string> seed_locked(const RefundReversed& s);
+    std::vector<std::string> seed_locked(const CaptureReversed& s);
     bool authorized(const http::Request& request) const;
 
     Ledger& m_ledger;
@@ -429,7 +482,8 @@ private:
     std::uint64_t m_cancel_deliveries = 0;
     std::uint64_t m_captures = 0;
     std::uint64_t m_cancels = 0;
-    // The notification a seed under way owes (an Adyen refund's REFUND_FAILED), sent after it.
+    // The notification a seed under way owes (an Adyen refund's REFUND_FAILED, a capture's
+    // CAPTURE_FAILED), sent after it.
     std::optional<Executed> m_adyen_reversal;
 };
 

@@ -180,3 +180,94 @@ TEST_CASE("adyen webhook: REFUND, REFUND_FAILED and REFUNDED_REVERSED are eviden
     REQUIRE(charge.events.size() == 1);
     CHECK(charge.events[0].kind == OperationKind::charge);
 }
+
+namespace {
+
+// A capture's, a cancel's or an expiry's notification item: its own pspReference, the payment's
+// as originalReference, its operation ID as merchantReference. Signatures computed independently
+// (Python's hmac and base64 over the escaped fields, with k_key).
+nlohmann::json modification_item(const std::string& code, const std::string& success,
+                                 const std::string& psp, const std::string& reference,
+                                 long long value, const std::string& signature) {
+    return {{"NotificationRequestItem",
+             {{"additionalData", {{"hmacSignature", signature}}},
+              {"amount", {{"currency", "EUR"}, {"value", value}}},
+              {"eventCode", code},
+              {"eventDate", "2026-12-01T12:00:00+01:00"},
+              {"merchantAccountCode", "AcmeShopECOM"},
+              {"merchantReference", reference},
+              {"originalReference", "QFQTPCQ8HXSKGK82"},
+              {"pspReference", psp},
+              {"reason", ""},
+              {"success", success}}}};
+}
+
+} // namespace
+
+TEST_CASE("adyen webhook: CAPTURE, CAPTURE_FAILED and CANCELLATION are evidence about the capture "
+          "or void named by their merchantReference, EXPIRE about the charge's authorisation",
+          "[providers][adyen][webhook][captures]") {
+    struct Row {
+        const char* code;
+        const char* success;
+        const char* psp;
+        const char* reference;
+        long long value;
+        const char* signature;
+        OperationKind kind;
+        EvidenceOutcome outcome;
+    };
+    const char* capture = "pc_01a24d44082e74c7aad6770393d3d2aa";
+    const char* cancel = "pv_01a24d44082e74c7aad6770393d3d2bb";
+    const char* authorisation = "pa_01a24d44082e74c7aad6770393d3d2cc";
+    const Row rows[] = {
+        {"CAPTURE", "true", "CPTR8M2K4Q7XW1ZA", capture, 6000,
+         "wSxb2w+zPxXHCsyou8bqYveRqMHBBdY4T806vm6ugsE=", OperationKind::capture,
+         EvidenceOutcome::succeeded},
+        {"CAPTURE", "false", "CPTR8M2K4Q7XW1ZA", capture, 6000,
+         "ai9ATIa0WDaOmHcAbd6QYviSA0REawhBJxe0rJLE1fU=", OperationKind::capture,
+         EvidenceOutcome::failed},
+        // After a success: a late reversal (the capture fails, what it held is given back).
+        {"CAPTURE_FAILED", "true", "CPTR8M2K4Q7XW1ZA", capture, 6000,
+         "p0iKLOQyLzsw88nDODwDTauvwTroOh7l6UU2jvLizvo=", OperationKind::capture,
+         EvidenceOutcome::failed},
+        {"CANCELLATION", "true", "CNCL5T9R3W6YH2PB", cancel, 10000,
+         "lhPa54uzVi8C8Gz0V1xDhOJMu8nVgphhNuY3J0AN1wo=", OperationKind::void_authorization,
+         EvidenceOutcome::succeeded},
+        {"CANCELLATION", "false", "CNCL5T9R3W6YH2PB", cancel, 10000,
+         "YZh/4QXVcaKzpdU+T6JSWucG7z1TMSHU7a/hFUIQH5o=", OperationKind::void_authorization,
+         EvidenceOutcome::failed},
+        // The uncaptured authorisation lapsed: released, as a void releases it.
+        {"EXPIRE", "true", "EXPR2L6N8D4F1JQC", authorisation, 10000,
+         "OnmM0ggcIMFcn5xO9V8SvE51w8LLadOJ0zKkUo6yKpg=", OperationKind::charge,
+         EvidenceOutcome::failed},
+        // Kept, never applied: payrecon adjusts no authorisation.
+        {"AUTHORISATION_ADJUSTMENT", "true", "ADJT3K7M9P2R5VWX", authorisation, 12000,
+         "YYb6Lx1SSTOJfBUqz1kwaFKUPdIzFD1keUGbqHWCaQM=", OperationKind::charge,
+         EvidenceOutcome::other},
+    };
+    for (const Row& row : rows) {
+        INFO(row.code << " " << row.success);
+        const WebhookVerdict v =
+            verify({Secret(k_key)},
+                   notification({modification_item(row.code, row.success, row.psp, row.reference,
+                                                   row.value, row.signature)}));
+        INFO(v.reason);
+        REQUIRE(v.status == WebhookVerdict::Status::verified);
+        REQUIRE(v.events.size() == 1);
+        const WebhookEvent& e = v.events[0];
+        CHECK(e.kind == row.kind);
+        CHECK(e.outcome == row.outcome);
+        CHECK(e.event_type == row.code);
+        CHECK(e.event_key == std::string(row.psp) + ":" + row.code + ":" + row.success);
+        CHECK(e.operation_id == row.reference);
+        CHECK(e.provider_reference == row.psp);
+        CHECK(e.amount_minor == row.value);
+        CHECK(e.currency == "EUR");
+    }
+    // The signature covers the event code: a CAPTURE success dressed as CAPTURE_FAILED is refused.
+    CHECK(verify({Secret(k_key)}, notification({modification_item(
+                                      "CAPTURE_FAILED", "true", "CPTR8M2K4Q7XW1ZA", capture, 6000,
+                                      "wSxb2w+zPxXHCsyou8bqYveRqMHBBdY4T806vm6ugsE=")}))
+              .status == WebhookVerdict::Status::bad_signature);
+}
