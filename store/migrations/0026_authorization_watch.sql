@@ -6,3 +6,7 @@ ALTER TABLE payments ADD COLUMN authorization_expiry_warned_at timestamptz;
 
 CREATE INDEX payments_open_authorizations ON payments (authorization_expires_at)
     WHERE capture_method = 'manual' AND authorization_expired_at IS NULL AND voided_at IS NULL;
+
+COMMENT ON INDEX payments_open_authorizations IS
+    'nightly: the authorisation watch reads the open manual authorisations by expiry (store/authorization_store); '
+    'a payment captured at once never enters it';

@@ -15,6 +15,7 @@
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 using namespace payrecon;
 using namespace payrecon::testing;
@@ -461,5 +462,99 @@ TEST_CASE("captures: an authorisation asked of a provider that cannot authorise 
               "request_rejected");
         CHECK(w.deliveries(w.op_of(ref)) == 0);
         CHECK(w.fake->ledger()["deliveries"] == 0);
+    }
+}
+
+TEST_CASE("captures: races -- a final capture, a second capture, a void and a refund asked at "
+          "once: whatever wins, the provider captures no more than was authorised and refunds "
+          "no more than was captured, and its books equal ours",
+          "[execution][db][captures][races]") {
+    for (const std::string& kind : lookup_kinds()) {
+        const bool in_parts = providers::descriptor_of(kind).api.multiple_captures;
+        for (int round = 0; round < 3; ++round) {
+            INFO(kind << " round " << round);
+            Authorisation a(kind, 10000);
+            // Four requests at once, each on its own connection: what the intake takes is
+            // decided by the payment row's lock and its kind's guard.
+            std::vector<int> status(4, 0);
+            std::vector<std::thread> threads;
+            const auto ask = [&](int i) {
+                const auto db = connect();
+                CaptureService captures(*db, test_keys());
+                RefundService refunds(*db, test_keys());
+                const auto& p = a.w.writer.principal;
+                switch (i) {
+                case 0:
+                    status[0] = captures
+                                    .create_capture(p, a.payment_id, unique_name("ck"),
+                                                    R"({"amount": 6000})", "")
+                                    .status;
+                    break;
+                case 1:
+                    status[1] = captures
+                                    .create_capture(p, a.payment_id, unique_name("ck"),
+                                                    in_parts ? R"({"amount": 5000, "final": false})"
+                                                             : R"({"amount": 5000})",
+                                                    "")
+                                    .status;
+                    break;
+                case 2:
+                    status[2] =
+                        captures.create_void(p, a.payment_id, unique_name("vk"), "", "").status;
+                    break;
+                default:
+                    status[3] = refunds
+                                    .create_refund(p, a.payment_id, unique_name("rk"),
+                                                   R"({"amount": 1000})", "")
+                                    .status;
+                }
+            };
+            for (int i = 0; i < 4; ++i) {
+                threads.emplace_back(ask, i);
+            }
+            for (auto& t : threads) {
+                t.join();
+            }
+            // Nothing is captured yet when they race: the refund has nothing to refund.
+            CHECK(status[3] == 409);
+            // The two captures cannot both fit, and a void and a final capture exclude each
+            // other.
+            CHECK(!(status[0] == 202 && status[1] == 202));
+            CHECK(!(status[0] == 202 && status[2] == 202));
+            for (const int s : status) {
+                CHECK((s == 202 || s == 409));
+            }
+            // Sent, and settled by the answer or the reconciler's lookup.
+            while (a.send() > 0) {
+            }
+            a.reconcile();
+            CHECK(count_rows("operations", a.w.tenant.tenant_id,
+                             "payment_id = '" + a.payment_id +
+                                 "' AND state NOT IN ('succeeded', 'failed')") == 0);
+            const long long captured = std::stoll(a.payment("captured_minor"));
+            CHECK(captured <= 10000);
+            CHECK(a.charged_eur() == captured); // the provider's books are ours
+            // Now a refund of what was captured fits, and one cent more never does.
+            if (captured > 0) {
+                RefundService refunds(*a.w.db, test_keys());
+                CHECK(refunds
+                          .create_refund(a.w.writer.principal, a.payment_id, unique_name("rk"),
+                                         R"({"amount": )" + std::to_string(captured + 1) + "}", "")
+                          .status == 409);
+                CHECK(refunds
+                          .create_refund(a.w.writer.principal, a.payment_id, unique_name("rk"),
+                                         R"({"amount": )" + std::to_string(captured) + "}", "")
+                          .status == 202);
+                while (a.send() > 0) {
+                }
+                a.reconcile();
+                const auto l = a.w.fake->ledger();
+                const long long refunded = l.contains("refunded") && l["refunded"].contains("eur")
+                                               ? l["refunded"]["eur"].get<long long>()
+                                               : 0;
+                CHECK(refunded == captured);
+                CHECK(std::stoll(a.payment("refund_held_minor")) == captured);
+            }
+        }
     }
 }

@@ -158,7 +158,9 @@ TEST_CASE("migrations: schema 9 to 10 over 200,000 payments keeps every row and 
     CHECK(indexes_of(tx, "payments") ==
           std::set<std::string>{"payments_pkey", "payments_tenant_id_merchant_reference_key",
                                 "payments_operation_id", "payments_due", "payments_state_created",
-                                "payments_statement", "payments_provider_reference"});
+                                "payments_statement", "payments_provider_reference",
+                                // Schema 26: partial, only authorisations (capture "manual").
+                                "payments_open_authorizations"});
     CHECK(indexes_of(tx, "idempotency_records") ==
           std::set<std::string>{"idempotency_records_pkey", "idempotency_records_expires_at"});
     // Schema 16 (events out) gives the outbox back a queue index for the relay's publish step and
