@@ -188,6 +188,8 @@ WITH current AS (
       JOIN payments p ON p.tenant_id = o.tenant_id AND p.payment_id = o.payment_id
      WHERE o.tenant_id = $1::uuid AND o.id = $2::uuid AND o.generation = $3
        AND o.state = 'succeeded'
+       -- the payment's newest row, held: no refund takes room while the capture is judged
+       FOR UPDATE OF p
 ), u AS (
     UPDATE operations
        SET state = 'failed', generation = generation + 1, failure_reason = left($4, 1000),
