@@ -58,6 +58,64 @@ std::string amounts(const std::map<std::string, long long>& by_currency) {
 
 using engine::Tally;
 
+// One line per group of payments and operations still open (kind, state, provider, currency).
+nlohmann::ordered_json open_json(const std::vector<store::QueueCount>& open) {
+    nlohmann::ordered_json out = nlohmann::ordered_json::array();
+    for (const auto& q : open) {
+        nlohmann::ordered_json e;
+        e["kind"] = q.kind;
+        e["state"] = q.state;
+        e["provider"] = q.provider;
+        if (!q.review_code.empty()) {
+            e["review_code"] = q.review_code;
+        }
+        e["currency"] = q.currency;
+        e["payments"] = q.payments;
+        e["amount"] = q.amount_minor;
+        if (q.state == "pending" || q.state == "retry_scheduled") {
+            e["waiting_too_long"] = q.stuck;
+        }
+        out.push_back(e);
+    }
+    return out;
+}
+
+// Each statement diff of the night: its counts per category, and why it failed if it did.
+nlohmann::ordered_json statements_json(const std::vector<reports::Report>& statements) {
+    nlohmann::ordered_json out = nlohmann::ordered_json::array();
+    for (const auto& st : statements) {
+        nlohmann::ordered_json e;
+        e["title"] = st.title;
+        e["exit_code"] = st.exit_code;
+        for (const auto& c : st.categories) {
+            e["counts"][c] = st.totals.at(c).count;
+        }
+        if (st.failure) {
+            e["failure"] = *st.failure;
+        }
+        out.push_back(e);
+    }
+    return out;
+}
+
+// The authorisation watch's payments: uncaptured authorisations expired, or expiring soon.
+nlohmann::ordered_json authorizations_json(const std::vector<store::WatchedAuthorization>& all) {
+    nlohmann::ordered_json out = nlohmann::ordered_json::array();
+    for (const auto& a : all) {
+        out.push_back({{"payment_id", a.payment_id},
+                       {"tenant_id", a.tenant_id},
+                       {"provider", a.provider},
+                       {"merchant_reference", a.merchant_reference},
+                       {"amount", a.amount_minor},
+                       {"captured", a.captured_minor},
+                       {"uncaptured", a.amount_minor - a.capture_held_minor},
+                       {"currency", a.currency},
+                       {"expires_at", a.expires_at},
+                       {"told", a.told}});
+    }
+    return out;
+}
+
 nlohmann::ordered_json summary_json(const engine::NightlyReport& r,
                                     const std::vector<std::string>& report_files) {
     nlohmann::ordered_json j;
@@ -87,36 +145,8 @@ nlohmann::ordered_json summary_json(const engine::NightlyReport& r,
     for (const auto* o : summary.newly_in_review) {
         j["to_review"].push_back(outcome_json(*o));
     }
-    j["open"] = nlohmann::ordered_json::array();
-    for (const auto& q : r.open) {
-        nlohmann::ordered_json e;
-        e["kind"] = q.kind;
-        e["state"] = q.state;
-        e["provider"] = q.provider;
-        if (!q.review_code.empty()) {
-            e["review_code"] = q.review_code;
-        }
-        e["currency"] = q.currency;
-        e["payments"] = q.payments;
-        e["amount"] = q.amount_minor;
-        if (q.state == "pending" || q.state == "retry_scheduled") {
-            e["waiting_too_long"] = q.stuck;
-        }
-        j["open"].push_back(e);
-    }
-    j["statements"] = nlohmann::ordered_json::array();
-    for (const auto& st : r.statements) {
-        nlohmann::ordered_json e;
-        e["title"] = st.title;
-        e["exit_code"] = st.exit_code;
-        for (const auto& c : st.categories) {
-            e["counts"][c] = st.totals.at(c).count;
-        }
-        if (st.failure) {
-            e["failure"] = *st.failure;
-        }
-        j["statements"].push_back(e);
-    }
+    j["open"] = open_json(r.open);
+    j["statements"] = statements_json(r.statements);
     j["statements_not_run"] = nlohmann::ordered_json::array();
     for (const auto& [provider, why] : r.statements_not_run) {
         j["statements_not_run"].push_back({{"provider", provider}, {"why", why}});
@@ -159,33 +189,10 @@ nlohmann::ordered_json summary_json(const engine::NightlyReport& r,
                                             {"while", c.call},
                                             {"check", c.check}});
     }
-    long long stuck = 0;
-    for (const auto& q : r.stuck()) {
-        stuck += q.stuck;
-    }
-    j["waiting_too_long"] = stuck;
-    long long orphaned = 0;
-    for (const auto& q : r.orphaned()) {
-        orphaned += q.payments;
-    }
-    j["not_configured"] = orphaned;
-    for (const auto& [name, all] :
-         {std::pair{"authorizations_expired", &r.authorizations.expired},
-          std::pair{"authorizations_expiring", &r.authorizations.expiring}}) {
-        j[name] = nlohmann::ordered_json::array();
-        for (const auto& a : *all) {
-            j[name].push_back({{"payment_id", a.payment_id},
-                               {"tenant_id", a.tenant_id},
-                               {"provider", a.provider},
-                               {"merchant_reference", a.merchant_reference},
-                               {"amount", a.amount_minor},
-                               {"captured", a.captured_minor},
-                               {"uncaptured", a.amount_minor - a.capture_held_minor},
-                               {"currency", a.currency},
-                               {"expires_at", a.expires_at},
-                               {"told", a.told}});
-        }
-    }
+    j["waiting_too_long"] = r.waiting_too_long();
+    j["not_configured"] = r.not_configured();
+    j["authorizations_expired"] = authorizations_json(r.authorizations.expired);
+    j["authorizations_expiring"] = authorizations_json(r.authorizations.expiring);
     j["attention"] = r.attention(report_files);
     return j;
 }

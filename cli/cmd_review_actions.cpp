@@ -269,6 +269,76 @@ Refused provider_refused(const ResolveRequest& request, const ResolveOutcome& ou
     throw std::logic_error("provider_refused: the provider confirmed the reference");
 }
 
+// The payment or operation changed since it was shown (or never had the generation given).
+Refused changed(const ResolveRequest& request, const ResolveOutcome& out, const std::string& show) {
+    if (request.generation > out.generation) {
+        // Not a change since it was shown: the payment never had that generation.
+        return Refused("generation " + std::to_string(request.generation) + " is not " +
+                           subject_of(out) + "'s: it is at generation " +
+                           std::to_string(out.generation) + " (" + out.state +
+                           "), and generations only grow; nothing was written",
+                       "give the generation `" + show + subject_id(out) + "` prints");
+    }
+    std::string last;
+    if (out.last_change) {
+        last = "; last recorded: " + out.last_change->action + " by " +
+               printable(out.last_change->actor) + " at " + out.last_change->at;
+    }
+    return Refused(subject_of(out) + " changed since it was shown: generation " +
+                       std::to_string(request.generation) + " was given, it is now " +
+                       std::to_string(out.generation) + " (" + out.state + ")" + last +
+                       "; nothing was written",
+                   "look again with: " + show + subject_id(out));
+}
+
+// The provider reference given already settles another payment or operation of ours.
+Refused reference_taken(const ResolveRequest& request, const ResolveOutcome& out) {
+    if (out.refund_id) {
+        return Refused("the provider reference " + printable(*request.provider_reference) +
+                           " already belongs to " + noun_of(out) + " " + out.holder + "; one " +
+                           noun_of(out) +
+                           " at the provider settles one of ours, and nothing was written",
+                       "compare both: payrecon " + noun_of(out) + "s show " + out.holder +
+                           "; give this " + noun_of(out) + "'s own reference");
+    }
+    return Refused("the provider reference " + printable(*request.provider_reference) +
+                       " already belongs to payment " + out.holder +
+                       "; one charge settles one payment, and nothing was written",
+                   "compare both: payrecon payments show " + out.holder +
+                       "; give this payment's own reference");
+}
+
+// The provider holds the charge or operation an operator asked to record as never sent: sending it
+// again would do it twice.
+Refused provider_holds(const ResolveRequest& request, const ResolveOutcome& out) {
+    const SeenRecord& seen = *out.evidence.record;
+    if (out.refund_id) {
+        const bool refund = out.kind == OperationKind::refund;
+        return Refused("the provider holds a " + noun_of(out) + " for " + subject_of(out) + ": " +
+                           printable(seen.reference.value_or("(no reference)")) +
+                           (refund ? " refunded" : " done") + " (seen in " +
+                           printable(seen.seen_in) + "); sending it again would " +
+                           (refund ? std::string("refund the customer twice")
+                                   : "do it twice at the provider") +
+                           ", and nothing was written",
+                       "resolve it as succeeded with that reference: " +
+                           command_for(request, out, OperatorDecision::succeeded, seen.reference));
+    }
+    return Refused("the provider holds a charge for payment " + out.ref.payment_id + ": " +
+                       printable(seen.reference.value_or("(no reference)")) +
+                       (seen.amount_minor && seen.currency
+                            ? " of " + money(*seen.amount_minor, *seen.currency)
+                            : std::string()) +
+                       " charged (seen in " + printable(seen.seen_in) +
+                       "); sending it again would charge the customer twice, and nothing was "
+                       "written",
+                   "resolve it as succeeded with that reference: " +
+                       command_for(request, out, OperatorDecision::succeeded, seen.reference,
+                                   seen.amount_minor && *seen.amount_minor != out.amount_minor
+                                       ? seen.amount_minor
+                                       : std::nullopt));
+}
+
 // Throws the refusal of `out` (not applied), in the flags of the command `request` came from.
 [[noreturn]] void refuse(const ResolveRequest& request, const ResolveOutcome& out) {
     using S = ResolveOutcome::Status;
@@ -298,26 +368,8 @@ Refused provider_refused(const ResolveRequest& request, const ResolveOutcome& ou
         throw Refused("no payment or refund has the ID " + printable(request.id),
                       cancel ? "find it with: payrecon payments list"
                              : "find it with: payrecon review list");
-    case S::changed: {
-        if (request.generation > out.generation) {
-            // Not a change since it was shown: the payment never had that generation.
-            throw Refused("generation " + std::to_string(request.generation) + " is not " +
-                              subject_of(out) + "'s: it is at generation " +
-                              std::to_string(out.generation) + " (" + out.state +
-                              "), and generations only grow; nothing was written",
-                          "give the generation `" + show + subject_id(out) + "` prints");
-        }
-        std::string last;
-        if (out.last_change) {
-            last = "; last recorded: " + out.last_change->action + " by " +
-                   printable(out.last_change->actor) + " at " + out.last_change->at;
-        }
-        throw Refused(subject_of(out) + " changed since it was shown: generation " +
-                          std::to_string(request.generation) + " was given, it is now " +
-                          std::to_string(out.generation) + " (" + out.state + ")" + last +
-                          "; nothing was written",
-                      "look again with: " + show + subject_id(out));
-    }
+    case S::changed:
+        throw changed(request, out, show);
     case S::not_resolvable:
         throw Refused(subject_of(out) + " is " + out.state +
                           (cancel ? ": only pending and retry_scheduled payments are canceled; a "
@@ -328,19 +380,7 @@ Refused provider_refused(const ResolveRequest& request, const ResolveOutcome& ou
                           ? "its decisions, complete: " + review_show_command(subject_id(out))
                           : show_command(out));
     case S::reference_taken:
-        if (out.refund_id) {
-            throw Refused("the provider reference " + printable(*request.provider_reference) +
-                              " already belongs to " + noun_of(out) + " " + out.holder + "; one " +
-                              noun_of(out) +
-                              " at the provider settles one of ours, and nothing was written",
-                          "compare both: payrecon " + noun_of(out) + "s show " + out.holder +
-                              "; give this " + noun_of(out) + "'s own reference");
-        }
-        throw Refused("the provider reference " + printable(*request.provider_reference) +
-                          " already belongs to payment " + out.holder +
-                          "; one charge settles one payment, and nothing was written",
-                      "compare both: payrecon payments show " + out.holder +
-                          "; give this payment's own reference");
+        throw reference_taken(request, out);
     case S::not_for_refund:
         throw UsageError("--amount records what a charge took; a " + noun_of(out) +
                              " is decided for its own amount (" +
@@ -356,35 +396,8 @@ Refused provider_refused(const ResolveRequest& request, const ResolveOutcome& ou
                       "let the worker and the reconciler finish it, or check the provider and "
                       "decide it once it is in review: payrecon payments show " +
                           out.ref.payment_id);
-    case S::charge_seen: {
-        const SeenRecord& seen = *out.evidence.record;
-        if (out.refund_id) {
-            const bool refund = out.kind == OperationKind::refund;
-            throw Refused(
-                "the provider holds a " + noun_of(out) + " for " + subject_of(out) + ": " +
-                    printable(seen.reference.value_or("(no reference)")) +
-                    (refund ? " refunded" : " done") + " (seen in " + printable(seen.seen_in) +
-                    "); sending it again would " +
-                    (refund ? std::string("refund the customer twice")
-                            : "do it twice at the provider") +
-                    ", and nothing was written",
-                "resolve it as succeeded with that reference: " +
-                    command_for(request, out, OperatorDecision::succeeded, seen.reference));
-        }
-        throw Refused("the provider holds a charge for payment " + out.ref.payment_id + ": " +
-                          printable(seen.reference.value_or("(no reference)")) +
-                          (seen.amount_minor && seen.currency
-                               ? " of " + money(*seen.amount_minor, *seen.currency)
-                               : std::string()) +
-                          " charged (seen in " + printable(seen.seen_in) +
-                          "); sending it again would charge the customer twice, and nothing was "
-                          "written",
-                      "resolve it as succeeded with that reference: " +
-                          command_for(request, out, OperatorDecision::succeeded, seen.reference,
-                                      seen.amount_minor && *seen.amount_minor != out.amount_minor
-                                          ? seen.amount_minor
-                                          : std::nullopt));
-    }
+    case S::charge_seen:
+        throw provider_holds(request, out);
     case S::contradicted:
         throw contradicted(request, out);
     case S::unchecked:

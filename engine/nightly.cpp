@@ -139,20 +139,12 @@ long long NightlyReport::disabled_endpoints() const {
         [](const store::EndpointDeliveryStats& e) { return e.state != "enabled"; });
 }
 
-std::vector<std::string>
-NightlyReport::attention(const std::vector<std::string>& report_files) const {
-    const NightlyReport& r = *this;
-    std::vector<std::string> out;
-    for (const auto& g : r.rejected) {
-        out.push_back(std::to_string(g.payments) + " payment(s) of " + g.provider +
-                      " REJECTED by the provider (" + g.code +
-                      "): an integration or configuration fault, nothing was charged; fix it "
-                      "(docs/operations.md, request_rejected), then send each again with the "
-                      "command its review show prints (payrecon review list --provider " +
-                      g.provider +
-                      " lists them; the latest: " + review_show_command(g.latest_payment_id) + ")");
-    }
-    for (const ReconcileOutcome* o : r.reversed()) {
+namespace {
+
+// A refund or capture the provider reversed after it had succeeded: what it means and what to do.
+void reversal_lines(const std::vector<const ReconcileOutcome*>& reversed,
+                    std::vector<std::string>& out) {
+    for (const ReconcileOutcome* o : reversed) {
         const std::string noun(subject_noun(o->kind));
         out.push_back(noun + " " + o->refund_id + " of payment " + o->payment_id + " (" +
                       describe_money(o->amount_minor, o->currency) + ", " + o->provider +
@@ -164,42 +156,39 @@ NightlyReport::attention(const std::vector<std::string>& report_files) const {
                              "the customer, or refund again") +
                       " (payrecon " + noun + "s show " + o->refund_id + ")");
     }
-    if (!r.authorizations.expired.empty()) {
+}
+
+// The authorisation watch: those that expired uncaptured in this run (their amounts), and those
+// that expire within the horizon.
+void authorization_lines(const store::AuthorizationWatch& watch, std::chrono::seconds horizon,
+                         std::vector<std::string>& out) {
+    if (!watch.expired.empty()) {
         std::map<std::string, long long> lost; // currency -> minor units never captured
-        for (const auto& a : r.authorizations.expired) {
+        for (const auto& a : watch.expired) {
             lost[a.currency] += a.amount_minor - a.capture_held_minor;
         }
         std::string amounts;
         for (const auto& [currency, minor] : lost) {
             amounts += (amounts.empty() ? "" : ", ") + describe_money(minor, currency);
         }
-        out.push_back(std::to_string(r.authorizations.expired.size()) +
+        out.push_back(std::to_string(watch.expired.size()) +
                       " authorisation(s) EXPIRED uncaptured in this run (" + amounts +
                       " never captured; the provider releases it to the customer): listed "
                       "above as authorization_expired; nothing more can be captured of them");
     }
-    if (!r.authorizations.expiring.empty()) {
-        out.push_back(std::to_string(r.authorizations.expiring.size()) +
-                      " authorisation(s) expire within " +
-                      std::to_string(r.authorization_horizon.count() / 3600) +
+    if (!watch.expiring.empty()) {
+        out.push_back(std::to_string(watch.expiring.size()) + " authorisation(s) expire within " +
+                      std::to_string(horizon.count() / 3600) +
                       " h with something left to capture (listed above as "
                       "authorization_expiring): payrecon payments capture <id> ..., or payments "
                       "void <id> ... if the order will not ship");
     }
-    if (r.in_review() > 0) {
-        const long long refunds = r.refunds_in_review();
-        out.push_back(std::to_string(r.in_review() - refunds) + " payment(s)" +
-                      (refunds > 0
-                           ? " and " + std::to_string(refunds) + " refund(s), capture(s) or void(s)"
-                           : "") +
-                      " in review: payrecon review list");
-    }
-    for (const auto& [provider, n] : r.contradicting_events) {
-        out.push_back(std::to_string(n) + " event(s) from " + provider +
-                      " CONTRADICT a settled payment (another outcome or amount; the payment kept "
-                      "its state): payrecon events list --contradicting");
-    }
-    for (const auto& e : r.endpoints) {
+}
+
+// Events out: each endpoint's dead deliveries, and a disabled endpoint.
+void endpoint_lines(const std::vector<store::EndpointDeliveryStats>& endpoints,
+                    std::vector<std::string>& out) {
+    for (const auto& e : endpoints) {
         if (e.dead > 0) {
             out.push_back(std::to_string(e.dead) + " event deliveries to endpoint " +
                           e.endpoint_id +
@@ -217,11 +206,56 @@ NightlyReport::attention(const std::vector<std::string>& report_files) const {
                           e.endpoint_id + ", then deliveries replay --endpoint ... --since ...");
         }
     }
-    long long stuck = 0;
-    for (const auto& q : r.stuck()) {
-        stuck += q.stuck;
+}
+
+} // namespace
+
+long long NightlyReport::waiting_too_long() const {
+    long long n = 0;
+    for (const auto& q : stuck()) {
+        n += q.stuck;
     }
-    if (stuck > 0) {
+    return n;
+}
+
+long long NightlyReport::not_configured() const {
+    long long n = 0;
+    for (const auto& q : orphaned()) {
+        n += q.payments;
+    }
+    return n;
+}
+
+std::vector<std::string>
+NightlyReport::attention(const std::vector<std::string>& report_files) const {
+    const NightlyReport& r = *this;
+    std::vector<std::string> out;
+    for (const auto& g : r.rejected) {
+        out.push_back(std::to_string(g.payments) + " payment(s) of " + g.provider +
+                      " REJECTED by the provider (" + g.code +
+                      "): an integration or configuration fault, nothing was charged; fix it "
+                      "(docs/operations.md, request_rejected), then send each again with the "
+                      "command its review show prints (payrecon review list --provider " +
+                      g.provider +
+                      " lists them; the latest: " + review_show_command(g.latest_payment_id) + ")");
+    }
+    reversal_lines(r.reversed(), out);
+    authorization_lines(r.authorizations, r.authorization_horizon, out);
+    if (r.in_review() > 0) {
+        const long long refunds = r.refunds_in_review();
+        out.push_back(std::to_string(r.in_review() - refunds) + " payment(s)" +
+                      (refunds > 0
+                           ? " and " + std::to_string(refunds) + " refund(s), capture(s) or void(s)"
+                           : "") +
+                      " in review: payrecon review list");
+    }
+    for (const auto& [provider, n] : r.contradicting_events) {
+        out.push_back(std::to_string(n) + " event(s) from " + provider +
+                      " CONTRADICT a settled payment (another outcome or amount; the payment kept "
+                      "its state): payrecon events list --contradicting");
+    }
+    endpoint_lines(r.endpoints, out);
+    if (const long long stuck = r.waiting_too_long(); stuck > 0) {
         out.push_back(std::to_string(stuck) +
                       " payment(s) pending or retry_scheduled for more than " +
                       std::to_string(r.stuck_after.count()) +
@@ -229,11 +263,7 @@ NightlyReport::attention(const std::vector<std::string>& report_files) const {
                       "pending; one that must not be sent: the cancel command its payments show "
                       "prints");
     }
-    long long orphaned = 0;
-    for (const auto& q : r.orphaned()) {
-        orphaned += q.payments;
-    }
-    if (orphaned > 0) {
+    if (const long long orphaned = r.not_configured(); orphaned > 0) {
         out.push_back(
             std::to_string(orphaned) +
             " open payment(s) name a provider the configuration does not have: add it to "
@@ -410,6 +440,92 @@ reports::Report reconcile_report(const std::vector<ReconcileOutcome>& outcomes, 
     return report;
 }
 
+namespace {
+
+// The authorisation watch's payments as findings, each needing attention.
+void add_authorization_findings(const store::AuthorizationWatch& watch, reports::Report& out) {
+    for (const auto* watched : {&watch.expired, &watch.expiring}) {
+        const bool expired = watched == &watch.expired;
+        for (const auto& a : *watched) {
+            reports::Finding f;
+            f.category = expired ? "authorization_expired" : "authorization_expiring";
+            f.needs_attention = true;
+            f.provider = a.provider;
+            f.payment_id = a.payment_id;
+            f.merchant_reference = a.merchant_reference;
+            f.local_amount = a.amount_minor - a.capture_held_minor;
+            f.local_currency = a.currency;
+            f.local_state = "authorized, " + describe_money(a.captured_minor, a.currency) +
+                            " captured of " + describe_money(a.amount_minor, a.currency);
+            f.detail = expired ? "the authorisation lapsed at " + a.expires_at +
+                                     " by the provider's rules with this amount never captured; "
+                                     "nothing more can be captured of it"
+                               : "the authorisation lapses at " + a.expires_at +
+                                     ": capture what ships before then (payrecon payments "
+                                     "capture " +
+                                     a.payment_id + " ...), or void it";
+            out.add(std::move(f));
+        }
+    }
+}
+
+// A statement's categories and totals added to the night's.
+void merge_totals(const reports::Report& s, reports::Report& out) {
+    for (const auto& c : s.categories) {
+        if (std::find(out.categories.begin(), out.categories.end(), c) == out.categories.end()) {
+            out.categories.push_back(c);
+        }
+        auto& total = out.totals[c];
+        const auto& t = s.totals.at(c);
+        total.count += t.count;
+        for (const auto& [currency, minor] : t.amounts) {
+            total.amounts[currency] += minor;
+        }
+    }
+}
+
+// A statement's findings and money added to the night's report. A payment this run reconciled is
+// one finding (`reconciled_at`: its index in out.findings): the statement's unresolved_unknown of
+// it adds its evidence to that finding instead of counting the payment a second time.
+void merge_statement(const reports::Report& s,
+                     const std::map<std::string, std::size_t>& reconciled_at,
+                     reports::Report& out) {
+    merge_totals(s, out);
+    const std::string unresolved(to_string(FindingCategory::unresolved_unknown));
+    out.needing_attention += s.needing_attention;
+    for (const auto& [currency, minor] : s.at_risk) {
+        out.at_risk[currency] += minor;
+    }
+    out.handled += s.handled;
+    for (const auto& [currency, minor] : s.handled_amounts) {
+        out.handled_amounts[currency] += minor;
+    }
+    for (const auto& f : s.findings) {
+        const auto at = f.category == unresolved && f.payment_id ? reconciled_at.find(*f.payment_id)
+                                                                 : reconciled_at.end();
+        if (at == reconciled_at.end()) {
+            out.findings.push_back(f);
+            continue;
+        }
+        out.subtract(f);
+        // Its money at risk may change with the provider's amount beside ours.
+        reports::Finding& mine = out.findings[at->second];
+        out.subtract(mine);
+        mine.provider_reference = f.provider_reference;
+        mine.provider_link = f.provider_link;
+        mine.remote_amount = f.remote_amount;
+        mine.remote_currency = f.remote_currency;
+        mine.remote_at = f.remote_at;
+        mine.merchant_reference =
+            mine.merchant_reference ? mine.merchant_reference : f.merchant_reference;
+        mine.detail += "; the statement: " + f.detail;
+        out.add(mine, false);
+    }
+    out.findings_truncated = out.findings_truncated || s.findings_truncated;
+}
+
+} // namespace
+
 reports::Report nightly_report(const NightlyReport& r) {
     reports::Report out;
     out.kind = "nightly";
@@ -444,16 +560,10 @@ reports::Report nightly_report(const NightlyReport& r) {
                                g.code + ": " + std::to_string(g.payments) + " payment(s), e.g. " +
                                    g.latest_payment_id + ": " + g.latest_reason);
     }
-    long long stuck = 0;
-    for (const auto& q : r.stuck()) {
-        stuck += q.stuck;
-    }
-    long long orphaned = 0;
-    for (const auto& q : r.orphaned()) {
-        orphaned += q.payments;
-    }
-    out.facts.emplace_back("waiting too long (pending or retry_scheduled)", std::to_string(stuck));
-    out.facts.emplace_back("open payments of providers not configured", std::to_string(orphaned));
+    out.facts.emplace_back("waiting too long (pending or retry_scheduled)",
+                           std::to_string(r.waiting_too_long()));
+    out.facts.emplace_back("open payments of providers not configured",
+                           std::to_string(r.not_configured()));
     // A payment this run reconciled is one finding: a statement's unresolved_unknown of it adds
     // its evidence (the provider's reference and amount) to that finding instead of counting the
     // payment a second time.
@@ -463,78 +573,13 @@ reports::Report nightly_report(const NightlyReport& r) {
         out.add(report_finding(o, d == r.dashboard_urls.end() ? "" : d->second));
         reconciled_at[o.payment_id] = out.findings.size() - 1;
     }
-    for (const auto* watched : {&r.authorizations.expired, &r.authorizations.expiring}) {
-        const bool expired = watched == &r.authorizations.expired;
-        for (const auto& a : *watched) {
-            reports::Finding f;
-            f.category = expired ? "authorization_expired" : "authorization_expiring";
-            f.needs_attention = true;
-            f.provider = a.provider;
-            f.payment_id = a.payment_id;
-            f.merchant_reference = a.merchant_reference;
-            f.local_amount = a.amount_minor - a.capture_held_minor;
-            f.local_currency = a.currency;
-            f.local_state = "authorized, " + describe_money(a.captured_minor, a.currency) +
-                            " captured of " + describe_money(a.amount_minor, a.currency);
-            f.detail = expired ? "the authorisation lapsed at " + a.expires_at +
-                                     " by the provider's rules with this amount never captured; "
-                                     "nothing more can be captured of it"
-                               : "the authorisation lapses at " + a.expires_at +
-                                     ": capture what ships before then (payrecon payments "
-                                     "capture " +
-                                     a.payment_id + " ...), or void it";
-            out.add(std::move(f));
-        }
-    }
-    const std::string unresolved(to_string(FindingCategory::unresolved_unknown));
+    add_authorization_findings(r.authorizations, out);
     for (const auto& [provider, why] : r.statements_not_run) {
         out.facts.emplace_back("statement not run", provider + ": " + why);
     }
     for (const auto& s : r.statements) {
         out.facts.emplace_back("statement", s.title);
-        for (const auto& c : s.categories) {
-            if (std::find(out.categories.begin(), out.categories.end(), c) ==
-                out.categories.end()) {
-                out.categories.push_back(c);
-            }
-            auto& total = out.totals[c];
-            const auto& t = s.totals.at(c);
-            total.count += t.count;
-            for (const auto& [currency, minor] : t.amounts) {
-                total.amounts[currency] += minor;
-            }
-        }
-        out.needing_attention += s.needing_attention;
-        for (const auto& [currency, minor] : s.at_risk) {
-            out.at_risk[currency] += minor;
-        }
-        out.handled += s.handled;
-        for (const auto& [currency, minor] : s.handled_amounts) {
-            out.handled_amounts[currency] += minor;
-        }
-        for (const auto& f : s.findings) {
-            const auto at = f.category == unresolved && f.payment_id
-                                ? reconciled_at.find(*f.payment_id)
-                                : reconciled_at.end();
-            if (at == reconciled_at.end()) {
-                out.findings.push_back(f);
-                continue;
-            }
-            out.subtract(f);
-            // Its money at risk may change with the provider's amount beside ours.
-            reports::Finding& mine = out.findings[at->second];
-            out.subtract(mine);
-            mine.provider_reference = f.provider_reference;
-            mine.provider_link = f.provider_link;
-            mine.remote_amount = f.remote_amount;
-            mine.remote_currency = f.remote_currency;
-            mine.remote_at = f.remote_at;
-            mine.merchant_reference =
-                mine.merchant_reference ? mine.merchant_reference : f.merchant_reference;
-            mine.detail += "; the statement: " + f.detail;
-            out.add(mine, false);
-        }
-        out.findings_truncated = out.findings_truncated || s.findings_truncated;
+        merge_statement(s, reconciled_at, out);
         if (s.failure) {
             out.facts.emplace_back("statement failed", *s.failure);
         }

@@ -95,6 +95,8 @@ struct NightlyReport {
     std::vector<store::QueueCount> orphaned() const;
     // Pending and retry_scheduled payments of configured providers waiting past stuck_after.
     std::vector<store::QueueCount> stuck() const;
+    long long waiting_too_long() const;  // the payments stuck() counts
+    long long not_configured() const;    // the payments orphaned() counts
     long long in_review() const;         // payments and their operations (refunds, captures, voids)
     long long refunds_in_review() const; // the operations among them
     // Refunds and captures the provider reversed after they had succeeded, in this run
