@@ -94,6 +94,8 @@ std::string_view to_string(RemoteStatus status) {
         return "declined";
     case RemoteStatus::pending:
         return "pending";
+    case RemoteStatus::authorized:
+        return "authorized";
     case RemoteStatus::other:
         break;
     }
@@ -118,6 +120,8 @@ std::string_view to_string(FindingCategory category) {
         return "duplicate_remote";
     case FindingCategory::unresolved_unknown:
         return "unresolved_unknown";
+    case FindingCategory::authorization_mismatch:
+        return "authorization_mismatch";
     case FindingCategory::refund_matched:
         return "refund_matched";
     case FindingCategory::refund_missing_remote:
@@ -158,7 +162,8 @@ bool is_match(std::string_view category_name) {
 }
 
 bool is_charge(RemoteStatus status) {
-    return status == RemoteStatus::succeeded || status == RemoteStatus::refunded;
+    return status == RemoteStatus::succeeded || status == RemoteStatus::refunded ||
+           status == RemoteStatus::authorized;
 }
 
 namespace {
@@ -182,6 +187,81 @@ std::optional<long long> anchor_in_window(const LocalRecord* local,
 
 long long distance(long long a, long long b) {
     return a > b ? a - b : b - a;
+}
+
+// "authorised 50.00 EUR, 20.00 EUR captured (5.00 EUR more in flight)", "... voided", as payrecon
+// holds an authorisation.
+std::string ours_held(const LocalRecord& l) {
+    std::string out =
+        "payrecon has it authorised, " + describe_money(l.captured_minor, l.currency) + " captured";
+    if (l.capture_held_minor > l.captured_minor) {
+        out += " (" + describe_money(l.capture_held_minor - l.captured_minor, l.currency) +
+               " more in flight, unknown or in review)";
+    }
+    if (l.voided) {
+        out += ", voided";
+    } else if (l.expired) {
+        out += ", expired";
+    }
+    return out;
+}
+
+// "the provider has it requires_capture (pi_1)"
+std::string theirs_held(const RemoteRecord& r) {
+    return "the provider has it " +
+           (r.raw_status.empty() ? std::string(to_string(r.status)) : r.raw_status) + " (" +
+           r.provider_reference + ")";
+}
+
+// An authorisation's charge key (the header's third table) once the records are paired, the
+// currency and the authorised amount equal: nullopt when both sides agree on what was captured or
+// released (the refunds are then judged as for any charge), else the finding.
+std::optional<Verdict> classify_authorization(const LocalRecord& l, const RemoteRecord& r,
+                                              const DiffRules& rules) {
+    const auto mismatch = [&](const std::string& why) {
+        return verdict(FindingCategory::authorization_mismatch,
+                       why + ": " + ours_held(l) + "; " + theirs_held(r));
+    };
+    if (r.status == RemoteStatus::authorized) {
+        if (l.captured_minor > 0) {
+            return mismatch("payrecon captured, the provider holds the authorisation uncaptured");
+        }
+        if (l.voided) {
+            return mismatch("payrecon voided it, the provider still holds the authorisation "
+                            "(void it at the provider, or tell the customer when it lapses)");
+        }
+        return std::nullopt;
+    }
+    if (l.voided && l.capture_held_minor == 0) {
+        return mismatch("payrecon voided it, the provider captured it");
+    }
+    const std::string what =
+        r.amount_captured ? describe_money(*r.amount_captured, r.currency) : std::string("it");
+    if (l.capture_held_minor == 0) {
+        return mismatch("the provider captured " + what +
+                        ", payrecon holds no capture of it (a capture made in the provider's "
+                        "dashboard?)");
+    }
+    if (!r.amount_captured) {
+        return std::nullopt;
+    }
+    const long long captured = *r.amount_captured;
+    if (captured + rules.amount_tolerance_minor < l.captured_minor ||
+        captured > l.capture_held_minor + rules.amount_tolerance_minor) {
+        return mismatch("the provider captured " + describe_money(captured, r.currency));
+    }
+    return std::nullopt;
+}
+
+// An authorisation's key where the provider holds no charge: released there (voided or expired).
+std::optional<Verdict> classify_released(const LocalRecord& l,
+                                         std::span<const RemoteRecord> remote) {
+    if (l.voided || l.expired) {
+        return verdict(FindingCategory::matched, "released on both sides");
+    }
+    return verdict(FindingCategory::authorization_mismatch,
+                   "the provider released the authorisation, payrecon still holds it: " +
+                       ours_held(l) + "; " + theirs_held(remote.front()));
 }
 
 // A charge's key (the header's first table).
@@ -210,15 +290,23 @@ std::optional<Verdict> classify_charge(const LocalRecord* local,
         }
         const RemoteRecord& r = *std::find_if(remote.begin(), remote.end(),
                                               [](const auto& x) { return is_charge(x.status); });
-        return verdict(FindingCategory::missing_local,
-                       "the provider charged " + describe_money(r.amount_minor, r.currency) + " (" +
-                           r.provider_reference + ") and payrecon has no record of it");
+        return verdict(
+            FindingCategory::missing_local,
+            r.status == RemoteStatus::authorized
+                ? "the provider holds an authorisation of " +
+                      describe_money(r.amount_minor, r.currency) + " (" + r.provider_reference +
+                      ") on the customer's card and payrecon has no record of it"
+                : "the provider charged " + describe_money(r.amount_minor, r.currency) + " (" +
+                      r.provider_reference + ") and payrecon has no record of it");
     }
     if (remote.empty() || charges == 0) {
         if (unresolved(local->state)) {
             return verdict(FindingCategory::unresolved_unknown,
                            "payrecon does not know yet whether this payment was charged (" +
                                std::string(to_string(local->state)) + ")");
+        }
+        if (local->state == PaymentState::succeeded && local->manual && !remote.empty()) {
+            return classify_released(*local, remote);
         }
         if (local->state == PaymentState::succeeded) {
             return verdict(FindingCategory::missing_remote,
@@ -255,6 +343,14 @@ std::optional<Verdict> classify_charge(const LocalRecord* local,
                        "ours is " + describe_money(local->amount_minor, local->currency) +
                            ", the provider's " + describe_money(r.amount_minor, r.currency));
     }
+    if (local->state == PaymentState::succeeded && local->manual) {
+        if (auto v = classify_authorization(*local, r, rules)) {
+            return v;
+        }
+        if (r.status == RemoteStatus::authorized) {
+            return verdict(FindingCategory::matched, "");
+        }
+    }
     if (local->state == PaymentState::succeeded && r.status == RemoteStatus::succeeded) {
         return verdict(FindingCategory::matched, "");
     }
@@ -275,6 +371,8 @@ std::optional<Verdict> classify_charge(const LocalRecord* local,
     }
     const std::string theirs =
         r.status == RemoteStatus::refunded ? "refunded it"
+        : r.status == RemoteStatus::authorized
+            ? "only authorised it (" + r.raw_status + "): nothing was captured"
         : r.raw_status == to_string(r.status)
             ? "has it " + r.raw_status
             : "has it " + std::string(to_string(r.status)) + " (" + r.raw_status + ")";
@@ -378,6 +476,11 @@ std::optional<Verdict> classify_records(const LocalRecord* local,
         return std::nullopt;
     }
     const OperationKind kind = local ? local->kind : remote.front().kind;
+    if (kind == OperationKind::capture) {
+        // A capture listed on its own (PayPal's of an authorization): what it took is judged by
+        // its authorisation's record, on the payment's key.
+        return std::nullopt;
+    }
     return kind == OperationKind::refund ? classify_refund(local, remote, rules)
                                          : classify_charge(local, remote, rules);
 }

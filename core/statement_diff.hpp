@@ -16,6 +16,8 @@
 //   R only: a charge (succeeded or refunded)            -> missing_local (a charge we have no
 //   record of)
 //           no charge (declined, pending)               -> nothing (no money moved)
+//           an authorisation (authorized)               -> missing_local (funds held on the
+//           customer's card for a payment payrecon has no record of)
 //   both:   L unknown / needs_review                    -> unresolved_unknown
 //           currencies differ                           -> currency_mismatch
 //           amounts differ by more than the tolerance   -> amount_mismatch
@@ -26,6 +28,19 @@
 //               outside payrecon)
 //           any other pair of states                    -> status_mismatch (charged there and
 //                                                          failed here, ...)
+// An authorisation's charge key (L made with capture "manual", succeeded: authorised), after the
+// currency and the authorised amount are compared as above:
+//   R authorized: L captured nothing and voided nothing    -> matched (held on both sides)
+//                 L captured, or its void succeeded         -> authorization_mismatch
+//   R captured (succeeded, refunded): L voided with nothing captured -> authorization_mismatch
+//                 what R captured (where it says) within what L's captures took and hold (those
+//                 in flight counted) -> matched, the refunds then judged as above; outside ->
+//                 authorization_mismatch; R says no amount: matched if L holds a capture, else
+//                 authorization_mismatch
+//   R released (declined: voided, expired): L voided or expired -> matched (released on both
+//                 sides); else authorization_mismatch
+//   L automatic, R authorized                           -> status_mismatch (we say charged, the
+//                                                          provider holds an authorisation only)
 // A refund's key, R's records being refunds, "moved" one that succeeded or is pending there:
 //   R has more than one moved                           -> refund_duplicate_remote
 //   L only (or R nothing moved): succeeded              -> refund_missing_remote
@@ -39,6 +54,9 @@
 //           currency or amount differ                   -> refund_amount_mismatch
 //           L succeeded and R succeeded                 -> refund_matched
 //           any other pair of states                    -> refund_status_mismatch
+// A provider record of a capture listed on its own (PayPal's capture of an authorization, keyed by
+// the capture's operation ID) is kept with the run and not classified: the authorisation's record
+// on the payment's key says whether it was captured.
 // Only keys whose anchor time (ours when we have the record, else the provider's) lies inside the
 // window are reported: the caller reads both sides with a margin around the window, so that a
 // payment accepted just before midnight and charged just after is still paired.
@@ -83,6 +101,15 @@ struct LocalRecord {
     // units; what the provider refunded of it is checked against this where refunds are not
     // diffed one by one.
     long long refund_held_minor = 0;
+    // A charge made with capture "manual" (an authorisation, DESIGN section 16): what its captures
+    // that succeeded took, what all of them hold (succeeded, in flight, unknown or in review), and
+    // whether the authorisation was released -- voided (a void that succeeded) or expired (marked
+    // so by the nightly's authorisation watch).
+    bool manual = false;
+    long long captured_minor = 0;
+    long long capture_held_minor = 0;
+    bool voided = false;
+    bool expired = false;
 };
 
 // Where a statement run (one provider, one window) stands. Stored by name in recon_runs.status.
@@ -96,9 +123,13 @@ std::string_view to_string(StatementRunStatus status);
 // Returns nullopt if `name` is not one of the names to_string() gives.
 std::optional<StatementRunStatus> parse_statement_run_status(std::string_view name);
 
-enum class RemoteStatus { succeeded, refunded, declined, pending, other };
+// authorized: an authorisation the provider still holds with nothing captured (Stripe's
+// requires_capture, Square's APPROVED, PayPal's authorization pending capture); one that was
+// captured is succeeded (or refunded), one voided or expired declined.
+enum class RemoteStatus { succeeded, refunded, declined, pending, other, authorized };
 std::string_view to_string(RemoteStatus status);
-bool is_charge(RemoteStatus status); // succeeded or refunded: money moved at some point
+// succeeded, refunded or authorized: money moved at some point, or is held on the customer's card.
+bool is_charge(RemoteStatus status);
 
 struct RemoteRecord {
     std::string match_key;                      // operation_id, else "ref:" + provider_reference
@@ -111,6 +142,10 @@ struct RemoteRecord {
     std::string raw_status;
     long long at = 0;              // unix seconds
     long long amount_refunded = 0; // a charge's: what the provider refunded of it, minor units
+    // A charge's: what the provider captured of it, minor units, where its record says (Stripe's
+    // amount_received, Square's COMPLETED amount, Checkout.com's total_captured); nullopt where it
+    // does not (PayPal's authorization entry: its captures are entries of their own).
+    std::optional<long long> amount_captured;
 };
 
 struct DiffRules {
@@ -136,6 +171,7 @@ enum class FindingCategory {
     status_mismatch,
     duplicate_remote,
     unresolved_unknown,
+    authorization_mismatch,
     refund_matched,
     refund_missing_remote,
     refund_missing_local,
@@ -144,11 +180,15 @@ enum class FindingCategory {
     refund_duplicate_remote,
     refund_unresolved_unknown,
 };
-inline constexpr FindingCategory k_charge_categories[] = {
-    FindingCategory::matched,           FindingCategory::missing_remote,
-    FindingCategory::missing_local,     FindingCategory::amount_mismatch,
-    FindingCategory::currency_mismatch, FindingCategory::status_mismatch,
-    FindingCategory::duplicate_remote,  FindingCategory::unresolved_unknown};
+inline constexpr FindingCategory k_charge_categories[] = {FindingCategory::matched,
+                                                          FindingCategory::missing_remote,
+                                                          FindingCategory::missing_local,
+                                                          FindingCategory::amount_mismatch,
+                                                          FindingCategory::currency_mismatch,
+                                                          FindingCategory::status_mismatch,
+                                                          FindingCategory::duplicate_remote,
+                                                          FindingCategory::unresolved_unknown,
+                                                          FindingCategory::authorization_mismatch};
 inline constexpr FindingCategory k_refund_categories[] = {
     FindingCategory::refund_matched,           FindingCategory::refund_missing_remote,
     FindingCategory::refund_missing_local,     FindingCategory::refund_amount_mismatch,

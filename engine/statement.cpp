@@ -17,7 +17,7 @@ namespace payrecon::engine {
 store::StatementRecord statement_record_of(const providers::RemotePayment& p, OperationKind kind) {
     store::StatementRecord s;
     RemoteRecord& r = s.record;
-    r.kind = kind;
+    r.kind = p.listed_capture ? OperationKind::capture : kind;
     r.provider_reference = p.provider_reference;
     r.operation_id = p.operation_id;
     r.match_key = p.operation_id ? *p.operation_id : "ref:" + p.provider_reference;
@@ -43,9 +43,17 @@ store::StatementRecord statement_record_of(const providers::RemotePayment& p, Op
         r.status = RemoteStatus::other;
         break;
     }
+    if (kind == OperationKind::charge && p.awaiting_capture) {
+        // An authorisation the provider holds with nothing captured, whatever the adapter reads
+        // its status as without the order (Stripe's requires_capture: unknown).
+        r.status = RemoteStatus::authorized;
+    }
     r.at =
         std::chrono::duration_cast<std::chrono::seconds>(p.created_at.time_since_epoch()).count();
     r.amount_refunded = kind == OperationKind::charge ? p.amount_refunded_minor : 0;
+    if (kind == OperationKind::charge && !p.captured_unsaid) {
+        r.amount_captured = p.amount_captured_minor;
+    }
     s.raw = p.raw;
     return s;
 }

@@ -205,6 +205,12 @@ struct RemotePayment {
     // A voided or expired authorisation is declined with its raw_status.
     long long amount_captured_minor = 0;
     bool awaiting_capture = false;
+    // A listing's record that does not say what was captured of the authorisation (PayPal's
+    // authorization entry in Transaction Search: its captures are entries of their own), and a
+    // listing's record that is such a capture (kept with the statement, judged by its
+    // authorisation's record).
+    bool captured_unsaid = false;
+    bool listed_capture = false;
     std::string raw; // the provider's record as it sent it (JSON), if kept
 };
 

@@ -47,8 +47,10 @@ RETURNING runs)sql";
 constexpr const char* k_insert_record = "statement_insert_record";
 constexpr const char* k_insert_record_sql = R"sql(
 INSERT INTO statement_records (run_id, provider_reference, match_key, operation_id, amount_minor,
-                               amount_refunded, currency, status, raw_status, created_at, raw, kind)
-VALUES ($1::uuid, $2, $3, $4, $5, $6, $7, $8, $9, to_timestamp($10), $11::jsonb, $12)
+                               amount_refunded, currency, status, raw_status, created_at, raw, kind,
+                               amount_captured)
+VALUES ($1::uuid, $2, $3, $4, $5, $6, $7, $8, $9, to_timestamp($10), $11::jsonb, $12,
+        $13::bigint)
 ON CONFLICT (run_id, provider_reference) DO NOTHING)sql";
 
 constexpr const char* k_page_done = "statement_page_done";
@@ -146,8 +148,9 @@ StatementRunStatus stored_run_status(const std::string& name) {
 }
 
 RemoteStatus parse_remote_status(std::string_view s) {
-    for (const RemoteStatus r : {RemoteStatus::succeeded, RemoteStatus::refunded,
-                                 RemoteStatus::declined, RemoteStatus::pending}) {
+    for (const RemoteStatus r :
+         {RemoteStatus::succeeded, RemoteStatus::refunded, RemoteStatus::declined,
+          RemoteStatus::pending, RemoteStatus::authorized}) {
         if (to_string(r) == s) {
             return r;
         }
@@ -159,6 +162,24 @@ RemoteStatus parse_remote_status(std::string_view s) {
 // depends on, in match-key order -- on two connections at once; then, for the few keys that are
 // not matched, every column (the detail a finding shows), by key. Both reads see one snapshot, so
 // a key classifies the same way both times.
+
+// A payment's authorisation as the diff judges it (LocalRecord): its state in one word -- "auto"
+// (captured by its charge), "held", "voided" (a void succeeded), "expired" (marked so by the
+// nightly's authorisation watch, which runs before its statements; not by now(), which two reads
+// of one snapshot would see apart) -- then what its captures took and hold.
+constexpr const char* k_authorization_columns =
+    "CASE WHEN capture_method = 'automatic' THEN 'auto' WHEN voided_at IS NOT NULL THEN 'voided' "
+    "WHEN authorization_expired_at IS NOT NULL THEN 'expired' ELSE 'held' END::text, "
+    "captured_minor::bigint, capture_held_minor::bigint";
+constexpr const char* k_no_authorization = "'auto'::text, 0::bigint, 0::bigint";
+
+void authorization_of(std::string_view state, long long captured, long long held, LocalRecord& l) {
+    l.manual = state != "auto";
+    l.voided = state == "voided";
+    l.expired = state == "expired";
+    l.captured_minor = captured;
+    l.capture_held_minor = held;
+}
 
 // Our payments of the provider whose anchor (first attempt, else acceptance) lies in [from, to), in
 // the order of payments_statement or of the table (sorted by the client: PostgreSQL sorting a
@@ -173,19 +194,24 @@ std::string local_keys_query(const std::string& provider_literal, long long from
     std::string query = "SELECT operation_id::text, coalesce(charged_amount_minor, "
                         "amount_minor)::bigint, currency::text, state::text, "
                         "coalesce(first_attempt_at, created_at)::timestamptz, 'charge'::text, "
-                        "refund_held_minor::bigint FROM payments WHERE provider = " +
-                        provider_literal + anchored;
+                        "refund_held_minor::bigint, " +
+                        std::string(k_authorization_columns) +
+                        " FROM payments WHERE provider = " + provider_literal + anchored;
     if (refunds) {
         query += " UNION ALL SELECT operation_id::text, amount_minor::bigint, currency::text, "
                  "state::text, coalesce(first_attempt_at, created_at)::timestamptz, "
-                 "'refund'::text, 0::bigint FROM operations WHERE kind = 'refund' AND provider = " +
-                 provider_literal + anchored;
+                 "'refund'::text, 0::bigint, " +
+                 std::string(k_no_authorization) +
+                 " FROM operations WHERE kind = 'refund' AND provider = " + provider_literal +
+                 anchored;
     }
     return query;
 }
 
 OperationKind kind_of(std::string_view name) {
-    return name == "refund" ? OperationKind::refund : OperationKind::charge;
+    return name == "refund"    ? OperationKind::refund
+           : name == "capture" ? OperationKind::capture
+                               : OperationKind::charge;
 }
 
 // A payment's state as the database holds it; a name this build does not know is a schema it
@@ -206,13 +232,14 @@ void local_key_record(const CopyRow& row, LocalRecord& l) {
     l.at = row.unix_seconds(4);
     l.kind = kind_of(row.text(5));
     l.refund_held_minor = row.int8(6);
+    authorization_of(row.text(7), row.int8(8), row.int8(9), l);
 }
 
 // The run's provider records in (match key, provider reference) order -- statement_records_diff --
 // so that a key's records come in a stable order; columns as remote_key_record reads them.
 std::string remote_keys_query(const std::string& run_literal) {
     return "SELECT match_key::text, amount_minor::bigint, currency::text, status::text, "
-           "created_at::timestamptz, kind::text, amount_refunded::bigint "
+           "created_at::timestamptz, kind::text, amount_refunded::bigint, amount_captured::bigint "
            "FROM statement_records WHERE run_id = " +
            run_literal +
            "::uuid ORDER BY match_key COLLATE \"C\", provider_reference COLLATE \"C\"";
@@ -226,6 +253,7 @@ void remote_key_record(const CopyRow& row, RemoteRecord& r) {
     r.at = row.unix_seconds(4);
     r.kind = kind_of(row.text(5));
     r.amount_refunded = row.int8(6);
+    r.amount_captured = row.is_null(7) ? std::nullopt : std::optional<long long>(row.int8(7));
 }
 
 // Our payments and refunds with these operation IDs (a refund with its payment's merchant
@@ -234,21 +262,25 @@ constexpr const char* k_local_details_sql = R"sql(
 SELECT operation_id::text, payment_id::text, tenant_id::text, provider_reference::text,
        coalesce(charged_amount_minor, amount_minor)::bigint, currency::text, state::text,
        floor(date_part('epoch', coalesce(first_attempt_at, created_at)))::bigint,
-       merchant_reference::text, 'charge', NULL::text, refund_held_minor::bigint
+       merchant_reference::text, 'charge', NULL::text, refund_held_minor::bigint,
+       CASE WHEN capture_method = 'automatic' THEN 'auto' WHEN voided_at IS NOT NULL THEN 'voided'
+            WHEN authorization_expired_at IS NOT NULL THEN 'expired' ELSE 'held' END,
+       captured_minor::bigint, capture_held_minor::bigint
   FROM payments
  WHERE provider = $1 AND operation_id = ANY($2::text[])
 UNION ALL
 SELECT o.operation_id::text, o.payment_id::text, o.tenant_id::text, o.provider_reference::text,
        o.amount_minor::bigint, o.currency::text, o.state::text,
        floor(date_part('epoch', coalesce(o.first_attempt_at, o.created_at)))::bigint,
-       p.merchant_reference::text, 'refund', o.id::text, 0::bigint
+       p.merchant_reference::text, 'refund', o.id::text, 0::bigint, 'auto', 0::bigint,
+       0::bigint
   FROM operations o
   JOIN payments p ON p.tenant_id = o.tenant_id AND p.payment_id = o.payment_id
  WHERE o.provider = $1 AND o.kind = 'refund' AND o.operation_id = ANY($2::text[]))sql";
 
 constexpr const char* k_remote_details_sql = R"sql(
 SELECT match_key, provider_reference, operation_id, amount_minor, currency, status, raw_status,
-       floor(date_part('epoch', created_at))::bigint, kind, amount_refunded
+       floor(date_part('epoch', created_at))::bigint, kind, amount_refunded, amount_captured
   FROM statement_records
  WHERE run_id = $1::uuid AND match_key = ANY($2::text[])
  ORDER BY match_key COLLATE "C", provider_reference COLLATE "C")sql";
@@ -260,7 +292,8 @@ SELECT match_key, provider_reference, operation_id, amount_minor, currency, stat
 constexpr const char* k_counterpart_details_sql = R"sql(
 SELECT DISTINCT ON (s.match_key, s.provider_reference)
        s.match_key, s.provider_reference, s.operation_id, s.amount_minor, s.currency, s.status,
-       s.raw_status, floor(date_part('epoch', s.created_at))::bigint, s.kind, s.amount_refunded
+       s.raw_status, floor(date_part('epoch', s.created_at))::bigint, s.kind, s.amount_refunded,
+       s.amount_captured
   FROM statement_records s
   JOIN recon_runs r ON r.run_id = s.run_id
  WHERE s.run_id = ANY(ARRAY(SELECT run_id FROM recon_runs
@@ -377,6 +410,8 @@ public:
                 l.refund_id = row[10].as<std::string>();
             }
             l.refund_held_minor = row[11].as<long long>();
+            authorization_of(row[12].as<std::string>(), row[13].as<long long>(),
+                             row[14].as<long long>(), l);
             out.emplace(l.match_key, std::move(l));
         }
         return out;
@@ -420,6 +455,9 @@ private:
             r.at = row[7].as<long long>();
             r.kind = kind_of(row[8].as<std::string>());
             r.amount_refunded = row[9].as<long long>();
+            if (!row[10].is_null()) {
+                r.amount_captured = row[10].as<long long>();
+            }
             out[r.match_key].push_back(std::move(r));
         }
         return out;
@@ -776,10 +814,12 @@ namespace {
 
 void insert_record(pqxx::work& tx, const StatementRun& run, const StatementRecord& s) {
     const RemoteRecord& r = s.record;
-    tx.exec_prepared0(k_insert_record, run.run_id, r.provider_reference, r.match_key,
-                      or_null(r.operation_id), r.amount_minor, r.amount_refunded, r.currency,
-                      std::string(to_string(r.status)), r.raw_status, r.at,
-                      s.raw.empty() ? nullptr : s.raw.c_str(), std::string(to_string(r.kind)));
+    tx.exec_prepared0(
+        k_insert_record, run.run_id, r.provider_reference, r.match_key, or_null(r.operation_id),
+        r.amount_minor, r.amount_refunded, r.currency, std::string(to_string(r.status)),
+        r.raw_status, r.at, s.raw.empty() ? nullptr : s.raw.c_str(), std::string(to_string(r.kind)),
+        or_null(r.amount_captured ? std::optional<std::string>(std::to_string(*r.amount_captured))
+                                  : std::nullopt));
 }
 
 } // namespace

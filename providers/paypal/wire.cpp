@@ -78,6 +78,10 @@ bool money_out(const json& detail) {
 // initiated; T1108, a fee reversal; holds, MassPay).
 constexpr std::string_view k_merchant_refund = "T1107";
 
+// The event group of authorizations ("T13nn Authorizations": an authorization, a
+// reauthorization, a void), listed under the payment's invoice_id.
+constexpr std::string_view k_authorization_group = "T13";
+
 // A charge's entry, or with `refund` a refund's (its negative amount read as the positive amount
 // refunded, its status by refund_transaction_status_rules); nullopt if it is unreadable.
 std::optional<RemotePayment> transaction_from(const json& detail, bool refund) {
@@ -105,9 +109,23 @@ std::optional<RemotePayment> transaction_from(const json& detail, bool refund) {
     p.raw_status = wire::string_member(*info, "transaction_status").value_or("");
     p.state =
         refund ? map_refund_transaction_status(p.raw_status) : map_transaction_status(p.raw_status);
-    if (!refund && p.raw_status == "V") {
+    const std::string code = wire::string_member(*info, "transaction_event_code").value_or("");
+    if (!refund && code.starts_with(k_authorization_group)) {
+        // An authorization: P still capturable, S captured (by entries of their own, so what it
+        // took is not said here), V voided or expired, D denied.
+        p.state = p.raw_status == "P" || p.raw_status == "S"   ? Outcome::succeeded
+                  : p.raw_status == "V" || p.raw_status == "D" ? Outcome::declined
+                                                               : Outcome::unknown;
+        p.awaiting_capture = p.raw_status == "P";
+        p.captured_unsaid = true;
+    } else if (!refund && p.raw_status == "V") {
         p.amount_refunded_minor = p.amount.minor; // "fully reversed and funds were refunded"
     }
+    // A capture of an authorization refers to the authorization's transaction (TXN); a capture of
+    // an order, to the order (ODR).
+    p.listed_capture =
+        !refund && !code.starts_with(k_authorization_group) &&
+        wire::string_member(*info, "paypal_reference_id_type") == std::optional<std::string>("TXN");
     const auto invoice_id = wire::string_member(*info, "invoice_id");
     const auto custom_field = wire::string_member(*info, "custom_field");
     if (invoice_id && !invoice_id->empty()) {

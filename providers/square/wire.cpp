@@ -57,6 +57,24 @@ std::optional<RemotePayment> payment_from(const json& j) {
 
 std::optional<RemotePayment> refund_from(const json& j);
 
+// A listed payment's amount is what was authorised: an UpdatePayment before a smaller capture
+// lowers amount_money (what COMPLETED captured), never approved_money, "the initial amount of
+// money approved" (0 for a payment that failed, whose amount_money stands).
+void authorised_amount(const json& j, RemotePayment& p) {
+    if (!j.contains("approved_money") || !j["approved_money"].is_object()) {
+        return;
+    }
+    const json& m = j["approved_money"];
+    if (!m.contains("amount") || !m["amount"].is_number_integer() || !is_string(m, "currency")) {
+        return;
+    }
+    const auto approved =
+        from_square_money(m["amount"].get<long long>(), m["currency"].get<std::string>());
+    if (approved && approved->minor > 0 && approved->currency == p.amount.currency) {
+        p.amount = *approved;
+    }
+}
+
 } // namespace
 
 std::optional<Money> to_square_money(const Money& money) {
@@ -199,6 +217,7 @@ std::optional<Envelope> parse_envelope(std::string_view json_text) {
             if (!p) {
                 return std::nullopt; // one unreadable item makes the page untrustworthy
             }
+            authorised_amount(item, *p);
             out.payments.push_back(std::move(*p));
         }
     }

@@ -465,3 +465,110 @@ TEST_CASE("statement diff: charges and refunds in one merge, each matched by its
           FindingCategory::refund_duplicate_remote);
     CHECK_FALSE(parse_finding_category("refunded"));
 }
+
+namespace {
+
+// Our authorisation (capture "manual", succeeded: authorised) of 50.00 EUR.
+LocalRecord held(long long captured = 0, long long in_flight = 0, bool voided = false,
+                 bool expired = false) {
+    LocalRecord l = ours("auth", "succeeded", 5000);
+    l.manual = true;
+    l.captured_minor = captured;
+    l.capture_held_minor = captured + in_flight;
+    l.voided = voided;
+    l.expired = expired;
+    return l;
+}
+
+// The provider's record of it: `status`, and what it says was captured (nullopt: it does not say).
+RemoteRecord their_authorisation(RemoteStatus status, std::optional<long long> captured,
+                                 const std::string& raw) {
+    RemoteRecord r = theirs("auth", status, 5000);
+    r.amount_captured = captured;
+    r.raw_status = raw;
+    return r;
+}
+
+} // namespace
+
+TEST_CASE("statement diff: an authorisation's key -- held, captured or released on each side",
+          "[core][statement][captures]") {
+    const auto authorised = their_authorisation(RemoteStatus::authorized, 0, "requires_capture");
+    const auto captured = [](long long minor) {
+        return their_authorisation(RemoteStatus::succeeded, minor, "succeeded");
+    };
+    const auto released = their_authorisation(RemoteStatus::declined, 0, "canceled");
+    const auto of = [](const LocalRecord& l, const RemoteRecord& r) { return category(l, {r}); };
+
+    // Held, nothing captured, on both sides: the authorised-but-uncaptured state is a match.
+    CHECK(of(held(), authorised) == "matched");
+    // A capture in flight (unknown, in review) here, none there yet: the reconciler's matter.
+    CHECK(of(held(0, 2000), authorised) == "matched");
+    // Captured here, still held there; voided here, still held there.
+    CHECK(of(held(2000), authorised) == "authorization_mismatch");
+    CHECK(of(held(0, 0, true), authorised) == "authorization_mismatch");
+    // Expired by our count while the provider still holds it: our validity is the earliest lapse.
+    CHECK(of(held(0, 0, false, true), authorised) == "matched");
+
+    // Captured on both sides: what the provider took within what ours took and hold.
+    CHECK(of(held(2000), captured(2000)) == "matched");
+    CHECK(of(held(2000, 1000), captured(3000)) == "matched"); // the second capture's answer lost
+    CHECK(of(held(2000), captured(3000)) == "authorization_mismatch");
+    CHECK(of(held(3000), captured(2000)) == "authorization_mismatch");
+    CHECK(of(held(), captured(5000)) == "authorization_mismatch"); // captured in the dashboard
+    CHECK(of(held(0, 0, true), captured(5000)) == "authorization_mismatch");
+    CHECK(category(held(2000), {captured(2001)}, 1) == "matched"); // within the tolerance
+
+    // The provider does not say what it captured (PayPal's authorization entry): a capture of
+    // ours is enough, none is a finding.
+    CHECK(of(held(2000), their_authorisation(RemoteStatus::succeeded, std::nullopt, "S")) ==
+          "matched");
+    CHECK(of(held(), their_authorisation(RemoteStatus::succeeded, std::nullopt, "S")) ==
+          "authorization_mismatch");
+
+    // Released there: voided or expired here too is a match; still held here is not.
+    CHECK(of(held(0, 0, true), released) == "matched");
+    CHECK(of(held(0, 0, false, true), released) == "matched");
+    CHECK(of(held(), released) == "authorization_mismatch");
+    CHECK(category(held(), {}) == "missing_remote");
+
+    // A captured authorisation the provider refunded: the refunds judged as for any charge.
+    LocalRecord refunded_here = held(5000);
+    refunded_here.refund_held_minor = 1000;
+    RemoteRecord refunded_there = their_authorisation(RemoteStatus::refunded, 5000, "succeeded");
+    refunded_there.amount_refunded = 1000;
+    CHECK(of(refunded_here, refunded_there) == "matched");
+    refunded_there.amount_refunded = 2000;
+    CHECK(of(refunded_here, refunded_there) == "status_mismatch");
+
+    // Automatic here, only authorised there: we say charged, nothing was captured.
+    const auto charged = classify_key(ours("auth", "succeeded", 5000), {authorised}, rules());
+    REQUIRE(charged);
+    CHECK(charged->category == "status_mismatch");
+    CHECK(charged->detail.find("nothing was captured") != std::string::npos);
+    // An authorisation we have no record of: funds held on the customer's card.
+    const auto unknown_to_us = classify_key(std::nullopt, {authorised}, rules());
+    REQUIRE(unknown_to_us);
+    CHECK(unknown_to_us->category == "missing_local");
+    CHECK(unknown_to_us->detail.find("authorisation of 50.00 EUR") != std::string::npos);
+    // Unknown here: the reconciler settles the charge first.
+    LocalRecord unknown = held();
+    unknown.state = PaymentState::unknown;
+    CHECK(of(unknown, authorised) == "unresolved_unknown");
+
+    // The detail says both sides.
+    const auto f = classify_key(held(2000), {captured(3000)}, rules());
+    REQUIRE(f);
+    CHECK(f->detail.find("the provider captured 30.00 EUR") != std::string::npos);
+    CHECK(f->detail.find("20.00 EUR captured") != std::string::npos);
+    CHECK(parse_finding_category("authorization_mismatch") ==
+          FindingCategory::authorization_mismatch);
+    CHECK_FALSE(is_match("authorization_mismatch"));
+}
+
+TEST_CASE("statement diff: a capture listed on its own is kept, not called missing",
+          "[core][statement][captures]") {
+    RemoteRecord capture = theirs("cap-op", RemoteStatus::succeeded, 2000);
+    capture.kind = OperationKind::capture;
+    CHECK(category(std::nullopt, {capture}) == "-");
+}
