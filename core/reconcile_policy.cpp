@@ -163,7 +163,7 @@ ReconcileDecision decide_reconciliation(const ReconcileInput& in, const Reconcil
                               " payments for this operation ID" +
                               (references.empty() ? "" : ": " + references));
         }
-        if (in.remote_amount_minor != in.amount_minor ||
+        if ((in.amount_decides && in.remote_amount_minor != in.amount_minor) ||
             !same_currency(in.remote_currency, in.currency)) {
             return review(ReviewCode::remote_mismatch,
                           "the provider's payment is " +

@@ -87,6 +87,10 @@ struct ReconcileInput {
     // The payment, as we have it.
     long long amount_minor = 0;
     std::string currency; // ISO 4217, upper case
+    // Whether what the provider holds must be of `amount_minor`. Not for a void: it releases the
+    // authorisation, whatever is left of it when it executes -- its amount is only what was
+    // capturable when it was asked, and captures failing or settling since change that.
+    bool amount_decides = true;
     std::chrono::seconds since_first_attempt{0};
     std::chrono::seconds since_last_attempt{0};
     int resends = 0;                // times the reconciler already sent it again

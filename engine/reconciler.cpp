@@ -122,6 +122,7 @@ ReconcileInput reconcile_input(const store::ReconcileCandidate& c,
     in.settle_delay = settle_delay;
     in.amount_minor = c.payment.amount_minor;
     in.currency = c.payment.currency;
+    in.amount_decides = c.payment.kind != OperationKind::void_authorization;
     in.since_first_attempt = c.since_first_attempt;
     in.since_last_attempt = c.since_last_attempt;
     in.resends = c.resends;

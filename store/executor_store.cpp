@@ -13,11 +13,13 @@ namespace {
 // One kind's claim as three CTEs: `<name>_due` (due, oldest first, skipping what others hold),
 // `<name>` (the rows claimed, RETURNING *) and `<name>_attempt` (their attempts opened). `table`
 // is payments or operations, `key` its row's ID column. $1 worker, $2 lease ms, $3 batch, $4
-// providers.
-std::string claim_ctes(const std::string& name, const std::string& table, const std::string& key) {
+// providers. `also`: a further condition on the due rows.
+std::string claim_ctes(const std::string& name, const std::string& table, const std::string& key,
+                       const std::string& also = "") {
     return name + "_due AS (\n    SELECT tenant_id, " + key + "\n      FROM " + table + R"sql(
      WHERE (state = 'pending' OR (state = 'retry_scheduled' AND next_attempt_at <= now()))
-       AND provider = ANY($4::text[])
+       AND provider = ANY($4::text[]))sql" +
+           also + R"sql(
      ORDER BY coalesce(next_attempt_at, created_at)
      LIMIT $3
        FOR UPDATE SKIP LOCKED
@@ -40,12 +42,27 @@ std::string claim_ctes(const std::string& name, const std::string& table, const 
            name + "\n)";
 }
 
+// The captures and the void of one authorisation reach the provider in the order the intake took
+// them: one is not claimed while an older one of its payment is open (in flight, due again,
+// unknown or in review). Claimed together, a final capture sent before the parts asked ahead of
+// it closed the authorisation at the provider (PayPal, Checkout.com), which then refused the
+// parts -- each of them answered 202 by the intake (test_capture_matrix).
+constexpr const char* k_in_intake_order = R"sql(
+       AND NOT (kind IN ('capture', 'void') AND EXISTS (
+               SELECT 1 FROM operations e
+                WHERE e.tenant_id = operations.tenant_id AND e.payment_id = operations.payment_id
+                  AND e.kind IN ('capture', 'void')
+                  AND (e.created_at, e.id) < (operations.created_at, operations.id)
+                  AND e.state IN ('pending', 'processing', 'retry_scheduled', 'unknown',
+                                  'needs_review'))))sql";
+
 constexpr const char* k_claim = "executor_claim";
-// Charges (payments) and refunds (operations) in one statement: one round trip for an idle
-// worker's poll, each kind's claim the same (claim_ctes). Every row is a claim's columns
-// (store/pq.hpp, k_claim_column_count).
+// Charges (payments) and refunds, captures and voids (operations) in one statement: one round
+// trip for an idle worker's poll, each kind's claim the same (claim_ctes). Every row is a claim's
+// columns (store/pq.hpp, k_claim_column_count).
 const std::string k_claim_sql = "\nWITH " + claim_ctes("claimed", "payments", "payment_id") + ", " +
-                                claim_ctes("claimed_operations", "operations", "id") +
+                                claim_ctes("claimed_operations", "operations", "id",
+                                           k_in_intake_order) +
                                 R"sql(
 SELECT )sql" + std::string(k_charge_claim_columns) +
                                 R"sql(

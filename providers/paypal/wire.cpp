@@ -1115,7 +1115,11 @@ LookupResult capture_lookup_answer(const AuthorizationOrder& order,
         out.status = LookupResult::Status::not_found;
         return out;
     }
-    authorization.state = Outcome::declined; // closed without this capture
+    // Closed without this capture (captured to its end by others, voided, expired): this one took
+    // nothing of what it asked. The finding is about it, so it carries its amount, not the
+    // authorisation's -- which a part asked for never equals.
+    authorization.state = Outcome::declined;
+    authorization.amount = order.amount;
     found(std::move(authorization));
     return out;
 }

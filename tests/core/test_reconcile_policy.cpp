@@ -836,6 +836,27 @@ TEST_CASE("reconcile policy: a lower-case remote currency matches, a different o
     }
 }
 
+TEST_CASE("reconcile policy: a void's amount decides nothing -- it releases what is left when it "
+          "executes -- but its currency does",
+          "[core][reconcile][captures][regression]") {
+    // A void asked while a part of the authorisation was held by a capture carries what was
+    // capturable then (half); the capture failed, and the provider released the whole. Compared
+    // as a charge's amount, every such void went to review (remote_mismatch) though the provider
+    // voided it (test_capture_matrix).
+    const ReconcilePolicy policy;
+    for (const RemoteState state : {RemoteState::succeeded, RemoteState::declined}) {
+        ReconcileInput in = found(state);
+        in.remote_amount_minor = in.amount_minor * 2;
+        CHECK(decide_reconciliation(in, policy).review == ReviewCode::remote_mismatch);
+        in.amount_decides = false;
+        CHECK(decide_reconciliation(in, policy).action == (state == RemoteState::succeeded
+                                                               ? ReconcileAction::adopt_succeeded
+                                                               : ReconcileAction::adopt_failed));
+        in.remote_currency = "USD";
+        CHECK(decide_reconciliation(in, policy).review == ReviewCode::remote_mismatch);
+    }
+}
+
 TEST_CASE("reconcile policy: a mismatch reason gives amounts in major units with the currency's "
           "exponent",
           "[core][reconcile][regression]") {

@@ -126,8 +126,13 @@ inline std::map<std::string, ChargeAtFake> charges_at_fake(const nlohmann::order
             return;
         }
         auto& c = out[unit["invoice_id"].template get<std::string>()];
-        const auto& capture = unit["payments"]["captures"][0];
-        c.charged = capture["status"] == "DECLINED" ? 0 : paypal_minor(capture["amount"]);
+        // An order captured at once has one capture; an authorisation as many as were taken of
+        // it. A DECLINED one took nothing.
+        if (unit["payments"].contains("captures")) {
+            for (const auto& capture : unit["payments"]["captures"]) {
+                c.charged += capture["status"] == "DECLINED" ? 0 : paypal_minor(capture["amount"]);
+            }
+        }
         if (unit["payments"].contains("refunds")) {
             for (const auto& r : unit["payments"]["refunds"]) {
                 // A FAILED refund (the provider's refusal) gave nothing back.
@@ -150,10 +155,11 @@ inline std::map<std::string, ChargeAtFake> charges_at_fake(const nlohmann::order
 }
 
 // DESIGN section 12's invariants for the refunds of `w`'s tenant, after a run has quiesced and
-// every refund in review was decided, counted from the fake's ledger and our tables:
+// every operation in review was decided, counted from the fake's ledger and our tables (what a
+// payment "charged" is, for an authorisation, what its captures took):
 // - every refund's operation ID executed at most once at the fake; one that succeeded with us
 //   executed there (one that failed may have been executed as the provider's refusal);
-// - no refund open (pending, processing, retry_scheduled, unknown) or in review;
+// - no operation open (pending, processing, retry_scheduled, unknown) or in review;
 // - per payment, at the fake: refunded <= charged; in our tables: refund_held_minor is the sum of
 //   its refunds not failed, within what it charged; and what succeeded with us is what the fake
 //   refunded of it;
@@ -172,9 +178,9 @@ inline void check_refund_invariants(World& w, const std::vector<std::string>& cu
                      "'needs_review')") == 0);
     pqxx::connection conn(database_url());
     pqxx::read_transaction tx(conn);
-    for (const auto& row : tx.exec_params(
-             "SELECT id::text, operation_id, state FROM operations WHERE tenant_id = $1::uuid",
-             w.tenant.tenant_id)) {
+    for (const auto& row : tx.exec_params("SELECT id::text, operation_id, state FROM operations "
+                                          "WHERE tenant_id = $1::uuid AND kind = 'refund'",
+                                          w.tenant.tenant_id)) {
         const auto op = row[1].as<std::string>();
         const auto state = row[2].as<std::string>();
         INFO("refund " << row[0].as<std::string>() << " " << op << " " << state);
@@ -193,11 +199,13 @@ inline void check_refund_invariants(World& w, const std::vector<std::string>& cu
     std::set<std::string> ours; // the charges' operation IDs
     for (const auto& row :
          tx.exec_params("SELECT p.payment_id::text, p.operation_id, p.state, p.refund_held_minor, "
-                        "coalesce(p.charged_amount_minor, p.amount_minor), "
+                        "CASE WHEN p.capture_method = 'manual' THEN p.captured_minor "
+                        "ELSE coalesce(p.charged_amount_minor, p.amount_minor) END, "
                         "coalesce(sum(o.amount_minor) FILTER (WHERE o.state <> 'failed'), 0), "
                         "coalesce(sum(o.amount_minor) FILTER (WHERE o.state = 'succeeded'), 0) "
                         "FROM payments p LEFT JOIN operations o "
                         "ON o.tenant_id = p.tenant_id AND o.payment_id = p.payment_id "
+                        "AND o.kind = 'refund' "
                         "WHERE p.tenant_id = $1::uuid GROUP BY p.tenant_id, p.payment_id",
                         w.tenant.tenant_id)) {
         const auto op = row[1].as<std::string>();
@@ -231,7 +239,8 @@ inline void check_refund_invariants(World& w, const std::vector<std::string>& cu
             return tx
                 .exec_params("SELECT coalesce(sum(" + amount + "), 0) FROM " + table +
                                  " WHERE tenant_id = $1::uuid AND state = 'succeeded' AND "
-                                 "currency = $2",
+                                 "currency = $2 AND " +
+                                 (table == "operations" ? "kind = 'refund'" : "true"),
                              w.tenant.tenant_id, currency)[0][0]
                 .as<long long>();
         };
@@ -244,13 +253,15 @@ inline void check_refund_invariants(World& w, const std::vector<std::string>& cu
         INFO(currency);
         const long long refunded = sum("operations", "amount_minor");
         CHECK(refunded == theirs("refunded"));
-        CHECK(sum("payments", "coalesce(charged_amount_minor, amount_minor)") - refunded ==
+        CHECK(sum("payments", "CASE WHEN capture_method = 'manual' THEN captured_minor ELSE "
+                              "coalesce(charged_amount_minor, amount_minor) END") -
+                  refunded ==
               theirs("charged"));
     }
     tx.commit();
 
     CHECK(count_rows("outbox", w.tenant.tenant_id, "event_type = 'refund.succeeded'") ==
-          count_rows("operations", w.tenant.tenant_id, "state = 'succeeded'"));
+          count_rows("operations", w.tenant.tenant_id, "kind = 'refund' AND state = 'succeeded'"));
 }
 
 } // namespace payrecon::testing

@@ -24,8 +24,8 @@
 #include "services/webhooks.hpp"
 #include "store/executor_store.hpp"
 #include "store/reconcile_store.hpp"
+#include "tests/execution/matrix.hpp"
 #include "tests/execution/refunds.hpp"
-#include "tests/support/receiver.hpp"
 #include "tests/support/wait.hpp"
 
 #include <algorithm>
@@ -446,50 +446,8 @@ TEST_CASE("provider matrix: a mixed run of 1,000 payments and 600 refunds of the
     }
 
     // Adyen cannot be asked: its unknown payments wait in review (no_lookup), and an operator
-    // resolves each from what the provider's Customer Area shows -- here the fake's own records,
-    // under the pspReference Adyen gives the payment (a refund of it names that one: given the
-    // fake's PaymentIntent ID instead, Adyen refuses every refund of it, 422 "Original
-    // pspReference required").
-    {
-        const auto books = w.fake->ledger();
-        // op -> pspReference, status
-        std::map<std::string, std::pair<std::string, std::string>> at_adyen;
-        for (const auto& pi : books["payment_intents"]) {
-            if (pi.contains("metadata") && pi["metadata"].contains("operation_id")) {
-                at_adyen[pi["metadata"]["operation_id"].get<std::string>()] = {
-                    fake::adyen_reference(pi["id"].get<std::string>()),
-                    pi["status"].get<std::string>()};
-            }
-        }
-        pqxx::connection conn(database_url());
-        pqxx::read_transaction tx(conn);
-        const auto review = tx.exec_params(
-            "SELECT payment_id::text, operation_id, generation, review_code FROM payments "
-            "WHERE tenant_id = $1::uuid AND state = 'needs_review'",
-            w.tenant.tenant_id);
-        tx.commit();
-        for (const auto& row : review) {
-            INFO(row[1].as<std::string>() << " " << row[3].as<std::string>());
-            CHECK(row[3].as<std::string>() == "no_lookup");
-            store::Resolution r;
-            r.tenant_id = w.tenant.tenant_id;
-            r.payment_id = row[0].as<std::string>();
-            r.generation = row[2].as<long long>();
-            r.operator_name = "test-operator";
-            const auto found = at_adyen.find(row[1].as<std::string>());
-            if (found != at_adyen.end() && found->second.second == "succeeded") {
-                r.decision = OperatorDecision::succeeded;
-                r.provider_reference = found->second.first;
-                r.note = "authorised in the Customer Area";
-            } else {
-                r.decision = OperatorDecision::failed;
-                r.note = found == at_adyen.end() ? "not in the Customer Area"
-                                                 : "refused in the Customer Area";
-            }
-            CHECK(store::resolve_payment(*w.db, r).status == store::ResolveResult::Status::applied);
-        }
-        CHECK(review.size() > 0);
-    }
+    // resolves each from what the provider's Customer Area shows.
+    CHECK(resolve_adyen_payments_in_review(w) > 0);
 
     // The invariants.
     check_invariants(w, {"EUR", "USD", "JPY"});
@@ -520,17 +478,9 @@ TEST_CASE("provider matrix: a mixed run of 1,000 payments and 600 refunds of the
     // The same workers send them under the same faults; Adyen's outcomes come by its REFUND
     // notifications, received as serve receives them -- all but those of its refunds of a fifth
     // and the second of each three quarters (30 of its 120), which wait for an operator.
-    const std::string adyen_hmac_key =
-        "44782DEF547AAA06C910C43932B1EB0C71FC68D9D0C057550C48EC2ACF6BA056";
-    Receiver notifications;
-    {
-        fake::WebhookOptions hooks;
-        hooks.url = notifications.url("/adyen");
-        hooks.secret = adyen_hmac_key;
-        w.fake->set_webhooks(hooks); // from the refunds on: the charges' went nowhere
-    }
     const std::string& adyen = configs[1].name;
-    std::set<std::string> withheld; // refund operation IDs whose notifications we never receive
+    // From the refunds on: the charges' notifications went nowhere.
+    AdyenNotifications notifications(w, adyen);
     long long refused = 0;
     {
         std::map<std::string, std::vector<std::pair<std::string, long long>>> succeeded;
@@ -633,7 +583,7 @@ TEST_CASE("provider matrix: a mixed run of 1,000 payments and 600 refunds of the
                 }
                 REQUIRE(a.status == 202);
                 if (a.withhold) {
-                    withheld.insert(
+                    notifications.withheld.insert(
                         ops.exec_params("SELECT operation_id FROM operations WHERE id = $1::uuid",
                                         nlohmann::json::parse(a.body)["id"].get<std::string>())
                             .at(0)
@@ -653,120 +603,10 @@ TEST_CASE("provider matrix: a mixed run of 1,000 payments and 600 refunds of the
     CHECK(count_rows("operations", w.tenant.tenant_id, "state = 'pending'") == 0);
     CHECK(count_rows("operations", w.tenant.tenant_id, "state = 'unknown'") > 50);
 
-    // The NotificationRequestItem of an Adyen notification the fake sent; none for another
-    // dialect's event (the fake sends every dialect's to the one URL).
-    const auto adyen_item = [](const std::string& body) -> std::optional<nlohmann::json> {
-        auto j = nlohmann::json::parse(body, nullptr, false);
-        if (!j.is_object() || !j.contains("notificationItems")) {
-            return std::nullopt;
-        }
-        return j["notificationItems"].at(0).at("NotificationRequestItem");
-    };
-    // Adyen's notifications the fake sent since the last call, received as serve receives them,
-    // but the withheld ones.
-    const auto verifier = providers::adyen::webhook_verifier({Secret(adyen_hmac_key)});
-    std::size_t received = 0;
-    const auto receive_notifications = [&] {
-        REQUIRE(w.fake->wait_webhooks_idle(std::chrono::seconds(30)));
-        const auto all = notifications.received();
-        for (; received < all.size(); ++received) {
-            const auto item = adyen_item(all[received].body);
-            if (!item || withheld.count((*item)["merchantReference"].get<std::string>()) != 0) {
-                continue;
-            }
-            WebhookRequest r;
-            r.body = all[received].body;
-            r.received_at = std::chrono::system_clock::now();
-            REQUIRE(receive_webhook(*w.db, adyen, *verifier, r).status ==
-                    WebhookVerdict::Status::verified);
-        }
-    };
-    // The latest word of Adyen on refund operation `op`: its pspReference and whether it
-    // refunded, as the Customer Area shows it -- the fake's notification, delivered or not.
-    const auto adyen_says = [&](const std::string& op) {
-        std::optional<std::pair<std::string, bool>> said;
-        for (const auto& n : notifications.received()) {
-            const auto item = adyen_item(n.body);
-            if (item && (*item)["merchantReference"] == op) {
-                said = {(*item)["pspReference"].get<std::string>(), (*item)["success"] == "true"};
-            }
-        }
-        return said;
-    };
-
-    // An operator decides each refund in review from what the provider holds: Adyen's from its
-    // Customer Area (its notification), the others' by their refund lookup; a refund the fake
-    // never executed and holds nothing of is sent again (a confirmed absence). Returns how many
-    // were sent again.
     std::map<std::string, int> review_codes; // refunds in review, by "provider review_code"
     const auto resolve_refunds_in_review = [&] {
-        int again = 0;
-        const auto books = w.fake->ledger();
-        pqxx::connection conn(database_url());
-        pqxx::read_transaction tx(conn);
-        const auto review = tx.exec_params(
-            "SELECT o.id::text, o.payment_id::text, o.operation_id, o.generation, o.review_code, "
-            "o.provider, o.amount_minor, o.currency, p.provider_reference FROM operations o "
-            "JOIN payments p ON p.tenant_id = o.tenant_id AND p.payment_id = o.payment_id "
-            "WHERE o.tenant_id = $1::uuid AND o.state = 'needs_review'",
-            w.tenant.tenant_id);
-        tx.commit();
-        for (const auto& row : review) {
-            const auto op = row[2].as<std::string>();
-            const auto provider = row[5].as<std::string>();
-            INFO(provider << " refund " << row[0].as<std::string>() << " " << op << " "
-                          << row[4].as<std::string>());
-            ++review_codes[provider + " " + row[4].as<std::string>()];
-            // Refused before executing: an integration fault, never the provider's outcome.
-            CHECK(row[4].as<std::string>() != "request_rejected");
-            store::Resolution r;
-            r.tenant_id = w.tenant.tenant_id;
-            r.payment_id = row[1].as<std::string>();
-            r.kind = OperationKind::refund;
-            r.refund_id = row[0].as<std::string>();
-            r.generation = row[3].as<long long>();
-            r.operator_name = "test-operator";
-            std::optional<std::pair<std::string, bool>> found;
-            if (provider == adyen) {
-                found = adyen_says(op);
-            } else {
-                const auto k = static_cast<std::size_t>(
-                    std::find_if(configs.begin(), configs.end(),
-                                 [&](const auto& c) { return c.name == provider; }) -
-                    configs.begin());
-                providers::RefundOrder order;
-                order.operation_id = op;
-                order.refund_id = r.refund_id;
-                order.payment_id = r.payment_id;
-                order.payment_reference = row[8].as<std::string>();
-                order.amount = Money{row[6].as<long long>(), row[7].as<std::string>()};
-                const auto looked = providers[k]->lookup_refund(order);
-                REQUIRE(looked.status != providers::LookupResult::Status::failed);
-                if (looked.status == providers::LookupResult::Status::found) {
-                    const auto state = looked.payment->state;
-                    REQUIRE((state == providers::Outcome::succeeded ||
-                             state == providers::Outcome::declined));
-                    found = {looked.payment->provider_reference,
-                             state == providers::Outcome::succeeded};
-                }
-            }
-            if (found && found->second) {
-                r.decision = OperatorDecision::succeeded;
-                r.provider_reference = found->first;
-                r.note = "refunded, as the provider shows it";
-            } else if (found) {
-                r.decision = OperatorDecision::failed;
-                r.note = "refused, as the provider shows it";
-            } else {
-                CHECK_FALSE(books["executions"].contains(op));
-                r.decision = OperatorDecision::retry;
-                r.confirmed_no_charge = true;
-                r.note = "the provider holds no refund under its reference";
-                ++again;
-            }
-            CHECK(store::resolve_payment(*w.db, r).status == store::ResolveResult::Status::applied);
-        }
-        return again;
+        return resolve_operations_in_review(w, configs, providers, adyen, notifications,
+                                            review_codes);
     };
 
     // Nights until nothing is left to do, with an operator after the last: each night receives
@@ -774,7 +614,7 @@ TEST_CASE("provider matrix: a mixed run of 1,000 payments and 600 refunds of the
     // Adyen's notification window).
     int nights = 0;
     for (; nights < 20; ++nights) {
-        receive_notifications();
+        notifications.receive();
         exec_sql("UPDATE operations SET last_attempt_at = last_attempt_at - interval '4 hours 1 "
                  "minute', next_attempt_at = least(next_attempt_at, now()) WHERE tenant_id = '" +
                  w.tenant.tenant_id + "' AND state IN ('unknown', 'retry_scheduled')");

@@ -214,9 +214,11 @@ struct OnePayment {
 };
 
 // DESIGN section 12's invariants over `w`'s tenant and its fake's ledger, after a run has quiesced:
-// at most one execution per operation ID (every dialect); per currency of `currencies`, our
-// succeeded sum equals what the provider charged; nothing processing, unknown, pending or due
-// again; review only with a code and a reason; every succeeded payment's event in the outbox.
+// at most one execution per operation ID (every dialect); per currency of `currencies`, what our
+// succeeded payments took (a charge its amount, an authorisation what its captures took) less
+// what our refunds gave back equals what the provider kept; nothing processing, unknown, pending or
+// due again; review only with a code and a reason; every succeeded payment's event in the outbox
+// (payment.succeeded for a charge, payment.authorized for an authorisation).
 inline void check_invariants(World& w, const std::vector<std::string>& currencies) {
     const auto ledger = w.fake->ledger();
     for (const auto& [op, n] : ledger["executions"].items()) {
@@ -225,8 +227,13 @@ inline void check_invariants(World& w, const std::vector<std::string>& currencie
     }
     for (const auto& currency : currencies) {
         const std::string ours = query_value(
-            "SELECT coalesce(sum(amount_minor), 0)::text FROM payments WHERE tenant_id = $1::uuid "
-            "AND state = 'succeeded' AND currency = '" +
+            "SELECT (coalesce(sum(CASE WHEN capture_method = 'manual' THEN captured_minor "
+            "ELSE amount_minor END), 0) - coalesce((SELECT sum(amount_minor) FROM operations "
+            "WHERE tenant_id = $1::uuid AND kind = 'refund' AND state = 'succeeded' AND currency "
+            "= '" +
+                currency +
+                "'), 0))::text FROM payments WHERE tenant_id = $1::uuid AND state = 'succeeded' "
+                "AND currency = '" +
                 currency + "'",
             w.tenant.tenant_id);
         std::string lower = currency;
@@ -243,7 +250,11 @@ inline void check_invariants(World& w, const std::vector<std::string>& currencie
                      "state = 'needs_review' AND (review_code IS NULL OR review_reason IS NULL)") ==
           0);
     CHECK(count_rows("outbox", w.tenant.tenant_id, "event_type = 'payment.succeeded'") ==
-          count_rows("payments", w.tenant.tenant_id, "state = 'succeeded'"));
+          count_rows("payments", w.tenant.tenant_id,
+                     "state = 'succeeded' AND capture_method = 'automatic'"));
+    CHECK(count_rows("outbox", w.tenant.tenant_id, "event_type = 'payment.authorized'") ==
+          count_rows("payments", w.tenant.tenant_id,
+                     "state = 'succeeded' AND capture_method = 'manual'"));
 }
 
 // Every fault mode drawn at rates (seeded): what the mixed 1,000-payment runs meet.

@@ -483,6 +483,9 @@ TEST_CASE("paypal captures: the lookup reads the authorization, and for a captur
             CHECK(r.payment->state == Outcome::declined);
             CHECK(r.payment->provider_reference == k_authorization);
             CHECK(r.payment->raw_status == status);
+            // About our capture, which took nothing: its amount, not the authorisation's (a
+            // part's never equals it, and the reconciler would send it to review as a mismatch).
+            CHECK(r.payment->amount == c.amount);
         }
     }
     SECTION("a void: the authorization's status") {
