@@ -238,13 +238,15 @@ ReconcileDecision decide_from_event(long long amount_minor, std::string_view cur
                                     const WebhookEvent& event) {
     ReconcileDecision d;
     const std::string named = "webhook event " + event.event_key + " (" + event.event_type + ")";
-    // A void releases the whole authorisation: its news need not repeat an amount, but one it
-    // names must be the authorisation's.
-    const bool amount_optional =
-        event.kind == OperationKind::void_authorization && !event.amount_minor;
-    const bool same = amount_optional || (event.amount_minor && event.currency &&
-                                          *event.amount_minor == amount_minor &&
-                                          same_currency(*event.currency, currency));
+    // A void releases whatever is left of the authorisation when it executes -- more than was
+    // capturable when it was asked, once a capture held meanwhile failed -- so its amount decides
+    // nothing, as in decide_reconciliation (ReconcileInput::amount_decides); a currency it names
+    // must be the authorisation's.
+    const bool same = event.kind == OperationKind::void_authorization
+                          ? !event.currency || same_currency(*event.currency, currency)
+                          : event.amount_minor && event.currency &&
+                                *event.amount_minor == amount_minor &&
+                                same_currency(*event.currency, currency);
     if (!same) {
         d.action = ReconcileAction::review;
         d.review = ReviewCode::remote_mismatch;

@@ -146,7 +146,9 @@ ReconcileDecision decide_reconciliation(const ReconcileInput& input, const Recon
 // `amount_minor` in `currency` (what the provider charged, if an operator recorded another): the
 // same currency and amount are positive evidence -- adopt_succeeded (with the event's reference)
 // or adopt_failed, no lookup and no settle delay needed; another amount or currency is review
-// remote_mismatch, the event named in the reason. Requires event.outcome succeeded or failed.
+// remote_mismatch, the event named in the reason. A void's amount decides nothing (what the
+// provider released is what was left when it executed); its currency does. Requires event.outcome
+// succeeded or failed.
 ReconcileDecision decide_from_event(long long amount_minor, std::string_view currency,
                                     const WebhookEvent& event);
 

@@ -906,3 +906,28 @@ TEST_CASE("reconcile policy: every review code round-trips through its name", "[
         CHECK_FALSE(parse_review_code(unknown));
     }
 }
+
+TEST_CASE("reconcile policy: a void's news settles it whatever amount it names, not in another "
+          "currency",
+          "[core][reconcile][captures][regression]") {
+    // A notification of a void (Checkout.com's payment_voided) names what the provider released:
+    // the whole authorisation once a capture held meanwhile failed, more than the void asked.
+    // Compared as a charge's, it went to review like the lookup's answer did.
+    WebhookEvent e;
+    e.event_key = "evt_void";
+    e.event_type = "payment_voided";
+    e.kind = OperationKind::void_authorization;
+    e.outcome = EvidenceOutcome::succeeded;
+    CHECK(decide_from_event(5000, "EUR", e).action == ReconcileAction::adopt_succeeded);
+    e.amount_minor = 10000;
+    e.currency = "EUR";
+    CHECK(decide_from_event(5000, "EUR", e).action == ReconcileAction::adopt_succeeded);
+    e.currency = "USD";
+    CHECK(decide_from_event(5000, "EUR", e).review == ReviewCode::remote_mismatch);
+    // A capture's amount still decides.
+    e.kind = OperationKind::capture;
+    e.currency = "EUR";
+    CHECK(decide_from_event(5000, "EUR", e).review == ReviewCode::remote_mismatch);
+    e.amount_minor = 5000;
+    CHECK(decide_from_event(5000, "EUR", e).action == ReconcileAction::adopt_succeeded);
+}
