@@ -5,7 +5,9 @@
 // what the provider holds -- Adyen's Customer Area (here the fake's own records and the
 // notifications it sent), the others' lookups.
 #include "engine/reconciler.hpp"
+#include "engine/worker.hpp"
 #include "providers/adyen/adapter.hpp"
+#include "providers/registry.hpp"
 #include "services/webhooks.hpp"
 #include "store/reconcile_store.hpp"
 #include "tests/execution/world.hpp"
@@ -13,6 +15,8 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -23,6 +27,33 @@
 #include <vector>
 
 namespace payrecon::testing {
+
+// A worker of the mixed runs: 8 threads taking 4 claims at a time, each claim sent once
+// (`once`), a retry due at once (backoff 1 ms).
+inline engine::WorkerOptions mixed_worker_options(const std::string& worker_id) {
+    engine::WorkerOptions wo;
+    wo.database_url = database_url();
+    wo.worker_id = worker_id;
+    wo.concurrency = 8;
+    wo.batch = 4;
+    wo.once = true;
+    wo.lease = std::chrono::seconds(60);
+    wo.backoff.base = std::chrono::milliseconds(1);
+    wo.backoff.cap = std::chrono::milliseconds(1);
+    return wo;
+}
+
+// A worker's factory of one provider per configuration.
+inline std::function<std::vector<std::unique_ptr<providers::Provider>>()>
+providers_of(std::vector<providers::ProviderConfig> configs) {
+    return [configs = std::move(configs)] {
+        std::vector<std::unique_ptr<providers::Provider>> v;
+        for (const auto& c : configs) {
+            v.push_back(providers::create_provider(c));
+        }
+        return v;
+    };
+}
 
 // The Adyen account's HMAC key (hex), as its Customer Area shows one.
 inline const std::string k_adyen_hmac_key =

@@ -148,23 +148,9 @@ TEST_CASE("capture matrix: a mixed run of 1,000 manual-capture payments across S
         }
     }
 
-    engine::WorkerOptions wo;
-    wo.database_url = database_url();
-    wo.worker_id = "capture-mix-worker";
-    wo.concurrency = 8;
-    wo.batch = 4;
-    wo.once = true;
-    wo.lease = std::chrono::seconds(60);
-    wo.backoff.base = std::chrono::milliseconds(1);
-    wo.backoff.cap = std::chrono::milliseconds(1);
+    const engine::WorkerOptions wo = mixed_worker_options("capture-mix-worker");
     std::ostringstream worker_log;
-    const auto make_providers = [configs] {
-        std::vector<std::unique_ptr<providers::Provider>> v;
-        for (const auto& c : configs) {
-            v.push_back(providers::create_provider(c));
-        }
-        return v;
-    };
+    const auto make_providers = providers_of(configs);
     std::vector<std::unique_ptr<providers::Provider>> owned;
     std::vector<providers::Provider*> providers;
     for (const auto& c : configs) {

@@ -398,23 +398,9 @@ TEST_CASE("provider matrix: a mixed run of 1,000 payments and 600 refunds of the
     }
 
     // Workers send everything once (8 threads), faults and all.
-    engine::WorkerOptions wo;
-    wo.database_url = database_url();
-    wo.worker_id = "mixed-worker";
-    wo.concurrency = 8;
-    wo.batch = 4;
-    wo.once = true;
-    wo.lease = std::chrono::seconds(60);
-    wo.backoff.base = std::chrono::milliseconds(1);
-    wo.backoff.cap = std::chrono::milliseconds(1);
+    const engine::WorkerOptions wo = mixed_worker_options("mixed-worker");
     std::ostringstream worker_log;
-    const auto make_providers = [configs] {
-        std::vector<std::unique_ptr<providers::Provider>> v;
-        for (const auto& c : configs) {
-            v.push_back(providers::create_provider(c));
-        }
-        return v;
-    };
+    const auto make_providers = providers_of(configs);
     engine::Worker worker(wo, make_providers, worker_log);
     worker.run();
     const long long unknown_after_send =

@@ -942,7 +942,8 @@ TEST_CASE("reports: HTML is one self-contained page with everything escaped", "[
                                                                {"currency_mismatch", 1},
                                                                {"status_mismatch", 1},
                                                                {"duplicate_remote", 1},
-                                                               {"unresolved_unknown", 1}});
+                                                               {"unresolved_unknown", 1},
+                                                               {"authorization_mismatch", 0}});
     const auto rows = finding_rows(html);
     CHECK(rows.size() == r.findings.size());
     CHECK(std::none_of(rows.begin(), rows.end(), [](const DomRow& row) { return row.hidden; }));
