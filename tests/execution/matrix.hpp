@@ -4,6 +4,7 @@
 // as serve receives them, some withheld; and an operator who decides what waits in review from
 // what the provider holds -- Adyen's Customer Area (here the fake's own records and the
 // notifications it sent), the others' lookups.
+#include "engine/nightly.hpp"
 #include "engine/reconciler.hpp"
 #include "engine/worker.hpp"
 #include "providers/adyen/adapter.hpp"
@@ -53,6 +54,26 @@ providers_of(std::vector<providers::ProviderConfig> configs) {
         }
         return v;
     };
+}
+
+// Nights (engine::run_nightly with `options`) until nothing is left to do, at most 11. Before each,
+// the last attempts of the world's unknown and due payments are made 3 h older, so that PayPal's
+// settle delay (its search lag) has passed; the key windows count from the first attempt, which
+// stays.
+inline void nights_until_quiet(World& w, const std::vector<providers::Provider*>& providers,
+                               const engine::NightlyOptions& options) {
+    for (int night = 1; night < 12; ++night) {
+        exec_sql("UPDATE payments SET last_attempt_at = last_attempt_at - interval '3 hours 1 "
+                 "minute', next_attempt_at = least(next_attempt_at, now()) WHERE tenant_id = '" +
+                 w.tenant.tenant_id + "' AND state IN ('unknown', 'retry_scheduled')");
+        const auto report = engine::run_nightly(*w.db, providers, options);
+        REQUIRE_FALSE(report.failure);
+        if (report.reconciled.empty() && report.sent.attempted == 0 &&
+            count_rows("payments", w.tenant.tenant_id,
+                       "state IN ('unknown', 'retry_scheduled', 'pending')") == 0) {
+            return;
+        }
+    }
 }
 
 // The Adyen account's HMAC key (hex), as its Customer Area shows one.

@@ -165,18 +165,7 @@ TEST_CASE("capture matrix: a mixed run of 1,000 manual-capture payments across S
     // decides Adyen's, which cannot be asked, from its Customer Area.
     engine::Worker(wo, make_providers, worker_log).run();
     CHECK(count_rows("payments", w.tenant.tenant_id, "state = 'unknown'") > 50);
-    for (int night = 1; night < 12; ++night) {
-        exec_sql("UPDATE payments SET last_attempt_at = last_attempt_at - interval '3 hours 1 "
-                 "minute', next_attempt_at = least(next_attempt_at, now()) WHERE tenant_id = '" +
-                 w.tenant.tenant_id + "' AND state IN ('unknown', 'retry_scheduled')");
-        const auto report = engine::run_nightly(*w.db, providers, no);
-        REQUIRE_FALSE(report.failure);
-        if (report.reconciled.empty() && report.sent.attempted == 0 &&
-            count_rows("payments", w.tenant.tenant_id,
-                       "state IN ('unknown', 'retry_scheduled', 'pending')") == 0) {
-            break;
-        }
-    }
+    nights_until_quiet(w, providers, no);
     const std::size_t adyen_payments_reviewed = resolve_adyen_payments_in_review(w);
     CHECK(adyen_payments_reviewed > 0);
     REQUIRE(count_rows("payments", w.tenant.tenant_id, "state IN ('succeeded', 'failed')") == 1000);

@@ -415,21 +415,8 @@ TEST_CASE("provider matrix: a mixed run of 1,000 payments and 600 refunds of the
     }
     engine::NightlyOptions no;
     no.send = w.options();
-    // Nights until nothing is left to do. Before each, the last attempts are made 3 h older, so
-    // that PayPal's settle delay (its search lag) has passed; the key windows count from the first
-    // attempt, which stays.
-    for (int night = 1; night < 12; ++night) {
-        exec_sql("UPDATE payments SET last_attempt_at = last_attempt_at - interval '3 hours 1 "
-                 "minute', next_attempt_at = least(next_attempt_at, now()) WHERE tenant_id = '" +
-                 w.tenant.tenant_id + "' AND state IN ('unknown', 'retry_scheduled')");
-        const auto report = engine::run_nightly(*w.db, providers, no);
-        REQUIRE_FALSE(report.failure);
-        if (report.reconciled.empty() && report.sent.attempted == 0 &&
-            count_rows("payments", w.tenant.tenant_id,
-                       "state IN ('unknown', 'retry_scheduled', 'pending')") == 0) {
-            break;
-        }
-    }
+    // Nights until nothing is left to do (PayPal's search lag passed before each).
+    nights_until_quiet(w, providers, no);
 
     // Adyen cannot be asked: its unknown payments wait in review (no_lookup), and an operator
     // resolves each from what the provider's Customer Area shows.
