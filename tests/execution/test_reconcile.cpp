@@ -7,6 +7,7 @@
 #include "providers/adyen/adapter.hpp"
 #include "providers/registry.hpp"
 #include "store/reconcile_store.hpp"
+#include "tests/execution/matrix.hpp"
 #include "tests/execution/world.hpp"
 #include "tests/support/wait.hpp"
 
@@ -410,25 +411,9 @@ TEST_CASE("reconcile: a mixed run of 1,000 payments with every fault mode ends w
     }
 
     // Workers send everything once (8 threads), faults and all.
-    engine::WorkerOptions wo;
-    wo.database_url = database_url();
-    wo.worker_id = "mixed-worker";
-    wo.concurrency = 8;
-    wo.batch = 4;
-    wo.once = true;
-    wo.lease = std::chrono::seconds(60);
-    wo.backoff.base = std::chrono::milliseconds(1);
-    wo.backoff.cap = std::chrono::milliseconds(1);
     std::ostringstream worker_log;
-    const providers::ProviderConfig config = w.config;
-    engine::Worker worker(
-        wo,
-        [config] {
-            std::vector<std::unique_ptr<providers::Provider>> v;
-            v.push_back(providers::create_provider(config));
-            return v;
-        },
-        worker_log);
+    engine::Worker worker(mixed_worker_options("mixed-worker"), providers_of({w.config}),
+                          worker_log);
     worker.run();
     const long long unknown_after_send =
         count_rows("payments", w.tenant.tenant_id, "state = 'unknown'");
