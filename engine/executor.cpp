@@ -236,6 +236,71 @@ std::chrono::milliseconds default_lease(const std::vector<providers::Provider*>&
     return minimum_lease(providers, call_margin) + k_lease_headroom;
 }
 
+struct SettleGroup::Waiter {
+    store::SettleRequest request;
+    bool done = false;
+    bool settled = false;
+    std::exception_ptr error;
+};
+
+bool SettleGroup::settle(store::Db& db, const store::ClaimedPayment& claim,
+                         const store::AttemptResult& result, const store::Settlement& settlement) {
+    Waiter me;
+    me.request = {&claim, &result, &settlement};
+    std::unique_lock lock(m_mutex);
+    m_queue.push_back(&me);
+    while (!me.done) {
+        if (m_writing) {
+            m_written.wait(lock);
+            continue;
+        }
+        // No write in progress: this caller writes everything queued, itself included.
+        m_writing = true;
+        std::vector<Waiter*> group;
+        group.swap(m_queue);
+        lock.unlock();
+        std::vector<store::SettleRequest> requests;
+        requests.reserve(group.size());
+        for (const Waiter* w : group) {
+            requests.push_back(w->request);
+        }
+        std::vector<bool> settled;
+        std::exception_ptr error;
+        try {
+            settled = store::settle_attempts(db, requests);
+        } catch (...) {
+            error = std::current_exception();
+        }
+        lock.lock();
+        for (std::size_t i = 0; i < group.size(); ++i) {
+            group[i]->error = error;
+            group[i]->settled = error == nullptr && settled[i];
+            group[i]->done = true;
+        }
+        if (error == nullptr) {
+            ++m_counts.statements;
+            m_counts.settlements += static_cast<long long>(group.size());
+            m_counts.largest = std::max(m_counts.largest, group.size());
+        }
+        m_writing = false;
+        m_written.notify_all();
+    }
+    if (me.error) {
+        std::rethrow_exception(me.error);
+    }
+    return me.settled;
+}
+
+std::size_t SettleGroup::queued() const {
+    const std::lock_guard lock(m_mutex);
+    return m_queue.size();
+}
+
+SettleGroup::Counts SettleGroup::counts() const {
+    const std::lock_guard lock(m_mutex);
+    return m_counts;
+}
+
 Executor::Executor(store::Db& db, std::vector<providers::Provider*> providers,
                    ExecutorOptions options)
     : m_db(db), m_providers(std::move(providers)), m_options(std::move(options)),
@@ -278,6 +343,16 @@ int Executor::run_once() {
     return static_cast<int>(claims.size());
 }
 
+bool Executor::settle(const store::ClaimedPayment& claim, const store::AttemptResult& attempt,
+                      const store::Settlement& settlement) {
+    // A charge's settlement joins those of calls that ended with it; an operation's is written on
+    // its own (two of one payment would meet in one update of their payment).
+    if (m_options.settle_group != nullptr && claim.kind == OperationKind::charge) {
+        return m_options.settle_group->settle(m_db, claim, attempt, settlement);
+    }
+    return store::settle_attempt(m_db, claim, attempt, settlement);
+}
+
 void Executor::report_unfinished(const store::ClaimedPayment& claim, UnfinishedAttempt attempt,
                                  bool settled, PaymentState to) {
     if (!m_options.on_unfinished) {
@@ -303,7 +378,7 @@ void Executor::release_uncalled(const store::ClaimedPayment& claim, const std::s
     if (immediately) {
         settlement.retry_in = std::chrono::milliseconds(0);
     }
-    const bool settled = store::settle_attempt(m_db, claim, attempt, settlement);
+    const bool settled = settle(claim, attempt, settlement);
     if (!settled) {
         ++m_counts.fenced_out;
     }
@@ -338,19 +413,15 @@ private:
 
 } // namespace
 
-std::optional<providers::SubmitResult>
-Executor::fence_and_call(const store::ClaimedPayment& claim,
-                         const std::vector<store::ClaimedPayment>& rest,
-                         providers::Provider& provider, std::string& not_called) {
-    // A call slot first, so that the fence is immediately before the call however long the wait.
-    const CallSlot slot(m_options.call_slots);
-    // The pre-call fence (DESIGN section 6). The database proves the claim is still ours (and
-    // says what is left of the rest of the batch's leases); the local monotonic clock, read
-    // before asking, bounds when the lease ends, whatever pause comes after. The proof writes
-    // nothing while the leases are long enough: for this call, and for the next payment's after
-    // it. When they are not, the same proof renews them all.
+std::optional<std::chrono::steady_clock::time_point>
+Executor::fence(const store::ClaimedPayment& claim, const std::vector<store::ClaimedPayment>& rest,
+                std::chrono::milliseconds worst_case, std::string& not_called) {
+    // The database proves the claim is still ours (and says what is left of the rest of the
+    // batch's leases); the local monotonic clock, read before asking, bounds when the lease ends,
+    // whatever pause comes after. The proof writes nothing while the leases are long enough: for
+    // this call, and for the next payment's after it. When they are not, the same proof renews
+    // them all.
     crash_point("executor.before_fence");
-    const auto worst_case = provider.capabilities().worst_case_call;
     auto asked = std::chrono::steady_clock::now();
     auto held = store::check_claims(m_db, m_options.worker_id, rest);
     const auto renew_below =
@@ -368,14 +439,38 @@ Executor::fence_and_call(const store::ClaimedPayment& claim,
                      std::string(subject_noun(claim.kind)) + ")";
         return std::nullopt;
     }
-    const auto deadline = asked + mine->second - m_options.call_margin;
+    return asked + mine->second - m_options.call_margin;
+}
+
+std::optional<providers::SubmitResult>
+Executor::fence_and_call(const store::ClaimedPayment& claim,
+                         const std::vector<store::ClaimedPayment>& rest,
+                         providers::Provider& provider, std::string& not_called) {
+    // The pre-call fence (DESIGN section 6) runs before the wait for a call slot, so that a slot
+    // is held for the call alone. That is safe because nothing but the lease holder changes a
+    // processing payment before its lease has ended by the database's clock (section 6's
+    // invariant, tests/execution/test_lease_invariant.cpp): what the fence proved holds until the
+    // deadline it gave, which the local monotonic clock checks again inside the slot. A wait
+    // that left too little of the lease for the call's worst case fences again, in the slot.
+    const auto worst_case = provider.capabilities().worst_case_call;
+    auto deadline = fence(claim, rest, worst_case, not_called);
+    if (!deadline) {
+        return std::nullopt;
+    }
+    const CallSlot slot(m_options.call_slots);
+    if (std::chrono::steady_clock::now() + worst_case > *deadline) {
+        deadline = fence(claim, rest, worst_case, not_called);
+        if (!deadline) {
+            return std::nullopt;
+        }
+    }
     crash_point("executor.before_submit");
-    if (std::chrono::steady_clock::now() + worst_case > deadline) {
+    if (std::chrono::steady_clock::now() + worst_case > *deadline) {
         not_called = "not sent: the claim's lease no longer covered the call's worst case (the "
                      "worker was paused or slow after its fence)";
         return std::nullopt;
     }
-    providers::SubmitResult result = send_operation(provider, claim, deadline);
+    providers::SubmitResult result = send_operation(provider, claim, *deadline);
     crash_point("executor.after_submit");
     return result;
 }
@@ -446,7 +541,7 @@ void Executor::execute(const std::vector<store::ClaimedPayment>& batch, std::siz
                                              : " (" + result.call.error_class + ")");
     }
     ++m_counts.attempted;
-    const bool settled = store::settle_attempt(m_db, claim, attempt, settlement);
+    const bool settled = settle(claim, attempt, settlement);
     if (!settled) {
         ++m_counts.fenced_out; // a newer generation owns the payment; our observation is recorded
     } else {

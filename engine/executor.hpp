@@ -8,9 +8,11 @@
 #include "store/executor_store.hpp"
 
 #include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <semaphore>
 #include <string>
@@ -74,6 +76,38 @@ struct UnfinishedAttempt {
     std::optional<PaymentState> became; // nullopt: fenced out, another generation owns it
 };
 
+// Group settlement (issue 33): the executors of one worker hand their charges' settlements here,
+// and those that arrive while one is being written are written together by the next, in one
+// statement (store::settle_attempts) -- a group commit, so that calls that end together cost one
+// synchronous commit, not one each. The first caller to find no write in progress writes everything
+// queued on its own connection, itself included, and wakes the others; a caller waits only while a
+// write is in progress, so a lone settlement is written at once. Each caller gets its own answer
+// (settled, or fenced out) or the write's exception (DatabaseUnavailable for all of that write).
+// Thread-safe; shared by the executors of one process.
+class SettleGroup {
+public:
+    bool settle(store::Db& db, const store::ClaimedPayment& claim,
+                const store::AttemptResult& result, const store::Settlement& settlement);
+
+    // How many statements wrote how many settlements, for the worker's summary and the tests.
+    struct Counts {
+        long long statements = 0;
+        long long settlements = 0;
+        std::size_t largest = 0;
+    };
+    Counts counts() const;
+    // Settlements waiting for the write in progress (for the tests).
+    std::size_t queued() const;
+
+private:
+    struct Waiter;
+    mutable std::mutex m_mutex;
+    std::condition_variable m_written;
+    std::vector<Waiter*> m_queue;
+    bool m_writing = false;
+    Counts m_counts;
+};
+
 struct ExecutorOptions {
     std::string worker_id; // recorded as lease_owner and in every attempt
     // Each claim's lease, proved immediately before each call and renewed there when what is
@@ -85,10 +119,13 @@ struct ExecutorOptions {
     // settlement's round trip and the clocks' disagreement.
     std::chrono::milliseconds call_margin{1000};
     int batch = 8;
-    // Shared by the executors of one worker: a permit is held from just before the fence until
+    // Shared by the executors of one worker: a permit is held from just after the fence until
     // the provider's answer, so that at most as many calls are in flight as it has permits while
-    // the claims and settlements of other executors overlap them. Null: no limit.
+    // the claims, fences and settlements of other executors overlap them. Null: no limit.
     std::counting_semaphore<>* call_slots = nullptr;
+    // Shared by the executors of one worker: their charges' settlements written together where
+    // their calls end together (SettleGroup). Null: each settled on its own.
+    SettleGroup* settle_group = nullptr;
     Backoff backoff;
     // Called for every attempt the provider rejected (Outcome::rejected) after it was settled or
     // fenced out, with the provider's code and message: `payrecon worker` logs it at error level.
@@ -130,15 +167,17 @@ public:
     // Claims one batch of the providers whose credentials have not been refused (CredentialGate)
     // and executes it, one payment at a time; a payment whose provider refuses our credentials
     // meanwhile is released uncalled (not_sent, retry_scheduled due at once). Claims nothing, and
-    // returns 0, once every provider refused them. Immediately before each provider
-    // call a fenced statement proves the claim is still this executor's (store::check_claims,
-    // read only; store::renew_claims instead when what is left of the batch's leases would not
-    // cover this call and the next one's worst case), and the local monotonic clock confirms
-    // that the lease still covers the call's worst case; a payment that fails either check is not
-    // sent (its attempt is recorded as not sent, and it goes back to retry_scheduled unless
-    // another generation owns it now). Returns the number of payments claimed. Throws
-    // DatabaseUnavailable if the database went away (what was settled stays settled; a claimed
-    // payment left behind turns unknown when its lease expires -- never pending).
+    // returns 0, once every provider refused them. Before each provider call
+    // (before its wait for a call slot) a fenced statement proves the claim is still this
+    // executor's (store::check_claims, read only; store::renew_claims instead when what is left
+    // of the batch's leases would not cover this call and the next one's worst case), and
+    // immediately before the call the local monotonic clock confirms that the lease proved still
+    // covers the call's worst case (fencing again if the wait for the slot left too little); a
+    // payment that fails either check is not sent (its attempt is recorded as not sent, and it goes
+    // back to retry_scheduled unless another generation owns it now). Returns the number of
+    // payments claimed. Throws DatabaseUnavailable if the database went away (what was settled
+    // stays settled; a claimed payment left behind turns unknown when its lease expires -- never
+    // pending).
     int run_once();
 
     struct Counts {
@@ -157,9 +196,18 @@ public:
 
 private:
     void execute(const std::vector<store::ClaimedPayment>& batch, std::size_t index);
-    // Takes a call slot, runs the fence and, if the claim is still held and its lease covers the
-    // call, makes it: the charge submitted, or the refund sent. Returns nothing (and says why in
+    // store::settle_attempt, through the settle group where there is one.
+    bool settle(const store::ClaimedPayment& claim, const store::AttemptResult& attempt,
+                const store::Settlement& settlement);
+    // Runs the fence, takes a call slot and, if the claim is still held and its lease still
+    // covers the call by the local clock (else it fences again, in the slot), makes it: the
+    // charge submitted, or the refund, capture or void sent. Returns nothing (and says why in
     // `not_called`) if it did not call.
+    // The pre-call fence: the deadline by the local monotonic clock before which the call must
+    // end (the proved lease less the call margin), or nothing if the claim is no longer held.
+    std::optional<std::chrono::steady_clock::time_point>
+    fence(const store::ClaimedPayment& claim, const std::vector<store::ClaimedPayment>& rest,
+          std::chrono::milliseconds worst_case, std::string& not_called);
     std::optional<providers::SubmitResult>
     fence_and_call(const store::ClaimedPayment& claim,
                    const std::vector<store::ClaimedPayment>& rest, providers::Provider& provider,

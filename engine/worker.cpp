@@ -194,6 +194,7 @@ ExecutorOptions Worker::executor_options(int index) {
     eo.lease = m_options.lease;
     eo.batch = m_options.batch;
     eo.call_slots = m_call_slots.get();
+    eo.settle_group = &m_settle_group;
     eo.backoff = m_options.backoff;
     eo.on_rejected = [this](const store::ClaimedPayment& claim,
                             const providers::Rejection& rejection) {

@@ -92,6 +92,8 @@ private:
     std::unique_ptr<CredentialGate> m_credentials; // shared by the executor threads
     std::map<std::string, long> m_settled_as; // under m_mutex: attempts by the state they settled
     std::unique_ptr<std::counting_semaphore<>> m_call_slots;
+    // The executor threads' charges settled together where their calls end together.
+    SettleGroup m_settle_group;
     std::atomic<bool> m_db_failed{false};
     std::atomic<bool> m_failed{false};
 };

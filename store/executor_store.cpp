@@ -5,6 +5,7 @@
 #include "store/statements.hpp"
 
 #include <nlohmann/json.hpp>
+#include <set>
 #include <stdexcept>
 
 namespace payrecon::store {
@@ -178,6 +179,43 @@ const std::string k_settle_operation_sql = std::string(k_finish_attempt) + R"sql
                                            R"sql(
 )
 SELECT count(*) FROM settled)sql";
+
+// Several charges settled at once (settle_attempts, issue 33): the settlements of calls that
+// ended together, each exactly as k_settle writes one -- its attempt finished whatever the fence
+// says, its payment settled only at its claim's generation, with its event -- in one statement and
+// one commit. $1: a JSON array of the settlements (a record each, as jsonb_to_recordset reads
+// them). Returns the payments it settled.
+constexpr const char* k_settle_many = "executor_settle_many";
+const std::string k_settle_many_sql = R"sql(
+WITH i AS (
+    SELECT * FROM jsonb_to_recordset($1::jsonb) AS i(
+        tenant_id uuid, payment_id uuid, generation bigint, state text, retry_ms bigint,
+        provider_reference text, reason text, review_code text, attempt_no integer, outcome text,
+        http_status integer, error_class text, detail text, operation_id text)
+), attempt AS (
+    UPDATE payment_attempts a
+       SET finished_at = now(), outcome = i.outcome, http_status = i.http_status,
+           error_class = nullif(i.error_class, ''), provider_reference = i.provider_reference,
+           detail = left(i.detail, 4096)
+      FROM i
+     WHERE a.tenant_id = i.tenant_id AND a.payment_id = i.payment_id
+       AND a.operation_id = i.operation_id AND a.attempt_no = i.attempt_no
+), settled AS (
+    UPDATE payments p
+       SET state = i.state, lease_owner = NULL, lease_expires_at = NULL,
+           next_attempt_at = CASE WHEN i.retry_ms IS NULL THEN NULL
+                                  ELSE now() + make_interval(secs => i.retry_ms::double precision / 1000) END,
+           provider_reference = coalesce(i.provider_reference, p.provider_reference),
+           review_reason = i.reason, review_code = i.review_code, lookup_count = 0,
+           lookup_failures = 0, updated_at = now()
+      FROM i
+     WHERE p.tenant_id = i.tenant_id AND p.payment_id = i.payment_id
+       AND p.generation = i.generation AND p.state = 'processing'
+ RETURNING p.*
+), event AS ()sql" + payment_event_insert("settled") +
+                                      R"sql(
+)
+SELECT payment_id::text FROM settled)sql";
 
 constexpr const char* k_expire = "executor_expire";
 const std::string k_expire_sql = R"sql(
@@ -386,8 +424,9 @@ renew_claims(Db& db, const std::string& worker, std::chrono::milliseconds lease,
     });
 }
 
-bool settle_attempt(Db& db, const ClaimedPayment& claim, const AttemptResult& result,
-                    const Settlement& settlement) {
+namespace {
+
+void check_settlement(const Settlement& settlement) {
     require_transition(PaymentState::processing, settlement.to);
     if ((settlement.to == PaymentState::retry_scheduled) != settlement.retry_in.has_value()) {
         throw std::logic_error(
@@ -397,6 +436,17 @@ bool settle_attempt(Db& db, const ClaimedPayment& claim, const AttemptResult& re
         throw std::logic_error(
             "settle_attempt: review_code goes with needs_review, and only with it");
     }
+}
+
+nlohmann::json optional_json(const std::optional<std::string>& v) {
+    return v ? nlohmann::json(*v) : nlohmann::json();
+}
+
+} // namespace
+
+bool settle_attempt(Db& db, const ClaimedPayment& claim, const AttemptResult& result,
+                    const Settlement& settlement) {
+    check_settlement(settlement);
     const bool charge = claim.kind == OperationKind::charge;
     const char* name = charge ? k_settle : k_settle_operation;
     Db::Impl& impl = db.impl();
@@ -414,6 +464,60 @@ bool settle_attempt(Db& db, const ClaimedPayment& claim, const AttemptResult& re
             result.http_status ? http.c_str() : nullptr, result.error_class, result.detail,
             claim.operation_id, claim.payment_id);
         return r[0].as<long long>() == 1;
+    });
+}
+
+std::vector<bool> settle_attempts(Db& db, const std::vector<SettleRequest>& items) {
+    nlohmann::json rows = nlohmann::json::array();
+    std::set<std::pair<std::string, std::string>> seen;
+    for (const SettleRequest& item : items) {
+        const ClaimedPayment& claim = *item.claim;
+        if (claim.kind != OperationKind::charge) {
+            throw std::logic_error("settle_attempts: charges only (two operations of one payment "
+                                   "would meet in one update of their payment)");
+        }
+        if (!seen.emplace(claim.tenant_id, claim.payment_id).second) {
+            throw std::logic_error("settle_attempts: a payment settled twice in one statement");
+        }
+        check_settlement(*item.settlement);
+        const Settlement& s = *item.settlement;
+        const AttemptResult& r = *item.result;
+        rows.push_back(
+            {{"tenant_id", claim.tenant_id},
+             {"payment_id", claim.payment_id},
+             {"generation", claim.generation},
+             {"state", std::string(to_string(s.to))},
+             {"retry_ms", s.retry_in ? nlohmann::json(s.retry_in->count()) : nlohmann::json()},
+             {"provider_reference", optional_json(r.provider_reference)},
+             {"reason", optional_json(s.reason)},
+             {"review_code", optional_json(s.review_code)},
+             {"attempt_no", claim.attempt_no},
+             {"outcome", r.outcome},
+             {"http_status", r.http_status ? nlohmann::json(*r.http_status) : nlohmann::json()},
+             {"error_class", r.error_class},
+             {"detail", r.detail},
+             {"operation_id", claim.operation_id}});
+    }
+    if (items.empty()) {
+        return {};
+    }
+    // A provider's excerpt that is not UTF-8 is stored with U+FFFD where its bytes were not.
+    const std::string json = rows.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    Db::Impl& impl = db.impl();
+    return translate_errors(impl, [&] {
+        impl.prepare(k_settle_many, k_settle_many_sql);
+        pqxx::nontransaction tx(impl.connection());
+        const pqxx::result r = tx.exec_prepared(k_settle_many, json);
+        std::set<std::string> settled;
+        for (const auto& row : r) {
+            settled.insert(row[0].as<std::string>());
+        }
+        std::vector<bool> out;
+        out.reserve(items.size());
+        for (const SettleRequest& item : items) {
+            out.push_back(settled.count(item.claim->payment_id) != 0);
+        }
+        return out;
     });
 }
 

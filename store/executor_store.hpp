@@ -103,6 +103,20 @@ struct Settlement {
 bool settle_attempt(Db& db, const ClaimedPayment& claim, const AttemptResult& result,
                     const Settlement& settlement);
 
+// One settlement of settle_attempts: pointers into the caller's own values.
+struct SettleRequest {
+    const ClaimedPayment* claim = nullptr;
+    const AttemptResult* result = nullptr;
+    const Settlement* settlement = nullptr;
+};
+// settle_attempt for several charges at once (calls that ended together, issue 33), in one
+// statement: each attempt recorded, each payment settled only at its own claim's generation, with
+// its event. Returns, in `items`' order, whether each was settled (false: fenced out). Charges
+// only, each payment at most once (std::logic_error otherwise: two operations of one payment
+// would meet in one update of their payment's row); the same checks of each settlement as
+// settle_attempt.
+std::vector<bool> settle_attempts(Db& db, const std::vector<SettleRequest>& items);
+
 // Payments left `processing` past their lease (a worker died mid-call) become `unknown` (never
 // `pending`), generation + 1, with an outbox event and an audit row. Returns how many.
 int expire_leases(Db& db, const std::string& actor);

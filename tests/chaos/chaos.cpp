@@ -842,6 +842,9 @@ ChaosReport Chaos::run() {
           << std::flush;
     db({"db", "start"});
     m_url = store::LocalCluster(m_home.home.path()).url();
+    // DESIGN section 6's invariant, checked on every write the run makes (kills and pauses
+    // included): no writer but the holder changes a processing row before its lease ends.
+    install_lease_guard(m_url);
     {
         // An immediate stop is a crash of PostgreSQL, not of the machine: what it wrote is in the
         // kernel's page cache either way, so fsync and full-page writes only cost the other tests

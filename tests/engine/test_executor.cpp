@@ -14,6 +14,8 @@
 #include <chrono>
 #include <latch>
 #include <map>
+#include <pqxx/pqxx>
+#include <semaphore>
 #include <set>
 #include <sys/wait.h>
 #include <thread>
@@ -510,4 +512,180 @@ TEST_CASE("credential gate: however many threads call an account whose credentia
     next->answered(true, 403);
     CHECK(gate.refused("stripe"));
     CHECK_FALSE(gate.enter("stripe"));
+}
+
+TEST_CASE("fence before the slot: a wait for a call slot that leaves too little of the lease "
+          "fences again in the slot, renewing the lease, and then calls",
+          "[engine][fencing][db]") {
+    World w;
+    w.provider.capabilities().worst_case_call = std::chrono::seconds(1);
+    const auto ops = w.payments(1);
+    std::counting_semaphore<> slots(1);
+    slots.acquire(); // every slot taken: the executor fences, then waits
+    auto options = w.options(std::chrono::seconds(4));
+    options.call_slots = &slots;
+    long long lease_at_call = 0;
+    w.provider.on_submit = [&](const providers::PaymentOrder&) {
+        lease_at_call = lease_end_us(ops[0]);
+    };
+    engine::Executor ex(*w.db, {&w.provider}, options);
+    std::thread runner([&] { ex.run_once(); });
+    const long long claimed_until = [&] {
+        REQUIRE(wait_until([&] { return w.state_of(ops[0]) == "processing"; }));
+        return lease_end_us(ops[0]);
+    }();
+    // The fence proved 4 s; the slot is given back once less than the call's worst case plus
+    // the margin (2 s) is left of it.
+    REQUIRE(wait_until([&] {
+        return query_value("SELECT (lease_expires_at - clock_timestamp() < interval '1.8 seconds')"
+                           "::text FROM payments WHERE operation_id = $1",
+                           ops[0]) == "true";
+    }));
+    CHECK(w.provider.total_submits() == 0);
+    slots.release();
+    runner.join();
+    CHECK(w.provider.submits(ops[0]) == 1);
+    CHECK(w.state_of(ops[0]) == "succeeded");
+    // The second fence renewed the lease before the call: past the end the first one proved.
+    CHECK(lease_at_call > claimed_until + 1000000);
+    CHECK(count_rows("payment_attempts", w.tenant.tenant_id, "outcome = 'succeeded'") == 1);
+}
+
+TEST_CASE("fence before the slot: a claim taken over while its executor waited for a slot is "
+          "not sent when the slot comes",
+          "[engine][fencing][db]") {
+    World w;
+    w.provider.capabilities().worst_case_call = std::chrono::seconds(1);
+    const auto ops = w.payments(1);
+    std::counting_semaphore<> slots(1);
+    slots.acquire();
+    auto options = w.options(std::chrono::seconds(3));
+    options.call_slots = &slots;
+    engine::Executor ex(*w.db, {&w.provider}, options);
+    std::thread runner([&] { ex.run_once(); });
+    REQUIRE(wait_until([&] { return w.state_of(ops[0]) == "processing"; }));
+    // The lease ends while the executor waits; the takeover makes the payment unknown (on a
+    // connection of its own: the executor's is in use on its thread).
+    const auto other = connect();
+    REQUIRE(wait_until(
+        [&] {
+            store::expire_leases(*other, "test");
+            return w.state_of(ops[0]) == "unknown";
+        },
+        std::chrono::seconds(20)));
+    slots.release();
+    runner.join();
+    CHECK(w.provider.total_submits() == 0);
+    CHECK(w.state_of(ops[0]) == "unknown");
+    CHECK(count_rows("payment_attempts", w.tenant.tenant_id,
+                     "outcome = 'not_sent' AND error_class = 'not_sent:claim_not_held'") == 1);
+    CHECK(ex.counts().not_called == 1);
+}
+
+TEST_CASE("settlement: several charges settled in one statement, each at its own claim's "
+          "generation, with its attempt and its event",
+          "[engine][executor][db]") {
+    World w;
+    const auto ops = w.payments(5);
+    auto claims = store::claim_payments(*w.db, "group-worker", std::chrono::seconds(30), 5,
+                                        {w.provider_name});
+    REQUIRE(claims.size() == 5);
+    // The last claim is taken over: its settlement is fenced out, its observation kept.
+    exec_sql("UPDATE payments SET lease_expires_at = now() - interval '1 second' WHERE "
+             "payment_id = '" +
+             claims[4].payment_id + "'");
+    REQUIRE(store::expire_leases(*w.db, "test") >= 1);
+    const std::vector<store::AttemptResult> results = {
+        {"succeeded", 200, "", std::string("pi_1"), ""},
+        {"declined", 402, "http_402", std::nullopt, "card_declined"},
+        {"not_sent", std::nullopt, "not_sent:curl_7", std::nullopt, "refused \xff bytes"},
+        {"rejected", 400, "http_400", std::nullopt, "parameter_invalid"},
+        {"succeeded", 200, "", std::string("pi_5"), ""}};
+    const std::vector<store::Settlement> settlements = {
+        {PaymentState::succeeded, {}, {}, {}},
+        {PaymentState::failed, {}, {}, {}},
+        {PaymentState::retry_scheduled, std::chrono::milliseconds(60000), std::string("later"), {}},
+        {PaymentState::needs_review, {}, std::string("rejected"), std::string("request_rejected")},
+        {PaymentState::succeeded, {}, {}, {}}};
+    std::vector<store::SettleRequest> requests;
+    for (std::size_t i = 0; i < claims.size(); ++i) {
+        requests.push_back({&claims[i], &results[i], &settlements[i]});
+    }
+    const auto settled = store::settle_attempts(*w.db, requests);
+    CHECK(settled == std::vector<bool>{true, true, true, true, false});
+    const auto state = [&](const store::ClaimedPayment& c) {
+        return query_value("SELECT state FROM payments WHERE payment_id = $1::uuid", c.payment_id);
+    };
+    CHECK(state(claims[0]) == "succeeded");
+    CHECK(state(claims[1]) == "failed");
+    CHECK(state(claims[2]) == "retry_scheduled");
+    CHECK(state(claims[3]) == "needs_review");
+    CHECK(state(claims[4]) == "unknown");
+    CHECK(query_value("SELECT provider_reference FROM payments WHERE payment_id = $1::uuid",
+                      claims[0].payment_id) == "pi_1");
+    CHECK(query_value("SELECT review_code FROM payments WHERE payment_id = $1::uuid",
+                      claims[3].payment_id) == "request_rejected");
+    CHECK(count_rows("payments", w.tenant.tenant_id,
+                     "state = 'retry_scheduled' AND next_attempt_at > now() + interval '50 "
+                     "seconds'") == 1);
+    // Every attempt finished, the fenced-out one's too; an event for each payment settled.
+    CHECK(count_rows("payment_attempts", w.tenant.tenant_id, "finished_at IS NOT NULL") == 5);
+    CHECK(count_rows("payment_attempts", w.tenant.tenant_id,
+                     "provider_reference = 'pi_5' AND outcome = 'succeeded'") == 1);
+    CHECK(count_rows("payment_attempts", w.tenant.tenant_id,
+                     "detail = 'refused \xef\xbf\xbd bytes'") == 1);
+    CHECK(count_rows("outbox", w.tenant.tenant_id,
+                     "event_type IN ('payment.succeeded', 'payment.failed', "
+                     "'payment.retry_scheduled', 'payment.needs_review')") == 4);
+    CHECK(count_rows("outbox", w.tenant.tenant_id,
+                     "aggregate_id = '" + claims[4].payment_id +
+                         "' AND event_type = 'payment.succeeded'") == 0);
+    // Charges only, each once.
+    CHECK_THROWS_AS(store::settle_attempts(*w.db, {requests[0], requests[0]}), std::logic_error);
+    CHECK(store::settle_attempts(*w.db, {}).empty());
+}
+
+TEST_CASE("settle group: settlements that arrive while one is written are written together in "
+          "the next statement, each caller told its own outcome",
+          "[engine][executor][db]") {
+    World w;
+    const auto ops = w.payments(8);
+    auto claims = store::claim_payments(*w.db, "group-worker", std::chrono::seconds(60), 8,
+                                        {w.provider_name});
+    REQUIRE(claims.size() == 8);
+    engine::SettleGroup group;
+    const store::AttemptResult ok{"succeeded", 200, "", std::string("pi_g"), ""};
+    const store::Settlement to_succeeded{PaymentState::succeeded, {}, {}, {}};
+    // The first settlement's write waits on a row lock this test holds, so that the others
+    // arrive while it is in progress.
+    pqxx::connection blocker(database_url());
+    pqxx::work hold(blocker);
+    hold.exec("SELECT 1 FROM payments WHERE payment_id = '" + claims[0].payment_id +
+              "' FOR UPDATE");
+    std::vector<int> outcome(8, -1);
+    std::vector<std::thread> threads;
+    const auto settle = [&](std::size_t i) {
+        auto db = connect();
+        outcome[i] = group.settle(*db, claims[i], ok, to_succeeded) ? 1 : 0;
+    };
+    threads.emplace_back(settle, 0);
+    REQUIRE(wait_until([&] {
+        return query_value("SELECT count(*)::text FROM pg_stat_activity WHERE wait_event_type = "
+                           "'Lock' AND datname = current_database() AND query LIKE $1",
+                           "%jsonb_to_recordset%") != "0";
+    }));
+    for (std::size_t i = 1; i < 8; ++i) {
+        threads.emplace_back(settle, i);
+    }
+    REQUIRE(wait_until([&] { return group.queued() == 7; }));
+    hold.commit();
+    for (auto& t : threads) {
+        t.join();
+    }
+    CHECK(outcome == std::vector<int>(8, 1));
+    CHECK(group.counts().statements == 2);
+    CHECK(group.counts().settlements == 8);
+    CHECK(group.counts().largest == 7);
+    CHECK(w.in_state("succeeded") == 8);
+    CHECK(count_rows("outbox", w.tenant.tenant_id, "event_type = 'payment.succeeded'") == 8);
 }

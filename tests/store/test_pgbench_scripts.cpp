@@ -161,7 +161,28 @@ TEST_CASE("bench: the pgbench baselines run the store's own statements and write
                      "event_type = 'payment.succeeded' AND "
                      "(SELECT count(*) FROM jsonb_object_keys(payload)) = 14",
                      url) == n);
-    for (const char* suffix : {".intake", ".intake.sql", ".executor", ".executor.sql"}) {
+
+    // The lean baseline (bench/intake_lean.sql, issue 33): the same logical writes in one
+    // statement on the bench's own tables -- one key with its stored 202 naming its payment, the
+    // payment, its event -- per transaction.
+    exec_sql(read_file(std::string(PAYRECON_SOURCE_DIR) + "/bench/intake_lean_schema.sql"), url);
+    const int lean =
+        run_pgbench(url, read_file(std::string(PAYRECON_SOURCE_DIR) + "/bench/intake_lean.sql"), n,
+                    {"tenant=" + tenant.tenant_id, "principal=" + writer.principal.principal_id},
+                    log + ".lean");
+    INFO(read_file(log + ".lean"));
+    REQUIRE(lean == 0);
+    CHECK(count_rows("lean.payments", t, "state = 'pending'", url) == n);
+    CHECK(count_rows("lean.idempotency_records", t,
+                     "response_status = 202 AND resource_id IN (SELECT payment_id FROM "
+                     "lean.payments)",
+                     url) == n);
+    CHECK(count_rows("lean.outbox", t,
+                     "event_type = 'payment.created' AND aggregate_id IN (SELECT payment_id FROM "
+                     "lean.payments)",
+                     url) == n);
+    for (const char* suffix :
+         {".intake", ".intake.sql", ".executor", ".executor.sql", ".lean", ".lean.sql"}) {
         ::unlink((log + suffix).c_str());
     }
 }

@@ -24,6 +24,7 @@ TEST_CASE("purge: expired records of finished payments go, unfinished ones stay"
     ScratchDatabase scratch;
     auto db = std::make_unique<store::Db>(scratch.url());
     store::migrate(*db);
+    install_lease_guard(scratch.url());
     const auto tenant = make_tenant(*db);
     const auto writer = make_principal(*db, tenant);
     IntakeService intake(*db, test_keys());
@@ -66,6 +67,7 @@ TEST_CASE("purge: an explicit retention deletes by age, still never an unfinishe
     ScratchDatabase scratch; // a purge run is global: a database of its own
     auto db = std::make_unique<store::Db>(scratch.url());
     store::migrate(*db);
+    install_lease_guard(scratch.url());
     const auto tenant = make_tenant(*db);
     const auto writer = make_principal(*db, tenant);
     IntakeService intake(*db, test_keys());
@@ -96,6 +98,7 @@ TEST_CASE(
     ScratchDatabase scratch;
     store::Db db(scratch.url());
     store::migrate(db);
+    install_lease_guard(scratch.url());
     const auto tenant = make_tenant(db);
     const auto writer = make_principal(db, tenant);
     IntakeService intake(db, test_keys());

@@ -319,6 +319,7 @@ struct MigratedScratch {
     MigratedScratch() {
         store::Db db(scratch.url());
         store::migrate(db);
+        install_lease_guard(scratch.url());
     }
     const std::string& url() const { return scratch.url(); }
 };

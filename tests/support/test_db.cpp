@@ -20,6 +20,7 @@ const std::string& database_url() {
             url = env;
             store::Db db(url);
             store::migrate(db);
+            install_lease_guard(url);
         }
     });
     if (url.empty()) {
@@ -27,6 +28,47 @@ const std::string& database_url() {
              "a throwaway PostgreSQL");
     }
     return url;
+}
+
+// DESIGN section 6's invariant, as a guard every test database carries: a row of `payments` or
+// `operations` that is `processing` under a lease that has not ended (by the database's clock,
+// read when the row is changed: a writer that saw the lease ended saw it by an earlier reading)
+// may be changed only by its lease holder -- renewed (the lease's end), or settled (state, with
+// the lease cleared, at the same generation). Any other change of its generation, a new lease
+// owner, or its deletion raises, so whatever test drives a writer that breaks the invariant fails.
+// Test-only: the schema never depends on it (issue 37 keeps triggers out of tenant tables).
+// Installed after migrating, in one transaction, replacing any earlier version.
+void install_lease_guard(const std::string& url) {
+    pqxx::connection c(url);
+    pqxx::work tx(c);
+    // One installer at a time: test processes start together on the shared database.
+    tx.exec("SELECT pg_advisory_xact_lock(hashtext('payrecon_test_lease_guard'))");
+    tx.exec0(R"sql(
+CREATE OR REPLACE FUNCTION payrecon_test_lease_guard() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF OLD.state = 'processing' AND OLD.lease_expires_at > clock_timestamp() AND (
+           TG_OP = 'DELETE'
+        OR NEW.generation <> OLD.generation
+        OR (NEW.lease_owner IS NOT NULL AND NEW.lease_owner IS DISTINCT FROM OLD.lease_owner)
+        OR (NEW.state <> 'processing' AND NEW.lease_owner IS NOT NULL)) THEN
+        RAISE EXCEPTION USING ERRCODE = 'PRL01',
+            MESSAGE = format('lease invariant broken (DESIGN section 6): %s of a processing %s '
+                             'row at generation %s, leased to %s until %s, before its lease ended',
+                             TG_OP, TG_TABLE_NAME, OLD.generation, OLD.lease_owner,
+                             OLD.lease_expires_at),
+            DETAIL = CASE WHEN TG_OP = 'DELETE' THEN 'deleted'
+                          ELSE format('to generation %s, lease owner %s, state %s',
+                                      NEW.generation, NEW.lease_owner, NEW.state) END;
+    END IF;
+    RETURN CASE WHEN TG_OP = 'DELETE' THEN OLD ELSE NEW END;
+END $$)sql");
+    for (const char* table : {"payments", "operations"}) {
+        const std::string t = table;
+        tx.exec0("DROP TRIGGER IF EXISTS payrecon_test_lease_guard ON " + t);
+        tx.exec0("CREATE TRIGGER payrecon_test_lease_guard BEFORE UPDATE OR DELETE ON " + t +
+                 " FOR EACH ROW EXECUTE FUNCTION payrecon_test_lease_guard()");
+    }
+    tx.commit();
 }
 
 std::unique_ptr<store::Db> connect() {

@@ -18,6 +18,12 @@ const std::string& database_url();
 
 std::unique_ptr<store::Db> connect();
 
+// Installs DESIGN section 6's lease invariant as a test-only guard trigger on `payments` and
+// `operations` of the database at `url` (migrated): any change of a processing row under a live
+// lease other than its holder's renewal or settlement raises SQLSTATE PRL01. Every database the
+// tests migrate carries it.
+void install_lease_guard(const std::string& url);
+
 // A unique name with the given prefix: "prefix-<16 hex>".
 std::string unique_name(const std::string& prefix);
 
