@@ -85,33 +85,12 @@ struct RefundsInReview {
                                      refund_id + "'");
     }
     int executions(const std::string& refund_id) {
-        const auto l = w.fake->ledger();
-        const std::string op = column(refund_id, "operation_id");
-        return l["executions"].contains(op) ? l["executions"][op].get<int>() : 0;
+        return w.executions_of(column(refund_id, "operation_id"));
     }
-    long long refunded_eur() {
-        const auto l = w.fake->ledger();
-        return l.contains("refunded") && l["refunded"].contains("eur")
-                   ? l["refunded"]["eur"].get<long long>()
-                   : 0;
-    }
+    long long refunded_eur() { return w.refunded_eur(); }
     // The fake's ID of the refund it made under `refund_id`'s operation ID ("" if none).
     std::string provider_refund_of(const std::string& refund_id) {
-        const std::string op = column(refund_id, "operation_id");
-        std::string found;
-        const std::function<void(const nlohmann::json&)> walk = [&](const nlohmann::json& j) {
-            if (j.is_object() && j.value("object", "") == "refund" && j.contains("metadata") &&
-                j["metadata"].value("operation_id", "") == op) {
-                found = j["id"];
-            }
-            if (j.is_structured()) {
-                for (const auto& v : j) {
-                    walk(v);
-                }
-            }
-        };
-        walk(w.fake->ledger());
-        return found;
+        return w.provider_refund_of(column(refund_id, "operation_id"));
     }
     Run resolve(const std::string& refund_id, const std::vector<std::string>& more) {
         std::vector<std::string> args{"review", "resolve", refund_id, "--generation",

@@ -22,6 +22,7 @@
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <netinet/in.h>
 #include <nlohmann/json.hpp>
@@ -501,17 +502,66 @@ struct Operated {
     long long audits(const std::string& ref, const std::string& where = "true") {
         return count("audit_log", "subject_id = '" + payment_id_of(ref) + "' AND (" + where + ")");
     }
-    int executions(const std::string& ref) {
+    int executions(const std::string& ref) { return executions_of(op_of(ref)); }
+    int deliveries(const std::string& ref) { return deliveries_of(op_of(ref)); }
+    // The fake's executions and deliveries of operation ID `op`: a charge's or a refund's.
+    int executions_of(const std::string& op) {
         const auto l = fake->ledger();
-        const std::string op = op_of(ref);
         return l["executions"].contains(op) ? l["executions"][op].get<int>() : 0;
     }
-    int deliveries(const std::string& ref) {
+    int deliveries_of(const std::string& op) {
         const auto l = fake->ledger();
-        const std::string op = op_of(ref);
         return l["deliveries_by_operation"].contains(op)
                    ? l["deliveries_by_operation"][op].get<int>()
                    : 0;
+    }
+    // What the fake refunded in EUR, all refunds of every payment together.
+    long long refunded_eur() {
+        const auto l = fake->ledger();
+        return l.contains("refunded") && l["refunded"].contains("eur")
+                   ? l["refunded"]["eur"].get<long long>()
+                   : 0;
+    }
+    // The fake's ID of the refund it made under operation ID `op` ("" if none): a Stripe refund
+    // object, wherever the ledger holds it, whose metadata names `op`.
+    std::string provider_refund_of(const std::string& op) {
+        std::string found;
+        const std::function<void(const nlohmann::json&)> walk = [&](const nlohmann::json& j) {
+            if (j.is_object() && j.value("object", "") == "refund" && j.contains("metadata") &&
+                j["metadata"].value("operation_id", "") == op) {
+                found = j["id"];
+            }
+            if (j.is_structured()) {
+                for (const auto& v : j) {
+                    walk(v);
+                }
+            }
+        };
+        walk(fake->ledger());
+        return found;
+    }
+    // `payrecon refunds create --payment <payment_id> --amount <amount> --idempotency-key <key>
+    // --note <note> --json`, as an operator holding the writer's API key (PAYRECON_API_KEY) and
+    // the fingerprint secret the in-process intake uses (test_keys()): a refund through the real
+    // intake path, audited. Returns the refund's ID; fails the test unless it was accepted (202).
+    std::string create_refund(const std::string& payment_id, const std::string& amount,
+                              const std::string& key, const std::string& note) {
+        const std::filesystem::path secret = dir.path() / "fingerprint.secret";
+        if (!std::filesystem::exists(secret)) {
+            std::ofstream(secret) << test_secret('k').reveal() << "\n";
+            std::filesystem::permissions(secret, std::filesystem::perms::owner_read |
+                                                     std::filesystem::perms::owner_write);
+        }
+        const Run r = payrecon({"refunds", "create", "--payment", payment_id, "--amount", amount,
+                                "--idempotency-key", key, "--note", note, "--json"},
+                               {{"PAYRECON_API_KEY", writer.api_key.reveal()},
+                                {"PAYRECON_FINGERPRINT_SECRET_FILE", secret.string()},
+                                {"PAYRECON_OPERATOR", "operator@" + tenant.name}});
+        INFO(r.all());
+        REQUIRE(r.exit_code == 0);
+        const auto answer = nlohmann::json::parse(r.out);
+        REQUIRE(answer["status"] == 202);
+        return answer["body"]["id"];
     }
     void set_lookup_down(bool down) {
         auto f = fake->faults();
