@@ -1409,6 +1409,11 @@ Reply PayPalApi::get_payment(const http::Request& request, const std::string& pa
         reply.response = std::move(*refused);
         return reply;
     }
+    // The reads PayPal's refund, capture and void lookups make: down with the search.
+    if (m_ledger.faults_locked().lookup_down) {
+        reply.response = error_locked(503, "SERVICE_UNAVAILABLE", "Service Unavailable.", {});
+        return reply;
+    }
     if (path.compare(0, k_authorizations.size(), k_authorizations) == 0) {
         const auto it = m_by_authorization.find(path.substr(k_authorizations.size()));
         reply.response = it == m_by_authorization.end()

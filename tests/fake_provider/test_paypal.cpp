@@ -759,6 +759,17 @@ TEST_CASE(
               .json()["invoice_id"] == "op-r1");
     CHECK(paypal_get(r, token, "/v2/payments/captures/0000000000000000X").status == 404);
     CHECK(paypal_get(r, token, "/v2/payments/refunds/0000000000000000X").status == 404);
+    // The reads a refund lookup makes are down with the search; the order is not.
+    r.server.set_faults(faults_from(R"({"lookup_down": true})"));
+    for (const std::string& path : {"/v2/payments/captures/" + capture,
+                                    "/v2/payments/refunds/" + refund["id"].get<std::string>()}) {
+        const HttpResult down = paypal_get(r, token, path);
+        INFO(path);
+        CHECK(down.status == 503);
+        CHECK(down.json()["name"] == "SERVICE_UNAVAILABLE");
+    }
+    CHECK(paypal_get(r, token, "/v2/checkout/orders/" + order_id).status == 200);
+    r.server.set_faults(faults_from("{}"));
 
     // Without an amount, what is left; then nothing is left.
     const HttpResult rest = post_refund(r, token, capture, "rr-2", Json{{"invoice_id", "op-r2"}});
