@@ -12,8 +12,6 @@
 
 #include <catch2/catch.hpp>
 #include <map>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
 #include <set>
 #include <sstream>
 #include <sys/stat.h>
@@ -24,40 +22,6 @@ using namespace payrecon::testing;
 using namespace std::chrono_literals;
 
 namespace {
-
-// Standard Webhooks, recomputed here: base64(HMAC-SHA256(base64-decoded key, id.ts.body)).
-std::string independent_signature(const std::string& whsec, const std::string& id,
-                                  const std::string& timestamp, const std::string& body) {
-    const std::string b64 = whsec.substr(6);
-    std::string key(b64.size(), '\0');
-    int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(key.data()),
-                            reinterpret_cast<const unsigned char*>(b64.data()),
-                            static_cast<int>(b64.size()));
-    REQUIRE(n > 0);
-    n -= static_cast<int>(std::count(b64.end() - 2, b64.end(), '='));
-    key.resize(static_cast<std::size_t>(n));
-    const std::string message = id + "." + timestamp + "." + body;
-    unsigned char mac[32];
-    unsigned int mac_len = 0;
-    HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
-         reinterpret_cast<const unsigned char*>(message.data()), message.size(), mac, &mac_len);
-    std::string out(48, '\0');
-    const int m = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()), mac,
-                                  static_cast<int>(mac_len));
-    out.resize(static_cast<std::size_t>(m));
-    return "v1," + out;
-}
-
-bool signed_by(const Received& r, const std::string& whsec) {
-    const std::string expected = independent_signature(whsec, r.id, r.timestamp, r.body);
-    std::istringstream items(r.signature);
-    for (std::string item; items >> item;) {
-        if (item == expected) {
-            return true;
-        }
-    }
-    return false;
-}
 
 // One test's events-out world: a scratch database (the relay publishes every tenant's events),
 // the operated binary, an endpoint key file, and loopback allowed.

@@ -1,9 +1,10 @@
 // Refunds on the executor and the reconciler (issue 31, DESIGN sections 6, 7 and 16): a refund
 // accepted by the real intake is claimed, fenced and sent by the same executor as the charge,
-// under its own operation ID; a lost answer is settled by the refund lookup before any re-send;
-// a declined refund gives its amount back. Counted from the fake's ledger, the operations and
-// attempts tables, the payment's held amount and the outbox -- not from status codes. Each case
-// runs for every kind whose adapter refunds (refunds.hpp).
+// under its own operation ID; a lost answer is settled by the refund lookup before any re-send,
+// or goes to review when the lookups keep failing; a declined refund gives its amount back. Counted
+// from the fake's ledger, the operations and attempts tables, the payment's held amount and the
+// outbox -- not from status codes. Each case runs for every kind whose adapter refunds
+// (refunds.hpp).
 #include "services/refunds.hpp"
 #include "store/executor_store.hpp"
 #include "tests/execution/refunds.hpp"
@@ -165,19 +166,26 @@ TEST_CASE("refund execution: the executor sends an accepted refund once under it
     CHECK(ex.run_once() == 0);
 }
 
-TEST_CASE("refund execution: executed, then the connection is reset -- unknown, settled by the "
-          "refund lookup, one execution and no re-send",
-          "[execution][refunds]") {
+TEST_CASE("refund execution: executed, then the connection hangs, closes, is reset or answers "
+          "500 -- unknown, settled by the refund lookup, one execution and no re-send",
+          "[execution][refunds][fault]") {
+    // DESIGN section 12's rows for a refund, per provider: every way the answer of an executed
+    // refund is lost.
     const std::string kind = GENERATE(from_range(refunding_kinds()));
-    INFO(kind);
+    const fake::Fault fault =
+        GENERATE(fake::Fault::execute_then_hang, fake::Fault::execute_then_fin,
+                 fake::Fault::execute_then_rst, fake::Fault::http_500_after_execute);
+    INFO(kind << " " << fake::to_string(fault));
     Refunds r(kind);
     const std::string id = r.refund(700);
     fake::FaultConfig faults;
-    faults.next = {fake::Fault::execute_then_rst};
+    faults.next = {fault};
+    faults.hang = std::chrono::milliseconds(1500); // past the adapter's 800 ms
     r.p.w.fake->set_faults(faults);
     engine::Executor ex(*r.p.w.db, {r.p.provider.get()}, r.p.w.options());
     CHECK(ex.run_once() == 1);
     CHECK(r.state(id) == "unknown");
+    CHECK(r.attempts(id, "outcome = 'unknown'") == 1);
     CHECK(r.p.w.executions(r.op(id)) == 1);
     CHECK(r.events(id, "refund.unknown") == 1);
 
@@ -199,6 +207,79 @@ TEST_CASE("refund execution: executed, then the connection is reset -- unknown, 
     // The charge's record holds no lookup of the refund.
     CHECK(count_rows("payment_lookups", r.p.w.tenant.tenant_id,
                      "operation_id = '" + r.p.op + "'") == 0);
+    CHECK(ex.run_once() == 0); // nothing is sent again
+    CHECK(r.p.w.deliveries(r.op(id)) == 1);
+}
+
+TEST_CASE("refund execution: executed, then the answer is lost while the provider's lookups "
+          "fail -- checked again, then needs_review (lookup_failing), never sent again",
+          "[execution][refunds][fault]") {
+    // DESIGN section 12's "lookup down -> review, no re-send" for a refund, per provider: a failed
+    // lookup never reads as absence, so the refund the provider executed is not sent again.
+    const std::string kind = GENERATE(from_range(refunding_kinds()));
+    const fake::Fault fault =
+        GENERATE(fake::Fault::execute_then_rst, fake::Fault::execute_then_hang);
+    INFO(kind << " " << fake::to_string(fault));
+    Refunds r(kind);
+    const std::string id = r.refund(700);
+    fake::FaultConfig faults;
+    faults.next = {fault};
+    faults.hang = std::chrono::milliseconds(1500); // past the adapter's 800 ms
+    r.p.w.fake->set_faults(faults);
+    engine::Executor ex(*r.p.w.db, {r.p.provider.get()}, r.p.w.options());
+    CHECK(ex.run_once() == 1);
+    REQUIRE(r.state(id) == "unknown");
+    REQUIRE(r.p.w.executions(r.op(id)) == 1);
+    // The provider's reads go down once the refund was sent (PayPal's refund reads the capture
+    // before it is sent).
+    auto down = r.p.w.fake->faults();
+    down.lookup_down = true;
+    r.p.w.fake->set_faults(down);
+
+    r.pass(id, r.lookup_delay());
+    const ReconcilePolicy policy; // its tries: max_lookup_failures failed lookups in a row
+    for (int i = 1; i < policy.max_lookup_failures; ++i) {
+        const auto outcomes = r.p.reconcile(policy);
+        REQUIRE(outcomes.size() == 1);
+        CHECK(outcomes[0].refund_id == id);
+        CHECK(outcomes[0].lookup == LookupStatus::failed);
+        CHECK(outcomes[0].decision.action == ReconcileAction::check_later);
+        CHECK(r.state(id) == "unknown");
+        CHECK(r.column(id, "lookup_failures") == std::to_string(i));
+        CHECK(r.p.reconcile(policy).empty()); // not due again before its backoff
+        CHECK(ex.run_once() == 0);
+        r.pass(id, std::chrono::seconds(0)); // due now
+    }
+    const auto outcomes = r.p.reconcile(policy);
+    REQUIRE(outcomes.size() == 1);
+    CHECK(outcomes[0].kind == OperationKind::refund);
+    CHECK(outcomes[0].refund_id == id);
+    CHECK(outcomes[0].lookup == LookupStatus::failed);
+    CHECK(outcomes[0].decision.action == ReconcileAction::review);
+    CHECK(outcomes[0].to == PaymentState::needs_review);
+    CHECK(r.state(id) == "needs_review");
+    CHECK(r.column(id, "review_code") == "lookup_failing");
+    CHECK_FALSE(r.column(id, "review_reason").empty());
+    CHECK(r.events(id, "refund.needs_review") == 1);
+    CHECK(count_rows("outbox", r.p.w.tenant.tenant_id,
+                     "event_type = 'refund.needs_review' AND payload->>'refund_id' = '" + id +
+                         "' AND payload->>'review_code' = 'lookup_failing'") == 1);
+    CHECK(count_rows("payment_lookups", r.p.w.tenant.tenant_id,
+                     "operation_id = '" + r.op(id) + "' AND status = 'failed'") ==
+          policy.max_lookup_failures);
+    CHECK(r.lookups(id) == policy.max_lookup_failures);
+    // Review is for people: neither the reconciler nor the executor touches it again.
+    CHECK(r.p.reconcile(policy).empty());
+    CHECK(ex.run_once() == 0);
+    // Executed once, sent once; still spent, as the provider refunded it.
+    CHECK(r.p.w.executions(r.op(id)) == 1);
+    CHECK(r.p.w.deliveries(r.op(id)) == 1);
+    CHECK(r.attempts(id) == 1);
+    CHECK(r.refunded_eur() == 700);
+    CHECK(r.held() == 700);
+    // The charge is untouched.
+    CHECK(r.p.state() == "succeeded");
+    CHECK(r.p.executions() == 1);
 }
 
 TEST_CASE("refund execution: dropped before executing -- confirmed absent by the lookup, sent "

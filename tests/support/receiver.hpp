@@ -2,9 +2,11 @@
 // A merchant's webhook receiver for the events-out tests, on loopback: it records every request
 // (the Standard Webhooks headers, the body, what it answered and when) and fails on purpose --
 // a share of 500s, a share of answers slower than the relay's timeout (a 200 the relay never
-// sees), a fixed status (410, 500) or no answer at all until it is stopped.
+// sees), a fixed status (410, 500) or no answer at all until it is stopped -- and the check of a
+// request's Standard Webhooks signature, recomputed with OpenSSL directly (not payrecon's code).
 #include "tests/fake_provider/http.hpp"
 
+#include <algorithm>
 #include <arpa/inet.h>
 #include <atomic>
 #include <catch2/catch.hpp>
@@ -12,7 +14,10 @@
 #include <condition_variable>
 #include <mutex>
 #include <netinet/in.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <random>
+#include <sstream>
 #include <string>
 #include <sys/socket.h>
 #include <thread>
@@ -202,5 +207,41 @@ private:
     std::vector<std::thread> m_threads;
     std::thread m_accept;
 };
+
+// Standard Webhooks, recomputed here: base64(HMAC-SHA256(base64-decoded key, id.ts.body)).
+inline std::string independent_signature(const std::string& whsec, const std::string& id,
+                                         const std::string& timestamp, const std::string& body) {
+    const std::string b64 = whsec.substr(6);
+    std::string key(b64.size(), '\0');
+    int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(key.data()),
+                            reinterpret_cast<const unsigned char*>(b64.data()),
+                            static_cast<int>(b64.size()));
+    REQUIRE(n > 0);
+    n -= static_cast<int>(std::count(b64.end() - 2, b64.end(), '='));
+    key.resize(static_cast<std::size_t>(n));
+    const std::string message = id + "." + timestamp + "." + body;
+    unsigned char mac[32];
+    unsigned int mac_len = 0;
+    HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
+         reinterpret_cast<const unsigned char*>(message.data()), message.size(), mac, &mac_len);
+    std::string out(48, '\0');
+    const int m = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()), mac,
+                                  static_cast<int>(mac_len));
+    out.resize(static_cast<std::size_t>(m));
+    return "v1," + out;
+}
+
+// Whether one of the request's signatures (`webhook-signature` holds one per signing secret) is
+// that of signing secret `whsec` ("whsec_...") over its ID, timestamp and body.
+inline bool signed_by(const Received& r, const std::string& whsec) {
+    const std::string expected = independent_signature(whsec, r.id, r.timestamp, r.body);
+    std::istringstream items(r.signature);
+    for (std::string item; items >> item;) {
+        if (item == expected) {
+            return true;
+        }
+    }
+    return false;
+}
 
 } // namespace payrecon::testing
