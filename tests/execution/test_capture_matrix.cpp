@@ -368,6 +368,7 @@ TEST_CASE("capture matrix: a mixed run of 1,000 manual-capture payments across S
                      "= '" +
                      w.tenant.tenant_id + "' AND state IN ('unknown', 'retry_scheduled')");
             const auto report = engine::run_nightly(*w.db, providers, no);
+            INFO(report.failure.value_or(""));
             REQUIRE_FALSE(report.failure);
             if (count_rows("operations", w.tenant.tenant_id,
                            "state IN ('pending', 'processing', 'retry_scheduled', 'unknown')") ==

@@ -592,6 +592,7 @@ TEST_CASE("provider matrix: a mixed run of 1,000 payments and 600 refunds of the
                  "minute', next_attempt_at = least(next_attempt_at, now()) WHERE tenant_id = '" +
                  w.tenant.tenant_id + "' AND state IN ('unknown', 'retry_scheduled')");
         const auto report = engine::run_nightly(*w.db, providers, no);
+        INFO(report.failure.value_or(""));
         REQUIRE_FALSE(report.failure);
         if (count_rows("operations", w.tenant.tenant_id,
                        "state IN ('pending', 'processing', 'retry_scheduled', 'unknown')") == 0 &&

@@ -37,14 +37,11 @@ const std::string& database_url() {
 // the lease cleared, at the same generation). Any other change of its generation, a new lease
 // owner, or its deletion raises, so whatever test drives a writer that breaks the invariant fails.
 // Test-only: the schema never depends on it (issue 37 keeps triggers out of tenant tables).
-// Installed after migrating, in one transaction, replacing any earlier version.
-void install_lease_guard(const std::string& url) {
-    pqxx::connection c(url);
-    pqxx::work tx(c);
-    // One installer at a time: test processes start together on the shared database.
-    tx.exec("SELECT pg_advisory_xact_lock(hashtext('payrecon_test_lease_guard'))");
-    tx.exec0(R"sql(
-CREATE OR REPLACE FUNCTION payrecon_test_lease_guard() RETURNS trigger LANGUAGE plpgsql AS $$
+// Installed after migrating, in one transaction, replacing an earlier version of it.
+namespace {
+
+// The guard trigger's function body (plpgsql), compared with the installed one's.
+const char* const k_lease_guard_body = R"sql(
 BEGIN
     IF OLD.state = 'processing' AND OLD.lease_expires_at > clock_timestamp() AND (
            TG_OP = 'DELETE'
@@ -61,7 +58,34 @@ BEGIN
                                       NEW.generation, NEW.lease_owner, NEW.state) END;
     END IF;
     RETURN CASE WHEN TG_OP = 'DELETE' THEN OLD ELSE NEW END;
-END $$)sql");
+END )sql";
+
+} // namespace
+
+void install_lease_guard(const std::string& url) {
+    pqxx::connection c(url);
+    pqxx::work tx(c);
+    // One installer at a time: test processes start together on the shared database. Where the
+    // guard is in place already (every process after the first), nothing is changed: a trigger
+    // made or dropped takes locks on the tables that other processes' tests are writing.
+    tx.exec("SELECT pg_advisory_xact_lock(hashtext('payrecon_test_lease_guard'))");
+    const bool current =
+        tx.exec_params1(
+              "SELECT coalesce((SELECT prosrc = $1 FROM pg_proc WHERE proname = "
+              "'payrecon_test_lease_guard'), false) AND (SELECT count(*) FROM pg_trigger WHERE "
+              "tgname = 'payrecon_test_lease_guard' AND tgrelid IN ('payments'::regclass, "
+              "'operations'::regclass)) = 2",
+              std::string(k_lease_guard_body))[0]
+            .as<bool>();
+    if (current) {
+        return;
+    }
+    tx.exec0("SET LOCAL lock_timeout = '30s'");
+    // Both tables locked at once, before the function or a trigger changes.
+    tx.exec0("LOCK TABLE payments, operations IN SHARE ROW EXCLUSIVE MODE");
+    tx.exec0(std::string("CREATE OR REPLACE FUNCTION payrecon_test_lease_guard() RETURNS trigger "
+                         "LANGUAGE plpgsql AS $guard$") +
+             k_lease_guard_body + "$guard$");
     for (const char* table : {"payments", "operations"}) {
         const std::string t = table;
         tx.exec0("DROP TRIGGER IF EXISTS payrecon_test_lease_guard ON " + t);
