@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 #include <stdexcept>
 
 namespace payrecon::engine {
@@ -254,10 +255,18 @@ bool SettleGroup::settle(store::Db& db, const store::ClaimedPayment& claim,
             m_written.wait(lock);
             continue;
         }
-        // No write in progress: this caller writes everything queued, itself included.
+        // No write in progress: this caller writes everything queued, itself included -- but a
+        // payment once per statement (a stale claim of one of this worker's threads may settle
+        // beside its newer claim): a second settlement of it waits for the next.
         m_writing = true;
         std::vector<Waiter*> group;
-        group.swap(m_queue);
+        std::vector<Waiter*> later;
+        std::set<std::pair<std::string, std::string>> payments;
+        for (Waiter* w : m_queue) {
+            const store::ClaimedPayment& c = *w->request.claim;
+            (payments.emplace(c.tenant_id, c.payment_id).second ? group : later).push_back(w);
+        }
+        m_queue.swap(later);
         lock.unlock();
         std::vector<store::SettleRequest> requests;
         requests.reserve(group.size());

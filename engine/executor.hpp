@@ -199,15 +199,15 @@ private:
     // store::settle_attempt, through the settle group where there is one.
     bool settle(const store::ClaimedPayment& claim, const store::AttemptResult& attempt,
                 const store::Settlement& settlement);
-    // Runs the fence, takes a call slot and, if the claim is still held and its lease still
-    // covers the call by the local clock (else it fences again, in the slot), makes it: the
-    // charge submitted, or the refund, capture or void sent. Returns nothing (and says why in
-    // `not_called`) if it did not call.
     // The pre-call fence: the deadline by the local monotonic clock before which the call must
     // end (the proved lease less the call margin), or nothing if the claim is no longer held.
     std::optional<std::chrono::steady_clock::time_point>
     fence(const store::ClaimedPayment& claim, const std::vector<store::ClaimedPayment>& rest,
           std::chrono::milliseconds worst_case, std::string& not_called);
+    // Runs the fence, takes a call slot and, if the claim is still held and its lease still
+    // covers the call by the local clock (else it fences again, in the slot), makes it: the
+    // charge submitted, or the refund, capture or void sent. Returns nothing (and says why in
+    // `not_called`) if it did not call.
     std::optional<providers::SubmitResult>
     fence_and_call(const store::ClaimedPayment& claim,
                    const std::vector<store::ClaimedPayment>& rest, providers::Provider& provider,

@@ -680,14 +680,25 @@ TEST_CASE("settle group: settlements that arrive while one is written are writte
     for (std::size_t i = 1; i < 8; ++i) {
         threads.emplace_back(settle, i);
     }
+    // And a stale claim of one of them (an earlier generation, as a paused thread of the same
+    // worker would hold): never in one statement with the newer claim, and fenced out.
+    store::ClaimedPayment stale = claims[1];
+    --stale.generation;
+    int stale_outcome = -1;
     REQUIRE(wait_until([&] { return group.queued() == 7; }));
+    threads.emplace_back([&] {
+        auto db = connect();
+        stale_outcome = group.settle(*db, stale, ok, to_succeeded) ? 1 : 0;
+    });
+    REQUIRE(wait_until([&] { return group.queued() == 8; }));
     hold.commit();
     for (auto& t : threads) {
         t.join();
     }
     CHECK(outcome == std::vector<int>(8, 1));
-    CHECK(group.counts().statements == 2);
-    CHECK(group.counts().settlements == 8);
+    CHECK(stale_outcome == 0);
+    CHECK(group.counts().statements == 3);
+    CHECK(group.counts().settlements == 9);
     CHECK(group.counts().largest == 7);
     CHECK(w.in_state("succeeded") == 8);
     CHECK(count_rows("outbox", w.tenant.tenant_id, "event_type = 'payment.succeeded'") == 8);
