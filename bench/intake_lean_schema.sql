@@ -35,7 +35,7 @@ BEGIN
     FOR col IN
         SELECT c.relname, a.attname, format_type(t.typbasetype, t.typtypmod) AS base
           FROM pg_attribute a
-          JOIN pg_class c ON c.oid = a.attrelid
+          JOIN pg_class c ON c.oid = a.attrelid AND c.relkind = 'r'
           JOIN pg_namespace n ON n.oid = c.relnamespace AND n.nspname = 'lean'
           JOIN pg_type t ON t.oid = a.atttypid AND t.typtype = 'd'
          WHERE a.attnum > 0 AND NOT a.attisdropped
