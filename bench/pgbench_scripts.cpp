@@ -129,39 +129,163 @@ std::string executor_script() {
     return s;
 }
 
+namespace {
+
+// The intake statement's parameters bound for pgbench; `key` is the idempotency key's expression
+// (also the merchant reference's).
+std::map<int, std::string> intake_values(const std::string& key) {
+    return {{1, ":tenant"},
+            {2, ":principal"},
+            {3, "'create_payment'"},
+            {4, key},
+            {5, "md5(:n::text) || md5(:n::text)"},
+            {6, "604800"},
+            {7, "uuid_generate_v7()"},
+            {8, key},
+            {9, "1999"},
+            {10, "'EUR'"},
+            {11, "'stripe'"},
+            {12, "'pm_card_visa'"},
+            {13, "'cus_bench'"},
+            {14, "NULL"},
+            {15, "'{\"bench\": \"pgbench\"}'"},
+            {16, "'pr_' || replace(uuid_generate_v7()::text, '-', '')"},
+            {17, "'{\"id\":\"00000000-0000-0000-0000-000000000000\",\"object\":\"payment\","
+                 "\"status\":\"pending\",\"status_category\":\"in_flight\",\"amount\":1999,"
+                 "\"currency\":\"EUR\",\"merchant_reference\":\"pgb\",\"provider\":\"stripe\","
+                 "\"created_at\":\"'"},
+            {18, "'\"}'"},
+            {19, "md5('k' || :n::text) || md5(:n::text)"},
+            {20, "'automatic'"},
+            {21, "NULL"}};
+}
+
+const std::string k_random_key = "'pgb-' || :n";
+
+// Every run of whitespace outside string literals made one space, so that the ladder's edits
+// below match the store's statement however it is indented.
+std::string squeezed(const std::string& sql) {
+    std::string out;
+    bool in_literal = false;
+    for (const char c : sql) {
+        if (c == '\'') {
+            in_literal = !in_literal; // '' inside a literal toggles twice
+        }
+        if (!in_literal && std::isspace(static_cast<unsigned char>(c)) != 0) {
+            if (!out.empty() && out.back() != ' ') {
+                out += ' ';
+            }
+            continue;
+        }
+        out += c;
+    }
+    while (!out.empty() && out.back() == ' ') {
+        out.pop_back();
+    }
+    return out;
+}
+
+// `sql` with its one occurrence of `from` replaced by `to`. Throws unless `from` occurs exactly
+// once: the store's statement changed under the ladder, whose rung must then be written again.
+std::string replaced(const std::string& sql, const std::string& from, const std::string& to) {
+    const auto at = sql.find(from);
+    if (at == std::string::npos || sql.find(from, at + 1) != std::string::npos) {
+        throw std::invalid_argument("the intake ladder expects the intake statement to hold \"" +
+                                    from + "\" exactly once; it does not (the statement changed)");
+    }
+    return sql.substr(0, at) + to + sql.substr(at + from.size());
+}
+
+// `sql` with the part from `first` up to and including `last` (each occurring once) replaced.
+std::string replaced_span(const std::string& sql, const std::string& first, const std::string& last,
+                          const std::string& to) {
+    const auto begin = sql.find(first);
+    const auto end = begin == std::string::npos ? begin : sql.find(last, begin);
+    if (begin == std::string::npos || end == std::string::npos ||
+        sql.find(first, begin + 1) != std::string::npos ||
+        sql.find(last, end + 1) != std::string::npos) {
+        throw std::invalid_argument("the intake ladder expects the intake statement to hold \"" +
+                                    first + " ... " + last +
+                                    "\" exactly once; it does not (the statement changed)");
+    }
+    return sql.substr(0, begin) + to + sql.substr(end + last.size());
+}
+
+} // namespace
+
 std::string intake_script() {
-    namespace st = store::statements;
-    const std::string key = "'pgb-' || :n";
     std::string s =
         "-- One fresh create-payment request: payrecon's own SQL (store/statements.hpp), written\n"
         "-- by payrecon-pgbench-sql intake. Variables: tenant, principal (-D).\n"
         "\\set n random(1, 9000000000000000)\n";
-    s += line(st::intake_once(),
-              {{1, ":tenant"},
-               {2, ":principal"},
-               {3, "'create_payment'"},
-               {4, key},
-               {5, "md5(:n::text) || md5(:n::text)"},
-               {6, "604800"},
-               {7, "uuid_generate_v7()"},
-               {8, key},
-               {9, "1999"},
-               {10, "'EUR'"},
-               {11, "'stripe'"},
-               {12, "'pm_card_visa'"},
-               {13, "'cus_bench'"},
-               {14, "NULL"},
-               {15, "'{\"bench\": \"pgbench\"}'"},
-               {16, "'pr_' || replace(uuid_generate_v7()::text, '-', '')"},
-               {17, "'{\"id\":\"00000000-0000-0000-0000-000000000000\",\"object\":\"payment\","
-                    "\"status\":\"pending\",\"status_category\":\"in_flight\",\"amount\":1999,"
-                    "\"currency\":\"EUR\",\"merchant_reference\":\"pgb\",\"provider\":\"stripe\","
-                    "\"created_at\":\"'"},
-               {18, "'\"}'"},
-               {19, "md5('k' || :n::text) || md5(:n::text)"},
-               {20, "'automatic'"},
-               {21, "NULL"}}) +
-         ";\n";
+    s += line(store::statements::intake_once(), intake_values(k_random_key)) + ";\n";
+    return s;
+}
+
+std::string ladder_script(int rung) {
+    if (rung < 0 || rung >= k_ladder_statement_rungs) {
+        throw std::invalid_argument("the intake ladder's statement rungs are 0 to " +
+                                    std::to_string(k_ladder_statement_rungs - 1));
+    }
+    if (rung == 0) {
+        return intake_script();
+    }
+    std::string sql = squeezed(store::statements::intake_once());
+    std::string what = "keys per client in sequence";
+    // 6: the outbox event's payload a short literal (the lean one), not built from the row the
+    // statement just wrote, which then returns only what the event's insert names.
+    if (rung >= 6) {
+        sql = replaced_span(sql, "jsonb_build_object( 'payment_id', r.payment_id",
+                            "ELSE '{}'::jsonb END",
+                            "'{\"payment_id\": \"x\", \"state\": \"pending\", \"amount\": 1999, "
+                            "\"currency\": \"EUR\"}'::jsonb");
+        sql = replaced(sql, "RETURNING *", "RETURNING tenant_id, payment_id");
+        what += "; event payload a literal";
+    }
+    // 7: no read of the principal: the key claimed without its revocation check, the result
+    // without the principal's state (now and for the key's record).
+    if (rung >= 7) {
+        sql = replaced(sql,
+                       " FROM principals WHERE tenant_id = $1::uuid AND principal_id = $2::uuid "
+                       "AND revoked_at IS NULL",
+                       "");
+        sql = replaced(sql,
+                       ", e.revoked, (SELECT revoked_at IS NOT NULL FROM principals WHERE "
+                       "tenant_id = $1::uuid AND principal_id = $2::uuid)",
+                       "");
+        sql = replaced(sql, ", pr.revoked_at IS NOT NULL AS revoked", "");
+        sql = replaced(sql,
+                       " JOIN principals pr ON pr.tenant_id = r.tenant_id AND pr.principal_id = "
+                       "r.principal_id",
+                       "");
+        what += "; no read of principals";
+    }
+    // 8: the result only the stored 202: neither the existing record's read (a replay's answer)
+    // nor the reference-taken check.
+    if (rung >= 8) {
+        sql = replaced_span(sql, "SELECT c.response_body, CASE WHEN", "ON c.response_body IS NULL",
+                            "SELECT c.response_body FROM c");
+        what += "; result the 202 alone";
+    }
+    // 9: the stored 202 a constant: no creation time spliced into it.
+    if (rung >= 9) {
+        sql =
+            replaced(sql, "to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')",
+                     "'2026-12-02T10:00:00.000Z'");
+        what += "; stored 202 a constant";
+    }
+    if (rung >= 7 && sql.find("principals") != std::string::npos) {
+        throw std::invalid_argument("the intake ladder's rung 7 still reads principals");
+    }
+    // 1 and below it: keys (and merchant references) from a counter per pgbench client, under a
+    // prefix per run, as wrk's fresh keys (bench/intake_fresh.lua) and the lean baseline's
+    // sequence make them, where the intake baseline draws them at random.
+    std::string s = "-- bench/intake_ladder rung " + std::to_string(rung) +
+                    ": payrecon's intake statement (store/statements.hpp) with " + what +
+                    "; written by payrecon-pgbench-sql ladder " + std::to_string(rung) +
+                    ".\n-- Variables: tenant, principal, run (unique per run), n (0) (-D).\n"
+                    "\\set n :n + 1\n";
+    s += line(sql, intake_values("'pgb-' || :run || '-' || :client_id || '-' || :n")) + ";\n";
     return s;
 }
 

@@ -1,5 +1,6 @@
-// payrecon-pgbench-sql executor|intake: prints the pgbench script of that benchmark's database
-// baseline (bench/pgbench_scripts.hpp). bench/executor and bench/intake run it.
+// payrecon-pgbench-sql executor|intake|ladder N: prints the pgbench script of that benchmark's
+// database baseline, or of rung N of bench/intake_ladder (bench/pgbench_scripts.hpp).
+// bench/executor, bench/intake and bench/intake_ladder run it.
 #include "bench/pgbench_scripts.hpp"
 
 #include <cstring>
@@ -14,6 +15,15 @@ int main(int argc, char** argv) {
         std::cout << payrecon::bench::intake_script();
         return 0;
     }
-    std::cerr << "usage: payrecon-pgbench-sql executor|intake\n";
+    if (argc == 3 && std::strcmp(argv[1], "ladder") == 0) {
+        try {
+            std::cout << payrecon::bench::ladder_script(std::stoi(argv[2]));
+            return 0;
+        } catch (const std::exception& e) {
+            std::cerr << "payrecon-pgbench-sql: " << e.what() << "\n";
+            return 1;
+        }
+    }
+    std::cerr << "usage: payrecon-pgbench-sql executor|intake|ladder N\n";
     return 2;
 }

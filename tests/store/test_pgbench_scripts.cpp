@@ -23,10 +23,11 @@ using namespace payrecon::testing;
 namespace {
 
 // Runs pgbench (-M prepared, one client) over `script` for `transactions` transactions against
-// `url`. The connection goes to pgbench through PG* variables, never its arguments. Returns its
-// exit status; its output goes to `log`.
+// `url`, with PGOPTIONS `pg_options` if given. The connection goes to pgbench through PG*
+// variables, never its arguments. Returns its exit status; its output goes to `log`.
 int run_pgbench(const std::string& url, const std::string& script, int transactions,
-                const std::vector<std::string>& defines, const std::string& log) {
+                const std::vector<std::string>& defines, const std::string& log,
+                const std::string& pg_options = "") {
     const std::string script_path = log + ".sql";
     std::ofstream(script_path) << script;
     std::vector<std::string> env;
@@ -53,6 +54,9 @@ int run_pgbench(const std::string& url, const std::string& script, int transacti
         }
     }
     PQconninfoFree(options);
+    if (!pg_options.empty()) {
+        env.push_back("PGOPTIONS=" + pg_options);
+    }
     std::vector<std::string> args = {(store::postgres_bindir() / "pgbench").string(),
                                      "-n",
                                      "-M",
@@ -183,6 +187,96 @@ TEST_CASE("bench: the pgbench baselines run the store's own statements and write
                      url) == n);
     for (const char* suffix :
          {".intake", ".intake.sql", ".executor", ".executor.sql", ".lean", ".lean.sql"}) {
+        ::unlink((log + suffix).c_str());
+    }
+}
+
+TEST_CASE("bench: each rung of the intake ladder removes what it names from the store's statement",
+          "[store][bench]") {
+    // Rung 0 is the intake baseline itself; 1-5 the same statement with keys from a counter per
+    // client (only their tables change, bench/intake_ladder_schema.sql); then one thing less each.
+    CHECK(bench::ladder_script(0) == bench::intake_script());
+    for (int rung = 2; rung <= 5; ++rung) {
+        CHECK(bench::ladder_script(rung).substr(bench::ladder_script(rung).find('\n')) ==
+              bench::ladder_script(1).substr(bench::ladder_script(1).find('\n')));
+    }
+    for (int rung = 0; rung < bench::k_ladder_statement_rungs; ++rung) {
+        INFO("rung " << rung);
+        const std::string script = bench::ladder_script(rung);
+        bool parameter_left = false;
+        for (std::size_t i = 0; i + 1 < script.size(); ++i) {
+            parameter_left = parameter_left || (script[i] == '$' && std::isdigit(script[i + 1]));
+        }
+        CHECK_FALSE(parameter_left);
+        CHECK((script.find("\\set n :n + 1") != std::string::npos) == (rung >= 1));
+        // The statement is the script's last line (its comments name what they remove).
+        const std::string statement = script.substr(script.rfind('\n', script.size() - 2) + 1);
+        CHECK((statement.find("jsonb_build_object") != std::string::npos) == (rung < 6));
+        CHECK((statement.find("principals") != std::string::npos) == (rung < 7));
+        CHECK((statement.find("payrecon_intake_reference_taken") != std::string::npos) ==
+              (rung < 8));
+        CHECK((statement.find("to_char(now()") != std::string::npos) == (rung < 9));
+        if (rung >= 6) {
+            CHECK(script != bench::ladder_script(rung - 1));
+        }
+    }
+    CHECK_THROWS_AS(bench::ladder_script(bench::k_ladder_statement_rungs), std::invalid_argument);
+    CHECK_THROWS_AS(bench::ladder_script(-1), std::invalid_argument);
+}
+
+TEST_CASE("bench: every rung of the intake ladder runs through pgbench on its own tables and "
+          "writes what it should",
+          "[store][db][bench]") {
+    // bench/intake_ladder (issue 33) measures each rung against the one above; a rung that failed,
+    // wrote elsewhere or wrote something else would measure nothing. The schema file checks each
+    // rung's tables against the rung above's (and rung 5's against the lean ones) as it makes them.
+    ScratchDatabase scratch;
+    store::Db db(scratch.url());
+    store::migrate(db);
+    const auto tenant = make_tenant(db);
+    const auto writer = make_principal(db, tenant);
+    const std::string t = tenant.tenant_id;
+    const auto url = scratch.url();
+    exec_sql(read_file(std::string(PAYRECON_SOURCE_DIR) + "/bench/intake_lean_schema.sql"), url);
+    exec_sql(read_file(std::string(PAYRECON_SOURCE_DIR) + "/bench/intake_ladder_schema.sql"), url);
+    const std::string log = "/tmp/payrecon-test-ladder-" + unique_name("run");
+    const int n = 5;
+    for (int rung = 0; rung < bench::k_ladder_statement_rungs; ++rung) {
+        INFO("rung " << rung);
+        const std::string schema = "rung" + std::to_string(rung);
+        const int rc = run_pgbench(
+            url, bench::ladder_script(rung), n,
+            {"tenant=" + t, "principal=" + writer.principal.principal_id, "run=" + schema, "n=0"},
+            log, "-c search_path=" + schema + ",public");
+        INFO(read_file(log));
+        REQUIRE(rc == 0);
+        CHECK(
+            count_rows(schema + ".payments", t,
+                       "state = 'pending' AND created_by = '" + writer.principal.principal_id + "'",
+                       url) == n);
+        // The key's 202 names the payment and carries its creation time, a constant from rung 9.
+        const std::string created_at =
+            rung < 9 ? "to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
+                     : "'2026-12-02T10:00:00.000Z'";
+        CHECK(count_rows(schema + ".idempotency_records", t,
+                         "response_status = 202 AND resource_id IN (SELECT payment_id FROM " +
+                             schema +
+                             ".payments) AND response_body::jsonb ->> 'created_at' = " + created_at,
+                         url) == n);
+        // The event's payload from the row (14 keys) down to rung 6, the lean literal (4) after.
+        CHECK(count_rows(schema + ".outbox", t,
+                         "event_type = 'payment.created' AND aggregate_id IN (SELECT payment_id "
+                         "FROM " +
+                             schema +
+                             ".payments) AND (SELECT count(*) FROM jsonb_object_keys(payload)) = " +
+                             (rung < 6 ? "14" : "4"),
+                         url) == n);
+    }
+    // Nothing went to payrecon's own tables: search_path sent every rung to its copies.
+    CHECK(count_rows("payments", t, "", url) == 0);
+    CHECK(count_rows("idempotency_records", t, "", url) == 0);
+    CHECK(count_rows("outbox", t, "", url) == 0);
+    for (const char* suffix : {"", ".sql"}) {
         ::unlink((log + suffix).c_str());
     }
 }
