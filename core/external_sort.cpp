@@ -301,6 +301,9 @@ void ExternalSort::finish() {
 }
 
 std::uint64_t ExternalSort::prefix_of(std::size_t s) const {
+    if (s == m_readers.size()) {
+        return m_entries[m_memory_pos].prefix0; // without reading the record from the buffer
+    }
     const std::string_view key = source_key(s);
     return big_endian(key.data(), key.size());
 }

@@ -9,9 +9,13 @@
 
 #include <algorithm>
 #include <array>
+#include <condition_variable>
+#include <cstdint>
 #include <cstring>
+#include <deque>
 #include <exception>
 #include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <thread>
@@ -448,62 +452,184 @@ private:
     std::thread m_reader; // last: started once everything above is built
 };
 
-// Streams `query` (in `snapshot`), which PostgreSQL returns in match-key order from an index, on a
-// connection of its own as the merge asks for its rows: nothing of it is held or written but the
-// row at hand, and its server process works while the merge does (the sorted side's has finished
-// by then). The connection is opened and the COPY started on a thread of its own at once, so that
-// the first row is there when the merge starts; the server then waits for its reader.
-template <typename Record>
-class StreamedSide {
-public:
-    using Fill = void (*)(const CopyRow&, Record&);
+// The provider's record of the first read as it waits for the merge: its match key (4 bytes of
+// length, then its bytes), status, kind and flags (a byte each), amount and time (8 bytes each),
+// the currency (its length, then its bytes), then what was refunded if not 0 and what was
+// captured where the record says (8 bytes each, flagged).
+constexpr unsigned k_refunded = 1;
+constexpr unsigned k_captured_said = 2;
 
-    StreamedSide(const std::string& url, const std::string& snapshot, const std::string& query,
-                 std::string what, Fill fill)
-        : m_what(std::move(what)), m_stream(url, snapshot, query, m_what), m_fill(fill) {
-        m_starter = std::thread([this] {
+void encode_remote(const RemoteRecord& r, std::vector<char>& out) {
+    if (r.currency.size() > 255) {
+        throw std::runtime_error("statement diff: a currency of " +
+                                 std::to_string(r.currency.size()) + " bytes");
+    }
+    const unsigned flags =
+        (r.amount_refunded != 0 ? k_refunded : 0u) | (r.amount_captured ? k_captured_said : 0u);
+    const auto key_size = static_cast<std::uint32_t>(r.match_key.size());
+    const auto append = [&out](const void* p, std::size_t n) {
+        const auto* c = static_cast<const char*>(p);
+        out.insert(out.end(), c, c + n);
+    };
+    append(&key_size, 4);
+    append(r.match_key.data(), r.match_key.size());
+    out.push_back(static_cast<char>(r.status));
+    out.push_back(static_cast<char>(r.kind));
+    out.push_back(static_cast<char>(flags));
+    append(&r.amount_minor, 8);
+    append(&r.at, 8);
+    out.push_back(static_cast<char>(r.currency.size()));
+    append(r.currency.data(), r.currency.size());
+    if ((flags & k_refunded) != 0) {
+        append(&r.amount_refunded, 8);
+    }
+    if ((flags & k_captured_said) != 0) {
+        append(&*r.amount_captured, 8);
+    }
+}
+
+// The inverse of encode_remote from `p`, overwriting every field the first read carries; returns
+// where the next record starts.
+const char* decode_remote(const char* p, RemoteRecord& r) {
+    const auto int8 = [&p] {
+        long long v = 0;
+        std::memcpy(&v, p, 8);
+        p += 8;
+        return v;
+    };
+    std::uint32_t key_size = 0;
+    std::memcpy(&key_size, p, 4);
+    p += 4;
+    r.match_key.assign(p, key_size);
+    p += key_size;
+    r.status = static_cast<RemoteStatus>(static_cast<unsigned char>(p[0]));
+    r.kind = static_cast<OperationKind>(static_cast<unsigned char>(p[1]));
+    const unsigned flags = static_cast<unsigned char>(p[2]);
+    p += 3;
+    r.amount_minor = int8();
+    r.at = int8();
+    const auto currency = static_cast<unsigned char>(*p++);
+    r.currency.assign(p, currency);
+    p += currency;
+    r.amount_refunded = (flags & k_refunded) != 0 ? int8() : 0;
+    r.amount_captured =
+        (flags & k_captured_said) != 0 ? std::optional<long long>(int8()) : std::nullopt;
+    return p;
+}
+
+// Reads `query` (in `snapshot`), which PostgreSQL returns in match-key order from an index, on a
+// connection and a thread of its own, ahead of the merge by at most `budget` bytes of records
+// (encode_remote) and no more: while our side is read and sorted, its server process works on
+// what the merge will ask for first; then the merge takes the records in the order they came,
+// while the rest is read. Nothing is written to disk, and nothing is held but what is ahead.
+class PrefetchedSide {
+public:
+    PrefetchedSide(const std::string& url, const std::string& snapshot, const std::string& query,
+                   std::string what, std::size_t budget)
+        : m_what(std::move(what)), m_stream(url, snapshot, query, m_what),
+          m_budget(std::max(budget, 2 * k_chunk)) {
+        m_reader = std::thread([this] {
             try {
-                m_stream.start();
+                read();
             } catch (...) {
+                std::lock_guard lock(m_mutex);
                 m_error = std::current_exception();
+                m_done = true;
+                m_changed.notify_all();
             }
         });
     }
 
-    ~StreamedSide() {
-        if (m_starter.joinable()) {
-            m_stream.cancel();
-            m_starter.join();
+    ~PrefetchedSide() {
+        {
+            std::lock_guard lock(m_mutex);
+            m_stopped = true;
+            m_changed.notify_all();
         }
+        m_stream.cancel(); // a reader still waiting for rows returns at once
+        m_reader.join();
     }
-    StreamedSide(const StreamedSide&) = delete;
-    StreamedSide& operator=(const StreamedSide&) = delete;
+    PrefetchedSide(const PrefetchedSide&) = delete;
+    PrefetchedSide& operator=(const PrefetchedSide&) = delete;
 
-    // The next record in key order into `into`; false after the last. Throws what starting or
-    // reading the stream threw.
-    bool next(Record& into) {
-        if (m_starter.joinable()) {
-            m_starter.join();
-            if (m_error) {
-                std::rethrow_exception(m_error);
+    // The next record in key order into `into`; false after the last. Waits for the reader when
+    // the merge has caught up with it, and throws what reading threw.
+    bool next(RemoteRecord& into) {
+        if (m_pos == m_chunk.size()) {
+            std::unique_lock lock(m_mutex);
+            m_changed.wait(lock, [this] { return !m_ready.empty() || m_done; });
+            if (m_ready.empty()) {
+                if (m_error) {
+                    std::rethrow_exception(m_error);
+                }
+                return false;
             }
+            m_queued -= m_ready.front().size();
+            m_chunk = std::move(m_ready.front());
+            m_ready.pop_front();
+            m_pos = 0;
+            m_changed.notify_all();
         }
-        if (!m_stream.next()) {
-            return false;
-        }
-        if (m_stream.is_null(0)) {
-            throw std::runtime_error("reading " + m_what + ": a row without a match key");
-        }
-        m_fill(m_stream.row(), into);
+        m_pos =
+            static_cast<std::size_t>(decode_remote(m_chunk.data() + m_pos, into) - m_chunk.data());
         return true;
     }
 
 private:
+    static constexpr std::size_t k_chunk = std::size_t{64} << 10; // records handed over at once
+
+    void read() {
+        m_stream.start();
+        RemoteRecord record;
+        std::vector<char> chunk;
+        chunk.reserve(k_chunk + 256);
+        while (m_stream.next()) {
+            if (m_stream.is_null(0)) {
+                throw std::runtime_error("reading " + m_what + ": a row without a match key");
+            }
+            remote_key_record(m_stream.row(), record);
+            encode_remote(record, chunk);
+            if (chunk.size() >= k_chunk && !hand_over(chunk)) {
+                return;
+            }
+        }
+        if (!chunk.empty() && !hand_over(chunk)) {
+            return;
+        }
+        std::lock_guard lock(m_mutex);
+        m_done = true;
+        m_changed.notify_all();
+    }
+
+    // Queues `chunk` (and empties it) once the merge is less than the budget behind; false if the
+    // merge stopped.
+    bool hand_over(std::vector<char>& chunk) {
+        std::unique_lock lock(m_mutex);
+        m_changed.wait(lock, [this] { return m_stopped || m_queued < m_budget; });
+        if (m_stopped) {
+            return false;
+        }
+        m_queued += chunk.size();
+        m_ready.push_back(std::move(chunk));
+        m_changed.notify_all();
+        chunk = std::vector<char>();
+        chunk.reserve(k_chunk + 256);
+        return true;
+    }
+
     const std::string m_what;
     CopyOutStream m_stream;
-    Fill m_fill;
+    const std::size_t m_budget;
+    std::vector<char> m_chunk; // the merge's: the records it takes next, from m_pos
+    std::size_t m_pos = 0;
+    std::mutex m_mutex; // guards what follows
+    std::condition_variable m_changed;
+    std::deque<std::vector<char>> m_ready;
+    std::size_t m_queued = 0; // bytes in m_ready
+    bool m_done = false;      // every record is in m_ready, or reading failed (m_error)
+    bool m_stopped = false;   // the merge is over: the reader stops
     std::exception_ptr m_error;
-    std::thread m_starter; // last: started once everything above is built
+    std::thread m_reader; // last: started once everything above is built
 };
 
 // The second read: every column of the keys that did not match, in a read-only transaction of
@@ -1102,9 +1228,8 @@ StatementTotals diff_statement_run(Db& db, StatementRun& run, long long amount_t
             impl.url, snapshot, local_keys_query(tx.quote(run.provider), from, to, refunds_listed),
             (refunds_listed ? "our payments and refunds of " : "our payments of ") + run.provider,
             sorting);
-        StreamedSide<RemoteRecord> remote(
-            impl.url, snapshot, remote_keys_query(tx.quote(run.run_id)),
-            "the statement records of run " + run.run_id, &remote_key_record);
+        PrefetchedSide remote(impl.url, snapshot, remote_keys_query(tx.quote(run.run_id)),
+                              "the statement records of run " + run.run_id, sorting.memory_bytes);
         DetailReader details(impl.url, snapshot, run.provider, run.run_id);
         DiffRules rules;
         rules.amount_tolerance_minor = amount_tolerance_minor;
