@@ -65,6 +65,8 @@ private:
     class RunReader;
 
     bool less(const Entry& a, const Entry& b) const;
+    static constexpr std::size_t k_prefetch_ahead = 8; // records
+    void prefetch_record(std::size_t entry) const;     // the record of m_entries[entry], if any
     void sort_buffer();
     void write_run(); // the buffer, sorted, to the file; empties the buffer
     void open_file();
