@@ -8,7 +8,7 @@
 // not even by a process that is killed.
 //
 // Memory: the buffer (`memory_bytes`), 512 KiB to sort it, plus, while runs are merged, a read
-// buffer per run (at least 64 KiB each). The statement diff sorts both sides of a window with it
+// buffer per run (at least 64 KiB each). The statement diff sorts our side of a window with it
 // (DESIGN section 9).
 
 #include <cstddef>

@@ -1,9 +1,9 @@
 #pragma once
 // Statement runs (DESIGN section 9): one run per provider and window, resumable while the listing
 // is incomplete, replaced when the window is run again. The provider's records are stored raw and
-// normalised; both sides are then read at once, each sorted by match key in bounded memory
-// (core/external_sort), and merged by core/statement_diff, so memory stays bounded however large
-// the window.
+// normalised; both sides are then read at once -- ours sorted by match key in bounded memory
+// (core/external_sort), the provider's in key order from their index, a bounded way ahead -- and
+// merged by core/statement_diff, so memory stays bounded however large the window.
 
 #include "core/statement_diff.hpp"
 #include "store/executor_store.hpp"
@@ -114,7 +114,8 @@ void store_statement_counterparts(Db& db, StatementRun& run,
 // in key order, with both sides' records in full; other matches are only counted (totals).
 // Our side is sorted by payrecon (core/external_sort) in at most `memory_bytes`; what does not fit
 // is written as sorted runs to a temporary file, unlinked as soon as it is created. The provider's
-// records come from their index in key order (statement_records_diff), read as the merge goes.
+// records come from their index in key order (statement_records_diff), read at most
+// `memory_bytes` ahead of the merge.
 struct DiffSorting {
     std::size_t memory_bytes = std::size_t{32} << 20;
     std::string temp_dir; // empty: $TMPDIR, else /tmp
