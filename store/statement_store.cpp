@@ -9,16 +9,20 @@
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <condition_variable>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <exception>
+#include <fcntl.h>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <thread>
+#include <unistd.h>
 
 namespace payrecon::store {
 namespace {
@@ -518,16 +522,22 @@ const char* decode_remote(const char* p, RemoteRecord& r) {
 }
 
 // Reads `query` (in `snapshot`), which PostgreSQL returns in match-key order from an index, on a
-// connection and a thread of its own, ahead of the merge by at most `budget` bytes of records
-// (encode_remote) and no more: while our side is read and sorted, its server process works on
-// what the merge will ask for first; then the merge takes the records in the order they came,
-// while the rest is read. Nothing is written to disk, and nothing is held but what is ahead.
+// connection and a thread of its own, as fast as its server process sends it, while our side is
+// read and sorted and then while the merge runs: up to `sorting.memory_bytes` of records
+// (encode_remote) ahead of the merge in memory, what is further ahead in a temporary file
+// (unlinked as soon as it is created, as the sort's runs) that is read back in order. The merge
+// takes the records in the order they came. Bounding it in memory alone made its backend's work
+// (8 s of CPU at 10M per side) wait for the merge instead of overlapping ours.
 class PrefetchedSide {
 public:
     PrefetchedSide(const std::string& url, const std::string& snapshot, const std::string& query,
-                   std::string what, std::size_t budget)
+                   std::string what, const DiffSorting& sorting)
         : m_what(std::move(what)), m_stream(url, snapshot, query, m_what),
-          m_budget(std::max(budget, 2 * k_chunk)) {
+          m_budget(std::max(sorting.memory_bytes, 2 * k_chunk)), m_dir(sorting.temp_dir) {
+        if (m_dir.empty()) {
+            const char* tmpdir = std::getenv("TMPDIR");
+            m_dir = tmpdir && *tmpdir ? tmpdir : "/tmp";
+        }
         m_reader = std::thread([this] {
             try {
                 read();
@@ -548,6 +558,9 @@ public:
         }
         m_stream.cancel(); // a reader still waiting for rows returns at once
         m_reader.join();
+        if (m_fd >= 0) {
+            ::close(m_fd);
+        }
     }
     PrefetchedSide(const PrefetchedSide&) = delete;
     PrefetchedSide& operator=(const PrefetchedSide&) = delete;
@@ -556,19 +569,28 @@ public:
     // the merge has caught up with it, and throws what reading threw.
     bool next(RemoteRecord& into) {
         if (m_pos == m_chunk.size()) {
-            std::unique_lock lock(m_mutex);
-            m_changed.wait(lock, [this] { return !m_ready.empty() || m_done; });
-            if (m_ready.empty()) {
-                if (m_error) {
-                    std::rethrow_exception(m_error);
+            Piece piece;
+            {
+                std::unique_lock lock(m_mutex);
+                m_changed.wait(lock, [this] { return !m_ready.empty() || m_done; });
+                if (m_ready.empty()) {
+                    if (m_error) {
+                        std::rethrow_exception(m_error);
+                    }
+                    return false;
                 }
-                return false;
+                piece = std::move(m_ready.front());
+                m_ready.pop_front();
+                m_queued -= piece.data.size();
+                m_changed.notify_all();
             }
-            m_queued -= m_ready.front().size();
-            m_chunk = std::move(m_ready.front());
-            m_ready.pop_front();
+            if (piece.in_file) {
+                m_chunk.resize(piece.size);
+                read_back(piece.offset, m_chunk);
+            } else {
+                m_chunk = std::move(piece.data);
+            }
             m_pos = 0;
-            m_changed.notify_all();
         }
         m_pos =
             static_cast<std::size_t>(decode_remote(m_chunk.data() + m_pos, into) - m_chunk.data());
@@ -577,6 +599,12 @@ public:
 
 private:
     static constexpr std::size_t k_chunk = std::size_t{64} << 10; // records handed over at once
+    struct Piece {              // a chunk of records, in memory or in the file
+        std::vector<char> data; // in memory
+        bool in_file = false;
+        std::uint64_t offset = 0; // in the file
+        std::size_t size = 0;
+    };
 
     void read() {
         m_stream.start();
@@ -601,31 +629,95 @@ private:
         m_changed.notify_all();
     }
 
-    // Queues `chunk` (and empties it) once the merge is less than the budget behind; false if the
-    // merge stopped.
+    // Queues `chunk` (and empties it): in memory while the merge is less than the budget behind,
+    // else in the file. False if the merge stopped.
     bool hand_over(std::vector<char>& chunk) {
-        std::unique_lock lock(m_mutex);
-        m_changed.wait(lock, [this] { return m_stopped || m_queued < m_budget; });
-        if (m_stopped) {
-            return false;
+        bool in_memory = false;
+        {
+            std::lock_guard lock(m_mutex);
+            if (m_stopped) {
+                return false;
+            }
+            in_memory = m_queued < m_budget;
         }
-        m_queued += chunk.size();
-        m_ready.push_back(std::move(chunk));
+        Piece piece;
+        if (in_memory) {
+            piece.data = std::move(chunk);
+            chunk = std::vector<char>();
+            chunk.reserve(k_chunk + 256);
+        } else {
+            piece.in_file = true;
+            piece.offset = m_file_size;
+            piece.size = chunk.size();
+            write_ahead(chunk);
+            chunk.clear();
+        }
+        std::lock_guard lock(m_mutex);
+        m_queued += piece.data.size();
+        m_ready.push_back(std::move(piece));
         m_changed.notify_all();
-        chunk = std::vector<char>();
-        chunk.reserve(k_chunk + 256);
         return true;
+    }
+
+    void write_ahead(const std::vector<char>& bytes) {
+        if (m_fd < 0) {
+            std::string path = m_dir + "/payrecon-ahead-XXXXXX";
+            m_fd = ::mkostemp(path.data(), O_CLOEXEC);
+            if (m_fd < 0) {
+                io_failed("creating a temporary file in " + m_dir, errno);
+            }
+            ::unlink(path.c_str());
+        }
+        std::size_t done = 0;
+        while (done < bytes.size()) {
+            const ssize_t n = ::pwrite(m_fd, bytes.data() + done, bytes.size() - done,
+                                       static_cast<off_t>(m_file_size + done));
+            if (n < 0 && errno == EINTR) {
+                continue;
+            }
+            if (n <= 0) {
+                io_failed("writing to a temporary file in " + m_dir, n < 0 ? errno : ENOSPC);
+            }
+            done += static_cast<std::size_t>(n);
+        }
+        m_file_size += bytes.size();
+    }
+
+    void read_back(std::uint64_t offset, std::vector<char>& into) const {
+        std::size_t done = 0;
+        while (done < into.size()) {
+            const ssize_t n = ::pread(m_fd, into.data() + done, into.size() - done,
+                                      static_cast<off_t>(offset + done));
+            if (n < 0 && errno == EINTR) {
+                continue;
+            }
+            if (n <= 0) {
+                io_failed("reading back a temporary file in " + m_dir, n < 0 ? errno : 0);
+            }
+            done += static_cast<std::size_t>(n);
+        }
+    }
+
+    [[noreturn]] void io_failed(const std::string& doing, int error) const {
+        throw std::runtime_error(
+            "reading " + m_what + " ahead: " + doing + " failed" +
+            (error != 0 ? std::string(": ") + std::strerror(error) : std::string()) +
+            "; the diff writes what does not fit its memory to $TMPDIR (else /tmp): point TMPDIR "
+            "at a writable file system with free space");
     }
 
     const std::string m_what;
     CopyOutStream m_stream;
     const std::size_t m_budget;
-    std::vector<char> m_chunk; // the merge's: the records it takes next, from m_pos
+    std::string m_dir;
+    int m_fd = -1;                 // the reader's file of what is ahead beyond the budget
+    std::uint64_t m_file_size = 0; // written by the reader only
+    std::vector<char> m_chunk;     // the merge's: the records it takes next, from m_pos
     std::size_t m_pos = 0;
     std::mutex m_mutex; // guards what follows
     std::condition_variable m_changed;
-    std::deque<std::vector<char>> m_ready;
-    std::size_t m_queued = 0; // bytes in m_ready
+    std::deque<Piece> m_ready;
+    std::size_t m_queued = 0; // bytes in memory in m_ready
     bool m_done = false;      // every record is in m_ready, or reading failed (m_error)
     bool m_stopped = false;   // the merge is over: the reader stops
     std::exception_ptr m_error;
@@ -1229,7 +1321,7 @@ StatementTotals diff_statement_run(Db& db, StatementRun& run, long long amount_t
             (refunds_listed ? "our payments and refunds of " : "our payments of ") + run.provider,
             sorting);
         PrefetchedSide remote(impl.url, snapshot, remote_keys_query(tx.quote(run.run_id)),
-                              "the statement records of run " + run.run_id, sorting.memory_bytes);
+                              "the statement records of run " + run.run_id, sorting);
         DetailReader details(impl.url, snapshot, run.provider, run.run_id);
         DiffRules rules;
         rules.amount_tolerance_minor = amount_tolerance_minor;
