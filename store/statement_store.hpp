@@ -114,8 +114,8 @@ void store_statement_counterparts(Db& db, StatementRun& run,
 // in key order, with both sides' records in full; other matches are only counted (totals).
 // Our side is sorted by payrecon (core/external_sort) in at most `memory_bytes`; what does not fit
 // is written as sorted runs to a temporary file, unlinked as soon as it is created. The provider's
-// records come from their index in key order (statement_records_diff), read at most
-// `memory_bytes` ahead of the merge.
+// records come from their index in key order (statement_records_diff), read ahead of the merge:
+// `memory_bytes` of them in memory, what is further ahead in a temporary file alike.
 struct DiffSorting {
     std::size_t memory_bytes = std::size_t{32} << 20;
     std::string temp_dir; // empty: $TMPDIR, else /tmp
