@@ -189,11 +189,60 @@ void ExternalSort::add(std::string_view key, std::string_view payload) {
 }
 
 void ExternalSort::sort_buffer() {
-    if (!m_in_order) {
-        std::sort(m_entries.begin(), m_entries.end(),
-                  [this](const Entry& a, const Entry& b) { return less(a, b); });
-        m_in_order = true;
+    if (m_in_order) {
+        return;
     }
+    const auto by_key = [this](const Entry& a, const Entry& b) { return less(a, b); };
+    // First the entries are distributed in place by 16 bits of their key's first 8 bytes -- the
+    // 16 below the bits that all of them share (a common "pr_" costs nothing) --, then each bucket
+    // (a few entries for random keys) is sorted whole: three comparisons an entry instead of
+    // eighteen for a run of 350,000. less() orders every pair, ties by offset, so the order is the
+    // same as a stable sort's.
+    std::uint64_t differ = 0;
+    for (const Entry& e : m_entries) {
+        differ |= e.prefix0 ^ m_entries.front().prefix0;
+    }
+    if (differ == 0 || m_entries.size() < k_bucket_count) {
+        std::sort(m_entries.begin(), m_entries.end(), by_key);
+        m_in_order = true;
+        return;
+    }
+    const int top = 63 - __builtin_clzll(differ); // the highest bit that differs
+    const int shift = std::max(0, top - 15);
+    const auto bucket = [shift](const Entry& e) {
+        return static_cast<std::size_t>((e.prefix0 >> shift) & (k_bucket_count - 1));
+    };
+    m_bucket_end.assign(k_bucket_count, 0);
+    for (const Entry& e : m_entries) {
+        ++m_bucket_end[bucket(e)];
+    }
+    m_bucket_next.resize(k_bucket_count);
+    std::uint32_t start = 0;
+    for (std::size_t b = 0; b < k_bucket_count; ++b) {
+        m_bucket_next[b] = start;
+        start += m_bucket_end[b];
+        m_bucket_end[b] = start;
+    }
+    // American flag sort: each entry swapped straight into its bucket.
+    for (std::size_t b = 0; b < k_bucket_count; ++b) {
+        while (m_bucket_next[b] < m_bucket_end[b]) {
+            Entry& e = m_entries[m_bucket_next[b]];
+            const std::size_t to = bucket(e);
+            if (to == b) {
+                ++m_bucket_next[b];
+            } else {
+                std::swap(e, m_entries[m_bucket_next[to]++]);
+            }
+        }
+    }
+    std::uint32_t begin = 0;
+    for (std::size_t b = 0; b < k_bucket_count; ++b) {
+        if (m_bucket_end[b] - begin > 1) {
+            std::sort(m_entries.begin() + begin, m_entries.begin() + m_bucket_end[b], by_key);
+        }
+        begin = m_bucket_end[b];
+    }
+    m_in_order = true;
 }
 
 void ExternalSort::open_file() {
@@ -247,9 +296,10 @@ void ExternalSort::write_run() {
     const Entry& last = m_entries.back();
     m_last_written.assign(m_buffer.get() + last.offset + k_header, last.key_size);
     const std::uint64_t begin = m_file_size + m_out.size();
-    for (const Entry& e : m_entries) {
-        const char* p = m_buffer.get() + e.offset;
-        write_bytes(p, k_header + e.key_size + get32(p + 4));
+    for (std::size_t i = 0; i < m_entries.size(); ++i) {
+        prefetch_record(i + k_prefetch_ahead);
+        const char* p = m_buffer.get() + m_entries[i].offset;
+        write_bytes(p, k_header + m_entries[i].key_size + get32(p + 4));
     }
     flush_output();
     m_runs.push_back(Run{begin, m_file_size});
@@ -300,9 +350,17 @@ void ExternalSort::finish() {
     }
 }
 
-std::uint64_t ExternalSort::prefix_of(std::size_t s) const {
+ExternalSort::Prefix ExternalSort::prefix_of(std::size_t s) const {
+    if (s == m_readers.size()) {
+        // Without reading the record from the buffer.
+        const Entry& e = m_entries[m_memory_pos];
+        return Prefix{e.prefix0, e.prefix1, e.key_size};
+    }
     const std::string_view key = source_key(s);
-    return big_endian(key.data(), key.size());
+    return Prefix{big_endian(key.data(), key.size()),
+                  big_endian(key.data() + std::min<std::size_t>(8, key.size()),
+                             key.size() > 8 ? key.size() - 8 : 0),
+                  static_cast<std::uint32_t>(key.size())};
 }
 
 std::string_view ExternalSort::source_key(std::size_t s) const {
@@ -326,15 +384,36 @@ bool ExternalSort::advance_source(std::size_t s) {
     if (s < m_readers.size()) {
         return m_readers[s]->advance();
     }
+    prefetch_record(m_memory_pos + 1 + k_prefetch_ahead);
     return ++m_memory_pos < m_entries.size();
 }
 
-bool ExternalSort::heap_after(std::size_t a, std::size_t b) const {
-    if (m_prefix[a] != m_prefix[b]) {
-        return m_prefix[a] > m_prefix[b];
+void ExternalSort::prefetch_record(std::size_t entry) const {
+    // In key order the buffer's records are read at random: each a cache miss unless asked for
+    // ahead.
+    if (entry < m_entries.size()) {
+        __builtin_prefetch(m_buffer.get() + m_entries[entry].offset);
     }
-    const int c = compare_keys(source_key(a), source_key(b));
-    return c != 0 ? c > 0 : a > b; // equal keys: the earlier source first (stable)
+}
+
+bool ExternalSort::heap_after(std::size_t a, std::size_t b) const {
+    // The sources' current keys are neighbours in key order: they often share their first 8 bytes
+    // ("pr_" and 5 hex digits), seldom their first 16.
+    const Prefix& pa = m_prefix[a];
+    const Prefix& pb = m_prefix[b];
+    if (pa.p0 != pb.p0) {
+        return pa.p0 > pb.p0;
+    }
+    if (pa.p1 != pb.p1) {
+        return pa.p1 > pb.p1;
+    }
+    if (pa.key_size > 16 || pb.key_size > 16 || pa.key_size != pb.key_size) {
+        const int c = compare_keys(source_key(a), source_key(b));
+        if (c != 0) {
+            return c > 0;
+        }
+    }
+    return a > b; // equal keys: the earlier source first (stable)
 }
 
 bool ExternalSort::next() {

@@ -7,8 +7,9 @@
 // only the copy. The temporary file is unlinked as soon as it is created: nothing is left behind,
 // not even by a process that is killed.
 //
-// Memory: the buffer (`memory_bytes`) plus, while runs are merged, a read buffer per run (at
-// least 64 KiB each). The statement diff sorts both sides of a window with it (DESIGN section 9).
+// Memory: the buffer (`memory_bytes`), 512 KiB to sort it, plus, while runs are merged, a read
+// buffer per run (at least 64 KiB each). The statement diff sorts our side of a window with it
+// (DESIGN section 9).
 
 #include <cstddef>
 #include <cstdint>
@@ -64,6 +65,8 @@ private:
     class RunReader;
 
     bool less(const Entry& a, const Entry& b) const;
+    static constexpr std::size_t k_prefetch_ahead = 8; // records
+    void prefetch_record(std::size_t entry) const;     // the record of m_entries[entry], if any
     void sort_buffer();
     void write_run(); // the buffer, sorted, to the file; empties the buffer
     void open_file();
@@ -74,7 +77,12 @@ private:
     std::string_view source_key(std::size_t s) const;
     std::string_view source_payload(std::size_t s) const;
     bool advance_source(std::size_t s); // to its next record; false at its end
-    std::uint64_t prefix_of(std::size_t s) const;
+    struct Prefix { // a source's current key: its first 16 bytes as in Entry, and its size
+        std::uint64_t p0;
+        std::uint64_t p1;
+        std::uint32_t key_size;
+    };
+    Prefix prefix_of(std::size_t s) const;
     bool heap_after(std::size_t a, std::size_t b) const; // a's record comes after b's
 
     Options m_options;
@@ -84,6 +92,10 @@ private:
     std::size_t m_used = 0;
     std::size_t m_max_entries = 0;
     std::vector<Entry> m_entries;
+    // sort_buffer's buckets: where each ends, and its next entry to place (256 KiB each).
+    static constexpr std::size_t k_bucket_count = std::size_t{1} << 16;
+    std::vector<std::uint32_t> m_bucket_end;
+    std::vector<std::uint32_t> m_bucket_next;
     bool m_in_order = true; // the buffered records arrived in key order (stably sorted as they are)
     bool m_all_in_order =
         true; // every record arrived in key order: the runs are concatenated, not merged
@@ -98,9 +110,9 @@ private:
     bool m_finished = false;
     std::size_t m_memory_pos = 0; // the buffer's current entry, as a source
     std::vector<std::unique_ptr<RunReader>> m_readers;
-    std::vector<std::size_t> m_heap;     // merge sources, smallest (key, source) first
-    std::vector<std::uint64_t> m_prefix; // each source's current key's first 8 bytes
-    std::size_t m_current = SIZE_MAX;    // the source of the current record
+    std::vector<std::size_t> m_heap;  // merge sources, smallest (key, source) first
+    std::vector<Prefix> m_prefix;     // each source's current key's
+    std::size_t m_current = SIZE_MAX; // the source of the current record
     std::string_view m_key;
     std::string_view m_payload;
 };

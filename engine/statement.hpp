@@ -31,7 +31,7 @@ struct StatementOptions {
     // Payments the listing lacks (missing_remote) looked up by operation ID for a counterpart
     // outside the window (a re-send, a late charge) before they are reported: at most this many.
     std::size_t counterpart_lookups = 1000;
-    store::DiffSorting sorting; // memory per side and where what does not fit is written
+    store::DiffSorting sorting; // our side's sort: its memory, where what does not fit goes
     // What an operator checks when the provider refuses our credentials ("STRIPE_API_KEY").
     std::string credentials;
     // The provider's dashboard page of a reference ("https://.../payments/{reference}"); empty

@@ -9,11 +9,20 @@
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
+#include <condition_variable>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
 #include <exception>
+#include <fcntl.h>
 #include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <thread>
+#include <unistd.h>
 
 namespace payrecon::store {
 namespace {
@@ -167,12 +176,6 @@ RemoteStatus parse_remote_status(std::string_view s) {
 // (captured by its charge), "held", "voided" (a void succeeded), "expired" (marked so by the
 // nightly's authorisation watch, which runs before its statements; not by now(), which two reads
 // of one snapshot would see apart) -- then what its captures took and hold.
-constexpr const char* k_authorization_columns =
-    "CASE WHEN capture_method = 'automatic' THEN 'auto' WHEN voided_at IS NOT NULL THEN 'voided' "
-    "WHEN authorization_expired_at IS NOT NULL THEN 'expired' ELSE 'held' END::text, "
-    "captured_minor::bigint, capture_held_minor::bigint";
-constexpr const char* k_no_authorization = "'auto'::text, 0::bigint, 0::bigint";
-
 void authorization_of(std::string_view state, long long captured, long long held, LocalRecord& l) {
     l.manual = state != "auto";
     l.voided = state == "voided";
@@ -184,26 +187,31 @@ void authorization_of(std::string_view state, long long captured, long long held
 // Our payments of the provider whose anchor (first attempt, else acceptance) lies in [from, to), in
 // the order of payments_statement or of the table (sorted by the client: PostgreSQL sorting a
 // million rows takes twice as long as reading them), and with `refunds` our refunds of it alike
-// (operations_statement); columns as local_key_record reads them.
+// (operations_statement); columns as local_key_record reads them. What most payments do not have
+// -- a refund's kind, refunds held, an authorisation (capture "manual": its state and captures) --
+// is NULL where they have none: a NULL costs PostgreSQL no output function, and binary COPY's
+// output functions are most of its time here (of 690 ms of CPU for a million payments, 140 ms
+// were those columns).
 std::string local_keys_query(const std::string& provider_literal, long long from, long long to,
                              bool refunds) {
     const std::string anchored = " AND coalesce(first_attempt_at, created_at) >= to_timestamp(" +
                                  std::to_string(from) + ")" +
                                  " AND coalesce(first_attempt_at, created_at) < to_timestamp(" +
                                  std::to_string(to) + ")";
-    std::string query = "SELECT operation_id::text, coalesce(charged_amount_minor, "
-                        "amount_minor)::bigint, currency::text, state::text, "
-                        "coalesce(first_attempt_at, created_at)::timestamptz, 'charge'::text, "
-                        "refund_held_minor::bigint, " +
-                        std::string(k_authorization_columns) +
-                        " FROM payments WHERE provider = " + provider_literal + anchored;
+    std::string query =
+        "SELECT operation_id::text, coalesce(charged_amount_minor, amount_minor)::bigint, "
+        "currency::text, state::text, coalesce(first_attempt_at, created_at)::timestamptz, "
+        "NULL::text, nullif(refund_held_minor, 0)::bigint, CASE WHEN capture_method = 'automatic' "
+        "THEN NULL WHEN voided_at IS NOT NULL THEN 'voided' WHEN authorization_expired_at IS NOT "
+        "NULL THEN 'expired' ELSE 'held' END::text, nullif(captured_minor, 0)::bigint, "
+        "nullif(capture_held_minor, 0)::bigint FROM payments WHERE provider = " +
+        provider_literal + anchored;
     if (refunds) {
         query += " UNION ALL SELECT operation_id::text, amount_minor::bigint, currency::text, "
                  "state::text, coalesce(first_attempt_at, created_at)::timestamptz, "
-                 "'refund'::text, 0::bigint, " +
-                 std::string(k_no_authorization) +
-                 " FROM operations WHERE kind = 'refund' AND provider = " + provider_literal +
-                 anchored;
+                 "'refund'::text, NULL::bigint, NULL::text, NULL::bigint, NULL::bigint"
+                 " FROM operations WHERE kind = 'refund' AND provider = " +
+                 provider_literal + anchored;
     }
     return query;
 }
@@ -224,22 +232,30 @@ PaymentState known_state(std::string_view name) {
                            "', which this build does not know");
 }
 
+// A bigint column that local_keys_query and remote_keys_query leave NULL for 0.
+long long int8_or_zero(const CopyRow& row, std::size_t i) {
+    return row.is_null(i) ? 0 : row.int8(i);
+}
+
 void local_key_record(const CopyRow& row, LocalRecord& l) {
     l.match_key.assign(row.text(0));
     l.amount_minor = row.int8(1);
     l.currency.assign(row.text(2));
     l.state = known_state(row.text(3));
     l.at = row.unix_seconds(4);
-    l.kind = kind_of(row.text(5));
-    l.refund_held_minor = row.int8(6);
-    authorization_of(row.text(7), row.int8(8), row.int8(9), l);
+    l.kind = row.is_null(5) ? OperationKind::charge : kind_of(row.text(5));
+    l.refund_held_minor = int8_or_zero(row, 6);
+    authorization_of(row.is_null(7) ? "auto" : row.text(7), int8_or_zero(row, 8),
+                     int8_or_zero(row, 9), l);
 }
 
 // The run's provider records in (match key, provider reference) order -- statement_records_diff --
-// so that a key's records come in a stable order; columns as remote_key_record reads them.
+// so that a key's records come in a stable order; columns as remote_key_record reads them (a
+// charge's kind and nothing refunded NULL, as in local_keys_query).
 std::string remote_keys_query(const std::string& run_literal) {
     return "SELECT match_key::text, amount_minor::bigint, currency::text, status::text, "
-           "created_at::timestamptz, kind::text, amount_refunded::bigint, amount_captured::bigint "
+           "created_at::timestamptz, nullif(kind, 'charge')::text, "
+           "nullif(amount_refunded, 0)::bigint, amount_captured::bigint "
            "FROM statement_records WHERE run_id = " +
            run_literal +
            "::uuid ORDER BY match_key COLLATE \"C\", provider_reference COLLATE \"C\"";
@@ -251,8 +267,8 @@ void remote_key_record(const CopyRow& row, RemoteRecord& r) {
     r.currency.assign(row.text(2));
     r.status = parse_remote_status(row.text(3));
     r.at = row.unix_seconds(4);
-    r.kind = kind_of(row.text(5));
-    r.amount_refunded = row.int8(6);
+    r.kind = row.is_null(5) ? OperationKind::charge : kind_of(row.text(5));
+    r.amount_refunded = int8_or_zero(row, 6);
     r.amount_captured = row.is_null(7) ? std::nullopt : std::optional<long long>(row.int8(7));
 }
 
@@ -301,20 +317,88 @@ SELECT DISTINCT ON (s.match_key, s.provider_reference)
    AND s.match_key = ANY($3::text[])
  ORDER BY s.match_key, s.provider_reference, r.window_to DESC)sql";
 
-// Streams `query` (in `snapshot`) on a connection and a thread of its own into an ExternalSort by
-// its first column -- in memory up to `sorting.memory_bytes`, in sorted runs in a temporary file
-// beyond -- so that both sides are read at once, each by a server process of its own. next() then
-// hands the rows over as records in match-key order, on the caller's thread. A query that is in
-// key order already (the provider's records, from their index) is not sorted again.
-template <typename Record>
+// Our record of the first read as it waits in the sort, after its match key (the sort's key):
+// state, kind and flags (a byte each), amount and anchor (8 bytes each), the currency (its length,
+// then its bytes), then each of refunds held, captured and capture held that is not 0 (8 bytes,
+// flagged). About 25 bytes where the row as COPY sent it takes 64: fewer bytes sorted, written and
+// read back, and the row parsed once, by the thread that reads it.
+constexpr unsigned k_manual = 1;
+constexpr unsigned k_voided = 2;
+constexpr unsigned k_expired = 4;
+constexpr unsigned k_refund_held = 8;
+constexpr unsigned k_captured = 16;
+constexpr unsigned k_capture_held = 32;
+
+void put_int8(std::string& out, long long v) {
+    char b[8];
+    std::memcpy(b, &v, 8);
+    out.append(b, 8);
+}
+
+void encode_local(const LocalRecord& l, std::string& out) {
+    out.clear();
+    const unsigned flags = (l.manual ? k_manual : 0u) | (l.voided ? k_voided : 0u) |
+                           (l.expired ? k_expired : 0u) |
+                           (l.refund_held_minor != 0 ? k_refund_held : 0u) |
+                           (l.captured_minor != 0 ? k_captured : 0u) |
+                           (l.capture_held_minor != 0 ? k_capture_held : 0u);
+    out.push_back(static_cast<char>(l.state));
+    out.push_back(static_cast<char>(l.kind));
+    out.push_back(static_cast<char>(flags));
+    put_int8(out, l.amount_minor);
+    put_int8(out, l.at);
+    if (l.currency.size() > 255) {
+        throw std::runtime_error("statement diff: a currency of " +
+                                 std::to_string(l.currency.size()) + " bytes");
+    }
+    out.push_back(static_cast<char>(l.currency.size()));
+    out += l.currency;
+    for (const auto& [flag, value] :
+         {std::pair{k_refund_held, l.refund_held_minor}, std::pair{k_captured, l.captured_minor},
+          std::pair{k_capture_held, l.capture_held_minor}}) {
+        if ((flags & flag) != 0) {
+            put_int8(out, value);
+        }
+    }
+}
+
+// The inverse of encode_local, overwriting every field the first read carries.
+void decode_local(std::string_view key, std::string_view in, LocalRecord& l) {
+    const char* p = in.data();
+    const auto int8 = [&p] {
+        long long v = 0;
+        std::memcpy(&v, p, 8);
+        p += 8;
+        return v;
+    };
+    l.match_key.assign(key);
+    l.state = static_cast<PaymentState>(static_cast<unsigned char>(p[0]));
+    l.kind = static_cast<OperationKind>(static_cast<unsigned char>(p[1]));
+    const unsigned flags = static_cast<unsigned char>(p[2]);
+    p += 3;
+    l.amount_minor = int8();
+    l.at = int8();
+    const auto currency = static_cast<unsigned char>(*p++);
+    l.currency.assign(p, currency);
+    p += currency;
+    l.manual = (flags & k_manual) != 0;
+    l.voided = (flags & k_voided) != 0;
+    l.expired = (flags & k_expired) != 0;
+    l.refund_held_minor = (flags & k_refund_held) != 0 ? int8() : 0;
+    l.captured_minor = (flags & k_captured) != 0 ? int8() : 0;
+    l.capture_held_minor = (flags & k_capture_held) != 0 ? int8() : 0;
+}
+
+// Streams our side's query (in `snapshot`) on a connection and a thread of its own into an
+// ExternalSort by match key -- in memory up to `sorting.memory_bytes`, in sorted runs in a
+// temporary file beyond -- while the provider's side waits in its index for the merge. next() then
+// hands the records over in match-key order, on the caller's thread.
 class SortedSide {
 public:
-    using Fill = void (*)(const CopyRow&, Record&);
-
     SortedSide(const std::string& url, const std::string& snapshot, const std::string& query,
-               std::string what, const DiffSorting& sorting, Fill fill)
+               std::string what, const DiffSorting& sorting)
         : m_what(std::move(what)), m_stream(url, snapshot, query, m_what),
-          m_sorted({sorting.memory_bytes, sorting.temp_dir, m_what}), m_row(&m_what), m_fill(fill) {
+          m_sorted({sorting.memory_bytes, sorting.temp_dir, m_what}) {
         m_reader = std::thread([this] {
             try {
                 read();
@@ -335,7 +419,7 @@ public:
 
     // The next record in key order into `into`; false after the last. The first call waits until
     // the side is read and sorted, and throws what reading it threw.
-    bool next(Record& into) {
+    bool next(LocalRecord& into) {
         if (m_reader.joinable()) {
             m_reader.join();
         }
@@ -345,19 +429,22 @@ public:
         if (!m_sorted.next()) {
             return false;
         }
-        m_row.assign(m_sorted.key(), m_sorted.payload());
-        m_fill(m_row, into);
+        decode_local(m_sorted.key(), m_sorted.payload(), into);
         return true;
     }
 
 private:
     void read() {
         m_stream.start();
+        LocalRecord record;
+        std::string encoded;
         while (m_stream.next()) {
             if (m_stream.is_null(0)) {
                 throw std::runtime_error("reading " + m_what + ": a row without a match key");
             }
-            m_sorted.add(m_stream.text(0), m_stream.row().tail());
+            local_key_record(m_stream.row(), record);
+            encode_local(record, encoded);
+            m_sorted.add(record.match_key, encoded);
         }
         m_sorted.finish();
     }
@@ -365,15 +452,281 @@ private:
     const std::string m_what;
     CopyOutStream m_stream;
     ExternalSort m_sorted;
-    CopyRow m_row; // the current record, as read back from m_sorted
-    Fill m_fill;
+    std::exception_ptr m_error;
+    std::thread m_reader; // last: started once everything above is built
+};
+
+// The provider's record of the first read as it waits for the merge: its match key (4 bytes of
+// length, then its bytes), status, kind and flags (a byte each), amount and time (8 bytes each),
+// the currency (its length, then its bytes), then what was refunded if not 0 and what was
+// captured where the record says (8 bytes each, flagged).
+constexpr unsigned k_refunded = 1;
+constexpr unsigned k_captured_said = 2;
+
+void encode_remote(const RemoteRecord& r, std::vector<char>& out) {
+    if (r.currency.size() > 255) {
+        throw std::runtime_error("statement diff: a currency of " +
+                                 std::to_string(r.currency.size()) + " bytes");
+    }
+    const unsigned flags =
+        (r.amount_refunded != 0 ? k_refunded : 0u) | (r.amount_captured ? k_captured_said : 0u);
+    const auto key_size = static_cast<std::uint32_t>(r.match_key.size());
+    const auto append = [&out](const void* p, std::size_t n) {
+        const auto* c = static_cast<const char*>(p);
+        out.insert(out.end(), c, c + n);
+    };
+    append(&key_size, 4);
+    append(r.match_key.data(), r.match_key.size());
+    out.push_back(static_cast<char>(r.status));
+    out.push_back(static_cast<char>(r.kind));
+    out.push_back(static_cast<char>(flags));
+    append(&r.amount_minor, 8);
+    append(&r.at, 8);
+    out.push_back(static_cast<char>(r.currency.size()));
+    append(r.currency.data(), r.currency.size());
+    if ((flags & k_refunded) != 0) {
+        append(&r.amount_refunded, 8);
+    }
+    if ((flags & k_captured_said) != 0) {
+        append(&*r.amount_captured, 8);
+    }
+}
+
+// The inverse of encode_remote from `p`, overwriting every field the first read carries; returns
+// where the next record starts.
+const char* decode_remote(const char* p, RemoteRecord& r) {
+    const auto int8 = [&p] {
+        long long v = 0;
+        std::memcpy(&v, p, 8);
+        p += 8;
+        return v;
+    };
+    std::uint32_t key_size = 0;
+    std::memcpy(&key_size, p, 4);
+    p += 4;
+    r.match_key.assign(p, key_size);
+    p += key_size;
+    r.status = static_cast<RemoteStatus>(static_cast<unsigned char>(p[0]));
+    r.kind = static_cast<OperationKind>(static_cast<unsigned char>(p[1]));
+    const unsigned flags = static_cast<unsigned char>(p[2]);
+    p += 3;
+    r.amount_minor = int8();
+    r.at = int8();
+    const auto currency = static_cast<unsigned char>(*p++);
+    r.currency.assign(p, currency);
+    p += currency;
+    r.amount_refunded = (flags & k_refunded) != 0 ? int8() : 0;
+    r.amount_captured =
+        (flags & k_captured_said) != 0 ? std::optional<long long>(int8()) : std::nullopt;
+    return p;
+}
+
+// Reads `query` (in `snapshot`), which PostgreSQL returns in match-key order from an index, on a
+// connection and a thread of its own, as fast as its server process sends it, while our side is
+// read and sorted and then while the merge runs: up to `sorting.memory_bytes` of records
+// (encode_remote) ahead of the merge in memory, what is further ahead in a temporary file
+// (unlinked as soon as it is created, as the sort's runs) that is read back in order. The merge
+// takes the records in the order they came. Bounding it in memory alone made its backend's work
+// (8 s of CPU at 10M per side) wait for the merge instead of overlapping ours.
+class PrefetchedSide {
+public:
+    PrefetchedSide(const std::string& url, const std::string& snapshot, const std::string& query,
+                   std::string what, const DiffSorting& sorting)
+        : m_what(std::move(what)), m_stream(url, snapshot, query, m_what),
+          m_budget(std::max(sorting.memory_bytes, 2 * k_chunk)), m_dir(sorting.temp_dir) {
+        if (m_dir.empty()) {
+            const char* tmpdir = std::getenv("TMPDIR");
+            m_dir = tmpdir && *tmpdir ? tmpdir : "/tmp";
+        }
+        m_reader = std::thread([this] {
+            try {
+                read();
+            } catch (...) {
+                std::lock_guard lock(m_mutex);
+                m_error = std::current_exception();
+                m_done = true;
+                m_changed.notify_all();
+            }
+        });
+    }
+
+    ~PrefetchedSide() {
+        {
+            std::lock_guard lock(m_mutex);
+            m_stopped = true;
+            m_changed.notify_all();
+        }
+        m_stream.cancel(); // a reader still waiting for rows returns at once
+        m_reader.join();
+        if (m_fd >= 0) {
+            ::close(m_fd);
+        }
+    }
+    PrefetchedSide(const PrefetchedSide&) = delete;
+    PrefetchedSide& operator=(const PrefetchedSide&) = delete;
+
+    // The next record in key order into `into`; false after the last. Waits for the reader when
+    // the merge has caught up with it, and throws what reading threw.
+    bool next(RemoteRecord& into) {
+        if (m_pos == m_chunk.size()) {
+            Piece piece;
+            {
+                std::unique_lock lock(m_mutex);
+                m_changed.wait(lock, [this] { return !m_ready.empty() || m_done; });
+                if (m_ready.empty()) {
+                    if (m_error) {
+                        std::rethrow_exception(m_error);
+                    }
+                    return false;
+                }
+                piece = std::move(m_ready.front());
+                m_ready.pop_front();
+                m_queued -= piece.data.size();
+                m_changed.notify_all();
+            }
+            if (piece.in_file) {
+                m_chunk.resize(piece.size);
+                read_back(piece.offset, m_chunk);
+            } else {
+                m_chunk = std::move(piece.data);
+            }
+            m_pos = 0;
+        }
+        m_pos =
+            static_cast<std::size_t>(decode_remote(m_chunk.data() + m_pos, into) - m_chunk.data());
+        return true;
+    }
+
+private:
+    static constexpr std::size_t k_chunk = std::size_t{64} << 10; // records handed over at once
+    struct Piece {              // a chunk of records, in memory or in the file
+        std::vector<char> data; // in memory
+        bool in_file = false;
+        std::uint64_t offset = 0; // in the file
+        std::size_t size = 0;
+    };
+
+    void read() {
+        m_stream.start();
+        RemoteRecord record;
+        std::vector<char> chunk;
+        chunk.reserve(k_chunk + 256);
+        while (m_stream.next()) {
+            if (m_stream.is_null(0)) {
+                throw std::runtime_error("reading " + m_what + ": a row without a match key");
+            }
+            remote_key_record(m_stream.row(), record);
+            encode_remote(record, chunk);
+            if (chunk.size() >= k_chunk && !hand_over(chunk)) {
+                return;
+            }
+        }
+        if (!chunk.empty() && !hand_over(chunk)) {
+            return;
+        }
+        std::lock_guard lock(m_mutex);
+        m_done = true;
+        m_changed.notify_all();
+    }
+
+    // Queues `chunk` (and empties it): in memory while the merge is less than the budget behind,
+    // else in the file. False if the merge stopped.
+    bool hand_over(std::vector<char>& chunk) {
+        bool in_memory = false;
+        {
+            std::lock_guard lock(m_mutex);
+            if (m_stopped) {
+                return false;
+            }
+            in_memory = m_queued < m_budget;
+        }
+        Piece piece;
+        if (in_memory) {
+            piece.data = std::move(chunk);
+            chunk = std::vector<char>();
+            chunk.reserve(k_chunk + 256);
+        } else {
+            piece.in_file = true;
+            piece.offset = m_file_size;
+            piece.size = chunk.size();
+            write_ahead(chunk);
+            chunk.clear();
+        }
+        std::lock_guard lock(m_mutex);
+        m_queued += piece.data.size();
+        m_ready.push_back(std::move(piece));
+        m_changed.notify_all();
+        return true;
+    }
+
+    void write_ahead(const std::vector<char>& bytes) {
+        if (m_fd < 0) {
+            std::string path = m_dir + "/payrecon-ahead-XXXXXX";
+            m_fd = ::mkostemp(path.data(), O_CLOEXEC);
+            if (m_fd < 0) {
+                io_failed("creating a temporary file in " + m_dir, errno);
+            }
+            ::unlink(path.c_str());
+        }
+        std::size_t done = 0;
+        while (done < bytes.size()) {
+            const ssize_t n = ::pwrite(m_fd, bytes.data() + done, bytes.size() - done,
+                                       static_cast<off_t>(m_file_size + done));
+            if (n < 0 && errno == EINTR) {
+                continue;
+            }
+            if (n <= 0) {
+                io_failed("writing to a temporary file in " + m_dir, n < 0 ? errno : ENOSPC);
+            }
+            done += static_cast<std::size_t>(n);
+        }
+        m_file_size += bytes.size();
+    }
+
+    void read_back(std::uint64_t offset, std::vector<char>& into) const {
+        std::size_t done = 0;
+        while (done < into.size()) {
+            const ssize_t n = ::pread(m_fd, into.data() + done, into.size() - done,
+                                      static_cast<off_t>(offset + done));
+            if (n < 0 && errno == EINTR) {
+                continue;
+            }
+            if (n <= 0) {
+                io_failed("reading back a temporary file in " + m_dir, n < 0 ? errno : 0);
+            }
+            done += static_cast<std::size_t>(n);
+        }
+    }
+
+    [[noreturn]] void io_failed(const std::string& doing, int error) const {
+        throw std::runtime_error(
+            "reading " + m_what + " ahead: " + doing + " failed" +
+            (error != 0 ? std::string(": ") + std::strerror(error) : std::string()) +
+            "; the diff writes what does not fit its memory to $TMPDIR (else /tmp): point TMPDIR "
+            "at a writable file system with free space");
+    }
+
+    const std::string m_what;
+    CopyOutStream m_stream;
+    const std::size_t m_budget;
+    std::string m_dir;
+    int m_fd = -1;                 // the reader's file of what is ahead beyond the budget
+    std::uint64_t m_file_size = 0; // written by the reader only
+    std::vector<char> m_chunk;     // the merge's: the records it takes next, from m_pos
+    std::size_t m_pos = 0;
+    std::mutex m_mutex; // guards what follows
+    std::condition_variable m_changed;
+    std::deque<Piece> m_ready;
+    std::size_t m_queued = 0; // bytes in memory in m_ready
+    bool m_done = false;      // every record is in m_ready, or reading failed (m_error)
+    bool m_stopped = false;   // the merge is over: the reader stops
     std::exception_ptr m_error;
     std::thread m_reader; // last: started once everything above is built
 };
 
 // The second read: every column of the keys that did not match, in a read-only transaction of
-// its own in the same snapshot. It connects at once: meanwhile the merge waits for PostgreSQL to
-// sort our side anyway.
+// its own in the same snapshot. It connects at once: meanwhile the merge waits for our side to be
+// read and sorted anyway.
 class DetailReader {
 public:
     DetailReader(std::string url, std::string snapshot, std::string provider, std::string run_id)
@@ -963,13 +1316,12 @@ StatementTotals diff_statement_run(Db& db, StatementRun& run, long long amount_t
         const std::string snapshot = tx.exec1("SELECT pg_export_snapshot()")[0].as<std::string>();
         const long long from = run.window_from - run.margin_s;
         const long long to = run.window_to + run.margin_s;
-        SortedSide<LocalRecord> local(
+        SortedSide local(
             impl.url, snapshot, local_keys_query(tx.quote(run.provider), from, to, refunds_listed),
             (refunds_listed ? "our payments and refunds of " : "our payments of ") + run.provider,
-            sorting, &local_key_record);
-        SortedSide<RemoteRecord> remote(impl.url, snapshot, remote_keys_query(tx.quote(run.run_id)),
-                                        "the statement records of run " + run.run_id, sorting,
-                                        &remote_key_record);
+            sorting);
+        PrefetchedSide remote(impl.url, snapshot, remote_keys_query(tx.quote(run.run_id)),
+                              "the statement records of run " + run.run_id, sorting);
         DetailReader details(impl.url, snapshot, run.provider, run.run_id);
         DiffRules rules;
         rules.amount_tolerance_minor = amount_tolerance_minor;

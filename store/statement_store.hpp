@@ -1,9 +1,9 @@
 #pragma once
 // Statement runs (DESIGN section 9): one run per provider and window, resumable while the listing
 // is incomplete, replaced when the window is run again. The provider's records are stored raw and
-// normalised; both sides are then read at once, each sorted by match key in bounded memory
-// (core/external_sort), and merged by core/statement_diff, so memory stays bounded however large
-// the window.
+// normalised; both sides are then read at once -- ours sorted by match key in bounded memory
+// (core/external_sort), the provider's in key order from their index, a bounded way ahead -- and
+// merged by core/statement_diff, so memory stays bounded however large the window.
 
 #include "core/statement_diff.hpp"
 #include "store/executor_store.hpp"
@@ -112,11 +112,13 @@ void store_statement_counterparts(Db& db, StatementRun& run,
 // (core/statement_diff: a counterpart found is a match across windows, or what the pair says).
 // Calls `on_finding` for every finding that is not `matched`, and for every match across windows,
 // in key order, with both sides' records in full; other matches are only counted (totals).
-// Each side is sorted by payrecon (core/external_sort) in at most `memory_bytes`; what does not fit
-// is written as sorted runs to a temporary file, unlinked as soon as it is created.
+// Our side is sorted by payrecon (core/external_sort) in at most `memory_bytes`; what does not fit
+// is written as sorted runs to a temporary file, unlinked as soon as it is created. The provider's
+// records come from their index in key order (statement_records_diff), read ahead of the merge:
+// `memory_bytes` of them in memory, what is further ahead in a temporary file alike.
 struct DiffSorting {
-    std::size_t memory_bytes = std::size_t{32} << 20; // per side
-    std::string temp_dir;                             // empty: $TMPDIR, else /tmp
+    std::size_t memory_bytes = std::size_t{32} << 20;
+    std::string temp_dir; // empty: $TMPDIR, else /tmp
 };
 StatementTotals diff_statement_run(Db& db, StatementRun& run, long long amount_tolerance_minor,
                                    bool refunds_listed,

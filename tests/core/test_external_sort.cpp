@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <dirent.h>
 #include <random>
@@ -106,6 +107,30 @@ TEST_CASE("external sort: a small memory spills sorted runs and merges them to t
         CHECK(out == sorted(input));
         // The runs' file was unlinked when it was created: nothing in the directory, even now.
         CHECK(files_in(dir) == 0);
+    }
+    ::rmdir(dir.c_str());
+}
+
+TEST_CASE("external sort: runs of more than 65,536 records, distributed by 16 bits of their key "
+          "and then sorted bucket by bucket, come out as a stable sort",
+          "[core][sort]") {
+    // 16 MiB: up to 174,762 entries a run, so that each run takes the bucket pass.
+    const std::string dir = scratch_dir();
+    Records operation_ids; // as payrecon's: "pr_" and hex, equal in their first 3 bytes
+    std::mt19937 rng(7);
+    for (int i = 0; i < 400000; ++i) {
+        char hex[33];
+        std::snprintf(hex, sizeof hex, "%08x%08x%08x%08x", static_cast<unsigned>(rng()),
+                      static_cast<unsigned>(rng()), static_cast<unsigned>(rng() % 64),
+                      static_cast<unsigned>(i % 7));
+        operation_ids.emplace_back("pr_" + std::string(hex, i % 5 == 0 ? 9 : 32),
+                                   std::to_string(i));
+    }
+    for (const Records& input : {random_records(400000, 5), operation_ids}) {
+        ExternalSort sort({std::size_t{16} << 20, dir, "many records"});
+        const Records out = run_sort(sort, input);
+        CHECK(sort.runs_written() >= 1);
+        CHECK(out == sorted(input));
     }
     ::rmdir(dir.c_str());
 }

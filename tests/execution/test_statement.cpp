@@ -343,14 +343,14 @@ TEST_CASE("statement: sides larger than the sort memory spill sorted runs and fi
             w.config.name);
     };
 
-    // All in memory (the default: 32 MiB per side).
+    // All in memory (the default: 32 MiB for our side; the provider's comes from its index).
     engine::StatementOptions window = window_around_now();
     const reports::Report in_memory = engine::run_statement(*w.db, *provider, window);
     REQUIRE_FALSE(in_memory.failure);
     CHECK(counts_of(in_memory) == want);
     const std::string findings = stored_findings();
 
-    // 4 KiB per side: about 35 records a run, so each side is written as sorted runs and merged.
+    // 4 KiB: about 100 records a run, so our side is written as sorted runs and merged.
     // A directory that does not exist proves the runs are written; the diff fails, and says so.
     window.sorting.memory_bytes = 4096;
     window.sorting.temp_dir = "/nonexistent/payrecon-statement-spill";
