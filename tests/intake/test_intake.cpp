@@ -139,6 +139,85 @@ TEST_CASE("intake: 64 concurrent callers with one key and body get one payment a
     CHECK(events(s.tenant) == 1);
 }
 
+TEST_CASE("intake: concurrent payments of one principal lock neither its row nor its tenant's, "
+          "and neither row can be deleted",
+          "[intake][db][concurrency]") {
+    // Migration 0028 (issue 33): a foreign key to tenants or principals made every insert lock
+    // the row it names FOR KEY SHARE, and concurrent inserts sharing it a MultiXact each. A row
+    // locked that way takes the locker's ID (or the MultiXact's) as its xmax; one nobody locks
+    // or updates keeps whatever it had (the tenant's: the principal's insert, which locked it).
+    Scope s;
+    const auto xmax_of = [&] {
+        return query_value("SELECT xmax::text FROM principals WHERE principal_id = $1::uuid",
+                           s.writer.principal.principal_id) +
+               " " +
+               query_value("SELECT xmax::text FROM tenants WHERE tenant_id = $1::uuid",
+                           s.tenant.tenant_id);
+    };
+    const std::string xmax_before = xmax_of();
+    constexpr int k_callers = 8;
+    constexpr int k_each = 25;
+    std::vector<int> accepted(k_callers);
+    std::vector<std::string> errors(k_callers);
+    std::latch ready(k_callers);
+    std::vector<std::thread> threads;
+    for (int i = 0; i < k_callers; ++i) {
+        threads.emplace_back([&, i] {
+            try {
+                store::Db db(database_url());
+                ready.arrive_and_wait();
+                for (int n = 0; n < k_each; ++n) {
+                    const std::string ref =
+                        "lockfree-" + std::to_string(i) + "-" + std::to_string(n);
+                    accepted[static_cast<std::size_t>(i)] +=
+                        create(db, s.writer.principal, ref, payment_body(ref)).status == 202 ? 1
+                                                                                             : 0;
+                }
+            } catch (const std::exception& e) {
+                errors[static_cast<std::size_t>(i)] = e.what();
+            }
+        });
+    }
+    for (auto& t : threads) {
+        t.join();
+    }
+    for (int i = 0; i < k_callers; ++i) {
+        REQUIRE(errors[static_cast<std::size_t>(i)].empty());
+        CHECK(accepted[static_cast<std::size_t>(i)] == k_each);
+    }
+    CHECK(payments(s.tenant) == k_callers * k_each);
+    CHECK(records(s.tenant) == k_callers * k_each);
+    CHECK(events(s.tenant) == k_callers * k_each);
+    CHECK(xmax_of() == xmax_before);
+
+    // What the keys guarded against cannot happen: tenants and principals are never deleted
+    // (on a database of its own: a TRUNCATE that went through would empty the shared one).
+    ScratchDatabase scratch;
+    {
+        store::Db db(scratch.url());
+        store::migrate(db);
+    }
+    exec_sql("INSERT INTO tenants (tenant_id, name) VALUES "
+             "('00000000-0000-4000-8000-000000000001', 'kept');"
+             "INSERT INTO principals (tenant_id, principal_id, name, role, api_key_hash) VALUES "
+             "('00000000-0000-4000-8000-000000000001', '00000000-0000-4000-8000-000000000002', "
+             "'writer', 'writer', sha256('k'::bytea))",
+             scratch.url());
+    for (const char* sql : {"DELETE FROM principals", "DELETE FROM tenants", "TRUNCATE principals",
+                            "TRUNCATE principals CASCADE", "TRUNCATE tenants CASCADE"}) {
+        try {
+            exec_sql(sql, scratch.url());
+            FAIL("not refused: " << sql);
+        } catch (const pqxx::sql_error& e) {
+            CHECK(e.sqlstate() == "23001");
+            CHECK(std::string(e.what()).find("never deleted") != std::string::npos);
+        }
+    }
+    CHECK(count_rows("principals", "00000000-0000-4000-8000-000000000001", "", scratch.url()) == 1);
+    CHECK(count_rows("tenants", "00000000-0000-4000-8000-000000000001", "", scratch.url()) == 1);
+    CHECK(payments(s.tenant) == k_callers * k_each);
+}
+
 TEST_CASE(
     "intake: same key with another body gets 409 idempotency_key_reused and the first payment "
     "is untouched",
