@@ -232,9 +232,9 @@ std::string ladder_script(int rung) {
     }
     std::string sql = squeezed(store::statements::intake_once());
     std::string what = "keys per client in sequence";
-    // 6: the outbox event's payload a short literal (the lean one), not built from the row the
+    // 5: the outbox event's payload a short literal (the lean one), not built from the row the
     // statement just wrote, which then returns only what the event's insert names.
-    if (rung >= 6) {
+    if (rung >= 5) {
         sql = replaced_span(sql, "jsonb_build_object( 'payment_id', r.payment_id",
                             "ELSE '{}'::jsonb END",
                             "'{\"payment_id\": \"x\", \"state\": \"pending\", \"amount\": 1999, "
@@ -242,9 +242,9 @@ std::string ladder_script(int rung) {
         sql = replaced(sql, "RETURNING *", "RETURNING tenant_id, payment_id");
         what += "; event payload a literal";
     }
-    // 7: no read of the principal: the key claimed without its revocation check, the result
+    // 6: no read of the principal: the key claimed without its revocation check, the result
     // without the principal's state (now and for the key's record).
-    if (rung >= 7) {
+    if (rung >= 6) {
         sql = replaced(sql,
                        " FROM principals WHERE tenant_id = $1::uuid AND principal_id = $2::uuid "
                        "AND revoked_at IS NULL",
@@ -260,22 +260,22 @@ std::string ladder_script(int rung) {
                        "");
         what += "; no read of principals";
     }
-    // 8: the result only the stored 202: neither the existing record's read (a replay's answer)
+    // 7: the result only the stored 202: neither the existing record's read (a replay's answer)
     // nor the reference-taken check.
-    if (rung >= 8) {
+    if (rung >= 7) {
         sql = replaced_span(sql, "SELECT c.response_body, CASE WHEN", "ON c.response_body IS NULL",
                             "SELECT c.response_body FROM c");
         what += "; result the 202 alone";
     }
-    // 9: the stored 202 a constant: no creation time spliced into it.
-    if (rung >= 9) {
+    // 8: the stored 202 a constant: no creation time spliced into it.
+    if (rung >= 8) {
         sql =
             replaced(sql, "to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')",
                      "'2026-12-02T10:00:00.000Z'");
         what += "; stored 202 a constant";
     }
-    if (rung >= 7 && sql.find("principals") != std::string::npos) {
-        throw std::invalid_argument("the intake ladder's rung 7 still reads principals");
+    if (rung >= 6 && sql.find("principals") != std::string::npos) {
+        throw std::invalid_argument("the intake ladder's rung 6 still reads principals");
     }
     // 1 and below it: keys (and merchant references) from a counter per pgbench client, under a
     // prefix per run, as wrk's fresh keys (bench/intake_fresh.lua) and the lean baseline's

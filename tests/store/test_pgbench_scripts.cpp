@@ -193,10 +193,10 @@ TEST_CASE("bench: the pgbench baselines run the store's own statements and write
 
 TEST_CASE("bench: each rung of the intake ladder removes what it names from the store's statement",
           "[store][bench]") {
-    // Rung 0 is the intake baseline itself; 1-5 the same statement with keys from a counter per
+    // Rung 0 is the intake baseline itself; 1-4 the same statement with keys from a counter per
     // client (only their tables change, bench/intake_ladder_schema.sql); then one thing less each.
     CHECK(bench::ladder_script(0) == bench::intake_script());
-    for (int rung = 2; rung <= 5; ++rung) {
+    for (int rung = 2; rung <= 4; ++rung) {
         CHECK(bench::ladder_script(rung).substr(bench::ladder_script(rung).find('\n')) ==
               bench::ladder_script(1).substr(bench::ladder_script(1).find('\n')));
     }
@@ -211,12 +211,12 @@ TEST_CASE("bench: each rung of the intake ladder removes what it names from the 
         CHECK((script.find("\\set n :n + 1") != std::string::npos) == (rung >= 1));
         // The statement is the script's last line (its comments name what they remove).
         const std::string statement = script.substr(script.rfind('\n', script.size() - 2) + 1);
-        CHECK((statement.find("jsonb_build_object") != std::string::npos) == (rung < 6));
-        CHECK((statement.find("principals") != std::string::npos) == (rung < 7));
+        CHECK((statement.find("jsonb_build_object") != std::string::npos) == (rung < 5));
+        CHECK((statement.find("principals") != std::string::npos) == (rung < 6));
         CHECK((statement.find("payrecon_intake_reference_taken") != std::string::npos) ==
-              (rung < 8));
-        CHECK((statement.find("to_char(now()") != std::string::npos) == (rung < 9));
-        if (rung >= 6) {
+              (rung < 7));
+        CHECK((statement.find("to_char(now()") != std::string::npos) == (rung < 8));
+        if (rung >= 5) {
             CHECK(script != bench::ladder_script(rung - 1));
         }
     }
@@ -229,7 +229,7 @@ TEST_CASE("bench: every rung of the intake ladder runs through pgbench on its ow
           "[store][db][bench]") {
     // bench/intake_ladder (issue 33) measures each rung against the one above; a rung that failed,
     // wrote elsewhere or wrote something else would measure nothing. The schema file checks each
-    // rung's tables against the rung above's (and rung 5's against the lean ones) as it makes them.
+    // rung's tables against the rung above's (and rung 4's against the lean ones) as it makes them.
     ScratchDatabase scratch;
     store::Db db(scratch.url());
     store::migrate(db);
@@ -254,22 +254,22 @@ TEST_CASE("bench: every rung of the intake ladder runs through pgbench on its ow
             count_rows(schema + ".payments", t,
                        "state = 'pending' AND created_by = '" + writer.principal.principal_id + "'",
                        url) == n);
-        // The key's 202 names the payment and carries its creation time, a constant from rung 9.
+        // The key's 202 names the payment and carries its creation time, a constant from rung 8.
         const std::string created_at =
-            rung < 9 ? "to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
+            rung < 8 ? "to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
                      : "'2026-12-02T10:00:00.000Z'";
         CHECK(count_rows(schema + ".idempotency_records", t,
                          "response_status = 202 AND resource_id IN (SELECT payment_id FROM " +
                              schema +
                              ".payments) AND response_body::jsonb ->> 'created_at' = " + created_at,
                          url) == n);
-        // The event's payload from the row (14 keys) down to rung 6, the lean literal (4) after.
+        // The event's payload from the row (14 keys) down to rung 5, the lean literal (4) from it.
         CHECK(count_rows(schema + ".outbox", t,
                          "event_type = 'payment.created' AND aggregate_id IN (SELECT payment_id "
                          "FROM " +
                              schema +
                              ".payments) AND (SELECT count(*) FROM jsonb_object_keys(payload)) = " +
-                             (rung < 6 ? "14" : "4"),
+                             (rung < 5 ? "14" : "4"),
                          url) == n);
     }
     // Nothing went to payrecon's own tables: search_path sent every rung to its copies.
