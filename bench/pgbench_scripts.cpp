@@ -213,6 +213,47 @@ std::string replaced_span(const std::string& sql, const std::string& first, cons
 
 } // namespace
 
+std::string executor_batch_script(int batch) {
+    namespace st = store::statements;
+    if (batch < 1) {
+        throw std::invalid_argument("the executor's batch is at least 1");
+    }
+    const std::string worker = "'pgbench'";
+    // The claim's rows as arrays, one row however many it claimed (none: empty arrays).
+    const std::string claim =
+        replaced_span(squeezed(st::executor_claim()), "SELECT 'charge' AS kind",
+                      "AND p.payment_id = o.payment_id",
+                      "SELECT coalesce(array_agg(p.tenant_id), '{}') AS tenants, "
+                      "coalesce(array_agg(p.payment_id), '{}') AS payments, "
+                      "coalesce(array_agg(p.generation), '{}') AS generations, "
+                      "coalesce(array_agg(p.attempt_count), '{}') AS attempts, "
+                      "coalesce(array_agg(p.operation_id), '{}') AS operation_ids, "
+                      "coalesce(array_agg('charge'::text), '{}') AS kinds FROM claimed p");
+    std::string s = "-- " + std::to_string(batch) + " payments through the executor (--batch " +
+                    std::to_string(batch) +
+                    "), their calls ending together, no provider call: payrecon's own SQL\n"
+                    "-- (store/statements.hpp), written by payrecon-pgbench-sql executor " +
+                    std::to_string(batch) + ".\n";
+    s += line(claim, {{1, worker}, {2, "20000"}, {3, std::to_string(batch)}, {4, "'{pgbench}'"}}) +
+         " \\gset\n";
+    s +=
+        line(st::executor_check(),
+             {{1, worker}, {2, ":tenants"}, {3, ":payments"}, {4, ":generations"}, {5, ":kinds"}}) +
+        ";\n";
+    // What the settle group sends (store/executor_store.cpp, settle_attempts), one settlement per
+    // claimed payment.
+    s += line(st::executor_settle_many(),
+              {{1, "(SELECT coalesce(jsonb_agg(jsonb_build_object('tenant_id', u.t, "
+                   "'payment_id', u.p, 'generation', u.g, 'state', 'succeeded', 'retry_ms', NULL, "
+                   "'provider_reference', 'pi_pgbench', 'reason', NULL, 'review_code', NULL, "
+                   "'attempt_no', u.a, 'outcome', 'succeeded', 'http_status', 200, "
+                   "'error_class', '', 'detail', '', 'operation_id', u.o)), '[]') "
+                   "FROM unnest(:tenants::uuid[], :payments::uuid[], :generations::bigint[], "
+                   ":attempts::integer[], :operation_ids::text[]) AS u(t, p, g, a, o))"}}) +
+         ";\n";
+    return s;
+}
+
 std::string intake_script() {
     std::string s =
         "-- One fresh create-payment request: payrecon's own SQL (store/statements.hpp), written\n"

@@ -19,6 +19,12 @@ std::string bind(const std::string& sql, const std::map<int, std::string>& value
 // client that finds none fails (\gset wants a row).
 std::string executor_script();
 
+// `batch` payments through the executor as a worker with --batch B moves them when their calls
+// end together: one claim of up to B (its rows folded into arrays, since \gset takes one row;
+// none is fine), one fence of them all, one settlement of them all (the settle group's statement,
+// its JSON built from the arrays). Claims provider 'pgbench' payments only. batch >= 1.
+std::string executor_batch_script(int batch);
+
 // One fresh create-payment request: the key claimed, then the payment, its outbox event and its
 // stored 202 in one statement. Variables: tenant, principal (-D); keys and merchant references
 // are random, the payment's ID and operation ID time-ordered (uuid_generate_v7(), migration 0010).

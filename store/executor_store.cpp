@@ -277,6 +277,9 @@ const std::string& statements::executor_check() {
 const std::string& statements::executor_settle() {
     return k_settle_sql;
 }
+const std::string& statements::executor_settle_many() {
+    return k_settle_many_sql;
+}
 
 ClaimedPayment payment_from_row(const pqxx::row& row, int first) {
     ClaimedPayment c;

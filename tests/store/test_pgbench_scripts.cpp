@@ -109,7 +109,8 @@ TEST_CASE("bench: a statement and its benchmark binding cannot drift apart", "[s
     CHECK_THROWS_AS(bench::bind("SELECT $1, $2", {{1, "a"}}), std::invalid_argument);
     CHECK_THROWS_AS(bench::bind("SELECT $1", {{1, "a"}, {2, "b"}}), std::invalid_argument);
     // Nothing of the store's left unbound.
-    for (const auto& script : {bench::executor_script(), bench::intake_script()}) {
+    for (const auto& script :
+         {bench::executor_script(), bench::executor_batch_script(4), bench::intake_script()}) {
         bool parameter_left = false;
         for (std::size_t i = 0; i + 1 < script.size(); ++i) {
             parameter_left = parameter_left || (script[i] == '$' && std::isdigit(script[i + 1]));
@@ -165,6 +166,27 @@ TEST_CASE("bench: the pgbench baselines run the store's own statements and write
                      "event_type = 'payment.succeeded' AND "
                      "(SELECT count(*) FROM jsonb_object_keys(payload)) = 14",
                      url) == n);
+
+    // Batches of 4 (bench/executor's ceiling for the worker's --batch 4): 8 more payments, three
+    // transactions -- 4, 4, and one that claims none and must still run.
+    REQUIRE(
+        run_pgbench(url, bench::intake_script(), 8,
+                    {"tenant=" + tenant.tenant_id, "principal=" + writer.principal.principal_id},
+                    log + ".intake") == 0);
+    exec_sql("UPDATE payments SET provider = 'pgbench' WHERE state = 'pending' AND tenant_id = '" +
+                 t + "'",
+             url);
+    const int batched = run_pgbench(url, bench::executor_batch_script(4), 3, {}, log + ".executor");
+    INFO(read_file(log + ".executor"));
+    REQUIRE(batched == 0);
+    CHECK(count_rows("payments", t, "state = 'succeeded' AND generation = 1", url) == n + 8);
+    CHECK(count_rows("payments", t, "state <> 'succeeded'", url) == 0);
+    CHECK(count_rows("payment_attempts", t,
+                     "outcome = 'succeeded' AND finished_at IS NOT NULL AND http_status = 200 AND "
+                     "provider_reference = 'pi_pgbench'",
+                     url) == n + 8);
+    CHECK(count_rows("outbox", t, "event_type = 'payment.succeeded'", url) == n + 8);
+    CHECK_THROWS_AS(bench::executor_batch_script(0), std::invalid_argument);
 
     // The lean baseline (bench/intake_lean.sql, issue 33): the same logical writes in one
     // statement on the bench's own tables -- one key with its stored 202 naming its payment, the
