@@ -291,8 +291,9 @@ std::string ladder_script(int rung) {
                        "AND revoked_at IS NULL",
                        "");
         sql = replaced(sql,
-                       ", e.revoked, (SELECT revoked_at IS NOT NULL FROM principals WHERE "
-                       "tenant_id = $1::uuid AND principal_id = $2::uuid)",
+                       ", e.revoked, CASE WHEN c.response_body IS NULL THEN (SELECT revoked_at IS "
+                       "NOT NULL FROM principals WHERE tenant_id = $1::uuid AND principal_id = "
+                       "$2::uuid) END",
                        "");
         sql = replaced(sql, ", pr.revoked_at IS NOT NULL AS revoked", "");
         sql = replaced(sql,
@@ -304,7 +305,8 @@ std::string ladder_script(int rung) {
     // 7: the result only the stored 202: neither the existing record's read (a replay's answer)
     // nor the reference-taken check.
     if (rung >= 7) {
-        sql = replaced_span(sql, "SELECT c.response_body, CASE WHEN", "ON c.response_body IS NULL",
+        sql = replaced_span(sql, "SELECT c.response_body, CASE WHEN",
+                            "r.idempotency_key = $4 LIMIT 1) AS e ON true",
                             "SELECT c.response_body FROM c");
         what += "; result the 202 alone";
     }

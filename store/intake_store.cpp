@@ -57,7 +57,12 @@ SELECT EXISTS (SELECT 1 FROM p))sql";
 // stores that 409. One row: the stored 202 (NULL unless created), then the existing record's
 // request hash, status, body, resource and whether its principal is revoked (NULLs unless the key
 // had a record this snapshot sees), then whether the principal is revoked now (NULL if there is no
-// such principal).
+// such principal, or if the key was claimed). The record and the principal are read only when the
+// key was not claimed: the condition on c inside the lateral subquery (kept a subquery of its own
+// by its LIMIT, so that the condition is a one-time filter of its plan rather than a join filter
+// above a scan that already ran) and the CASE's, so a fresh request's plan never runs those scans
+// (it did, and found nothing: an index descent of idempotency_records and a read of principals
+// per payment).
 constexpr const char* k_intake_once = "intake_once";
 const std::string k_intake_once_sql = R"sql(
 WITH c AS (
@@ -92,17 +97,20 @@ SELECT c.response_body,
             THEN payrecon_intake_reference_taken() END,
        encode(e.request_hash, 'hex'), e.response_status, e.response_body, e.resource_id::text,
        e.revoked,
-       (SELECT revoked_at IS NOT NULL FROM principals
-         WHERE tenant_id = $1::uuid AND principal_id = $2::uuid)
+       CASE WHEN c.response_body IS NULL
+            THEN (SELECT revoked_at IS NOT NULL FROM principals
+                   WHERE tenant_id = $1::uuid AND principal_id = $2::uuid) END
   FROM (SELECT 1) AS one
   LEFT JOIN c ON true
-  LEFT JOIN (SELECT r.request_hash, r.response_status, r.response_body, r.resource_id,
-                    pr.revoked_at IS NOT NULL AS revoked
-               FROM idempotency_records r
-               JOIN principals pr ON pr.tenant_id = r.tenant_id AND pr.principal_id = r.principal_id
-              WHERE r.tenant_id = $1::uuid AND r.principal_id = $2::uuid AND r.operation = $3
-                AND r.idempotency_key = $4) AS e
-    ON c.response_body IS NULL)sql";
+  LEFT JOIN LATERAL (
+        SELECT r.request_hash, r.response_status, r.response_body, r.resource_id,
+               pr.revoked_at IS NOT NULL AS revoked
+          FROM idempotency_records r
+          JOIN principals pr ON pr.tenant_id = r.tenant_id AND pr.principal_id = r.principal_id
+         WHERE c.response_body IS NULL
+           AND r.tenant_id = $1::uuid AND r.principal_id = $2::uuid AND r.operation = $3
+           AND r.idempotency_key = $4
+         LIMIT 1) AS e ON true)sql";
 
 // The payment that holds the merchant reference. A statement of its own: it must see the row the
 // INSERT above conflicted with, committed by another transaction after this one's snapshot.
