@@ -1,7 +1,9 @@
 #include "cli/app.hpp"
 
+#include "cli/build_info.hpp"
 #include "core/nearest.hpp"
 #include "providers/registry.hpp"
+#include "store/migrations.hpp"
 
 #include <algorithm>
 #include <string>
@@ -17,7 +19,8 @@ Global options (before or after the subcommand):
   --database URL     libpq URL (default: the private PostgreSQL)   [env PAYRECON_DATABASE_URL]
   --home DIR         payrecon's data directory                     [env PAYRECON_HOME]
   --operator NAME    who is acting, for the audit log              [env PAYRECON_OPERATOR]
-  --version          print payrecon's version and exit
+  --version          print payrecon's version, the commit it was built from and its schema
+                     version, and exit
 )";
 
 constexpr const char* k_footer = R"(
@@ -140,7 +143,11 @@ std::unique_ptr<CLI::App> build_app(AppState& state) {
     // `payrecon worker --config FILE` as well as `payrecon --config FILE worker`: an option a
     // subcommand does not know is tried on its parents.
     app->fallthrough();
-    app->set_version_flag("--version", std::string("payrecon ") + PAYRECON_VERSION);
+    // The version, the commit it was built from and the schema it migrates to: what an operator
+    // needs to say which payrecon runs, and whether its database is current for it.
+    app->set_version_flag("--version", std::string("payrecon ") + PAYRECON_VERSION + " (commit " +
+                                           build_commit() + ", schema " +
+                                           std::to_string(store::latest_known_version()) + ")");
     app->option_defaults()->always_capture_default(false);
     app->add_option("--database", state.global.database_url,
                     "libpq URL of the database (default: the private PostgreSQL); put passwords "

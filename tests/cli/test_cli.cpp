@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <pqxx/pqxx>
+#include <regex>
 #include <unistd.h>
 
 using namespace payrecon;
@@ -361,10 +362,19 @@ TEST_CASE("cli: global options work after the subcommand too, every help lists t
         CHECK(r.output.find("--config FILE") != std::string::npos);
         CHECK(r.output.find("Exit codes") != std::string::npos);
     }
+    // The version, the commit the binary was built from (issue 34: an operator says which build
+    // runs) and the schema it migrates to.
     const auto version = run_binary("", "--version");
     CHECK(version.exit_code == 0);
-    CHECK(version.output.rfind("payrecon ", 0) == 0);
-    CHECK(version.output.find('.') != std::string::npos);
+    INFO(version.output);
+    CHECK(std::regex_search(version.output,
+                            std::regex("^payrecon [0-9]+\\.[0-9]+\\.[0-9]+ \\(commit "
+                                       "([0-9a-f]{12}(-dirty)?|unknown), schema ([0-9]+)\\)\n$")));
+    CHECK(version.output.find("schema " + std::to_string(store::latest_known_version()) + ")") !=
+          std::string::npos);
+    if (::access((std::string(PAYRECON_SOURCE_DIR) + "/.git").c_str(), F_OK) == 0) {
+        CHECK(version.output.find("commit unknown") == std::string::npos); // built from a checkout
+    }
     // An option no command knows is still a usage error.
     CHECK(run_binary("", "worker --colour red").exit_code == 2);
 }
