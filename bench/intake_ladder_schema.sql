@@ -69,21 +69,7 @@ CREATE TABLE rung2.outbox (LIKE rung1.outbox
 CREATE TABLE rung3.idempotency_records (LIKE rung2.idempotency_records INCLUDING ALL);
 CREATE TABLE rung3.payments (LIKE rung2.payments INCLUDING ALL);
 CREATE TABLE rung3.outbox (LIKE rung2.outbox INCLUDING ALL);
-DO $$
-DECLARE col record;
-BEGIN
-    FOR col IN
-        SELECT c.relname, a.attname, format_type(t.typbasetype, t.typtypmod) AS base
-          FROM pg_attribute a
-          JOIN pg_class c ON c.oid = a.attrelid AND c.relkind = 'r'
-          JOIN pg_namespace n ON n.oid = c.relnamespace AND n.nspname = 'rung3'
-          JOIN pg_type t ON t.oid = a.atttypid AND t.typtype = 'd'
-         WHERE a.attnum > 0 AND NOT a.attisdropped
-    LOOP
-        EXECUTE format('ALTER TABLE rung3.%I ALTER COLUMN %I TYPE %s', col.relname, col.attname,
-                       col.base);
-    END LOOP;
-END $$;
+SELECT lean.use_base_types('rung3'); -- bench/intake_lean_schema.sql
 
 -- rung3 ... rung7: rung3 without its CHECKs (INCLUDING INDEXES brings the keys, no CHECK).
 DO $$

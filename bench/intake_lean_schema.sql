@@ -28,19 +28,21 @@ ALTER TABLE lean.outbox ALTER COLUMN event_id SET DEFAULT lean.uuid_v7();
 
 -- LIKE copies a column's type, and schema 14 made many of payrecon's CHECKs domains: the lean
 -- tables take each domain's base type instead, so that they hold no CHECK at all (what the domains
--- cost is measured against them, bench/README.md).
-DO $$
+-- cost is measured against them, bench/README.md). bench/intake_ladder_schema.sql does the same to
+-- one of its rungs.
+CREATE FUNCTION lean.use_base_types(nsp text) RETURNS void LANGUAGE plpgsql AS $$
 DECLARE col record;
 BEGIN
     FOR col IN
         SELECT c.relname, a.attname, format_type(t.typbasetype, t.typtypmod) AS base
           FROM pg_attribute a
           JOIN pg_class c ON c.oid = a.attrelid AND c.relkind = 'r'
-          JOIN pg_namespace n ON n.oid = c.relnamespace AND n.nspname = 'lean'
+          JOIN pg_namespace n ON n.oid = c.relnamespace AND n.nspname = nsp
           JOIN pg_type t ON t.oid = a.atttypid AND t.typtype = 'd'
          WHERE a.attnum > 0 AND NOT a.attisdropped
     LOOP
-        EXECUTE format('ALTER TABLE lean.%I ALTER COLUMN %I TYPE %s', col.relname, col.attname,
+        EXECUTE format('ALTER TABLE %I.%I ALTER COLUMN %I TYPE %s', nsp, col.relname, col.attname,
                        col.base);
     END LOOP;
 END $$;
+SELECT lean.use_base_types('lean');
