@@ -29,13 +29,18 @@ BEGIN
     END LOOP;
 END $$;
 
+-- TG_ARGV[0]: why, and what to do instead, for the operator who tried.
 CREATE FUNCTION payrecon_never_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    RAISE EXCEPTION '% rows are never deleted: revoke a principal instead (payments name who created them for as long as they are kept)', TG_TABLE_NAME
+    RAISE EXCEPTION '% rows are never deleted: %', TG_TABLE_NAME, TG_ARGV[0]
         USING ERRCODE = 'restrict_violation';
 END $$;
 
 CREATE TRIGGER tenants_never_deleted BEFORE DELETE OR TRUNCATE ON tenants
-    FOR EACH STATEMENT EXECUTE FUNCTION payrecon_never_deleted();
+    FOR EACH STATEMENT EXECUTE FUNCTION payrecon_never_deleted(
+        'its payments, principals and audit rows name it for as long as they are kept; to shut a '
+        'tenant out, revoke its principals (payrecon principal revoke ID)');
 CREATE TRIGGER principals_never_deleted BEFORE DELETE OR TRUNCATE ON principals
-    FOR EACH STATEMENT EXECUTE FUNCTION payrecon_never_deleted();
+    FOR EACH STATEMENT EXECUTE FUNCTION payrecon_never_deleted(
+        'payments name the principal that created them for as long as they are kept; revoke it '
+        'instead (payrecon principal revoke ID)');
